@@ -1,0 +1,379 @@
+//! The binding engine: one fold over a combo's elements, shared by typed combos and
+//! run-time (manifest) combos.
+//!
+//! A combo is folded element by element into a [`Running`] view of the layer input
+//! (name, description, schemas, chain); each step applies the rules of
+//! [`crate::rules`] in SPEC order. A tool's combos are then merged into one set of
+//! bound names (identical prefixes once, clashes refused) or refused as a whole.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use schemars::Schema;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::BindError;
+use crate::extension::LayerInput;
+use crate::kind::ExtensionKind;
+use crate::name::Name;
+use crate::rules;
+use crate::stack::ErasedStack;
+use crate::tool::ToolSpec;
+
+/// One applied element of a bound name's stack: which extension, of which kind,
+/// with which config.
+///
+/// ```
+/// use toolgraft::{ExtensionKind, Link, Name};
+/// let link = Link { extension: Name::new("cache")?, kind: ExtensionKind::Wrapper, config: None };
+/// assert_eq!(link.to_string(), "cache");
+/// # Ok::<(), toolgraft::InvalidName>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Link {
+    /// The extension's name.
+    pub extension: Name,
+    /// Its kind.
+    pub kind: ExtensionKind,
+    /// The author config it was applied with, if any.
+    pub config: Option<Value>,
+}
+
+impl fmt::Display for Link {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.config {
+            Some(config) => write!(f, "{}{config}", self.extension),
+            None => write!(f, "{}", self.extension),
+        }
+    }
+}
+
+/// Where a layer (or the body) of a bound name runs.
+///
+/// ```
+/// use toolgraft::{Name, Site};
+/// assert_eq!(Site::Caller.to_string(), "caller");
+/// assert_eq!(Site::Relocated { by: Name::new("pool")? }.to_string(), "via pool");
+/// # Ok::<(), toolgraft::InvalidName>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Site {
+    /// In the process (and task) that received the call.
+    Caller,
+    /// Wherever the relocating extension `by` runs its layer input.
+    Relocated {
+        /// The relocating extension.
+        by: Name,
+    },
+}
+
+impl fmt::Display for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Site::Caller => f.write_str("caller"),
+            Site::Relocated { by } => write!(f, "via {by}"),
+        }
+    }
+}
+
+/// What a client sees of one bound name, and where it came from.
+///
+/// ```
+/// use toolgraft::{Stack, Tool, Toolset};
+/// use toolgraft::ext::Trace;
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+/// let shout = Tool::builder().name("shout").description("Return the text.")
+///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+/// let toolset = Toolset::new();
+/// toolset.bind(&shout, frunk::hlist![shout.combo().with(Trace)])?;
+/// let info = toolset.info("shout_trace").unwrap();
+/// assert_eq!((info.base.as_str(), info.is_branch()), ("shout", true));
+/// assert_eq!(info.input_schema, toolset.info("shout").unwrap().input_schema);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolInfo {
+    /// The bound name.
+    pub name: Name,
+    /// The base tool it belongs to (itself, for a base).
+    pub base: Name,
+    /// The extensions applied to the base, innermost first (empty for a base).
+    pub chain: Vec<Link>,
+    /// The running description.
+    pub description: String,
+    /// The input schema clients see.
+    pub input_schema: Schema,
+    /// The output schema, when this name has one (SPEC rule 12).
+    pub output_schema: Option<Schema>,
+}
+
+impl ToolInfo {
+    /// Whether an extension minted this name.
+    pub fn is_branch(&self) -> bool {
+        !self.chain.is_empty()
+    }
+
+    /// Where each layer of the chain runs, innermost first: inside a relocating
+    /// extension, it runs wherever that one sends it.
+    pub fn sites(&self) -> Vec<Site> {
+        (0..self.chain.len())
+            .map(|layer| self.site_inside(layer + 1))
+            .collect()
+    }
+
+    /// Where the tool body runs.
+    pub fn body_site(&self) -> Site {
+        self.site_inside(0)
+    }
+
+    /// The site of whatever sits inside the chain from `from` outwards: the nearest
+    /// relocating element at or after `from` sends it away.
+    fn site_inside(&self, from: usize) -> Site {
+        match self.chain[from..]
+            .iter()
+            .find(|link| link.kind.relocates_execution())
+        {
+            Some(link) => Site::Relocated {
+                by: link.extension.clone(),
+            },
+            None => Site::Caller,
+        }
+    }
+}
+
+/// One combo element, as the engine sees it: typed or from a manifest.
+#[derive(Clone, Debug)]
+pub(crate) struct Element {
+    pub name: Name,
+    pub kind: ExtensionKind,
+    pub body_local: bool,
+    pub accepts_config: bool,
+    pub config: Option<Value>,
+    /// The name of the branch this element mints.
+    pub branch: Name,
+    pub reserved: Option<Schema>,
+    pub presented_input: Option<Schema>,
+    pub declared_output: Option<Schema>,
+    pub description: Option<String>,
+}
+
+/// The layer input of the next element: what has been folded so far.
+#[derive(Clone, Debug)]
+pub(crate) struct Running {
+    pub name: Name,
+    pub base: Name,
+    pub description: String,
+    pub input_schema: Schema,
+    pub output_schema: Option<Schema>,
+    pub chain: Vec<Link>,
+}
+
+impl Running {
+    pub fn of_base(spec: &ToolSpec) -> Self {
+        Self {
+            name: spec.name.clone(),
+            base: spec.name.clone(),
+            description: spec.description.clone(),
+            input_schema: spec.input_schema.clone(),
+            output_schema: spec.output_schema.clone(),
+            chain: Vec::new(),
+        }
+    }
+
+    pub fn layer_input<'a>(&'a self, branch: &'a Name) -> LayerInput<'a> {
+        LayerInput {
+            name: &self.name,
+            branch,
+            base: &self.base,
+            description: &self.description,
+            input_schema: &self.input_schema,
+            output_schema: self.output_schema.as_ref(),
+        }
+    }
+
+    /// Applies one element (SPEC §3, per-layer order: locality, config, same name,
+    /// input rule, output fold, description).
+    pub fn apply(&self, element: &Element) -> Result<Running, BindError> {
+        rules::locality(self, element)?;
+        rules::config(self, element)?;
+        rules::new_name(self, element)?;
+        let input_schema = rules::input_schema(self, element)?;
+        let output_schema = rules::output_schema(self, element);
+        let description = rules::description(self, element);
+        let mut chain = self.chain.clone();
+        chain.push(Link {
+            extension: element.name.clone(),
+            kind: element.kind,
+            config: element.config.clone(),
+        });
+        Ok(Running {
+            name: element.branch.clone(),
+            base: self.base.clone(),
+            description,
+            input_schema,
+            output_schema,
+            chain,
+        })
+    }
+
+    /// A stand-in for the next layer input after a refused element, so building the
+    /// rest of a doomed combo can go on (it will not be bound).
+    fn past(&self, element: &Element) -> Running {
+        Running {
+            name: element.branch.clone(),
+            ..self.clone()
+        }
+    }
+
+    fn into_info(self) -> ToolInfo {
+        ToolInfo {
+            name: self.name,
+            base: self.base,
+            chain: self.chain,
+            description: self.description,
+            input_schema: self.input_schema,
+            output_schema: self.output_schema,
+        }
+    }
+}
+
+/// A bound name: what clients see, and the stack that serves it.
+pub(crate) struct Entry {
+    pub info: ToolInfo,
+    pub stack: Arc<dyn ErasedStack>,
+    /// The argument names a call may use; `None` when the schema is open-ended.
+    pub accepts: Option<Vec<String>>,
+}
+
+impl Entry {
+    fn new(running: Running, stack: Arc<dyn ErasedStack>) -> Self {
+        let info = running.into_info();
+        let accepts = (!crate::schema::open_ended(&info.input_schema))
+            .then(|| crate::schema::property_names(&info.input_schema).unwrap_or_default());
+        Self {
+            info,
+            stack,
+            accepts,
+        }
+    }
+}
+
+/// A combo being folded: its elements, one erased stack per prefix, and the first
+/// rule it broke. (`pub` only so the sealed [`Combos`](crate::Combos) can name it.)
+pub struct ComboDraft {
+    base: Name,
+    running: Running,
+    elements: Vec<Element>,
+    branches: Vec<(Running, Arc<dyn ErasedStack>)>,
+    refused: Option<BindError>,
+}
+
+impl ComboDraft {
+    pub(crate) fn new(spec: &ToolSpec) -> Self {
+        Self {
+            base: spec.name.clone(),
+            running: Running::of_base(spec),
+            elements: Vec::new(),
+            branches: Vec::new(),
+            refused: None,
+        }
+    }
+
+    /// The layer input of the next element.
+    pub(crate) fn running(&self) -> &Running {
+        &self.running
+    }
+
+    /// Records a rule broken before the element could be described (a bad name).
+    pub(crate) fn refuse(&mut self, error: BindError) {
+        self.refused.get_or_insert(error);
+    }
+
+    /// Folds `element` in; `stack` serves the branch it mints.
+    pub(crate) fn push(&mut self, element: Element, stack: Arc<dyn ErasedStack>) {
+        let next = if self.refused.is_some() {
+            self.running.past(&element)
+        } else {
+            match self.running.apply(&element) {
+                Ok(next) => {
+                    self.branches.push((next.clone(), stack));
+                    next
+                }
+                Err(error) => {
+                    self.refused = Some(error);
+                    self.running.past(&element)
+                }
+            }
+        };
+        self.running = next;
+        self.elements.push(element);
+    }
+
+    /// The bound name of the whole combo.
+    pub(crate) fn name(&self) -> &Name {
+        &self.running.name
+    }
+
+    /// The branches this combo mints, or the first rule it breaks (whole-combo
+    /// cardinality first, then the first refused layer).
+    fn into_branches(self) -> Result<Vec<(Running, Arc<dyn ErasedStack>)>, BindError> {
+        rules::cardinality(&self.base, &self.elements)?;
+        match self.refused {
+            Some(error) => Err(error),
+            None => Ok(self.branches),
+        }
+    }
+}
+
+/// Plans one tool: its base and every branch of every combo (rule 3: identical
+/// prefixes once; two stacks minting one name refused). Any broken rule refuses the
+/// whole tool (rule 14).
+pub(crate) fn plan_tool(
+    spec: &ToolSpec,
+    base: Arc<dyn ErasedStack>,
+    combos: Vec<ComboDraft>,
+) -> Result<Vec<Entry>, BindError> {
+    let mut planned: Vec<(Running, Arc<dyn ErasedStack>)> = vec![(Running::of_base(spec), base)];
+    let mut index: HashMap<Name, usize> = HashMap::new();
+    index.insert(spec.name.clone(), 0);
+    for combo in combos {
+        if combo.base != spec.name {
+            return Err(BindError::ForeignCombo {
+                tool: spec.name.clone(),
+                combo_base: combo.base,
+            });
+        }
+        for (running, stack) in combo.into_branches()? {
+            match index.get(&running.name) {
+                Some(&at) if planned[at].0.chain == running.chain => {}
+                Some(&at) => {
+                    return Err(BindError::NameClash {
+                        tool: spec.name.clone(),
+                        name: running.name.clone(),
+                        first: chain_text(&planned[at].0.chain),
+                        second: chain_text(&running.chain),
+                    });
+                }
+                None => {
+                    index.insert(running.name.clone(), planned.len());
+                    planned.push((running, stack));
+                }
+            }
+        }
+    }
+    Ok(planned
+        .into_iter()
+        .map(|(running, stack)| Entry::new(running, stack))
+        .collect())
+}
+
+fn chain_text(chain: &[Link]) -> String {
+    chain
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}

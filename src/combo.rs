@@ -1,0 +1,230 @@
+//! Typed combos: a typestate builder whose `.with(..)` only compiles when the
+//! stacking rules hold.
+//!
+//! Each `.with(ext)` wraps the stack built so far (nesting on the outer side, so
+//! compile time grows linearly with depth), folds the element into the binding
+//! engine's view, and keeps an erased clone of the new prefix so every branch can be
+//! served by name.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use frunk::{HCons, HNil};
+
+use crate::bind::{ComboDraft, Element};
+use crate::extension::Layer;
+use crate::kind::Kind;
+use crate::name::Name;
+use crate::rules::{
+    ComboState, HolderIn, HolderOf, InputContract, InsideRelocation, Locality,
+    OneOfKindPerCombo, OutputContract, Start, Then,
+};
+use crate::stack::{Args, Stack};
+use crate::tool::BaseTool;
+
+/// A combo under construction: the typed stack `S` and the typestate `St`.
+///
+/// Start one with [`BaseTool::combo`], add extensions with [`Combo::with`], and bind
+/// the tool with its combos with [`Toolset::bind`](crate::Toolset::bind).
+///
+/// ```
+/// use toolgraft::{BaseTool, Tool};
+/// use toolgraft::ext::{Batch, Cache, Pool, Proxy, Trace};
+/// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Fetch { url: String }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let fetch = Tool::builder().name("fetch").description("Fetch a page.")
+///     .body(|input: Fetch| async move { Ok(input.url.len()) }).build()?;
+/// let pool = Pool::new(2)?;
+///
+/// // The proxy sits inside the pool, so it runs beside the body: this compiles.
+/// let combo = fetch.combo().with(Proxy::allow(["http://egress-a:3128"])).with(pool.clone())
+///     .with(Cache::default()).with(Trace).with(Batch::default());
+/// assert_eq!(combo.name(), "fetch_proxy_pool_cache_trace_batch");
+/// # Ok(()) }
+/// ```
+///
+/// The same extensions the other way round do not compile:
+///
+/// ```compile_fail
+/// # use toolgraft::{BaseTool, Tool};
+/// # use toolgraft::ext::{Pool, Proxy};
+/// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Fetch { url: String }
+/// # let fetch = Tool::builder().name("fetch").description("Fetch a page.")
+/// #     .body(|input: Fetch| async move { Ok(input.url.len()) }).build().unwrap();
+/// let combo = fetch.combo().with(Pool::new(2).unwrap()).with(Proxy::allow(["http://egress-a:3128"]));
+/// ```
+#[must_use = "a combo does nothing until it is bound with `Toolset::bind`"]
+pub struct Combo<S, St = Start> {
+    stack: S,
+    draft: ComboDraft,
+    state: PhantomData<fn() -> St>,
+}
+
+impl<B: BaseTool> Combo<B, Start> {
+    pub(crate) fn new(base: B) -> Self {
+        Self {
+            draft: ComboDraft::new(base.spec()),
+            stack: base,
+            state: PhantomData,
+        }
+    }
+}
+
+impl<S: Stack, St: ComboState> Combo<S, St> {
+    /// Adds `extension` as the new outermost layer, minting the branch
+    /// `<current name>_<extension name>`.
+    ///
+    /// Compiles only if the stacking rules hold: at most one extension of a
+    /// non-`multiple` kind, nothing that needs body locality after a relocating
+    /// extension, and the branch's input and output types fit its kind.
+    pub fn with<E>(mut self, extension: E) -> Combo<E::Branch, Then<St, E>>
+    where
+        E: Layer<S>,
+        St::Seen: HolderOf<E::Kind>,
+        HolderIn<St, E::Kind>: OneOfKindPerCombo<E::Kind, E>,
+        St::Relocated: InsideRelocation<E>,
+        <E::Kind as Kind>::InputRule: InputContract<E, S::Input, <E::Branch as Stack>::Input>,
+        <E::Kind as Kind>::OutputRule:
+            OutputContract<E, S::Output, <E::Branch as Stack>::Output>,
+    {
+        let below = self.draft.running().clone();
+        let name = match Name::new(extension.name()) {
+            Ok(name) => name,
+            Err(invalid) => {
+                self.draft.refuse(invalid.into());
+                Name::unchecked(extension.name())
+            }
+        };
+        let branch = below.name.branch(&name);
+        let layer_input = below.layer_input(&branch);
+        let element = Element {
+            kind: <E::Kind as Kind>::KIND,
+            body_local: <E::Locality as Locality>::REQUIRES_BODY_LOCALITY,
+            accepts_config: true,
+            config: extension.config(),
+            reserved: <<E::Kind as Kind>::InputRule as InputContract<
+                E,
+                S::Input,
+                <E::Branch as Stack>::Input,
+            >>::reserved(),
+            presented_input: extension.input_schema(&layer_input),
+            declared_output: extension.output_schema(&layer_input),
+            description: extension.describe(&below.description),
+            branch: branch.clone(),
+            name,
+        };
+        let stack = extension.layer(self.stack, &layer_input);
+        self.draft.push(element, Arc::new(stack.clone()));
+        Combo {
+            stack,
+            draft: self.draft,
+            state: PhantomData,
+        }
+    }
+
+    /// The name of the combo's outermost branch (the base's name before any `.with`).
+    pub fn name(&self) -> &Name {
+        self.draft.name()
+    }
+
+    /// The typed stack built so far.
+    pub fn stack(&self) -> &S {
+        &self.stack
+    }
+}
+
+/// A bound combo's outermost branch, for typed calls: its name and its stack. A
+/// typed call is static dispatch through every layer.
+///
+/// ```
+/// use frunk::{hlist, hlist_pat};
+/// use toolgraft::{BaseTool, Stack, Tool, Toolset};
+/// use toolgraft::ext::Trace;
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let shout = Tool::builder().name("shout").description("Return the text.")
+///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+/// let hlist_pat![traced] = Toolset::new().bind(&shout, hlist![shout.combo().with(Trace)])?;
+/// assert_eq!(traced.name(), "shout_trace");
+/// assert_eq!(traced.call(Shout { text: "hi".into() }).await?, "hi");
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Bound<S> {
+    name: Name,
+    stack: S,
+}
+
+impl<S> Bound<S> {
+    /// The branch's bound name.
+    pub fn name(&self) -> &Name {
+        &self.name
+    }
+
+    /// The typed stack.
+    pub fn stack(&self) -> &S {
+        &self.stack
+    }
+}
+
+impl<S: Stack> Stack for Bound<S> {
+    type Input = S::Input;
+    type Output = S::Output;
+
+    fn call(
+        &self,
+        input: S::Input,
+    ) -> impl Future<Output = Result<S::Output, crate::ToolError>> + Send {
+        self.stack.call(input)
+    }
+
+    fn decode(&self, args: Args) -> Result<S::Input, crate::ArgsError> {
+        self.stack.decode(args)
+    }
+}
+
+/// A heterogeneous list (`frunk::hlist![..]`) of typed combos of one tool.
+///
+/// Binding hands back the same list shape with each combo's [`Bound`] branch, so
+/// every typed stack keeps its own type: destructure it with `frunk::hlist_pat!`.
+///
+/// Sealed: implemented for `HNil` and `HCons<Combo<..>, impl Combos>`.
+pub trait Combos: sealed::Sealed {
+    /// The typed branches, one per combo, in order.
+    type Branches;
+
+    #[doc(hidden)]
+    fn into_drafts(self, drafts: &mut Vec<ComboDraft>) -> Self::Branches;
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+impl sealed::Sealed for HNil {}
+impl<S, St, Tail: Combos> sealed::Sealed for HCons<Combo<S, St>, Tail> {}
+
+impl Combos for HNil {
+    type Branches = HNil;
+
+    fn into_drafts(self, _: &mut Vec<ComboDraft>) -> HNil {
+        HNil
+    }
+}
+
+impl<S: Stack, St, Tail: Combos> Combos for HCons<Combo<S, St>, Tail> {
+    type Branches = HCons<Bound<S>, Tail::Branches>;
+
+    fn into_drafts(self, drafts: &mut Vec<ComboDraft>) -> Self::Branches {
+        let combo = self.head;
+        let head = Bound {
+            name: combo.draft.name().clone(),
+            stack: combo.stack,
+        };
+        drafts.push(combo.draft);
+        HCons {
+            head,
+            tail: self.tail.into_drafts(drafts),
+        }
+    }
+}

@@ -1,0 +1,363 @@
+//! The crate's errors: [`ToolError`] at call time, [`BindError`] at bind time.
+//!
+//! Both are shared by the typed and the run-time (manifest) paths: the same rule gives
+//! the same variant wherever it is checked.
+
+use std::fmt;
+
+use thiserror::Error;
+
+use crate::kind::ExtensionKind;
+use crate::name::{InvalidName, Name};
+
+/// A boxed error, the error type of tool bodies: any `std::error::Error` converts
+/// into it with `?`, and so does a `&str` or `String` with `.into()`.
+///
+/// ```
+/// use toolgraft::BoxError;
+/// let err: BoxError = "city not found".into();
+/// assert_eq!(err.to_string(), "city not found");
+/// ```
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a call failed.
+///
+/// ```
+/// use toolgraft::{Name, ToolError};
+/// let err = ToolError::UnknownTool { name: "nope".into() };
+/// assert_eq!(err.to_string(), "unknown tool `nope`");
+/// ```
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// No tool of that name is bound.
+    #[error("unknown tool `{name}`")]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+    },
+    /// The arguments do not fit the tool's input schema.
+    #[error("invalid arguments for `{tool}`: {problem}")]
+    InvalidArguments {
+        /// The bound name that was called.
+        tool: Name,
+        /// The offending argument, as a path (`text`, `items[2].city`), when known.
+        field: Option<String>,
+        /// What is wrong, naming the field.
+        problem: String,
+    },
+    /// The tool body returned an error.
+    #[error("tool `{tool}` failed: {source}")]
+    Body {
+        /// The base tool whose body failed.
+        tool: Name,
+        /// The body's error.
+        #[source]
+        source: BoxError,
+    },
+    /// The tool body panicked; the panic was caught and the caller keeps running.
+    #[error("tool `{tool}` panicked: {message}")]
+    Panicked {
+        /// The base tool whose body panicked.
+        tool: Name,
+        /// The panic payload, when it was a string.
+        message: String,
+    },
+    /// An extension refused the call before the layer below ran.
+    #[error("`{extension}` refused the call to `{tool}`: {reason}")]
+    Refused {
+        /// The branch that was called.
+        tool: Name,
+        /// The extension that refused.
+        extension: Name,
+        /// Why.
+        reason: String,
+    },
+    /// A backend could not run the layer below.
+    #[error("backend `{backend}` could not run `{tool}`: {reason}")]
+    Relocation {
+        /// The layer the backend was to run.
+        tool: Name,
+        /// The backend.
+        backend: Name,
+        /// Why.
+        reason: String,
+    },
+    /// A result could not be turned into JSON.
+    #[error("the result of `{tool}` is not valid JSON: {source}")]
+    Output {
+        /// The bound name that was called.
+        tool: Name,
+        /// The serializer's error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Arguments that do not fit an input type, before the tool name is known.
+///
+/// Layers produce it while decoding JSON arguments; the toolset adds the called
+/// name and turns it into [`ToolError::InvalidArguments`].
+///
+/// ```
+/// use toolgraft::ArgsError;
+/// let err = ArgsError::field("exp", "expected a number");
+/// assert_eq!(err.to_string(), "`exp`: expected a number");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub struct ArgsError {
+    /// The offending argument, as a path, when known.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl ArgsError {
+    /// An error about one argument.
+    ///
+    /// ```
+    /// # use toolgraft::ArgsError;
+    /// assert_eq!(ArgsError::field("text", "missing").field.as_deref(), Some("text"));
+    /// ```
+    pub fn field(field: impl Into<String>, problem: impl Into<String>) -> Self {
+        Self {
+            field: Some(field.into()),
+            problem: problem.into(),
+        }
+    }
+
+    /// An error about the arguments as a whole.
+    ///
+    /// ```
+    /// # use toolgraft::ArgsError;
+    /// assert_eq!(ArgsError::whole("expected an object").field, None);
+    /// ```
+    pub fn whole(problem: impl Into<String>) -> Self {
+        Self {
+            field: None,
+            problem: problem.into(),
+        }
+    }
+
+    /// The same error, one level down: `field` becomes `outer.field`.
+    ///
+    /// ```
+    /// # use toolgraft::ArgsError;
+    /// let err = ArgsError::field("city", "missing").within("items[2]");
+    /// assert_eq!(err.field.as_deref(), Some("items[2].city"));
+    /// ```
+    pub fn within(self, outer: &str) -> Self {
+        let field = match self.field {
+            Some(inner) => format!("{outer}.{inner}"),
+            None => outer.to_owned(),
+        };
+        Self {
+            field: Some(field),
+            problem: self.problem,
+        }
+    }
+
+    /// Attaches the called name.
+    pub(crate) fn for_tool(self, tool: &Name) -> ToolError {
+        let problem = match &self.field {
+            Some(field) if !self.problem.contains(&format!("`{field}`")) => {
+                format!("`{field}`: {}", self.problem)
+            }
+            _ => self.problem,
+        };
+        ToolError::InvalidArguments {
+            tool: tool.clone(),
+            field: self.field,
+            problem,
+        }
+    }
+}
+
+impl fmt::Display for ArgsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.field {
+            Some(field) => write!(f, "`{field}`: {}", self.problem),
+            None => f.write_str(&self.problem),
+        }
+    }
+}
+
+/// Why a tool and its combos could not be bound. Any of these leaves nothing of the
+/// tool bound (SPEC rule 14).
+///
+/// ```
+/// use toolgraft::{BindError, Name};
+/// let err = BindError::LocalityOutsideRelocation {
+///     tool: Name::new("fetch")?,
+///     extension: Name::new("proxy")?,
+///     relocating: Name::new("pool")?,
+/// };
+/// assert!(err.to_string().contains("place `proxy` before `pool`"));
+/// # Ok::<(), toolgraft::InvalidName>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Error)]
+#[non_exhaustive]
+pub enum BindError {
+    /// A tool or extension name is not a valid [`Name`].
+    #[error(transparent)]
+    InvalidName(#[from] InvalidName),
+
+    /// Rule 1: an extension minted a branch named like its base.
+    #[error("`{extension}` on `{tool}` mints a branch with the same name as the tool; a branch must have a new name")]
+    SameName {
+        /// The base tool.
+        tool: Name,
+        /// The extension that chose the name.
+        extension: Name,
+    },
+
+    /// Rule 3: two different stacks of one tool mint the same name.
+    #[error("two different stacks of `{tool}` mint `{name}`: [{first}] and [{second}]; rename an extension or drop one combo")]
+    NameClash {
+        /// The base tool.
+        tool: Name,
+        /// The contested name.
+        name: Name,
+        /// The first stack, as `a, b`.
+        first: String,
+        /// The second stack.
+        second: String,
+    },
+
+    /// A name the tool would bind is already bound by another tool.
+    #[error("`{name}` is already bound (by tool `{owner}`); `{tool}` cannot bind it too")]
+    NameTaken {
+        /// The tool being bound.
+        tool: Name,
+        /// The contested name.
+        name: Name,
+        /// The base tool that holds it.
+        owner: Name,
+    },
+
+    /// A combo was started from another tool than the one it is bound with.
+    #[error("a combo of `{combo_base}` was passed when binding `{tool}`; start each combo from the tool it is bound with")]
+    ForeignCombo {
+        /// The tool being bound.
+        tool: Name,
+        /// The base the combo was started from.
+        combo_base: Name,
+    },
+
+    /// Rule 4: extensions that the registry does not know.
+    #[error("unknown extension{} {} in a combo of `{tool}`", if .names.len() == 1 { "" } else { "s" }, crate::error::ticked(.names))]
+    UnknownExtensions {
+        /// The tool.
+        tool: Name,
+        /// Every unknown name, sorted.
+        names: Vec<String>,
+    },
+
+    /// Rule 5: more than one extension of a kind whose `multiple` is false.
+    #[error("a combo of `{tool}` holds more than one {kind}: [{}]; a combo allows one {kind}, so put each in its own combo", crate::error::listed(.extensions))]
+    MultipleOfKind {
+        /// The tool.
+        tool: Name,
+        /// The kind.
+        kind: ExtensionKind,
+        /// The offending extensions, in combo order.
+        extensions: Vec<Name>,
+    },
+
+    /// Rule 6: a body-locality extension outside a relocating one.
+    #[error("on `{tool}`, `{extension}` needs to run beside the tool body but sits outside `{relocating}`, which runs the body elsewhere; place `{extension}` before `{relocating}`")]
+    LocalityOutsideRelocation {
+        /// The tool.
+        tool: Name,
+        /// The extension that needs body locality.
+        extension: Name,
+        /// The relocating extension inside it.
+        relocating: Name,
+    },
+
+    /// Rule 7: non-empty config for an extension that takes none.
+    #[error("`{extension}` (on `{tool}`) does not accept config; remove its `config` or leave it empty")]
+    ConfigNotAccepted {
+        /// The tool.
+        tool: Name,
+        /// The extension.
+        extension: Name,
+    },
+
+    /// Rule 7: a config the extension cannot parse.
+    #[error("config of `{extension}` (on `{tool}`) is invalid at `{field}`: {problem}")]
+    InvalidConfig {
+        /// The tool.
+        tool: Name,
+        /// The extension.
+        extension: Name,
+        /// The offending field.
+        field: String,
+        /// What is wrong.
+        problem: String,
+    },
+
+    /// Rule 8: a wrapper presented another input schema than its layer input's.
+    #[error("wrapper changed the schema: `{extension}` on `{tool}` must present the input schema of `{below}` unchanged (plus its reserved params), but {difference}")]
+    WrapperChangedSchema {
+        /// The tool.
+        tool: Name,
+        /// The wrapper.
+        extension: Name,
+        /// Its layer input.
+        below: Name,
+        /// The first difference found.
+        difference: String,
+    },
+
+    /// Rule 9: a reserved param that would mask a parameter of the layer input.
+    #[error("reserved param `{param}` already exists: `{extension}` on `{tool}` reserves `{param}`, which `{below}` already takes; rename the reserved param")]
+    ReservedParamExists {
+        /// The tool.
+        tool: Name,
+        /// The wrapper.
+        extension: Name,
+        /// Its layer input.
+        below: Name,
+        /// The contested parameter.
+        param: String,
+    },
+
+    /// Rule 9: a reserved param whose schema is not inline.
+    #[error("reserved param `{param}` of `{extension}` (on `{tool}`) is not an inline JSON type; reserved params cannot use `$defs` or `$ref`")]
+    ReservedParamNotInline {
+        /// The tool.
+        tool: Name,
+        /// The wrapper.
+        extension: Name,
+        /// The parameter.
+        param: String,
+    },
+
+    /// Rule 10: a transformer without a concrete input schema of its own.
+    #[error("transformer must present its own concrete schema: `{extension}` on `{tool}` presents {presented}; give it an object schema with named properties (or none, for zero parameters)")]
+    TransformerSchemaNotConcrete {
+        /// The tool.
+        tool: Name,
+        /// The transformer.
+        extension: Name,
+        /// What it presented instead.
+        presented: String,
+    },
+}
+
+pub(crate) fn ticked(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub(crate) fn listed(names: &[Name]) -> String {
+    names
+        .iter()
+        .map(Name::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
+}

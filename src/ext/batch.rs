@@ -1,0 +1,354 @@
+//! `batch`: one call runs a list of inputs through the layer below.
+
+use std::sync::Arc;
+
+use futures_util::{StreamExt, TryStreamExt, stream};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Value, json};
+
+use crate::error::{ArgsError, ToolError};
+use crate::extension::{Extension, Layer, LayerInput};
+use crate::kind::Transformer;
+use crate::name::Name;
+use crate::rules::Anywhere;
+use crate::schema::Nest;
+use crate::stack::{Args, Stack, decode_args};
+
+/// The operator's side of a batch.
+///
+/// ```
+/// let config: toolgraft::ext::batch::BatchConfig = serde_json::from_str("{}")?;
+/// assert_eq!(config.max_items, 100);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BatchConfig {
+    /// The most items one call may carry.
+    pub max_items: usize,
+}
+
+impl Default for BatchConfig {
+    fn default() -> Self {
+        Self { max_items: 100 }
+    }
+}
+
+/// A batch call: the items, and how to run them.
+///
+/// ```
+/// use toolgraft::ext::BatchInput;
+/// let input = BatchInput::parallel(vec![1, 2, 3]).at_most(2).keep_going();
+/// assert_eq!((input.parallel, input.max_concurrent, input.fail_fast), (true, Some(2), false));
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BatchInput<I> {
+    /// One input of the layer below per item.
+    pub items: Vec<I>,
+    /// Run items concurrently (in input order all the same).
+    pub parallel: bool,
+    /// With `parallel`, how many items run at once (at least 1; default: all).
+    pub max_concurrent: Option<usize>,
+    /// Stop at the first failed item and fail the call (default); otherwise a
+    /// failed item's slot carries its error.
+    pub fail_fast: bool,
+}
+
+impl<I> BatchInput<I> {
+    /// Items one after the other, failing fast.
+    pub fn sequential(items: Vec<I>) -> Self {
+        Self {
+            items,
+            parallel: false,
+            max_concurrent: None,
+            fail_fast: true,
+        }
+    }
+
+    /// Items concurrently, failing fast.
+    pub fn parallel(items: Vec<I>) -> Self {
+        Self {
+            parallel: true,
+            ..Self::sequential(items)
+        }
+    }
+
+    /// At most `limit` items at once.
+    pub fn at_most(self, limit: usize) -> Self {
+        Self {
+            max_concurrent: Some(limit),
+            ..self
+        }
+    }
+
+    /// Run every item; failed ones carry their error.
+    pub fn keep_going(self) -> Self {
+        Self {
+            fail_fast: false,
+            ..self
+        }
+    }
+}
+
+/// One slot of a batch result. Serializes as the item's value, or as
+/// `{"error": "<message>"}`.
+#[derive(Clone, Debug)]
+pub enum BatchItem<O> {
+    /// The item's result.
+    Ok(O),
+    /// The item's error (only with `fail_fast: false`); shared, so results clone.
+    Err(Arc<ToolError>),
+}
+
+impl<O> BatchItem<O> {
+    /// The result, if the item succeeded.
+    pub fn ok(self) -> Option<O> {
+        match self {
+            BatchItem::Ok(value) => Some(value),
+            BatchItem::Err(_) => None,
+        }
+    }
+}
+
+impl<O: Serialize> Serialize for BatchItem<O> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            BatchItem::Ok(value) => value.serialize(serializer),
+            BatchItem::Err(error) => {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry("error", &error.to_string())?;
+                map.end()
+            }
+        }
+    }
+}
+
+/// A transformer whose branch takes `{items, parallel, max_concurrent, fail_fast}`
+/// and returns the list of results in input order.
+///
+/// ```
+/// use frunk::hlist;
+/// use serde_json::json;
+/// use toolgraft::{BaseTool, Tool, Toolset};
+/// use toolgraft::ext::Batch;
+/// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Square { n: i64 }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let square = Tool::builder().name("square").description("Square a number.")
+///     .body(|i: Square| async move { Ok(i.n * i.n) }).build()?;
+/// let toolset = Toolset::new();
+/// toolset.bind(&square, hlist![square.combo().with(Batch::default())])?;
+/// let out = toolset.call("square_batch",
+///     json!({"items": [{"n": 1}, {"n": 2}, {"n": 3}], "parallel": true})).await?;
+/// assert_eq!(out, json!([1, 4, 9]));
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Batch {
+    config: BatchConfig,
+}
+
+impl Batch {
+    /// A batch with the given config.
+    pub fn new(config: BatchConfig) -> Self {
+        Self { config }
+    }
+
+    /// A batch accepting at most `max_items` items per call.
+    pub fn max_items(max_items: usize) -> Self {
+        Self::new(BatchConfig { max_items })
+    }
+}
+
+impl Extension for Batch {
+    type Kind = Transformer;
+    type Locality = Anywhere;
+
+    fn name(&self) -> &str {
+        "batch"
+    }
+
+    fn describe(&self, running: &str) -> Option<String> {
+        Some(format!(
+            "{running} (Batch: pass `items`, a list of argument objects, up to {}; returns one result per item.)",
+            self.config.max_items
+        ))
+    }
+
+    fn config(&self) -> Option<Value> {
+        (self.config != BatchConfig::default())
+            .then(|| serde_json::to_value(&self.config).ok())
+            .flatten()
+    }
+
+    fn input_schema(&self, below: &LayerInput<'_>) -> Option<schemars::Schema> {
+        let mut nest = Nest::default();
+        let item = nest.nested(below.input_schema);
+        Some(nest.root(json!({
+            "type": "object",
+            "properties": {
+                "items": {
+                    "type": "array",
+                    "description": format!("Arguments of `{}`, one object per item.", below.name),
+                    "items": item,
+                    "maxItems": self.config.max_items,
+                },
+                "parallel": {
+                    "type": "boolean",
+                    "description": "Run the items concurrently; results keep input order.",
+                    "default": false,
+                },
+                "max_concurrent": {
+                    "type": "integer",
+                    "description": "With `parallel`, how many items run at once (default: all).",
+                    "minimum": 1,
+                },
+                "fail_fast": {
+                    "type": "boolean",
+                    "description": "Stop at the first failed item; otherwise its slot carries {\"error\": ...}.",
+                    "default": true,
+                },
+            },
+            "required": ["items"],
+        })))
+    }
+
+    fn output_schema(&self, below: &LayerInput<'_>) -> Option<schemars::Schema> {
+        let mut nest = Nest::default();
+        let item = nest.nested(below.output_schema?);
+        Some(nest.root(json!({
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    item,
+                    {
+                        "type": "object",
+                        "properties": {"error": {"type": "string"}},
+                        "required": ["error"],
+                    },
+                ],
+            },
+        })))
+    }
+}
+
+impl<S: Stack> Layer<S> for Batch {
+    type Branch = Batched<S>;
+
+    fn layer(self, inner: S, below: &LayerInput<'_>) -> Batched<S> {
+        Batched {
+            inner,
+            branch: below.branch.clone(),
+            config: self.config,
+        }
+    }
+}
+
+/// The branch [`Batch`] mints.
+#[derive(Clone)]
+pub struct Batched<S> {
+    inner: S,
+    branch: Name,
+    config: BatchConfig,
+}
+
+/// The batch options, as the JSON arguments carry them (items decoded apart).
+#[derive(Deserialize)]
+struct Options {
+    #[serde(default)]
+    parallel: bool,
+    #[serde(default)]
+    max_concurrent: Option<usize>,
+    #[serde(default = "yes")]
+    fail_fast: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl<S: Stack> Batched<S> {
+    fn check(&self, input: &BatchInput<S::Input>) -> Result<usize, ToolError> {
+        if input.items.len() > self.config.max_items {
+            return Err(ToolError::Refused {
+                tool: self.branch.clone(),
+                extension: Name::unchecked("batch"),
+                reason: format!(
+                    "{} items is over the limit of {}",
+                    input.items.len(),
+                    self.config.max_items
+                ),
+            });
+        }
+        match input.max_concurrent {
+            Some(0) => Err(ArgsError::field("max_concurrent", "must be at least 1").for_tool(&self.branch)),
+            Some(limit) if input.parallel => Ok(limit),
+            _ if input.parallel => Ok(input.items.len().max(1)),
+            _ => Ok(1),
+        }
+    }
+}
+
+impl<S: Stack> Stack for Batched<S> {
+    type Input = BatchInput<S::Input>;
+    type Output = Vec<BatchItem<S::Output>>;
+
+    async fn call(&self, input: Self::Input) -> Result<Self::Output, ToolError> {
+        let at_once = self.check(&input)?;
+        let fail_fast = input.fail_fast;
+        let results = stream::iter(input.items)
+            .map(|item| self.inner.call(item))
+            .buffered(at_once);
+        if fail_fast {
+            results.map_ok(BatchItem::Ok).try_collect().await
+        } else {
+            Ok(results
+                .map(|result| result.map_or_else(|err| BatchItem::Err(Arc::new(err)), BatchItem::Ok))
+                .collect()
+                .await)
+        }
+    }
+
+    fn decode(&self, mut args: Args) -> Result<Self::Input, ArgsError> {
+        let items = match args.remove("items") {
+            Some(Value::Array(items)) => items,
+            Some(other) => {
+                return Err(ArgsError::field(
+                    "items",
+                    format!("expected a list of argument objects, not `{other}`"),
+                ));
+            }
+            None => return Err(ArgsError::field("items", "missing field `items`")),
+        };
+        if items.len() > self.config.max_items {
+            return Err(ArgsError::field(
+                "items",
+                format!("{} items is over the limit of {}", items.len(), self.config.max_items),
+            ));
+        }
+        let items = items
+            .into_iter()
+            .enumerate()
+            .map(|(at, item)| match item {
+                Value::Object(item) => self
+                    .inner
+                    .decode(item)
+                    .map_err(|err| err.within(&format!("items[{at}]"))),
+                other => Err(ArgsError::field(
+                    format!("items[{at}]"),
+                    format!("expected an argument object, not `{other}`"),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let options: Options = decode_args(args)?;
+        if options.max_concurrent == Some(0) {
+            return Err(ArgsError::field("max_concurrent", "must be at least 1"));
+        }
+        Ok(BatchInput {
+            items,
+            parallel: options.parallel,
+            max_concurrent: options.max_concurrent,
+            fail_fast: options.fail_fast,
+        })
+    }
+}

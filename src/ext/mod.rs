@@ -1,0 +1,21 @@
+//! The built-in extensions.
+//!
+//! | extension | kind | body locality | reserved params | what it does |
+//! |---|---|---|---|---|
+//! | [`Trace`] | wrapper | no | — | a `tracing` span per call, recording failure |
+//! | [`Cache`] | wrapper | no | `exp` | per-branch LRU store with a TTL; concurrent identical calls run once |
+//! | [`Proxy`] | wrapper | **yes** | `proxies` | a task-local egress route from an allow-list |
+//! | [`Batch`] | transformer | no | — | runs a list of inputs, sequentially or in parallel |
+//! | [`Pool`] | backend | no | — | runs the layer below on a dedicated pool of worker threads |
+
+pub mod batch;
+pub mod cache;
+pub mod pool;
+pub mod proxy;
+pub mod trace;
+
+pub use batch::{Batch, BatchInput, BatchItem};
+pub use cache::{Cache, CacheParams};
+pub use pool::Pool;
+pub use proxy::{Proxy, ProxyParams};
+pub use trace::Trace;

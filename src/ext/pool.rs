@@ -1,0 +1,177 @@
+//! `pool`: the in-process backend. The layer below runs on a dedicated pool of
+//! worker threads with its own runtime, so nothing of the caller's task (its
+//! task-locals, its thread-locals) is there.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::runtime::{Handle, Runtime};
+
+use crate::error::{ArgsError, ToolError};
+use crate::extension::{Extension, Layer, LayerInput};
+use crate::kind::Backend;
+use crate::name::Name;
+use crate::rules::Anywhere;
+use crate::stack::{Args, Stack};
+use crate::tool::panic_message;
+
+/// A pool of worker threads running its own tokio runtime; as an extension, a
+/// backend that runs its layer input there.
+///
+/// Cloning shares the threads. The runtime shuts down (without blocking) when the
+/// last clone, including those inside bound branches, is dropped.
+///
+/// ```
+/// use frunk::hlist;
+/// use serde_json::json;
+/// use toolgraft::{BaseTool, Tool, Toolset};
+/// use toolgraft::ext::Pool;
+/// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Ping {}
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let ping = Tool::builder().name("ping").description("Say where it runs.")
+///     .body(|_: Ping| async { Ok(std::thread::current().name().unwrap_or("?").to_owned()) })
+///     .build()?;
+/// let pool = Pool::new(2)?;
+/// let toolset = Toolset::new();
+/// toolset.bind(&ping, hlist![ping.combo().with(pool.clone())])?;
+/// assert_eq!(toolset.call("ping_pool", json!({})).await?, json!("toolgraft-pool"));
+/// assert_eq!(pool.jobs_started(), 1);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Pool {
+    name: String,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    runtime: Option<Runtime>,
+    handle: Handle,
+    threads: usize,
+    jobs: AtomicU64,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // The last clone may be dropped inside async code (or on a pool thread),
+        // where a blocking shutdown would panic.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Pool {
+    /// A pool of `threads` worker threads (at least one), named `toolgraft-pool`.
+    pub fn new(threads: usize) -> io::Result<Self> {
+        let threads = threads.max(1);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("toolgraft-pool")
+            .enable_all()
+            .build()?;
+        Ok(Self {
+            name: "pool".to_owned(),
+            shared: Arc::new(Shared {
+                handle: runtime.handle().clone(),
+                runtime: Some(runtime),
+                threads,
+                jobs: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// The same pool under another extension name (branches end in `_<name>`).
+    ///
+    /// ```
+    /// # use toolgraft::Extension;
+    /// let gpu = toolgraft::ext::Pool::new(1)?.named("gpu");
+    /// assert_eq!(gpu.name(), "gpu");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn named(self, name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            ..self
+        }
+    }
+
+    /// How many worker threads the pool runs.
+    pub fn threads(&self) -> usize {
+        self.shared.threads
+    }
+
+    /// How many jobs have started on the pool's threads so far.
+    pub fn jobs_started(&self) -> u64 {
+        self.shared.jobs.load(Ordering::SeqCst)
+    }
+}
+
+impl Extension for Pool {
+    type Kind = Backend;
+    type Locality = Anywhere;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl<S: Stack> Layer<S> for Pool {
+    type Branch = Pooled<S>;
+
+    fn layer(self, inner: S, below: &LayerInput<'_>) -> Pooled<S> {
+        Pooled {
+            inner: Arc::new(inner),
+            below: below.name.clone(),
+            pool: self,
+        }
+    }
+}
+
+/// The branch [`Pool`] mints: calls go to the pool's threads.
+pub struct Pooled<S> {
+    inner: Arc<S>,
+    below: Name,
+    pool: Pool,
+}
+
+impl<S> Clone for Pooled<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            below: self.below.clone(),
+            pool: self.pool.clone(),
+        }
+    }
+}
+
+impl<S: Stack> Stack for Pooled<S> {
+    type Input = S::Input;
+    type Output = S::Output;
+
+    async fn call(&self, input: S::Input) -> Result<S::Output, ToolError> {
+        let inner = self.inner.clone();
+        let shared = self.pool.shared.clone();
+        let job = self.pool.shared.handle.spawn(async move {
+            shared.jobs.fetch_add(1, Ordering::SeqCst);
+            inner.call(input).await
+        });
+        match job.await {
+            Ok(result) => result,
+            Err(failure) if failure.is_panic() => Err(ToolError::Panicked {
+                tool: self.below.clone(),
+                message: panic_message(failure.into_panic().as_ref()),
+            }),
+            Err(_) => Err(ToolError::Relocation {
+                tool: self.below.clone(),
+                backend: Name::unchecked(&self.pool.name),
+                reason: "the pool shut down before the job finished".to_owned(),
+            }),
+        }
+    }
+
+    fn decode(&self, args: Args) -> Result<S::Input, ArgsError> {
+        self.inner.decode(args)
+    }
+}

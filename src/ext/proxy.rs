@@ -1,0 +1,161 @@
+//! `proxy`: routes the body's egress through a proxy chosen from an allow-list.
+//!
+//! The route is a task-local of the task that runs the body, which is why `proxy`
+//! requires body locality: it must sit inside any backend.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::ToolError;
+use crate::extension::{Extension, Layer, LayerInput, Wrap, Wrapped};
+use crate::kind::Wrapper;
+use crate::name::Name;
+use crate::params::Params;
+use crate::rules::BodyLocal;
+use crate::stack::{Next, Stack};
+
+tokio::task_local! {
+    static ROUTE: String;
+}
+
+/// The egress route the current tool body should use, set by [`Proxy`]; `None`
+/// outside a proxy branch (or where a proxy does not reach: across a backend).
+///
+/// ```
+/// assert_eq!(toolgraft::ext::proxy::current_route(), None);
+/// ```
+pub fn current_route() -> Option<String> {
+    ROUTE.try_with(Clone::clone).ok()
+}
+
+/// The operator's side of a proxy: which routes callers may pick. The first one is
+/// the default.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyConfig {
+    /// The allowed routes, the default first.
+    pub allow: Vec<String>,
+}
+
+/// The caller's side: the `proxies` reserved param.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProxyParams {
+    /// Egress proxies to use, most preferred first; each must be allowed by the
+    /// operator. Without it, the operator's default route is used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxies: Option<Vec<String>>,
+}
+
+impl Params for ProxyParams {}
+
+/// Sets a task-local egress route for the body, from an operator allow-list; a
+/// requested route not on the list is refused before the body runs. Read the route
+/// in the body with [`current_route`].
+///
+/// Requires body locality: `[proxy, pool]` binds, `[pool, proxy]` does not compile.
+///
+/// ```
+/// use frunk::hlist;
+/// use serde_json::json;
+/// use toolgraft::{BaseTool, Tool, Toolset};
+/// use toolgraft::ext::{proxy, Proxy};
+/// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Fetch { url: String }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let fetch = Tool::builder().name("fetch").description("Fetch a page.")
+///     .body(|input: Fetch| async move {
+///         Ok(format!("GET {} via {}", input.url, proxy::current_route().unwrap_or_default()))
+///     })
+///     .build()?;
+/// let toolset = Toolset::new();
+/// toolset.bind(&fetch, hlist![fetch.combo().with(Proxy::allow(["eu", "us"]))])?;
+///
+/// let out = toolset.call("fetch_proxy", json!({"url": "/", "proxies": ["us"]})).await?;
+/// assert_eq!(out, json!("GET / via us"));
+/// assert!(toolset.call("fetch_proxy", json!({"url": "/", "proxies": ["cn"]})).await.is_err());
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Proxy {
+    config: Arc<ProxyConfig>,
+}
+
+impl Proxy {
+    /// A proxy allowing `routes`; the first is the default.
+    pub fn allow<R: Into<String>>(routes: impl IntoIterator<Item = R>) -> Self {
+        Self::new(ProxyConfig {
+            allow: routes.into_iter().map(Into::into).collect(),
+        })
+    }
+
+    /// A proxy with the given config.
+    pub fn new(config: ProxyConfig) -> Self {
+        Self {
+            config: Arc::new(config),
+        }
+    }
+
+    fn choose(&self, requested: Option<Vec<String>>) -> Result<String, String> {
+        let allowed = &self.config.allow;
+        match requested {
+            Some(requested) if !requested.is_empty() => {
+                if let Some(refused) = requested.iter().find(|route| !allowed.contains(route)) {
+                    return Err(format!(
+                        "route `{refused}` is not on the allow-list ({})",
+                        allowed.join(", ")
+                    ));
+                }
+                Ok(requested[0].clone())
+            }
+            _ => allowed
+                .first()
+                .cloned()
+                .ok_or_else(|| "the allow-list is empty".to_owned()),
+        }
+    }
+}
+
+impl Extension for Proxy {
+    type Kind = Wrapper;
+    type Locality = BodyLocal;
+
+    fn name(&self) -> &str {
+        "proxy"
+    }
+
+    fn config(&self) -> Option<Value> {
+        serde_json::to_value(&*self.config).ok()
+    }
+}
+
+impl<S: Stack> Wrap<S> for Proxy {
+    type Params = ProxyParams;
+
+    fn around(
+        &self,
+        next: Next<'_, S>,
+        params: ProxyParams,
+        input: S::Input,
+    ) -> impl Future<Output = Result<S::Output, ToolError>> + Send {
+        let route = self.choose(params.proxies);
+        async move {
+            let route = route.map_err(|reason| ToolError::Refused {
+                tool: next.name().clone(),
+                extension: Name::unchecked("proxy"),
+                reason,
+            })?;
+            ROUTE.scope(route, next.call(input)).await
+        }
+    }
+}
+
+impl<S: Stack> Layer<S> for Proxy {
+    type Branch = Wrapped<Self, S>;
+
+    fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {
+        Wrapped::new(self, inner, below)
+    }
+}

@@ -1,0 +1,68 @@
+//! `trace`: a `tracing` span around every call.
+
+use std::future::Future;
+
+use tracing::Instrument;
+use tracing::field::{Empty, display};
+
+use crate::error::ToolError;
+use crate::extension::{Extension, Layer, LayerInput, Wrap, Wrapped};
+use crate::kind::Wrapper;
+use crate::rules::Anywhere;
+use crate::stack::{Next, Stack};
+
+/// Wraps each call in an `INFO` span named `tool_call`, whose `tool` field is the
+/// layer input's name; a failed call records its error in the span's `error` field
+/// and emits a `WARN` event inside the span.
+///
+/// ```
+/// use toolgraft::{BaseTool, Tool, Toolset};
+/// use toolgraft::ext::Trace;
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+/// let shout = Tool::builder().name("shout").description("Return the text.")
+///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+/// let combo = shout.combo().with(Trace);
+/// assert_eq!(combo.name(), "shout_trace");
+/// # Ok::<(), toolgraft::InvalidName>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Trace;
+
+impl Extension for Trace {
+    type Kind = Wrapper;
+    type Locality = Anywhere;
+
+    fn name(&self) -> &str {
+        "trace"
+    }
+}
+
+impl<S: Stack> Wrap<S> for Trace {
+    type Params = ();
+
+    fn around(
+        &self,
+        next: Next<'_, S>,
+        (): (),
+        input: S::Input,
+    ) -> impl Future<Output = Result<S::Output, ToolError>> + Send {
+        let span = tracing::info_span!("tool_call", tool = %next.name(), error = Empty);
+        let call = next.call(input).instrument(span.clone());
+        async move {
+            let result = call.await;
+            if let Err(error) = &result {
+                span.record("error", display(error));
+                tracing::warn!(parent: &span, %error, "tool call failed");
+            }
+            result
+        }
+    }
+}
+
+impl<S: Stack> Layer<S> for Trace {
+    type Branch = Wrapped<Self, S>;
+
+    fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {
+        Wrapped::new(self, inner, below)
+    }
+}

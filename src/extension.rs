@@ -1,0 +1,271 @@
+//! The extension trait family.
+//!
+//! * [`Extension`] says what an extension is: its kind, whether it needs body
+//!   locality, its name, and what it presents (description, schemas, config).
+//! * [`Layer`] says what it does to one layer: given the stack below, it builds the
+//!   branch, like `tower::Layer`. Transformers and backends implement it directly.
+//! * [`Wrap`] is the short way to write a wrapper's branch: one `around` method that
+//!   receives the layer input and must return the layer's output; its `Layer` impl
+//!   returns [`Wrapped::new`]. `Wrapped` forwards the same input and output types,
+//!   so schema preservation holds by construction.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use schemars::Schema;
+use serde_json::Value;
+
+use crate::error::{ArgsError, ToolError};
+use crate::kind::{Kind, Wrapper};
+use crate::name::Name;
+use crate::params::ReservedParams;
+use crate::rules::Locality;
+use crate::schema;
+use crate::stack::{Args, Next, Stack};
+
+/// What an extension receives about the layer below when it is applied.
+///
+/// ```
+/// use toolgraft::{LayerInput, Name};
+/// let (below, branch) = (Name::new("shout")?, Name::new("shout_cache")?);
+/// let schema = schemars::json_schema!({"type": "object"});
+/// let input = LayerInput {
+///     name: &below, branch: &branch, base: &below,
+///     description: "Return the text.", input_schema: &schema, output_schema: None,
+/// };
+/// assert_eq!(input.branch, "shout_cache");
+/// # Ok::<(), toolgraft::InvalidName>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct LayerInput<'a> {
+    /// The layer input's running name (the base, or the previous branch).
+    pub name: &'a Name,
+    /// The name of the branch being minted.
+    pub branch: &'a Name,
+    /// The base tool.
+    pub base: &'a Name,
+    /// The running description.
+    pub description: &'a str,
+    /// The layer input's input schema.
+    pub input_schema: &'a Schema,
+    /// The layer input's output schema, when it has one.
+    pub output_schema: Option<&'a Schema>,
+}
+
+/// An extension: a plug-in that extends one tool by minting a new-named branch.
+///
+/// Its kind and locality are types, so the typestate combo can check the stacking
+/// rules at compile time; everything else is a value the binding engine reads.
+///
+/// ```
+/// use toolgraft::{Anywhere, Extension, Wrapper};
+///
+/// #[derive(Clone)]
+/// struct Audit;
+///
+/// impl Extension for Audit {
+///     type Kind = Wrapper;
+///     type Locality = Anywhere;
+///     fn name(&self) -> &str { "audit" }
+///     fn describe(&self, running: &str) -> Option<String> {
+///         Some(format!("{running} (audited)"))
+///     }
+/// }
+/// assert_eq!(Audit.describe("Return the text.").unwrap(), "Return the text. (audited)");
+/// ```
+pub trait Extension: Send + Sync + 'static {
+    /// [`Wrapper`], [`Transformer`](crate::Transformer) or [`Backend`](crate::Backend).
+    type Kind: Kind;
+    /// [`Anywhere`](crate::Anywhere), or [`BodyLocal`](crate::BodyLocal) when the
+    /// extension only works in the thread/task that runs the tool body.
+    type Locality: Locality;
+
+    /// The extension's name: the suffix of the branches it mints.
+    fn name(&self) -> &str;
+
+    /// A new description for the branch, given the running one; `None` keeps it.
+    fn describe(&self, running: &str) -> Option<String> {
+        let _ = running;
+        None
+    }
+
+    /// The author config this instance carries, as JSON; part of the element's
+    /// identity (two combos with the same prefix but another config are two stacks).
+    fn config(&self) -> Option<Value> {
+        None
+    }
+
+    /// The branch's own input schema. Required of transformers (a concrete object
+    /// schema); a backend may use it to add task options; ignored for wrappers,
+    /// whose schema is the layer input's plus their reserved params.
+    fn input_schema(&self, below: &LayerInput<'_>) -> Option<Schema> {
+        let _ = below;
+        None
+    }
+
+    /// The branch's own output schema, if it declares one. A branch that declares
+    /// none inherits its layer input's only if its kind preserves output shape.
+    fn output_schema(&self, below: &LayerInput<'_>) -> Option<Schema> {
+        let _ = below;
+        None
+    }
+}
+
+/// Applies an extension to the stack `S` below it, building the branch.
+///
+/// A wrapper written with [`Wrap`] returns [`Wrapped::new`] here; transformers and
+/// backends build their own branch.
+/// The typestate checks the branch against the kind's contract: a kind that
+/// preserves the input schema must take `S::Input` (optionally
+/// [`WithParams`](crate::WithParams)), one that preserves output shape must return
+/// `S::Output`.
+///
+/// ```
+/// use toolgraft::{Anywhere, ArgsError, Args, Extension, Layer, LayerInput, Stack,
+///     ToolError, Transformer};
+///
+/// /// Answers with the length of the layer's text result.
+/// #[derive(Clone)]
+/// struct Length;
+/// impl Extension for Length {
+///     type Kind = Transformer;
+///     type Locality = Anywhere;
+///     fn name(&self) -> &str { "length" }
+///     fn input_schema(&self, below: &LayerInput<'_>) -> Option<schemars::Schema> {
+///         Some(below.input_schema.clone())
+///     }
+/// }
+///
+/// #[derive(Clone)]
+/// struct Measured<S>(S);
+/// impl<S: Stack<Output = String>> Stack for Measured<S> {
+///     type Input = S::Input;
+///     type Output = usize;
+///     async fn call(&self, input: S::Input) -> Result<usize, ToolError> {
+///         Ok(self.0.call(input).await?.len())
+///     }
+///     fn decode(&self, args: Args) -> Result<S::Input, ArgsError> { self.0.decode(args) }
+/// }
+///
+/// impl<S: Stack<Output = String>> Layer<S> for Length {
+///     type Branch = Measured<S>;
+///     fn layer(self, inner: S, _: &LayerInput<'_>) -> Measured<S> { Measured(inner) }
+/// }
+/// ```
+pub trait Layer<S: Stack>: Extension + Sized {
+    /// The branch this extension mints over `S`.
+    type Branch: Stack;
+
+    /// Builds the branch over `inner`. Called once per branch, so per-branch state
+    /// (a cache's store) is created here.
+    fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch;
+}
+
+/// A wrapper in one method: receive the layer input, call the layer below, return
+/// its output.
+///
+/// The branch ([`Wrapped`]) takes exactly the layer input (plus `Params`) and returns
+/// exactly the layer's output, so a `Wrap` cannot change the schema. Its [`Layer`]
+/// impl is one line, and states which layers the wrapper applies to.
+///
+/// ```
+/// use toolgraft::{Anywhere, Extension, Layer, LayerInput, Next, Stack, ToolError, Wrap,
+///     Wrapped, Wrapper};
+///
+/// /// Upper-cases a text result.
+/// #[derive(Clone)]
+/// struct Loud;
+///
+/// impl Extension for Loud {
+///     type Kind = Wrapper;
+///     type Locality = Anywhere;
+///     fn name(&self) -> &str { "loud" }
+/// }
+///
+/// impl<S: Stack<Output = String>> Wrap<S> for Loud {
+///     type Params = ();
+///     async fn around(&self, next: Next<'_, S>, (): (), input: S::Input)
+///         -> Result<String, ToolError>
+///     {
+///         Ok(next.call(input).await?.to_uppercase())
+///     }
+/// }
+///
+/// impl<S: Stack<Output = String>> Layer<S> for Loud {
+///     type Branch = Wrapped<Self, S>;
+///     fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {
+///         Wrapped::new(self, inner, below)
+///     }
+/// }
+/// ```
+pub trait Wrap<S: Stack>: Extension<Kind = Wrapper> + Clone {
+    /// Reserved params this wrapper adds to the branch input: `()` for none, or a
+    /// [`Params`](crate::Params) struct.
+    type Params: ReservedParams;
+
+    /// Runs around one call of the layer below.
+    fn around(
+        &self,
+        next: Next<'_, S>,
+        params: Self::Params,
+        input: S::Input,
+    ) -> impl Future<Output = Result<S::Output, ToolError>> + Send;
+}
+
+/// The branch a [`Wrap`] mints: the wrapper, the layer below, and the layer's name.
+pub struct Wrapped<W, S> {
+    wrapper: W,
+    inner: S,
+    below: Name,
+    reserved: Arc<[String]>,
+}
+
+impl<W: Clone, S: Clone> Clone for Wrapped<W, S> {
+    fn clone(&self) -> Self {
+        Self {
+            wrapper: self.wrapper.clone(),
+            inner: self.inner.clone(),
+            below: self.below.clone(),
+            reserved: self.reserved.clone(),
+        }
+    }
+}
+
+impl<W, S> Wrapped<W, S>
+where
+    W: Wrap<S>,
+    S: Stack,
+{
+    /// The branch of `wrapper` over `inner`: what a wrapper's [`Layer::layer`]
+    /// returns.
+    pub fn new(wrapper: W, inner: S, below: &LayerInput<'_>) -> Self {
+        let reserved = W::Params::schema()
+            .and_then(|schema| schema::property_names(&schema))
+            .unwrap_or_default();
+        Self {
+            wrapper,
+            inner,
+            below: below.name.clone(),
+            reserved: reserved.into(),
+        }
+    }
+}
+
+impl<W: Wrap<S>, S: Stack> Stack for Wrapped<W, S> {
+    type Input = <W::Params as ReservedParams>::With<S::Input>;
+    type Output = S::Output;
+
+    fn call(
+        &self,
+        input: Self::Input,
+    ) -> impl Future<Output = Result<S::Output, ToolError>> + Send {
+        let (params, input) = W::Params::split(input);
+        self.wrapper
+            .around(Next::new(&self.inner, &self.below), params, input)
+    }
+
+    fn decode(&self, mut args: Args) -> Result<Self::Input, ArgsError> {
+        let params = W::Params::take(&mut args, &self.reserved)?;
+        Ok(params.join(self.inner.decode(args)?))
+    }
+}

@@ -1,0 +1,91 @@
+//! # toolgraft
+//!
+//! Compose AI-agent tools with extensions, and let the compiler prove the stacking
+//! rules.
+//!
+//! A [`Tool`] is a named async function with JSON-Schema input and output. An
+//! [`Extension`] (a wrapper, a transformer or a backend) mints a new-named branch
+//! beside it; a combo `[a, b]` on `tool` binds `tool`, `tool_a` and `tool_a_b`.
+//! Two rules are checked when the combo is written in Rust, as trait bounds on
+//! [`Combo::with`]:
+//!
+//! * at most one extension of a kind whose `multiple` is false (a backend) per combo;
+//! * an extension that needs body locality sits inside any relocating extension.
+//!
+//! ```
+//! use frunk::{hlist, hlist_pat};
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//! use serde_json::json;
+//! use toolgraft::prelude::*;
+//! use toolgraft::ext::{proxy, Cache, Pool, Proxy, Trace};
+//!
+//! #[derive(Deserialize, Serialize, JsonSchema)]
+//! struct Fetch { url: String }
+//!
+//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let fetch = Tool::builder()
+//!     .name("fetch")
+//!     .description("Fetch a page.")
+//!     .body(|input: Fetch| async move {
+//!         let route = proxy::current_route().unwrap_or_else(|| "direct".into());
+//!         Ok(format!("GET {} via {route}", input.url))
+//!     })
+//!     .build()?;
+//!
+//! let pool = Pool::new(2)?;
+//! let toolset = Toolset::new();
+//! let hlist_pat![remote, _traced] = toolset.bind(&fetch, hlist![
+//!     fetch.combo().with(Proxy::allow(["egress-eu"])).with(pool).with(Cache::default()),
+//!     fetch.combo().with(Trace),
+//! ])?;
+//!
+//! // Typed call through every layer: static dispatch.
+//! let page = remote.call(WithParams::new(CacheParams::default(),
+//!     WithParams::new(ProxyParams::default(), Fetch { url: "/".into() }))).await?;
+//! assert_eq!(page, "GET / via egress-eu");
+//!
+//! // Every prefix is bound, and callable by name with JSON.
+//! assert_eq!(toolset.names(), ["fetch", "fetch_proxy", "fetch_proxy_pool",
+//!                              "fetch_proxy_pool_cache", "fetch_trace"]);
+//! let page = toolset.call("fetch_proxy_pool", json!({"url": "/docs"})).await?;
+//! assert_eq!(page, json!("GET /docs via egress-eu"));
+//! # Ok(()) }
+//! ```
+//!
+//! The rules hold for combos that only exist at run time too, as [`BindError`]s from
+//! the same binding engine.
+#![deny(missing_docs)]
+
+mod bind;
+mod combo;
+mod error;
+mod extension;
+mod kind;
+mod name;
+mod params;
+pub mod rules;
+pub mod schema;
+mod stack;
+mod tool;
+mod toolset;
+
+pub mod ext;
+
+pub use bind::{Link, Site, ToolInfo};
+pub use combo::{Bound, Combo, Combos};
+pub use error::{ArgsError, BindError, BoxError, ToolError};
+pub use extension::{Extension, Layer, LayerInput, Wrap, Wrapped};
+pub use kind::{Backend, ExtensionKind, Kind, Transformer, UnknownKind, Wrapper};
+pub use name::{InvalidName, MAX_NAME_LEN, Name};
+pub use params::{Forwards, Params, ReservedParams, WithParams};
+pub use rules::{Anywhere, BodyLocal, Locality};
+pub use stack::{Args, Next, Stack, decode_args};
+pub use tool::{BaseTool, Body, Tool, ToolBuilder, ToolSpec};
+pub use toolset::Toolset;
+
+/// The traits and types most code needs: `use toolgraft::prelude::*;`.
+pub mod prelude {
+    pub use crate::ext::{CacheParams, ProxyParams};
+    pub use crate::{BaseTool, Extension, Layer, Stack, Tool, Toolset, WithParams, Wrap};
+}

@@ -1,0 +1,174 @@
+//! Tool and extension names.
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use thiserror::Error;
+
+/// The longest name [`Name::new`] accepts, in bytes (MCP recommends at most 128).
+pub const MAX_NAME_LEN: usize = 128;
+
+/// A validated tool or extension name: 1 to [`MAX_NAME_LEN`] characters from
+/// `A-Z a-z 0-9 _ - .` (the MCP tool-name alphabet).
+///
+/// Branch names are minted as `<layer input>_<extension>`, so they use the same
+/// alphabet by construction; they are not length-limited, because a deep combo's
+/// names grow with its depth.
+///
+/// Cloning is cheap (a reference count).
+///
+/// ```
+/// use toolgraft::Name;
+///
+/// let name = Name::new("get_weather")?;
+/// assert_eq!(name, "get_weather");
+/// assert!(Name::new("").is_err());
+/// assert!(Name::new("get weather").is_err());
+/// # Ok::<(), toolgraft::InvalidName>(())
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Name(Arc<str>);
+
+/// A string that is not a valid [`Name`].
+///
+/// ```
+/// use toolgraft::Name;
+/// let err = Name::new("a/b").unwrap_err();
+/// assert_eq!(err.to_string(),
+///     "invalid name `a/b`: `/` is not allowed (use A-Z, a-z, 0-9, `_`, `-` or `.`)");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("invalid name `{name}`: {problem}")]
+pub struct InvalidName {
+    /// The rejected string.
+    pub name: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+impl Name {
+    /// Validates `name`.
+    ///
+    /// ```
+    /// # use toolgraft::Name;
+    /// assert!(Name::new("v1.search-web").is_ok());
+    /// ```
+    pub fn new(name: impl AsRef<str>) -> Result<Self, InvalidName> {
+        let name = name.as_ref();
+        let problem = if name.is_empty() {
+            Some("a name must not be empty".to_owned())
+        } else if name.len() > MAX_NAME_LEN {
+            Some(format!("longer than {MAX_NAME_LEN} bytes"))
+        } else {
+            name.chars().find(|c| !Self::allowed(*c)).map(|c| {
+                format!("`{c}` is not allowed (use A-Z, a-z, 0-9, `_`, `-` or `.`)")
+            })
+        };
+        match problem {
+            None => Ok(Self(name.into())),
+            Some(problem) => Err(InvalidName {
+                name: name.to_owned(),
+                problem,
+            }),
+        }
+    }
+
+    /// The conventional branch name `<self>_<extension>`.
+    ///
+    /// ```
+    /// # use toolgraft::Name;
+    /// let shout = Name::new("shout")?;
+    /// assert_eq!(shout.branch(&Name::new("cache")?), "shout_cache");
+    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// ```
+    pub fn branch(&self, extension: &Name) -> Name {
+        Name(format!("{self}_{extension}").into())
+    }
+
+    /// A name that skipped validation: only for stand-ins in a combo that is already
+    /// refused, so its error can still mention what the user wrote.
+    pub(crate) fn unchecked(name: &str) -> Name {
+        Name(name.into())
+    }
+
+    /// The name as a string slice.
+    ///
+    /// ```
+    /// # use toolgraft::Name;
+    /// assert_eq!(Name::new("ping")?.as_str(), "ping");
+    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// ```
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    fn allowed(c: char) -> bool {
+        c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')
+    }
+}
+
+impl Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for Name {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Name {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl PartialEq<str> for Name {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Name {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl TryFrom<&str> for Name {
+    type Error = InvalidName;
+    fn try_from(name: &str) -> Result<Self, Self::Error> {
+        Self::new(name)
+    }
+}
+
+impl Serialize for Name {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Name {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = String::deserialize(deserializer)?;
+        Name::new(raw).map_err(serde::de::Error::custom)
+    }
+}

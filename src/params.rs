@@ -1,0 +1,164 @@
+//! Reserved params: control parameters a wrapper adds for itself (SPEC rule 9).
+//!
+//! A wrapper with reserved params `P` presents `WithParams<P, I>` where its layer
+//! input takes `I`: the branch's input schema is the layer's plus `P`'s properties,
+//! and `P`'s fields are stripped from the arguments before the layer below sees them.
+
+use schemars::{JsonSchema, Schema};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ArgsError;
+use crate::schema;
+use crate::stack::Args;
+
+/// A struct of reserved params. Implement it (it has no methods) for a
+/// `Deserialize + Serialize + JsonSchema` struct whose fields are all optional, so
+/// that a call without them still works.
+///
+/// ```
+/// use schemars::JsonSchema;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+/// struct RetryParams {
+///     /// How many attempts to make.
+///     attempts: Option<u32>,
+/// }
+/// impl toolgraft::Params for RetryParams {}
+/// ```
+pub trait Params: DeserializeOwned + Serialize + JsonSchema + Send + Sync + 'static {}
+
+/// A wrapper branch's input: the layer input plus the wrapper's reserved params.
+///
+/// Serializes flat, as the JSON arguments look.
+///
+/// ```
+/// use toolgraft::ext::cache::CacheParams;
+/// use toolgraft::WithParams;
+///
+/// #[derive(serde::Serialize)]
+/// struct Shout { text: String }
+///
+/// let input = WithParams::new(CacheParams { exp: Some(10.0) }, Shout { text: "hi".into() });
+/// assert_eq!(serde_json::to_value(&input)?, serde_json::json!({"text": "hi", "exp": 10.0}));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WithParams<P, I> {
+    /// The layer input.
+    #[serde(flatten)]
+    pub input: I,
+    /// The wrapper's reserved params.
+    #[serde(flatten)]
+    pub params: P,
+}
+
+impl<P, I> WithParams<P, I> {
+    /// Pairs reserved params with a layer input.
+    ///
+    /// ```
+    /// # use toolgraft::WithParams;
+    /// let with = WithParams::new((), 7);
+    /// assert_eq!(with.input, 7);
+    /// ```
+    pub fn new(params: P, input: I) -> Self {
+        Self { input, params }
+    }
+}
+
+/// What a wrapper reserves: `()` for nothing, or a [`Params`] struct.
+///
+/// ```
+/// use toolgraft::ReservedParams;
+/// // No reserved params: the branch input is the layer input itself.
+/// let ((), input) = <() as ReservedParams>::split::<u8>(3);
+/// assert_eq!(input, 3);
+/// ```
+pub trait ReservedParams: Sized + Send + Sync + 'static {
+    /// The branch input over a layer input `I`.
+    type With<I: Send + 'static>: Send + 'static;
+
+    /// The reserved params' object schema, or `None` when nothing is reserved.
+    fn schema() -> Option<Schema>;
+
+    /// Separates the reserved params from the layer input.
+    fn split<I: Send + 'static>(with: Self::With<I>) -> (Self, I);
+
+    /// Puts reserved params and a layer input together.
+    fn join<I: Send + 'static>(self, input: I) -> Self::With<I>;
+
+    /// Removes the reserved params (named `names`) from `args` and decodes them.
+    fn take(args: &mut Args, names: &[String]) -> Result<Self, ArgsError>;
+}
+
+impl ReservedParams for () {
+    type With<I: Send + 'static> = I;
+
+    fn schema() -> Option<Schema> {
+        None
+    }
+
+    fn split<I: Send + 'static>(with: I) -> ((), I) {
+        ((), with)
+    }
+
+    fn join<I: Send + 'static>(self, input: I) -> I {
+        input
+    }
+
+    fn take(_: &mut Args, _: &[String]) -> Result<(), ArgsError> {
+        Ok(())
+    }
+}
+
+impl<P: Params> ReservedParams for P {
+    type With<I: Send + 'static> = WithParams<P, I>;
+
+    fn schema() -> Option<Schema> {
+        Some(schema::of::<P>())
+    }
+
+    fn split<I: Send + 'static>(with: WithParams<P, I>) -> (P, I) {
+        (with.params, with.input)
+    }
+
+    fn join<I: Send + 'static>(self, input: I) -> WithParams<P, I> {
+        WithParams::new(self, input)
+    }
+
+    fn take(args: &mut Args, names: &[String]) -> Result<P, ArgsError> {
+        let mut own = Args::new();
+        for name in names {
+            if let Some(value) = args.remove(name) {
+                own.insert(name.clone(), value);
+            }
+        }
+        crate::stack::decode_args(own)
+    }
+}
+
+/// A branch input that forwards the layer input `Below` unchanged, possibly with
+/// reserved params: `Below` itself, or `WithParams<P, Below>`.
+///
+/// The typestate requires it of every kind whose `preserves_schema` is true.
+///
+/// ```
+/// use toolgraft::{Forwards, WithParams};
+/// use toolgraft::ext::cache::CacheParams;
+/// fn forwards<B: Forwards<String>>() {}
+/// forwards::<String>();
+/// forwards::<WithParams<CacheParams, String>>();
+/// ```
+pub trait Forwards<Below>: Send + 'static {
+    /// The reserved params added on top of `Below` (`()` for none).
+    type Reserved: ReservedParams;
+}
+
+impl<I: Send + 'static> Forwards<I> for I {
+    type Reserved = ();
+}
+
+impl<P: Params, I: Send + 'static> Forwards<I> for WithParams<P, I> {
+    type Reserved = P;
+}

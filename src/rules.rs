@@ -1,0 +1,525 @@
+//! The stacking rules of SPEC §3, each in one place.
+//!
+//! Rules 5 (cardinality), 6 (locality inside relocation), 8 (wrapper input) and 12
+//! (output shape) exist twice here, on purpose side by side: as trait bounds that the
+//! typestate combo puts on `.with(..)` (the typed path, checked by the compiler), and
+//! as functions the binding engine runs on every combo (the run-time path; for typed
+//! combos they can only pass). Both read the same kind properties.
+
+use std::marker::PhantomData;
+
+use frunk::{HCons, HNil};
+use schemars::Schema;
+
+use crate::bind::{Element, Running};
+use crate::error::BindError;
+use crate::extension::Extension;
+use crate::kind::{ExtensionKind, Kind, Succ, Zero};
+use crate::name::Name;
+use crate::params::{Forwards, ReservedParams};
+use crate::schema::{self, ReservedConflict};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+// ---------------------------------------------------------------------------------
+// Type-level vocabulary: the kind properties and extension locality as types.
+// ---------------------------------------------------------------------------------
+
+/// Type-level `multiple`.
+pub trait Cardinality: sealed::Sealed {
+    /// The property's value.
+    const MULTIPLE: bool;
+    #[doc(hidden)]
+    type After<E, Seen>;
+}
+
+/// More than one extension of the kind may sit in a combo.
+pub struct Many;
+/// At most one extension of the kind may sit in a combo.
+pub struct AtMostOne;
+
+impl sealed::Sealed for Many {}
+impl sealed::Sealed for AtMostOne {}
+
+impl Cardinality for Many {
+    const MULTIPLE: bool = true;
+    type After<E, Seen> = Seen;
+}
+
+impl Cardinality for AtMostOne {
+    const MULTIPLE: bool = false;
+    // Remember the extension: a second one of its kind will be refused by name.
+    type After<E, Seen> = HCons<E, Seen>;
+}
+
+/// Type-level `relocates_execution`.
+pub trait Execution: sealed::Sealed {
+    /// The property's value.
+    const RELOCATES_EXECUTION: bool;
+    #[doc(hidden)]
+    type After<E: Extension, R: Relocator>: Relocator;
+}
+
+/// The body runs where the extension runs.
+pub struct InPlace;
+/// The extension runs the layer below somewhere else.
+pub struct Relocating;
+
+impl sealed::Sealed for InPlace {}
+impl sealed::Sealed for Relocating {}
+
+impl Execution for InPlace {
+    const RELOCATES_EXECUTION: bool = false;
+    type After<E: Extension, R: Relocator> = R;
+}
+
+impl Execution for Relocating {
+    const RELOCATES_EXECUTION: bool = true;
+    type After<E: Extension, R: Relocator> = R::First<E>;
+}
+
+/// Type-level `preserves_schema` and `declares_schema`.
+pub trait InputRule: sealed::Sealed {
+    /// `preserves_schema`.
+    const PRESERVES_SCHEMA: bool;
+    /// `declares_schema`.
+    const DECLARES_SCHEMA: bool;
+}
+
+/// The branch takes the layer input unchanged, plus reserved params (wrappers).
+pub struct Preserved;
+/// The branch presents its own concrete input (transformers).
+pub struct Declared;
+/// No input rule (backends).
+pub struct Unconstrained;
+
+impl sealed::Sealed for Preserved {}
+impl sealed::Sealed for Declared {}
+impl sealed::Sealed for Unconstrained {}
+
+impl InputRule for Preserved {
+    const PRESERVES_SCHEMA: bool = true;
+    const DECLARES_SCHEMA: bool = false;
+}
+
+impl InputRule for Declared {
+    const PRESERVES_SCHEMA: bool = false;
+    const DECLARES_SCHEMA: bool = true;
+}
+
+impl InputRule for Unconstrained {
+    const PRESERVES_SCHEMA: bool = false;
+    const DECLARES_SCHEMA: bool = false;
+}
+
+/// Type-level `preserves_output_shape`.
+pub trait OutputRule: sealed::Sealed {
+    /// The property's value.
+    const PRESERVES_OUTPUT_SHAPE: bool;
+}
+
+/// The branch returns the layer's output type.
+pub struct SameShape;
+/// The branch returns an output of its own.
+pub struct Reshaped;
+
+impl sealed::Sealed for SameShape {}
+impl sealed::Sealed for Reshaped {}
+
+impl OutputRule for SameShape {
+    const PRESERVES_OUTPUT_SHAPE: bool = true;
+}
+
+impl OutputRule for Reshaped {
+    const PRESERVES_OUTPUT_SHAPE: bool = false;
+}
+
+/// Whether an extension needs body locality: a property of one extension, not of
+/// its kind.
+///
+/// ```
+/// use toolgraft::{Anywhere, BodyLocal, Locality};
+/// assert!(BodyLocal::REQUIRES_BODY_LOCALITY && !Anywhere::REQUIRES_BODY_LOCALITY);
+/// ```
+pub trait Locality: sealed::Sealed + Send + Sync + 'static {
+    /// True when the extension only works in the thread/task that runs the body.
+    const REQUIRES_BODY_LOCALITY: bool;
+}
+
+/// The extension works wherever it runs.
+pub struct Anywhere;
+/// The extension only works beside the tool body (it sets a task-local, say), so it
+/// must sit inside any relocating extension.
+pub struct BodyLocal;
+
+impl sealed::Sealed for Anywhere {}
+impl sealed::Sealed for BodyLocal {}
+
+impl Locality for Anywhere {
+    const REQUIRES_BODY_LOCALITY: bool = false;
+}
+
+impl Locality for BodyLocal {
+    const REQUIRES_BODY_LOCALITY: bool = true;
+}
+
+// ---------------------------------------------------------------------------------
+// The typestate: what a combo holds so far, as types.
+// ---------------------------------------------------------------------------------
+
+/// A combo's state: `Seen` lists the extensions of kinds whose `multiple` is false,
+/// `Relocated` is the first relocating extension (or [`NotRelocated`]).
+pub struct State<Seen, Relocated>(PhantomData<fn() -> (Seen, Relocated)>);
+
+/// The state of a combo with no extension yet.
+pub type Start = State<HNil, NotRelocated>;
+
+/// No extension of the combo relocates execution (yet).
+pub struct NotRelocated;
+
+/// No extension of the kind in question sits in the combo (yet).
+pub struct Vacant;
+
+/// The state after adding `E` to a combo in state `St`.
+pub type Then<St, E> = <St as ComboState>::After<E>;
+
+/// A typestate. Sealed: only [`State`] implements it.
+pub trait ComboState: sealed::Sealed {
+    /// Extensions of non-`multiple` kinds so far.
+    type Seen;
+    /// The first relocating extension so far, or [`NotRelocated`].
+    type Relocated: Relocator;
+    /// The state once `E` is added.
+    type After<E: Extension>;
+}
+
+impl<Seen, R> sealed::Sealed for State<Seen, R> {}
+
+impl<Seen, R: Relocator> ComboState for State<Seen, R> {
+    type Seen = Seen;
+    type Relocated = R;
+    type After<E: Extension> = State<
+        <<E::Kind as Kind>::Cardinality as Cardinality>::After<E, Seen>,
+        <<E::Kind as Kind>::Execution as Execution>::After<E, R>,
+    >;
+}
+
+/// What relocated a combo so far: [`NotRelocated`], or the first relocating
+/// extension itself (so a diagnostic can name it).
+#[doc(hidden)]
+pub trait Relocator {
+    /// The first relocator once `E` (which relocates) is added.
+    type First<E: Extension>: Relocator;
+}
+
+impl Relocator for NotRelocated {
+    type First<E: Extension> = E;
+}
+
+impl<B: Extension> Relocator for B {
+    type First<E: Extension> = B;
+}
+
+// Type-level booleans, to look a kind up in `Seen`.
+#[doc(hidden)]
+pub struct True;
+#[doc(hidden)]
+pub struct False;
+
+#[doc(hidden)]
+pub trait SameId<Other> {
+    type Is;
+}
+impl SameId<Zero> for Zero {
+    type Is = True;
+}
+impl<N> SameId<Succ<N>> for Zero {
+    type Is = False;
+}
+impl<N> SameId<Zero> for Succ<N> {
+    type Is = False;
+}
+impl<A: SameId<B>, B> SameId<Succ<B>> for Succ<A> {
+    type Is = A::Is;
+}
+
+#[doc(hidden)]
+pub trait Pick<Yes, No> {
+    type Picked;
+}
+impl<Yes, No> Pick<Yes, No> for True {
+    type Picked = Yes;
+}
+impl<Yes, No> Pick<Yes, No> for False {
+    type Picked = No;
+}
+
+/// The extension of kind `K` in a `Seen` list, or [`Vacant`].
+#[doc(hidden)]
+pub trait HolderOf<K> {
+    type Holder;
+}
+
+impl<K> HolderOf<K> for HNil {
+    type Holder = Vacant;
+}
+
+impl<K, X, Tail> HolderOf<K> for HCons<X, Tail>
+where
+    K: Kind,
+    X: Extension,
+    Tail: HolderOf<K>,
+    K::Id: SameId<<X::Kind as Kind>::Id>,
+    <K::Id as SameId<<X::Kind as Kind>::Id>>::Is: Pick<X, Tail::Holder>,
+{
+    type Holder = <<K::Id as SameId<<X::Kind as Kind>::Id>>::Is as Pick<X, Tail::Holder>>::Picked;
+}
+
+/// The extension already holding kind `K` in a combo, or [`Vacant`].
+pub type HolderIn<St, K> = <<St as ComboState>::Seen as HolderOf<K>>::Holder;
+
+// ---------------------------------------------------------------------------------
+// Rule 5, typed: at most one extension of a non-`multiple` kind per combo.
+// `Self` is the extension already holding kind `K`, or `Vacant`.
+// ---------------------------------------------------------------------------------
+
+/// Rule 5 at the type level: `Self` (the holder of kind `K` so far) lets `E` join.
+#[diagnostic::on_unimplemented(
+    message = "a combo holds at most one extension of kind `{K}`, and this combo already has `{Self}`",
+    label = "`{E}` would be a second `{K}` in this combo",
+    note = "`{K}` is not `multiple`: one combo may carry only one extension of that kind",
+    note = "to offer both, bind two combos of the tool, each with its own `{K}`: one with `{Self}`, one with `{E}`"
+)]
+pub trait OneOfKindPerCombo<K, E> {}
+
+#[diagnostic::do_not_recommend]
+impl<K, E> OneOfKindPerCombo<K, E> for Vacant {}
+
+// ---------------------------------------------------------------------------------
+// Rule 6, typed: an extension that needs body locality must sit inside every
+// relocating one. `Self` is the first relocator, or `NotRelocated`.
+// ---------------------------------------------------------------------------------
+
+/// Rule 6 at the type level: `E` may be added after `Self`, the first relocating
+/// extension of the combo (or [`NotRelocated`]).
+#[diagnostic::on_unimplemented(
+    message = "`{E}` needs to run beside the tool body, but `{Self}` before it relocates execution",
+    label = "`{E}` would sit outside `{Self}`",
+    note = "everything after `{Self}` runs in the calling process, not where `{Self}` runs the body, so `{E}` would silently not apply to the body",
+    note = "place `{E}` before `{Self}`: `.with({E}..).with({Self}..)`"
+)]
+pub trait InsideRelocation<E> {}
+
+#[diagnostic::do_not_recommend]
+impl<E> InsideRelocation<E> for NotRelocated {}
+
+#[diagnostic::do_not_recommend]
+impl<E: Extension, B: Extension> InsideRelocation<E> for B where E::Locality: MayRunOutside {}
+
+#[doc(hidden)]
+pub trait MayRunOutside {}
+impl MayRunOutside for Anywhere {}
+
+// ---------------------------------------------------------------------------------
+// Rules 8, 10, 11, typed: what the branch takes, keyed off the kind's input rule.
+// ---------------------------------------------------------------------------------
+
+/// Rule 8 at the type level: the branch input `Branch` of `E` fits the kind's input
+/// rule over the layer input `Below`.
+#[diagnostic::on_unimplemented(
+    message = "`{E}` is a wrapper, so its branch must take the layer input unchanged",
+    label = "this layer takes `{Below}`, but the branch of `{E}` takes `{Branch}`",
+    note = "a wrapper presents its layer input's schema as is; it may only add reserved params, as `WithParams<Params, {Below}>`",
+    note = "an extension that presents an input of its own is a transformer: declare `type Kind = Transformer;`"
+)]
+pub trait InputContract<E, Below, Branch> {
+    /// The reserved params the branch adds, as a schema.
+    fn reserved() -> Option<Schema>;
+}
+
+#[diagnostic::do_not_recommend]
+impl<E, Below, Branch: Forwards<Below>> InputContract<E, Below, Branch> for Preserved {
+    fn reserved() -> Option<Schema> {
+        <Branch::Reserved as ReservedParams>::schema()
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<E, Below, Branch> InputContract<E, Below, Branch> for Declared {
+    fn reserved() -> Option<Schema> {
+        None
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<E, Below, Branch> InputContract<E, Below, Branch> for Unconstrained {
+    fn reserved() -> Option<Schema> {
+        None
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Rule 12, typed: a kind that preserves output shape returns the layer's output.
+// ---------------------------------------------------------------------------------
+
+/// Rule 12 at the type level: the branch output `Branch` fits the kind's output rule
+/// over the layer output `Below`.
+#[diagnostic::on_unimplemented(
+    message = "`{E}` must return the layer's output unchanged, but its branch returns another type",
+    label = "this layer returns `{Below}`, but the branch of `{E}` returns `{Branch}`",
+    note = "wrappers and backends preserve output shape, which is what lets their branches inherit the tool's output schema",
+    note = "an extension that reshapes the result is a transformer: declare `type Kind = Transformer;`"
+)]
+pub trait OutputContract<E, Below, Branch> {}
+
+#[diagnostic::do_not_recommend]
+impl<E, O> OutputContract<E, O, O> for SameShape {}
+
+#[diagnostic::do_not_recommend]
+impl<E, Below, Branch> OutputContract<E, Below, Branch> for Reshaped {}
+
+// ---------------------------------------------------------------------------------
+// The same rules at run time, on the engine's view of a combo.
+// ---------------------------------------------------------------------------------
+
+/// Rule 5: at most one element of a non-`multiple` kind per combo. Reports the
+/// first such kind, with every element of that kind in combo order.
+pub(crate) fn cardinality(tool: &Name, elements: &[Element]) -> Result<(), BindError> {
+    for kind in ExtensionKind::iter().filter(|kind| !kind.multiple()) {
+        let of_kind: Vec<Name> = elements
+            .iter()
+            .filter(|element| element.kind == kind)
+            .map(|element| element.name.clone())
+            .collect();
+        if of_kind.len() > 1 {
+            return Err(BindError::MultipleOfKind {
+                tool: tool.clone(),
+                kind,
+                extensions: of_kind,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Rule 6: a body-locality element must not follow a relocating one.
+pub(crate) fn locality(below: &Running, element: &Element) -> Result<(), BindError> {
+    if !element.body_local {
+        return Ok(());
+    }
+    match below.chain.iter().find(|link| link.kind.relocates_execution()) {
+        Some(relocating) => Err(BindError::LocalityOutsideRelocation {
+            tool: below.base.clone(),
+            extension: element.name.clone(),
+            relocating: relocating.extension.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Rule 7: config reaches only an extension that accepts it; empty config is fine.
+pub(crate) fn config(below: &Running, element: &Element) -> Result<(), BindError> {
+    let non_empty = match &element.config {
+        None | Some(serde_json::Value::Null) => false,
+        Some(serde_json::Value::Object(map)) => !map.is_empty(),
+        Some(_) => true,
+    };
+    if non_empty && !element.accepts_config {
+        return Err(BindError::ConfigNotAccepted {
+            tool: below.base.clone(),
+            extension: element.name.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Rule 1: a branch needs a new name.
+pub(crate) fn new_name(below: &Running, element: &Element) -> Result<(), BindError> {
+    if element.branch == below.base {
+        return Err(BindError::SameName {
+            tool: below.base.clone(),
+            extension: element.name.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Rules 8 to 11: the branch's input schema, by the kind's input rule.
+pub(crate) fn input_schema(below: &Running, element: &Element) -> Result<Schema, BindError> {
+    let kind = element.kind;
+    if kind.preserves_schema() {
+        let expected = match &element.reserved {
+            None => below.input_schema.clone(),
+            Some(reserved) => schema::with_reserved(&below.input_schema, reserved).map_err(
+                |conflict| match conflict {
+                    ReservedConflict::Exists(param) => BindError::ReservedParamExists {
+                        tool: below.base.clone(),
+                        extension: element.name.clone(),
+                        below: below.name.clone(),
+                        param,
+                    },
+                    ReservedConflict::NotInline(param) => BindError::ReservedParamNotInline {
+                        tool: below.base.clone(),
+                        extension: element.name.clone(),
+                        param,
+                    },
+                },
+            )?,
+        };
+        if let Some(presented) = &element.presented_input {
+            let reserved = element
+                .reserved
+                .as_ref()
+                .and_then(schema::property_names)
+                .unwrap_or_default();
+            let stripped = schema::without(presented, &reserved);
+            if let Some(difference) = schema::difference(&below.input_schema, &stripped) {
+                return Err(BindError::WrapperChangedSchema {
+                    tool: below.base.clone(),
+                    extension: element.name.clone(),
+                    below: below.name.clone(),
+                    difference,
+                });
+            }
+        }
+        Ok(expected)
+    } else if kind.declares_schema() {
+        let verdict = match &element.presented_input {
+            Some(schema) => schema::concrete_object(schema).map(|()| schema.clone()),
+            None => Err("no input schema".to_owned()),
+        };
+        verdict.map_err(|presented| BindError::TransformerSchemaNotConcrete {
+            tool: below.base.clone(),
+            extension: element.name.clone(),
+            presented,
+        })
+    } else {
+        Ok(element
+            .presented_input
+            .clone()
+            .unwrap_or_else(|| below.input_schema.clone()))
+    }
+}
+
+/// Rule 12: a branch carries its own declared output schema; without one, it keeps
+/// the layer input's only if its kind preserves output shape. So the base's schema
+/// reaches a branch exactly when no element of its prefix reshapes the output.
+pub(crate) fn output_schema(below: &Running, element: &Element) -> Option<Schema> {
+    element.declared_output.clone().or_else(|| {
+        element
+            .kind
+            .preserves_output_shape()
+            .then(|| below.output_schema.clone())
+            .flatten()
+    })
+}
+
+/// Rule 13: the running description, replaced by an element that sets one.
+pub(crate) fn description(below: &Running, element: &Element) -> String {
+    element
+        .description
+        .clone()
+        .unwrap_or_else(|| below.description.clone())
+}

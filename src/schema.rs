@@ -1,0 +1,231 @@
+//! JSON Schema plumbing: generating, merging and comparing schemas.
+//!
+//! Policy (which kind must present what) lives in [`crate::rules`]; this module
+//! only knows JSON Schema.
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde_json::{Map, Value};
+
+/// The root schema of `T`, as toolgraft advertises it (JSON Schema 2020-12, the
+/// draft MCP uses).
+///
+/// ```
+/// #[derive(schemars::JsonSchema)]
+/// struct Shout { text: String }
+/// let schema = toolgraft::schema::of::<Shout>();
+/// assert_eq!(schema.get("required").unwrap(), &serde_json::json!(["text"]));
+/// ```
+pub fn of<T: JsonSchema>() -> Schema {
+    SchemaGenerator::default().into_root_schema_for::<T>()
+}
+
+/// The top-level property names of an object schema (`None` for other schemas).
+///
+/// ```
+/// let schema = schemars::json_schema!({"type": "object", "properties": {"a": {}, "b": {}}});
+/// assert_eq!(toolgraft::schema::property_names(&schema).unwrap(), ["a", "b"]);
+/// ```
+pub fn property_names(schema: &Schema) -> Option<Vec<String>> {
+    Some(schema.get("properties")?.as_object()?.keys().cloned().collect())
+}
+
+/// Whether an object schema accepts properties beyond those it names.
+pub(crate) fn open_ended(schema: &Schema) -> bool {
+    match schema.as_bool() {
+        Some(accepts_anything) => accepts_anything,
+        None => match schema.get("additionalProperties") {
+            None | Some(Value::Bool(false)) => false,
+            Some(_) => true,
+        },
+    }
+}
+
+/// Why reserved params cannot be added to a layer input's schema.
+#[derive(Debug, PartialEq)]
+pub(crate) enum ReservedConflict {
+    /// The layer input already takes a parameter of that name.
+    Exists(String),
+    /// The reserved param's schema refers to definitions elsewhere.
+    NotInline(String),
+}
+
+/// `below` plus the properties and `required` entries of `reserved` (rule 9).
+pub(crate) fn with_reserved(below: &Schema, reserved: &Schema) -> Result<Schema, ReservedConflict> {
+    let mut merged = below.clone();
+    let target = merged.ensure_object();
+    let empty = Map::new();
+    let own = reserved
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let properties = target
+        .entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(properties) = properties else {
+        unreachable!("a schema's `properties` is an object");
+    };
+    for (param, schema) in own {
+        if properties.contains_key(param) {
+            return Err(ReservedConflict::Exists(param.clone()));
+        }
+        if refers_elsewhere(schema) {
+            return Err(ReservedConflict::NotInline(param.clone()));
+        }
+        properties.insert(param.clone(), schema.clone());
+    }
+    if let Some(Value::Array(required)) = reserved.get("required")
+        && !required.is_empty()
+    {
+        let target_required = target
+            .entry("required")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(target_required) = target_required {
+            target_required.extend(required.iter().cloned());
+        }
+    }
+    Ok(merged)
+}
+
+/// `presented` minus the properties (and `required` entries) named in `reserved`.
+pub(crate) fn without(presented: &Schema, reserved: &[String]) -> Schema {
+    let mut stripped = presented.clone();
+    if let Some(Value::Object(properties)) = stripped.get_mut("properties") {
+        for name in reserved {
+            properties.remove(name);
+        }
+    }
+    if let Some(Value::Array(required)) = stripped.get_mut("required") {
+        required.retain(|name| !reserved.iter().any(|r| name == r.as_str()));
+    }
+    stripped
+}
+
+/// The first difference between two schemas, as a sentence; `None` when they are
+/// equal. An empty `required` equals an absent one.
+pub(crate) fn difference(expected: &Schema, presented: &Schema) -> Option<String> {
+    let expected = normalized(expected);
+    let presented = normalized(presented);
+    let expected_props = expected.get("properties").and_then(Value::as_object);
+    let presented_props = presented.get("properties").and_then(Value::as_object);
+    if let (Some(expected_props), Some(presented_props)) = (expected_props, presented_props) {
+        if let Some(extra) = presented_props.keys().find(|k| !expected_props.contains_key(*k)) {
+            return Some(format!("it presents a parameter `{extra}` that the layer input does not take"));
+        }
+        if let Some(missing) = expected_props.keys().find(|k| !presented_props.contains_key(*k)) {
+            return Some(format!("it drops the parameter `{missing}`"));
+        }
+    }
+    first_difference(expected.as_value(), presented.as_value(), String::new())
+        .map(|path| format!("it differs at `{}`", if path.is_empty() { "/" } else { &path }))
+}
+
+fn normalized(schema: &Schema) -> Schema {
+    let mut schema = schema.clone();
+    if let Some(Value::Array(required)) = schema.get("required")
+        && required.is_empty()
+    {
+        schema.remove("required");
+    }
+    schema
+}
+
+fn first_difference(a: &Value, b: &Value, path: String) -> Option<String> {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys = a.keys().chain(b.keys().filter(|k| !a.contains_key(*k)));
+            for key in keys {
+                let inner = format!("{path}/{key}");
+                match (a.get(key), b.get(key)) {
+                    (Some(x), Some(y)) => {
+                        if let Some(found) = first_difference(x, y, inner) {
+                            return Some(found);
+                        }
+                    }
+                    _ => return Some(inner),
+                }
+            }
+            None
+        }
+        (a, b) if a == b => None,
+        _ => Some(path),
+    }
+}
+
+/// Whether a schema is a concrete object schema (named properties, or none at all
+/// for zero parameters) rather than a bare "any JSON" passthrough. On failure, says
+/// what it is instead.
+pub(crate) fn concrete_object(schema: &Schema) -> Result<(), String> {
+    if let Some(value) = schema.as_bool() {
+        return Err(format!("the boolean schema `{value}` (any JSON)"));
+    }
+    match schema.get("type") {
+        Some(Value::String(t)) if t == "object" => {}
+        Some(other) => return Err(format!("a schema of type {other}, not an object")),
+        None => return Err("a schema without a type (any JSON)".to_owned()),
+    }
+    let named = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|props| !props.is_empty());
+    if !named && open_ended(schema) {
+        return Err("an object that takes any properties (any JSON)".to_owned());
+    }
+    Ok(())
+}
+
+fn refers_elsewhere(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => {
+            map.contains_key("$ref")
+                || map.contains_key("$defs")
+                || map.values().any(refers_elsewhere)
+        }
+        Value::Array(items) => items.iter().any(refers_elsewhere),
+        _ => false,
+    }
+}
+
+/// Builds a root schema that nests other root schemas: each nested schema's `$defs`
+/// move to the root (so its `$ref`s still resolve), and its `$schema` is dropped.
+///
+/// ```
+/// use toolgraft::schema::Nest;
+/// let item = schemars::json_schema!({
+///     "$schema": "https://json-schema.org/draft/2020-12/schema",
+///     "type": "object",
+///     "properties": {"unit": {"$ref": "#/$defs/Unit"}},
+///     "$defs": {"Unit": {"enum": ["c", "f"]}}
+/// });
+/// let mut nest = Nest::default();
+/// let items = nest.nested(&item);
+/// let root = nest.root(serde_json::json!({"type": "array", "items": items}));
+/// assert_eq!(root.get("$defs").unwrap()["Unit"]["enum"][0], "c");
+/// assert!(root.get("items").unwrap().get("$schema").is_none());
+/// ```
+#[derive(Default)]
+pub struct Nest {
+    defs: Map<String, Value>,
+}
+
+impl Nest {
+    /// `schema` without `$schema` and `$defs`; its definitions are kept for the root.
+    pub fn nested(&mut self, schema: &Schema) -> Value {
+        let mut value = schema.as_value().clone();
+        if let Value::Object(map) = &mut value {
+            map.remove("$schema");
+            if let Some(Value::Object(defs)) = map.remove("$defs") {
+                self.defs.extend(defs);
+            }
+        }
+        value
+    }
+
+    /// The root schema `body`, carrying every collected definition.
+    pub fn root(self, body: Value) -> Schema {
+        let mut schema = Schema::try_from(body).unwrap_or_else(|_| Schema::default());
+        if !self.defs.is_empty() {
+            schema.insert("$defs".to_owned(), Value::Object(self.defs));
+        }
+        schema
+    }
+}

@@ -1,0 +1,178 @@
+//! The callable at every level: a base tool, or a branch with its layers.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::{ArgsError, ToolError};
+use crate::name::Name;
+
+/// JSON arguments of a call: always an object (MCP's `arguments`).
+pub type Args = serde_json::Map<String, Value>;
+
+/// A base tool or a branch: an async function from `Input` to `Output`.
+///
+/// Every layer of a typed combo is a `Stack` that holds the layer below by value, so
+/// a typed call through a whole combo is static dispatch with no boxing, and
+/// `decode` composes the same way: each layer decodes its own part of the JSON
+/// arguments and hands the rest down.
+///
+/// `Clone` must share state (a cache's store, a pool's threads): the toolset keeps a
+/// clone of every prefix to serve it by name.
+///
+/// ```
+/// use toolgraft::{Stack, Tool};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Shout { text: String }
+///
+/// let shout = Tool::builder()
+///     .name("shout")
+///     .description("Return the text.")
+///     .body(|input: Shout| async move { Ok(input.text) })
+///     .build()?;
+/// assert_eq!(shout.call(Shout { text: "hi".into() }).await?, "hi");
+/// # Ok(()) }
+/// ```
+pub trait Stack: Clone + Send + Sync + 'static {
+    /// What a typed call takes.
+    type Input: Send + 'static;
+    /// What a call returns.
+    type Output: Serialize + Send + 'static;
+
+    /// Runs the stack.
+    fn call(
+        &self,
+        input: Self::Input,
+    ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+
+    /// Decodes JSON arguments into `Input`.
+    fn decode(&self, args: Args) -> Result<Self::Input, ArgsError>;
+}
+
+/// The layer below, as a wrapper sees it: callable, and named.
+///
+/// ```
+/// use toolgraft::{Next, Name, Stack};
+/// # fn demo<S: Stack>(stack: &S) -> Result<(), toolgraft::InvalidName> {
+/// let name = Name::new("shout")?;
+/// let next = Next::new(stack, &name);
+/// assert_eq!(next.name(), "shout");
+/// # Ok(()) }
+/// ```
+pub struct Next<'a, S> {
+    stack: &'a S,
+    name: &'a Name,
+}
+
+impl<S> Clone for Next<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for Next<'_, S> {}
+
+impl<'a, S: Stack> Next<'a, S> {
+    /// The layer below, named `name`.
+    pub fn new(stack: &'a S, name: &'a Name) -> Self {
+        Self { stack, name }
+    }
+
+    /// The running name of the layer below (the layer input's name).
+    pub fn name(&self) -> &'a Name {
+        self.name
+    }
+
+    /// The layer below itself.
+    pub fn stack(&self) -> &'a S {
+        self.stack
+    }
+
+    /// Calls the layer below.
+    pub fn call(
+        self,
+        input: S::Input,
+    ) -> impl Future<Output = Result<S::Output, ToolError>> + Send + 'a {
+        self.stack.call(input)
+    }
+}
+
+/// Decodes arguments with serde, naming the offending field on error.
+///
+/// ```
+/// use toolgraft::decode_args;
+/// #[derive(serde::Deserialize, Debug)]
+/// struct Shout { text: String }
+/// let args = serde_json::json!({"text": 3}).as_object().unwrap().clone();
+/// let err = decode_args::<Shout>(args).unwrap_err();
+/// assert_eq!(err.field.as_deref(), Some("text"));
+/// ```
+pub fn decode_args<T: DeserializeOwned>(args: Args) -> Result<T, ArgsError> {
+    serde_path_to_error::deserialize(Value::Object(args)).map_err(|err| {
+        let path = err.path().to_string();
+        let problem = err.inner().to_string();
+        let field = if path == "." {
+            missing_field(&problem)
+        } else {
+            Some(path)
+        };
+        ArgsError { field, problem }
+    })
+}
+
+/// serde reports a missing field at the parent's path; the field is in the message.
+fn missing_field(problem: &str) -> Option<String> {
+    let rest = problem.strip_prefix("missing field `")?;
+    Some(rest[..rest.find('`')?].to_owned())
+}
+
+/// A stack seen through JSON: what the toolset stores for every bound name.
+pub(crate) trait ErasedStack: Send + Sync + 'static {
+    fn call_json<'a>(&'a self, tool: &'a Name, args: Args) -> SendBox<'a, Result<Value, ToolError>>;
+}
+
+impl<S: Stack> ErasedStack for S {
+    fn call_json<'a>(&'a self, tool: &'a Name, args: Args) -> SendBox<'a, Result<Value, ToolError>> {
+        SendBox::new(async move {
+            let input = self.decode(args).map_err(|err| err.for_tool(tool))?;
+            let output = self.call(input).await?;
+            serde_json::to_value(output).map_err(|source| ToolError::Output {
+                tool: tool.clone(),
+                source,
+            })
+        })
+    }
+}
+
+/// A boxed future that is `Send` because it was built from a `Send` future.
+///
+/// Why not `Pin<Box<dyn Future + Send>>`: when code is generated for a concrete
+/// stack, the compiler proves `dyn .. + Send` coercions again from the concrete
+/// future type, walking every layer of a deep combo; at depth 64 that walk exceeds
+/// the recursion limit. Here `Send` is proven once, in `new`, from the `Stack::call`
+/// bound, and the coercion is to a plain `dyn Future`.
+pub(crate) struct SendBox<'a, T>(Pin<Box<dyn Future<Output = T> + 'a>>);
+
+impl<'a, T> SendBox<'a, T> {
+    pub(crate) fn new<F: Future<Output = T> + Send + 'a>(future: F) -> Self {
+        Self(Box::pin(future))
+    }
+}
+
+// SAFETY: `new` is the only way to build a `SendBox`, and it requires the boxed future
+// to be `Send`; the box is the only thing a `SendBox` holds.
+unsafe impl<T> Send for SendBox<'_, T> {}
+
+impl<T> Future for SendBox<'_, T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        self.0.as_mut().poll(cx)
+    }
+}

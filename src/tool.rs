@@ -1,0 +1,278 @@
+//! Base tools: a name, a description and an async body from a typed input to a
+//! typed output.
+
+use std::any::Any;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures_util::FutureExt;
+use schemars::{JsonSchema, Schema};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use typed_builder::TypedBuilder;
+
+use crate::combo::Combo;
+use crate::error::{ArgsError, BoxError, ToolError};
+use crate::name::{InvalidName, Name};
+use crate::schema;
+use crate::stack::{Args, Stack, decode_args};
+
+/// What clients see of a base tool: name, description and the two schemas.
+///
+/// ```
+/// # use toolgraft::{BaseTool, Tool};
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+/// let ping = Tool::builder().name("ping").description("Answer pong.")
+///     .body(|_: Ping| async { Ok("pong".to_owned()) }).build()?;
+/// assert_eq!(ping.spec().name, "ping");
+/// assert_eq!(ping.spec().output_schema.as_ref().unwrap().get("type").unwrap(), "string");
+/// # Ok::<(), toolgraft::InvalidName>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolSpec {
+    /// The tool's name.
+    pub name: Name,
+    /// What the tool does, for a model or a person.
+    pub description: String,
+    /// The JSON Schema of the arguments.
+    pub input_schema: Schema,
+    /// The JSON Schema of the result, when the tool declares one.
+    pub output_schema: Option<Schema>,
+}
+
+/// A tool that no extension produced: the start of every combo.
+///
+/// ```
+/// use toolgraft::{BaseTool, Tool};
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+/// let ping = Tool::builder().name("ping").description("Answer pong.")
+///     .body(|_: Ping| async { Ok("pong".to_owned()) }).build()?;
+/// let combo = ping.combo(); // add extensions with `.with(..)`
+/// # let _ = combo;
+/// # Ok::<(), toolgraft::InvalidName>(())
+/// ```
+pub trait BaseTool: Stack {
+    /// The tool's name, description and schemas.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Starts a combo on this tool.
+    fn combo(&self) -> Combo<Self> {
+        Combo::new(self.clone())
+    }
+}
+
+/// A tool body: an async function from `I` to `Result<O, BoxError>`.
+///
+/// Implemented for every `Fn(I) -> impl Future<Output = Result<O, BoxError>>` that is
+/// `Clone + Send + Sync` (closures over `Arc`s are). Clones must share state.
+pub trait Body<I, O>: Clone + Send + Sync + 'static {
+    /// The future a call returns.
+    type Future: Future<Output = Result<O, BoxError>> + Send;
+    /// Starts a call.
+    fn run(&self, input: I) -> Self::Future;
+}
+
+impl<I, O, F, Fut> Body<I, O> for F
+where
+    F: Fn(I) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, BoxError>> + Send,
+{
+    type Future = Fut;
+    fn run(&self, input: I) -> Fut {
+        self(input)
+    }
+}
+
+/// A typed base tool. Build one with [`Tool::builder`]; every field is required, and
+/// forgetting one is a compile error.
+///
+/// A panic in the body becomes [`ToolError::Panicked`]: the caller keeps running.
+///
+/// ```
+/// use schemars::JsonSchema;
+/// use serde::{Deserialize, Serialize};
+/// use toolgraft::{Stack, Tool, ToolError};
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Report { text: String }
+/// #[derive(Serialize, JsonSchema)]
+/// struct Summary { title: String, score: i64 }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let report = Tool::builder()
+///     .name("report")
+///     .description("Summarise a text.")
+///     .body(|input: Report| async move {
+///         if input.text.is_empty() {
+///             return Err("nothing to report".into());
+///         }
+///         Ok(Summary { title: input.text.to_uppercase(), score: input.text.len() as i64 })
+///     })
+///     .build()?;
+///
+/// assert_eq!(report.call(Report { text: "ok".into() }).await?.score, 2);
+/// let err = report.call(Report { text: String::new() }).await.unwrap_err();
+/// assert!(matches!(err, ToolError::Body { .. }));
+/// # Ok(()) }
+/// ```
+pub struct Tool<I, O, F> {
+    spec: Arc<ToolSpec>,
+    body: F,
+    types: PhantomData<fn(I) -> O>,
+}
+
+impl<I, O, F: Clone> Clone for Tool<I, O, F> {
+    fn clone(&self) -> Self {
+        Self {
+            spec: self.spec.clone(),
+            body: self.body.clone(),
+            types: PhantomData,
+        }
+    }
+}
+
+/// The fields of a [`Tool`], as its builder collects them.
+#[doc(hidden)]
+#[derive(TypedBuilder)]
+#[builder(
+    builder_method(vis = "", name = __builder),
+    builder_type(name = ToolBuilder, doc = "Builds a [`Tool`]: set `name`, `description` and `body`, then `build()`."),
+    build_method(into = Result<Tool<I, O, F>, InvalidName>, doc = "Validates the name and computes the schemas.")
+)]
+pub struct ToolParts<I, O, F, Fut>
+where
+    I: JsonSchema,
+    O: JsonSchema,
+    F: Fn(I) -> Fut,
+    Fut: Future<Output = Result<O, BoxError>>,
+{
+    /// The tool's name (see [`Name`] for the allowed characters).
+    #[builder(setter(into, doc = "The tool's name; see [`Name`] for the allowed characters."))]
+    name: String,
+    /// What the tool does.
+    #[builder(setter(into, doc = "What the tool does, for a model or a person."))]
+    description: String,
+    /// The async body.
+    #[builder(setter(doc = "The async body: `|input: I| async move { Ok(output) }`."))]
+    body: F,
+    #[builder(default, setter(skip))]
+    types: PhantomData<fn(I) -> (O, Fut)>,
+}
+
+impl<I, O, F, Fut> From<ToolParts<I, O, F, Fut>> for Result<Tool<I, O, F>, InvalidName>
+where
+    F: Fn(I) -> Fut,
+    Fut: Future<Output = Result<O, BoxError>>,
+    I: JsonSchema,
+    O: JsonSchema,
+{
+    fn from(parts: ToolParts<I, O, F, Fut>) -> Self {
+        let spec = ToolSpec {
+            name: Name::new(&parts.name)?,
+            description: parts.description,
+            input_schema: schema::of::<I>(),
+            output_schema: Some(schema::of::<O>()),
+        };
+        Ok(Tool {
+            spec: Arc::new(spec),
+            body: parts.body,
+            types: PhantomData,
+        })
+    }
+}
+
+impl Tool<(), (), ()> {
+    /// Starts building a tool.
+    ///
+    /// ```
+    /// use toolgraft::Tool;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// let shout = Tool::builder()
+    ///     .name("shout")
+    ///     .description("Return the text.")
+    ///     .body(|input: Shout| async move { Ok(input.text) })
+    ///     .build()?;
+    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// ```
+    #[allow(clippy::type_complexity)]
+    pub fn builder<I, O, F, Fut>() -> ToolBuilder<I, O, F, Fut, ((), (), ())>
+    where
+        I: JsonSchema,
+        O: JsonSchema,
+        F: Fn(I) -> Fut,
+        Fut: Future<Output = Result<O, BoxError>>,
+    {
+        ToolParts::__builder()
+    }
+}
+
+impl<I, O, F> Tool<I, O, F> {
+    /// The tool's name, description and schemas.
+    ///
+    /// ```
+    /// # use toolgraft::Tool;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+    /// # let ping = Tool::builder().name("ping").description("Answer pong.")
+    /// #     .body(|_: Ping| async { Ok("pong".to_owned()) }).build()?;
+    /// assert_eq!(ping.spec().description, "Answer pong.");
+    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// ```
+    pub fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+}
+
+impl<I, O, F> Stack for Tool<I, O, F>
+where
+    I: DeserializeOwned + JsonSchema + Send + 'static,
+    O: Serialize + JsonSchema + Send + 'static,
+    F: Body<I, O>,
+{
+    type Input = I;
+    type Output = O;
+
+    fn call(&self, input: I) -> impl Future<Output = Result<O, ToolError>> + Send {
+        // The body is started inside `catch_unwind` too: a panic before its first
+        // await is still the body's panic.
+        let run = AssertUnwindSafe(async move { self.body.run(input).await }).catch_unwind();
+        async move {
+            match run.await {
+                Ok(Ok(output)) => Ok(output),
+                Ok(Err(source)) => Err(ToolError::Body {
+                    tool: self.spec.name.clone(),
+                    source,
+                }),
+                Err(panic) => Err(ToolError::Panicked {
+                    tool: self.spec.name.clone(),
+                    message: panic_message(panic.as_ref()),
+                }),
+            }
+        }
+    }
+
+    fn decode(&self, args: Args) -> Result<I, ArgsError> {
+        decode_args(args)
+    }
+}
+
+impl<I, O, F> BaseTool for Tool<I, O, F>
+where
+    Tool<I, O, F>: Stack,
+{
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+}
+
+/// The text of a panic payload (`panic!("..")` carries a `&str` or a `String`).
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a non-string panic payload".to_owned()
+    }
+}

@@ -1,0 +1,56 @@
+// A wrapper whose branch takes another input than the layer below.
+use toolgraft::prelude::*;
+use toolgraft::{Anywhere, ArgsError, Args, LayerInput, ToolError, Wrapper, decode_args};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Shout {
+    text: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Renamed {
+    txt: String,
+}
+
+/// Declared a wrapper, but presents `{ txt }` instead of the layer's input.
+#[derive(Clone)]
+struct Rename;
+
+impl Extension for Rename {
+    type Kind = Wrapper;
+    type Locality = Anywhere;
+    fn name(&self) -> &str {
+        "rename"
+    }
+}
+
+#[derive(Clone)]
+struct Renaming<S>(S);
+
+impl<S: Stack<Input = Shout>> Stack for Renaming<S> {
+    type Input = Renamed;
+    type Output = S::Output;
+    async fn call(&self, input: Renamed) -> Result<S::Output, ToolError> {
+        self.0.call(Shout { text: input.txt }).await
+    }
+    fn decode(&self, args: Args) -> Result<Renamed, ArgsError> {
+        decode_args(args)
+    }
+}
+
+impl<S: Stack<Input = Shout>> Layer<S> for Rename {
+    type Branch = Renaming<S>;
+    fn layer(self, inner: S, _: &LayerInput<'_>) -> Self::Branch {
+        Renaming(inner)
+    }
+}
+
+fn main() {
+    let shout = Tool::builder()
+        .name("shout")
+        .description("Return the text.")
+        .body(|input: Shout| async move { Ok(input.text) })
+        .build()
+        .unwrap();
+    let _combo = shout.combo().with(Rename);
+}
