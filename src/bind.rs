@@ -82,7 +82,7 @@ impl fmt::Display for Site {
 /// What a client sees of one bound name, and where it came from.
 ///
 /// ```
-/// use toolgraft::{Stack, Tool, Toolset};
+/// use toolgraft::{BaseTool, Tool, Toolset};
 /// use toolgraft::ext::Trace;
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
 /// let shout = Tool::builder().name("shout").description("Return the text.")
@@ -261,13 +261,19 @@ impl Entry {
     }
 }
 
+/// A branch a combo mints: what clients will see, and the stack serving it.
+pub(crate) struct Minted {
+    running: Running,
+    stack: Arc<dyn ErasedStack>,
+}
+
 /// A combo being folded: its elements, one erased stack per prefix, and the first
 /// rule it broke. (`pub` only so the sealed [`Combos`](crate::Combos) can name it.)
 pub struct ComboDraft {
     base: Name,
     running: Running,
     elements: Vec<Element>,
-    branches: Vec<(Running, Arc<dyn ErasedStack>)>,
+    branches: Vec<Minted>,
     refused: Option<BindError>,
 }
 
@@ -299,7 +305,10 @@ impl ComboDraft {
         } else {
             match self.running.apply(&element) {
                 Ok(next) => {
-                    self.branches.push((next.clone(), stack));
+                    self.branches.push(Minted {
+                        running: next.clone(),
+                        stack,
+                    });
                     next
                 }
                 Err(error) => {
@@ -319,7 +328,7 @@ impl ComboDraft {
 
     /// The branches this combo mints, or the first rule it breaks (whole-combo
     /// cardinality first, then the first refused layer).
-    fn into_branches(self) -> Result<Vec<(Running, Arc<dyn ErasedStack>)>, BindError> {
+    fn into_branches(self) -> Result<Vec<Minted>, BindError> {
         rules::cardinality(&self.base, &self.elements)?;
         match self.refused {
             Some(error) => Err(error),
@@ -336,7 +345,10 @@ pub(crate) fn plan_tool(
     base: Arc<dyn ErasedStack>,
     combos: Vec<ComboDraft>,
 ) -> Result<Vec<Entry>, BindError> {
-    let mut planned: Vec<(Running, Arc<dyn ErasedStack>)> = vec![(Running::of_base(spec), base)];
+    let mut planned = vec![Minted {
+        running: Running::of_base(spec),
+        stack: base,
+    }];
     let mut index: HashMap<Name, usize> = HashMap::new();
     index.insert(spec.name.clone(), 0);
     for combo in combos {
@@ -346,27 +358,28 @@ pub(crate) fn plan_tool(
                 combo_base: combo.base,
             });
         }
-        for (running, stack) in combo.into_branches()? {
+        for minted in combo.into_branches()? {
+            let running = &minted.running;
             match index.get(&running.name) {
-                Some(&at) if planned[at].0.chain == running.chain => {}
+                Some(&at) if planned[at].running.chain == running.chain => {}
                 Some(&at) => {
                     return Err(BindError::NameClash {
                         tool: spec.name.clone(),
                         name: running.name.clone(),
-                        first: chain_text(&planned[at].0.chain),
+                        first: chain_text(&planned[at].running.chain),
                         second: chain_text(&running.chain),
                     });
                 }
                 None => {
                     index.insert(running.name.clone(), planned.len());
-                    planned.push((running, stack));
+                    planned.push(minted);
                 }
             }
         }
     }
     Ok(planned
         .into_iter()
-        .map(|(running, stack)| Entry::new(running, stack))
+        .map(|minted| Entry::new(minted.running, minted.stack))
         .collect())
 }
 
@@ -376,4 +389,269 @@ fn chain_text(chain: &[Link]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    //! The engine on hand-made elements: what a run-time combo can present that a
+    //! typed one cannot (the typed path proves these by construction).
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::kind::ExtensionKind::{Backend, Transformer, Wrapper};
+
+    fn name(text: &str) -> Name {
+        Name::new(text).unwrap()
+    }
+
+    fn schema(value: Value) -> Schema {
+        Schema::try_from(value).unwrap()
+    }
+
+    fn shout() -> Running {
+        Running::of_base(&ToolSpec {
+            name: name("shout"),
+            description: "Return the text.".into(),
+            input_schema: schema(json!({
+                "type": "object",
+                "properties": {"text": {"type": "string"}},
+                "required": ["text"],
+            })),
+            output_schema: Some(schema(json!({"type": "string"}))),
+        })
+    }
+
+    fn element(below: &Running, extension: &str, kind: ExtensionKind) -> Element {
+        let extension = name(extension);
+        Element {
+            branch: below.name.branch(&extension),
+            name: extension,
+            kind,
+            body_local: false,
+            accepts_config: false,
+            config: None,
+            reserved: None,
+            presented_input: None,
+            declared_output: None,
+            description: None,
+        }
+    }
+
+    fn fold(elements: &[Element]) -> Result<Vec<Running>, BindError> {
+        let mut running = shout();
+        let mut all = Vec::new();
+        for element in elements {
+            running = running.apply(element)?;
+            all.push(running.clone());
+        }
+        Ok(all)
+    }
+
+    #[test]
+    fn cardinality_names_the_kind_and_every_offender_in_order() {
+        let base = shout();
+        let pool = element(&base, "pool", Backend);
+        let other = element(&base, "other_backend", Backend);
+        let trace = element(&base, "trace", Wrapper);
+        let err =
+            crate::rules::cardinality(&base.base, &[pool.clone(), trace.clone(), pool.clone()])
+                .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "a combo of `shout` holds more than one backend: [pool, pool]; a combo allows one backend, so put each in its own combo"
+        );
+        let err = crate::rules::cardinality(&base.base, &[pool.clone(), other]).unwrap_err();
+        assert!(
+            matches!(err, BindError::MultipleOfKind { kind: Backend, ref extensions, .. }
+            if extensions.iter().map(Name::as_str).eq(["pool", "other_backend"]))
+        );
+        assert!(crate::rules::cardinality(&base.base, &[trace.clone(), pool, trace]).is_ok());
+    }
+
+    #[test]
+    fn locality_inside_relocation_names_both_and_the_fix() {
+        let base = shout();
+        let pool = element(&base, "pool", Backend);
+        let mut proxy = element(&base, "proxy", Wrapper);
+        proxy.body_local = true;
+        let after_pool = base.apply(&pool).unwrap();
+        let mut outside = proxy.clone();
+        outside.branch = after_pool.name.branch(&outside.name);
+        let err = after_pool.apply(&outside).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "on `shout`, `proxy` needs to run beside the tool body but sits outside `pool`, which runs the body elsewhere; place `proxy` before `pool`"
+        );
+        // Inside is fine, and so is a wrapper without the flag outside.
+        let inside = base.apply(&proxy).unwrap();
+        let mut pool_outside = pool.clone();
+        pool_outside.branch = inside.name.branch(&pool.name);
+        assert!(inside.apply(&pool_outside).is_ok());
+        let mut trace = element(&after_pool, "trace", Wrapper);
+        trace.branch = after_pool.name.branch(&trace.name);
+        assert!(after_pool.apply(&trace).is_ok());
+    }
+
+    #[test]
+    fn a_branch_named_like_the_base_is_refused() {
+        // Scenario 8.
+        let base = shout();
+        let mut renamer = element(&base, "renamer", Wrapper);
+        renamer.branch = name("shout");
+        let err = base.apply(&renamer).unwrap_err();
+        assert!(matches!(err, BindError::SameName { .. }));
+        assert!(err.to_string().contains("same name"));
+    }
+
+    #[test]
+    fn config_reaches_only_extensions_that_accept_it() {
+        // Scenario 25.
+        let base = shout();
+        let mut trace = element(&base, "trace", Wrapper);
+        trace.config = Some(json!({"x": 1}));
+        let err = base.apply(&trace).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "`trace` (on `shout`) does not accept config; remove its `config` or leave it empty"
+        );
+        trace.config = Some(json!({}));
+        assert!(base.apply(&trace).is_ok());
+        trace.config = Some(json!({"x": 1}));
+        trace.accepts_config = true;
+        assert!(base.apply(&trace).is_ok());
+    }
+
+    #[test]
+    fn a_run_time_wrapper_must_present_its_layer_input_schema() {
+        let base = shout();
+        // Scenario 17: `{ txt }` over `shout`.
+        let mut renamer = element(&base, "renamer", Wrapper);
+        renamer.presented_input = Some(schema(json!({
+            "type": "object", "properties": {"txt": {"type": "string"}}, "required": ["txt"],
+        })));
+        let err = base.apply(&renamer).unwrap_err();
+        assert!(
+            err.to_string().starts_with("wrapper changed the schema"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("`txt`"), "{err}");
+
+        // A changed type is a change too.
+        renamer.presented_input = Some(schema(json!({
+            "type": "object", "properties": {"text": {"type": "integer"}}, "required": ["text"],
+        })));
+        let err = base.apply(&renamer).unwrap_err();
+        assert!(err.to_string().contains("/properties/text/type"), "{err}");
+
+        // The same schema plus declared reserved params binds.
+        let mut cache = element(&base, "cache", Wrapper);
+        cache.reserved = Some(schema(
+            json!({"type": "object", "properties": {"exp": {"type": "number"}}}),
+        ));
+        cache.presented_input = Some(schema(json!({
+            "type": "object",
+            "properties": {"text": {"type": "string"}, "exp": {"type": "number"}},
+            "required": ["text"],
+        })));
+        let branch = base.apply(&cache).unwrap();
+        assert_eq!(
+            branch.input_schema.get("properties").unwrap()["exp"]["type"],
+            "number"
+        );
+    }
+
+    #[test]
+    fn an_empty_required_list_equals_an_absent_one() {
+        // Scenario 19, as a run-time wrapper would present it.
+        let ping = Running::of_base(&ToolSpec {
+            name: name("ping"),
+            description: "Answer pong.".into(),
+            input_schema: schema(json!({"type": "object", "properties": {}})),
+            output_schema: None,
+        });
+        let mut cache = element(&ping, "cache", Wrapper);
+        cache.reserved = Some(schema(
+            json!({"type": "object", "properties": {"exp": {"type": "number"}}}),
+        ));
+        cache.presented_input = Some(schema(json!({
+            "type": "object", "properties": {"exp": {"type": "number"}}, "required": [],
+        })));
+        assert!(ping.apply(&cache).is_ok());
+    }
+
+    #[test]
+    fn reserved_params_must_be_new_and_inline() {
+        let base = shout();
+        let mut shadow = element(&base, "shadow", Wrapper);
+        shadow.reserved = Some(schema(
+            json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+        ));
+        let err = base.apply(&shadow).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "reserved param `text` already exists: `shadow` on `shout` reserves `text`, which `shout` already takes; rename the reserved param"
+        );
+        shadow.reserved = Some(schema(json!({
+            "type": "object",
+            "properties": {"mode": {"$ref": "#/$defs/Mode"}},
+            "$defs": {"Mode": {"enum": ["a", "b"]}},
+        })));
+        assert!(matches!(
+            base.apply(&shadow).unwrap_err(),
+            BindError::ReservedParamNotInline { .. }
+        ));
+        // Declared by a non-wrapper, reserved params are ignored.
+        let mut backend = element(&base, "remote", Backend);
+        backend.reserved = Some(schema(
+            json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+        ));
+        assert_eq!(
+            base.apply(&backend).unwrap().input_schema,
+            base.input_schema
+        );
+    }
+
+    #[test]
+    fn transformers_present_concrete_schemas_and_backends_anything() {
+        let base = shout();
+        let mut transformer = element(&base, "batch", Transformer);
+        assert!(matches!(
+            base.apply(&transformer).unwrap_err(),
+            BindError::TransformerSchemaNotConcrete { .. }
+        ));
+        transformer.presented_input = Some(schema(json!({"type": "object", "properties": {}})));
+        assert!(base.apply(&transformer).is_ok());
+        // Scenario 21.
+        let mut backend = element(&base, "remote", Backend);
+        backend.presented_input = Some(schema(json!({
+            "type": "object", "properties": {"other": {"type": "integer"}},
+        })));
+        let branch = base.apply(&backend).unwrap();
+        assert_eq!(branch.input_schema, backend.presented_input.unwrap());
+    }
+
+    #[test]
+    fn output_schema_folds_by_shape_and_declarations() {
+        let base = shout();
+        let trace = element(&base, "trace", Wrapper);
+        let mut batch = element(&base, "batch", Transformer);
+        batch.presented_input = Some(schema(
+            json!({"type": "object", "properties": {"items": {}}}),
+        ));
+        let folded = fold(&[trace.clone(), {
+            let mut b = batch.clone();
+            b.branch = name("shout_trace_batch");
+            b
+        }])
+        .unwrap();
+        assert_eq!(folded[0].output_schema, base.output_schema);
+        assert_eq!(folded[1].output_schema, None);
+        let mut declaring = element(&base, "typed", Wrapper);
+        declaring.declared_output = Some(schema(json!({"type": "object"})));
+        assert_eq!(
+            base.apply(&declaring).unwrap().output_schema,
+            declaring.declared_output
+        );
+    }
 }

@@ -16,8 +16,8 @@ use crate::extension::Layer;
 use crate::kind::Kind;
 use crate::name::Name;
 use crate::rules::{
-    ComboState, HolderIn, HolderOf, InputContract, InsideRelocation, Locality,
-    OneOfKindPerCombo, OutputContract, Start, Then,
+    ComboState, HolderIn, HolderOf, InputContract, InsideRelocation, Locality, OneOfKindPerCombo,
+    OutputContract, Start, Then,
 };
 use crate::stack::{Args, Stack};
 use crate::tool::BaseTool;
@@ -84,8 +84,7 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
         HolderIn<St, E::Kind>: OneOfKindPerCombo<E::Kind, E>,
         St::Relocated: InsideRelocation<E>,
         <E::Kind as Kind>::InputRule: InputContract<E, S::Input, <E::Branch as Stack>::Input>,
-        <E::Kind as Kind>::OutputRule:
-            OutputContract<E, S::Output, <E::Branch as Stack>::Output>,
+        <E::Kind as Kind>::OutputRule: OutputContract<E, S::Output, <E::Branch as Stack>::Output>,
     {
         let below = self.draft.running().clone();
         let name = match Name::new(extension.name()) {

@@ -203,7 +203,9 @@ pub enum BindError {
     InvalidName(#[from] InvalidName),
 
     /// Rule 1: an extension minted a branch named like its base.
-    #[error("`{extension}` on `{tool}` mints a branch with the same name as the tool; a branch must have a new name")]
+    #[error(
+        "`{extension}` on `{tool}` mints a branch with the same name as the tool; a branch must have a new name"
+    )]
     SameName {
         /// The base tool.
         tool: Name,
@@ -212,7 +214,9 @@ pub enum BindError {
     },
 
     /// Rule 3: two different stacks of one tool mint the same name.
-    #[error("two different stacks of `{tool}` mint `{name}`: [{first}] and [{second}]; rename an extension or drop one combo")]
+    #[error(
+        "two different stacks of `{tool}` mint `{name}`: [{first}] and [{second}]; rename an extension or drop one combo"
+    )]
     NameClash {
         /// The base tool.
         tool: Name,
@@ -236,7 +240,9 @@ pub enum BindError {
     },
 
     /// A combo was started from another tool than the one it is bound with.
-    #[error("a combo of `{combo_base}` was passed when binding `{tool}`; start each combo from the tool it is bound with")]
+    #[error(
+        "a combo of `{combo_base}` was passed when binding `{tool}`; start each combo from the tool it is bound with"
+    )]
     ForeignCombo {
         /// The tool being bound.
         tool: Name,
@@ -265,7 +271,9 @@ pub enum BindError {
     },
 
     /// Rule 6: a body-locality extension outside a relocating one.
-    #[error("on `{tool}`, `{extension}` needs to run beside the tool body but sits outside `{relocating}`, which runs the body elsewhere; place `{extension}` before `{relocating}`")]
+    #[error(
+        "on `{tool}`, `{extension}` needs to run beside the tool body but sits outside `{relocating}`, which runs the body elsewhere; place `{extension}` before `{relocating}`"
+    )]
     LocalityOutsideRelocation {
         /// The tool.
         tool: Name,
@@ -276,7 +284,9 @@ pub enum BindError {
     },
 
     /// Rule 7: non-empty config for an extension that takes none.
-    #[error("`{extension}` (on `{tool}`) does not accept config; remove its `config` or leave it empty")]
+    #[error(
+        "`{extension}` (on `{tool}`) does not accept config; remove its `config` or leave it empty"
+    )]
     ConfigNotAccepted {
         /// The tool.
         tool: Name,
@@ -298,7 +308,9 @@ pub enum BindError {
     },
 
     /// Rule 8: a wrapper presented another input schema than its layer input's.
-    #[error("wrapper changed the schema: `{extension}` on `{tool}` must present the input schema of `{below}` unchanged (plus its reserved params), but {difference}")]
+    #[error(
+        "wrapper changed the schema: `{extension}` on `{tool}` must present the input schema of `{below}` unchanged (plus its reserved params), but {difference}"
+    )]
     WrapperChangedSchema {
         /// The tool.
         tool: Name,
@@ -311,7 +323,9 @@ pub enum BindError {
     },
 
     /// Rule 9: a reserved param that would mask a parameter of the layer input.
-    #[error("reserved param `{param}` already exists: `{extension}` on `{tool}` reserves `{param}`, which `{below}` already takes; rename the reserved param")]
+    #[error(
+        "reserved param `{param}` already exists: `{extension}` on `{tool}` reserves `{param}`, which `{below}` already takes; rename the reserved param"
+    )]
     ReservedParamExists {
         /// The tool.
         tool: Name,
@@ -324,7 +338,9 @@ pub enum BindError {
     },
 
     /// Rule 9: a reserved param whose schema is not inline.
-    #[error("reserved param `{param}` of `{extension}` (on `{tool}`) is not an inline JSON type; reserved params cannot use `$defs` or `$ref`")]
+    #[error(
+        "reserved param `{param}` of `{extension}` (on `{tool}`) is not an inline JSON type; reserved params cannot use `$defs` or `$ref`"
+    )]
     ReservedParamNotInline {
         /// The tool.
         tool: Name,
@@ -335,7 +351,9 @@ pub enum BindError {
     },
 
     /// Rule 10: a transformer without a concrete input schema of its own.
-    #[error("transformer must present its own concrete schema: `{extension}` on `{tool}` presents {presented}; give it an object schema with named properties (or none, for zero parameters)")]
+    #[error(
+        "transformer must present its own concrete schema: `{extension}` on `{tool}` presents {presented}; give it an object schema with named properties (or none, for zero parameters)"
+    )]
     TransformerSchemaNotConcrete {
         /// The tool.
         tool: Name,

@@ -63,9 +63,9 @@ impl Name {
         } else if name.len() > MAX_NAME_LEN {
             Some(format!("longer than {MAX_NAME_LEN} bytes"))
         } else {
-            name.chars().find(|c| !Self::allowed(*c)).map(|c| {
-                format!("`{c}` is not allowed (use A-Z, a-z, 0-9, `_`, `-` or `.`)")
-            })
+            name.chars()
+                .find(|c| !Self::allowed(*c))
+                .map(|c| format!("`{c}` is not allowed (use A-Z, a-z, 0-9, `_`, `-` or `.`)"))
         };
         match problem {
             None => Ok(Self(name.into())),

@@ -409,7 +409,11 @@ pub(crate) fn locality(below: &Running, element: &Element) -> Result<(), BindErr
     if !element.body_local {
         return Ok(());
     }
-    match below.chain.iter().find(|link| link.kind.relocates_execution()) {
+    match below
+        .chain
+        .iter()
+        .find(|link| link.kind.relocates_execution())
+    {
         Some(relocating) => Err(BindError::LocalityOutsideRelocation {
             tool: below.base.clone(),
             extension: element.name.clone(),
@@ -452,21 +456,23 @@ pub(crate) fn input_schema(below: &Running, element: &Element) -> Result<Schema,
     if kind.preserves_schema() {
         let expected = match &element.reserved {
             None => below.input_schema.clone(),
-            Some(reserved) => schema::with_reserved(&below.input_schema, reserved).map_err(
-                |conflict| match conflict {
-                    ReservedConflict::Exists(param) => BindError::ReservedParamExists {
-                        tool: below.base.clone(),
-                        extension: element.name.clone(),
-                        below: below.name.clone(),
-                        param,
-                    },
-                    ReservedConflict::NotInline(param) => BindError::ReservedParamNotInline {
-                        tool: below.base.clone(),
-                        extension: element.name.clone(),
-                        param,
-                    },
-                },
-            )?,
+            Some(reserved) => {
+                schema::with_reserved(&below.input_schema, reserved).map_err(|conflict| {
+                    match conflict {
+                        ReservedConflict::Exists(param) => BindError::ReservedParamExists {
+                            tool: below.base.clone(),
+                            extension: element.name.clone(),
+                            below: below.name.clone(),
+                            param,
+                        },
+                        ReservedConflict::NotInline(param) => BindError::ReservedParamNotInline {
+                            tool: below.base.clone(),
+                            extension: element.name.clone(),
+                            param,
+                        },
+                    }
+                })?
+            }
         };
         if let Some(presented) = &element.presented_input {
             let reserved = element

@@ -26,7 +26,14 @@ pub fn of<T: JsonSchema>() -> Schema {
 /// assert_eq!(toolgraft::schema::property_names(&schema).unwrap(), ["a", "b"]);
 /// ```
 pub fn property_names(schema: &Schema) -> Option<Vec<String>> {
-    Some(schema.get("properties")?.as_object()?.keys().cloned().collect())
+    Some(
+        schema
+            .get("properties")?
+            .as_object()?
+            .keys()
+            .cloned()
+            .collect(),
+    )
 }
 
 /// Whether an object schema accepts properties beyond those it names.
@@ -108,15 +115,27 @@ pub(crate) fn difference(expected: &Schema, presented: &Schema) -> Option<String
     let expected_props = expected.get("properties").and_then(Value::as_object);
     let presented_props = presented.get("properties").and_then(Value::as_object);
     if let (Some(expected_props), Some(presented_props)) = (expected_props, presented_props) {
-        if let Some(extra) = presented_props.keys().find(|k| !expected_props.contains_key(*k)) {
-            return Some(format!("it presents a parameter `{extra}` that the layer input does not take"));
+        if let Some(extra) = presented_props
+            .keys()
+            .find(|k| !expected_props.contains_key(*k))
+        {
+            return Some(format!(
+                "it presents a parameter `{extra}` that the layer input does not take"
+            ));
         }
-        if let Some(missing) = expected_props.keys().find(|k| !presented_props.contains_key(*k)) {
+        if let Some(missing) = expected_props
+            .keys()
+            .find(|k| !presented_props.contains_key(*k))
+        {
             return Some(format!("it drops the parameter `{missing}`"));
         }
     }
-    first_difference(expected.as_value(), presented.as_value(), String::new())
-        .map(|path| format!("it differs at `{}`", if path.is_empty() { "/" } else { &path }))
+    first_difference(expected.as_value(), presented.as_value(), String::new()).map(|path| {
+        format!(
+            "it differs at `{}`",
+            if path.is_empty() { "/" } else { &path }
+        )
+    })
 }
 
 fn normalized(schema: &Schema) -> Schema {

@@ -134,11 +134,16 @@ fn missing_field(problem: &str) -> Option<String> {
 
 /// A stack seen through JSON: what the toolset stores for every bound name.
 pub(crate) trait ErasedStack: Send + Sync + 'static {
-    fn call_json<'a>(&'a self, tool: &'a Name, args: Args) -> SendBox<'a, Result<Value, ToolError>>;
+    fn call_json<'a>(&'a self, tool: &'a Name, args: Args)
+    -> SendBox<'a, Result<Value, ToolError>>;
 }
 
 impl<S: Stack> ErasedStack for S {
-    fn call_json<'a>(&'a self, tool: &'a Name, args: Args) -> SendBox<'a, Result<Value, ToolError>> {
+    fn call_json<'a>(
+        &'a self,
+        tool: &'a Name,
+        args: Args,
+    ) -> SendBox<'a, Result<Value, ToolError>> {
         SendBox::new(async move {
             let input = self.decode(args).map_err(|err| err.for_tool(tool))?;
             let output = self.call(input).await?;

@@ -97,7 +97,7 @@ where
 ///
 /// #[derive(Deserialize, JsonSchema)]
 /// struct Report { text: String }
-/// #[derive(Serialize, JsonSchema)]
+/// #[derive(Debug, Serialize, JsonSchema)]
 /// struct Summary { title: String, score: i64 }
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -149,7 +149,10 @@ where
     Fut: Future<Output = Result<O, BoxError>>,
 {
     /// The tool's name (see [`Name`] for the allowed characters).
-    #[builder(setter(into, doc = "The tool's name; see [`Name`] for the allowed characters."))]
+    #[builder(setter(
+        into,
+        doc = "The tool's name; see [`Name`] for the allowed characters."
+    ))]
     name: String,
     /// What the tool does.
     #[builder(setter(into, doc = "What the tool does, for a model or a person."))]

@@ -104,7 +104,10 @@ impl Toolset {
                 });
             }
         }
-        let names = entries.iter().map(|entry| entry.info.name.clone()).collect();
+        let names = entries
+            .iter()
+            .map(|entry| entry.info.name.clone())
+            .collect();
         catalog.tools.insert(base.clone(), names);
         for entry in entries {
             catalog

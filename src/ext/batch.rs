@@ -281,7 +281,9 @@ impl<S: Stack> Batched<S> {
             });
         }
         match input.max_concurrent {
-            Some(0) => Err(ArgsError::field("max_concurrent", "must be at least 1").for_tool(&self.branch)),
+            Some(0) => {
+                Err(ArgsError::field("max_concurrent", "must be at least 1").for_tool(&self.branch))
+            }
             Some(limit) if input.parallel => Ok(limit),
             _ if input.parallel => Ok(input.items.len().max(1)),
             _ => Ok(1),
@@ -303,7 +305,9 @@ impl<S: Stack> Stack for Batched<S> {
             results.map_ok(BatchItem::Ok).try_collect().await
         } else {
             Ok(results
-                .map(|result| result.map_or_else(|err| BatchItem::Err(Arc::new(err)), BatchItem::Ok))
+                .map(|result| {
+                    result.map_or_else(|err| BatchItem::Err(Arc::new(err)), BatchItem::Ok)
+                })
                 .collect()
                 .await)
         }
@@ -323,7 +327,11 @@ impl<S: Stack> Stack for Batched<S> {
         if items.len() > self.config.max_items {
             return Err(ArgsError::field(
                 "items",
-                format!("{} items is over the limit of {}", items.len(), self.config.max_items),
+                format!(
+                    "{} items is over the limit of {}",
+                    items.len(),
+                    self.config.max_items
+                ),
             ));
         }
         let items = items

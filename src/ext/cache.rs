@@ -183,7 +183,10 @@ impl<S: Stack> Cached<S> {
     fn ttl(&self, exp: Option<f64>) -> Result<Duration, ArgsError> {
         let seconds = exp.unwrap_or(self.default_ttl);
         Duration::try_from_secs_f64(seconds).map_err(|_| {
-            ArgsError::field("exp", format!("`exp` must be a number of seconds >= 0, not {seconds}"))
+            ArgsError::field(
+                "exp",
+                format!("`exp` must be a number of seconds >= 0, not {seconds}"),
+            )
         })
     }
 }
@@ -266,7 +269,9 @@ impl<O: Clone> Store<O> {
         match state.running.get(key) {
             Some(running) => LookUp::Running(running.clone()),
             None => {
-                state.running.insert(key.to_owned(), Arc::new(Notify::new()));
+                state
+                    .running
+                    .insert(key.to_owned(), Arc::new(Notify::new()));
                 LookUp::Run
             }
         }

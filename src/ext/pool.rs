@@ -175,3 +175,73 @@ impl<S: Stack> Stack for Pooled<S> {
         self.inner.decode(args)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    use super::*;
+    use crate::bind::Running;
+    use crate::ext::{Proxy, ProxyParams, proxy};
+    use crate::params::WithParams;
+    use crate::tool::Tool;
+
+    #[derive(Deserialize, Serialize, JsonSchema)]
+    struct Fetch {
+        url: String,
+    }
+
+    /// The bug the typestate prevents, built by hand below the typestate: with
+    /// `[pool, proxy]` the proxy sets its route around the submitting side only, and
+    /// the body, on a pool thread, never sees it.
+    #[tokio::test]
+    async fn a_route_set_around_the_submitting_side_never_reaches_the_body() {
+        let fetch = Tool::builder()
+            .name("fetch")
+            .description("Report the route the body sees.")
+            .body(|_: Fetch| async { Ok(proxy::current_route()) })
+            .build()
+            .unwrap();
+        let base = Running::of_base(fetch.spec());
+        let pool_branch = Name::new("fetch_pool").unwrap();
+        let proxy_branch = Name::new("fetch_pool_proxy").unwrap();
+
+        let pooled = Pool::new(1)
+            .unwrap()
+            .layer(fetch.clone(), &base.layer_input(&pool_branch));
+        let below_proxy = Running {
+            name: pool_branch.clone(),
+            ..base.clone()
+        };
+        let misplaced =
+            Proxy::allow(["egress-a"]).layer(pooled, &below_proxy.layer_input(&proxy_branch));
+
+        let input = WithParams::new(ProxyParams::default(), Fetch { url: "/".into() });
+        assert_eq!(
+            misplaced.call(input).await.unwrap(),
+            None,
+            "the route did not cross the hop"
+        );
+
+        // The right order, `[proxy, pool]`, carries the route to the body.
+        let proxied = Proxy::allow(["egress-a"]).layer(fetch, &base.layer_input(&pool_branch));
+        let pooled = Pool::new(1)
+            .unwrap()
+            .layer(proxied, &below_proxy.layer_input(&proxy_branch));
+        let input = WithParams::new(ProxyParams::default(), Fetch { url: "/".into() });
+        assert_eq!(
+            pooled.call(input).await.unwrap().as_deref(),
+            Some("egress-a")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_pool_dropped_inside_async_code_shuts_down_without_panicking() {
+        let pool = Pool::new(1).unwrap();
+        let probe = pool.clone();
+        assert_eq!(probe.shared.handle.spawn(async { 7 }).await.unwrap(), 7);
+        drop(pool);
+        drop(probe);
+    }
+}

@@ -1,0 +1,494 @@
+//! The built-in extensions at call time (scenarios 29, 30, 31, and `trace`).
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::Shout;
+use frunk::{hlist, hlist_pat};
+use serde_json::json;
+use toolgraft::ext::{Batch, BatchInput, Cache, CacheParams, Proxy, Trace, proxy};
+use toolgraft::prelude::*;
+use toolgraft::{BoxError, ToolError};
+
+/// `shout`, counting how often its body runs, failing on "fail", taking a second
+/// (of tokio time) on "slow".
+fn counted_shout(
+    runs: Arc<AtomicUsize>,
+) -> Tool<
+    Shout,
+    String,
+    impl Fn(Shout) -> std::pin::Pin<Box<dyn Future<Output = Result<String, BoxError>> + Send>>
+    + Clone
+    + Send
+    + Sync
+    + 'static,
+> {
+    Tool::builder()
+        .name("shout")
+        .description("Return the text.")
+        .body(move |input: Shout| -> std::pin::Pin<Box<dyn Future<Output = Result<String, BoxError>> + Send>> {
+            let runs = runs.clone();
+            Box::pin(async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                match input.text.as_str() {
+                    "fail" => Err("asked to fail".into()),
+                    "slow" => {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        Ok("SLOW".to_owned())
+                    }
+                    text => Ok(text.to_uppercase()),
+                }
+            })
+        })
+        .build()
+        .unwrap()
+}
+
+fn with_exp<I>(exp: f64, input: I) -> WithParams<CacheParams, I> {
+    WithParams::new(CacheParams { exp: Some(exp) }, input)
+}
+
+#[tokio::test(start_paused = true)]
+async fn cache_honours_the_ttl_on_a_controllable_clock() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let shout = counted_shout(runs.clone());
+    let toolset = Toolset::new();
+    toolset
+        .bind(&shout, hlist![shout.combo().with(Cache::default())])
+        .unwrap();
+    let call = || toolset.call("shout_cache", json!({"text": "hi", "exp": 10}));
+
+    assert_eq!(call().await.unwrap(), json!("HI"));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    tokio::time::advance(Duration::from_secs(5)).await;
+    assert_eq!(call().await.unwrap(), json!("HI"));
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "a hit at +5 s");
+    tokio::time::advance(Duration::from_secs(15)).await;
+    assert_eq!(call().await.unwrap(), json!("HI"));
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "recomputed at +20 s");
+    // `exp: 0` bypasses the cache.
+    toolset
+        .call("shout_cache", json!({"text": "hi", "exp": 0}))
+        .await
+        .unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cache_does_not_keep_errors() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let shout = counted_shout(runs.clone());
+    let toolset = Toolset::new();
+    let hlist_pat![cached] = toolset
+        .bind(&shout, hlist![shout.combo().with(Cache::default())])
+        .unwrap();
+    for _ in 0..2 {
+        let err = cached
+            .call(with_exp(60.0, Shout::new("fail")))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ToolError::Body { .. }));
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert!(cached.stack().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrent_identical_calls_run_the_body_once() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let shout = counted_shout(runs.clone());
+    let toolset = Toolset::new();
+    let hlist_pat![cached] = toolset
+        .bind(&shout, hlist![shout.combo().with(Cache::default())])
+        .unwrap();
+    let calls = (0..5).map(|_| cached.call(with_exp(60.0, Shout::new("slow"))));
+    let results = futures_util::future::join_all(calls).await;
+    assert!(results.iter().all(|r| r.as_deref().ok() == Some("SLOW")));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_runner_hands_the_key_to_a_waiter() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let shout = counted_shout(runs.clone());
+    let toolset = Toolset::new();
+    let hlist_pat![cached] = toolset
+        .bind(&shout, hlist![shout.combo().with(Cache::default())])
+        .unwrap();
+    let runner = {
+        let cached = cached.clone();
+        tokio::spawn(async move { cached.call(with_exp(60.0, Shout::new("slow"))).await })
+    };
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let waiter = {
+        let cached = cached.clone();
+        tokio::spawn(async move { cached.call(with_exp(60.0, Shout::new("slow"))).await })
+    };
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    runner.abort();
+    assert_eq!(waiter.await.unwrap().unwrap(), "SLOW");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_store_never_exceeds_its_bound_and_evicts_the_least_recently_used() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let shout = counted_shout(runs.clone());
+    let toolset = Toolset::new();
+    let hlist_pat![cached] = toolset
+        .bind(&shout, hlist![shout.combo().with(Cache::with_capacity(2))])
+        .unwrap();
+    let call = |text: &str| cached.call(with_exp(60.0, Shout::new(text)));
+    for text in ["a", "b", "a", "c"] {
+        call(text).await.unwrap();
+        assert!(cached.stack().len() <= 2);
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 3, "`a` was a hit");
+    call("a").await.unwrap();
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        3,
+        "`a` was used recently, so `b` went"
+    );
+    call("b").await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 4);
+    for i in 0..50 {
+        call(&format!("k{i}")).await.unwrap();
+        assert_eq!(cached.stack().len(), 2);
+    }
+}
+
+#[tokio::test]
+async fn each_cache_branch_has_its_own_store() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let shout = counted_shout(runs.clone());
+    let toolset = Toolset::new();
+    toolset
+        .bind(
+            &shout,
+            hlist![
+                shout.combo().with(Cache::default()),
+                shout.combo().with(Trace).with(Cache::default())
+            ],
+        )
+        .unwrap();
+    toolset
+        .call("shout_cache", json!({"text": "x"}))
+        .await
+        .unwrap();
+    toolset
+        .call("shout_trace_cache", json!({"text": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    toolset
+        .call("shout_cache", json!({"text": "x"}))
+        .await
+        .unwrap();
+    toolset
+        .call("shout_trace_cache", json!({"text": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+struct Num {
+    n: i64,
+}
+
+/// `n -> n`; fails on 2 when `fail_on_two`; each call takes one second (tokio
+/// time) and records how many run at once.
+fn identity(
+    started: Arc<AtomicUsize>,
+    peak: Arc<Mutex<(usize, usize)>>,
+) -> impl BaseTool<Input = Num, Output = i64> {
+    Tool::builder()
+        .name("identity")
+        .description("Return n.")
+        .body(move |input: Num| {
+            let (started, peak) = (started.clone(), peak.clone());
+            async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                {
+                    let mut peak = peak.lock().unwrap();
+                    peak.0 += 1;
+                    peak.1 = peak.1.max(peak.0);
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                peak.lock().unwrap().0 -= 1;
+                if input.n == 2 {
+                    return Err::<i64, BoxError>("two is not allowed".into());
+                }
+                Ok(input.n)
+            }
+        })
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn batch_runs_items_in_order_sequentially_or_in_parallel() {
+    let (started, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(Mutex::new((0, 0))));
+    let tool = identity(started.clone(), peak.clone());
+    let toolset = Toolset::new();
+    toolset
+        .bind(&tool, hlist![tool.combo().with(Batch::max_items(5))])
+        .unwrap();
+
+    let items = json!([{"n": 1}, {"n": 3}, {"n": 4}]);
+    let before = tokio::time::Instant::now();
+    let out = toolset
+        .call("identity_batch", json!({"items": items}))
+        .await
+        .unwrap();
+    assert_eq!(out, json!([1, 3, 4]));
+    assert_eq!(
+        before.elapsed(),
+        Duration::from_secs(3),
+        "one after the other"
+    );
+    assert_eq!(peak.lock().unwrap().1, 1);
+
+    let before = tokio::time::Instant::now();
+    let out = toolset
+        .call("identity_batch", json!({"items": items, "parallel": true}))
+        .await
+        .unwrap();
+    assert_eq!(out, json!([1, 3, 4]));
+    assert_eq!(before.elapsed(), Duration::from_secs(1), "all at once");
+    assert_eq!(peak.lock().unwrap().1, 3);
+
+    *peak.lock().unwrap() = (0, 0);
+    let args = json!({"items": [{"n": 1}, {"n": 3}, {"n": 4}, {"n": 5}], "parallel": true, "max_concurrent": 2});
+    let out = toolset.call("identity_batch", args).await.unwrap();
+    assert_eq!(out, json!([1, 3, 4, 5]));
+    assert_eq!(peak.lock().unwrap().1, 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn batch_failures_fail_fast_or_fill_their_slot() {
+    let (started, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(Mutex::new((0, 0))));
+    let tool = identity(started.clone(), peak);
+    let toolset = Toolset::new();
+    toolset
+        .bind(&tool, hlist![tool.combo().with(Batch::max_items(5))])
+        .unwrap();
+    let items = json!([{"n": 1}, {"n": 2}, {"n": 3}]);
+
+    for parallel in [false, true] {
+        let out = toolset
+            .call(
+                "identity_batch",
+                json!({"items": items, "parallel": parallel, "fail_fast": false}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out[0], json!(1));
+        assert_eq!(out[2], json!(3));
+        let error = out[1]["error"].as_str().unwrap();
+        assert!(error.contains("two is not allowed"), "{error}");
+
+        let err = toolset
+            .call(
+                "identity_batch",
+                json!({"items": items, "parallel": parallel}),
+            )
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("two is not allowed"));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn batch_limits_are_checked_before_any_item_runs() {
+    let (started, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(Mutex::new((0, 0))));
+    let tool = identity(started.clone(), peak);
+    let toolset = Toolset::new();
+    let hlist_pat![batched] = toolset
+        .bind(&tool, hlist![tool.combo().with(Batch::max_items(2))])
+        .unwrap();
+
+    let err = toolset
+        .call(
+            "identity_batch",
+            json!({"items": [{"n": 1}, {"n": 3}, {"n": 4}]}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("3 items is over the limit of 2"),
+        "{err}"
+    );
+    let err = batched
+        .call(BatchInput::sequential(vec![
+            Num { n: 1 },
+            Num { n: 3 },
+            Num { n: 4 },
+        ]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ToolError::Refused { .. }), "{err:?}");
+
+    let err = toolset
+        .call(
+            "identity_batch",
+            json!({"items": [{"n": 1}], "parallel": true, "max_concurrent": 0}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ToolError::InvalidArguments { ref field, .. } if field.as_deref() == Some("max_concurrent"))
+    );
+    let err = batched
+        .call(BatchInput::parallel(vec![Num { n: 1 }]).at_most(0))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("max_concurrent"), "{err}");
+    assert_eq!(started.load(Ordering::SeqCst), 0);
+
+    // An empty batch is an empty answer.
+    assert_eq!(
+        toolset
+            .call("identity_batch", json!({"items": []}))
+            .await
+            .unwrap(),
+        json!([])
+    );
+}
+
+#[tokio::test]
+async fn proxy_picks_an_allowed_route_for_the_body_only() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counter = runs.clone();
+    let fetch = Tool::builder()
+        .name("fetch")
+        .description("Report the route.")
+        .body(move |_: common::Ping| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async { Ok(proxy::current_route()) }
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind(&fetch, hlist![fetch.combo().with(Proxy::allow(["A"]))])
+        .unwrap();
+
+    let err = toolset
+        .call("fetch_proxy", json!({"proxies": ["B"]}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ToolError::Refused { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("route `B` is not on the allow-list (A)"),
+        "{err}"
+    );
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "refused before the body ran"
+    );
+
+    assert_eq!(
+        toolset.call("fetch_proxy", json!({})).await.unwrap(),
+        json!("A")
+    );
+    assert_eq!(
+        toolset
+            .call("fetch_proxy", json!({"proxies": ["A"]}))
+            .await
+            .unwrap(),
+        json!("A")
+    );
+    assert_eq!(
+        proxy::current_route(),
+        None,
+        "no route leaks into the caller's task"
+    );
+    // The base has no route at all.
+    assert_eq!(toolset.call("fetch", json!({})).await.unwrap(), json!(null));
+}
+
+/// Records every `tool_call` span: its `tool` field, and its `error` once recorded.
+#[derive(Clone, Default)]
+struct Spans(Arc<Mutex<Vec<(String, Option<String>)>>>);
+
+struct Fields<'a>(&'a mut (String, Option<String>));
+
+impl tracing::field::Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        match field.name() {
+            "tool" => self.0.0 = format!("{value:?}"),
+            "error" => self.0.1 = Some(format!("{value:?}")),
+            _ => {}
+        }
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Spans {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        if attrs.metadata().name() == "tool_call" {
+            let mut span = (String::new(), None);
+            attrs.record(&mut Fields(&mut span));
+            self.0.lock().unwrap().push(span);
+        }
+    }
+
+    fn on_record(
+        &self,
+        _: &tracing::span::Id,
+        values: &tracing::span::Record<'_>,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        if let Some(last) = self.0.lock().unwrap().last_mut() {
+            values.record(&mut Fields(last));
+        }
+    }
+}
+
+#[tokio::test]
+async fn trace_opens_a_span_per_call_named_after_the_layer_input() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let spans = Spans::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+
+    let runs = Arc::new(AtomicUsize::new(0));
+    let shout = counted_shout(runs);
+    let toolset = Toolset::new();
+    toolset
+        .bind(
+            &shout,
+            hlist![shout.combo().with(Trace).with(common::Loud).with(Trace)],
+        )
+        .unwrap();
+    toolset
+        .call("shout_trace", json!({"text": "ok"}))
+        .await
+        .unwrap();
+    toolset
+        .call("shout_trace_loud_trace", json!({"text": "ok"}))
+        .await
+        .unwrap();
+    toolset
+        .call("shout_trace", json!({"text": "fail"}))
+        .await
+        .unwrap_err();
+
+    let spans = spans.0.lock().unwrap().clone();
+    let tools: Vec<&str> = spans.iter().map(|(tool, _)| tool.as_str()).collect();
+    assert_eq!(tools, ["shout", "shout_trace_loud", "shout", "shout"]);
+    assert!(spans[..3].iter().all(|(_, error)| error.is_none()));
+    let error = spans[3].1.as_deref().expect("the failure is recorded");
+    assert!(error.contains("asked to fail"), "{error}");
+}

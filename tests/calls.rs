@@ -1,0 +1,176 @@
+//! Calls: typed through the outermost branch, or by name with JSON; bad input gives
+//! typed errors naming the tool and the field.
+
+mod common;
+
+use common::{Loud, Shout, report, shout};
+use frunk::{hlist, hlist_pat};
+use serde_json::json;
+use toolgraft::ToolError;
+use toolgraft::ext::{Batch, Cache, Trace};
+use toolgraft::prelude::*;
+
+fn invalid(err: ToolError) -> (String, Option<String>, String) {
+    match err {
+        ToolError::InvalidArguments {
+            tool,
+            field,
+            problem,
+        } => (tool.to_string(), field, problem),
+        other => panic!("expected invalid arguments, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn typed_and_by_name_calls_run_the_same_stack() {
+    let shout = shout();
+    let toolset = Toolset::new();
+    let hlist_pat![loud] = toolset
+        .bind(&shout, hlist![shout.combo().with(Trace).with(Loud)])
+        .unwrap();
+    assert_eq!(loud.call(Shout::new("hi")).await.unwrap(), "HI");
+    assert_eq!(
+        toolset
+            .call("shout_trace_loud", json!({"text": "hi"}))
+            .await
+            .unwrap(),
+        json!("HI")
+    );
+    // The base itself is a typed stack too.
+    assert_eq!(shout.call(Shout::new("hi")).await.unwrap(), "hi");
+}
+
+#[tokio::test]
+async fn bad_arguments_name_the_tool_and_the_field() {
+    let (shout, report) = (shout(), report());
+    let toolset = Toolset::new();
+    toolset
+        .bind(
+            &shout,
+            hlist![shout.combo().with(Cache::default()).with(Batch::default())],
+        )
+        .unwrap();
+    toolset.bind(&report, hlist![]).unwrap();
+
+    let (tool, field, problem) = invalid(toolset.call("shout", json!({})).await.unwrap_err());
+    assert_eq!((tool.as_str(), field.as_deref()), ("shout", Some("text")));
+    assert!(problem.contains("missing field `text`"), "{problem}");
+
+    let (tool, field, problem) = invalid(
+        toolset
+            .call("report", json!({"text": 3}))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((tool.as_str(), field.as_deref()), ("report", Some("text")));
+    assert!(
+        problem.contains("invalid type: integer `3`, expected a string"),
+        "{problem}"
+    );
+
+    let (_, field, problem) = invalid(
+        toolset
+            .call("shout", json!({"text": "a", "txt": "b"}))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(field.as_deref(), Some("txt"));
+    assert!(
+        problem.contains("unknown field `txt`, expected one of `text`"),
+        "{problem}"
+    );
+
+    let (tool, field, problem) = invalid(
+        toolset
+            .call("shout_cache", json!({"text": "a", "exp": "soon"}))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (tool.as_str(), field.as_deref()),
+        ("shout_cache", Some("exp"))
+    );
+    assert!(problem.contains("invalid type"), "{problem}");
+
+    let (_, field, problem) = invalid(
+        toolset
+            .call("shout_cache", json!({"text": "a", "exp": -1}))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(field.as_deref(), Some("exp"));
+    assert!(problem.contains(">= 0"), "{problem}");
+
+    // Inside a batch, the path goes through the item.
+    let args = json!({"items": [{"text": "a"}, {"text": 1}]});
+    let (tool, field, _) = invalid(toolset.call("shout_cache_batch", args).await.unwrap_err());
+    assert_eq!(
+        (tool.as_str(), field.as_deref()),
+        ("shout_cache_batch", Some("items[1].text"))
+    );
+
+    let (_, field, problem) = invalid(toolset.call("shout", json!(["hi"])).await.unwrap_err());
+    assert_eq!(field, None);
+    assert!(problem.contains("must be a JSON object"), "{problem}");
+}
+
+#[tokio::test]
+async fn unknown_names_and_body_errors_are_typed() {
+    let failing = Tool::builder()
+        .name("fail")
+        .description("Always fails.")
+        .body(|input: Shout| async move {
+            Err::<String, _>(format!("cannot handle {}", input.text).into())
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind(&failing, hlist![failing.combo().with(Trace)])
+        .unwrap();
+
+    let err = toolset.call("nope", json!({})).await.unwrap_err();
+    assert!(matches!(err, ToolError::UnknownTool { ref name } if name == "nope"));
+    assert_eq!(err.to_string(), "unknown tool `nope`");
+
+    let err = toolset
+        .call("fail_trace", json!({"text": "x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_string(), "tool `fail` failed: cannot handle x");
+    assert!(matches!(err, ToolError::Body { ref tool, .. } if tool == "fail"));
+    assert!(std::error::Error::source(&err).is_some());
+}
+
+#[tokio::test]
+async fn null_arguments_mean_none() {
+    let ping = common::ping();
+    let toolset = Toolset::new();
+    toolset.bind(&ping, hlist![]).unwrap();
+    assert_eq!(
+        toolset.call("ping", serde_json::Value::Null).await.unwrap(),
+        json!("pong")
+    );
+}
+
+#[tokio::test]
+async fn calls_by_name_work_from_many_tasks_at_once() {
+    let shout = shout();
+    let toolset = Toolset::new();
+    toolset
+        .bind(&shout, hlist![shout.combo().with(Loud)])
+        .unwrap();
+    let calls: Vec<_> = (0..64)
+        .map(|i| {
+            let toolset = toolset.clone();
+            tokio::spawn(async move {
+                toolset
+                    .call("shout_loud", json!({"text": format!("n{i}")}))
+                    .await
+            })
+        })
+        .collect();
+    for (i, call) in calls.into_iter().enumerate() {
+        assert_eq!(call.await.unwrap().unwrap(), json!(format!("N{i}")));
+    }
+}

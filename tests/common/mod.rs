@@ -1,0 +1,169 @@
+//! Fixture tools and extensions from SCENARIOS.md.
+#![allow(dead_code)]
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use toolgraft::prelude::*;
+use toolgraft::{Anywhere, BoxError, LayerInput, Next, ToolError, Wrapped, Wrapper};
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+pub struct Shout {
+    pub text: String,
+}
+
+impl Shout {
+    pub fn new(text: &str) -> Self {
+        Self { text: text.into() }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+pub struct Ping {}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+pub struct ReportInput {
+    pub text: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, JsonSchema)]
+pub struct Report {
+    pub title: String,
+    pub score: i64,
+}
+
+/// `shout { text } -> String`, "Return the text."
+pub fn shout() -> Tool<
+    Shout,
+    String,
+    impl Fn(Shout) -> std::future::Ready<Result<String, BoxError>> + Clone + Send + Sync + 'static,
+> {
+    Tool::builder()
+        .name("shout")
+        .description("Return the text.")
+        .body(|input: Shout| std::future::ready(Ok(input.text)))
+        .build()
+        .unwrap()
+}
+
+/// `ping {} -> String`
+pub fn ping() -> Tool<
+    Ping,
+    String,
+    impl Fn(Ping) -> std::future::Ready<Result<String, BoxError>> + Clone + Send + Sync + 'static,
+> {
+    Tool::builder()
+        .name("ping")
+        .description("Answer pong.")
+        .body(|_: Ping| std::future::ready(Ok("pong".to_owned())))
+        .build()
+        .unwrap()
+}
+
+/// `report { text } -> Report { title, score }`
+pub fn report() -> Tool<
+    ReportInput,
+    Report,
+    impl Fn(ReportInput) -> std::future::Ready<Result<Report, BoxError>> + Clone + Send + Sync + 'static,
+> {
+    Tool::builder()
+        .name("report")
+        .description("Summarise a text.")
+        .body(|input: ReportInput| {
+            std::future::ready(Ok(Report {
+                score: input.text.len() as i64,
+                title: input.text,
+            }))
+        })
+        .build()
+        .unwrap()
+}
+
+/// A wrapper that appends `|<name>` to a text result; with `describes`, it also
+/// appends ` | <name>` to the description it receives.
+#[derive(Clone)]
+pub struct Marker {
+    pub name: &'static str,
+    pub describes: bool,
+}
+
+pub fn marker(name: &'static str) -> Marker {
+    Marker {
+        name,
+        describes: false,
+    }
+}
+
+pub fn describing(name: &'static str) -> Marker {
+    Marker {
+        name,
+        describes: true,
+    }
+}
+
+impl Extension for Marker {
+    type Kind = Wrapper;
+    type Locality = Anywhere;
+
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn describe(&self, running: &str) -> Option<String> {
+        self.describes.then(|| format!("{running} | {}", self.name))
+    }
+}
+
+impl<S: Stack<Output = String>> Wrap<S> for Marker {
+    type Params = ();
+
+    async fn around(
+        &self,
+        next: Next<'_, S>,
+        (): (),
+        input: S::Input,
+    ) -> Result<String, ToolError> {
+        Ok(format!("{}|{}", next.call(input).await?, self.name))
+    }
+}
+
+impl<S: Stack<Output = String>> Layer<S> for Marker {
+    type Branch = Wrapped<Self, S>;
+
+    fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {
+        Wrapped::new(self, inner, below)
+    }
+}
+
+/// Upper-cases a text result (scenario 4's `loud`).
+#[derive(Clone)]
+pub struct Loud;
+
+impl Extension for Loud {
+    type Kind = Wrapper;
+    type Locality = Anywhere;
+
+    fn name(&self) -> &str {
+        "loud"
+    }
+}
+
+impl<S: Stack<Output = String>> Wrap<S> for Loud {
+    type Params = ();
+
+    async fn around(
+        &self,
+        next: Next<'_, S>,
+        (): (),
+        input: S::Input,
+    ) -> Result<String, ToolError> {
+        Ok(next.call(input).await?.to_uppercase())
+    }
+}
+
+impl<S: Stack<Output = String>> Layer<S> for Loud {
+    type Branch = Wrapped<Self, S>;
+
+    fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {
+        Wrapped::new(self, inner, below)
+    }
+}
