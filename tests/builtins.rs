@@ -15,23 +15,13 @@ use toolgraft::{BoxError, ToolError};
 
 /// `shout`, counting how often its body runs, failing on "fail", taking a second
 /// (of tokio time) on "slow".
-fn counted_shout(
-    runs: Arc<AtomicUsize>,
-) -> Tool<
-    Shout,
-    String,
-    impl Fn(Shout) -> std::pin::Pin<Box<dyn Future<Output = Result<String, BoxError>> + Send>>
-    + Clone
-    + Send
-    + Sync
-    + 'static,
-> {
+fn counted_shout(runs: Arc<AtomicUsize>) -> impl BaseTool<Input = Shout, Output = String> {
     Tool::builder()
         .name("shout")
         .description("Return the text.")
-        .body(move |input: Shout| -> std::pin::Pin<Box<dyn Future<Output = Result<String, BoxError>> + Send>> {
+        .body(move |input: Shout| {
             let runs = runs.clone();
-            Box::pin(async move {
+            async move {
                 runs.fetch_add(1, Ordering::SeqCst);
                 match input.text.as_str() {
                     "fail" => Err("asked to fail".into()),
@@ -41,7 +31,7 @@ fn counted_shout(
                     }
                     text => Ok(text.to_uppercase()),
                 }
-            })
+            }
         })
         .build()
         .unwrap()
@@ -416,9 +406,12 @@ async fn proxy_picks_an_allowed_route_for_the_body_only() {
 
 /// Records every `tool_call` span: its `tool` field, and its `error` once recorded.
 #[derive(Clone, Default)]
-struct Spans(Arc<Mutex<Vec<(String, Option<String>)>>>);
+struct Spans(Arc<Mutex<Vec<Recorded>>>);
 
-struct Fields<'a>(&'a mut (String, Option<String>));
+/// A span's `tool` field, and its `error` field once recorded.
+type Recorded = (String, Option<String>);
+
+struct Fields<'a>(&'a mut Recorded);
 
 impl tracing::field::Visit for Fields<'_> {
     fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgraft::prelude::*;
-use toolgraft::{Anywhere, BoxError, LayerInput, Next, ToolError, Wrapped, Wrapper};
+use toolgraft::{Anywhere, LayerInput, Next, ToolError, Wrapped, Wrapper};
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 pub struct Shout {
@@ -32,11 +32,7 @@ pub struct Report {
 }
 
 /// `shout { text } -> String`, "Return the text."
-pub fn shout() -> Tool<
-    Shout,
-    String,
-    impl Fn(Shout) -> std::future::Ready<Result<String, BoxError>> + Clone + Send + Sync + 'static,
-> {
+pub fn shout() -> impl BaseTool<Input = Shout, Output = String> {
     Tool::builder()
         .name("shout")
         .description("Return the text.")
@@ -46,11 +42,7 @@ pub fn shout() -> Tool<
 }
 
 /// `ping {} -> String`
-pub fn ping() -> Tool<
-    Ping,
-    String,
-    impl Fn(Ping) -> std::future::Ready<Result<String, BoxError>> + Clone + Send + Sync + 'static,
-> {
+pub fn ping() -> impl BaseTool<Input = Ping, Output = String> {
     Tool::builder()
         .name("ping")
         .description("Answer pong.")
@@ -60,11 +52,7 @@ pub fn ping() -> Tool<
 }
 
 /// `report { text } -> Report { title, score }`
-pub fn report() -> Tool<
-    ReportInput,
-    Report,
-    impl Fn(ReportInput) -> std::future::Ready<Result<Report, BoxError>> + Clone + Send + Sync + 'static,
-> {
+pub fn report() -> impl BaseTool<Input = ReportInput, Output = Report> {
     Tool::builder()
         .name("report")
         .description("Summarise a text.")
