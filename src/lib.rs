@@ -80,6 +80,7 @@ pub use kind::{Backend, ExtensionKind, Kind, Transformer, UnknownKind, Wrapper};
 pub use name::{InvalidName, MAX_NAME_LEN, Name};
 pub use params::{Forwards, Params, ReservedParams, WithParams};
 pub use rules::{Anywhere, BodyLocal, Locality};
+pub use schemars::Schema;
 pub use stack::{Args, Next, Stack, decode_args};
 pub use tool::{BaseTool, Body, Tool, ToolBuilder, ToolSpec};
 pub use toolset::Toolset;

@@ -1,0 +1,281 @@
+//! Bind a weather tool with several combos, print every bound name, and call the
+//! base and its branches, typed and by name.
+//!
+//! Run: `cargo run --example quickstart`
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use frunk::{hlist, hlist_pat};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use toolgraft::ext::{Batch, Cache, Pool, Proxy, Trace, proxy};
+use toolgraft::prelude::*;
+use toolgraft::{Schema, Site, ToolInfo};
+
+/// Where to forecast.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+struct ForecastRequest {
+    /// City name, e.g. "Lisbon".
+    city: String,
+    /// Temperature unit.
+    #[serde(default)]
+    units: Units,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Units {
+    #[default]
+    Metric,
+    Imperial,
+}
+
+/// Tomorrow's forecast.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+struct Forecast {
+    city: String,
+    temperature: f64,
+    conditions: String,
+    /// Which egress route and thread produced it.
+    served_by: String,
+}
+
+/// How often the body has run (to show cache hits).
+static BODY_RUNS: AtomicUsize = AtomicUsize::new(0);
+
+/// A stand-in for a weather service: deterministic, so the example needs no
+/// network, but it does report where it ran.
+async fn forecast(request: ForecastRequest) -> Result<Forecast, toolgraft::BoxError> {
+    BODY_RUNS.fetch_add(1, Ordering::SeqCst);
+    if request.city.trim().is_empty() {
+        return Err("a city is required".into());
+    }
+    let seed = request
+        .city
+        .bytes()
+        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
+    let celsius = 5.0 + f64::from(seed % 250) / 10.0;
+    let conditions = ["sunny", "cloudy", "rain", "windy"][(seed % 4) as usize];
+    let thread = std::thread::current();
+    Ok(Forecast {
+        city: request.city,
+        temperature: match request.units {
+            Units::Metric => celsius,
+            Units::Imperial => (celsius * 9.0 / 5.0 + 32.0).round(),
+        },
+        conditions: conditions.to_owned(),
+        served_by: format!(
+            "route {} on thread {}",
+            proxy::current_route().unwrap_or_else(|| "direct".into()),
+            thread.name().unwrap_or("unnamed")
+        ),
+    })
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let weather = Tool::builder()
+        .name("weather")
+        .description("Tomorrow's forecast for a city.")
+        .body(forecast)
+        .build()?;
+
+    let pool = Pool::new(2)?;
+    let toolset = Toolset::new();
+    let hlist_pat![cached, remote, _batched] = toolset.bind(
+        &weather,
+        hlist![
+            weather.combo().with(Trace).with(Cache::default()),
+            weather
+                .combo()
+                .with(Proxy::allow(["egress-eu", "egress-us"]))
+                .with(pool.clone())
+                .with(Cache::default()),
+            weather
+                .combo()
+                .with(Batch::max_items(10))
+                .with(pool.clone()),
+        ],
+    )?;
+
+    print_table(&toolset.tools());
+
+    println!("\ncalls");
+    let lisbon = json!({"city": "Lisbon"});
+    show(
+        "weather",
+        &lisbon,
+        toolset.call("weather", lisbon.clone()).await,
+    );
+    let args = json!({"city": "Oslo", "units": "imperial", "exp": 300});
+    show(
+        "weather_trace_cache",
+        &args,
+        toolset.call("weather_trace_cache", args.clone()).await,
+    );
+    let runs = BODY_RUNS.load(Ordering::SeqCst);
+    let again = toolset.call("weather_trace_cache", args.clone()).await;
+    show("weather_trace_cache (again)", &args, again);
+    println!(
+        "    (cache hit: the body ran {} more times)",
+        BODY_RUNS.load(Ordering::SeqCst) - runs
+    );
+    let args = json!({"city": "Nairobi", "proxies": ["egress-us"]});
+    let out = toolset.call("weather_proxy_pool_cache", args.clone()).await;
+    show("weather_proxy_pool_cache", &args, out);
+    let args = json!({"items": [{"city": "Quito"}, {"city": "Hanoi"}, {"city": ""}], "parallel": true, "fail_fast": false});
+    show(
+        "weather_batch_pool",
+        &args,
+        toolset.call("weather_batch_pool", args.clone()).await,
+    );
+    let args = json!({"city": "Lisbon", "exp": 60});
+    show(
+        "weather (reserved param of a branch)",
+        &args,
+        toolset.call("weather", args.clone()).await,
+    );
+    println!("  pool jobs so far: {}", pool.jobs_started());
+
+    println!("\ntyped calls (static dispatch through every layer)");
+    let request = ForecastRequest {
+        city: "Lima".into(),
+        units: Units::Metric,
+    };
+    let forecast = cached
+        .call(WithParams::new(
+            CacheParams { exp: Some(60.0) },
+            request.clone(),
+        ))
+        .await?;
+    println!("  {} -> {forecast:?}", cached.name());
+    let input = WithParams::new(
+        CacheParams::default(),
+        WithParams::new(
+            ProxyParams {
+                proxies: Some(vec!["egress-eu".into()]),
+            },
+            request,
+        ),
+    );
+    println!("  {} -> {:?}", remote.name(), remote.call(input).await?);
+    Ok(())
+}
+
+fn print_table(tools: &[ToolInfo]) {
+    let rows: Vec<[String; 6]> = tools
+        .iter()
+        .map(|tool| {
+            let chain = if tool.chain.is_empty() {
+                "(base)".to_owned()
+            } else {
+                tool.chain
+                    .iter()
+                    .map(|link| format!("{} ({})", link.extension, link.kind))
+                    .collect::<Vec<_>>()
+                    .join(" > ")
+            };
+            let mut sites: Vec<String> = tool
+                .chain
+                .iter()
+                .zip(tool.sites())
+                .map(|(link, site)| format!("{}@{}", link.extension, at(&site)))
+                .collect();
+            sites.push(format!("body@{}", at(&tool.body_site())));
+            [
+                tool.name.to_string(),
+                tool.base.to_string(),
+                chain,
+                sites.join(" "),
+                properties(&tool.input_schema),
+                tool.output_schema
+                    .as_ref()
+                    .map_or("-".to_owned(), describe_output),
+            ]
+        })
+        .collect();
+    let header = [
+        "name",
+        "base",
+        "chain (inner > outer)",
+        "where it runs",
+        "input",
+        "output",
+    ];
+    let widths: Vec<usize> = (0..6)
+        .map(|col| {
+            rows.iter()
+                .map(|row| row[col].len())
+                .chain([header[col].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: [&str; 6]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:width$}"))
+            .collect();
+        println!("| {} |", padded.join(" | "));
+    };
+    line(header);
+    println!(
+        "|{}|",
+        widths
+            .iter()
+            .map(|w| "-".repeat(w + 2))
+            .collect::<Vec<_>>()
+            .join("|")
+    );
+    for row in &rows {
+        line([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]]);
+    }
+}
+
+fn at(site: &Site) -> String {
+    match site {
+        Site::Caller => "caller".to_owned(),
+        Site::Relocated { by } => by.to_string(),
+    }
+}
+
+fn properties(schema: &Schema) -> String {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(|r| r.as_array())
+        .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    toolgraft::schema::property_names(schema)
+        .unwrap_or_default()
+        .iter()
+        .map(|p| {
+            if required.contains(&p.as_str()) {
+                p.clone()
+            } else {
+                format!("{p}?")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe_output(schema: &Schema) -> String {
+    match (schema.get("title"), schema.get("type")) {
+        (Some(title), _) => title.as_str().unwrap_or("?").to_owned(),
+        (None, Some(kind)) => kind.as_str().unwrap_or("?").to_owned(),
+        _ => "any".to_owned(),
+    }
+}
+
+fn show(
+    name: &str,
+    args: &serde_json::Value,
+    result: Result<serde_json::Value, toolgraft::ToolError>,
+) {
+    match result {
+        Ok(value) => println!("  {name} {args}\n    -> {value}"),
+        Err(error) => println!("  {name} {args}\n    -> error: {error}"),
+    }
+}

@@ -1,0 +1,51 @@
+// A wrapper whose branch returns another output type than the layer below.
+use toolgraft::prelude::*;
+use toolgraft::{Anywhere, ArgsError, Args, LayerInput, ToolError, Wrapper};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Shout {
+    text: String,
+}
+
+/// Declared a wrapper, but answers with the length instead of the text.
+#[derive(Clone)]
+struct Measure;
+
+impl Extension for Measure {
+    type Kind = Wrapper;
+    type Locality = Anywhere;
+    fn name(&self) -> &str {
+        "measure"
+    }
+}
+
+#[derive(Clone)]
+struct Measured<S>(S);
+
+impl<S: Stack<Output = String>> Stack for Measured<S> {
+    type Input = S::Input;
+    type Output = usize;
+    async fn call(&self, input: S::Input) -> Result<usize, ToolError> {
+        Ok(self.0.call(input).await?.len())
+    }
+    fn decode(&self, args: Args) -> Result<S::Input, ArgsError> {
+        self.0.decode(args)
+    }
+}
+
+impl<S: Stack<Output = String>> Layer<S> for Measure {
+    type Branch = Measured<S>;
+    fn layer(self, inner: S, _: &LayerInput<'_>) -> Self::Branch {
+        Measured(inner)
+    }
+}
+
+fn main() {
+    let shout = Tool::builder()
+        .name("shout")
+        .description("Return the text.")
+        .body(|input: Shout| async move { Ok(input.text) })
+        .build()
+        .unwrap();
+    let _combo = shout.combo().with(Measure);
+}
