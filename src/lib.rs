@@ -85,6 +85,11 @@ pub use stack::{Args, Next, Stack, decode_args};
 pub use tool::{BaseTool, Body, Tool, ToolBuilder, ToolSpec};
 pub use toolset::Toolset;
 
+// The README's code is compiled and run as a doc test, so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 /// The traits and types most code needs: `use toolgraft::prelude::*;`.
 pub mod prelude {
     pub use crate::ext::{CacheParams, ProxyParams};
