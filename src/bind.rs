@@ -112,12 +112,35 @@ pub struct ToolInfo {
 
 impl ToolInfo {
     /// Whether an extension minted this name.
+    ///
+    /// ```
+    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// assert!(toolset.info("shout_trace").unwrap().is_branch());
+    /// assert!(!toolset.info("shout").unwrap().is_branch());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_branch(&self) -> bool {
         !self.chain.is_empty()
     }
 
     /// Where each layer of the chain runs, innermost first: inside a relocating
     /// extension, it runs wherever that one sends it.
+    ///
+    /// ```
+    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// assert_eq!(toolset.info("shout_trace").unwrap().sites(), [toolgraft::Site::Caller]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn sites(&self) -> Vec<Site> {
         (0..self.chain.len())
             .map(|layer| self.site_inside(layer + 1))
@@ -125,6 +148,17 @@ impl ToolInfo {
     }
 
     /// Where the tool body runs.
+    ///
+    /// ```
+    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// assert_eq!(toolset.info("shout_trace").unwrap().body_site(), toolgraft::Site::Caller);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn body_site(&self) -> Site {
         self.site_inside(0)
     }

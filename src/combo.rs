@@ -77,6 +77,16 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     /// Compiles only if the stacking rules hold: at most one extension of a
     /// non-`multiple` kind, nothing that needs body locality after a relocating
     /// extension, and the branch's input and output types fit its kind.
+    ///
+    /// ```
+    /// # use toolgraft::{BaseTool, Tool}; use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let combo = shout.combo().with(Trace).with(Trace);
+    /// assert_eq!(combo.name(), "shout_trace_trace");
+    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// ```
     pub fn with<E>(mut self, extension: E) -> Combo<E::Branch, Then<St, E>>
     where
         E: Layer<S>,
@@ -122,11 +132,31 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     }
 
     /// The name of the combo's outermost branch (the base's name before any `.with`).
+    ///
+    /// ```
+    /// # use toolgraft::{BaseTool, Tool}; use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// assert_eq!(shout.combo().name(), "shout");
+    /// assert_eq!(shout.combo().with(Trace).name(), "shout_trace");
+    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// ```
     pub fn name(&self) -> &Name {
         self.draft.name()
     }
 
     /// The typed stack built so far.
+    ///
+    /// ```
+    /// # use toolgraft::{BaseTool, Tool}; use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let combo = shout.combo().with(Trace);
+    /// let _outermost: &toolgraft::Wrapped<Trace, _> = combo.stack();
+    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// ```
     pub fn stack(&self) -> &S {
         &self.stack
     }
@@ -155,12 +185,12 @@ pub struct Bound<S> {
 }
 
 impl<S> Bound<S> {
-    /// The branch's bound name.
+    /// The branch's bound name (see the type's example).
     pub fn name(&self) -> &Name {
         &self.name
     }
 
-    /// The typed stack.
+    /// The typed stack (see the type's example), e.g. to inspect a cache's store.
     pub fn stack(&self) -> &S {
         &self.stack
     }

@@ -212,7 +212,8 @@ pub trait Wrap<S: Stack>: Extension<Kind = Wrapper> + Clone {
     ) -> impl Future<Output = Result<S::Output, ToolError>> + Send;
 }
 
-/// The branch a [`Wrap`] mints: the wrapper, the layer below, and the layer's name.
+/// The branch a [`Wrap`] mints: the wrapper, the layer below, and the layer's name
+/// (see [`Wrap`]'s example).
 pub struct Wrapped<W, S> {
     wrapper: W,
     inner: S,
@@ -237,7 +238,7 @@ where
     S: Stack,
 {
     /// The branch of `wrapper` over `inner`: what a wrapper's [`Layer::layer`]
-    /// returns.
+    /// returns (see [`Wrap`]'s example).
     pub fn new(wrapper: W, inner: S, below: &LayerInput<'_>) -> Self {
         let reserved = W::Params::schema()
             .and_then(|schema| schema::property_names(&schema))

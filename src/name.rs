@@ -9,6 +9,12 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use thiserror::Error;
 
 /// The longest name [`Name::new`] accepts, in bytes (MCP recommends at most 128).
+///
+/// ```
+/// use toolgraft::{MAX_NAME_LEN, Name};
+/// assert!(Name::new("x".repeat(MAX_NAME_LEN)).is_ok());
+/// assert!(Name::new("x".repeat(MAX_NAME_LEN + 1)).is_err());
+/// ```
 pub const MAX_NAME_LEN: usize = 128;
 
 /// A validated tool or extension name: 1 to [`MAX_NAME_LEN`] characters from

@@ -5,6 +5,19 @@
 //! typestate combo puts on `.with(..)` (the typed path, checked by the compiler), and
 //! as functions the binding engine runs on every combo (the run-time path; for typed
 //! combos they can only pass). Both read the same kind properties.
+//!
+//! The type-level vocabulary mirrors [`ExtensionKind`]'s properties:
+//!
+//! ```
+//! use toolgraft::rules::{AtMostOne, Cardinality, Execution, InPlace, Many, OutputRule,
+//!     Relocating, Reshaped, SameShape};
+//! use toolgraft::{Backend, Kind};
+//!
+//! assert!(Many::MULTIPLE && !AtMostOne::MULTIPLE);
+//! assert!(Relocating::RELOCATES_EXECUTION && !InPlace::RELOCATES_EXECUTION);
+//! assert!(SameShape::PRESERVES_OUTPUT_SHAPE && !Reshaped::PRESERVES_OUTPUT_SHAPE);
+//! assert_eq!(<Backend as Kind>::MULTIPLE, <<Backend as Kind>::Cardinality as Cardinality>::MULTIPLE);
+//! ```
 
 use std::marker::PhantomData;
 

@@ -227,7 +227,8 @@ pub struct Nest {
 }
 
 impl Nest {
-    /// `schema` without `$schema` and `$defs`; its definitions are kept for the root.
+    /// `schema` without `$schema` and `$defs`; its definitions are kept for the root
+    /// (see [`Nest`]'s example).
     pub fn nested(&mut self, schema: &Schema) -> Value {
         let mut value = schema.as_value().clone();
         if let Value::Object(map) = &mut value {
@@ -239,7 +240,8 @@ impl Nest {
         value
     }
 
-    /// The root schema `body`, carrying every collected definition.
+    /// The root schema `body`, carrying every collected definition (see [`Nest`]'s
+    /// example).
     pub fn root(self, body: Value) -> Schema {
         let mut schema = Schema::try_from(body).unwrap_or_else(|_| Schema::default());
         if !self.defs.is_empty() {

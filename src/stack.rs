@@ -12,6 +12,12 @@ use crate::error::{ArgsError, ToolError};
 use crate::name::Name;
 
 /// JSON arguments of a call: always an object (MCP's `arguments`).
+///
+/// ```
+/// let args: toolgraft::Args = serde_json::from_str(r#"{"text": "hi"}"#)?;
+/// assert_eq!(args["text"], "hi");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 pub type Args = serde_json::Map<String, Value>;
 
 /// A base tool or a branch: an async function from `Input` to `Output`.
@@ -79,22 +85,22 @@ impl<S> Clone for Next<'_, S> {
 impl<S> Copy for Next<'_, S> {}
 
 impl<'a, S: Stack> Next<'a, S> {
-    /// The layer below, named `name`.
+    /// The layer below, named `name` (see [`Next`]'s example).
     pub fn new(stack: &'a S, name: &'a Name) -> Self {
         Self { stack, name }
     }
 
-    /// The running name of the layer below (the layer input's name).
+    /// The layer input's running name (see [`Next`]'s example).
     pub fn name(&self) -> &'a Name {
         self.name
     }
 
-    /// The layer below itself.
+    /// The layer below itself (see [`Next`]'s example).
     pub fn stack(&self) -> &'a S {
         self.stack
     }
 
-    /// Calls the layer below.
+    /// Calls the layer below (see [`Next`]'s example).
     pub fn call(
         self,
         input: S::Input,

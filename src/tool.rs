@@ -53,6 +53,12 @@ pub struct ToolSpec {
 /// # let _ = combo;
 /// # Ok::<(), toolgraft::InvalidName>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a base tool, so it cannot be bound or start a combo",
+    label = "not a base tool",
+    note = "a branch is never the target of a combo (SPEC rule 16): to extend a branch, add the extension to the combo that minted it",
+    note = "base tools are built with `Tool::builder()`"
+)]
 pub trait BaseTool: Stack {
     /// The tool's name, description and schemas.
     fn spec(&self) -> &ToolSpec;
@@ -64,6 +70,14 @@ pub trait BaseTool: Stack {
 }
 
 /// A tool body: an async function from `I` to `Result<O, BoxError>`.
+///
+/// ```
+/// use toolgraft::{Body, BoxError};
+/// async fn double(n: i64) -> Result<i64, BoxError> { Ok(2 * n) }
+/// fn is_body<B: Body<i64, i64>>(_: &B) {}
+/// is_body(&double);
+/// is_body(&|n: i64| async move { Ok(n + 1) });
+/// ```
 ///
 /// Implemented for every `Fn(I) -> impl Future<Output = Result<O, BoxError>>` that is
 /// `Clone + Send + Sync` (closures over `Arc`s are). Clones must share state.

@@ -54,6 +54,10 @@ struct Catalog {
 
 impl Toolset {
     /// An empty toolset.
+    ///
+    /// ```
+    /// assert!(toolgraft::Toolset::new().names().is_empty());
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
@@ -192,11 +196,36 @@ impl Toolset {
     }
 
     /// What clients see of a bound name.
+    ///
+    /// ```
+    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// assert_eq!(toolset.info("shout_trace").unwrap().description, "Return the text.");
+    /// assert!(toolset.info("shout_loud").is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn info(&self, name: &str) -> Option<ToolInfo> {
         self.entry(name).map(|entry| entry.info.clone())
     }
 
     /// Every bound name with what clients see of it, sorted by name.
+    ///
+    /// ```
+    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// let tools = toolset.tools();
+    /// assert_eq!(tools.len(), 2);
+    /// assert!(!tools[0].is_branch() && tools[1].is_branch());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn tools(&self) -> Vec<ToolInfo> {
         let catalog = self.catalog.read().unwrap_or_else(PoisonError::into_inner);
         let mut tools: Vec<ToolInfo> = catalog
@@ -209,6 +238,17 @@ impl Toolset {
     }
 
     /// Every bound name, sorted.
+    ///
+    /// ```
+    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// assert_eq!(toolset.names(), ["shout", "shout_trace"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn names(&self) -> Vec<Name> {
         let catalog = self.catalog.read().unwrap_or_else(PoisonError::into_inner);
         let mut names: Vec<Name> = catalog.entries.keys().cloned().collect();
@@ -217,16 +257,51 @@ impl Toolset {
     }
 
     /// The base tool a bound name belongs to (rule 16).
+    ///
+    /// ```
+    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// assert_eq!(toolset.base_of("shout_trace").unwrap(), "shout");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn base_of(&self, name: &str) -> Option<Name> {
         self.entry(name).map(|entry| entry.info.base.clone())
     }
 
     /// Whether a bound name is a branch (`None` when it is not bound).
+    ///
+    /// ```
+    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// assert_eq!(toolset.is_branch("shout_trace"), Some(true));
+    /// assert_eq!(toolset.is_branch("shout"), Some(false));
+    /// assert_eq!(toolset.is_branch("nope"), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_branch(&self, name: &str) -> Option<bool> {
         self.entry(name).map(|entry| entry.info.is_branch())
     }
 
     /// Whether a name is bound.
+    ///
+    /// ```
+    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// assert!(toolset.contains("shout_trace") && !toolset.contains("shout_loud"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn contains(&self, name: &str) -> bool {
         self.entry(name).is_some()
     }

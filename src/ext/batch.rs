@@ -57,6 +57,11 @@ pub struct BatchInput<I> {
 
 impl<I> BatchInput<I> {
     /// Items one after the other, failing fast.
+    ///
+    /// ```
+    /// let input = toolgraft::ext::BatchInput::sequential(vec!["a", "b"]);
+    /// assert!(!input.parallel && input.fail_fast);
+    /// ```
     pub fn sequential(items: Vec<I>) -> Self {
         Self {
             items,
@@ -67,6 +72,11 @@ impl<I> BatchInput<I> {
     }
 
     /// Items concurrently, failing fast.
+    ///
+    /// ```
+    /// let input = toolgraft::ext::BatchInput::parallel(vec![1, 2]);
+    /// assert!(input.parallel && input.max_concurrent.is_none());
+    /// ```
     pub fn parallel(items: Vec<I>) -> Self {
         Self {
             parallel: true,
@@ -74,7 +84,7 @@ impl<I> BatchInput<I> {
         }
     }
 
-    /// At most `limit` items at once.
+    /// At most `limit` items at once (see [`BatchInput`]'s example).
     pub fn at_most(self, limit: usize) -> Self {
         Self {
             max_concurrent: Some(limit),
@@ -82,7 +92,7 @@ impl<I> BatchInput<I> {
         }
     }
 
-    /// Run every item; failed ones carry their error.
+    /// Run every item; failed ones carry their error (see [`BatchInput`]'s example).
     pub fn keep_going(self) -> Self {
         Self {
             fail_fast: false,
@@ -93,6 +103,18 @@ impl<I> BatchInput<I> {
 
 /// One slot of a batch result. Serializes as the item's value, or as
 /// `{"error": "<message>"}`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use toolgraft::ToolError;
+/// use toolgraft::ext::BatchItem;
+/// let slots = vec![
+///     BatchItem::Ok(1),
+///     BatchItem::Err(Arc::new(ToolError::UnknownTool { name: "x".into() })),
+/// ];
+/// assert_eq!(serde_json::to_value(&slots)?, serde_json::json!([1, {"error": "unknown tool `x`"}]));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub enum BatchItem<O> {
     /// The item's result.
@@ -103,6 +125,10 @@ pub enum BatchItem<O> {
 
 impl<O> BatchItem<O> {
     /// The result, if the item succeeded.
+    ///
+    /// ```
+    /// assert_eq!(toolgraft::ext::BatchItem::Ok(3).ok(), Some(3));
+    /// ```
     pub fn ok(self) -> Option<O> {
         match self {
             BatchItem::Ok(value) => Some(value),
@@ -150,11 +176,23 @@ pub struct Batch {
 
 impl Batch {
     /// A batch with the given config.
+    ///
+    /// ```
+    /// use toolgraft::ext::{batch::BatchConfig, Batch};
+    /// let batch = Batch::new(BatchConfig { max_items: 500 });
+    /// # let _ = batch;
+    /// ```
     pub fn new(config: BatchConfig) -> Self {
         Self { config }
     }
 
     /// A batch accepting at most `max_items` items per call.
+    ///
+    /// ```
+    /// use toolgraft::Extension;
+    /// let batch = toolgraft::ext::Batch::max_items(10);
+    /// assert_eq!(batch.config(), Some(serde_json::json!({"max_items": 10})));
+    /// ```
     pub fn max_items(max_items: usize) -> Self {
         Self::new(BatchConfig { max_items })
     }
@@ -244,7 +282,8 @@ impl<S: Stack> Layer<S> for Batch {
     }
 }
 
-/// The branch [`Batch`] mints.
+/// The branch [`Batch`] mints: takes a [`BatchInput`] of the layer's input, returns
+/// one [`BatchItem`] per item (see [`Batch`]'s example).
 #[derive(Clone)]
 pub struct Batched<S> {
     inner: S,

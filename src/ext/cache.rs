@@ -48,6 +48,12 @@ impl Default for CacheConfig {
 }
 
 /// The caller's side: the `exp` reserved param.
+///
+/// ```
+/// let params: toolgraft::ext::CacheParams = serde_json::from_str(r#"{"exp": 30}"#)?;
+/// assert_eq!(params.exp, Some(30.0));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CacheParams {
     /// Seconds a result stays fresh (0 bypasses the cache); defaults to the
@@ -94,6 +100,12 @@ pub struct Cache {
 
 impl Cache {
     /// A cache with the given config.
+    ///
+    /// ```
+    /// use toolgraft::ext::{cache::CacheConfig, Cache};
+    /// let cache = Cache::new(CacheConfig { default_ttl_secs: 5.0, ..CacheConfig::default() });
+    /// # let _ = cache;
+    /// ```
     pub fn new(config: CacheConfig) -> Self {
         Self { config }
     }
@@ -148,7 +160,8 @@ where
     }
 }
 
-/// The branch [`Cache`] mints.
+/// The branch [`Cache`] mints: takes `WithParams<CacheParams, _>` of the layer's
+/// input (see [`Cache`]'s example).
 pub struct Cached<S: Stack> {
     inner: S,
     below: Name,
@@ -171,11 +184,26 @@ impl<S: Stack> Clone for Cached<S> {
 
 impl<S: Stack> Cached<S> {
     /// How many results the store holds now.
+    ///
+    /// ```
+    /// # use frunk::{hlist, hlist_pat}; use toolgraft::{BaseTool, Stack, Tool, Toolset, WithParams};
+    /// # use toolgraft::ext::{Cache, CacheParams};
+    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let hlist_pat![cached] = Toolset::new().bind(&shout, hlist![shout.combo().with(Cache::with_capacity(1))])?;
+    /// for text in ["a", "b"] {
+    ///     cached.call(WithParams::new(CacheParams::default(), Shout { text: text.into() })).await?;
+    /// }
+    /// assert_eq!(cached.stack().len(), 1);
+    /// # Ok(()) }
+    /// ```
     pub fn len(&self) -> usize {
         self.store.lock().ready.len()
     }
 
-    /// Whether the store is empty.
+    /// Whether the store is empty (see [`Cached::len`]).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

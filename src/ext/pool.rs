@@ -64,6 +64,12 @@ impl Drop for Shared {
 
 impl Pool {
     /// A pool of `threads` worker threads (at least one), named `toolgraft-pool`.
+    ///
+    /// ```
+    /// let pool = toolgraft::ext::Pool::new(0)?;
+    /// assert_eq!(pool.threads(), 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn new(threads: usize) -> io::Result<Self> {
         let threads = threads.max(1);
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -97,12 +103,13 @@ impl Pool {
         }
     }
 
-    /// How many worker threads the pool runs.
+    /// How many worker threads the pool runs (see [`Pool::new`]).
     pub fn threads(&self) -> usize {
         self.shared.threads
     }
 
-    /// How many jobs have started on the pool's threads so far.
+    /// How many jobs have started on the pool's threads so far (see [`Pool`]'s
+    /// example).
     pub fn jobs_started(&self) -> u64 {
         self.shared.jobs.load(Ordering::SeqCst)
     }
@@ -129,7 +136,8 @@ impl<S: Stack> Layer<S> for Pool {
     }
 }
 
-/// The branch [`Pool`] mints: calls go to the pool's threads.
+/// The branch [`Pool`] mints: calls go to the pool's threads (see [`Pool`]'s
+/// example).
 pub struct Pooled<S> {
     inner: Arc<S>,
     below: Name,

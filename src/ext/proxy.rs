@@ -34,6 +34,12 @@ pub fn current_route() -> Option<String> {
 
 /// The operator's side of a proxy: which routes callers may pick. The first one is
 /// the default.
+///
+/// ```
+/// let config: toolgraft::ext::proxy::ProxyConfig = serde_json::from_str(r#"{"allow": ["eu"]}"#)?;
+/// assert_eq!(config.allow, ["eu"]);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProxyConfig {
@@ -42,6 +48,12 @@ pub struct ProxyConfig {
 }
 
 /// The caller's side: the `proxies` reserved param.
+///
+/// ```
+/// let params: toolgraft::ext::ProxyParams = serde_json::from_str(r#"{"proxies": ["eu"]}"#)?;
+/// assert_eq!(params.proxies.unwrap(), ["eu"]);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProxyParams {
     /// Egress proxies to use, most preferred first; each must be allowed by the
@@ -85,6 +97,12 @@ pub struct Proxy {
 
 impl Proxy {
     /// A proxy allowing `routes`; the first is the default.
+    ///
+    /// ```
+    /// use toolgraft::Extension;
+    /// let proxy = toolgraft::ext::Proxy::allow(["eu", "us"]);
+    /// assert_eq!(proxy.config(), Some(serde_json::json!({"allow": ["eu", "us"]})));
+    /// ```
     pub fn allow<R: Into<String>>(routes: impl IntoIterator<Item = R>) -> Self {
         Self::new(ProxyConfig {
             allow: routes.into_iter().map(Into::into).collect(),
@@ -92,6 +110,12 @@ impl Proxy {
     }
 
     /// A proxy with the given config.
+    ///
+    /// ```
+    /// use toolgraft::ext::{proxy::ProxyConfig, Proxy};
+    /// let proxy = Proxy::new(ProxyConfig { allow: vec!["eu".into()] });
+    /// # let _ = proxy;
+    /// ```
     pub fn new(config: ProxyConfig) -> Self {
         Self {
             config: Arc::new(config),

@@ -1,0 +1,21 @@
+// A branch is never the target of a combo: only base tools bind.
+use frunk::{hlist, hlist_pat};
+use toolgraft::ext::Trace;
+use toolgraft::prelude::*;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Shout {
+    text: String,
+}
+
+fn main() {
+    let shout = Tool::builder()
+        .name("shout")
+        .description("Return the text.")
+        .body(|input: Shout| async move { Ok(input.text) })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    let hlist_pat![traced] = toolset.bind(&shout, hlist![shout.combo().with(Trace)]).unwrap();
+    let _ = toolset.bind(&traced, hlist![]);
+}
