@@ -59,11 +59,24 @@ impl<S: Stack> Layer<S> for Pass {
 async fn hand_body(input: Add) -> Result<i64, ToolError> {
     add(input).await.map_err(|source| ToolError::Body {
         tool: toolgraft::Name::new("add").unwrap(),
-        source,
+        source: source.into(),
     })
 }
+/// The body as `Tool` runs it: a panic becomes an error.
+async fn hand_safe_body(input: Add) -> Result<i64, ToolError> {
+    match std::panic::AssertUnwindSafe(hand_body(input))
+        .catch_unwind()
+        .await
+    {
+        Ok(result) => result,
+        Err(_) => Err(ToolError::Panicked {
+            tool: toolgraft::Name::new("add").unwrap(),
+            message: String::new(),
+        }),
+    }
+}
 async fn hand_1(input: Add) -> Result<i64, ToolError> {
-    hand_body(input).await
+    hand_safe_body(input).await
 }
 async fn hand_2(input: Add) -> Result<i64, ToolError> {
     hand_1(input).await
@@ -100,6 +113,9 @@ fn calls(c: &mut Criterion) {
     let mut group = c.benchmark_group("per call");
     group.bench_function("hand-nested, 0 layers", |b| {
         b.iter(|| hand_body(black_box(input())).now_or_never())
+    });
+    group.bench_function("hand-nested panic-safe body, 0 layers", |b| {
+        b.iter(|| hand_safe_body(black_box(input())).now_or_never())
     });
     group.bench_function("typed tool, 0 layers", |b| {
         b.iter(|| tool.call(black_box(input())).now_or_never())

@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::BindError;
-use crate::extension::LayerInput;
+use crate::extension::{ConfigError, LayerInput};
 use crate::kind::ExtensionKind;
 use crate::name::Name;
 use crate::rules;
@@ -186,6 +186,8 @@ pub(crate) struct Element {
     pub body_local: bool,
     pub accepts_config: bool,
     pub config: Option<Value>,
+    /// What is wrong with the config, found when the element was made.
+    pub config_problem: Option<ConfigError>,
     /// The name of the branch this element mints.
     pub branch: Name,
     pub reserved: Option<Schema>,
@@ -253,6 +255,22 @@ impl Running {
         })
     }
 
+    /// What tells two stacks minting one name apart, if anything: identical
+    /// prefixes bind once (rule 3) only if clients would see the same thing.
+    fn difference(&self, other: &Running) -> Option<&'static str> {
+        if self.chain != other.chain {
+            Some("chain")
+        } else if self.description != other.description {
+            Some("description")
+        } else if self.input_schema != other.input_schema {
+            Some("input schema")
+        } else if self.output_schema != other.output_schema {
+            Some("output schema")
+        } else {
+            None
+        }
+    }
+
     /// A stand-in for the next layer input after a refused element, so building the
     /// rest of a doomed combo can go on (it will not be bound).
     fn past(&self, element: &Element) -> Running {
@@ -278,19 +296,13 @@ impl Running {
 pub(crate) struct Entry {
     pub info: ToolInfo,
     pub stack: Arc<dyn ErasedStack>,
-    /// The argument names a call may use; `None` when the schema is open-ended.
-    pub accepts: Option<Vec<String>>,
 }
 
 impl Entry {
     fn new(running: Running, stack: Arc<dyn ErasedStack>) -> Self {
-        let info = running.into_info();
-        let accepts = (!crate::schema::open_ended(&info.input_schema))
-            .then(|| crate::schema::property_names(&info.input_schema).unwrap_or_default());
         Self {
-            info,
+            info: running.into_info(),
             stack,
-            accepts,
         }
     }
 }
@@ -395,15 +407,26 @@ pub(crate) fn plan_tool(
         for minted in combo.into_branches()? {
             let running = &minted.running;
             match index.get(&running.name) {
-                Some(&at) if planned[at].running.chain == running.chain => {}
-                Some(&at) => {
-                    return Err(BindError::NameClash {
-                        tool: spec.name.clone(),
-                        name: running.name.clone(),
-                        first: chain_text(&planned[at].running.chain),
-                        second: chain_text(&running.chain),
-                    });
-                }
+                Some(&at) => match planned[at].running.difference(running) {
+                    None => {}
+                    Some(what) => {
+                        let (first, second) = (
+                            chain_text(&planned[at].running.chain),
+                            chain_text(&running.chain),
+                        );
+                        let second = if first == second {
+                            format!("{second}, with another {what}")
+                        } else {
+                            second
+                        };
+                        return Err(BindError::NameClash {
+                            tool: spec.name.clone(),
+                            name: running.name.clone(),
+                            first,
+                            second,
+                        });
+                    }
+                },
                 None => {
                     index.insert(running.name.clone(), planned.len());
                     planned.push(minted);
@@ -465,6 +488,7 @@ mod tests {
             body_local: false,
             accepts_config: false,
             config: None,
+            config_problem: None,
             reserved: None,
             presented_input: None,
             declared_output: None,
@@ -687,5 +711,45 @@ mod tests {
             base.apply(&declaring).unwrap().output_schema,
             declaring.declared_output
         );
+    }
+
+    #[test]
+    fn per_layer_rules_run_in_spec_order() {
+        // Locality before config: an element that breaks both reports locality, as
+        // the manifest path must.
+        let base = shout();
+        let after_pool = base.apply(&element(&base, "pool", Backend)).unwrap();
+        let mut proxy = element(&after_pool, "proxy", Wrapper);
+        proxy.body_local = true;
+        proxy.config = Some(json!({"allow": ["a"]}));
+        let err = after_pool.apply(&proxy).unwrap_err();
+        assert!(
+            matches!(err, BindError::LocalityOutsideRelocation { .. }),
+            "{err:?}"
+        );
+        // Config before the input rule.
+        let mut renamer = element(&base, "renamer", Wrapper);
+        renamer.config = Some(json!({"x": 1}));
+        renamer.presented_input =
+            Some(schema(json!({"type": "object", "properties": {"txt": {}}})));
+        assert!(matches!(
+            base.apply(&renamer).unwrap_err(),
+            BindError::ConfigNotAccepted { .. }
+        ));
+    }
+
+    #[test]
+    fn a_malformed_layer_schema_is_an_error_not_a_panic() {
+        let base = shout();
+        let mut odd = element(&base, "odd", Backend);
+        odd.presented_input = Some(schema(json!({"type": "object", "properties": 5})));
+        let below = base.apply(&odd).unwrap();
+        let mut cache = element(&below, "cache", Wrapper);
+        cache.reserved = Some(schema(
+            json!({"type": "object", "properties": {"exp": {"type": "number"}}}),
+        ));
+        let err = below.apply(&cache).unwrap_err();
+        assert!(matches!(err, BindError::MalformedSchema { .. }), "{err:?}");
+        assert!(err.to_string().contains("`properties` is `5`"), "{err}");
     }
 }

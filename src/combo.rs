@@ -16,8 +16,8 @@ use crate::extension::Layer;
 use crate::kind::Kind;
 use crate::name::Name;
 use crate::rules::{
-    ComboState, HolderIn, HolderOf, InputContract, InsideRelocation, Locality, OneOfKindPerCombo,
-    OutputContract, Start, Then,
+    self, ComboState, HolderIn, HolderOf, InputContract, InsideRelocation, Locality,
+    OneOfKindPerCombo, OutputContract, Start, Then,
 };
 use crate::stack::{Args, Stack};
 use crate::tool::BaseTool;
@@ -111,11 +111,13 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
             body_local: <E::Locality as Locality>::REQUIRES_BODY_LOCALITY,
             accepts_config: true,
             config: extension.config(),
-            reserved: <<E::Kind as Kind>::InputRule as InputContract<
+            config_problem: extension.check_config().err(),
+            reserved: rules::reserved_schema::<
                 E,
                 S::Input,
                 <E::Branch as Stack>::Input,
-            >>::reserved(),
+                <E::Kind as Kind>::InputRule,
+            >(),
             presented_input: extension.input_schema(&layer_input),
             declared_output: extension.output_schema(&layer_input),
             description: extension.describe(&below.description),

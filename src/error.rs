@@ -4,6 +4,7 @@
 //! the same variant wherever it is checked.
 
 use std::fmt;
+use std::sync::Arc;
 
 use thiserror::Error;
 
@@ -22,12 +23,15 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Why a call failed.
 ///
+/// Cloning is cheap (sources are shared), so one failure can be handed to every
+/// caller waiting on it.
+///
 /// ```
 /// use toolgraft::{Name, ToolError};
 /// let err = ToolError::UnknownTool { name: "nope".into() };
 /// assert_eq!(err.to_string(), "unknown tool `nope`");
 /// ```
-#[derive(Debug, Error)]
+#[derive(Clone, Debug, Error)]
 #[non_exhaustive]
 pub enum ToolError {
     /// No tool of that name is bound.
@@ -43,6 +47,8 @@ pub enum ToolError {
         tool: Name,
         /// The offending argument, as a path (`text`, `items[2].city`), when known.
         field: Option<String>,
+        /// What kind of problem it is.
+        kind: ArgsErrorKind,
         /// What is wrong, naming the field.
         problem: String,
     },
@@ -53,7 +59,7 @@ pub enum ToolError {
         tool: Name,
         /// The body's error.
         #[source]
-        source: BoxError,
+        source: Arc<dyn std::error::Error + Send + Sync + 'static>,
     },
     /// The tool body panicked; the panic was caught and the caller keeps running.
     #[error("tool `{tool}` panicked: {message}")]
@@ -90,8 +96,25 @@ pub enum ToolError {
         tool: Name,
         /// The serializer's error.
         #[source]
-        source: serde_json::Error,
+        source: Arc<serde_json::Error>,
     },
+}
+
+/// What kind of argument problem an [`ArgsError`] is.
+///
+/// ```
+/// use toolgraft::{ArgsError, ArgsErrorKind};
+/// assert_eq!(ArgsError::unknown("exp", &["text".into()]).kind, ArgsErrorKind::UnknownField);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ArgsErrorKind {
+    /// An argument the input schema does not list.
+    UnknownField,
+    /// A required argument is absent.
+    MissingField,
+    /// An argument (or the arguments as a whole) has the wrong shape or value.
+    InvalidValue,
 }
 
 /// Arguments that do not fit an input type, before the tool name is known.
@@ -108,6 +131,8 @@ pub enum ToolError {
 pub struct ArgsError {
     /// The offending argument, as a path, when known.
     pub field: Option<String>,
+    /// What kind of problem it is.
+    pub kind: ArgsErrorKind,
     /// What is wrong.
     pub problem: String,
 }
@@ -122,7 +147,29 @@ impl ArgsError {
     pub fn field(field: impl Into<String>, problem: impl Into<String>) -> Self {
         Self {
             field: Some(field.into()),
+            kind: ArgsErrorKind::InvalidValue,
             problem: problem.into(),
+        }
+    }
+
+    /// An argument the input schema does not list; `expected` are those it does.
+    ///
+    /// ```
+    /// # use toolgraft::ArgsError;
+    /// let err = ArgsError::unknown("exp", &["text".into()]);
+    /// assert_eq!(err.problem, "unknown field `exp`, expected one of `text`");
+    /// ```
+    pub fn unknown(field: &str, expected: &[String]) -> Self {
+        let expected = if expected.is_empty() {
+            "no arguments".to_owned()
+        } else {
+            let listed: Vec<String> = expected.iter().map(|name| format!("`{name}`")).collect();
+            format!("one of {}", listed.join(", "))
+        };
+        Self {
+            field: Some(field.to_owned()),
+            kind: ArgsErrorKind::UnknownField,
+            problem: format!("unknown field `{field}`, expected {expected}"),
         }
     }
 
@@ -135,6 +182,7 @@ impl ArgsError {
     pub fn whole(problem: impl Into<String>) -> Self {
         Self {
             field: None,
+            kind: ArgsErrorKind::InvalidValue,
             problem: problem.into(),
         }
     }
@@ -153,7 +201,7 @@ impl ArgsError {
         };
         Self {
             field: Some(field),
-            problem: self.problem,
+            ..self
         }
     }
 
@@ -168,6 +216,7 @@ impl ArgsError {
         ToolError::InvalidArguments {
             tool: tool.clone(),
             field: self.field,
+            kind: self.kind,
             problem,
         }
     }
@@ -348,6 +397,17 @@ pub enum BindError {
         extension: Name,
         /// The parameter.
         param: String,
+    },
+
+    /// A layer input's schema is not a JSON Schema the rules can work with.
+    #[error("the input schema below `{extension}` (on `{tool}`) is malformed: {problem}")]
+    MalformedSchema {
+        /// The tool.
+        tool: Name,
+        /// The extension that could not be applied.
+        extension: Name,
+        /// What is wrong.
+        problem: String,
     },
 
     /// Rule 10: a transformer without a concrete input schema of its own.

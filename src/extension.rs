@@ -52,6 +52,31 @@ pub struct LayerInput<'a> {
     pub output_schema: Option<&'a Schema>,
 }
 
+/// A config that an extension cannot work with.
+///
+/// ```
+/// let err = toolgraft::ConfigError::new("max_items", "must be at least 1");
+/// assert_eq!(err.to_string(), "`max_items`: must be at least 1");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{field}`: {problem}")]
+pub struct ConfigError {
+    /// The offending field.
+    pub field: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+impl ConfigError {
+    /// A problem with `field`.
+    pub fn new(field: impl Into<String>, problem: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            problem: problem.into(),
+        }
+    }
+}
+
 /// An extension: a plug-in that extends one tool by minting a new-named branch.
 ///
 /// Its kind and locality are types, so the typestate combo can check the stacking
@@ -95,9 +120,23 @@ pub trait Extension: Send + Sync + 'static {
         None
     }
 
+    /// Checks the config this instance carries; an error refuses the combo when it
+    /// is bound ([`BindError::InvalidConfig`](crate::BindError::InvalidConfig)),
+    /// instead of failing every call later.
+    ///
+    /// ```
+    /// use toolgraft::Extension;
+    /// let err = toolgraft::ext::Proxy::allow(Vec::<String>::new()).check_config().unwrap_err();
+    /// assert_eq!(err.field, "allow");
+    /// ```
+    fn check_config(&self) -> Result<(), ConfigError> {
+        Ok(())
+    }
+
     /// The branch's own input schema. Required of transformers (a concrete object
-    /// schema); a backend may use it to add task options; ignored for wrappers,
-    /// whose schema is the layer input's plus their reserved params.
+    /// schema); a backend may use it to add task options. A wrapper's schema is its
+    /// layer input's plus its reserved params: typed wrappers present none here, and
+    /// one that does must present exactly that (SPEC rule 8).
     fn input_schema(&self, below: &LayerInput<'_>) -> Option<Schema> {
         let _ = below;
         None
@@ -218,6 +257,7 @@ pub struct Wrapped<W, S> {
     wrapper: W,
     inner: S,
     below: Name,
+    branch: Name,
     reserved: Arc<[String]>,
 }
 
@@ -227,6 +267,7 @@ impl<W: Clone, S: Clone> Clone for Wrapped<W, S> {
             wrapper: self.wrapper.clone(),
             inner: self.inner.clone(),
             below: self.below.clone(),
+            branch: self.branch.clone(),
             reserved: self.reserved.clone(),
         }
     }
@@ -247,8 +288,25 @@ where
             wrapper,
             inner,
             below: below.name.clone(),
+            branch: below.branch.clone(),
             reserved: reserved.into(),
         }
+    }
+
+    /// The wrapper this branch runs (its per-branch state, for a stateful one).
+    ///
+    /// ```
+    /// # use frunk::{hlist, hlist_pat}; use toolgraft::{BaseTool, Tool, Toolset};
+    /// # use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let hlist_pat![traced] = Toolset::new().bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// let _trace: &Trace = traced.stack().wrapper();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wrapper(&self) -> &W {
+        &self.wrapper
     }
 }
 
@@ -261,8 +319,11 @@ impl<W: Wrap<S>, S: Stack> Stack for Wrapped<W, S> {
         input: Self::Input,
     ) -> impl Future<Output = Result<S::Output, ToolError>> + Send {
         let (params, input) = W::Params::split(input);
-        self.wrapper
-            .around(Next::new(&self.inner, &self.below), params, input)
+        self.wrapper.around(
+            Next::new(&self.inner, &self.below, &self.branch),
+            params,
+            input,
+        )
     }
 
     fn decode(&self, mut args: Args) -> Result<Self::Input, ArgsError> {

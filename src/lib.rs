@@ -74,8 +74,8 @@ pub mod ext;
 
 pub use bind::{Link, Site, ToolInfo};
 pub use combo::{Bound, Combo, Combos};
-pub use error::{ArgsError, BindError, BoxError, ToolError};
-pub use extension::{Extension, Layer, LayerInput, Wrap, Wrapped};
+pub use error::{ArgsError, ArgsErrorKind, BindError, BoxError, ToolError};
+pub use extension::{ConfigError, Extension, Layer, LayerInput, Wrap, Wrapped};
 pub use kind::{Backend, ExtensionKind, Kind, Transformer, UnknownKind, Wrapper};
 pub use name::{InvalidName, MAX_NAME_LEN, Name};
 pub use params::{Forwards, Params, ReservedParams, WithParams};

@@ -34,6 +34,11 @@ use crate::schema::{self, ReservedConflict};
 
 mod sealed {
     pub trait Sealed {}
+
+    /// Names no one outside this crate can write: a trait with a required method
+    /// taking it cannot be implemented elsewhere, so a rule cannot be switched off
+    /// by implementing its trait for one's own extension.
+    pub struct Token;
 }
 
 // ---------------------------------------------------------------------------------
@@ -303,12 +308,17 @@ pub type HolderIn<St, K> = <<St as ComboState>::Seen as HolderOf<K>>::Holder;
     message = "a combo holds at most one extension of kind `{K}`, and this combo already has `{Self}`",
     label = "`{E}` would be a second `{K}` in this combo",
     note = "`{K}` is not `multiple`: one combo may carry only one extension of that kind",
-    note = "to offer both, bind two combos of the tool, each with its own `{K}`: one with `{Self}`, one with `{E}`"
+    note = "to offer `{E}` too, put it in another combo of the tool: each combo mints its own branches, and may hold its own `{K}`"
 )]
-pub trait OneOfKindPerCombo<K, E> {}
+pub trait OneOfKindPerCombo<K, E> {
+    #[doc(hidden)]
+    fn sealed(_: sealed::Token);
+}
 
 #[diagnostic::do_not_recommend]
-impl<K, E> OneOfKindPerCombo<K, E> for Vacant {}
+impl<K, E> OneOfKindPerCombo<K, E> for Vacant {
+    fn sealed(_: sealed::Token) {}
+}
 
 // ---------------------------------------------------------------------------------
 // Rule 6, typed: an extension that needs body locality must sit inside every
@@ -323,13 +333,23 @@ impl<K, E> OneOfKindPerCombo<K, E> for Vacant {}
     note = "everything after `{Self}` runs in the calling process, not where `{Self}` runs the body, so `{E}` would silently not apply to the body",
     note = "place `{E}` before `{Self}`: `.with({E}..).with({Self}..)`"
 )]
-pub trait InsideRelocation<E> {}
+pub trait InsideRelocation<E> {
+    #[doc(hidden)]
+    fn sealed(_: sealed::Token);
+}
 
 #[diagnostic::do_not_recommend]
-impl<E> InsideRelocation<E> for NotRelocated {}
+impl<E> InsideRelocation<E> for NotRelocated {
+    fn sealed(_: sealed::Token) {}
+}
 
 #[diagnostic::do_not_recommend]
-impl<E: Extension, B: Extension> InsideRelocation<E> for B where E::Locality: MayRunOutside {}
+impl<E: Extension, B: Extension> InsideRelocation<E> for B
+where
+    E::Locality: MayRunOutside,
+{
+    fn sealed(_: sealed::Token) {}
+}
 
 #[doc(hidden)]
 pub trait MayRunOutside {}
@@ -349,26 +369,27 @@ impl MayRunOutside for Anywhere {}
 )]
 pub trait InputContract<E, Below, Branch> {
     /// The reserved params the branch adds, as a schema.
-    fn reserved() -> Option<Schema>;
+    #[doc(hidden)]
+    fn reserved(_: sealed::Token) -> Option<Schema>;
 }
 
 #[diagnostic::do_not_recommend]
 impl<E, Below, Branch: Forwards<Below>> InputContract<E, Below, Branch> for Preserved {
-    fn reserved() -> Option<Schema> {
+    fn reserved(_: sealed::Token) -> Option<Schema> {
         <Branch::Reserved as ReservedParams>::schema()
     }
 }
 
 #[diagnostic::do_not_recommend]
 impl<E, Below, Branch> InputContract<E, Below, Branch> for Declared {
-    fn reserved() -> Option<Schema> {
+    fn reserved(_: sealed::Token) -> Option<Schema> {
         None
     }
 }
 
 #[diagnostic::do_not_recommend]
 impl<E, Below, Branch> InputContract<E, Below, Branch> for Unconstrained {
-    fn reserved() -> Option<Schema> {
+    fn reserved(_: sealed::Token) -> Option<Schema> {
         None
     }
 }
@@ -385,17 +406,33 @@ impl<E, Below, Branch> InputContract<E, Below, Branch> for Unconstrained {
     note = "wrappers and backends preserve output shape, which is what lets their branches inherit the tool's output schema",
     note = "an extension that reshapes the result is a transformer: declare `type Kind = Transformer;`"
 )]
-pub trait OutputContract<E, Below, Branch> {}
+pub trait OutputContract<E, Below, Branch> {
+    #[doc(hidden)]
+    fn sealed(_: sealed::Token);
+}
 
 #[diagnostic::do_not_recommend]
-impl<E, O> OutputContract<E, O, O> for SameShape {}
+impl<E, O> OutputContract<E, O, O> for SameShape {
+    fn sealed(_: sealed::Token) {}
+}
 
 #[diagnostic::do_not_recommend]
-impl<E, Below, Branch> OutputContract<E, Below, Branch> for Reshaped {}
+impl<E, Below, Branch> OutputContract<E, Below, Branch> for Reshaped {
+    fn sealed(_: sealed::Token) {}
+}
 
 // ---------------------------------------------------------------------------------
 // The same rules at run time, on the engine's view of a combo.
 // ---------------------------------------------------------------------------------
+
+/// The reserved params of a branch, as a schema (for the engine; the typestate
+/// checked the contract already).
+pub(crate) fn reserved_schema<E, Below, Branch, Rule>() -> Option<Schema>
+where
+    Rule: InputContract<E, Below, Branch>,
+{
+    Rule::reserved(sealed::Token)
+}
 
 /// Rule 5: at most one element of a non-`multiple` kind per combo. Reports the
 /// first such kind, with every element of that kind in combo order.
@@ -436,7 +473,8 @@ pub(crate) fn locality(below: &Running, element: &Element) -> Result<(), BindErr
     }
 }
 
-/// Rule 7: config reaches only an extension that accepts it; empty config is fine.
+/// Rule 7: config reaches only an extension that accepts it (empty config is fine),
+/// and must be one the extension can work with.
 pub(crate) fn config(below: &Running, element: &Element) -> Result<(), BindError> {
     let non_empty = match &element.config {
         None | Some(serde_json::Value::Null) => false,
@@ -449,7 +487,15 @@ pub(crate) fn config(below: &Running, element: &Element) -> Result<(), BindError
             extension: element.name.clone(),
         });
     }
-    Ok(())
+    match &element.config_problem {
+        Some(problem) => Err(BindError::InvalidConfig {
+            tool: below.base.clone(),
+            extension: element.name.clone(),
+            field: problem.field.clone(),
+            problem: problem.problem.clone(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Rule 1: a branch needs a new name.
@@ -469,23 +515,8 @@ pub(crate) fn input_schema(below: &Running, element: &Element) -> Result<Schema,
     if kind.preserves_schema() {
         let expected = match &element.reserved {
             None => below.input_schema.clone(),
-            Some(reserved) => {
-                schema::with_reserved(&below.input_schema, reserved).map_err(|conflict| {
-                    match conflict {
-                        ReservedConflict::Exists(param) => BindError::ReservedParamExists {
-                            tool: below.base.clone(),
-                            extension: element.name.clone(),
-                            below: below.name.clone(),
-                            param,
-                        },
-                        ReservedConflict::NotInline(param) => BindError::ReservedParamNotInline {
-                            tool: below.base.clone(),
-                            extension: element.name.clone(),
-                            param,
-                        },
-                    }
-                })?
-            }
+            Some(reserved) => schema::with_reserved(&below.input_schema, reserved)
+                .map_err(|conflict| reserved_conflict(below, element, conflict))?,
         };
         if let Some(presented) = &element.presented_input {
             let reserved = element
@@ -519,6 +550,29 @@ pub(crate) fn input_schema(below: &Running, element: &Element) -> Result<Schema,
             .presented_input
             .clone()
             .unwrap_or_else(|| below.input_schema.clone()))
+    }
+}
+
+/// Rule 9's errors, from what the schema plumbing found.
+fn reserved_conflict(below: &Running, element: &Element, conflict: ReservedConflict) -> BindError {
+    let (tool, extension) = (below.base.clone(), element.name.clone());
+    match conflict {
+        ReservedConflict::Exists(param) => BindError::ReservedParamExists {
+            tool,
+            extension,
+            below: below.name.clone(),
+            param,
+        },
+        ReservedConflict::NotInline(param) => BindError::ReservedParamNotInline {
+            tool,
+            extension,
+            param,
+        },
+        ReservedConflict::Malformed(problem) => BindError::MalformedSchema {
+            tool,
+            extension,
+            problem,
+        },
     }
 }
 

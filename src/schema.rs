@@ -3,8 +3,13 @@
 //! Policy (which kind must present what) lives in [`crate::rules`]; this module
 //! only knows JSON Schema.
 
+use std::sync::Arc;
+
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value};
+
+use crate::error::ArgsError;
+use crate::stack::Args;
 
 /// The root schema of `T`, as toolgraft advertises it (JSON Schema 2020-12, the
 /// draft MCP uses).
@@ -36,6 +41,70 @@ pub fn property_names(schema: &Schema) -> Option<Vec<String>> {
     )
 }
 
+/// The argument names an input schema admits, for strict decoding: a call naming
+/// anything else is refused, so a reserved param of one branch is refused by the
+/// others. Open-ended schemas (`additionalProperties`, or no named properties at
+/// all) admit anything.
+///
+/// Properties of `oneOf` / `anyOf` / `allOf` alternatives count, so enum inputs work.
+///
+/// ```
+/// use toolgraft::schema::ArgNames;
+/// let names = ArgNames::of(&schemars::json_schema!({
+///     "type": "object", "properties": {"text": {"type": "string"}}
+/// }));
+/// let args = serde_json::json!({"text": "hi", "exp": 1}).as_object().unwrap().clone();
+/// assert_eq!(names.check(&args).unwrap_err().problem, "unknown field `exp`, expected one of `text`");
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct ArgNames(Option<Arc<[String]>>);
+
+impl ArgNames {
+    /// The names `schema` admits.
+    pub fn of(schema: &Schema) -> Self {
+        if open_ended(schema) {
+            return Self(None);
+        }
+        let mut names = Vec::new();
+        collect_properties(schema.as_value(), &mut names);
+        let alternatives = ["oneOf", "anyOf", "allOf"];
+        for alternative in alternatives.iter().filter_map(|key| schema.get(*key)) {
+            for branch in alternative.as_array().into_iter().flatten() {
+                collect_properties(branch, &mut names);
+            }
+        }
+        let names_nothing = names.is_empty() && schema.get("properties").is_none();
+        Self((!names_nothing).then(|| names.into()))
+    }
+
+    /// Refuses the first argument the schema does not name.
+    pub fn check(&self, args: &Args) -> Result<(), ArgsError> {
+        let Some(names) = &self.0 else {
+            return Ok(());
+        };
+        match args.keys().find(|arg| !names.contains(arg)) {
+            Some(unknown) => Err(ArgsError::unknown(unknown, names)),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether a call may carry `arg`.
+    pub fn admits(&self, arg: &str) -> bool {
+        self.0
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|name| name == arg))
+    }
+}
+
+fn collect_properties(schema: &Value, names: &mut Vec<String>) {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    for name in properties.into_iter().flat_map(Map::keys) {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+}
+
 /// Whether an object schema accepts properties beyond those it names.
 pub(crate) fn open_ended(schema: &Schema) -> bool {
     match schema.as_bool() {
@@ -54,6 +123,8 @@ pub(crate) enum ReservedConflict {
     Exists(String),
     /// The reserved param's schema refers to definitions elsewhere.
     NotInline(String),
+    /// The layer input's schema cannot take properties.
+    Malformed(String),
 }
 
 /// `below` plus the properties and `required` entries of `reserved` (rule 9).
@@ -69,7 +140,9 @@ pub(crate) fn with_reserved(below: &Schema, reserved: &Schema) -> Result<Schema,
         .entry("properties")
         .or_insert_with(|| Value::Object(Map::new()));
     let Value::Object(properties) = properties else {
-        unreachable!("a schema's `properties` is an object");
+        return Err(ReservedConflict::Malformed(format!(
+            "its `properties` is `{properties}`, not an object"
+        )));
     };
     for (param, schema) in own {
         if properties.contains_key(param) {
@@ -86,9 +159,12 @@ pub(crate) fn with_reserved(below: &Schema, reserved: &Schema) -> Result<Schema,
         let target_required = target
             .entry("required")
             .or_insert_with(|| Value::Array(Vec::new()));
-        if let Value::Array(target_required) = target_required {
-            target_required.extend(required.iter().cloned());
-        }
+        let Value::Array(target_required) = target_required else {
+            return Err(ReservedConflict::Malformed(format!(
+                "its `required` is `{target_required}`, not a list"
+            )));
+        };
+        target_required.extend(required.iter().cloned());
     }
     Ok(merged)
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::error::{ArgsError, ToolError};
+use crate::error::{ArgsError, ArgsErrorKind, ToolError};
 use crate::name::Name;
 
 /// JSON arguments of a call: always an object (MCP's `arguments`).
@@ -66,14 +66,15 @@ pub trait Stack: Clone + Send + Sync + 'static {
 /// ```
 /// use toolgraft::{Next, Name, Stack};
 /// # fn demo<S: Stack>(stack: &S) -> Result<(), toolgraft::InvalidName> {
-/// let name = Name::new("shout")?;
-/// let next = Next::new(stack, &name);
-/// assert_eq!(next.name(), "shout");
+/// let (name, branch) = (Name::new("shout")?, Name::new("shout_cache")?);
+/// let next = Next::new(stack, &name, &branch);
+/// assert_eq!((next.name().as_str(), next.branch().as_str()), ("shout", "shout_cache"));
 /// # Ok(()) }
 /// ```
 pub struct Next<'a, S> {
     stack: &'a S,
     name: &'a Name,
+    branch: &'a Name,
 }
 
 impl<S> Clone for Next<'_, S> {
@@ -85,14 +86,25 @@ impl<S> Clone for Next<'_, S> {
 impl<S> Copy for Next<'_, S> {}
 
 impl<'a, S: Stack> Next<'a, S> {
-    /// The layer below, named `name` (see [`Next`]'s example).
-    pub fn new(stack: &'a S, name: &'a Name) -> Self {
-        Self { stack, name }
+    /// The layer below, named `name`, as seen from the branch `branch` (see
+    /// [`Next`]'s example).
+    pub fn new(stack: &'a S, name: &'a Name, branch: &'a Name) -> Self {
+        Self {
+            stack,
+            name,
+            branch,
+        }
     }
 
     /// The layer input's running name (see [`Next`]'s example).
     pub fn name(&self) -> &'a Name {
         self.name
+    }
+
+    /// The branch being called: the name errors of the wrapper should carry (see
+    /// [`Next`]'s example).
+    pub fn branch(&self) -> &'a Name {
+        self.branch
     }
 
     /// The layer below itself (see [`Next`]'s example).
@@ -123,12 +135,18 @@ pub fn decode_args<T: DeserializeOwned>(args: Args) -> Result<T, ArgsError> {
     serde_path_to_error::deserialize(Value::Object(args)).map_err(|err| {
         let path = err.path().to_string();
         let problem = err.inner().to_string();
-        let field = if path == "." {
-            missing_field(&problem)
+        let missing = missing_field(&problem);
+        let kind = if missing.is_some() {
+            ArgsErrorKind::MissingField
         } else {
-            Some(path)
+            ArgsErrorKind::InvalidValue
         };
-        ArgsError { field, problem }
+        let field = if path == "." { missing } else { Some(path) };
+        ArgsError {
+            field,
+            kind,
+            problem,
+        }
     })
 }
 
@@ -155,7 +173,7 @@ impl<S: Stack> ErasedStack for S {
             let output = self.call(input).await?;
             serde_json::to_value(output).map_err(|source| ToolError::Output {
                 tool: tool.clone(),
-                source,
+                source: source.into(),
             })
         })
     }

@@ -16,7 +16,7 @@ use typed_builder::TypedBuilder;
 use crate::combo::Combo;
 use crate::error::{ArgsError, BoxError, ToolError};
 use crate::name::{InvalidName, Name};
-use crate::schema;
+use crate::schema::{self, ArgNames};
 use crate::stack::{Args, Stack, decode_args};
 
 /// What clients see of a base tool: name, description and the two schemas.
@@ -133,6 +133,7 @@ where
 /// ```
 pub struct Tool<I, O, F> {
     spec: Arc<ToolSpec>,
+    args: ArgNames,
     body: F,
     types: PhantomData<fn(I) -> O>,
 }
@@ -141,6 +142,7 @@ impl<I, O, F: Clone> Clone for Tool<I, O, F> {
     fn clone(&self) -> Self {
         Self {
             spec: self.spec.clone(),
+            args: self.args.clone(),
             body: self.body.clone(),
             types: PhantomData,
         }
@@ -193,6 +195,7 @@ where
             output_schema: Some(schema::of::<O>()),
         };
         Ok(Tool {
+            args: ArgNames::of(&spec.input_schema),
             spec: Arc::new(spec),
             body: parts.body,
             types: PhantomData,
@@ -259,7 +262,7 @@ where
                 Ok(Ok(output)) => Ok(output),
                 Ok(Err(source)) => Err(ToolError::Body {
                     tool: self.spec.name.clone(),
-                    source,
+                    source: source.into(),
                 }),
                 Err(panic) => Err(ToolError::Panicked {
                     tool: self.spec.name.clone(),
@@ -270,6 +273,8 @@ where
     }
 
     fn decode(&self, args: Args) -> Result<I, ArgsError> {
+        // serde would ignore an unknown argument; the schema says it is not one.
+        self.args.check(&args)?;
         decode_args(args)
     }
 }

@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use crate::bind::{self, Entry, ToolInfo};
 use crate::combo::Combos;
-use crate::error::{BindError, ToolError};
+use crate::error::{ArgsError, ArgsErrorKind, BindError, ToolError};
 use crate::name::Name;
+use crate::schema;
 use crate::stack::Args;
 use crate::tool::BaseTool;
 
@@ -151,40 +152,40 @@ impl Toolset {
             Value::Object(args) => args,
             Value::Null => Args::new(),
             other => {
-                return Err(ToolError::InvalidArguments {
-                    tool: tool.clone(),
-                    field: None,
-                    problem: format!("arguments must be a JSON object, not `{other}`"),
-                });
+                let problem = format!("arguments must be a JSON object, not `{other}`");
+                return Err(ArgsError::whole(problem).for_tool(tool));
             }
         };
-        if let Some(accepts) = &entry.accepts
-            && let Some(unknown) = args.keys().find(|arg| !accepts.contains(arg))
-        {
-            return Err(ToolError::InvalidArguments {
-                tool: tool.clone(),
-                field: Some(unknown.clone()),
-                problem: format!(
-                    "unknown field `{unknown}`, expected {}{}",
-                    expected(accepts),
-                    self.taken_by_sibling(&entry.info, unknown)
-                ),
-            });
+        let result = entry.stack.call_json(tool, args).await;
+        match result {
+            Err(ToolError::InvalidArguments {
+                tool,
+                field: Some(field),
+                kind: ArgsErrorKind::UnknownField,
+                problem,
+            }) => {
+                let hint = self.taken_by_sibling(&entry.info, &field);
+                Err(ToolError::InvalidArguments {
+                    tool,
+                    field: Some(field),
+                    kind: ArgsErrorKind::UnknownField,
+                    problem: problem + &hint,
+                })
+            }
+            other => other,
         }
-        entry.stack.call_json(tool, args).await
     }
 
-    /// " (it is a parameter of `x`)" when a sibling branch takes `arg`.
+    /// " (`arg` is a parameter of `x`)" when a sibling of `info` names `arg`.
     fn taken_by_sibling(&self, info: &ToolInfo, arg: &str) -> String {
         let catalog = self.catalog.read().unwrap_or_else(PoisonError::into_inner);
         let siblings = catalog.tools.get(&info.base).into_iter().flatten();
         siblings
+            .filter(|name| **name != info.name)
             .filter_map(|name| catalog.entries.get(name))
             .find(|entry| {
-                entry
-                    .accepts
-                    .as_ref()
-                    .is_some_and(|accepts| accepts.iter().any(|a| a == arg))
+                schema::property_names(&entry.info.input_schema)
+                    .is_some_and(|names| names.iter().any(|name| name == arg))
             })
             .map(|entry| format!(" (`{arg}` is a parameter of `{}`)", entry.info.name))
             .unwrap_or_default()
@@ -305,12 +306,4 @@ impl Toolset {
     pub fn contains(&self, name: &str) -> bool {
         self.entry(name).is_some()
     }
-}
-
-fn expected(accepts: &[String]) -> String {
-    if accepts.is_empty() {
-        return "no arguments".to_owned();
-    }
-    let listed: Vec<String> = accepts.iter().map(|a| format!("`{a}`")).collect();
-    format!("one of {}", listed.join(", "))
 }

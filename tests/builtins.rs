@@ -83,7 +83,7 @@ async fn cache_does_not_keep_errors() {
         assert!(matches!(err, ToolError::Body { .. }));
     }
     assert_eq!(runs.load(Ordering::SeqCst), 2);
-    assert!(cached.stack().is_empty());
+    assert!(cached.stack().wrapper().is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -134,7 +134,7 @@ async fn the_store_never_exceeds_its_bound_and_evicts_the_least_recently_used() 
     let call = |text: &str| cached.call(with_exp(60.0, Shout::new(text)));
     for text in ["a", "b", "a", "c"] {
         call(text).await.unwrap();
-        assert!(cached.stack().len() <= 2);
+        assert!(cached.stack().wrapper().len() <= 2);
     }
     assert_eq!(runs.load(Ordering::SeqCst), 3, "`a` was a hit");
     call("a").await.unwrap();
@@ -147,7 +147,7 @@ async fn the_store_never_exceeds_its_bound_and_evicts_the_least_recently_used() 
     assert_eq!(runs.load(Ordering::SeqCst), 4);
     for i in 0..50 {
         call(&format!("k{i}")).await.unwrap();
-        assert_eq!(cached.stack().len(), 2);
+        assert_eq!(cached.stack().wrapper().len(), 2);
     }
 }
 
@@ -321,7 +321,11 @@ async fn batch_limits_are_checked_before_any_item_runs() {
         ]))
         .await
         .unwrap_err();
-    assert!(matches!(err, ToolError::Refused { .. }), "{err:?}");
+    assert!(
+        matches!(err, ToolError::InvalidArguments { ref tool, ref field, .. }
+            if tool == "identity_batch" && field.as_deref() == Some("items")),
+        "the typed path refuses with the same error as the JSON path: {err:?}"
+    );
 
     let err = toolset
         .call(
@@ -372,7 +376,10 @@ async fn proxy_picks_an_allowed_route_for_the_body_only() {
         .call("fetch_proxy", json!({"proxies": ["B"]}))
         .await
         .unwrap_err();
-    assert!(matches!(err, ToolError::Refused { .. }), "{err:?}");
+    assert!(
+        matches!(err, ToolError::Refused { ref tool, .. } if tool == "fetch_proxy"),
+        "{err:?}"
+    );
     assert!(
         err.to_string()
             .contains("route `B` is not on the allow-list (A)"),
@@ -484,4 +491,238 @@ async fn trace_opens_a_span_per_call_named_after_the_layer_input() {
     assert!(spans[..3].iter().all(|(_, error)| error.is_none()));
     let error = spans[3].1.as_deref().expect("the failure is recorded");
     assert!(error.contains("asked to fail"), "{error}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_ttl_too_long_to_represent_never_expires_and_a_negative_one_is_refused() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let shout = counted_shout(runs.clone());
+    let toolset = Toolset::new();
+    let hlist_pat![cached] = toolset
+        .bind(&shout, hlist![shout.combo().with(Cache::default())])
+        .unwrap();
+    for _ in 0..2 {
+        let out = toolset
+            .call("shout_cache", json!({"text": "hi", "exp": 1e19}))
+            .await
+            .unwrap();
+        assert_eq!(out, json!("HI"));
+        tokio::time::advance(Duration::from_secs(10 * 365 * 24 * 3600)).await;
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let err = cached
+        .call(with_exp(-1.0, Shout::new("hi")))
+        .await
+        .unwrap_err();
+    match err {
+        ToolError::InvalidArguments { tool, field, .. } => {
+            assert_eq!(
+                (tool.as_str(), field.as_deref()),
+                ("shout_cache", Some("exp")),
+                "names the branch called"
+            );
+        }
+        other => panic!("expected invalid arguments, got {other:?}"),
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrent_callers_share_a_failure_instead_of_retrying_one_by_one() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counter = runs.clone();
+    let slow_failure = Tool::builder()
+        .name("flaky")
+        .description("Fails after a second.")
+        .body(move |_: Shout| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                Err::<String, BoxError>("upstream down".into())
+            }
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    let hlist_pat![cached] = toolset
+        .bind(
+            &slow_failure,
+            hlist![slow_failure.combo().with(Cache::default())],
+        )
+        .unwrap();
+    let before = tokio::time::Instant::now();
+    let calls = (0..5).map(|_| cached.call(with_exp(60.0, Shout::new("x"))));
+    let results = futures_util::future::join_all(calls).await;
+    assert!(results.iter().all(|r| {
+        r.as_ref()
+            .is_err_and(|e| e.to_string().contains("upstream down"))
+    }));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(before.elapsed(), Duration::from_secs(1));
+    // Not stored: the next call runs again.
+    cached
+        .call(with_exp(60.0, Shout::new("x")))
+        .await
+        .unwrap_err();
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn identical_calls_from_many_threads_run_the_body_once() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counter = runs.clone();
+    let slow = Tool::builder()
+        .name("slow")
+        .description("Takes a while.")
+        .body(move |input: Shout| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                Ok(input.text)
+            }
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind(&slow, hlist![slow.combo().with(Cache::default())])
+        .unwrap();
+    let calls: Vec<_> = (0..32)
+        .map(|i| {
+            let toolset = toolset.clone();
+            let text = if i % 2 == 0 { "even" } else { "odd" };
+            tokio::spawn(async move { toolset.call("slow_cache", json!({"text": text})).await })
+        })
+        .collect();
+    for call in calls {
+        call.await.unwrap().unwrap();
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "once per distinct input");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fail_fast_batch_stops_at_the_first_failure() {
+    let (started, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(Mutex::new((0, 0))));
+    let tool = identity(started.clone(), peak);
+    let toolset = Toolset::new();
+    toolset
+        .bind(&tool, hlist![tool.combo().with(Batch::max_items(5))])
+        .unwrap();
+    let items = json!([{"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}]);
+    toolset
+        .call("identity_batch", json!({"items": items}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        started.load(Ordering::SeqCst),
+        2,
+        "items after the failed one never start"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_parallel_fail_fast_batch_fails_when_the_failure_happens() {
+    #[derive(Clone, Debug, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+    struct Wait {
+        secs: u64,
+        fail: bool,
+    }
+    let waiter = Tool::builder()
+        .name("wait")
+        .description("Waits, then maybe fails.")
+        .body(|input: Wait| async move {
+            tokio::time::sleep(Duration::from_secs(input.secs)).await;
+            if input.fail {
+                return Err::<u64, BoxError>("failed".into());
+            }
+            Ok(input.secs)
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind(&waiter, hlist![waiter.combo().with(Batch::default())])
+        .unwrap();
+    let before = tokio::time::Instant::now();
+    let items = json!([{"secs": 60, "fail": false}, {"secs": 1, "fail": true}]);
+    toolset
+        .call("wait_batch", json!({"items": items, "parallel": true}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        before.elapsed(),
+        Duration::from_secs(1),
+        "the slow first item did not hold up the failure"
+    );
+}
+
+#[tokio::test]
+async fn batch_items_are_as_strict_as_direct_calls() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let shout = counted_shout(runs.clone());
+    let toolset = Toolset::new();
+    toolset
+        .bind(&shout, hlist![shout.combo().with(Batch::default())])
+        .unwrap();
+    let err = toolset
+        .call(
+            "shout_batch",
+            json!({"items": [{"text": "hi"}, {"text": "hi", "bogus": 1}]}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ToolError::InvalidArguments { ref field, .. } if field.as_deref() == Some("items[1].bogus")),
+        "{err:?}"
+    );
+    let err = toolset
+        .call("shout_batch", json!({"items": [], "paralel": true}))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("paralel"), "{err}");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn operator_config_is_checked_when_binding() {
+    use toolgraft::BindError;
+    use toolgraft::ext::cache::CacheConfig;
+    let shout = counted_shout(Arc::new(AtomicUsize::new(0)));
+    let bad_ttl = Cache::new(CacheConfig {
+        default_ttl_secs: -1.0,
+        ..CacheConfig::default()
+    });
+    let cases: [(toolgraft::BindError, &str); 3] = [
+        (
+            Toolset::new()
+                .bind(
+                    &shout,
+                    hlist![shout.combo().with(Proxy::allow(Vec::<String>::new()))],
+                )
+                .err()
+                .unwrap(),
+            "allow",
+        ),
+        (
+            Toolset::new()
+                .bind(&shout, hlist![shout.combo().with(bad_ttl)])
+                .err()
+                .unwrap(),
+            "default_ttl_secs",
+        ),
+        (
+            Toolset::new()
+                .bind(&shout, hlist![shout.combo().with(Batch::max_items(0))])
+                .err()
+                .unwrap(),
+            "max_items",
+        ),
+    ];
+    for (err, expected) in cases {
+        assert!(
+            matches!(err, BindError::InvalidConfig { ref field, .. } if field == expected),
+            "{err:?}"
+        );
+    }
 }

@@ -16,6 +16,7 @@ fn invalid(err: ToolError) -> (String, Option<String>, String) {
             tool,
             field,
             problem,
+            ..
         } => (tool.to_string(), field, problem),
         other => panic!("expected invalid arguments, got {other:?}"),
     }
@@ -173,4 +174,51 @@ async fn calls_by_name_work_from_many_tasks_at_once() {
     for (i, call) in calls.into_iter().enumerate() {
         assert_eq!(call.await.unwrap().unwrap(), json!(format!("N{i}")));
     }
+}
+
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(tag = "op")]
+enum Calc {
+    Add { a: i64, b: i64 },
+    Neg { a: i64 },
+}
+
+#[tokio::test]
+async fn enum_inputs_are_callable_by_name() {
+    let calc = Tool::builder()
+        .name("calc")
+        .description("Calculate.")
+        .body(|input: Calc| async move {
+            Ok(match input {
+                Calc::Add { a, b } => a + b,
+                Calc::Neg { a } => -a,
+            })
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind(&calc, hlist![calc.combo().with(Cache::default())])
+        .unwrap();
+    assert_eq!(
+        toolset
+            .call("calc", json!({"op": "Add", "a": 1, "b": 2}))
+            .await
+            .unwrap(),
+        json!(3)
+    );
+    assert_eq!(
+        toolset
+            .call("calc_cache", json!({"op": "Neg", "a": 4, "exp": 5}))
+            .await
+            .unwrap(),
+        json!(-4)
+    );
+    let (_, field, _) = invalid(
+        toolset
+            .call("calc", json!({"op": "Neg", "a": 1, "zzz": 0}))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(field.as_deref(), Some("zzz"));
 }

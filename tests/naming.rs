@@ -268,3 +268,26 @@ fn names_are_validated() {
         assert!(Name::new(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn one_name_with_another_description_is_another_stack() {
+    // `describing("a")` and `marker("a")` mint `shout_a` with different descriptions.
+    let shout = shout();
+    let toolset = Toolset::new();
+    let err = toolset
+        .bind(
+            &shout,
+            hlist![
+                shout.combo().with(describing("a")),
+                shout.combo().with(marker("a")).with(marker("b"))
+            ],
+        )
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, BindError::NameClash { ref name, ref second, .. }
+        if name == "shout_a" && second == "a, with another description"),
+        "{err:?}"
+    );
+    assert!(toolset.names().is_empty());
+}

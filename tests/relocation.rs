@@ -11,6 +11,7 @@ use frunk::{hlist, hlist_pat};
 use serde_json::json;
 use toolgraft::ext::{Batch, BatchInput, Cache, Pool, Proxy, Trace, proxy};
 use toolgraft::prelude::*;
+use toolgraft::{Extension, Layer};
 use toolgraft::{Name, Site, ToolError};
 
 fn thread_name() -> String {
@@ -289,4 +290,103 @@ async fn batches_through_a_pool_keep_input_order_and_per_item_errors() {
     );
     let values: Vec<_> = out.into_iter().map(|item| item.ok()).collect();
     assert_eq!(values, [Some("a".to_owned()), None, Some("c".to_owned())]);
+}
+
+#[tokio::test]
+async fn a_caller_that_gives_up_takes_its_pool_job_with_it() {
+    let finished = Arc::new(AtomicUsize::new(0));
+    let counter = finished.clone();
+    let slow = Tool::builder()
+        .name("slow")
+        .description("Takes a while.")
+        .body(move |_: Ping| {
+            let counter = counter.clone();
+            async move {
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    let pool = Pool::new(1).unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind(&slow, hlist![slow.combo().with(pool.clone())])
+        .unwrap();
+    let call = toolset.call("slow_pool", json!({}));
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(50), call)
+            .await
+            .is_err()
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(pool.jobs_started(), 1);
+    assert_eq!(
+        finished.load(Ordering::SeqCst),
+        0,
+        "the job was aborted, not left running"
+    );
+}
+
+/// A wrapper that panics on "boom": a panic in a layer, not in the body.
+#[derive(Clone)]
+struct Explosive;
+
+impl Extension for Explosive {
+    type Kind = toolgraft::Wrapper;
+    type Locality = toolgraft::Anywhere;
+    fn name(&self) -> &str {
+        "explosive"
+    }
+}
+
+impl<S: Stack<Input = Shout>> toolgraft::Wrap<S> for Explosive {
+    type Params = ();
+    async fn around(
+        &self,
+        next: toolgraft::Next<'_, S>,
+        (): (),
+        input: Shout,
+    ) -> Result<S::Output, ToolError> {
+        if input.text == "boom" {
+            panic!("the layer exploded");
+        }
+        next.call(input).await
+    }
+}
+
+impl<S: Stack<Input = Shout>> Layer<S> for Explosive {
+    type Branch = toolgraft::Wrapped<Self, S>;
+    fn layer(self, inner: S, below: &toolgraft::LayerInput<'_>) -> Self::Branch {
+        toolgraft::Wrapped::new(self, inner, below)
+    }
+}
+
+#[tokio::test]
+async fn a_layer_panicking_on_the_pool_is_a_typed_error_and_the_pool_survives() {
+    let shout = common::shout();
+    let pool = Pool::new(1).unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind(
+            &shout,
+            hlist![shout.combo().with(Explosive).with(pool.clone())],
+        )
+        .unwrap();
+    let err = toolset
+        .call("shout_explosive_pool", json!({"text": "boom"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ToolError::Panicked { ref tool, ref message } if tool == "shout_explosive" && message == "the layer exploded"),
+        "{err:?}"
+    );
+    assert_eq!(
+        toolset
+            .call("shout_explosive_pool", json!({"text": "ok"}))
+            .await
+            .unwrap(),
+        json!("ok")
+    );
 }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgraft::ext::{Batch, Cache, Trace};
 use toolgraft::prelude::*;
+use toolgraft::schema::ArgNames;
 use toolgraft::{
     Anywhere, Args, ArgsError, BindError, LayerInput, Next, Params, ToolError, Transformer,
     Wrapped, Wrapper,
@@ -202,8 +203,9 @@ impl Extension for Presenting {
     }
 }
 
+/// Echoes its arguments, admitting those its schema names.
 #[derive(Clone)]
-struct Echo;
+struct Echo(ArgNames);
 
 impl Stack for Echo {
     type Input = Args;
@@ -212,6 +214,7 @@ impl Stack for Echo {
         Ok(Value::Object(input))
     }
     fn decode(&self, args: Args) -> Result<Args, ArgsError> {
+        self.0.check(&args)?;
         Ok(args)
     }
 }
@@ -219,7 +222,7 @@ impl Stack for Echo {
 impl<S: Stack> Layer<S> for Presenting {
     type Branch = Echo;
     fn layer(self, _: S, _: &LayerInput<'_>) -> Echo {
-        Echo
+        Echo(ArgNames::of(&Schema::try_from(self.0).unwrap()))
     }
 }
 

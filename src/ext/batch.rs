@@ -1,14 +1,12 @@
 //! `batch`: one call runs a list of inputs through the layer below.
 
-use std::sync::Arc;
-
-use futures_util::{StreamExt, TryStreamExt, stream};
+use futures_util::{StreamExt, stream};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 
 use crate::error::{ArgsError, ToolError};
-use crate::extension::{Extension, Layer, LayerInput};
+use crate::extension::{ConfigError, Extension, Layer, LayerInput};
 use crate::kind::Transformer;
 use crate::name::Name;
 use crate::rules::Anywhere;
@@ -105,13 +103,9 @@ impl<I> BatchInput<I> {
 /// `{"error": "<message>"}`.
 ///
 /// ```
-/// use std::sync::Arc;
 /// use toolgraft::ToolError;
 /// use toolgraft::ext::BatchItem;
-/// let slots = vec![
-///     BatchItem::Ok(1),
-///     BatchItem::Err(Arc::new(ToolError::UnknownTool { name: "x".into() })),
-/// ];
+/// let slots = vec![BatchItem::Ok(1), BatchItem::Err(ToolError::UnknownTool { name: "x".into() })];
 /// assert_eq!(serde_json::to_value(&slots)?, serde_json::json!([1, {"error": "unknown tool `x`"}]));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
@@ -119,8 +113,8 @@ impl<I> BatchInput<I> {
 pub enum BatchItem<O> {
     /// The item's result.
     Ok(O),
-    /// The item's error (only with `fail_fast: false`); shared, so results clone.
-    Err(Arc<ToolError>),
+    /// The item's error (only with `fail_fast: false`).
+    Err(ToolError),
 }
 
 impl<O> BatchItem<O> {
@@ -213,6 +207,13 @@ impl Extension for Batch {
         ))
     }
 
+    fn check_config(&self) -> Result<(), ConfigError> {
+        if self.config.max_items == 0 {
+            return Err(ConfigError::new("max_items", "must be at least 1"));
+        }
+        Ok(())
+    }
+
     fn config(&self) -> Option<Value> {
         (self.config != BatchConfig::default())
             .then(|| serde_json::to_value(&self.config).ok())
@@ -293,6 +294,7 @@ pub struct Batched<S> {
 
 /// The batch options, as the JSON arguments carry them (items decoded apart).
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Options {
     #[serde(default)]
     parallel: bool,
@@ -307,24 +309,27 @@ fn yes() -> bool {
 }
 
 impl<S: Stack> Batched<S> {
-    fn check(&self, input: &BatchInput<S::Input>) -> Result<usize, ToolError> {
-        if input.items.len() > self.config.max_items {
-            return Err(ToolError::Refused {
-                tool: self.branch.clone(),
-                extension: Name::unchecked("batch"),
-                reason: format!(
-                    "{} items is over the limit of {}",
-                    input.items.len(),
+    /// The batch rules, the same for typed and JSON calls: how many items may run
+    /// at once, or why the call is refused before any item runs.
+    fn concurrency(
+        &self,
+        items: usize,
+        parallel: bool,
+        max_concurrent: Option<usize>,
+    ) -> Result<usize, ArgsError> {
+        if items > self.config.max_items {
+            return Err(ArgsError::field(
+                "items",
+                format!(
+                    "{items} items is over the limit of {}",
                     self.config.max_items
                 ),
-            });
+            ));
         }
-        match input.max_concurrent {
-            Some(0) => {
-                Err(ArgsError::field("max_concurrent", "must be at least 1").for_tool(&self.branch))
-            }
-            Some(limit) if input.parallel => Ok(limit),
-            _ if input.parallel => Ok(input.items.len().max(1)),
+        match max_concurrent {
+            Some(0) => Err(ArgsError::field("max_concurrent", "must be at least 1")),
+            Some(limit) if parallel => Ok(limit),
+            _ if parallel => Ok(items.max(1)),
             _ => Ok(1),
         }
     }
@@ -335,21 +340,24 @@ impl<S: Stack> Stack for Batched<S> {
     type Output = Vec<BatchItem<S::Output>>;
 
     async fn call(&self, input: Self::Input) -> Result<Self::Output, ToolError> {
-        let at_once = self.check(&input)?;
-        let fail_fast = input.fail_fast;
-        let results = stream::iter(input.items)
-            .map(|item| self.inner.call(item))
-            .buffered(at_once);
-        if fail_fast {
-            results.map_ok(BatchItem::Ok).try_collect().await
-        } else {
-            Ok(results
-                .map(|result| {
-                    result.map_or_else(|err| BatchItem::Err(Arc::new(err)), BatchItem::Ok)
-                })
-                .collect()
-                .await)
+        let at_once = self
+            .concurrency(input.items.len(), input.parallel, input.max_concurrent)
+            .map_err(|err| err.for_tool(&self.branch))?;
+        let mut slots: Vec<Option<BatchItem<S::Output>>> = Vec::new();
+        slots.resize_with(input.items.len(), || None);
+        // Unordered, so a failure ends a fail-fast batch when it happens, not when
+        // the items before it are done; slots put the results back in input order.
+        let mut results = stream::iter(input.items.into_iter().enumerate())
+            .map(|(at, item)| async move { (at, self.inner.call(item).await) })
+            .buffer_unordered(at_once);
+        while let Some((at, result)) = results.next().await {
+            slots[at] = Some(match result {
+                Ok(value) => BatchItem::Ok(value),
+                Err(error) if input.fail_fast => return Err(error),
+                Err(error) => BatchItem::Err(error),
+            });
         }
+        Ok(slots.into_iter().flatten().collect())
     }
 
     fn decode(&self, mut args: Args) -> Result<Self::Input, ArgsError> {
@@ -361,18 +369,15 @@ impl<S: Stack> Stack for Batched<S> {
                     format!("expected a list of argument objects, not `{other}`"),
                 ));
             }
-            None => return Err(ArgsError::field("items", "missing field `items`")),
+            None => {
+                let mut missing = ArgsError::field("items", "missing field `items`");
+                missing.kind = crate::error::ArgsErrorKind::MissingField;
+                return Err(missing);
+            }
         };
-        if items.len() > self.config.max_items {
-            return Err(ArgsError::field(
-                "items",
-                format!(
-                    "{} items is over the limit of {}",
-                    items.len(),
-                    self.config.max_items
-                ),
-            ));
-        }
+        // Limits first: an oversized batch is refused before its items are decoded.
+        let options: Options = decode_args(args)?;
+        self.concurrency(items.len(), options.parallel, options.max_concurrent)?;
         let items = items
             .into_iter()
             .enumerate()
@@ -387,10 +392,6 @@ impl<S: Stack> Stack for Batched<S> {
                 )),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let options: Options = decode_args(args)?;
-        if options.max_concurrent == Some(0) {
-            return Err(ArgsError::field("max_concurrent", "must be at least 1"));
-        }
         Ok(BatchInput {
             items,
             parallel: options.parallel,

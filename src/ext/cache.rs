@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use lru::LruCache;
@@ -14,13 +14,12 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::error::{ArgsError, ToolError};
-use crate::extension::{Extension, Layer, LayerInput};
+use crate::extension::{ConfigError, Extension, Layer, LayerInput, Wrap, Wrapped};
 use crate::kind::Wrapper;
 use crate::name::Name;
-use crate::params::{Params, ReservedParams, WithParams};
+use crate::params::Params;
 use crate::rules::Anywhere;
-use crate::schema;
-use crate::stack::{Args, Stack};
+use crate::stack::{Next, Stack};
 
 /// The operator's side of a cache.
 ///
@@ -66,8 +65,13 @@ pub struct CacheParams {
 impl Params for CacheParams {}
 
 /// Caches results per branch, keyed by the layer input's JSON; `exp` (seconds) sets
-/// the TTL per call. Errors are not cached, concurrent identical calls run the layer
-/// below once, and the store never holds more than `capacity` results.
+/// the TTL when a result is stored. Errors are not stored; concurrent identical
+/// calls run the layer below once and share its result (or error); the store never
+/// holds more than `capacity` results.
+///
+/// A stored result keeps the TTL it was stored with: a later, shorter `exp` does
+/// not shorten it. The key is the input's JSON, so inputs with unordered maps may
+/// miss.
 ///
 /// ```
 /// use frunk::hlist;
@@ -137,6 +141,12 @@ impl Extension for Cache {
             .then(|| serde_json::to_value(&self.config).ok())
             .flatten()
     }
+
+    fn check_config(&self) -> Result<(), ConfigError> {
+        ttl_of(self.config.default_ttl_secs)
+            .map(drop)
+            .map_err(|problem| ConfigError::new("default_ttl_secs", problem))
+    }
 }
 
 impl<S> Layer<S> for Cache
@@ -145,129 +155,127 @@ where
     S::Input: Serialize,
     S::Output: Clone + Sync,
 {
-    type Branch = Cached<S>;
+    type Branch = Wrapped<CacheStore<S::Output>, S>;
 
-    fn layer(self, inner: S, below: &LayerInput<'_>) -> Cached<S> {
-        Cached {
-            inner,
-            below: below.name.clone(),
+    fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {
+        let store = CacheStore {
             store: Arc::new(Store::new(self.config.capacity)),
             default_ttl: self.config.default_ttl_secs,
-            reserved: schema::property_names(&schema::of::<CacheParams>())
-                .unwrap_or_default()
-                .into(),
-        }
+        };
+        Wrapped::new(store, inner, below)
     }
 }
 
-/// The branch [`Cache`] mints: takes `WithParams<CacheParams, _>` of the layer's
-/// input (see [`Cache`]'s example).
-pub struct Cached<S: Stack> {
-    inner: S,
-    below: Name,
-    store: Arc<Store<S::Output>>,
-    default_ttl: f64,
-    reserved: Arc<[String]>,
+/// A TTL in seconds as a duration; `None` for one too long to ever expire.
+fn ttl_of(seconds: f64) -> Result<Option<Duration>, String> {
+    if seconds.is_nan() || seconds < 0.0 {
+        return Err(format!("must be a number of seconds >= 0, not {seconds}"));
+    }
+    Ok(Duration::try_from_secs_f64(seconds).ok())
 }
 
-impl<S: Stack> Clone for Cached<S> {
+/// One branch's cache: what the [`Cache`] branch wraps its layer input with.
+///
+/// ```
+/// # use frunk::{hlist, hlist_pat}; use toolgraft::{BaseTool, Stack, Tool, Toolset, WithParams};
+/// # use toolgraft::ext::{Cache, CacheParams};
+/// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let shout = Tool::builder().name("shout").description("Return the text.")
+/// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+/// let hlist_pat![cached] = Toolset::new().bind(&shout, hlist![shout.combo().with(Cache::with_capacity(1))])?;
+/// for text in ["a", "b"] {
+///     cached.call(WithParams::new(CacheParams::default(), Shout { text: text.into() })).await?;
+/// }
+/// assert_eq!(cached.stack().wrapper().len(), 1);
+/// # Ok(()) }
+/// ```
+pub struct CacheStore<O> {
+    store: Arc<Store<O>>,
+    default_ttl: f64,
+}
+
+impl<O> Clone for CacheStore<O> {
     fn clone(&self) -> Self {
         Self {
-            inner: self.inner.clone(),
-            below: self.below.clone(),
             store: self.store.clone(),
             default_ttl: self.default_ttl,
-            reserved: self.reserved.clone(),
         }
     }
 }
 
-impl<S: Stack> Cached<S> {
-    /// How many results the store holds now.
-    ///
-    /// ```
-    /// # use frunk::{hlist, hlist_pat}; use toolgraft::{BaseTool, Stack, Tool, Toolset, WithParams};
-    /// # use toolgraft::ext::{Cache, CacheParams};
-    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
-    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
-    /// let hlist_pat![cached] = Toolset::new().bind(&shout, hlist![shout.combo().with(Cache::with_capacity(1))])?;
-    /// for text in ["a", "b"] {
-    ///     cached.call(WithParams::new(CacheParams::default(), Shout { text: text.into() })).await?;
-    /// }
-    /// assert_eq!(cached.stack().len(), 1);
-    /// # Ok(()) }
-    /// ```
+impl<O> CacheStore<O> {
+    /// How many results the store holds now (see the type's example).
     pub fn len(&self) -> usize {
         self.store.lock().ready.len()
     }
 
-    /// Whether the store is empty (see [`Cached::len`]).
+    /// Whether the store holds no result (see the type's example).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
 
-    fn ttl(&self, exp: Option<f64>) -> Result<Duration, ArgsError> {
-        let seconds = exp.unwrap_or(self.default_ttl);
-        Duration::try_from_secs_f64(seconds).map_err(|_| {
-            ArgsError::field(
-                "exp",
-                format!("`exp` must be a number of seconds >= 0, not {seconds}"),
-            )
-        })
+impl<O: Send + Sync + 'static> Extension for CacheStore<O> {
+    type Kind = Wrapper;
+    type Locality = Anywhere;
+
+    fn name(&self) -> &str {
+        "cache"
     }
 }
 
-impl<S> Stack for Cached<S>
+impl<S> Wrap<S> for CacheStore<S::Output>
 where
     S: Stack,
     S::Input: Serialize,
     S::Output: Clone + Sync,
 {
-    type Input = WithParams<CacheParams, S::Input>;
-    type Output = S::Output;
+    type Params = CacheParams;
 
-    async fn call(&self, input: Self::Input) -> Result<S::Output, ToolError> {
-        let ttl = self
-            .ttl(input.params.exp)
-            .map_err(|err| err.for_tool(&self.below))?;
-        if ttl.is_zero() {
-            return self.inner.call(input.input).await;
+    async fn around(
+        &self,
+        next: Next<'_, S>,
+        params: CacheParams,
+        input: S::Input,
+    ) -> Result<S::Output, ToolError> {
+        let ttl = ttl_of(params.exp.unwrap_or(self.default_ttl))
+            .map_err(|problem| ArgsError::field("exp", problem).for_tool(next.branch()))?;
+        if ttl == Some(Duration::ZERO) {
+            return next.call(input).await;
         }
-        let key = serde_json::to_string(&input.input).map_err(|err| ToolError::Refused {
-            tool: self.below.clone(),
+        let key = serde_json::to_string(&input).map_err(|err| ToolError::Refused {
+            tool: next.branch().clone(),
             extension: Name::unchecked("cache"),
             reason: format!("the arguments cannot be used as a cache key: {err}"),
         })?;
-        self.store
-            .get_or_run(key, ttl, || self.inner.call(input.input))
-            .await
-    }
-
-    fn decode(&self, mut args: Args) -> Result<Self::Input, ArgsError> {
-        let params = CacheParams::take(&mut args, &self.reserved)?;
-        self.ttl(params.exp)?;
-        Ok(WithParams::new(params, self.inner.decode(args)?))
+        self.store.get_or_run(key, ttl, || next.call(input)).await
     }
 }
 
-/// Results by key, plus the keys being computed right now.
+/// Results by key, plus the runs in flight.
 struct Store<O> {
     state: Mutex<StoreState<O>>,
 }
 
 struct StoreState<O> {
-    ready: LruCache<String, (O, Instant)>,
-    running: HashMap<String, Arc<Notify>>,
+    /// Results with the instant they go stale (`None`: never).
+    ready: LruCache<String, (O, Option<Instant>)>,
+    running: HashMap<String, Arc<Flight<O>>>,
+}
+
+/// One run of the layer below for a key, which identical callers join.
+struct Flight<O> {
+    result: OnceLock<Result<O, ToolError>>,
+    finished: Notify,
 }
 
 /// What the store has for a key.
 enum LookUp<O> {
     Fresh(O),
-    Running(Arc<Notify>),
-    /// Nothing: the caller is now the key's runner.
-    Run,
+    Join(Arc<Flight<O>>),
+    /// Nothing: the caller now runs the key.
+    Run(Arc<Flight<O>>),
 }
 
 impl<O> Store<O> {
@@ -288,75 +296,106 @@ impl<O> Store<O> {
 impl<O: Clone> Store<O> {
     fn look_up(&self, key: &str) -> LookUp<O> {
         let mut state = self.lock();
-        if let Some((value, fresh_until)) = state.ready.get(key) {
-            if Instant::now() < *fresh_until {
+        if let Some((value, stale_at)) = state.ready.get(key) {
+            if stale_at.is_none_or(|stale_at| Instant::now() < stale_at) {
                 return LookUp::Fresh(value.clone());
             }
             state.ready.pop(key);
         }
-        match state.running.get(key) {
-            Some(running) => LookUp::Running(running.clone()),
-            None => {
-                state
-                    .running
-                    .insert(key.to_owned(), Arc::new(Notify::new()));
-                LookUp::Run
-            }
+        if let Some(flight) = state.running.get(key) {
+            return LookUp::Join(flight.clone());
         }
+        let flight = Arc::new(Flight {
+            result: OnceLock::new(),
+            finished: Notify::new(),
+        });
+        state.running.insert(key.to_owned(), flight.clone());
+        LookUp::Run(flight)
     }
 
-    /// The fresh result for `key`, or `run`'s. One caller per key runs at a time;
-    /// the others wait for it and take its result, or (if it failed) try again.
-    async fn get_or_run<F, Fut>(&self, key: String, ttl: Duration, run: F) -> Result<O, ToolError>
+    /// The fresh result for `key`, or `run`'s. Identical concurrent callers join one
+    /// run and share its result, error included; only a success is stored.
+    async fn get_or_run<F, Fut>(
+        &self,
+        key: String,
+        ttl: Option<Duration>,
+        run: F,
+    ) -> Result<O, ToolError>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<O, ToolError>>,
     {
         loop {
-            let running = match self.look_up(&key) {
+            let flight = match self.look_up(&key) {
                 LookUp::Fresh(value) => return Ok(value),
-                LookUp::Running(running) => running,
-                LookUp::Run => break,
+                LookUp::Run(flight) => {
+                    let runner = Runner {
+                        store: self,
+                        key,
+                        flight,
+                    };
+                    let result = run().await;
+                    runner.finish(&result, ttl);
+                    return result;
+                }
+                LookUp::Join(flight) => flight,
             };
-            let finished = running.notified();
+            let finished = flight.finished.notified();
             tokio::pin!(finished);
             finished.as_mut().enable();
-            // The run may have ended before `enable`; then its wake-up is gone, and
-            // the entry is gone or belongs to a newer run: look again instead.
-            let same_run = self
+            if let Some(result) = flight.result.get() {
+                return result.clone();
+            }
+            // A run cancelled before `enable` woke nobody: only wait on one that is
+            // still registered.
+            let registered = self
                 .lock()
                 .running
                 .get(&key)
-                .is_some_and(|current| Arc::ptr_eq(current, &running));
-            if same_run {
+                .is_some_and(|current| Arc::ptr_eq(current, &flight));
+            if registered {
                 finished.await;
             }
+            if let Some(result) = flight.result.get() {
+                return result.clone();
+            }
+            // The run was cancelled: look again (and maybe run it ourselves).
         }
-        let runner = Runner { store: self, key };
-        let result = run().await;
-        if let Ok(value) = &result {
-            let fresh_until = Instant::now() + ttl;
-            runner
-                .store
-                .lock()
-                .ready
-                .put(runner.key.clone(), (value.clone(), fresh_until));
-        }
-        drop(runner);
-        result
     }
 }
 
-/// The caller computing a key; when it finishes (or is cancelled), waiters wake.
+/// The caller running a key. Finished or cancelled (dropped), it unregisters the
+/// run and wakes whoever joined it.
 struct Runner<'a, O> {
     store: &'a Store<O>,
     key: String,
+    flight: Arc<Flight<O>>,
+}
+
+impl<O: Clone> Runner<'_, O> {
+    fn finish(&self, result: &Result<O, ToolError>, ttl: Option<Duration>) {
+        let _ = self.flight.result.set(result.clone());
+        if let Ok(value) = result {
+            let stale_at = ttl.and_then(|ttl| Instant::now().checked_add(ttl));
+            self.store
+                .lock()
+                .ready
+                .put(self.key.clone(), (value.clone(), stale_at));
+        }
+    }
 }
 
 impl<O> Drop for Runner<'_, O> {
     fn drop(&mut self) {
-        if let Some(running) = self.store.lock().running.remove(&self.key) {
-            running.notify_waiters();
+        let mut state = self.store.lock();
+        if state
+            .running
+            .get(&self.key)
+            .is_some_and(|current| Arc::ptr_eq(current, &self.flight))
+        {
+            state.running.remove(&self.key);
         }
+        drop(state);
+        self.flight.finished.notify_waiters();
     }
 }

@@ -15,7 +15,7 @@ pub mod proxy;
 pub mod trace;
 
 pub use batch::{Batch, BatchInput, BatchItem};
-pub use cache::{Cache, CacheParams};
+pub use cache::{Cache, CacheParams, CacheStore};
 pub use pool::Pool;
 pub use proxy::{Proxy, ProxyParams};
 pub use trace::Trace;

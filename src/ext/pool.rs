@@ -1,12 +1,19 @@
 //! `pool`: the in-process backend. The layer below runs on a dedicated pool of
 //! worker threads with its own runtime, so nothing of the caller's task (its
 //! task-locals, its thread-locals) is there.
+//!
+//! SPEC §4 says a backend ships no code: it names its layer input to a worker that
+//! has the same tools bound. In-process, the pool's threads share the caller's
+//! memory, so the bound layer input is already there; the pool hands them a
+//! reference to it (and the typed input) instead of a name and JSON, which keeps
+//! typed calls typed. Backends that cross a process boundary go by name.
 
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::runtime::{Handle, Runtime};
+use tokio::task::AbortHandle;
 
 use crate::error::{ArgsError, ToolError};
 use crate::extension::{Extension, Layer, LayerInput};
@@ -136,6 +143,16 @@ impl<S: Stack> Layer<S> for Pool {
     }
 }
 
+/// Aborts a pool job when the call waiting for it is dropped.
+struct AbortOnDrop(AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        // A no-op for a job that already finished.
+        self.0.abort();
+    }
+}
+
 /// The branch [`Pool`] mints: calls go to the pool's threads (see [`Pool`]'s
 /// example).
 pub struct Pooled<S> {
@@ -165,6 +182,8 @@ impl<S: Stack> Stack for Pooled<S> {
             shared.jobs.fetch_add(1, Ordering::SeqCst);
             inner.call(input).await
         });
+        // A caller that gives up (a timeout, a fail-fast batch) takes the job with it.
+        let _abort_if_dropped = AbortOnDrop(job.abort_handle());
         match job.await {
             Ok(result) => result,
             Err(failure) if failure.is_panic() => Err(ToolError::Panicked {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::ToolError;
-use crate::extension::{Extension, Layer, LayerInput, Wrap, Wrapped};
+use crate::extension::{ConfigError, Extension, Layer, LayerInput, Wrap, Wrapped};
 use crate::kind::Wrapper;
 use crate::name::Name;
 use crate::params::Params;
@@ -150,6 +150,16 @@ impl Extension for Proxy {
         "proxy"
     }
 
+    fn check_config(&self) -> Result<(), ConfigError> {
+        if self.config.allow.is_empty() {
+            return Err(ConfigError::new(
+                "allow",
+                "the allow-list needs at least one route",
+            ));
+        }
+        Ok(())
+    }
+
     fn config(&self) -> Option<Value> {
         serde_json::to_value(&*self.config).ok()
     }
@@ -167,7 +177,7 @@ impl<S: Stack> Wrap<S> for Proxy {
         let route = self.choose(params.proxies);
         async move {
             let route = route.map_err(|reason| ToolError::Refused {
-                tool: next.name().clone(),
+                tool: next.branch().clone(),
                 extension: Name::unchecked("proxy"),
                 reason,
             })?;

@@ -15,6 +15,10 @@ use crate::stack::{Next, Stack};
 /// layer input's name; a failed call records its error in the span's `error` field
 /// and emits a `WARN` event inside the span.
 ///
+/// The span is named after the layer input through its `tool` field: `tracing`
+/// span names are static strings, and subscribers (and OpenTelemetry exporters)
+/// group by name, so one name with a field is also what dashboards want.
+///
 /// ```
 /// use toolgraft::{BaseTool, Tool, Toolset};
 /// use toolgraft::ext::Trace;

@@ -14,6 +14,10 @@ fn main() {
         .body(|input: Shout| async move { Ok(input.text) })
         .build()
         .unwrap();
-    let pool = Pool::new(1).unwrap();
+    let pool = worker_pool();
     let _combo = shout.combo().with(pool.clone()).with(pool);
+}
+
+fn worker_pool() -> Pool {
+    Pool::new(1).expect("a pool of one thread starts")
 }
