@@ -71,6 +71,7 @@ mod tool;
 mod toolset;
 
 pub mod ext;
+pub mod manifest;
 
 pub use bind::{Link, Site, ToolInfo};
 pub use combo::{Bound, Combo, Combos};

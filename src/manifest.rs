@@ -1,0 +1,331 @@
+//! Manifest files: which combos each base tool carries, as an operator writes them
+//! (SPEC §5), in JSON or TOML.
+//!
+//! ```json
+//! { "tools": {
+//!     "weather": [["cache", "batch"], [{"name": "output_schema", "config": {"schema": {"type": "object"}}}]],
+//!     "search":  ["trace"]
+//! } }
+//! ```
+//!
+//! A flat list is one combo: `["trace"]` is `[["trace"]]`.
+
+use std::fmt;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use thiserror::Error;
+
+/// One element of a combo: an extension name, with author config or not.
+///
+/// ```
+/// use toolgraft::manifest::ElementSpec;
+/// let plain = ElementSpec::named("trace");
+/// assert_eq!(plain.to_string(), "trace");
+/// let configured = ElementSpec::configured("batch", serde_json::json!({"max_items": 5}));
+/// assert_eq!(configured.to_string(), r#"batch{"max_items":5}"#);
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ElementSpec {
+    /// The registered extension name.
+    pub name: String,
+    /// Author config, closed over at bind time; `None` when the element is a bare
+    /// name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<Map<String, Value>>,
+}
+
+impl ElementSpec {
+    /// A bare extension name.
+    pub fn named(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            config: None,
+        }
+    }
+
+    /// An extension with config (a JSON object; anything else counts as empty).
+    pub fn configured(name: impl Into<String>, config: Value) -> Self {
+        Self {
+            name: name.into(),
+            config: Some(match config {
+                Value::Object(map) => map,
+                _ => Map::new(),
+            }),
+        }
+    }
+}
+
+impl fmt::Display for ElementSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.config {
+            Some(config) if !config.is_empty() => {
+                write!(f, "{}{}", self.name, Value::Object(config.clone()))
+            }
+            _ => f.write_str(&self.name),
+        }
+    }
+}
+
+/// An ordered, non-empty list of elements: `[a, b]` binds `b(a(tool))`.
+pub type ComboSpec = Vec<ElementSpec>;
+
+/// The combos of every base tool, in file order.
+///
+/// ```
+/// use toolgraft::manifest::Manifest;
+/// let manifest = Manifest::from_json(r#"{"tools": {"weather": ["chain"], "search": [["trace"], ["cache", "batch"]]}}"#)?;
+/// assert_eq!(manifest.tools[0].0, "weather");
+/// assert_eq!(manifest.tools[0].1, Manifest::from_json(r#"{"tools": {"weather": [["chain"]]}}"#)?.tools[0].1);
+/// assert_eq!(manifest.tools[1].1.len(), 2);
+/// # Ok::<(), toolgraft::manifest::ManifestError>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Manifest {
+    /// Each base tool's name with its combos.
+    pub tools: Vec<(String, Vec<ComboSpec>)>,
+}
+
+/// A manifest that cannot be used. Shape errors name the tool key and say what to
+/// write instead.
+///
+/// ```
+/// use toolgraft::manifest::Manifest;
+/// let err = Manifest::from_json(r#"{"tools": {"x": "chain"}}"#).unwrap_err();
+/// assert_eq!(err.to_string(),
+///     r#"tool `x`: expected a list of combos, found "chain"; write ["chain"] for one combo, or [["a", "b"], ["c"]] for several"#);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum ManifestError {
+    /// The text is not valid JSON or TOML.
+    #[error("the manifest is not valid {format}: {problem}")]
+    Syntax {
+        /// `JSON` or `TOML`.
+        format: &'static str,
+        /// The parser's message.
+        problem: String,
+    },
+    /// The top level is not `{"tools": {...}}`.
+    #[error(
+        "the manifest must be an object with one key, `tools`, mapping tool names to combos: {problem}"
+    )]
+    TopLevel {
+        /// What was found instead.
+        problem: String,
+    },
+    /// A tool's value breaks the manifest shape.
+    #[error("tool `{tool}`: {problem}")]
+    Shape {
+        /// The tool key.
+        tool: String,
+        /// What is wrong, and what to write instead.
+        problem: String,
+    },
+    /// The file could not be read, or its format is not known from its extension.
+    #[error("cannot load the manifest {path}: {problem}")]
+    File {
+        /// The file.
+        path: String,
+        /// Why.
+        problem: String,
+    },
+}
+
+impl Manifest {
+    /// Parses a JSON manifest.
+    pub fn from_json(text: &str) -> Result<Self, ManifestError> {
+        let value: Value = serde_json::from_str(text).map_err(|err| ManifestError::Syntax {
+            format: "JSON",
+            problem: err.to_string(),
+        })?;
+        Self::from_value(&value)
+    }
+
+    /// Parses a TOML manifest (`[tools]` with one array per tool).
+    ///
+    /// ```
+    /// use toolgraft::manifest::Manifest;
+    /// let toml = Manifest::from_toml(r#"
+    ///     [tools]
+    ///     weather = [["cache", "batch"], [{ name = "output_schema", config = { schema = { type = "object" } } }]]
+    ///     search = ["trace"]
+    /// "#)?;
+    /// let json = Manifest::from_json(r#"{"tools": {
+    ///     "weather": [["cache", "batch"], [{"name": "output_schema", "config": {"schema": {"type": "object"}}}]],
+    ///     "search": ["trace"]}}"#)?;
+    /// assert_eq!(toml, json);
+    /// # Ok::<(), toolgraft::manifest::ManifestError>(())
+    /// ```
+    pub fn from_toml(text: &str) -> Result<Self, ManifestError> {
+        let value: Value = toml::from_str(text).map_err(|err| ManifestError::Syntax {
+            format: "TOML",
+            problem: err.to_string(),
+        })?;
+        Self::from_value(&value)
+    }
+
+    /// Reads a `.json` or `.toml` manifest file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, ManifestError> {
+        let path = path.as_ref();
+        let file_error = |problem: String| ManifestError::File {
+            path: path.display().to_string(),
+            problem,
+        };
+        let text = std::fs::read_to_string(path).map_err(|err| file_error(err.to_string()))?;
+        match path.extension().and_then(|ext| ext.to_str()) {
+            Some("json") => Self::from_json(&text),
+            Some("toml") => Self::from_toml(&text),
+            _ => Err(file_error("name it *.json or *.toml".to_owned())),
+        }
+    }
+
+    /// Reads a manifest from a JSON value of the SPEC §5 shape, normalizing flat
+    /// lists to one combo.
+    pub fn from_value(value: &Value) -> Result<Self, ManifestError> {
+        let top = value.as_object().ok_or_else(|| ManifestError::TopLevel {
+            problem: format!("found {}", shown(value)),
+        })?;
+        if let Some(extra) = top.keys().find(|key| *key != "tools") {
+            return Err(ManifestError::TopLevel {
+                problem: format!("unexpected key `{extra}`"),
+            });
+        }
+        let tools = top
+            .get("tools")
+            .ok_or_else(|| ManifestError::TopLevel {
+                problem: "`tools` is missing".to_owned(),
+            })?
+            .as_object()
+            .ok_or_else(|| ManifestError::TopLevel {
+                problem: "`tools` is not an object".to_owned(),
+            })?;
+        let tools = tools
+            .iter()
+            .map(|(tool, combos)| Ok((tool.clone(), combos_of(tool, combos)?)))
+            .collect::<Result<_, ManifestError>>()?;
+        Ok(Self { tools })
+    }
+}
+
+fn shape(tool: &str, problem: String) -> ManifestError {
+    ManifestError::Shape {
+        tool: tool.to_owned(),
+        problem,
+    }
+}
+
+fn combos_of(tool: &str, value: &Value) -> Result<Vec<ComboSpec>, ManifestError> {
+    let Value::Array(entries) = value else {
+        return Err(shape(
+            tool,
+            format!(
+                "expected a list of combos, found {}; write [{}] for one combo, or [[\"a\", \"b\"], [\"c\"]] for several",
+                shown(value),
+                shown(value)
+            ),
+        ));
+    };
+    if entries.is_empty() {
+        return Err(shape(
+            tool,
+            "has no combos; write at least one, like [\"trace\"], or remove the key".to_owned(),
+        ));
+    }
+    let nested = entries.iter().filter(|entry| entry.is_array()).count();
+    if nested == 0 {
+        return Ok(vec![combo_of(tool, 1, entries)?]);
+    }
+    if nested != entries.len() {
+        return Err(shape(
+            tool,
+            "mixes extensions and combos in one list; write [\"a\", \"b\"] for one combo, or [[\"a\"], [\"b\"]] for several".to_owned(),
+        ));
+    }
+    entries
+        .iter()
+        .enumerate()
+        .map(|(at, combo)| {
+            combo_of(
+                tool,
+                at + 1,
+                combo.as_array().map_or(&[][..], Vec::as_slice),
+            )
+        })
+        .collect()
+}
+
+fn combo_of(tool: &str, number: usize, elements: &[Value]) -> Result<ComboSpec, ManifestError> {
+    if elements.is_empty() {
+        return Err(shape(
+            tool,
+            format!("combo {number} is empty; list at least one extension, like [\"trace\"]"),
+        ));
+    }
+    elements
+        .iter()
+        .enumerate()
+        .map(|(at, element)| element_of(tool, number, at + 1, element))
+        .collect()
+}
+
+const ELEMENT_FORMS: &str =
+    r#"an element is an extension name, like "cache", or {"name": "cache", "config": {...}}"#;
+
+fn element_of(
+    tool: &str,
+    combo: usize,
+    at: usize,
+    value: &Value,
+) -> Result<ElementSpec, ManifestError> {
+    let fail = |problem: String| {
+        shape(
+            tool,
+            format!("element {at} of combo {combo} {problem}; {ELEMENT_FORMS}"),
+        )
+    };
+    match value {
+        Value::String(name) if !name.is_empty() => Ok(ElementSpec::named(name.clone())),
+        Value::String(_) => Err(fail("is an empty name".to_owned())),
+        Value::Object(fields) => {
+            if let Some(extra) = fields.keys().find(|key| *key != "name" && *key != "config") {
+                return Err(fail(format!("has an unexpected key `{extra}`")));
+            }
+            let name = match fields.get("name") {
+                Some(Value::String(name)) if !name.is_empty() => name.clone(),
+                Some(other) => {
+                    return Err(fail(format!(
+                        "has a `name` that is not an extension name: {}",
+                        shown(other)
+                    )));
+                }
+                None => return Err(fail("has no `name`".to_owned())),
+            };
+            match fields.get("config") {
+                Some(Value::Object(config)) => Ok(ElementSpec {
+                    name,
+                    config: Some(config.clone()),
+                }),
+                Some(other) => Err(fail(format!(
+                    "has a `config` that is not a mapping: {}",
+                    shown(other)
+                ))),
+                None => Err(fail(format!(
+                    "has no `config` mapping (write \"{name}\" alone, or add \"config\": {{}})"
+                ))),
+            }
+        }
+        other => Err(fail(format!("is {}", shown(other)))),
+    }
+}
+
+/// A value as it appears in JSON, shortened.
+fn shown(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 60 {
+        format!("{}…", text.chars().take(60).collect::<String>())
+    } else {
+        text
+    }
+}
