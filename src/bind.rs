@@ -12,15 +12,17 @@ use std::sync::Arc;
 
 use schemars::Schema;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
+use crate::dynamic::DynStack;
 use crate::error::BindError;
 use crate::extension::{ConfigError, LayerInput};
 use crate::kind::ExtensionKind;
+use crate::manifest::{ComboSpec, ElementSpec};
 use crate::name::Name;
 use crate::rules;
 use crate::stack::ErasedStack;
-use crate::tool::ToolSpec;
+use crate::tool::{BaseTool, ToolSpec};
 
 /// One applied element of a bound name's stack: which extension, of which kind,
 /// with which config.
@@ -298,19 +300,42 @@ pub(crate) struct Entry {
     pub stack: Arc<dyn ErasedStack>,
 }
 
-impl Entry {
-    fn new(running: Running, stack: Arc<dyn ErasedStack>) -> Self {
+/// A bound name before it is bound: what clients will see, and the stack serving
+/// it.
+#[derive(Clone)]
+pub(crate) struct Minted {
+    pub running: Running,
+    pub stack: Arc<dyn ErasedStack>,
+}
+
+impl Minted {
+    /// The base tool itself.
+    pub fn base<B: BaseTool>(base: &B) -> Self {
         Self {
-            info: running.into_info(),
-            stack,
+            running: Running::of_base(base.spec()),
+            stack: Arc::new(base.clone()),
+        }
+    }
+
+    /// This name through JSON, to layer run-time extensions over.
+    pub fn dyn_stack(&self) -> DynStack {
+        DynStack::erased(self.running.name.clone(), self.stack.clone())
+    }
+
+    fn into_entry(self) -> Entry {
+        Entry {
+            info: self.running.into_info(),
+            stack: self.stack,
         }
     }
 }
 
-/// A branch a combo mints: what clients will see, and the stack serving it.
-pub(crate) struct Minted {
-    running: Running,
-    stack: Arc<dyn ErasedStack>,
+/// A combo attached to a tool: what identifies it (its elements, for "already
+/// attached" and "not attached"), and the branches it mints.
+#[derive(Clone)]
+pub(crate) struct Attached {
+    pub elements: ComboSpec,
+    pub branches: Vec<Minted>,
 }
 
 /// A combo being folded: its elements, one erased stack per prefix, and the first
@@ -324,10 +349,10 @@ pub struct ComboDraft {
 }
 
 impl ComboDraft {
-    pub(crate) fn new(spec: &ToolSpec) -> Self {
+    pub(crate) fn new(base: &Running) -> Self {
         Self {
-            base: spec.name.clone(),
-            running: Running::of_base(spec),
+            base: base.base.clone(),
+            running: base.clone(),
             elements: Vec::new(),
             branches: Vec::new(),
             refused: None,
@@ -344,20 +369,24 @@ impl ComboDraft {
         self.refused.get_or_insert(error);
     }
 
-    /// Folds `element` in; `stack` serves the branch it mints.
-    pub(crate) fn push(&mut self, element: Element, stack: Arc<dyn ErasedStack>) {
+    /// Folds `element` in; `stack` serves the branch it mints (`None` when it could
+    /// not be built, which the element's recorded problem explains).
+    pub(crate) fn push(&mut self, element: Element, stack: Option<Arc<dyn ErasedStack>>) {
         let next = if self.refused.is_some() {
             self.running.past(&element)
         } else {
-            match self.running.apply(&element) {
-                Ok(next) => {
+            match (self.running.apply(&element), stack) {
+                (Ok(next), Some(stack)) => {
                     self.branches.push(Minted {
                         running: next.clone(),
                         stack,
                     });
                     next
                 }
-                Err(error) => {
+                (Ok(_), None) => {
+                    unreachable!("an element without a stack carries a problem `apply` reports")
+                }
+                (Err(error), _) => {
                     self.refused = Some(error);
                     self.running.past(&element)
                 }
@@ -372,72 +401,95 @@ impl ComboDraft {
         &self.running.name
     }
 
-    /// The branches this combo mints, or the first rule it breaks (whole-combo
-    /// cardinality first, then the first refused layer).
-    fn into_branches(self) -> Result<Vec<Minted>, BindError> {
-        rules::cardinality(&self.base, &self.elements)?;
-        match self.refused {
-            Some(error) => Err(error),
-            None => Ok(self.branches),
+    /// The attached combo, or the first rule it breaks (whole-combo cardinality
+    /// first, then the first refused layer).
+    pub(crate) fn finish(self, tool: &Name) -> Result<Attached, BindError> {
+        if self.base != *tool {
+            return Err(BindError::ForeignCombo {
+                tool: tool.clone(),
+                combo_base: self.base,
+            });
         }
+        rules::cardinality(&self.base, &self.elements)?;
+        if let Some(error) = self.refused {
+            return Err(error);
+        }
+        let elements = self
+            .elements
+            .iter()
+            .map(|element| ElementSpec {
+                name: element.name.to_string(),
+                config: element.config.as_ref().and_then(non_empty_config),
+            })
+            .collect();
+        Ok(Attached {
+            elements,
+            branches: self.branches,
+        })
     }
+}
+
+/// Config as an element's identity sees it: an empty mapping is no config.
+fn non_empty_config(config: &Value) -> Option<Map<String, Value>> {
+    match config {
+        Value::Object(map) if !map.is_empty() => Some(map.clone()),
+        Value::Object(_) | Value::Null => None,
+        other => Some(Map::from_iter([("value".to_owned(), other.clone())])),
+    }
+}
+
+/// The identity of a combo as a manifest writes it: an empty config is no config.
+pub(crate) fn combo_key(elements: &[ElementSpec]) -> ComboSpec {
+    elements
+        .iter()
+        .map(|element| ElementSpec {
+            name: element.name.clone(),
+            config: element
+                .config
+                .as_ref()
+                .filter(|config| !config.is_empty())
+                .cloned(),
+        })
+        .collect()
 }
 
 /// Plans one tool: its base and every branch of every combo (rule 3: identical
 /// prefixes once; two stacks minting one name refused). Any broken rule refuses the
 /// whole tool (rule 14).
-pub(crate) fn plan_tool(
-    spec: &ToolSpec,
-    base: Arc<dyn ErasedStack>,
-    combos: Vec<ComboDraft>,
-) -> Result<Vec<Entry>, BindError> {
-    let mut planned = vec![Minted {
-        running: Running::of_base(spec),
-        stack: base,
-    }];
+pub(crate) fn plan_tool(base: &Minted, combos: &[Attached]) -> Result<Vec<Entry>, BindError> {
+    let tool = &base.running.base;
+    let mut planned = vec![base.clone()];
     let mut index: HashMap<Name, usize> = HashMap::new();
-    index.insert(spec.name.clone(), 0);
-    for combo in combos {
-        if combo.base != spec.name {
-            return Err(BindError::ForeignCombo {
-                tool: spec.name.clone(),
-                combo_base: combo.base,
-            });
-        }
-        for minted in combo.into_branches()? {
-            let running = &minted.running;
-            match index.get(&running.name) {
-                Some(&at) => match planned[at].running.difference(running) {
-                    None => {}
-                    Some(what) => {
-                        let (first, second) = (
-                            chain_text(&planned[at].running.chain),
-                            chain_text(&running.chain),
-                        );
-                        let second = if first == second {
-                            format!("{second}, with another {what}")
-                        } else {
-                            second
-                        };
-                        return Err(BindError::NameClash {
-                            tool: spec.name.clone(),
-                            name: running.name.clone(),
-                            first,
-                            second,
-                        });
-                    }
-                },
-                None => {
-                    index.insert(running.name.clone(), planned.len());
-                    planned.push(minted);
+    index.insert(tool.clone(), 0);
+    for minted in combos.iter().flat_map(|combo| &combo.branches) {
+        let running = &minted.running;
+        match index.get(&running.name) {
+            Some(&at) => {
+                if let Some(what) = planned[at].running.difference(running) {
+                    let (first, second) = (
+                        chain_text(&planned[at].running.chain),
+                        chain_text(&running.chain),
+                    );
+                    let second = if first == second {
+                        format!("{second}, with another {what}")
+                    } else {
+                        second
+                    };
+                    return Err(BindError::NameClash {
+                        tool: tool.clone(),
+                        name: running.name.clone(),
+                        first,
+                        second,
+                    });
                 }
+            }
+            None => {
+                index.insert(running.name.clone(), planned.len());
+                planned.push(minted.clone());
             }
         }
     }
-    Ok(planned
-        .into_iter()
-        .map(|minted| Entry::new(minted.running, minted.stack))
-        .collect())
+    Ok(planned.into_iter().map(Minted::into_entry).collect())
 }
 
 fn chain_text(chain: &[Link]) -> String {

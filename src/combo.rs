@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use frunk::{HCons, HNil};
 
-use crate::bind::{ComboDraft, Element};
+use crate::bind::{ComboDraft, Element, Running};
 use crate::extension::Layer;
 use crate::kind::Kind;
 use crate::name::Name;
@@ -63,7 +63,7 @@ pub struct Combo<S, St = Start> {
 impl<B: BaseTool> Combo<B, Start> {
     pub(crate) fn new(base: B) -> Self {
         Self {
-            draft: ComboDraft::new(base.spec()),
+            draft: ComboDraft::new(&Running::of_base(base.spec())),
             stack: base,
             state: PhantomData,
         }
@@ -104,28 +104,8 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
                 Name::unchecked(extension.name())
             }
         };
-        let branch = below.name.branch(&name);
-        let layer_input = below.layer_input(&branch);
-        let element = Element {
-            kind: <E::Kind as Kind>::KIND,
-            body_local: <E::Locality as Locality>::REQUIRES_BODY_LOCALITY,
-            accepts_config: true,
-            config: extension.config(),
-            config_problem: extension.check_config().err(),
-            reserved: rules::reserved_schema::<
-                E,
-                S::Input,
-                <E::Branch as Stack>::Input,
-                <E::Kind as Kind>::InputRule,
-            >(),
-            presented_input: extension.input_schema(&layer_input),
-            declared_output: extension.output_schema(&layer_input),
-            description: extension.describe(&below.description),
-            branch: branch.clone(),
-            name,
-        };
-        let stack = extension.layer(self.stack, &layer_input);
-        self.draft.push(element, Arc::new(stack.clone()));
+        let (element, stack) = apply_typed(extension, name, &below, self.stack, true);
+        self.draft.push(element, Some(Arc::new(stack.clone())));
         Combo {
             stack,
             draft: self.draft,
@@ -162,6 +142,45 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     pub fn stack(&self) -> &S {
         &self.stack
     }
+}
+
+/// Applies a typed extension over `inner`, the layer input `below`: the engine's
+/// element for it, and the branch. Both paths go through here: `Combo::with`, and
+/// the registry for typed extensions a manifest names.
+pub(crate) fn apply_typed<E, S>(
+    extension: E,
+    name: Name,
+    below: &Running,
+    inner: S,
+    accepts_config: bool,
+) -> (Element, E::Branch)
+where
+    S: Stack,
+    E: Layer<S>,
+    <E::Kind as Kind>::InputRule: InputContract<E, S::Input, <E::Branch as Stack>::Input>,
+{
+    let branch = below.name.branch(&name);
+    let layer_input = below.layer_input(&branch);
+    let element = Element {
+        kind: <E::Kind as Kind>::KIND,
+        body_local: <E::Locality as Locality>::REQUIRES_BODY_LOCALITY,
+        accepts_config,
+        config: extension.config(),
+        config_problem: extension.check_config().err(),
+        reserved: rules::reserved_schema::<
+            E,
+            S::Input,
+            <E::Branch as Stack>::Input,
+            <E::Kind as Kind>::InputRule,
+        >(),
+        presented_input: extension.input_schema(&layer_input),
+        declared_output: extension.output_schema(&layer_input),
+        description: extension.describe(&below.description),
+        branch: branch.clone(),
+        name,
+    };
+    let stack = extension.layer(inner, &layer_input);
+    (element, stack)
 }
 
 /// A bound combo's outermost branch, for typed calls: its name and its stack. A

@@ -89,6 +89,26 @@ pub enum ToolError {
         /// Why.
         reason: String,
     },
+    /// A result does not match the output schema the branch declares.
+    #[error("the result of `{tool}` does not match its output schema at `{path}`: {problem}")]
+    OutputMismatch {
+        /// The branch that validated the result.
+        tool: Name,
+        /// Where in the result, as a JSON Pointer (`/name`; empty for the whole).
+        path: String,
+        /// The offending value.
+        value: serde_json::Value,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A chain could not go on to its next tool.
+    #[error("chain `{tool}` stopped: {problem}")]
+    Chain {
+        /// The chain branch.
+        tool: Name,
+        /// Why.
+        problem: String,
+    },
     /// A result could not be turned into JSON.
     #[error("the result of `{tool}` is not valid JSON: {source}")]
     Output {
@@ -286,6 +306,46 @@ pub enum BindError {
         name: Name,
         /// The base tool that holds it.
         owner: Name,
+    },
+
+    /// A change or a manifest names a tool that is not bound.
+    #[error(
+        "no base tool `{tool}` is bound; bind it in code first (a manifest only attaches combos to bound base tools)"
+    )]
+    UnknownTool {
+        /// The name asked for.
+        tool: String,
+    },
+
+    /// Rule 16: a change or a manifest targets a branch instead of a base tool.
+    #[error(
+        "`{name}` is a branch of `{base}`, not a base tool; attach the combo to `{base}` instead"
+    )]
+    NotABase {
+        /// The branch named.
+        name: Name,
+        /// Its base tool.
+        base: Name,
+    },
+
+    /// A combo added to a tool that already carries it.
+    #[error("[{combo}] is already attached to `{tool}`")]
+    AlreadyAttached {
+        /// The tool.
+        tool: Name,
+        /// The combo, as `a, b`.
+        combo: String,
+    },
+
+    /// A combo removed from a tool that does not carry it.
+    #[error("[{combo}] is not attached to `{tool}`; its combos are {attached}")]
+    NotAttached {
+        /// The tool.
+        tool: Name,
+        /// The combo, as `a, b`.
+        combo: String,
+        /// The combos it carries, as `[a, b], [c]`, or `none`.
+        attached: String,
     },
 
     /// A combo was started from another tool than the one it is bound with.

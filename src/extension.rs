@@ -150,6 +150,24 @@ pub trait Extension: Send + Sync + 'static {
     }
 }
 
+/// An extension built from author config: what lets a manifest element carry
+/// `{"name": .., "config": {..}}` for it.
+///
+/// ```
+/// use toolgraft::{Configurable, ConfigError};
+/// use toolgraft::ext::{batch::BatchConfig, Batch};
+/// let batch = Batch::from_config(BatchConfig { max_items: 5 })?;
+/// # let _ = batch;
+/// # Ok::<(), ConfigError>(())
+/// ```
+pub trait Configurable: Extension + Sized {
+    /// The config, as serde reads it from the element's `config` mapping.
+    type Config: serde::de::DeserializeOwned;
+
+    /// Builds the extension; refuse a config it cannot work with.
+    fn from_config(config: Self::Config) -> Result<Self, ConfigError>;
+}
+
 /// Applies an extension to the stack `S` below it, building the branch.
 ///
 /// A wrapper written with [`Wrap`] returns [`Wrapped::new`] here; transformers and

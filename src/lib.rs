@@ -59,11 +59,13 @@
 
 mod bind;
 mod combo;
+mod dynamic;
 mod error;
 mod extension;
 mod kind;
 mod name;
 mod params;
+mod registry;
 pub mod rules;
 pub mod schema;
 mod stack;
@@ -75,16 +77,18 @@ pub mod manifest;
 
 pub use bind::{Link, Site, ToolInfo};
 pub use combo::{Bound, Combo, Combos};
+pub use dynamic::{DynStack, DynTool, DynToolBuilder};
 pub use error::{ArgsError, ArgsErrorKind, BindError, BoxError, ToolError};
-pub use extension::{ConfigError, Extension, Layer, LayerInput, Wrap, Wrapped};
+pub use extension::{ConfigError, Configurable, Extension, Layer, LayerInput, Wrap, Wrapped};
 pub use kind::{Backend, ExtensionKind, Kind, Transformer, UnknownKind, Wrapper};
 pub use name::{InvalidName, MAX_NAME_LEN, Name};
 pub use params::{Forwards, Params, ReservedParams, WithParams};
+pub use registry::{CatalogueEntry, DynBranch, DynExtension, DynLayer, Registry, RegistryError};
 pub use rules::{Anywhere, BodyLocal, Locality};
 pub use schemars::Schema;
 pub use stack::{Args, Next, Stack, decode_args};
 pub use tool::{BaseTool, Body, Tool, ToolBuilder, ToolSpec};
-pub use toolset::Toolset;
+pub use toolset::{BaseTools, Toolset, WeakToolset};
 
 // The README's code is compiled and run as a doc test, so it stays true.
 #[cfg(doctest)]

@@ -57,7 +57,7 @@ pub struct ToolSpec {
     message = "`{Self}` is not a base tool, so it cannot be bound or start a combo",
     label = "not a base tool",
     note = "a branch is never the target of a combo (SPEC rule 16): to extend a branch, add the extension to the combo that minted it",
-    note = "base tools are built with `Tool::builder()`"
+    note = "base tools are built with `Tool::builder()` (or `DynTool::builder()` at run time)"
 )]
 pub trait BaseTool: Stack {
     /// The tool's name, description and schemas.

@@ -1,14 +1,16 @@
-//! The toolset: every bound name, callable by name with JSON.
+//! The toolset: every bound name, callable by name with JSON, and changeable live.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock, Weak};
 
 use serde_json::Value;
 
-use crate::bind::{self, Entry, ToolInfo};
+use crate::bind::{self, Attached, Entry, Minted, ToolInfo};
 use crate::combo::Combos;
 use crate::error::{ArgsError, ArgsErrorKind, BindError, ToolError};
+use crate::manifest::{ComboSpec, ElementSpec, Manifest};
 use crate::name::Name;
+use crate::registry::Registry;
 use crate::schema;
 use crate::stack::Args;
 use crate::tool::BaseTool;
@@ -16,7 +18,8 @@ use crate::tool::BaseTool;
 /// Bound tools: each base with one branch per prefix of each of its combos.
 ///
 /// Cloning is cheap and shares the bindings, so one toolset can serve many tasks
-/// (and the workers of a backend) at once.
+/// (and the workers of a backend) at once. Changes are atomic per tool: a call sees
+/// a tool's names either all before or all after a change.
 ///
 /// ```
 /// use frunk::hlist;
@@ -46,11 +49,52 @@ pub struct Toolset {
     catalog: Arc<RwLock<Catalog>>,
 }
 
+impl std::fmt::Debug for Toolset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Toolset")
+            .field("names", &self.names())
+            .finish()
+    }
+}
+
+/// A handle to a toolset that does not keep it alive (for extensions that call
+/// back into the toolset they are bound in, such as `chain`).
+///
+/// ```
+/// let toolset = toolgraft::Toolset::new();
+/// let weak = toolset.downgrade();
+/// assert!(weak.upgrade().is_some());
+/// drop(toolset);
+/// assert!(weak.upgrade().is_none());
+/// ```
+#[derive(Clone, Default)]
+pub struct WeakToolset {
+    catalog: Weak<RwLock<Catalog>>,
+}
+
+impl WeakToolset {
+    /// The toolset, if it is still alive.
+    pub fn upgrade(&self) -> Option<Toolset> {
+        self.catalog.upgrade().map(|catalog| Toolset { catalog })
+    }
+}
+
 #[derive(Default)]
 struct Catalog {
-    /// Each base tool, with every name it binds.
-    tools: BTreeMap<Name, Vec<Name>>,
+    /// Each base tool: its base, its combos, and every name it binds.
+    tools: BTreeMap<Name, ToolGroup>,
     entries: HashMap<Name, Arc<Entry>>,
+}
+
+/// One base tool with its attached combos.
+#[derive(Clone)]
+pub(crate) struct ToolGroup {
+    pub base: Minted,
+    pub combos: Vec<Attached>,
+    names: Vec<Name>,
+    /// Bumped on every change, so a change prepared outside the lock can tell
+    /// whether the tool moved on meanwhile.
+    generation: u64,
 }
 
 impl Toolset {
@@ -61,6 +105,13 @@ impl Toolset {
     /// ```
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A handle that does not keep the toolset alive.
+    pub fn downgrade(&self) -> WeakToolset {
+        WeakToolset {
+            catalog: Arc::downgrade(&self.catalog),
+        }
     }
 
     /// Binds `base` and every branch of its typed `combos` (a `frunk::hlist!` of
@@ -93,33 +144,348 @@ impl Toolset {
     ) -> Result<C::Branches, BindError> {
         let mut drafts = Vec::new();
         let branches = combos.into_drafts(&mut drafts);
-        let entries = bind::plan_tool(base.spec(), Arc::new(base.clone()), drafts)?;
-        self.insert(&base.spec().name, entries)?;
+        let tool = &base.spec().name;
+        let combos = drafts
+            .into_iter()
+            .map(|draft| draft.finish(tool))
+            .collect::<Result<Vec<_>, _>>()?;
+        let group = ToolGroup {
+            base: Minted::base(base),
+            combos,
+            names: Vec::new(),
+            generation: 0,
+        };
+        self.install(group, None)?;
         Ok(branches)
     }
 
-    fn insert(&self, base: &Name, entries: Vec<Entry>) -> Result<(), BindError> {
+    /// A copy of the group of base tool `tool`, for a change to work on; a branch
+    /// or an unknown name is refused.
+    pub(crate) fn group(&self, tool: &str) -> Result<ToolGroup, BindError> {
+        let catalog = self.read();
+        if let Some(group) = catalog.tools.get(tool) {
+            return Ok(group.clone());
+        }
+        match catalog.entries.get(tool) {
+            Some(entry) => Err(BindError::NotABase {
+                name: entry.info.name.clone(),
+                base: entry.info.base.clone(),
+            }),
+            None => Err(BindError::UnknownTool {
+                tool: tool.to_owned(),
+            }),
+        }
+    }
+
+    /// Plans `group` and swaps it in for the tool's names, atomically. With
+    /// `expected`, only if the tool is still at that generation (else the change
+    /// is retried by the caller).
+    pub(crate) fn install(
+        &self,
+        mut group: ToolGroup,
+        expected: Option<u64>,
+    ) -> Result<Retry, BindError> {
+        let entries = bind::plan_tool(&group.base, &group.combos)?;
+        let tool = group.base.running.base.clone();
         let mut catalog = self.catalog.write().unwrap_or_else(PoisonError::into_inner);
-        for entry in &entries {
-            if let Some(taken) = catalog.entries.get(&entry.info.name) {
+        let current = catalog.tools.get(&tool).map(|current| current.generation);
+        match (current, expected) {
+            (Some(_), None) => {
                 return Err(BindError::NameTaken {
-                    tool: base.clone(),
+                    tool: tool.clone(),
+                    name: tool.clone(),
+                    owner: tool,
+                });
+            }
+            (Some(now), Some(expected)) if now != expected => return Ok(Retry::Yes),
+            (None, Some(_)) => return Ok(Retry::Yes),
+            _ => {}
+        }
+        for entry in &entries {
+            if let Some(taken) = catalog.entries.get(&entry.info.name)
+                && taken.info.base != tool
+            {
+                return Err(BindError::NameTaken {
+                    tool: tool.clone(),
                     name: entry.info.name.clone(),
                     owner: taken.info.base.clone(),
                 });
             }
         }
-        let names = entries
+        if let Some(old) = catalog.tools.remove(&tool) {
+            for name in &old.names {
+                catalog.entries.remove(name);
+            }
+        }
+        group.names = entries
             .iter()
             .map(|entry| entry.info.name.clone())
             .collect();
-        catalog.tools.insert(base.clone(), names);
+        group.generation = current.map_or(0, |now| now + 1);
         for entry in entries {
             catalog
                 .entries
                 .insert(entry.info.name.clone(), Arc::new(entry));
         }
-        Ok(())
+        catalog.tools.insert(tool, group);
+        Ok(Retry::No)
+    }
+
+    /// Attaches a combo to the bound base tool `tool`, by extension names from
+    /// `registry`. Refused if the combo is already attached, if `tool` is a branch,
+    /// or if any rule breaks; then nothing changes.
+    ///
+    /// ```
+    /// use frunk::hlist;
+    /// use toolgraft::manifest::ElementSpec;
+    /// use toolgraft::{BaseTool, BindError, Registry, Tool, Toolset};
+    /// use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// let shout = Tool::builder().name("shout").description("Return the text.")
+    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind(&shout, hlist![])?;
+    /// let mut registry = Registry::new();
+    /// registry.register(Trace)?;
+    ///
+    /// toolset.attach(&registry, "shout", &[ElementSpec::named("trace")])?;
+    /// assert_eq!(toolset.names(), ["shout", "shout_trace"]);
+    /// let again = toolset.attach(&registry, "shout", &[ElementSpec::named("trace")]);
+    /// assert!(matches!(again, Err(BindError::AlreadyAttached { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn attach(
+        &self,
+        registry: &Registry,
+        tool: &str,
+        combo: &[ElementSpec],
+    ) -> Result<(), BindError> {
+        self.change(tool, |group| {
+            let key = bind::combo_key(combo);
+            if group.combos.iter().any(|attached| attached.elements == key) {
+                return Err(BindError::AlreadyAttached {
+                    tool: group.base.running.base.clone(),
+                    combo: listed(&key),
+                });
+            }
+            group.combos.push(registry.combo(&group.base, combo)?);
+            Ok(())
+        })
+    }
+
+    /// Detaches a combo from the bound base tool `tool`: its branches go, unless
+    /// another combo mints them too.
+    ///
+    /// ```
+    /// use frunk::hlist;
+    /// use toolgraft::manifest::ElementSpec;
+    /// use toolgraft::{BaseTool, BindError, Tool, Toolset};
+    /// use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// let shout = Tool::builder().name("shout").description("Return the text.")
+    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// toolset.detach("shout", &[ElementSpec::named("trace")])?;
+    /// assert_eq!(toolset.names(), ["shout"]);
+    /// let err = toolset.detach("shout", &[ElementSpec::named("trace")]).unwrap_err();
+    /// assert!(matches!(err, BindError::NotAttached { .. }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn detach(&self, tool: &str, combo: &[ElementSpec]) -> Result<(), BindError> {
+        self.change(tool, |group| {
+            let key = bind::combo_key(combo);
+            let Some(at) = group
+                .combos
+                .iter()
+                .position(|attached| attached.elements == key)
+            else {
+                let attached: Vec<String> = group
+                    .combos
+                    .iter()
+                    .map(|attached| format!("[{}]", listed(&attached.elements)))
+                    .collect();
+                return Err(BindError::NotAttached {
+                    tool: group.base.running.base.clone(),
+                    combo: listed(&key),
+                    attached: if attached.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        attached.join(", ")
+                    },
+                });
+            };
+            group.combos.remove(at);
+            Ok(())
+        })
+    }
+
+    /// Replaces every combo of the bound base tool `tool` (typed ones included) by
+    /// `combos`. All or nothing: on error the previous binding stays, callable.
+    ///
+    /// ```
+    /// use frunk::hlist;
+    /// use toolgraft::manifest::ElementSpec;
+    /// use toolgraft::{BaseTool, Registry, Tool, Toolset};
+    /// use toolgraft::ext::{Pool, Trace};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// let shout = Tool::builder().name("shout").description("Return the text.")
+    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// let mut registry = Registry::new();
+    /// registry.register(Pool::new(1)?)?;
+    /// let two_pools = vec![ElementSpec::named("pool"), ElementSpec::named("pool")];
+    /// assert!(toolset.replace(&registry, "shout", &[two_pools]).is_err());
+    /// assert_eq!(toolset.names(), ["shout", "shout_trace"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn replace(
+        &self,
+        registry: &Registry,
+        tool: &str,
+        combos: &[ComboSpec],
+    ) -> Result<(), BindError> {
+        self.change(tool, |group| {
+            let mut attached: Vec<Attached> = Vec::with_capacity(combos.len());
+            for combo in combos {
+                let key = bind::combo_key(combo);
+                if attached.iter().any(|other| other.elements == key) {
+                    return Err(BindError::AlreadyAttached {
+                        tool: group.base.running.base.clone(),
+                        combo: listed(&key),
+                    });
+                }
+                attached.push(registry.combo(&group.base, combo)?);
+            }
+            group.combos = attached;
+            Ok(())
+        })
+    }
+
+    /// Binds every tool of `bases`, each with the combos `manifest` gives it (none
+    /// if it names it not). Tools are independent; a tool that breaks a rule has
+    /// none of its names bound (base included), and its key reports why; so does a
+    /// manifest key that names no tool of `bases`. Returns each tool with its
+    /// outcome: `bases` in order, then unknown manifest keys.
+    ///
+    /// ```
+    /// use toolgraft::manifest::Manifest;
+    /// use toolgraft::{BaseTools, BindError, Registry, Tool, Toolset};
+    /// use toolgraft::ext::{Pool, Trace};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let tool = |name: &str| Tool::builder().name(name).description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build();
+    /// let (shout, whisper) = (tool("shout")?, tool("whisper")?);
+    /// let mut registry = Registry::new();
+    /// registry.register(Trace)?.register(Pool::new(1)?)?;
+    /// let manifest = Manifest::from_json(r#"{"tools": {"shout": ["trace"], "whisper": ["pool", "pool"]}}"#)?;
+    ///
+    /// let toolset = Toolset::new();
+    /// let outcome = toolset.bind_manifest(&registry, &BaseTools::new().with(&shout).with(&whisper), &manifest);
+    /// assert!(outcome[0].1.is_ok());
+    /// assert!(matches!(outcome[1].1, Err(BindError::MultipleOfKind { .. })));
+    /// assert_eq!(toolset.names(), ["shout", "shout_trace"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn bind_manifest(
+        &self,
+        registry: &Registry,
+        bases: &BaseTools,
+        manifest: &Manifest,
+    ) -> Vec<(String, Result<(), BindError>)> {
+        let no_combos = Vec::new();
+        let mut outcome: Vec<(String, Result<(), BindError>)> = bases
+            .tools
+            .iter()
+            .map(|base| {
+                let tool = &base.running.base;
+                let combos = manifest
+                    .tools
+                    .iter()
+                    .find(|(key, _)| key == tool.as_str())
+                    .map_or(&no_combos, |(_, combos)| combos);
+                let bound = combos
+                    .iter()
+                    .map(|combo| registry.combo(base, combo))
+                    .collect::<Result<Vec<_>, _>>()
+                    .and_then(|combos| {
+                        let group = ToolGroup {
+                            base: base.clone(),
+                            combos,
+                            names: Vec::new(),
+                            generation: 0,
+                        };
+                        self.install(group, None).map(drop)
+                    });
+                (tool.to_string(), bound)
+            })
+            .collect();
+        for (key, _) in &manifest.tools {
+            if !bases
+                .tools
+                .iter()
+                .any(|base| base.running.base == key.as_str())
+            {
+                outcome.push((
+                    key.clone(),
+                    Err(BindError::UnknownTool { tool: key.clone() }),
+                ));
+            }
+        }
+        outcome
+    }
+
+    /// Gives each tool of `manifest` exactly the manifest's combos. Tools are
+    /// independent: one that breaks a rule keeps its previous binding, the others
+    /// change. Returns each tool key with its outcome, in manifest order.
+    ///
+    /// ```
+    /// use frunk::hlist;
+    /// use toolgraft::manifest::Manifest;
+    /// use toolgraft::{BaseTool, BindError, Registry, Tool, Toolset};
+    /// use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// let shout = Tool::builder().name("shout").description("Return the text.")
+    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind(&shout, hlist![])?;
+    /// let mut registry = Registry::new();
+    /// registry.register(Trace)?;
+    /// let manifest = Manifest::from_json(r#"{"tools": {"shout": ["trace"], "ghost": ["trace"]}}"#)?;
+    /// let outcome = toolset.apply_manifest(&registry, &manifest);
+    /// assert!(outcome[0].1.is_ok());
+    /// assert!(matches!(outcome[1].1, Err(BindError::UnknownTool { .. })));
+    /// assert_eq!(toolset.names(), ["shout", "shout_trace"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn apply_manifest(
+        &self,
+        registry: &Registry,
+        manifest: &Manifest,
+    ) -> Vec<(String, Result<(), BindError>)> {
+        manifest
+            .tools
+            .iter()
+            .map(|(tool, combos)| (tool.clone(), self.replace(registry, tool, combos)))
+            .collect()
+    }
+
+    /// Runs `edit` on a copy of `tool`'s group and installs the result atomically,
+    /// preparing again if the tool changed meanwhile.
+    fn change(
+        &self,
+        tool: &str,
+        edit: impl Fn(&mut ToolGroup) -> Result<(), BindError>,
+    ) -> Result<(), BindError> {
+        loop {
+            let mut group = self.group(tool)?;
+            let generation = group.generation;
+            edit(&mut group)?;
+            if self.install(group, Some(generation))? == Retry::No {
+                return Ok(());
+            }
+        }
     }
 
     /// Calls a bound name with JSON arguments (an object; `null` means none).
@@ -156,8 +522,7 @@ impl Toolset {
                 return Err(ArgsError::whole(problem).for_tool(tool));
             }
         };
-        let result = entry.stack.call_json(tool, args).await;
-        match result {
+        match entry.stack.call_json(tool, args).await {
             Err(ToolError::InvalidArguments {
                 tool,
                 field: Some(field),
@@ -178,8 +543,12 @@ impl Toolset {
 
     /// " (`arg` is a parameter of `x`)" when a sibling of `info` names `arg`.
     fn taken_by_sibling(&self, info: &ToolInfo, arg: &str) -> String {
-        let catalog = self.catalog.read().unwrap_or_else(PoisonError::into_inner);
-        let siblings = catalog.tools.get(&info.base).into_iter().flatten();
+        let catalog = self.read();
+        let siblings = catalog
+            .tools
+            .get(&info.base)
+            .into_iter()
+            .flat_map(|group| &group.names);
         siblings
             .filter(|name| **name != info.name)
             .filter_map(|name| catalog.entries.get(name))
@@ -191,9 +560,12 @@ impl Toolset {
             .unwrap_or_default()
     }
 
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
+        self.catalog.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn entry(&self, name: &str) -> Option<Arc<Entry>> {
-        let catalog = self.catalog.read().unwrap_or_else(PoisonError::into_inner);
-        catalog.entries.get(name).cloned()
+        self.read().entries.get(name).cloned()
     }
 
     /// What clients see of a bound name.
@@ -228,7 +600,7 @@ impl Toolset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn tools(&self) -> Vec<ToolInfo> {
-        let catalog = self.catalog.read().unwrap_or_else(PoisonError::into_inner);
+        let catalog = self.read();
         let mut tools: Vec<ToolInfo> = catalog
             .entries
             .values()
@@ -251,7 +623,7 @@ impl Toolset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn names(&self) -> Vec<Name> {
-        let catalog = self.catalog.read().unwrap_or_else(PoisonError::into_inner);
+        let catalog = self.read();
         let mut names: Vec<Name> = catalog.entries.keys().cloned().collect();
         names.sort();
         names
@@ -305,5 +677,64 @@ impl Toolset {
     /// ```
     pub fn contains(&self, name: &str) -> bool {
         self.entry(name).is_some()
+    }
+}
+
+/// Whether a change prepared outside the lock must be prepared again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Retry {
+    Yes,
+    No,
+}
+
+/// A combo as `a, b{"n":1}`.
+fn listed(combo: &[ElementSpec]) -> String {
+    combo
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Base tools offered to [`Toolset::bind_manifest`], by name, type-erased.
+///
+/// ```
+/// use toolgraft::{BaseTools, Tool};
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+/// let shout = Tool::builder().name("shout").description("Return the text.")
+///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+/// let bases = BaseTools::new().with(&shout);
+/// assert_eq!(bases.names(), ["shout"]);
+/// # Ok::<(), toolgraft::InvalidName>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct BaseTools {
+    tools: Vec<Minted>,
+}
+
+impl BaseTools {
+    /// No tools yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `base` (see the type's example).
+    pub fn add<B: BaseTool>(&mut self, base: &B) -> &mut Self {
+        self.tools.push(Minted::base(base));
+        self
+    }
+
+    /// Adds `base`, by value (see the type's example).
+    pub fn with<B: BaseTool>(mut self, base: &B) -> Self {
+        self.add(base);
+        self
+    }
+
+    /// The tools' names, in the order they were added.
+    pub fn names(&self) -> Vec<Name> {
+        self.tools
+            .iter()
+            .map(|base| base.running.base.clone())
+            .collect()
     }
 }

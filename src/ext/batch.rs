@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 
 use crate::error::{ArgsError, ToolError};
-use crate::extension::{ConfigError, Extension, Layer, LayerInput};
+use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput};
 use crate::kind::Transformer;
 use crate::name::Name;
 use crate::rules::Anywhere;
@@ -268,6 +268,16 @@ impl Extension for Batch {
                 ],
             },
         })))
+    }
+}
+
+impl Configurable for Batch {
+    type Config = BatchConfig;
+
+    fn from_config(config: BatchConfig) -> Result<Self, ConfigError> {
+        let batch = Self::new(config);
+        batch.check_config()?;
+        Ok(batch)
     }
 }
 

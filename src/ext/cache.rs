@@ -14,7 +14,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::error::{ArgsError, ToolError};
-use crate::extension::{ConfigError, Extension, Layer, LayerInput, Wrap, Wrapped};
+use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput, Wrap, Wrapped};
 use crate::kind::Wrapper;
 use crate::name::Name;
 use crate::params::Params;
@@ -146,6 +146,16 @@ impl Extension for Cache {
         ttl_of(self.config.default_ttl_secs)
             .map(drop)
             .map_err(|problem| ConfigError::new("default_ttl_secs", problem))
+    }
+}
+
+impl Configurable for Cache {
+    type Config = CacheConfig;
+
+    fn from_config(config: CacheConfig) -> Result<Self, ConfigError> {
+        let cache = Self::new(config);
+        cache.check_config()?;
+        Ok(cache)
     }
 }
 

@@ -7,15 +7,21 @@
 //! | [`Proxy`] | wrapper | **yes** | `proxies` | a task-local egress route from an allow-list |
 //! | [`Batch`] | transformer | no | — | runs a list of inputs, sequentially or in parallel |
 //! | [`Pool`] | backend | no | — | runs the layer below on a dedicated pool of worker threads |
+//! | [`OutputSchema`] | transformer | no | — | declares an output schema and validates every result against it |
+//! | [`Chain`] | transformer | no | — | feeds (a selection of) the result into another bound tool, by name |
 
 pub mod batch;
 pub mod cache;
+pub mod chain;
+pub mod output_schema;
 pub mod pool;
 pub mod proxy;
 pub mod trace;
 
 pub use batch::{Batch, BatchInput, BatchItem};
 pub use cache::{Cache, CacheParams, CacheStore};
+pub use chain::Chain;
+pub use output_schema::OutputSchema;
 pub use pool::Pool;
 pub use proxy::{Proxy, ProxyParams};
 pub use trace::Trace;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::ToolError;
-use crate::extension::{ConfigError, Extension, Layer, LayerInput, Wrap, Wrapped};
+use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput, Wrap, Wrapped};
 use crate::kind::Wrapper;
 use crate::name::Name;
 use crate::params::Params;
@@ -162,6 +162,16 @@ impl Extension for Proxy {
 
     fn config(&self) -> Option<Value> {
         serde_json::to_value(&*self.config).ok()
+    }
+}
+
+impl Configurable for Proxy {
+    type Config = ProxyConfig;
+
+    fn from_config(config: ProxyConfig) -> Result<Self, ConfigError> {
+        let proxy = Self::new(config);
+        proxy.check_config()?;
+        Ok(proxy)
     }
 }
 

@@ -1,0 +1,246 @@
+//! Stacks at JSON values: what the run-time path layers, and what the typed
+//! built-ins run over when a manifest names them.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use schemars::Schema;
+use serde_json::Value;
+use typed_builder::TypedBuilder;
+
+use crate::error::{ArgsError, BoxError, ToolError};
+use crate::name::{InvalidName, Name};
+use crate::schema::ArgNames;
+use crate::stack::{Args, ErasedStack, SendBox, Stack};
+use crate::tool::{BaseTool, ToolSpec, panic_message};
+
+/// A bound name seen through JSON: JSON arguments in, a JSON value out.
+///
+/// Any [`Stack`] becomes one with [`DynStack::new`]; a run-time extension builds one
+/// from a closure with [`DynStack::from_fn`]. Cloning is cheap.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgraft::{DynStack, Name, Stack};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let echo = DynStack::from_fn(Name::new("echo")?, |args| async move { Ok(serde_json::Value::Object(args)) });
+/// let args = json!({"a": 1}).as_object().unwrap().clone();
+/// assert_eq!(echo.call(args).await?, json!({"a": 1}));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct DynStack {
+    name: Name,
+    stack: Arc<dyn ErasedStack>,
+}
+
+impl DynStack {
+    /// `stack` through JSON, under the name its errors carry.
+    pub fn new<S: Stack>(name: Name, stack: S) -> Self {
+        Self {
+            name,
+            stack: Arc::new(stack),
+        }
+    }
+
+    pub(crate) fn erased(name: Name, stack: Arc<dyn ErasedStack>) -> Self {
+        Self { name, stack }
+    }
+
+    /// A stack from an async closure over the JSON arguments. A panic in it becomes
+    /// [`ToolError::Panicked`].
+    pub fn from_fn<F, Fut>(name: Name, body: F) -> Self
+    where
+        F: Fn(Args) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, BoxError>> + Send + 'static,
+    {
+        Self::new(
+            name.clone(),
+            FnStack {
+                name,
+                body: Arc::new(body),
+            },
+        )
+    }
+
+    pub(crate) fn into_erased(self) -> Arc<dyn ErasedStack> {
+        self.stack
+    }
+
+    /// The name the stack's errors carry.
+    pub fn name(&self) -> &Name {
+        &self.name
+    }
+}
+
+impl Stack for DynStack {
+    type Input = Args;
+    type Output = Value;
+
+    fn call(&self, input: Args) -> impl Future<Output = Result<Value, ToolError>> + Send {
+        self.stack.call_json(&self.name, input)
+    }
+
+    /// Arguments stay JSON: the stack decodes them when called.
+    fn decode(&self, args: Args) -> Result<Args, ArgsError> {
+        Ok(args)
+    }
+}
+
+/// A closure as a stack.
+struct FnStack<F> {
+    name: Name,
+    body: Arc<F>,
+}
+
+impl<F> Clone for FnStack<F> {
+    fn clone(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            body: self.body.clone(),
+        }
+    }
+}
+
+impl<F, Fut> Stack for FnStack<F>
+where
+    F: Fn(Args) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, BoxError>> + Send + 'static,
+{
+    type Input = Args;
+    type Output = Value;
+
+    fn call(&self, input: Args) -> impl Future<Output = Result<Value, ToolError>> + Send {
+        let body = self.body.clone();
+        let name = self.name.clone();
+        SendBox::new(async move {
+            let run = std::panic::AssertUnwindSafe(async move { body(input).await });
+            match futures_util::FutureExt::catch_unwind(run).await {
+                Ok(Ok(value)) => Ok(value),
+                Ok(Err(source)) => Err(ToolError::Body {
+                    tool: name,
+                    source: source.into(),
+                }),
+                Err(panic) => Err(ToolError::Panicked {
+                    tool: name,
+                    message: panic_message(panic.as_ref()),
+                }),
+            }
+        })
+    }
+
+    fn decode(&self, args: Args) -> Result<Args, ArgsError> {
+        Ok(args)
+    }
+}
+
+/// A base tool defined at run time: JSON schemas and a closure over JSON values.
+///
+/// Arguments are checked against the input schema's property names (strictly, as
+/// everywhere); the body validates the rest.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgraft::{DynTool, Stack};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let add = DynTool::builder()
+///     .name("add")
+///     .description("Add two numbers.")
+///     .input_schema(schemars::json_schema!({
+///         "type": "object",
+///         "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+///         "required": ["a", "b"],
+///     }))
+///     .body(|args| async move {
+///         let number = |key: &str| args.get(key).and_then(|v| v.as_f64()).ok_or("not a number");
+///         Ok(json!(number("a")? + number("b")?))
+///     })
+///     .build()?;
+/// let args = json!({"a": 1, "b": 2}).as_object().unwrap().clone();
+/// assert_eq!(add.call(args).await?, json!(3.0));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct DynTool {
+    spec: Arc<ToolSpec>,
+    args: ArgNames,
+    stack: DynStack,
+}
+
+/// The fields of a [`DynTool`], as its builder collects them.
+#[doc(hidden)]
+#[derive(TypedBuilder)]
+#[builder(
+    builder_method(vis = "", name = __builder),
+    builder_type(name = DynToolBuilder, doc = "Builds a [`DynTool`]: set `name`, `description`, `input_schema` and `body` (and `output_schema`, optionally), then `build()`."),
+    build_method(into = Result<DynTool, InvalidName>)
+)]
+pub struct DynToolParts {
+    #[builder(setter(into))]
+    name: String,
+    #[builder(setter(into))]
+    description: String,
+    input_schema: Schema,
+    #[builder(default, setter(strip_option))]
+    output_schema: Option<Schema>,
+    #[builder(setter(
+        fn transform<F, Fut>(body: F) -> SharedBody
+        where
+            F: Fn(Args) -> Fut + Send + Sync + 'static,
+            Fut: Future<Output = Result<Value, BoxError>> + Send + 'static,
+        {
+            Arc::new(move |args| Box::pin(body(args)) as BoxedBody)
+        }
+    ))]
+    body: SharedBody,
+}
+
+type BoxedBody = std::pin::Pin<Box<dyn Future<Output = Result<Value, BoxError>> + Send>>;
+type SharedBody = Arc<dyn Fn(Args) -> BoxedBody + Send + Sync>;
+
+impl From<DynToolParts> for Result<DynTool, InvalidName> {
+    fn from(parts: DynToolParts) -> Self {
+        let name = Name::new(&parts.name)?;
+        let body = parts.body;
+        let stack = DynStack::from_fn(name.clone(), move |args| body(args));
+        Ok(DynTool {
+            args: ArgNames::of(&parts.input_schema),
+            spec: Arc::new(ToolSpec {
+                name,
+                description: parts.description,
+                input_schema: parts.input_schema,
+                output_schema: parts.output_schema,
+            }),
+            stack,
+        })
+    }
+}
+
+impl DynTool {
+    /// Starts building a run-time tool.
+    pub fn builder() -> DynToolBuilder<((), (), (), (), ())> {
+        DynToolParts::__builder()
+    }
+}
+
+impl Stack for DynTool {
+    type Input = Args;
+    type Output = Value;
+
+    fn call(&self, input: Args) -> impl Future<Output = Result<Value, ToolError>> + Send {
+        self.stack.call(input)
+    }
+
+    fn decode(&self, args: Args) -> Result<Args, ArgsError> {
+        self.args.check(&args)?;
+        Ok(args)
+    }
+}
+
+impl BaseTool for DynTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+}

@@ -1,0 +1,152 @@
+//! `output_schema`: declares a JSON Schema for the branch's result, and holds every
+//! result to it.
+
+use std::sync::Arc;
+
+use schemars::Schema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{ArgsError, ToolError};
+use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput};
+use crate::kind::Transformer;
+use crate::name::Name;
+use crate::rules::Anywhere;
+use crate::stack::{Args, Stack};
+
+/// The config: `{"schema": <JSON Schema>}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSchemaConfig {
+    /// The schema results must match (draft 2020-12 unless it says otherwise).
+    pub schema: Value,
+}
+
+/// A transformer whose branch advertises `schema` as its output schema and
+/// validates each result against it; a result that does not match is an error
+/// carrying the JSON Pointer and the offending value. An invalid schema is refused
+/// when binding.
+///
+/// ```
+/// use frunk::hlist;
+/// use serde_json::json;
+/// use toolgraft::{BaseTool, Tool, ToolError, Toolset};
+/// use toolgraft::ext::OutputSchema;
+/// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct GetUser { user_id: i64 }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let get_user = Tool::builder().name("get_user").description("Look a user up.")
+///     .body(|input: GetUser| async move {
+///         Ok(json!({"name": if input.user_id == 1 { "Alice" } else { "Al" }}))
+///     })
+///     .build()?;
+/// let schema = json!({"type": "object", "properties": {"name": {"type": "string", "minLength": 3}},
+///                     "required": ["name"]});
+/// let toolset = Toolset::new();
+/// toolset.bind(&get_user, hlist![get_user.combo().with(OutputSchema::new(schema)?)])?;
+/// assert_eq!(toolset.call("get_user_output_schema", json!({"user_id": 1})).await?, json!({"name": "Alice"}));
+/// let err = toolset.call("get_user_output_schema", json!({"user_id": 2})).await.unwrap_err();
+/// assert!(matches!(err, ToolError::OutputMismatch { ref path, ref value, .. } if path == "/name" && value == "Al"));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct OutputSchema {
+    schema: Arc<Value>,
+    validator: Arc<jsonschema::Validator>,
+}
+
+impl OutputSchema {
+    /// An `output_schema` for `schema`; refused if `schema` is not a valid JSON Schema.
+    pub fn new(schema: Value) -> Result<Self, ConfigError> {
+        let validator = jsonschema::validator_for(&schema)
+            .map_err(|err| ConfigError::new("schema", format!("not a valid JSON Schema: {err}")))?;
+        Ok(Self {
+            schema: Arc::new(schema),
+            validator: Arc::new(validator),
+        })
+    }
+}
+
+impl Extension for OutputSchema {
+    type Kind = Transformer;
+    type Locality = Anywhere;
+
+    fn name(&self) -> &str {
+        "output_schema"
+    }
+
+    fn config(&self) -> Option<Value> {
+        Some(serde_json::json!({ "schema": *self.schema }))
+    }
+
+    /// The layer input's own parameters: this transformer reshapes only the output.
+    fn input_schema(&self, below: &LayerInput<'_>) -> Option<Schema> {
+        Some(below.input_schema.clone())
+    }
+
+    fn output_schema(&self, _: &LayerInput<'_>) -> Option<Schema> {
+        Schema::try_from((*self.schema).clone()).ok()
+    }
+}
+
+impl Configurable for OutputSchema {
+    type Config = OutputSchemaConfig;
+
+    fn from_config(config: OutputSchemaConfig) -> Result<Self, ConfigError> {
+        Self::new(config.schema)
+    }
+}
+
+impl<S: Stack> Layer<S> for OutputSchema {
+    type Branch = Validated<S>;
+
+    fn layer(self, inner: S, below: &LayerInput<'_>) -> Validated<S> {
+        Validated {
+            inner,
+            branch: below.branch.clone(),
+            validator: self.validator,
+        }
+    }
+}
+
+/// The branch [`OutputSchema`] mints: results as validated JSON.
+pub struct Validated<S> {
+    inner: S,
+    branch: Name,
+    validator: Arc<jsonschema::Validator>,
+}
+
+impl<S: Clone> Clone for Validated<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            branch: self.branch.clone(),
+            validator: self.validator.clone(),
+        }
+    }
+}
+
+impl<S: Stack> Stack for Validated<S> {
+    type Input = S::Input;
+    type Output = Value;
+
+    async fn call(&self, input: S::Input) -> Result<Value, ToolError> {
+        let output = self.inner.call(input).await?;
+        let value = serde_json::to_value(output).map_err(|source| ToolError::Output {
+            tool: self.branch.clone(),
+            source: source.into(),
+        })?;
+        if let Err(mismatch) = self.validator.validate(&value) {
+            return Err(ToolError::OutputMismatch {
+                tool: self.branch.clone(),
+                path: mismatch.instance_path().to_string(),
+                value: mismatch.instance().clone().into_owned(),
+                problem: mismatch.to_string(),
+            });
+        }
+        Ok(value)
+    }
+
+    fn decode(&self, args: Args) -> Result<S::Input, ArgsError> {
+        self.inner.decode(args)
+    }
+}

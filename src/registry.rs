@@ -1,0 +1,448 @@
+//! The registry: extensions by name, for combos that exist only at run time.
+//!
+//! A typed extension registers as itself: its kind and locality come from its type,
+//! and it runs at JSON values ([`DynStack`]) here. An extension that exists only at
+//! run time registers as a [`DynExtension`]: declared kind and locality, and a
+//! factory closure over the erased layer below.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use schemars::Schema;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use thiserror::Error;
+use typed_builder::TypedBuilder;
+
+use crate::bind::{Attached, ComboDraft, Element, Running};
+use crate::combo::apply_typed;
+use crate::dynamic::DynStack;
+use crate::error::BindError;
+use crate::extension::{ConfigError, Configurable, Layer, LayerInput};
+use crate::kind::{ExtensionKind, Kind};
+use crate::manifest::ElementSpec;
+use crate::name::{InvalidName, Name};
+use crate::rules::{InputContract, Locality, OutputContract};
+use crate::stack::{Args, ErasedStack, Stack, decode_args};
+
+/// Extensions by name.
+///
+/// ```
+/// use toolgraft::Registry;
+/// use toolgraft::ext::{Batch, Pool, Trace};
+///
+/// let mut registry = Registry::new();
+/// registry.register(Trace)?;
+/// registry.register_configurable(Batch::default())?;
+/// registry.register(Pool::new(2)?)?;
+/// assert_eq!(
+///     serde_json::to_string(&registry.catalogue())?,
+///     r#"[{"name":"batch","kind":"transformer"},{"name":"pool","kind":"backend"},{"name":"trace","kind":"wrapper"}]"#
+/// );
+/// assert!(registry.register(Trace).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct Registry {
+    extensions: BTreeMap<Name, Arc<dyn Factory>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.catalogue()).finish()
+    }
+}
+
+/// One line of the catalogue.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CatalogueEntry {
+    /// The registered name.
+    pub name: Name,
+    /// Its kind, lowercase on the wire.
+    pub kind: ExtensionKind,
+}
+
+/// Why an extension could not be registered.
+///
+/// ```
+/// let mut registry = toolgraft::Registry::new();
+/// registry.register(toolgraft::ext::Trace)?;
+/// let err = registry.register(toolgraft::ext::Trace).unwrap_err();
+/// assert_eq!(err.to_string(), "extension `trace` is already registered; register it under another name");
+/// # Ok::<(), toolgraft::RegistryError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// Rule 15: a name registered twice.
+    #[error("extension `{name}` is already registered; register it under another name")]
+    AlreadyRegistered {
+        /// The name.
+        name: Name,
+    },
+    /// The name is not a valid [`Name`].
+    #[error(transparent)]
+    InvalidName(#[from] InvalidName),
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers a typed extension under its own name. Each branch gets a clone;
+    /// a manifest element may not give it config.
+    pub fn register<E>(&mut self, extension: E) -> Result<&mut Self, RegistryError>
+    where
+        E: Layer<DynStack> + Clone,
+        <E::Kind as Kind>::InputRule: InputContract<E, Args, <E::Branch as Stack>::Input>,
+        <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
+    {
+        let name = Name::new(extension.name())?;
+        self.insert(
+            name,
+            Typed {
+                default: Some(extension),
+                from_config: None,
+            },
+        )
+    }
+
+    /// Registers a typed extension that takes author config. An element without
+    /// config (or with an empty one) gets a clone of `default`; one with config gets
+    /// an instance built from it.
+    pub fn register_configurable<E>(&mut self, default: E) -> Result<&mut Self, RegistryError>
+    where
+        E: Layer<DynStack> + Configurable + Clone,
+        <E::Kind as Kind>::InputRule: InputContract<E, Args, <E::Branch as Stack>::Input>,
+        <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
+    {
+        let name = Name::new(default.name())?;
+        self.insert(
+            name,
+            Typed {
+                default: Some(default),
+                from_config: Some(config_of::<E>),
+            },
+        )
+    }
+
+    /// Registers, as `name`, a typed extension that only exists with config: an
+    /// element must carry a config it can be built from.
+    pub fn register_from_config<E>(&mut self, name: &str) -> Result<&mut Self, RegistryError>
+    where
+        E: Layer<DynStack> + Configurable + Clone,
+        <E::Kind as Kind>::InputRule: InputContract<E, Args, <E::Branch as Stack>::Input>,
+        <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
+    {
+        let name = Name::new(name)?;
+        self.insert(
+            name,
+            Typed::<E> {
+                default: None,
+                from_config: Some(config_of::<E>),
+            },
+        )
+    }
+
+    /// Registers an extension defined at run time.
+    pub fn register_dynamic(
+        &mut self,
+        extension: DynExtension,
+    ) -> Result<&mut Self, RegistryError> {
+        let name = Name::new(&extension.name)?;
+        self.insert(name, extension)
+    }
+
+    fn insert(&mut self, name: Name, factory: impl Factory) -> Result<&mut Self, RegistryError> {
+        if self.extensions.contains_key(&name) {
+            return Err(RegistryError::AlreadyRegistered { name });
+        }
+        self.extensions.insert(name, Arc::new(factory));
+        Ok(self)
+    }
+
+    /// Every registered name with its kind, sorted by name.
+    pub fn catalogue(&self) -> Vec<CatalogueEntry> {
+        self.extensions
+            .iter()
+            .map(|(name, factory)| CatalogueEntry {
+                name: name.clone(),
+                kind: factory.kind(),
+            })
+            .collect()
+    }
+
+    /// Builds one combo over `base` (SPEC §3 order: unknown names, then the engine's
+    /// cardinality and per-layer rules).
+    pub(crate) fn combo(
+        &self,
+        base: &crate::bind::Minted,
+        spec: &[ElementSpec],
+    ) -> Result<Attached, BindError> {
+        let tool = &base.running.base;
+        let mut unknown: Vec<String> = spec
+            .iter()
+            .filter(|element| !self.extensions.contains_key(element.name.as_str()))
+            .map(|element| element.name.clone())
+            .collect();
+        if !unknown.is_empty() {
+            unknown.sort();
+            unknown.dedup();
+            return Err(BindError::UnknownExtensions {
+                tool: tool.clone(),
+                names: unknown,
+            });
+        }
+        let mut draft = ComboDraft::new(&base.running);
+        let mut below = base.dyn_stack();
+        for spec in spec {
+            let (name, factory) = self
+                .extensions
+                .get_key_value(spec.name.as_str())
+                .expect("unknown names were refused above");
+            let running = draft.running().clone();
+            let applied = factory.apply(name, spec.config.as_ref(), &running, below.clone());
+            let (element, stack) = match applied {
+                Ok(applied) => applied,
+                Err(error) => {
+                    draft.refuse(error);
+                    continue;
+                }
+            };
+            if let Some(stack) = &stack {
+                below = DynStack::erased(element.branch.clone(), stack.clone());
+            }
+            draft.push(element, stack);
+        }
+        draft.finish(tool)
+    }
+}
+
+/// What the registry does with a name.
+trait Factory: Send + Sync + 'static {
+    fn kind(&self) -> ExtensionKind;
+
+    /// The element for `config` over the layer input `below`, and its branch's stack
+    /// (`None` when the config does not build one; the element says why).
+    fn apply(
+        &self,
+        name: &Name,
+        config: Option<&Map<String, Value>>,
+        below: &Running,
+        stack: DynStack,
+    ) -> Result<(Element, Option<Arc<dyn ErasedStack>>), BindError>;
+}
+
+/// A typed extension: a default instance, a way to build one from config, or both.
+struct Typed<E> {
+    default: Option<E>,
+    from_config: Option<FromConfig<E>>,
+}
+
+/// Builds an extension from an element's config mapping.
+type FromConfig<E> = fn(Map<String, Value>) -> Result<E, ConfigError>;
+
+fn config_of<E: Configurable>(config: Map<String, Value>) -> Result<E, ConfigError> {
+    let config: E::Config = decode_args(config).map_err(|err| {
+        ConfigError::new(
+            err.field.unwrap_or_else(|| "config".to_owned()),
+            err.problem,
+        )
+    })?;
+    E::from_config(config)
+}
+
+impl<E> Factory for Typed<E>
+where
+    E: Layer<DynStack> + Clone,
+    <E::Kind as Kind>::InputRule: InputContract<E, Args, <E::Branch as Stack>::Input>,
+{
+    fn kind(&self) -> ExtensionKind {
+        <E::Kind as Kind>::KIND
+    }
+
+    fn apply(
+        &self,
+        name: &Name,
+        config: Option<&Map<String, Value>>,
+        below: &Running,
+        stack: DynStack,
+    ) -> Result<(Element, Option<Arc<dyn ErasedStack>>), BindError> {
+        let given = config.filter(|config| !config.is_empty());
+        let built = match (given, &self.default, self.from_config) {
+            (Some(config), _, Some(from_config)) => from_config(config.clone()),
+            (None, Some(default), _) => Ok(default.clone()),
+            (None, None, Some(from_config)) => from_config(Map::new()),
+            // Config the extension does not accept: the engine refuses it (rule 7)
+            // at its turn, after the rules that come before.
+            (Some(_), Some(default), None) => Ok(default.clone()),
+            (_, None, None) => unreachable!("a typed registration has a default or a config"),
+        };
+        let accepts_config = self.from_config.is_some();
+        let config = config.map(|config| Value::Object(config.clone()));
+        match built {
+            Ok(extension) => {
+                let (mut element, branch) =
+                    apply_typed(extension, name.clone(), below, stack, accepts_config);
+                element.config = config;
+                Ok((element, Some(Arc::new(branch))))
+            }
+            Err(problem) => {
+                let branch = below.name.branch(name);
+                let element = Element {
+                    name: name.clone(),
+                    kind: <E::Kind as Kind>::KIND,
+                    body_local: <E::Locality as Locality>::REQUIRES_BODY_LOCALITY,
+                    accepts_config,
+                    config,
+                    config_problem: Some(problem),
+                    branch,
+                    reserved: None,
+                    presented_input: None,
+                    declared_output: None,
+                    description: None,
+                };
+                Ok((element, None))
+            }
+        }
+    }
+}
+
+/// An extension defined at run time: a declared kind, locality, reserved params and
+/// config acceptance, and a factory over the erased layer below.
+///
+/// The factory presents whatever schema it likes, so the binding engine checks what
+/// the typed path proves: a wrapper must present its layer input's schema (plus its
+/// reserved params), a transformer a concrete one.
+///
+/// ```
+/// use toolgraft::{DynBranch, DynExtension, DynStack, ExtensionKind, Registry, Stack};
+///
+/// let audit = DynExtension::builder()
+///     .name("audit")
+///     .kind(ExtensionKind::Wrapper)
+///     .factory(|layer| {
+///         let below = layer.below.clone();
+///         let stack = DynStack::from_fn(layer.input.branch.clone(), move |args| {
+///             let below = below.clone();
+///             async move { Ok(below.call(args).await?) }
+///         });
+///         Ok(DynBranch::builder().stack(stack).build())
+///     })
+///     .build();
+/// let mut registry = Registry::new();
+/// registry.register_dynamic(audit)?;
+/// # Ok::<(), toolgraft::RegistryError>(())
+/// ```
+#[derive(TypedBuilder)]
+#[builder(doc)]
+pub struct DynExtension {
+    /// The registered name.
+    #[builder(setter(into))]
+    name: String,
+    /// The kind.
+    kind: ExtensionKind,
+    /// Whether it needs body locality.
+    #[builder(default)]
+    body_local: bool,
+    /// Its reserved params (wrappers), as an object schema.
+    #[builder(default, setter(strip_option))]
+    reserved: Option<Schema>,
+    /// Whether an element may give it config.
+    #[builder(default)]
+    accepts_config: bool,
+    /// Builds the branch over the layer below.
+    #[builder(setter(
+        fn transform<F>(factory: F) -> Arc<DynFactory>
+        where
+            F: Fn(DynLayer<'_>) -> Result<DynBranch, ConfigError> + Send + Sync + 'static,
+        {
+            Arc::new(factory)
+        }
+    ))]
+    factory: Arc<DynFactory>,
+}
+
+type DynFactory = dyn Fn(DynLayer<'_>) -> Result<DynBranch, ConfigError> + Send + Sync;
+
+/// What a [`DynExtension`]'s factory receives.
+pub struct DynLayer<'a> {
+    /// The layer below, callable with JSON.
+    pub below: DynStack,
+    /// The layer input's name, description and schemas, and the branch's name.
+    pub input: LayerInput<'a>,
+    /// The element's config, if it carries one.
+    pub config: Option<&'a Map<String, Value>>,
+}
+
+/// What a [`DynExtension`]'s factory builds: the branch's stack, and what it
+/// presents. Unset schemas and description mean "as the kind implies".
+#[derive(TypedBuilder)]
+#[builder(doc)]
+pub struct DynBranch {
+    /// Serves the branch.
+    stack: DynStack,
+    /// The input schema it presents.
+    #[builder(default, setter(strip_option))]
+    input_schema: Option<Schema>,
+    /// The output schema it declares.
+    #[builder(default, setter(strip_option))]
+    output_schema: Option<Schema>,
+    /// A new description.
+    #[builder(default, setter(strip_option, into))]
+    description: Option<String>,
+    /// Another branch name than `<layer input>_<extension>`.
+    #[builder(default, setter(strip_option, into))]
+    name: Option<String>,
+}
+
+impl Factory for DynExtension {
+    fn kind(&self) -> ExtensionKind {
+        self.kind
+    }
+
+    fn apply(
+        &self,
+        name: &Name,
+        config: Option<&Map<String, Value>>,
+        below: &Running,
+        stack: DynStack,
+    ) -> Result<(Element, Option<Arc<dyn ErasedStack>>), BindError> {
+        let conventional = below.name.branch(name);
+        let layer = DynLayer {
+            below: stack,
+            input: below.layer_input(&conventional),
+            config,
+        };
+        let mut element = Element {
+            name: name.clone(),
+            kind: self.kind,
+            body_local: self.body_local,
+            accepts_config: self.accepts_config,
+            config: config.map(|config| Value::Object(config.clone())),
+            config_problem: None,
+            branch: conventional.clone(),
+            reserved: self.reserved.clone(),
+            presented_input: None,
+            declared_output: None,
+            description: None,
+        };
+        match (self.factory)(layer) {
+            Ok(branch) => {
+                if let Some(chosen) = branch.name {
+                    element.branch = Name::new(chosen)?;
+                }
+                element.presented_input = branch.input_schema;
+                element.declared_output = branch.output_schema;
+                element.description = branch.description;
+                Ok((element, Some(branch.stack.into_erased())))
+            }
+            Err(problem) => {
+                element.config_problem = Some(problem);
+                Ok((element, None))
+            }
+        }
+    }
+}
