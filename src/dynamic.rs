@@ -11,7 +11,7 @@ use typed_builder::TypedBuilder;
 use crate::error::{ArgsError, BoxError, ToolError};
 use crate::name::{InvalidName, Name};
 use crate::schema::ArgNames;
-use crate::stack::{Args, ErasedStack, SendBox, Stack};
+use crate::stack::{Args, DynInput, ErasedStack, SendBox, Stack};
 use crate::tool::{BaseTool, ToolSpec, panic_message};
 
 /// A bound name seen through JSON: JSON arguments in, a JSON value out.
@@ -19,14 +19,17 @@ use crate::tool::{BaseTool, ToolSpec, panic_message};
 /// Any [`Stack`] becomes one with [`DynStack::new`]; a run-time extension builds one
 /// from a closure with [`DynStack::from_fn`]. Cloning is cheap.
 ///
+/// As a [`Stack`], its input is a [`DynInput`]: decoding checks the arguments against
+/// the stack below right away. [`DynStack::call_json`] decodes and calls in one go.
+///
 /// ```
 /// use serde_json::json;
-/// use toolgraft::{DynStack, Name, Stack};
+/// use toolgraft::{DynStack, Name};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let echo = DynStack::from_fn(Name::new("echo")?, |args| async move { Ok(serde_json::Value::Object(args)) });
 /// let args = json!({"a": 1}).as_object().unwrap().clone();
-/// assert_eq!(echo.call(args).await?, json!({"a": 1}));
+/// assert_eq!(echo.call_json(args).await?, json!({"a": 1}));
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -74,17 +77,27 @@ impl DynStack {
     }
 }
 
+impl DynStack {
+    /// Decodes `args` and calls the stack: what a run-time extension's branch does
+    /// with the layer below.
+    pub fn call_json(
+        &self,
+        args: Args,
+    ) -> impl Future<Output = Result<Value, ToolError>> + Send + '_ {
+        self.stack.call_json(&self.name, args)
+    }
+}
+
 impl Stack for DynStack {
-    type Input = Args;
+    type Input = DynInput;
     type Output = Value;
 
-    fn call(&self, input: Args) -> impl Future<Output = Result<Value, ToolError>> + Send {
-        self.stack.call_json(&self.name, input)
+    fn call(&self, input: DynInput) -> impl Future<Output = Result<Value, ToolError>> + Send {
+        self.stack.call_erased(&self.name, input)
     }
 
-    /// Arguments stay JSON: the stack decodes them when called.
-    fn decode(&self, args: Args) -> Result<Args, ArgsError> {
-        Ok(args)
+    fn decode(&self, args: Args) -> Result<DynInput, ArgsError> {
+        self.stack.decode_erased(args)
     }
 }
 
@@ -230,7 +243,7 @@ impl Stack for DynTool {
     type Output = Value;
 
     fn call(&self, input: Args) -> impl Future<Output = Result<Value, ToolError>> + Send {
-        self.stack.call(input)
+        self.stack.call_json(input)
     }
 
     fn decode(&self, args: Args) -> Result<Args, ArgsError> {

@@ -96,8 +96,8 @@ pub enum ToolError {
         tool: Name,
         /// Where in the result, as a JSON Pointer (`/name`; empty for the whole).
         path: String,
-        /// The offending value.
-        value: serde_json::Value,
+        /// The offending value (shared: results can be large).
+        value: Arc<serde_json::Value>,
         /// What is wrong with it.
         problem: String,
     },

@@ -86,7 +86,7 @@ pub use params::{Forwards, Params, ReservedParams, WithParams};
 pub use registry::{CatalogueEntry, DynBranch, DynExtension, DynLayer, Registry, RegistryError};
 pub use rules::{Anywhere, BodyLocal, Locality};
 pub use schemars::Schema;
-pub use stack::{Args, Next, Stack, decode_args};
+pub use stack::{Args, DynInput, Next, Stack, decode_args};
 pub use tool::{BaseTool, Body, Tool, ToolBuilder, ToolSpec};
 pub use toolset::{BaseTools, Toolset, WeakToolset};
 

@@ -23,7 +23,7 @@ use crate::kind::{ExtensionKind, Kind};
 use crate::manifest::ElementSpec;
 use crate::name::{InvalidName, Name};
 use crate::rules::{InputContract, Locality, OutputContract};
-use crate::stack::{Args, ErasedStack, Stack, decode_args};
+use crate::stack::{DynInput, ErasedStack, Stack, decode_args};
 
 /// Extensions by name.
 ///
@@ -96,7 +96,7 @@ impl Registry {
     pub fn register<E>(&mut self, extension: E) -> Result<&mut Self, RegistryError>
     where
         E: Layer<DynStack> + Clone,
-        <E::Kind as Kind>::InputRule: InputContract<E, Args, <E::Branch as Stack>::Input>,
+        <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
         <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
     {
         let name = Name::new(extension.name())?;
@@ -115,7 +115,7 @@ impl Registry {
     pub fn register_configurable<E>(&mut self, default: E) -> Result<&mut Self, RegistryError>
     where
         E: Layer<DynStack> + Configurable + Clone,
-        <E::Kind as Kind>::InputRule: InputContract<E, Args, <E::Branch as Stack>::Input>,
+        <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
         <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
     {
         let name = Name::new(default.name())?;
@@ -133,7 +133,7 @@ impl Registry {
     pub fn register_from_config<E>(&mut self, name: &str) -> Result<&mut Self, RegistryError>
     where
         E: Layer<DynStack> + Configurable + Clone,
-        <E::Kind as Kind>::InputRule: InputContract<E, Args, <E::Branch as Stack>::Input>,
+        <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
         <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
     {
         let name = Name::new(name)?;
@@ -257,7 +257,7 @@ fn config_of<E: Configurable>(config: Map<String, Value>) -> Result<E, ConfigErr
 impl<E> Factory for Typed<E>
 where
     E: Layer<DynStack> + Clone,
-    <E::Kind as Kind>::InputRule: InputContract<E, Args, <E::Branch as Stack>::Input>,
+    <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
 {
     fn kind(&self) -> ExtensionKind {
         <E::Kind as Kind>::KIND
@@ -318,7 +318,7 @@ where
 /// reserved params), a transformer a concrete one.
 ///
 /// ```
-/// use toolgraft::{DynBranch, DynExtension, DynStack, ExtensionKind, Registry, Stack};
+/// use toolgraft::{DynBranch, DynExtension, DynStack, ExtensionKind, Registry};
 ///
 /// let audit = DynExtension::builder()
 ///     .name("audit")
@@ -327,7 +327,7 @@ where
 ///         let below = layer.below.clone();
 ///         let stack = DynStack::from_fn(layer.input.branch.clone(), move |args| {
 ///             let below = below.clone();
-///             async move { Ok(below.call(args).await?) }
+///             async move { Ok(below.call_json(args).await?) }
 ///         });
 ///         Ok(DynBranch::builder().stack(stack).build())
 ///     })

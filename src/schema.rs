@@ -184,7 +184,7 @@ pub(crate) fn without(presented: &Schema, reserved: &[String]) -> Schema {
 }
 
 /// The first difference between two schemas, as a sentence; `None` when they are
-/// equal. An empty `required` equals an absent one.
+/// equal. An empty `required` (or `properties`) equals an absent one.
 pub(crate) fn difference(expected: &Schema, presented: &Schema) -> Option<String> {
     let expected = normalized(expected);
     let presented = normalized(presented);
@@ -214,12 +214,19 @@ pub(crate) fn difference(expected: &Schema, presented: &Schema) -> Option<String
     })
 }
 
+/// A schema with the spellings of "nothing" dropped: an empty `required` or
+/// `properties` says what their absence says.
 fn normalized(schema: &Schema) -> Schema {
     let mut schema = schema.clone();
     if let Some(Value::Array(required)) = schema.get("required")
         && required.is_empty()
     {
         schema.remove("required");
+    }
+    if let Some(Value::Object(properties)) = schema.get("properties")
+        && properties.is_empty()
+    {
+        schema.remove("properties");
     }
     schema
 }

@@ -156,10 +156,22 @@ fn missing_field(problem: &str) -> Option<String> {
     Some(rest[..rest.find('`')?].to_owned())
 }
 
-/// A stack seen through JSON: what the toolset stores for every bound name.
+/// A stack seen through JSON: what the toolset stores for every bound name, and
+/// what [`DynStack`](crate::DynStack) layers over.
 pub(crate) trait ErasedStack: Send + Sync + 'static {
+    /// Decodes and calls: a by-name call.
     fn call_json<'a>(&'a self, tool: &'a Name, args: Args)
     -> SendBox<'a, Result<Value, ToolError>>;
+
+    /// Decodes, keeping the arguments: the first half of a call through a layer.
+    fn decode_erased(&self, args: Args) -> Result<DynInput, ArgsError>;
+
+    /// Calls with what [`ErasedStack::decode_erased`] decoded.
+    fn call_erased<'a>(
+        &'a self,
+        tool: &'a Name,
+        input: DynInput,
+    ) -> SendBox<'a, Result<Value, ToolError>>;
 }
 
 impl<S: Stack> ErasedStack for S {
@@ -170,12 +182,66 @@ impl<S: Stack> ErasedStack for S {
     ) -> SendBox<'a, Result<Value, ToolError>> {
         SendBox::new(async move {
             let input = self.decode(args).map_err(|err| err.for_tool(tool))?;
-            let output = self.call(input).await?;
-            serde_json::to_value(output).map_err(|source| ToolError::Output {
-                tool: tool.clone(),
-                source: source.into(),
-            })
+            output_json(tool, self.call(input).await?)
         })
+    }
+
+    fn decode_erased(&self, args: Args) -> Result<DynInput, ArgsError> {
+        let decoded = self.decode(args.clone())?;
+        Ok(DynInput {
+            args,
+            decoded: Box::new(decoded),
+        })
+    }
+
+    fn call_erased<'a>(
+        &'a self,
+        tool: &'a Name,
+        input: DynInput,
+    ) -> SendBox<'a, Result<Value, ToolError>> {
+        SendBox::new(async move {
+            let input = input.decoded.downcast::<S::Input>().map_err(|_| {
+                ArgsError::whole("these arguments were decoded for another tool").for_tool(tool)
+            })?;
+            output_json(tool, self.call(*input).await?)
+        })
+    }
+}
+
+fn output_json<O: Serialize>(tool: &Name, output: O) -> Result<Value, ToolError> {
+    serde_json::to_value(output).map_err(|source| ToolError::Output {
+        tool: tool.clone(),
+        source: source.into(),
+    })
+}
+
+/// Arguments decoded by a stack seen through JSON: the JSON as given (what it
+/// serializes as, say for a cache key), and the stack's own decoded input.
+///
+/// Decoding happens when the outermost layer decodes, so bad arguments are refused
+/// before anything runs, naming the tool called, on the run-time path as on the
+/// typed one.
+pub struct DynInput {
+    args: Args,
+    decoded: Box<dyn std::any::Any + Send>,
+}
+
+impl DynInput {
+    /// The arguments as given.
+    pub fn args(&self) -> &Args {
+        &self.args
+    }
+}
+
+impl std::fmt::Debug for DynInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("DynInput").field(&self.args).finish()
+    }
+}
+
+impl Serialize for DynInput {
+    fn serialize<Ser: serde::Serializer>(&self, serializer: Ser) -> Result<Ser::Ok, Ser::Error> {
+        self.args.serialize(serializer)
     }
 }
 

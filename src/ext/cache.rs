@@ -70,8 +70,7 @@ impl Params for CacheParams {}
 /// holds more than `capacity` results.
 ///
 /// A stored result keeps the TTL it was stored with: a later, shorter `exp` does
-/// not shorten it. The key is the input's JSON, so inputs with unordered maps may
-/// miss.
+/// not shorten it. The key is the input's JSON with object keys sorted.
 ///
 /// ```
 /// use frunk::hlist;
@@ -254,13 +253,35 @@ where
         if ttl == Some(Duration::ZERO) {
             return next.call(input).await;
         }
-        let key = serde_json::to_string(&input).map_err(|err| ToolError::Refused {
+        let key = cache_key(&input).map_err(|err| ToolError::Refused {
             tool: next.branch().clone(),
             extension: Name::unchecked("cache"),
             reason: format!("the arguments cannot be used as a cache key: {err}"),
         })?;
         self.store.get_or_run(key, ttl, || next.call(input)).await
     }
+}
+
+/// The input's JSON with object keys sorted, so that arguments given in another
+/// order (or a map field's unordered entries) hit the same result.
+fn cache_key<I: Serialize>(input: &I) -> Result<String, serde_json::Error> {
+    fn sorted(value: Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(key, value)| (key, sorted(value)))
+                        .collect(),
+                )
+            }
+            Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+            other => other,
+        }
+    }
+    Ok(sorted(serde_json::to_value(input)?).to_string())
 }
 
 /// Results by key, plus the runs in flight.

@@ -45,7 +45,7 @@ pub struct OutputSchemaConfig {
 /// toolset.bind(&get_user, hlist![get_user.combo().with(OutputSchema::new(schema)?)])?;
 /// assert_eq!(toolset.call("get_user_output_schema", json!({"user_id": 1})).await?, json!({"name": "Alice"}));
 /// let err = toolset.call("get_user_output_schema", json!({"user_id": 2})).await.unwrap_err();
-/// assert!(matches!(err, ToolError::OutputMismatch { ref path, ref value, .. } if path == "/name" && value == "Al"));
+/// assert!(matches!(err, ToolError::OutputMismatch { ref path, ref value, .. } if path == "/name" && **value == "Al"));
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -139,7 +139,7 @@ impl<S: Stack> Stack for Validated<S> {
             return Err(ToolError::OutputMismatch {
                 tool: self.branch.clone(),
                 path: mismatch.instance_path().to_string(),
-                value: mismatch.instance().clone().into_owned(),
+                value: Arc::new(mismatch.instance().clone().into_owned()),
                 problem: mismatch.to_string(),
             });
         }

@@ -101,7 +101,30 @@ impl Extension for Marker {
     }
 }
 
-impl<S: Stack<Output = String>> Wrap<S> for Marker {
+/// A text result, typed (`String`) or JSON (`Value::String`, on the run-time path).
+pub trait Text {
+    fn map(self, f: impl FnOnce(&str) -> String) -> Self;
+}
+
+impl Text for String {
+    fn map(self, f: impl FnOnce(&str) -> String) -> Self {
+        f(&self)
+    }
+}
+
+impl Text for serde_json::Value {
+    fn map(self, f: impl FnOnce(&str) -> String) -> Self {
+        match self {
+            serde_json::Value::String(text) => serde_json::Value::String(f(&text)),
+            other => other,
+        }
+    }
+}
+
+impl<S: Stack> Wrap<S> for Marker
+where
+    S::Output: Text,
+{
     type Params = ();
 
     async fn around(
@@ -109,12 +132,16 @@ impl<S: Stack<Output = String>> Wrap<S> for Marker {
         next: Next<'_, S>,
         (): (),
         input: S::Input,
-    ) -> Result<String, ToolError> {
-        Ok(format!("{}|{}", next.call(input).await?, self.name))
+    ) -> Result<S::Output, ToolError> {
+        let name = self.name;
+        Ok(next.call(input).await?.map(|text| format!("{text}|{name}")))
     }
 }
 
-impl<S: Stack<Output = String>> Layer<S> for Marker {
+impl<S: Stack> Layer<S> for Marker
+where
+    S::Output: Text,
+{
     type Branch = Wrapped<Self, S>;
 
     fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {

