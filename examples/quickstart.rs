@@ -9,9 +9,9 @@ use frunk::{hlist, hlist_pat};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use toolgraft::NameTable;
 use toolgraft::ext::{Batch, Cache, Pool, Proxy, Trace, proxy};
 use toolgraft::prelude::*;
-use toolgraft::{Schema, Site, ToolInfo};
 
 /// Where to forecast.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -99,7 +99,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ],
     )?;
 
-    print_table(&toolset.tools());
+    print!("{}", NameTable(&toolset.tools()));
 
     println!("\ncalls");
     let lisbon = json!({"city": "Lisbon"});
@@ -161,112 +161,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("  {} -> {:?}", remote.name(), remote.call(input).await?);
     Ok(())
-}
-
-fn print_table(tools: &[ToolInfo]) {
-    let rows: Vec<[String; 6]> = tools
-        .iter()
-        .map(|tool| {
-            let chain = if tool.chain.is_empty() {
-                "(base)".to_owned()
-            } else {
-                tool.chain
-                    .iter()
-                    .map(|link| format!("{} ({})", link.extension, link.kind))
-                    .collect::<Vec<_>>()
-                    .join(" > ")
-            };
-            let mut sites: Vec<String> = tool
-                .chain
-                .iter()
-                .zip(tool.sites())
-                .map(|(link, site)| format!("{}@{}", link.extension, at(&site)))
-                .collect();
-            sites.push(format!("body@{}", at(&tool.body_site())));
-            [
-                tool.name.to_string(),
-                tool.base.to_string(),
-                chain,
-                sites.join(" "),
-                properties(&tool.input_schema),
-                tool.output_schema
-                    .as_ref()
-                    .map_or("-".to_owned(), describe_output),
-            ]
-        })
-        .collect();
-    let header = [
-        "name",
-        "base",
-        "chain (inner > outer)",
-        "where it runs",
-        "input",
-        "output",
-    ];
-    let widths: Vec<usize> = (0..6)
-        .map(|col| {
-            rows.iter()
-                .map(|row| row[col].len())
-                .chain([header[col].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: [&str; 6]| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:width$}"))
-            .collect();
-        println!("| {} |", padded.join(" | "));
-    };
-    line(header);
-    println!(
-        "|{}|",
-        widths
-            .iter()
-            .map(|w| "-".repeat(w + 2))
-            .collect::<Vec<_>>()
-            .join("|")
-    );
-    for row in &rows {
-        line([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]]);
-    }
-}
-
-fn at(site: &Site) -> String {
-    match site {
-        Site::Caller => "caller".to_owned(),
-        Site::Relocated { by } => by.to_string(),
-    }
-}
-
-fn properties(schema: &Schema) -> String {
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(|r| r.as_array())
-        .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
-        .unwrap_or_default();
-    toolgraft::schema::property_names(schema)
-        .unwrap_or_default()
-        .iter()
-        .map(|p| {
-            if required.contains(&p.as_str()) {
-                p.clone()
-            } else {
-                format!("{p}?")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn describe_output(schema: &Schema) -> String {
-    match (schema.get("title"), schema.get("type")) {
-        (Some(title), _) => title.as_str().unwrap_or("?").to_owned(),
-        (None, Some(kind)) => kind.as_str().unwrap_or("?").to_owned(),
-        _ => "any".to_owned(),
-    }
 }
 
 fn show(

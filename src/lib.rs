@@ -69,6 +69,7 @@ mod registry;
 pub mod rules;
 pub mod schema;
 mod stack;
+mod table;
 mod tool;
 mod toolset;
 
@@ -87,6 +88,7 @@ pub use registry::{CatalogueEntry, DynBranch, DynExtension, DynLayer, Registry, 
 pub use rules::{Anywhere, BodyLocal, Locality};
 pub use schemars::Schema;
 pub use stack::{Args, DynInput, Next, Stack, decode_args};
+pub use table::NameTable;
 pub use tool::{BaseTool, Body, Tool, ToolBuilder, ToolSpec};
 pub use toolset::{BaseTools, Toolset, WeakToolset};
 
