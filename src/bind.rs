@@ -19,6 +19,7 @@ use crate::error::BindError;
 use crate::extension::{ConfigError, LayerInput};
 use crate::kind::ExtensionKind;
 use crate::manifest::{ComboSpec, ElementSpec};
+use crate::name::InvalidName;
 use crate::name::Name;
 use crate::rules;
 use crate::stack::ErasedStack;
@@ -187,15 +188,53 @@ pub(crate) struct Element {
     pub kind: ExtensionKind,
     pub body_local: bool,
     pub accepts_config: bool,
+    /// The config the combo wrote for the element (empty is none): what rule 7
+    /// checks, and the element's identity among a tool's attached combos.
+    pub written: Option<Map<String, Value>>,
+    /// The config the built extension reports: what clients see in its [`Link`].
     pub config: Option<Value>,
-    /// What is wrong with the config, found when the element was made.
-    pub config_problem: Option<ConfigError>,
+    /// What went wrong building the element, found when it was made.
+    pub problem: Option<Problem>,
     /// The name of the branch this element mints.
     pub branch: Name,
     pub reserved: Option<Schema>,
+    /// Parameters a non-wrapper adds on top of its layer input's (rule 9 applies).
+    pub own_params: Vec<String>,
     pub presented_input: Option<Schema>,
     pub declared_output: Option<Schema>,
     pub description: Option<String>,
+}
+
+impl Element {
+    /// An element with only what every element has: the rest is the caller's.
+    pub fn bare(name: &Name, kind: ExtensionKind, below: &Running) -> Self {
+        Self {
+            name: name.clone(),
+            kind,
+            body_local: false,
+            accepts_config: false,
+            written: None,
+            config: None,
+            problem: None,
+            branch: below.name.branch(name),
+            reserved: None,
+            own_params: Vec::new(),
+            presented_input: None,
+            declared_output: None,
+            description: None,
+        }
+    }
+}
+
+/// What went wrong building an element, reported at its rule's turn.
+#[derive(Clone, Debug)]
+pub(crate) enum Problem {
+    /// Rule 7: the config does not build the extension.
+    Config(ConfigError),
+    /// A run-time factory failed (or panicked) without config to blame.
+    Failed(String),
+    /// Rule 1: the branch name the extension chose is not a name.
+    BranchName(InvalidName),
 }
 
 /// The layer input of the next element: what has been folded so far.
@@ -396,6 +435,11 @@ impl ComboDraft {
         self.elements.push(element);
     }
 
+    /// Whether a rule already refused the combo.
+    pub(crate) fn is_refused(&self) -> bool {
+        self.refused.is_some()
+    }
+
     /// The bound name of the whole combo.
     pub(crate) fn name(&self) -> &Name {
         &self.running.name
@@ -410,7 +454,12 @@ impl ComboDraft {
                 combo_base: self.base,
             });
         }
-        rules::cardinality(&self.base, &self.elements)?;
+        rules::cardinality(
+            &self.base,
+            self.elements
+                .iter()
+                .map(|element| (&element.name, element.kind)),
+        )?;
         if let Some(error) = self.refused {
             return Err(error);
         }
@@ -419,7 +468,7 @@ impl ComboDraft {
             .iter()
             .map(|element| ElementSpec {
                 name: element.name.to_string(),
-                config: element.config.as_ref().and_then(non_empty_config),
+                config: element.written.clone(),
             })
             .collect();
         Ok(Attached {
@@ -429,9 +478,9 @@ impl ComboDraft {
     }
 }
 
-/// Config as an element's identity sees it: an empty mapping is no config.
-fn non_empty_config(config: &Value) -> Option<Map<String, Value>> {
-    match config {
+/// Config as written, for identity and rule 7: an empty mapping is no config.
+pub(crate) fn written_config(config: Option<&Value>) -> Option<Map<String, Value>> {
+    match config? {
         Value::Object(map) if !map.is_empty() => Some(map.clone()),
         Value::Object(_) | Value::Null => None,
         other => Some(Map::from_iter([("value".to_owned(), other.clone())])),
@@ -539,8 +588,10 @@ mod tests {
             kind,
             body_local: false,
             accepts_config: false,
+            written: None,
             config: None,
-            config_problem: None,
+            problem: None,
+            own_params: Vec::new(),
             reserved: None,
             presented_input: None,
             declared_output: None,
@@ -564,19 +615,22 @@ mod tests {
         let pool = element(&base, "pool", Backend);
         let other = element(&base, "other_backend", Backend);
         let trace = element(&base, "trace", Wrapper);
-        let err =
-            crate::rules::cardinality(&base.base, &[pool.clone(), trace.clone(), pool.clone()])
-                .unwrap_err();
+        let check = |elements: &[Element]| {
+            let kinds: Vec<(&Name, ExtensionKind)> =
+                elements.iter().map(|e| (&e.name, e.kind)).collect();
+            crate::rules::cardinality(&base.base, kinds.into_iter())
+        };
+        let err = check(&[pool.clone(), trace.clone(), pool.clone()]).unwrap_err();
         assert_eq!(
             err.to_string(),
             "a combo of `shout` holds more than one backend: [pool, pool]; a combo allows one backend, so put each in its own combo"
         );
-        let err = crate::rules::cardinality(&base.base, &[pool.clone(), other]).unwrap_err();
+        let err = check(&[pool.clone(), other]).unwrap_err();
         assert!(
             matches!(err, BindError::MultipleOfKind { kind: Backend, ref extensions, .. }
             if extensions.iter().map(Name::as_str).eq(["pool", "other_backend"]))
         );
-        assert!(crate::rules::cardinality(&base.base, &[trace.clone(), pool, trace]).is_ok());
+        assert!(check(&[trace.clone(), pool, trace]).is_ok());
     }
 
     #[test]
@@ -619,15 +673,15 @@ mod tests {
         // Scenario 25.
         let base = shout();
         let mut trace = element(&base, "trace", Wrapper);
-        trace.config = Some(json!({"x": 1}));
+        trace.written = written_config(Some(&json!({"x": 1})));
         let err = base.apply(&trace).unwrap_err();
         assert_eq!(
             err.to_string(),
             "`trace` (on `shout`) does not accept config; remove its `config` or leave it empty"
         );
-        trace.config = Some(json!({}));
+        trace.written = written_config(Some(&json!({})));
         assert!(base.apply(&trace).is_ok());
-        trace.config = Some(json!({"x": 1}));
+        trace.written = written_config(Some(&json!({"x": 1})));
         trace.accepts_config = true;
         assert!(base.apply(&trace).is_ok());
     }
@@ -773,7 +827,7 @@ mod tests {
         let after_pool = base.apply(&element(&base, "pool", Backend)).unwrap();
         let mut proxy = element(&after_pool, "proxy", Wrapper);
         proxy.body_local = true;
-        proxy.config = Some(json!({"allow": ["a"]}));
+        proxy.written = written_config(Some(&json!({"allow": ["a"]})));
         let err = after_pool.apply(&proxy).unwrap_err();
         assert!(
             matches!(err, BindError::LocalityOutsideRelocation { .. }),
@@ -781,7 +835,7 @@ mod tests {
         );
         // Config before the input rule.
         let mut renamer = element(&base, "renamer", Wrapper);
-        renamer.config = Some(json!({"x": 1}));
+        renamer.written = written_config(Some(&json!({"x": 1})));
         renamer.presented_input =
             Some(schema(json!({"type": "object", "properties": {"txt": {}}})));
         assert!(matches!(

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use frunk::{HCons, HNil};
 
-use crate::bind::{ComboDraft, Element, Running};
+use crate::bind::{ComboDraft, Element, Problem, Running, written_config};
 use crate::extension::Layer;
 use crate::kind::Kind;
 use crate::name::Name;
@@ -165,8 +165,14 @@ where
         kind: <E::Kind as Kind>::KIND,
         body_local: <E::Locality as Locality>::REQUIRES_BODY_LOCALITY,
         accepts_config,
+        written: written_config(extension.config().as_ref()),
         config: extension.config(),
-        config_problem: extension.check_config().err(),
+        problem: extension.check_config().err().map(Problem::Config),
+        own_params: extension
+            .own_params()
+            .iter()
+            .map(|param| (*param).to_owned())
+            .collect(),
         reserved: rules::reserved_schema::<
             E,
             S::Input,

@@ -19,8 +19,10 @@ use crate::tool::{BaseTool, ToolSpec, panic_message};
 /// Any [`Stack`] becomes one with [`DynStack::new`]; a run-time extension builds one
 /// from a closure with [`DynStack::from_fn`]. Cloning is cheap.
 ///
-/// As a [`Stack`], its input is a [`DynInput`]: decoding checks the arguments against
-/// the stack below right away. [`DynStack::call_json`] decodes and calls in one go.
+/// As a [`Stack`], its input is a [`DynInput`]: decoding checks the arguments
+/// against the stack it wraps right away. [`DynStack::call_json`] decodes and calls
+/// in one go. A run-time wrapper builds its branch with [`DynStack::around`], so the
+/// layer below decodes the arguments up front.
 ///
 /// ```
 /// use serde_json::json;
@@ -51,8 +53,54 @@ impl DynStack {
         Self { name, stack }
     }
 
-    /// A stack from an async closure over the JSON arguments. A panic in it becomes
-    /// [`ToolError::Panicked`].
+    /// A branch around `below`: decoding is `below`'s (so bad arguments are refused
+    /// before anything runs, naming the tool called), and a call runs `around` with
+    /// the decoded input and `below`. What a run-time wrapper's factory returns.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolgraft::{DynStack, Name, Stack};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let base = DynStack::from_fn(Name::new("echo")?, |args| async move { Ok(serde_json::Value::Object(args)) });
+    /// let counted = DynStack::around(Name::new("echo_counted")?, base, |input, below| async move {
+    ///     let keys = input.args().len();
+    ///     Ok(json!({"keys": keys, "result": below.call(input).await?}))
+    /// });
+    /// let args = json!({"a": 1}).as_object().unwrap().clone();
+    /// assert_eq!(counted.call_json(args).await?, json!({"keys": 1, "result": {"a": 1}}));
+    /// # Ok(()) }
+    /// ```
+    pub fn around<F, Fut>(name: Name, below: DynStack, around: F) -> Self
+    where
+        F: Fn(DynInput, DynStack) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        Self::new(
+            name.clone(),
+            Around {
+                name,
+                below,
+                around: Arc::new(around),
+            },
+        )
+    }
+
+    /// This stack, with `names` taken out of the arguments before it decodes them:
+    /// how a run-time wrapper's reserved params stop at the wrapper.
+    pub(crate) fn without(self, names: Vec<String>) -> Self {
+        Self::new(
+            self.name.clone(),
+            Without {
+                below: self,
+                names: names.into(),
+            },
+        )
+    }
+
+    /// A stack from an async closure over the JSON arguments, for a leaf (a
+    /// transformer's own work): it takes its arguments as they come. A panic in it
+    /// becomes [`ToolError::Panicked`].
     pub fn from_fn<F, Fut>(name: Name, body: F) -> Self
     where
         F: Fn(Args) -> Fut + Send + Sync + 'static,
@@ -145,6 +193,73 @@ where
 
     fn decode(&self, args: Args) -> Result<Args, ArgsError> {
         Ok(args)
+    }
+}
+
+/// A closure around a layer below.
+struct Around<F> {
+    name: Name,
+    below: DynStack,
+    around: Arc<F>,
+}
+
+impl<F> Clone for Around<F> {
+    fn clone(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            below: self.below.clone(),
+            around: self.around.clone(),
+        }
+    }
+}
+
+impl<F, Fut> Stack for Around<F>
+where
+    F: Fn(DynInput, DynStack) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+{
+    type Input = DynInput;
+    type Output = Value;
+
+    fn call(&self, input: DynInput) -> impl Future<Output = Result<Value, ToolError>> + Send {
+        let (around, below, name) = (self.around.clone(), self.below.clone(), self.name.clone());
+        SendBox::new(async move {
+            let run = std::panic::AssertUnwindSafe(async move { around(input, below).await });
+            match futures_util::FutureExt::catch_unwind(run).await {
+                Ok(result) => result,
+                Err(panic) => Err(ToolError::Panicked {
+                    tool: name,
+                    message: panic_message(panic.as_ref()),
+                }),
+            }
+        })
+    }
+
+    fn decode(&self, args: Args) -> Result<DynInput, ArgsError> {
+        self.below.decode(args)
+    }
+}
+
+/// A stack that drops some arguments before decoding.
+#[derive(Clone)]
+struct Without {
+    below: DynStack,
+    names: Arc<[String]>,
+}
+
+impl Stack for Without {
+    type Input = DynInput;
+    type Output = Value;
+
+    fn call(&self, input: DynInput) -> impl Future<Output = Result<Value, ToolError>> + Send {
+        self.below.call(input)
+    }
+
+    fn decode(&self, mut args: Args) -> Result<DynInput, ArgsError> {
+        for name in self.names.iter() {
+            args.remove(name);
+        }
+        self.below.decode(args)
     }
 }
 

@@ -106,7 +106,9 @@ pub enum ToolError {
     Chain {
         /// The chain branch.
         tool: Name,
-        /// Why.
+        /// Why, as a kind.
+        kind: ChainErrorKind,
+        /// Why, in words.
         problem: String,
     },
     /// A result could not be turned into JSON.
@@ -118,6 +120,32 @@ pub enum ToolError {
         #[source]
         source: Arc<serde_json::Error>,
     },
+}
+
+/// Why a chain stopped.
+///
+/// ```
+/// use toolgraft::{ChainErrorKind, ToolError};
+/// # fn kind(err: &ToolError) -> Option<ChainErrorKind> {
+/// match err {
+///     ToolError::Chain { kind, .. } => Some(*kind),
+///     _ => None,
+/// }
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChainErrorKind {
+    /// The toolset the chain calls into was dropped.
+    ToolsetGone,
+    /// `next_tool` would run this chain again.
+    IntoItself,
+    /// Chains called chains too deep: a cycle through tool results.
+    TooDeep,
+    /// `select` points at nothing in the first result.
+    SelectsNothing,
+    /// `select` picks something that is not an arguments object.
+    NotArguments,
 }
 
 /// What kind of argument problem an [`ArgsError`] is.
@@ -297,6 +325,48 @@ pub enum BindError {
         second: String,
     },
 
+    /// The tool is bound already.
+    #[error(
+        "`{tool}` is already bound; change its combos with `attach`, `detach`, `replace` or `apply_manifest`"
+    )]
+    AlreadyBound {
+        /// The tool.
+        tool: Name,
+    },
+
+    /// A combo with no element.
+    #[error("a combo of `{tool}` is empty; list at least one extension")]
+    EmptyCombo {
+        /// The tool.
+        tool: Name,
+    },
+
+    /// A run-time extension's factory failed (or panicked) while building a branch.
+    #[error("`{extension}` (on `{tool}`) could not build its branch: {problem}")]
+    ExtensionFailed {
+        /// The tool.
+        tool: Name,
+        /// The extension.
+        extension: Name,
+        /// What its factory said.
+        problem: String,
+    },
+
+    /// Rule 1: the branch name an extension chose is not a valid name.
+    #[error(
+        "`{extension}` (on `{tool}`) names its branch `{name}`, which is not a valid name: {problem}"
+    )]
+    InvalidBranchName {
+        /// The tool.
+        tool: Name,
+        /// The extension.
+        extension: Name,
+        /// The name it chose.
+        name: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+
     /// A name the tool would bind is already bound by another tool.
     #[error("`{name}` is already bound (by tool `{owner}`); `{tool}` cannot bind it too")]
     NameTaken {
@@ -310,7 +380,7 @@ pub enum BindError {
 
     /// A change or a manifest names a tool that is not bound.
     #[error(
-        "no base tool `{tool}` is bound; bind it in code first (a manifest only attaches combos to bound base tools)"
+        "no base tool `{tool}` is bound (or offered in the `BaseTools` given to `bind_manifest`); bind or offer it first, or fix the name"
     )]
     UnknownTool {
         /// The name asked for.
@@ -329,7 +399,7 @@ pub enum BindError {
     },
 
     /// A combo added to a tool that already carries it.
-    #[error("[{combo}] is already attached to `{tool}`")]
+    #[error("[{combo}] is already attached to `{tool}`; leave it, or detach it first")]
     AlreadyAttached {
         /// The tool.
         tool: Name,
@@ -360,12 +430,14 @@ pub enum BindError {
     },
 
     /// Rule 4: extensions that the registry does not know.
-    #[error("unknown extension{} {} in a combo of `{tool}`", if .names.len() == 1 { "" } else { "s" }, crate::error::ticked(.names))]
+    #[error("unknown extension{} {} in a combo of `{tool}`; check the spelling, or register {}; registered: {}", if .names.len() == 1 { "" } else { "s" }, crate::error::ticked(.names), if .names.len() == 1 { "it" } else { "them" }, crate::error::ticked(.registered))]
     UnknownExtensions {
         /// The tool.
         tool: Name,
         /// Every unknown name, sorted.
         names: Vec<String>,
+        /// The registered names, sorted.
+        registered: Vec<String>,
     },
 
     /// Rule 5: more than one extension of a kind whose `multiple` is false.
@@ -404,7 +476,9 @@ pub enum BindError {
     },
 
     /// Rule 7: a config the extension cannot parse.
-    #[error("config of `{extension}` (on `{tool}`) is invalid at `{field}`: {problem}")]
+    #[error(
+        "config of `{extension}` (on `{tool}`) is invalid at `{field}`: {problem}; fix that field, or leave the config out for the default"
+    )]
     InvalidConfig {
         /// The tool.
         tool: Name,
@@ -418,7 +492,7 @@ pub enum BindError {
 
     /// Rule 8: a wrapper presented another input schema than its layer input's.
     #[error(
-        "wrapper changed the schema: `{extension}` on `{tool}` must present the input schema of `{below}` unchanged (plus its reserved params), but {difference}"
+        "wrapper changed the schema: `{extension}` on `{tool}` must present the input schema of `{below}` unchanged (plus its reserved params), but {difference}; present it unchanged, or declare `{extension}` a transformer"
     )]
     WrapperChangedSchema {
         /// The tool.
@@ -460,7 +534,9 @@ pub enum BindError {
     },
 
     /// A layer input's schema is not a JSON Schema the rules can work with.
-    #[error("the input schema below `{extension}` (on `{tool}`) is malformed: {problem}")]
+    #[error(
+        "the input schema below `{extension}` (on `{tool}`) is malformed: {problem}; the layer below must present a valid object schema"
+    )]
     MalformedSchema {
         /// The tool.
         tool: Name,

@@ -133,6 +133,13 @@ pub trait Extension: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Parameters a transformer or backend adds beside those of its layer input
+    /// (for `chain`: `next_tool`, `select`). A layer input that already takes one
+    /// is refused when binding, as a wrapper's reserved params are (SPEC rule 9).
+    fn own_params(&self) -> &[&'static str] {
+        &[]
+    }
+
     /// The branch's own input schema. Required of transformers (a concrete object
     /// schema); a backend may use it to add task options. A wrapper's schema is its
     /// layer input's plus its reserved params: typed wrappers present none here, and

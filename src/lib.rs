@@ -79,7 +79,7 @@ pub mod manifest;
 pub use bind::{Link, Site, ToolInfo};
 pub use combo::{Bound, Combo, Combos};
 pub use dynamic::{DynStack, DynTool, DynToolBuilder};
-pub use error::{ArgsError, ArgsErrorKind, BindError, BoxError, ToolError};
+pub use error::{ArgsError, ArgsErrorKind, BindError, BoxError, ChainErrorKind, ToolError};
 pub use extension::{ConfigError, Configurable, Extension, Layer, LayerInput, Wrap, Wrapped};
 pub use kind::{Backend, ExtensionKind, Kind, Transformer, UnknownKind, Wrapper};
 pub use name::{InvalidName, MAX_NAME_LEN, Name};

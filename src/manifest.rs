@@ -45,14 +45,19 @@ impl ElementSpec {
         }
     }
 
-    /// An extension with config (a JSON object; anything else counts as empty).
+    /// An extension with config.
+    ///
+    /// # Panics
+    ///
+    /// If `config` is not a JSON object: config is a mapping, and writing anything
+    /// else in code is a bug (manifests with one are refused with an error).
     pub fn configured(name: impl Into<String>, config: Value) -> Self {
-        Self {
-            name: name.into(),
-            config: Some(match config {
-                Value::Object(map) => map,
-                _ => Map::new(),
-            }),
+        match config {
+            Value::Object(config) => Self {
+                name: name.into(),
+                config: Some(config),
+            },
+            other => panic!("an element's config is a JSON object, not {other}"),
         }
     }
 }
@@ -135,11 +140,17 @@ pub enum ManifestError {
 
 impl Manifest {
     /// Parses a JSON manifest.
+    ///
+    /// A key written twice in one object is an error (a JSON parser would keep the
+    /// last one silently).
     pub fn from_json(text: &str) -> Result<Self, ManifestError> {
-        let value: Value = serde_json::from_str(text).map_err(|err| ManifestError::Syntax {
-            format: "JSON",
-            problem: err.to_string(),
-        })?;
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let value = serde::Deserializer::deserialize_any(&mut deserializer, StrictValue)
+            .and_then(|value| deserializer.end().map(|()| value))
+            .map_err(|err| ManifestError::Syntax {
+                format: "JSON",
+                problem: err.to_string(),
+            })?;
         Self::from_value(&value)
     }
 
@@ -174,10 +185,16 @@ impl Manifest {
             problem,
         };
         let text = std::fs::read_to_string(path).map_err(|err| file_error(err.to_string()))?;
-        match path.extension().and_then(|ext| ext.to_str()) {
+        let extension = path
+            .extension()
+            .and_then(|ext| ext.to_str())
+            .map(str::to_ascii_lowercase);
+        match extension.as_deref() {
             Some("json") => Self::from_json(&text),
             Some("toml") => Self::from_toml(&text),
-            _ => Err(file_error("name it *.json or *.toml".to_owned())),
+            _ => Err(file_error(
+                "name it *.json or *.toml (YAML is not read)".to_owned(),
+            )),
         }
     }
 
@@ -218,11 +235,14 @@ fn shape(tool: &str, problem: String) -> ManifestError {
 
 fn combos_of(tool: &str, value: &Value) -> Result<Vec<ComboSpec>, ManifestError> {
     let Value::Array(entries) = value else {
+        let one = match value {
+            Value::String(_) => shown(value),
+            _ => "\"trace\"".to_owned(),
+        };
         return Err(shape(
             tool,
             format!(
-                "expected a list of combos, found {}; write [{}] for one combo, or [[\"a\", \"b\"], [\"c\"]] for several",
-                shown(value),
+                "expected a list of combos, found {}; write [{one}] for one combo, or [[\"a\", \"b\"], [\"c\"]] for several",
                 shown(value)
             ),
         ));
@@ -327,5 +347,82 @@ fn shown(value: &Value) -> String {
         format!("{}…", text.chars().take(60).collect::<String>())
     } else {
         text
+    }
+}
+
+/// A JSON value, refusing a key written twice in one object.
+struct StrictValue;
+
+impl<'de> serde::de::DeserializeSeed<'de> for StrictValue {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for StrictValue {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::String(value.to_owned()))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Value, E> {
+        Ok(Value::String(value))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(StrictValue)? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!(
+                    "the key `{key}` is written twice in one object; write it once (for a tool, list all its combos under one key)"
+                )));
+            }
+            let value = map.next_value_seed(StrictValue)?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
     }
 }

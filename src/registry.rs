@@ -14,7 +14,9 @@ use serde_json::{Map, Value};
 use thiserror::Error;
 use typed_builder::TypedBuilder;
 
-use crate::bind::{Attached, ComboDraft, Element, Running};
+use std::panic::AssertUnwindSafe;
+
+use crate::bind::{Attached, ComboDraft, Element, Minted, Problem, Running, written_config};
 use crate::combo::apply_typed;
 use crate::dynamic::DynStack;
 use crate::error::BindError;
@@ -22,8 +24,9 @@ use crate::extension::{ConfigError, Configurable, Layer, LayerInput};
 use crate::kind::{ExtensionKind, Kind};
 use crate::manifest::ElementSpec;
 use crate::name::{InvalidName, Name};
-use crate::rules::{InputContract, Locality, OutputContract};
+use crate::rules::{self, InputContract, Locality, OutputContract};
 use crate::stack::{DynInput, ErasedStack, Stack, decode_args};
+use crate::tool::panic_message;
 
 /// Extensions by name.
 ///
@@ -100,13 +103,7 @@ impl Registry {
         <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
     {
         let name = Name::new(extension.name())?;
-        self.insert(
-            name,
-            Typed {
-                default: Some(extension),
-                from_config: None,
-            },
-        )
+        self.insert(name, Typed::Default(extension))
     }
 
     /// Registers a typed extension that takes author config. An element without
@@ -119,13 +116,7 @@ impl Registry {
         <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
     {
         let name = Name::new(default.name())?;
-        self.insert(
-            name,
-            Typed {
-                default: Some(default),
-                from_config: Some(config_of::<E>),
-            },
-        )
+        self.insert(name, Typed::Configurable(default, config_of::<E>))
     }
 
     /// Registers, as `name`, a typed extension that only exists with config: an
@@ -137,13 +128,7 @@ impl Registry {
         <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
     {
         let name = Name::new(name)?;
-        self.insert(
-            name,
-            Typed::<E> {
-                default: None,
-                from_config: Some(config_of::<E>),
-            },
-        )
+        self.insert(name, Typed::<E>::FromConfigOnly(config_of::<E>))
     }
 
     /// Registers an extension defined at run time.
@@ -174,14 +159,15 @@ impl Registry {
             .collect()
     }
 
-    /// Builds one combo over `base` (SPEC §3 order: unknown names, then the engine's
-    /// cardinality and per-layer rules).
-    pub(crate) fn combo(
-        &self,
-        base: &crate::bind::Minted,
-        spec: &[ElementSpec],
-    ) -> Result<Attached, BindError> {
+    /// Builds one combo over `base`, in SPEC §3 order: unknown names, then
+    /// cardinality (before any factory runs), then the engine's per-layer rules.
+    /// Factories stop running at the first refused layer; a change that is retried
+    /// runs them again.
+    pub(crate) fn combo(&self, base: &Minted, spec: &[ElementSpec]) -> Result<Attached, BindError> {
         let tool = &base.running.base;
+        if spec.is_empty() {
+            return Err(BindError::EmptyCombo { tool: tool.clone() });
+        }
         let mut unknown: Vec<String> = spec
             .iter()
             .filter(|element| !self.extensions.contains_key(element.name.as_str()))
@@ -193,24 +179,31 @@ impl Registry {
             return Err(BindError::UnknownExtensions {
                 tool: tool.clone(),
                 names: unknown,
+                registered: self.extensions.keys().map(ToString::to_string).collect(),
             });
         }
+        let resolved: Vec<(&Name, &Arc<dyn Factory>, &ElementSpec)> = spec
+            .iter()
+            .filter_map(|element| {
+                let (name, factory) = self.extensions.get_key_value(element.name.as_str())?;
+                Some((name, factory, element))
+            })
+            .collect();
+        rules::cardinality(
+            tool,
+            resolved
+                .iter()
+                .map(|(name, factory, _)| (*name, factory.kind())),
+        )?;
         let mut draft = ComboDraft::new(&base.running);
         let mut below = base.dyn_stack();
-        for spec in spec {
-            let (name, factory) = self
-                .extensions
-                .get_key_value(spec.name.as_str())
-                .expect("unknown names were refused above");
+        for (name, factory, element) in resolved {
+            if draft.is_refused() {
+                break;
+            }
             let running = draft.running().clone();
-            let applied = factory.apply(name, spec.config.as_ref(), &running, below.clone());
-            let (element, stack) = match applied {
-                Ok(applied) => applied,
-                Err(error) => {
-                    draft.refuse(error);
-                    continue;
-                }
-            };
+            let (element, stack) =
+                factory.apply(name, element.config.as_ref(), &running, below.clone());
             if let Some(stack) = &stack {
                 below = DynStack::erased(element.branch.clone(), stack.clone());
             }
@@ -225,20 +218,21 @@ trait Factory: Send + Sync + 'static {
     fn kind(&self) -> ExtensionKind;
 
     /// The element for `config` over the layer input `below`, and its branch's stack
-    /// (`None` when the config does not build one; the element says why).
+    /// (`None` when it could not be built; the element's problem says why).
     fn apply(
         &self,
         name: &Name,
         config: Option<&Map<String, Value>>,
         below: &Running,
         stack: DynStack,
-    ) -> Result<(Element, Option<Arc<dyn ErasedStack>>), BindError>;
+    ) -> (Element, Option<Arc<dyn ErasedStack>>);
 }
 
 /// A typed extension: a default instance, a way to build one from config, or both.
-struct Typed<E> {
-    default: Option<E>,
-    from_config: Option<FromConfig<E>>,
+enum Typed<E> {
+    Default(E),
+    Configurable(E, FromConfig<E>),
+    FromConfigOnly(FromConfig<E>),
 }
 
 /// Builds an extension from an element's config mapping.
@@ -269,42 +263,33 @@ where
         config: Option<&Map<String, Value>>,
         below: &Running,
         stack: DynStack,
-    ) -> Result<(Element, Option<Arc<dyn ErasedStack>>), BindError> {
-        let given = config.filter(|config| !config.is_empty());
-        let built = match (given, &self.default, self.from_config) {
-            (Some(config), _, Some(from_config)) => from_config(config.clone()),
-            (None, Some(default), _) => Ok(default.clone()),
-            (None, None, Some(from_config)) => from_config(Map::new()),
-            // Config the extension does not accept: the engine refuses it (rule 7)
-            // at its turn, after the rules that come before.
-            (Some(_), Some(default), None) => Ok(default.clone()),
-            (_, None, None) => unreachable!("a typed registration has a default or a config"),
+    ) -> (Element, Option<Arc<dyn ErasedStack>>) {
+        let written = written_config(config.map(|config| Value::Object(config.clone())).as_ref());
+        let (built, accepts_config) = match (self, &written) {
+            (Typed::Configurable(_, from_config), Some(config)) => {
+                (from_config(config.clone()), true)
+            }
+            (Typed::Configurable(default, _), None) => (Ok(default.clone()), true),
+            (Typed::FromConfigOnly(from_config), written) => {
+                (from_config(written.clone().unwrap_or_default()), true)
+            }
+            // Config it does not take: rule 7 refuses it at its turn.
+            (Typed::Default(default), _) => (Ok(default.clone()), false),
         };
-        let accepts_config = self.from_config.is_some();
-        let config = config.map(|config| Value::Object(config.clone()));
         match built {
             Ok(extension) => {
                 let (mut element, branch) =
                     apply_typed(extension, name.clone(), below, stack, accepts_config);
-                element.config = config;
-                Ok((element, Some(Arc::new(branch))))
+                element.written = written;
+                (element, Some(Arc::new(branch)))
             }
             Err(problem) => {
-                let branch = below.name.branch(name);
-                let element = Element {
-                    name: name.clone(),
-                    kind: <E::Kind as Kind>::KIND,
-                    body_local: <E::Locality as Locality>::REQUIRES_BODY_LOCALITY,
-                    accepts_config,
-                    config,
-                    config_problem: Some(problem),
-                    branch,
-                    reserved: None,
-                    presented_input: None,
-                    declared_output: None,
-                    description: None,
-                };
-                Ok((element, None))
+                let mut element = Element::bare(name, <E::Kind as Kind>::KIND, below);
+                element.body_local = <E::Locality as Locality>::REQUIRES_BODY_LOCALITY;
+                element.accepts_config = accepts_config;
+                element.written = written;
+                element.problem = Some(Problem::Config(problem));
+                (element, None)
             }
         }
     }
@@ -313,21 +298,25 @@ where
 /// An extension defined at run time: a declared kind, locality, reserved params and
 /// config acceptance, and a factory over the erased layer below.
 ///
+/// The factory runs when a combo is bound (again, if a concurrent change makes the
+/// toolset retry); a panic in it refuses the tool. A factory or branch that holds a
+/// strong [`Toolset`](crate::Toolset) keeps it alive: hold a
+/// [`WeakToolset`](crate::WeakToolset) instead.
+///
 /// The factory presents whatever schema it likes, so the binding engine checks what
 /// the typed path proves: a wrapper must present its layer input's schema (plus its
 /// reserved params), a transformer a concrete one.
 ///
 /// ```
-/// use toolgraft::{DynBranch, DynExtension, DynStack, ExtensionKind, Registry};
+/// use toolgraft::{DynBranch, DynExtension, DynStack, ExtensionKind, Registry, Stack};
 ///
 /// let audit = DynExtension::builder()
 ///     .name("audit")
 ///     .kind(ExtensionKind::Wrapper)
 ///     .factory(|layer| {
-///         let below = layer.below.clone();
-///         let stack = DynStack::from_fn(layer.input.branch.clone(), move |args| {
-///             let below = below.clone();
-///             async move { Ok(below.call_json(args).await?) }
+///         let stack = DynStack::around(layer.input.branch.clone(), layer.below.clone(), |input, below| async move {
+///             tracing::info!(args = %serde_json::Value::Object(input.args().clone()), "audit");
+///             below.call(input).await
 ///         });
 ///         Ok(DynBranch::builder().stack(stack).build())
 ///     })
@@ -409,39 +398,58 @@ impl Factory for DynExtension {
         config: Option<&Map<String, Value>>,
         below: &Running,
         stack: DynStack,
-    ) -> Result<(Element, Option<Arc<dyn ErasedStack>>), BindError> {
-        let conventional = below.name.branch(name);
+    ) -> (Element, Option<Arc<dyn ErasedStack>>) {
+        let written = written_config(config.map(|config| Value::Object(config.clone())).as_ref());
+        let mut element = Element::bare(name, self.kind, below);
+        element.body_local = self.body_local;
+        element.accepts_config = self.accepts_config;
+        element.config = written.clone().map(Value::Object);
+        element.written = written;
+        element.reserved = self.reserved.clone();
+        // Rule 9: reserved params go no further than the wrapper that reserves them.
+        let reserved = self
+            .reserved
+            .as_ref()
+            .filter(|_| self.kind.preserves_schema())
+            .and_then(crate::schema::property_names)
+            .unwrap_or_default();
+        let below_stack = if reserved.is_empty() {
+            stack
+        } else {
+            stack.without(reserved)
+        };
+        let conventional = element.branch.clone();
         let layer = DynLayer {
-            below: stack,
+            below: below_stack,
             input: below.layer_input(&conventional),
-            config,
+            config: config.filter(|_| self.accepts_config),
         };
-        let mut element = Element {
-            name: name.clone(),
-            kind: self.kind,
-            body_local: self.body_local,
-            accepts_config: self.accepts_config,
-            config: config.map(|config| Value::Object(config.clone())),
-            config_problem: None,
-            branch: conventional.clone(),
-            reserved: self.reserved.clone(),
-            presented_input: None,
-            declared_output: None,
-            description: None,
-        };
-        match (self.factory)(layer) {
-            Ok(branch) => {
+        let built = std::panic::catch_unwind(AssertUnwindSafe(|| (self.factory)(layer)));
+        match built {
+            Ok(Ok(branch)) => {
                 if let Some(chosen) = branch.name {
-                    element.branch = Name::new(chosen)?;
+                    match Name::new(&chosen) {
+                        Ok(chosen) => element.branch = chosen,
+                        Err(invalid) => element.problem = Some(Problem::BranchName(invalid)),
+                    }
                 }
                 element.presented_input = branch.input_schema;
                 element.declared_output = branch.output_schema;
                 element.description = branch.description;
-                Ok((element, Some(branch.stack.into_erased())))
+                (element, Some(branch.stack.into_erased()))
             }
-            Err(problem) => {
-                element.config_problem = Some(problem);
-                Ok((element, None))
+            Ok(Err(problem)) if self.accepts_config => {
+                element.problem = Some(Problem::Config(problem));
+                (element, None)
+            }
+            Ok(Err(problem)) => {
+                element.problem = Some(Problem::Failed(problem.to_string()));
+                (element, None)
+            }
+            Err(panic) => {
+                let message = panic_message(panic.as_ref());
+                element.problem = Some(Problem::Failed(format!("its factory panicked: {message}")));
+                (element, None)
             }
         }
     }

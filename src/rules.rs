@@ -24,7 +24,7 @@ use std::marker::PhantomData;
 use frunk::{HCons, HNil};
 use schemars::Schema;
 
-use crate::bind::{Element, Running};
+use crate::bind::{Element, Problem, Running};
 use crate::error::BindError;
 use crate::extension::Extension;
 use crate::kind::{ExtensionKind, Kind, Succ, Zero};
@@ -436,12 +436,15 @@ where
 
 /// Rule 5: at most one element of a non-`multiple` kind per combo. Reports the
 /// first such kind, with every element of that kind in combo order.
-pub(crate) fn cardinality(tool: &Name, elements: &[Element]) -> Result<(), BindError> {
+pub(crate) fn cardinality<'a>(
+    tool: &Name,
+    elements: impl Iterator<Item = (&'a Name, ExtensionKind)> + Clone,
+) -> Result<(), BindError> {
     for kind in ExtensionKind::iter().filter(|kind| !kind.multiple()) {
         let of_kind: Vec<Name> = elements
-            .iter()
-            .filter(|element| element.kind == kind)
-            .map(|element| element.name.clone())
+            .clone()
+            .filter(|(_, of)| *of == kind)
+            .map(|(name, _)| name.clone())
             .collect();
         if of_kind.len() > 1 {
             return Err(BindError::MultipleOfKind {
@@ -476,30 +479,36 @@ pub(crate) fn locality(below: &Running, element: &Element) -> Result<(), BindErr
 /// Rule 7: config reaches only an extension that accepts it (empty config is fine),
 /// and must be one the extension can work with.
 pub(crate) fn config(below: &Running, element: &Element) -> Result<(), BindError> {
-    let non_empty = match &element.config {
-        None | Some(serde_json::Value::Null) => false,
-        Some(serde_json::Value::Object(map)) => !map.is_empty(),
-        Some(_) => true,
-    };
-    if non_empty && !element.accepts_config {
-        return Err(BindError::ConfigNotAccepted {
-            tool: below.base.clone(),
-            extension: element.name.clone(),
-        });
+    let (tool, extension) = (below.base.clone(), element.name.clone());
+    if element.written.is_some() && !element.accepts_config {
+        return Err(BindError::ConfigNotAccepted { tool, extension });
     }
-    match &element.config_problem {
-        Some(problem) => Err(BindError::InvalidConfig {
-            tool: below.base.clone(),
-            extension: element.name.clone(),
+    match &element.problem {
+        Some(Problem::Config(problem)) => Err(BindError::InvalidConfig {
+            tool,
+            extension,
             field: problem.field.clone(),
             problem: problem.problem.clone(),
         }),
-        None => Ok(()),
+        Some(Problem::Failed(problem)) => Err(BindError::ExtensionFailed {
+            tool,
+            extension,
+            problem: problem.clone(),
+        }),
+        Some(Problem::BranchName(_)) | None => Ok(()),
     }
 }
 
 /// Rule 1: a branch needs a new name.
 pub(crate) fn new_name(below: &Running, element: &Element) -> Result<(), BindError> {
+    if let Some(Problem::BranchName(invalid)) = &element.problem {
+        return Err(BindError::InvalidBranchName {
+            tool: below.base.clone(),
+            extension: element.name.clone(),
+            name: invalid.name.clone(),
+            problem: invalid.problem.clone(),
+        });
+    }
     if element.branch == below.base {
         return Err(BindError::SameName {
             tool: below.base.clone(),
@@ -535,6 +544,17 @@ pub(crate) fn input_schema(below: &Running, element: &Element) -> Result<Schema,
             }
         }
         Ok(expected)
+    } else if let Some(param) = element.own_params.iter().find(|param| {
+        schema::property_names(&below.input_schema).is_some_and(|names| names.contains(param))
+    }) {
+        // Rule 9 for the parameters a non-wrapper adds beside its layer input's:
+        // one of the same name would be masked.
+        Err(BindError::ReservedParamExists {
+            tool: below.base.clone(),
+            extension: element.name.clone(),
+            below: below.name.clone(),
+            param: param.clone(),
+        })
     } else if kind.declares_schema() {
         let verdict = match &element.presented_input {
             Some(schema) => schema::concrete_object(schema).map(|()| schema.clone()),

@@ -73,8 +73,13 @@ impl ArgNames {
                 collect_properties(branch, &mut names);
             }
         }
-        let names_nothing = names.is_empty() && schema.get("properties").is_none();
-        Self((!names_nothing).then(|| names.into()))
+        // An object schema names its parameters, even none (`{"type": "object"}`
+        // takes no arguments); a schema that is not about objects names nothing, and
+        // then admits anything.
+        let about_objects = schema.get("type").is_some_and(|kind| kind == "object")
+            || schema.get("properties").is_some()
+            || !names.is_empty();
+        Self(about_objects.then(|| names.into()))
     }
 
     /// Refuses the first argument the schema does not name.

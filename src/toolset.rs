@@ -190,13 +190,7 @@ impl Toolset {
         let mut catalog = self.catalog.write().unwrap_or_else(PoisonError::into_inner);
         let current = catalog.tools.get(&tool).map(|current| current.generation);
         match (current, expected) {
-            (Some(_), None) => {
-                return Err(BindError::NameTaken {
-                    tool: tool.clone(),
-                    name: tool.clone(),
-                    owner: tool,
-                });
-            }
+            (Some(_), None) => return Err(BindError::AlreadyBound { tool }),
             (Some(now), Some(expected)) if now != expected => return Ok(Retry::Yes),
             (None, Some(_)) => return Ok(Retry::Yes),
             _ => {}
@@ -212,10 +206,12 @@ impl Toolset {
                 });
             }
         }
-        if let Some(old) = catalog.tools.remove(&tool) {
-            for name in &old.names {
-                catalog.entries.remove(name);
-            }
+        // What is replaced is dropped after the lock is released: dropping it runs
+        // extensions' and bodies' `Drop`, which may call back into the toolset.
+        let mut replaced = Vec::new();
+        let old = catalog.tools.remove(&tool);
+        for name in old.iter().flat_map(|old| &old.names) {
+            replaced.extend(catalog.entries.remove(name));
         }
         group.names = entries
             .iter()
@@ -228,6 +224,8 @@ impl Toolset {
                 .insert(entry.info.name.clone(), Arc::new(entry));
         }
         catalog.tools.insert(tool, group);
+        drop(catalog);
+        drop((old, replaced));
         Ok(Retry::No)
     }
 
@@ -347,18 +345,7 @@ impl Toolset {
         combos: &[ComboSpec],
     ) -> Result<(), BindError> {
         self.change(tool, |group| {
-            let mut attached: Vec<Attached> = Vec::with_capacity(combos.len());
-            for combo in combos {
-                let key = bind::combo_key(combo);
-                if attached.iter().any(|other| other.elements == key) {
-                    return Err(BindError::AlreadyAttached {
-                        tool: group.base.running.base.clone(),
-                        combo: listed(&key),
-                    });
-                }
-                attached.push(registry.combo(&group.base, combo)?);
-            }
-            group.combos = attached;
+            group.combos = build_combos(registry, &group.base, combos)?;
             Ok(())
         })
     }
@@ -405,19 +392,15 @@ impl Toolset {
                     .iter()
                     .find(|(key, _)| key == tool.as_str())
                     .map_or(&no_combos, |(_, combos)| combos);
-                let bound = combos
-                    .iter()
-                    .map(|combo| registry.combo(base, combo))
-                    .collect::<Result<Vec<_>, _>>()
-                    .and_then(|combos| {
-                        let group = ToolGroup {
-                            base: base.clone(),
-                            combos,
-                            names: Vec::new(),
-                            generation: 0,
-                        };
-                        self.install(group, None).map(drop)
-                    });
+                let bound = build_combos(registry, base, combos).and_then(|combos| {
+                    let group = ToolGroup {
+                        base: base.clone(),
+                        combos,
+                        names: Vec::new(),
+                        generation: 0,
+                    };
+                    self.install(group, None).map(drop)
+                });
                 (tool.to_string(), bound)
             })
             .collect();
@@ -685,6 +668,27 @@ impl Toolset {
 pub(crate) enum Retry {
     Yes,
     No,
+}
+
+/// The combos of one tool, built: each must differ from the others (a combo
+/// listed twice is refused, whichever way the tool is bound or changed).
+fn build_combos(
+    registry: &Registry,
+    base: &Minted,
+    combos: &[ComboSpec],
+) -> Result<Vec<Attached>, BindError> {
+    let mut attached: Vec<Attached> = Vec::with_capacity(combos.len());
+    for combo in combos {
+        let key = bind::combo_key(combo);
+        if attached.iter().any(|other| other.elements == key) {
+            return Err(BindError::AlreadyAttached {
+                tool: base.running.base.clone(),
+                combo: listed(&key),
+            });
+        }
+        attached.push(registry.combo(base, combo)?);
+    }
+    Ok(attached)
 }
 
 /// A combo as `a, b{"n":1}`.

@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use toolgraft::ext::{Batch, Cache, Chain, OutputSchema, Pool, Proxy, Trace, proxy};
 use toolgraft::manifest::{ComboSpec, ElementSpec, Manifest};
 use toolgraft::{
-    BaseTool, BaseTools, BindError, DynBranch, DynExtension, DynStack, ExtensionKind, Name,
-    Registry, RegistryError, ToolError, Toolset,
+    BaseTool, BaseTools, BindError, ChainErrorKind, DynBranch, DynExtension, DynStack,
+    ExtensionKind, Name, Registry, RegistryError, Stack, ToolError, Toolset,
 };
 
 /// A registry with the test catalogue: markers `a`, `b`, `a_b`, the built-ins, two
@@ -167,16 +167,21 @@ fn unknown_extensions_are_all_reported_sorted_before_anything_else() {
         &registry(),
         json!([["zeta", "pool", "alpha", "pool", "zeta"]]),
     );
-    assert_eq!(
-        err,
+    match &err {
         BindError::UnknownExtensions {
-            tool: Name::new("shout").unwrap(),
-            names: vec!["alpha".into(), "zeta".into()],
+            tool,
+            names,
+            registered,
+        } => {
+            assert_eq!(tool, "shout");
+            assert_eq!(names, &["alpha", "zeta"]);
+            assert!(registered.contains(&"pool".to_owned()) && registered.is_sorted());
         }
-    );
-    assert_eq!(
-        err.to_string(),
-        "unknown extensions `alpha`, `zeta` in a combo of `shout`"
+        other => panic!("expected unknown extensions, got {other:?}"),
+    }
+    assert!(
+        err.to_string().starts_with("unknown extensions `alpha`, `zeta` in a combo of `shout`; check the spelling, or register them; registered: `a`, `a_b`"),
+        "{err}"
     );
 }
 
@@ -550,9 +555,15 @@ fn descriptions_and_output_schemas_fold_the_same_way_at_run_time() {
     outcome[0].1.clone().unwrap();
     let base = toolset.info("report").unwrap().output_schema;
     assert_eq!(toolset.info("report_trace").unwrap().output_schema, base);
-    assert_ne!(
-        toolset.info("report_trace_batch").unwrap().output_schema,
-        base
+    let batch = toolset
+        .info("report_trace_batch")
+        .unwrap()
+        .output_schema
+        .unwrap();
+    assert_eq!(
+        batch.get("type").unwrap(),
+        "array",
+        "the batch declares a list of results"
     );
 }
 
@@ -570,9 +581,7 @@ async fn chain_calls_the_next_tool_by_name() {
         outcome.iter().all(|(_, result)| result.is_ok()),
         "{outcome:?}"
     );
-    // report returns {title, score}; select it whole? `shout` takes {text}: pick a
-    // sub-object instead, so build one with output_schema... simpler: chain into a
-    // tool taking what report returns is not at hand, so check each failure mode.
+    // Each failure mode, with its kind.
     let err = toolset
         .call(
             "report_chain",
@@ -671,37 +680,6 @@ async fn chain_feeds_a_selection_into_the_next_tool() {
 }
 
 #[tokio::test]
-async fn chains_that_cycle_stop_with_an_error() {
-    let toolset = Toolset::new();
-    let mut registry = registry();
-    registry.register(Chain::new(&toolset)).unwrap();
-    let echo = toolgraft::DynTool::builder()
-        .name("echo")
-        .description("Echo the arguments.")
-        .input_schema(schemars::json_schema!({"type": "object", "additionalProperties": true}))
-        .body(|args| async move { Ok(Value::Object(args)) })
-        .build()
-        .unwrap();
-    toolset.bind_manifest(
-        &registry,
-        &BaseTools::new().with(&echo),
-        &manifest(json!({"echo": ["chain"]})),
-    )[0]
-    .1
-    .clone()
-    .unwrap();
-    // `echo_chain` hands its own arguments to `echo_chain` again via the base name.
-    let err = toolset
-        .call(
-            "echo_chain",
-            json!({"next_tool": "echo", "payload": {"next_tool": "echo_chain"}, "select": ""}),
-        )
-        .await;
-    // echo returns {payload:..}; chaining into `echo` with it returns it: no cycle.
-    assert!(err.is_ok(), "{err:?}");
-}
-
-#[tokio::test]
 async fn live_changes_are_atomic_and_target_base_tools_only() {
     // Scenario 33.
     let registry = registry();
@@ -780,37 +758,6 @@ async fn typed_combos_can_be_changed_live_too() {
     assert_eq!(toolset.names(), ["shout", "shout_b"]);
 }
 
-#[tokio::test]
-async fn changes_from_many_tasks_do_not_lose_updates() {
-    let registry = registry();
-    let (toolset, result) = bind_shout(&registry, json!([["trace"]]));
-    result.unwrap();
-    let names = [
-        "a",
-        "b",
-        "a_b",
-        "loud_marker",
-        "first",
-        "second",
-        "cache",
-        "batch",
-    ];
-    let tasks: Vec<_> = names
-        .iter()
-        .map(|name| {
-            let (toolset, registry) = (toolset.clone(), registry.clone());
-            let name = name.to_string();
-            tokio::spawn(
-                async move { toolset.attach(&registry, "shout", &[ElementSpec::named(name)]) },
-            )
-        })
-        .collect();
-    for task in tasks {
-        task.await.unwrap().unwrap();
-    }
-    assert_eq!(toolset.names().len(), 1 + 1 + names.len());
-}
-
 #[test]
 fn a_manifest_key_that_is_not_a_base_tool_is_reported() {
     let registry = registry();
@@ -832,6 +779,151 @@ fn a_manifest_key_that_is_not_a_base_tool_is_reported() {
     );
 }
 
+/// A tool whose result is the next chain call: `{"again": {"next_tool": <next>}}`.
+fn looping(name: &str, next: &str) -> toolgraft::DynTool {
+    let next = next.to_owned();
+    toolgraft::DynTool::builder()
+        .name(name)
+        .description("Answers with a call to make next.")
+        .input_schema(schemars::json_schema!({"type": "object", "properties": {}}))
+        .body(move |_| {
+            let next = next.clone();
+            async move { Ok(json!({"again": {"next_tool": next, "select": "/again"}})) }
+        })
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_chain_into_a_branch_that_runs_it_again_is_refused() {
+    let toolset = Toolset::new();
+    let mut registry = registry();
+    registry.register(Chain::new(&toolset)).unwrap();
+    let lp = looping("lp", "lp_chain_pool");
+    toolset.bind_manifest(
+        &registry,
+        &BaseTools::new().with(&lp),
+        &manifest(json!({"lp": [["chain", "pool"]]})),
+    )[0]
+    .1
+    .clone()
+    .unwrap();
+    let err = toolset
+        .call(
+            "lp_chain_pool",
+            json!({"next_tool": "lp_chain_pool", "select": "/again"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ToolError::Chain {
+                kind: ChainErrorKind::IntoItself,
+                ..
+            }
+        ),
+        "an outer branch of the chain runs the chain again: {err:?}"
+    );
+    let err = toolset
+        .call("lp_chain", json!({"next_tool": "lp_chain"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ToolError::Chain {
+                kind: ChainErrorKind::IntoItself,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_cycle_through_other_tools_and_a_pool_ends_at_the_depth_limit() {
+    let toolset = Toolset::new();
+    let mut registry = registry();
+    registry.register(Chain::new(&toolset)).unwrap();
+    // Each answers with a call that makes the other chain call it again.
+    let (ping, pong) = (
+        looping("ping", "ping_chain_pool"),
+        looping("pong", "pong_chain_pool"),
+    );
+    let outcome = toolset.bind_manifest(
+        &registry,
+        &BaseTools::new().with(&ping).with(&pong),
+        &manifest(json!({"ping": [["chain", "pool"]], "pong": [["chain", "pool"]]})),
+    );
+    assert!(
+        outcome.iter().all(|(_, result)| result.is_ok()),
+        "{outcome:?}"
+    );
+    let call = toolset.call(
+        "ping_chain_pool",
+        json!({"next_tool": "pong_chain_pool", "select": "/again"}),
+    );
+    let err = tokio::time::timeout(std::time::Duration::from_secs(10), call)
+        .await
+        .expect("the cycle ends")
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ToolError::Chain {
+                kind: ChainErrorKind::TooDeep,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn changes_from_many_threads_do_not_lose_updates() {
+    // Slow factories widen the window between preparing a change and installing
+    // it, so concurrent changes really race and retry.
+    let mut registry = registry();
+    let names: Vec<String> = (0..8).map(|i| format!("slow{i}")).collect();
+    for name in &names {
+        registry
+            .register_dynamic(
+                DynExtension::builder()
+                    .name(name.as_str())
+                    .kind(ExtensionKind::Wrapper)
+                    .factory(|layer| {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        Ok(DynBranch::builder().stack(layer.below.clone()).build())
+                    })
+                    .build(),
+            )
+            .unwrap();
+    }
+    let (toolset, result) = bind_shout(&registry, json!([["trace"]]));
+    result.unwrap();
+    let barrier = std::sync::Barrier::new(names.len());
+    std::thread::scope(|scope| {
+        for name in &names {
+            let (toolset, registry, barrier) = (&toolset, &registry, &barrier);
+            scope.spawn(move || {
+                barrier.wait();
+                toolset
+                    .attach(registry, "shout", &[ElementSpec::named(name.clone())])
+                    .unwrap();
+            });
+        }
+    });
+    let bound = toolset.names();
+    assert_eq!(bound.len(), 2 + names.len(), "{bound:?}");
+    for name in &names {
+        assert!(
+            toolset.contains(&format!("shout_{name}")),
+            "{name} was lost"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_run_time_extension_really_wraps_the_layer_below() {
     let mut registry = Registry::new();
@@ -848,17 +940,20 @@ async fn a_run_time_extension_really_wraps_the_layer_below() {
                         .and_then(Value::as_str)
                         .unwrap_or("!")
                         .to_owned();
-                    let below = layer.below.clone();
-                    let stack = DynStack::from_fn(layer.input.branch.clone(), move |args| {
-                        let (below, suffix) = (below.clone(), suffix.clone());
-                        async move {
-                            let out = below.call_json(args).await?;
-                            Ok(json!(format!(
-                                "{}{suffix}",
-                                out.as_str().unwrap_or_default()
-                            )))
-                        }
-                    });
+                    let stack = DynStack::around(
+                        layer.input.branch.clone(),
+                        layer.below.clone(),
+                        move |input, below| {
+                            let suffix = suffix.clone();
+                            async move {
+                                let out = below.call(input).await?;
+                                Ok(json!(format!(
+                                    "{}{suffix}",
+                                    out.as_str().unwrap_or_default()
+                                )))
+                            }
+                        },
+                    );
                     Ok(DynBranch::builder()
                         .stack(stack)
                         .description("Shouts louder.")
@@ -883,11 +978,315 @@ async fn a_run_time_extension_really_wraps_the_layer_below() {
         toolset.info("shout_suffix").unwrap().description,
         "Shouts louder."
     );
-    // Arguments are still checked by the base.
+    // Arguments are checked up front, naming the tool called.
+    let err = toolset
+        .call("shout_suffix", json!({"txt": "hi"}))
+        .await
+        .unwrap_err();
     assert!(
+        matches!(err, ToolError::InvalidArguments { ref tool, .. } if tool == "shout_suffix"),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_run_time_wrappers_reserved_params_stop_at_the_wrapper() {
+    // Scenario 19, called: `exp` reaches the wrapper, not `ping`.
+    let mut registry = Registry::new();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    registry
+        .register_dynamic(
+            DynExtension::builder()
+                .name("expiring")
+                .kind(ExtensionKind::Wrapper)
+                .reserved(schemars::json_schema!({"type": "object", "properties": {"exp": {"type": "number"}}}))
+                .factory(move |layer| {
+                    let record = record.clone();
+                    let stack = DynStack::around(layer.input.branch.clone(), layer.below.clone(), move |input, below| {
+                        record.lock().unwrap().push(input.args().clone());
+                        async move { below.call(input).await }
+                    });
+                    Ok(DynBranch::builder().stack(stack).build())
+                })
+                .build(),
+        )
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset.bind_manifest(
+        &registry,
+        &BaseTools::new().with(&ping()),
+        &manifest(json!({"ping": ["expiring"]})),
+    )[0]
+    .1
+    .clone()
+    .unwrap();
+    assert_eq!(
         toolset
-            .call("shout_suffix", json!({"txt": "hi"}))
+            .call("ping_expiring", json!({"exp": 30}))
             .await
-            .is_err()
+            .unwrap(),
+        json!("pong")
+    );
+    assert_eq!(
+        toolset.call("ping_expiring", json!({})).await.unwrap(),
+        json!("pong")
+    );
+    assert!(toolset.call("ping", json!({"exp": 30})).await.is_err());
+    assert_eq!(seen.lock().unwrap().len(), 2);
+}
+
+#[test]
+fn a_panicking_factory_refuses_the_tool_and_keeps_the_caller_alive() {
+    let mut registry = Registry::new();
+    registry
+        .register_dynamic(
+            DynExtension::builder()
+                .name("broken")
+                .kind(ExtensionKind::Wrapper)
+                .factory(|_| panic!("factory bug"))
+                .build(),
+        )
+        .unwrap();
+    let err = refused(&registry, json!(["broken"]));
+    assert!(matches!(err, BindError::ExtensionFailed { .. }), "{err:?}");
+    assert!(err.to_string().contains("factory bug"), "{err}");
+}
+
+#[test]
+fn run_time_factories_run_only_for_combos_that_pass_cardinality() {
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = calls.clone();
+    let mut registry = registry();
+    registry
+        .register_dynamic(
+            DynExtension::builder()
+                .name("counted")
+                .kind(ExtensionKind::Backend)
+                .factory(move |layer| {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    Ok(DynBranch::builder().stack(layer.below.clone()).build())
+                })
+                .build(),
+        )
+        .unwrap();
+    let err = refused(&registry, json!(["counted", "pool"]));
+    assert!(matches!(err, BindError::MultipleOfKind { .. }), "{err:?}");
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+#[test]
+fn a_chain_over_a_tool_that_takes_select_is_refused() {
+    let picky = toolgraft::DynTool::builder()
+        .name("picky")
+        .description("Takes its own `select`.")
+        .input_schema(schemars::json_schema!({"type": "object", "properties": {"select": {"type": "integer"}}}))
+        .body(|args| async move { Ok(Value::Object(args)) })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    let mut registry = registry();
+    registry.register(Chain::new(&toolset)).unwrap();
+    let outcome = toolset.bind_manifest(
+        &registry,
+        &BaseTools::new().with(&picky),
+        &manifest(json!({"picky": ["chain"]})),
+    );
+    let err = outcome[0].1.clone().unwrap_err();
+    assert!(
+        matches!(err, BindError::ReservedParamExists { ref param, .. } if param == "select"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn empty_and_repeated_combos_are_refused_on_every_path() {
+    let registry = registry();
+    let err = refused(&registry, json!([["a"], ["a"]]));
+    assert!(matches!(err, BindError::AlreadyAttached { .. }), "{err:?}");
+    let (toolset, result) = bind_shout(&registry, json!(["trace"]));
+    result.unwrap();
+    assert!(matches!(
+        toolset.attach(&registry, "shout", &[]),
+        Err(BindError::EmptyCombo { .. })
+    ));
+    let repeated = vec![vec![ElementSpec::named("a")], vec![ElementSpec::named("a")]];
+    assert!(matches!(
+        toolset.replace(&registry, "shout", &repeated),
+        Err(BindError::AlreadyAttached { .. })
+    ));
+    assert_eq!(toolset.names(), ["shout", "shout_trace"]);
+}
+
+#[test]
+fn a_typed_combo_and_the_same_combo_written_in_a_manifest_are_one_combo() {
+    let registry = registry();
+    let shout = shout();
+    let toolset = Toolset::new();
+    toolset
+        .bind(&shout, frunk::hlist![shout.combo().with(Batch::default())])
+        .unwrap();
+    // The registry's `batch` is the same extension with the same (default) config.
+    assert!(matches!(
+        toolset.attach(&registry, "shout", &[ElementSpec::named("batch")]),
+        Err(BindError::AlreadyAttached { .. })
+    ));
+    toolset
+        .detach("shout", &[ElementSpec::named("batch")])
+        .unwrap();
+    assert_eq!(toolset.names(), ["shout"]);
+    // A manifest config shows in the branch's chain, as typed config does.
+    toolset
+        .attach(
+            &registry,
+            "shout",
+            &[ElementSpec::configured(
+                "proxy",
+                json!({"allow": ["egress-z"]}),
+            )],
+        )
+        .unwrap();
+    assert_eq!(
+        toolset.info("shout_proxy").unwrap().chain[0].config,
+        Some(json!({"allow": ["egress-z"]}))
+    );
+    toolset
+        .detach(
+            "shout",
+            &[ElementSpec::configured(
+                "proxy",
+                json!({"allow": ["egress-z"]}),
+            )],
+        )
+        .unwrap();
+}
+
+#[test]
+fn dropping_a_replaced_binding_may_call_back_into_the_toolset() {
+    struct CallsBack(Toolset);
+    impl Drop for CallsBack {
+        fn drop(&mut self) {
+            let _ = self.0.names();
+        }
+    }
+    let toolset = Toolset::new();
+    let mut registry = Registry::new();
+    let back = std::sync::Arc::new(std::sync::Mutex::new(None::<CallsBack>));
+    let holder = back.clone();
+    let weak = toolset.downgrade();
+    registry
+        .register_dynamic(
+            DynExtension::builder()
+                .name("holder")
+                .kind(ExtensionKind::Wrapper)
+                .factory(move |layer| {
+                    let guard = std::sync::Arc::new(CallsBack(weak.upgrade().unwrap()));
+                    let _ = &holder;
+                    let stack = DynStack::around(
+                        layer.input.branch.clone(),
+                        layer.below.clone(),
+                        move |input, below| {
+                            let _keep = guard.clone();
+                            async move { below.call(input).await }
+                        },
+                    );
+                    Ok(DynBranch::builder().stack(stack).build())
+                })
+                .build(),
+        )
+        .unwrap();
+    toolset.bind_manifest(
+        &registry,
+        &BaseTools::new().with(&shout()),
+        &manifest(json!({"shout": ["holder"]})),
+    )[0]
+    .1
+    .clone()
+    .unwrap();
+    let (done, finished) = std::sync::mpsc::channel();
+    let changer = toolset.clone();
+    std::thread::spawn(move || {
+        let _ = done.send(changer.detach("shout", &[ElementSpec::named("holder")]));
+    });
+    let result = finished
+        .recv_timeout(std::time::Duration::from_secs(5))
+        .expect("no deadlock");
+    result.unwrap();
+    assert_eq!(toolset.names(), ["shout"]);
+    drop(back);
+}
+
+#[tokio::test]
+async fn the_manifest_path_keeps_relocation_and_reserved_params_straight() {
+    // Scenarios 13, 14 and 16 through a manifest.
+    let registry = registry();
+    let outcome = Toolset::new();
+    let toolset = outcome;
+    let result = toolset.bind_manifest(
+        &registry,
+        &BaseTools::new().with(&shout()),
+        &manifest(
+            json!({"shout": [["trace", "pool", "cache"], ["batch", "pool"], ["pool", "batch"]]}),
+        ),
+    );
+    result[0].1.clone().unwrap();
+    let sites = |name: &str| {
+        toolset
+            .info(name)
+            .unwrap()
+            .sites()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        sites("shout_trace_pool_cache"),
+        ["via pool", "caller", "caller"]
+    );
+    assert_eq!(sites("shout_batch_pool"), ["via pool", "caller"]);
+    assert_eq!(sites("shout_pool_batch"), ["caller", "caller"]);
+    for _ in 0..2 {
+        let out = toolset
+            .call("shout_trace_pool_cache", json!({"text": "hi", "exp": 60}))
+            .await
+            .unwrap();
+        assert_eq!(out, json!("hi"));
+    }
+    let err = toolset
+        .call("shout", json!({"text": "hi", "exp": 60}))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("unknown field `exp`"), "{err}");
+}
+
+#[test]
+fn a_name_of_another_tool_is_refused_in_a_manifest_too() {
+    let squatter = toolgraft::DynTool::builder()
+        .name("shout_a")
+        .description("Squats a branch name.")
+        .input_schema(schemars::json_schema!({"type": "object", "properties": {}}))
+        .body(|_| async { Ok(json!(null)) })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    let outcome = toolset.bind_manifest(
+        &registry(),
+        &BaseTools::new().with(&squatter).with(&shout()),
+        &manifest(json!({"shout": ["a"]})),
+    );
+    assert!(outcome[0].1.is_ok());
+    assert!(
+        matches!(outcome[1].1, Err(BindError::NameTaken { ref owner, .. }) if owner == "shout_a"),
+        "{outcome:?}"
+    );
+    assert_eq!(toolset.names(), ["shout_a"]);
+}
+
+#[test]
+fn a_json_manifest_that_writes_a_tool_twice_is_refused() {
+    let err = Manifest::from_json(r#"{"tools": {"x": ["a"], "x": ["b"]}}"#).unwrap_err();
+    assert!(
+        err.to_string().contains("the key `x` is written twice"),
+        "{err}"
     );
 }

@@ -5,7 +5,9 @@ use schemars::Schema;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::error::{ArgsError, ArgsErrorKind, ToolError};
+use std::future::Future;
+
+use crate::error::{ArgsError, ArgsErrorKind, ChainErrorKind, ToolError};
 use crate::extension::{Extension, Layer, LayerInput};
 use crate::kind::Transformer;
 use crate::name::Name;
@@ -20,6 +22,17 @@ pub const MAX_CHAIN_DEPTH: usize = 16;
 
 tokio::task_local! {
     static DEPTH: usize;
+}
+
+/// How deep in chains the current task is (0 outside any).
+pub(crate) fn depth() -> usize {
+    DEPTH.try_with(|depth| *depth).unwrap_or(0)
+}
+
+/// Runs `future` at chain depth `depth`: how a backend carries the depth to where
+/// it runs the layer below, so a cycle through a backend still ends.
+pub(crate) async fn at_depth<F: Future>(depth: usize, future: F) -> F::Output {
+    DEPTH.scope(depth, future).await
 }
 
 /// A chain call: the layer input's arguments, the tool to call next, and what of
@@ -90,6 +103,10 @@ impl Extension for Chain {
         "chain"
     }
 
+    fn own_params(&self) -> &[&'static str] {
+        &["next_tool", "select"]
+    }
+
     fn describe(&self, running: &str) -> Option<String> {
         Some(format!(
             "{running} (Chain: then calls `next_tool` with the part of the result that `select`, a JSON Pointer, picks.)"
@@ -149,11 +166,21 @@ impl<S: Clone> Clone for Chained<S> {
 }
 
 impl<S: Stack> Chained<S> {
-    fn stop(&self, problem: String) -> ToolError {
+    fn stop(&self, kind: ChainErrorKind, problem: String) -> ToolError {
         ToolError::Chain {
             tool: self.branch.clone(),
+            kind,
             problem,
         }
+    }
+
+    /// Whether calling `next` would run this chain again: `next` is this branch, or
+    /// a branch built on it (same base, and its chain starts with this one's).
+    fn runs_again(&self, toolset: &Toolset, next: &str) -> bool {
+        let (Some(this), Some(next)) = (toolset.info(&self.branch), toolset.info(next)) else {
+            return next == self.branch.as_str();
+        };
+        this.base == next.base && next.chain.starts_with(&this.chain)
     }
 }
 
@@ -162,16 +189,22 @@ impl<S: Stack> Stack for Chained<S> {
     type Output = Value;
 
     async fn call(&self, input: Self::Input) -> Result<Value, ToolError> {
-        let toolset = self
-            .toolset
-            .upgrade()
-            .ok_or_else(|| self.stop("the toolset it chains in is gone".to_owned()))?;
-        if input.next_tool == self.branch.as_str() {
-            return Err(self.stop(format!("`{}` cannot chain into itself", self.branch)));
-        }
+        let toolset = self.toolset.upgrade().ok_or_else(|| {
+            self.stop(
+                ChainErrorKind::ToolsetGone,
+                "the toolset it chains in is gone".to_owned(),
+            )
+        })?;
         if !toolset.contains(&input.next_tool) {
             let problem = format!("`{}` is not a bound tool", input.next_tool);
             return Err(ArgsError::field("next_tool", problem).for_tool(&self.branch));
+        }
+        if self.runs_again(&toolset, &input.next_tool) {
+            let problem = format!(
+                "`{}` cannot chain into itself (`{}` runs it again)",
+                self.branch, input.next_tool
+            );
+            return Err(self.stop(ChainErrorKind::IntoItself, problem));
         }
         if !(input.select.is_empty() || input.select.starts_with('/')) {
             let problem = format!(
@@ -180,34 +213,34 @@ impl<S: Stack> Stack for Chained<S> {
             );
             return Err(ArgsError::field("select", problem).for_tool(&self.branch));
         }
-        let depth = DEPTH.try_with(|depth| *depth).unwrap_or(0);
+        let depth = depth();
         if depth >= MAX_CHAIN_DEPTH {
-            return Err(self.stop(format!(
-                "chains called chains {MAX_CHAIN_DEPTH} deep; is there a cycle?"
-            )));
+            let problem = format!("chains called chains {MAX_CHAIN_DEPTH} deep; is there a cycle?");
+            return Err(self.stop(ChainErrorKind::TooDeep, problem));
         }
         let first = self.inner.call(input.input).await?;
         let first = serde_json::to_value(first).map_err(|source| ToolError::Output {
             tool: self.branch.clone(),
             source: source.into(),
         })?;
-        let selected = first.pointer(&input.select).ok_or_else(|| {
-            self.stop(format!(
+        let Some(selected) = first.pointer(&input.select) else {
+            let problem = format!(
                 "`select` {:?} selects nothing in {}",
                 input.select,
                 shown(&first)
-            ))
-        })?;
+            );
+            return Err(self.stop(ChainErrorKind::SelectsNothing, problem));
+        };
         if !selected.is_object() {
-            return Err(self.stop(format!(
+            let problem = format!(
                 "`select` {:?} picks {}, not the arguments object `{}` takes",
                 input.select,
                 shown(selected),
                 input.next_tool
-            )));
+            );
+            return Err(self.stop(ChainErrorKind::NotArguments, problem));
         }
-        let next = toolset.call(&input.next_tool, selected.clone());
-        DEPTH.scope(depth + 1, next).await
+        at_depth(depth + 1, toolset.call(&input.next_tool, selected.clone())).await
     }
 
     fn decode(&self, mut args: Args) -> Result<Self::Input, ArgsError> {

@@ -178,9 +178,12 @@ impl<S: Stack> Stack for Pooled<S> {
     async fn call(&self, input: S::Input) -> Result<S::Output, ToolError> {
         let inner = self.inner.clone();
         let shared = self.pool.shared.clone();
+        // toolgraft's own call context crosses the hop (chain depth, so that a
+        // cycle through a pool still ends); nothing else of the caller's task does.
+        let depth = crate::ext::chain::depth();
         let job = self.pool.shared.handle.spawn(async move {
             shared.jobs.fetch_add(1, Ordering::SeqCst);
-            inner.call(input).await
+            crate::ext::chain::at_depth(depth, inner.call(input)).await
         });
         // A caller that gives up (a timeout, a fail-fast batch) takes the job with it.
         let _abort_if_dropped = AbortOnDrop(job.abort_handle());
