@@ -89,7 +89,7 @@ pub use rules::{Anywhere, BodyLocal, Locality};
 pub use schemars::Schema;
 pub use stack::{Args, DynInput, Next, Stack, decode_args};
 pub use table::NameTable;
-pub use tool::{BaseTool, Body, Tool, ToolBuilder, ToolSpec};
+pub use tool::{BaseTool, Body, RunBody, Tool, ToolBuilder, ToolSpec};
 pub use toolset::{BaseTools, Toolset, WeakToolset};
 
 // The README's code is compiled and run as a doc test, so it stays true.

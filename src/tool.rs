@@ -81,7 +81,7 @@ pub trait BaseTool: Stack {
 ///
 /// Implemented for every `Fn(I) -> impl Future<Output = Result<O, BoxError>>` that is
 /// `Clone + Send + Sync` (closures over `Arc`s are). Clones must share state.
-pub trait Body<I, O>: Clone + Send + Sync + 'static {
+pub trait Body<I, O>: RunBody<I, O> {
     /// The future a call returns.
     type Future: Future<Output = Result<O, BoxError>> + Send;
     /// Starts a call.
@@ -96,6 +96,56 @@ where
     type Future = Fut;
     fn run(&self, input: I) -> Fut {
         self(input)
+    }
+}
+
+/// What a [`Tool`]'s `Stack` impl asks of its body: [`Body`] without `Send` on the
+/// future.
+///
+/// `Send` is proven once, when the tool is built (the builder requires [`Body`]), and
+/// the tool carries that proof (`ProvenSend`). Asking it again in the `Stack` impl
+/// would make every layer's `Stack` proof look into the body's future (auto-trait
+/// leakage through the `async` block), a region-dependent result the compiler proves
+/// again, through every layer of a combo, in each of its queries: type-checking a
+/// deep combo would grow with the square of its depth.
+#[doc(hidden)]
+pub trait RunBody<I, O>: Clone + Send + Sync + 'static {
+    /// The future a call returns.
+    type Started: Future<Output = Result<O, BoxError>>;
+    /// Starts a call.
+    fn start(&self, input: I) -> Self::Started;
+}
+
+impl<I, O, F, Fut> RunBody<I, O> for F
+where
+    F: Fn(I) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, BoxError>>,
+{
+    type Started = Fut;
+    fn start(&self, input: I) -> Fut {
+        self(input)
+    }
+}
+
+/// A body's future, `Send` because the tool's builder proved it (see [`RunBody`]).
+struct ProvenSend<F>(F);
+
+// SAFETY: a `ProvenSend` is only built in `Tool::call`, around the future of the
+// tool's body, and a `Tool` is only built by its builder, which requires
+// `F: Fn(I) -> Fut + Body<I, O>`. `F` is then a function (no other type implements
+// `Fn` on stable Rust), so its `RunBody` impl is the blanket one above, and
+// `RunBody::Started` is the very `Fut` that `Body` requires to be `Send`.
+unsafe impl<F> Send for ProvenSend<F> {}
+
+impl<F: Future> Future for ProvenSend<F> {
+    type Output = F::Output;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        // SAFETY: structural pinning of the only field, which is never moved out.
+        unsafe { self.map_unchecked_mut(|proven| &mut proven.0) }.poll(cx)
     }
 }
 
@@ -135,6 +185,10 @@ pub struct Tool<I, O, F> {
     spec: Arc<ToolSpec>,
     args: ArgNames,
     body: F,
+    // `I: DeserializeOwned` is proven once, when the tool is built, and kept as this
+    // function: a `Stack` impl requiring it would make every layer's `Stack` proof
+    // depend on regions (`for<'de> Deserialize<'de>`), proven again in each query.
+    decode: fn(Args) -> Result<I, ArgsError>,
     types: PhantomData<fn(I) -> O>,
 }
 
@@ -144,6 +198,7 @@ impl<I, O, F: Clone> Clone for Tool<I, O, F> {
             spec: self.spec.clone(),
             args: self.args.clone(),
             body: self.body.clone(),
+            decode: self.decode,
             types: PhantomData,
         }
     }
@@ -159,9 +214,9 @@ impl<I, O, F: Clone> Clone for Tool<I, O, F> {
 )]
 pub struct ToolParts<I, O, F, Fut>
 where
-    I: JsonSchema,
+    I: DeserializeOwned + JsonSchema,
     O: JsonSchema,
-    F: Fn(I) -> Fut,
+    F: Fn(I) -> Fut + Body<I, O>,
     Fut: Future<Output = Result<O, BoxError>>,
 {
     /// The tool's name (see [`Name`] for the allowed characters).
@@ -182,9 +237,9 @@ where
 
 impl<I, O, F, Fut> From<ToolParts<I, O, F, Fut>> for Result<Tool<I, O, F>, InvalidName>
 where
-    F: Fn(I) -> Fut,
+    F: Fn(I) -> Fut + Body<I, O>,
     Fut: Future<Output = Result<O, BoxError>>,
-    I: JsonSchema,
+    I: DeserializeOwned + JsonSchema,
     O: JsonSchema,
 {
     fn from(parts: ToolParts<I, O, F, Fut>) -> Self {
@@ -198,6 +253,7 @@ where
             args: ArgNames::of(&spec.input_schema),
             spec: Arc::new(spec),
             body: parts.body,
+            decode: decode_args::<I>,
             types: PhantomData,
         })
     }
@@ -219,9 +275,9 @@ impl Tool<(), (), ()> {
     #[allow(clippy::type_complexity)]
     pub fn builder<I, O, F, Fut>() -> ToolBuilder<I, O, F, Fut, ((), (), ())>
     where
-        I: JsonSchema,
+        I: DeserializeOwned + JsonSchema,
         O: JsonSchema,
-        F: Fn(I) -> Fut,
+        F: Fn(I) -> Fut + Body<I, O>,
         Fut: Future<Output = Result<O, BoxError>>,
     {
         ToolParts::__builder()
@@ -246,9 +302,9 @@ impl<I, O, F> Tool<I, O, F> {
 
 impl<I, O, F> Stack for Tool<I, O, F>
 where
-    I: DeserializeOwned + JsonSchema + Send + 'static,
+    I: JsonSchema + Send + 'static,
     O: Serialize + JsonSchema + Send + 'static,
-    F: Body<I, O>,
+    F: RunBody<I, O>,
 {
     type Input = I;
     type Output = O;
@@ -256,7 +312,8 @@ where
     fn call(&self, input: I) -> impl Future<Output = Result<O, ToolError>> + Send {
         // The body is started inside `catch_unwind` too: a panic before its first
         // await is still the body's panic.
-        let run = AssertUnwindSafe(async move { self.body.run(input).await }).catch_unwind();
+        let run = AssertUnwindSafe(async move { ProvenSend(self.body.start(input)).await })
+            .catch_unwind();
         async move {
             match run.await {
                 Ok(Ok(output)) => Ok(output),
@@ -275,7 +332,7 @@ where
     fn decode(&self, args: Args) -> Result<I, ArgsError> {
         // serde would ignore an unknown argument; the schema says it is not one.
         self.args.check(&args)?;
-        decode_args(args)
+        (self.decode)(args)
     }
 }
 

@@ -1,8 +1,9 @@
-//! The run-time path agrees with the typed rules: random combos drawn from a
-//! catalogue of wrappers, transformers, backends and a body-locality wrapper are
-//! accepted exactly when the rules computed from the kind properties accept them,
-//! bind the names those rules predict, and are refused with the error the spec
-//! names (rule 5 before the per-layer rules; per layer, 6 before 9).
+//! The run-time path agrees with the rules: random combos drawn from a catalogue of
+//! wrappers, transformers, backends and a body-locality wrapper, some with config
+//! and some with unknown names, are accepted exactly when the rules computed from
+//! the kind properties accept them (rules 3 to 7 and 9), bind the names those rules
+//! predict with the output schemas rule 12 predicts, and are refused with the error
+//! the spec names, first error first (rule 4, then 5, then per layer 6, 7, 9).
 
 mod common;
 
@@ -19,22 +20,52 @@ use toolgraft::{
 };
 
 /// The catalogue: name, kind, whether it needs body locality, whether it reserves
-/// `proxies`.
-const CATALOGUE: [(&str, ExtensionKind, bool, bool); 7] = [
-    ("w1", ExtensionKind::Wrapper, false, false),
-    ("w2", ExtensionKind::Wrapper, false, false),
-    ("batch", ExtensionKind::Transformer, false, false),
-    ("t2", ExtensionKind::Transformer, false, false),
-    ("b1", ExtensionKind::Backend, false, false),
-    ("b2", ExtensionKind::Backend, false, false),
-    ("proxy", ExtensionKind::Wrapper, true, true),
+/// `proxies`, whether it takes config.
+const CATALOGUE: [(&str, ExtensionKind, bool, bool, bool); 7] = [
+    ("w1", ExtensionKind::Wrapper, false, false, false),
+    ("w2", ExtensionKind::Wrapper, false, false, false),
+    ("batch", ExtensionKind::Transformer, false, false, true),
+    ("t2", ExtensionKind::Transformer, false, false, false),
+    ("b1", ExtensionKind::Backend, false, false, false),
+    ("b2", ExtensionKind::Backend, false, false, false),
+    ("proxy", ExtensionKind::Wrapper, true, true, false),
 ];
+
+/// How an element is written: which catalogue entry (or an unknown name), and
+/// with which config.
+#[derive(Clone, Debug, PartialEq)]
+enum Written {
+    /// A catalogue entry, bare.
+    Bare(usize),
+    /// A catalogue entry with `{"max_items": n}` (valid for `batch` only, when n > 0).
+    Sized(usize, u8),
+    /// A name nobody registered.
+    Unknown(u8),
+}
+
+fn spec(written: &Written) -> ElementSpec {
+    match written {
+        Written::Bare(at) => ElementSpec::named(CATALOGUE[*at].0),
+        Written::Sized(at, n) => {
+            ElementSpec::configured(CATALOGUE[*at].0, serde_json::json!({"max_items": n}))
+        }
+        Written::Unknown(n) => ElementSpec::named(format!("nope{n}")),
+    }
+}
+
+fn element() -> impl Strategy<Value = Written> {
+    prop_oneof![
+        30 => (0..CATALOGUE.len()).prop_map(Written::Bare),
+        3 => ((0..CATALOGUE.len()), 0u8..3).prop_map(|(at, n)| Written::Sized(at, n)),
+        1 => (0u8..3).prop_map(Written::Unknown),
+    ]
+}
 
 fn registry() -> Registry {
     let mut registry = Registry::new();
     registry.register(marker("w1")).unwrap();
     registry.register(marker("w2")).unwrap();
-    registry.register(Batch::default()).unwrap();
+    registry.register_configurable(Batch::default()).unwrap();
     registry
         .register_dynamic(
             DynExtension::builder()
@@ -55,30 +86,58 @@ fn registry() -> Registry {
     registry
 }
 
-/// What the rules say of one combo: the names it binds, or the error.
-fn model(combo: &[usize]) -> Result<Vec<String>, String> {
-    let entry = |at: usize| CATALOGUE[combo[at]];
-    // Rule 5, over the whole combo, per non-`multiple` kind.
+/// A bound name the rules predict: its name, its stack as written (identity), and
+/// whether it inherits the base's output schema (rule 12).
+type Predicted = (String, Vec<String>, bool);
+
+/// What the rules say of one combo: the names it binds, or the error (in SPEC
+/// order: unknown names, cardinality, then per layer locality, config, reserved).
+fn model(combo: &[Written]) -> Result<Vec<Predicted>, String> {
+    let mut unknown: Vec<String> = combo
+        .iter()
+        .filter_map(|written| match written {
+            Written::Unknown(n) => Some(format!("nope{n}")),
+            _ => None,
+        })
+        .collect();
+    if !unknown.is_empty() {
+        unknown.sort();
+        unknown.dedup();
+        return Err(format!("unknown: {}", unknown.join(",")));
+    }
+    let at = |written: &Written| match written {
+        Written::Bare(at) | Written::Sized(at, _) => *at,
+        Written::Unknown(_) => unreachable!("refused above"),
+    };
     for kind in ExtensionKind::iter().filter(|kind| !kind.multiple()) {
-        let of_kind: Vec<&str> = (0..combo.len())
-            .filter(|at| entry(*at).1 == kind)
-            .map(|at| entry(at).0)
+        let of_kind: Vec<&str> = combo
+            .iter()
+            .map(|w| CATALOGUE[at(w)])
+            .filter(|e| e.1 == kind)
+            .map(|e| e.0)
             .collect();
         if of_kind.len() > 1 {
             return Err(format!("multiple {kind}: {}", of_kind.join(",")));
         }
     }
     let mut names = Vec::new();
-    let mut running = "shout".to_owned();
+    let (mut running, mut identity) = ("shout".to_owned(), Vec::new());
     let mut relocated_by: Option<&str> = None;
     let mut reserved_visible = false;
-    for at in 0..combo.len() {
-        let (name, kind, body_local, reserves) = entry(at);
-        // Rule 6.
+    let mut inherits = true;
+    for written in combo {
+        let (name, kind, body_local, reserves, takes_config) = CATALOGUE[at(written)];
         if body_local && let Some(by) = relocated_by {
             return Err(format!("locality: {name} outside {by}"));
         }
-        // Rule 9: the layer input already takes the reserved param.
+        if let Written::Sized(_, n) = written {
+            if !takes_config {
+                return Err(format!("config not accepted: {name}"));
+            }
+            if *n == 0 {
+                return Err(format!("invalid config: {name}.max_items"));
+            }
+        }
         if kind.preserves_schema() && reserves && reserved_visible {
             return Err(format!("reserved: {name}"));
         }
@@ -89,14 +148,51 @@ fn model(combo: &[usize]) -> Result<Vec<String>, String> {
         if kind.relocates_execution() && relocated_by.is_none() {
             relocated_by = Some(name);
         }
+        inherits &= kind.preserves_output_shape();
         running = format!("{running}_{name}");
-        names.push(running.clone());
+        identity.push(spec(written).to_string());
+        names.push((running.clone(), identity.clone(), inherits));
     }
     Ok(names)
 }
 
+/// What the rules say of a tool with these combos: every bound name with whether
+/// it inherits the base's output schema, or the first error.
+fn model_tool(combos: &[Vec<Written>]) -> Result<Vec<(String, bool)>, String> {
+    let mut bound: Vec<Predicted> = vec![("shout".to_owned(), Vec::new(), true)];
+    for (at, combo) in combos.iter().enumerate() {
+        let written: Vec<String> = combo.iter().map(|w| spec(w).to_string()).collect();
+        let repeated = combos[..at].iter().any(|earlier| {
+            earlier
+                .iter()
+                .map(|w| spec(w).to_string())
+                .collect::<Vec<_>>()
+                == written
+        });
+        if repeated {
+            return Err(format!("repeated: {}", written.join(", ")));
+        }
+        for predicted in model(combo)? {
+            match bound.iter().find(|(name, _, _)| *name == predicted.0) {
+                Some((_, identity, _)) if *identity != predicted.1 => {
+                    return Err(format!("clash: {}", predicted.0));
+                }
+                Some(_) => {}
+                None => bound.push(predicted),
+            }
+        }
+    }
+    let mut bound: Vec<(String, bool)> = bound
+        .into_iter()
+        .map(|(name, _, inherits)| (name, inherits))
+        .collect();
+    bound.sort();
+    Ok(bound)
+}
+
 fn observed(error: &BindError) -> String {
     match error {
+        BindError::UnknownExtensions { names, .. } => format!("unknown: {}", names.join(",")),
         BindError::MultipleOfKind {
             kind, extensions, ..
         } => {
@@ -116,7 +212,15 @@ fn observed(error: &BindError) -> String {
         } => {
             format!("locality: {extension} outside {relocating}")
         }
+        BindError::ConfigNotAccepted { extension, .. } => {
+            format!("config not accepted: {extension}")
+        }
+        BindError::InvalidConfig {
+            extension, field, ..
+        } => format!("invalid config: {extension}.{field}"),
         BindError::ReservedParamExists { extension, .. } => format!("reserved: {extension}"),
+        BindError::AlreadyAttached { combo, .. } => format!("repeated: {combo}"),
+        BindError::NameClash { name, .. } => format!("clash: {name}"),
         other => format!("unexpected: {other}"),
     }
 }
@@ -130,54 +234,33 @@ fn the_run_time_path_accepts_exactly_what_the_rules_accept() {
         ..ProptestConfig::default()
     };
     let (accepted, refused) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    let combos = prop::collection::vec(prop::collection::vec(0..CATALOGUE.len(), 1..=6), 1..=3);
+    let combos = prop::collection::vec(prop::collection::vec(element(), 1..=6), 1..=3);
     let mut runner = TestRunner::new(config);
     let result = runner.run(&combos, |combos| {
-        // The tool's expected fate: the first refused combo's error, or every
-        // combo's names (identical prefixes once).
-        let mut expected: Result<Vec<String>, String> = Ok(vec!["shout".to_owned()]);
-        for combo in &combos {
-            match (&mut expected, model(combo)) {
-                (Ok(names), Ok(more)) => {
-                    for name in more {
-                        if !names.contains(&name) {
-                            names.push(name);
-                        }
-                    }
-                }
-                (Ok(_), Err(error)) => expected = Err(error),
-                (Err(_), _) => {}
-            }
-        }
+        let expected = model_tool(&combos);
         let specs: Vec<ComboSpec> = combos
             .iter()
-            .map(|combo| {
-                combo
-                    .iter()
-                    .map(|at| ElementSpec::named(CATALOGUE[*at].0))
-                    .collect()
-            })
+            .map(|combo| combo.iter().map(spec).collect())
             .collect();
         let manifest = Manifest {
             tools: vec![("shout".to_owned(), specs.clone())],
         };
         let toolset = Toolset::new();
         let outcome = toolset.bind_manifest(&registry, &BaseTools::new().with(&shout()), &manifest);
-        let actual: Result<Vec<String>, String> = match &outcome[0].1 {
-            Ok(()) => Ok(toolset
-                .names()
-                .into_iter()
-                .map(|name| name.to_string())
-                .collect()),
+        let actual: Result<Vec<(String, bool)>, String> = match &outcome[0].1 {
+            Ok(()) => {
+                let base = toolset.info("shout").and_then(|info| info.output_schema);
+                Ok(toolset
+                    .tools()
+                    .into_iter()
+                    .map(|info| (info.name.to_string(), info.output_schema == base))
+                    .collect())
+            }
             Err(error) => {
                 prop_assert!(toolset.names().is_empty(), "a refused tool binds nothing");
                 Err(observed(error))
             }
         };
-        let expected = expected.map(|mut names| {
-            names.sort();
-            names
-        });
         let counter = if actual.is_ok() { &accepted } else { &refused };
         counter.fetch_add(1, Ordering::Relaxed);
         prop_assert_eq!(actual, expected, "combos {:?}", specs);

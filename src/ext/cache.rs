@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use lru::LruCache;
@@ -158,12 +158,25 @@ impl Configurable for Cache {
     }
 }
 
-impl<S> Layer<S> for Cache
+/// A stack a [`Cache`] can sit on: its input is the key (`Serialize`), and its
+/// output is cloned out of the store (`Clone`).
+///
+/// One trait, proven once per stack type, rather than bounds on `S::Input` and
+/// `S::Output` wherever a cache appears: those make the compiler resolve the
+/// associated types through every layer below, again in each query. And the
+/// output need not be `Sync` (the store keeps it behind a `Mutex`): asking it made
+/// the compiler walk the whole output type in every query.
+pub trait Cacheable: Stack<Input: Serialize, Output: Clone> {}
+
+impl<S> Cacheable for S
 where
     S: Stack,
     S::Input: Serialize,
-    S::Output: Clone + Sync,
+    S::Output: Clone,
 {
+}
+
+impl<S: Cacheable> Layer<S> for Cache {
     type Branch = Wrapped<CacheStore<S::Output>, S>;
 
     fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {
@@ -225,7 +238,7 @@ impl<O> CacheStore<O> {
     }
 }
 
-impl<O: Send + Sync + 'static> Extension for CacheStore<O> {
+impl<O: Send + 'static> Extension for CacheStore<O> {
     type Kind = Wrapper;
     type Locality = Anywhere;
 
@@ -234,12 +247,7 @@ impl<O: Send + Sync + 'static> Extension for CacheStore<O> {
     }
 }
 
-impl<S> Wrap<S> for CacheStore<S::Output>
-where
-    S: Stack,
-    S::Input: Serialize,
-    S::Output: Clone + Sync,
-{
+impl<S: Cacheable> Wrap<S> for CacheStore<S::Output> {
     type Params = CacheParams;
 
     async fn around(
@@ -297,8 +305,19 @@ struct StoreState<O> {
 
 /// One run of the layer below for a key, which identical callers join.
 struct Flight<O> {
-    result: OnceLock<Result<O, ToolError>>,
+    /// Set once, when the run finishes (behind a `Mutex`, so `O` need not be `Sync`).
+    result: Mutex<Option<Result<O, ToolError>>>,
     finished: Notify,
+}
+
+impl<O: Clone> Flight<O> {
+    /// The run's result, once it finished.
+    fn finished_with(&self) -> Option<Result<O, ToolError>> {
+        self.result
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
 }
 
 /// What the store has for a key.
@@ -337,7 +356,7 @@ impl<O: Clone> Store<O> {
             return LookUp::Join(flight.clone());
         }
         let flight = Arc::new(Flight {
-            result: OnceLock::new(),
+            result: Mutex::new(None),
             finished: Notify::new(),
         });
         state.running.insert(key.to_owned(), flight.clone());
@@ -374,8 +393,8 @@ impl<O: Clone> Store<O> {
             let finished = flight.finished.notified();
             tokio::pin!(finished);
             finished.as_mut().enable();
-            if let Some(result) = flight.result.get() {
-                return result.clone();
+            if let Some(result) = flight.finished_with() {
+                return result;
             }
             // A run cancelled before `enable` woke nobody: only wait on one that is
             // still registered.
@@ -387,8 +406,8 @@ impl<O: Clone> Store<O> {
             if registered {
                 finished.await;
             }
-            if let Some(result) = flight.result.get() {
-                return result.clone();
+            if let Some(result) = flight.finished_with() {
+                return result;
             }
             // The run was cancelled: look again (and maybe run it ourselves).
         }
@@ -405,7 +424,11 @@ struct Runner<'a, O> {
 
 impl<O: Clone> Runner<'_, O> {
     fn finish(&self, result: &Result<O, ToolError>, ttl: Option<Duration>) {
-        let _ = self.flight.result.set(result.clone());
+        *self
+            .flight
+            .result
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(result.clone());
         if let Ok(value) = result {
             let stale_at = ttl.and_then(|ttl| Instant::now().checked_add(ttl));
             self.store
