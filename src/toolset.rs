@@ -133,7 +133,7 @@ impl Toolset {
     ///
     /// // A second binding of the same tool is refused, and changes nothing.
     /// let again = toolset.bind(&shout, hlist![]);
-    /// assert!(matches!(again, Err(BindError::NameTaken { .. })));
+    /// assert!(matches!(again, Err(BindError::AlreadyBound { .. })));
     /// assert_eq!(toolset.names(), ["shout", "shout_trace"]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
