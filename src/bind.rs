@@ -858,4 +858,28 @@ mod tests {
         assert!(matches!(err, BindError::MalformedSchema { .. }), "{err:?}");
         assert!(err.to_string().contains("`properties` is `5`"), "{err}");
     }
+
+    #[test]
+    fn required_is_a_set() {
+        let base = shout();
+        let mut presented = base.input_schema.clone();
+        presented.insert("required".into(), json!(["text"]));
+        let mut two = element(&base, "two", Wrapper);
+        two.reserved = Some(schema(
+            json!({"type": "object", "properties": {"mode": {"type": "string"}}, "required": ["mode"]}),
+        ));
+        let mut flipped = presented.clone();
+        flipped
+            .get_mut("properties")
+            .unwrap()
+            .as_object_mut()
+            .unwrap()
+            .insert("mode".into(), json!({"type": "string"}));
+        flipped.insert("required".into(), json!(["mode", "text"]));
+        two.presented_input = Some(flipped);
+        assert!(
+            base.apply(&two).is_ok(),
+            "`required` in another order is the same schema"
+        );
+    }
 }

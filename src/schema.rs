@@ -219,10 +219,14 @@ pub(crate) fn difference(expected: &Schema, presented: &Schema) -> Option<String
     })
 }
 
-/// A schema with the spellings of "nothing" dropped: an empty `required` or
-/// `properties` says what their absence says.
+/// A schema with the spellings of "nothing" dropped (an empty `required` or
+/// `properties` says what their absence says), and `required` in one order (it is
+/// a set).
 fn normalized(schema: &Schema) -> Schema {
     let mut schema = schema.clone();
+    if let Some(Value::Array(required)) = schema.get_mut("required") {
+        required.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+    }
     if let Some(Value::Array(required)) = schema.get("required")
         && required.is_empty()
     {

@@ -455,7 +455,8 @@ impl Toolset {
     }
 
     /// Runs `edit` on a copy of `tool`'s group and installs the result atomically,
-    /// preparing again if the tool changed meanwhile.
+    /// preparing again if the tool changed meanwhile. A retry means another change
+    /// of the tool was installed, so the toolset as a whole always makes progress.
     fn change(
         &self,
         tool: &str,

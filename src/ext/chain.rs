@@ -87,7 +87,8 @@ pub struct Chain {
 
 impl Chain {
     /// A chain that calls tools bound in `toolset` (held weakly: a chain bound in
-    /// its own toolset does not keep it alive).
+    /// its own toolset does not keep it alive). It calls that toolset wherever it is
+    /// bound: register one `Chain` per toolset.
     pub fn new(toolset: &Toolset) -> Self {
         Self {
             toolset: toolset.downgrade(),
