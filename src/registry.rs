@@ -202,8 +202,8 @@ impl Registry {
                 break;
             }
             let running = draft.running().clone();
-            let (element, stack) =
-                factory.apply(name, element.config.as_ref(), &running, below.clone());
+            let written = written_config(element.config.clone().map(Value::Object).as_ref());
+            let (element, stack) = factory.apply(name, written.as_ref(), &running, below.clone());
             if let Some(stack) = &stack {
                 below = DynStack::erased(element.branch.clone(), stack.clone());
             }
@@ -217,8 +217,9 @@ impl Registry {
 trait Factory: Send + Sync + 'static {
     fn kind(&self) -> ExtensionKind;
 
-    /// The element for `config` over the layer input `below`, and its branch's stack
-    /// (`None` when it could not be built; the element's problem says why).
+    /// The element for `config` (as written, an empty one already dropped) over the
+    /// layer input `below`, and its branch's stack (`None` when it could not be
+    /// built; the element's problem says why).
     fn apply(
         &self,
         name: &Name,
@@ -264,7 +265,7 @@ where
         below: &Running,
         stack: DynStack,
     ) -> (Element, Option<Arc<dyn ErasedStack>>) {
-        let written = written_config(config.map(|config| Value::Object(config.clone())).as_ref());
+        let written = config.cloned();
         let (built, accepts_config) = match (self, &written) {
             (Typed::Configurable(_, from_config), Some(config)) => {
                 (from_config(config.clone()), true)
@@ -399,7 +400,7 @@ impl Factory for DynExtension {
         below: &Running,
         stack: DynStack,
     ) -> (Element, Option<Arc<dyn ErasedStack>>) {
-        let written = written_config(config.map(|config| Value::Object(config.clone())).as_ref());
+        let written = config.cloned();
         let mut element = Element::bare(name, self.kind, below);
         element.body_local = self.body_local;
         element.accepts_config = self.accepts_config;
