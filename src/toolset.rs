@@ -79,11 +79,22 @@ impl WeakToolset {
     }
 }
 
-#[derive(Default)]
 struct Catalog {
     /// Each base tool: its base, its combos, and every name it binds.
     tools: BTreeMap<Name, ToolGroup>,
     entries: HashMap<Name, Arc<Entry>>,
+    /// Counts changes to the bound names, for whoever serves the list.
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for Catalog {
+    fn default() -> Self {
+        Self {
+            tools: BTreeMap::new(),
+            entries: HashMap::new(),
+            changes: tokio::sync::watch::Sender::new(0),
+        }
+    }
 }
 
 /// One base tool with its attached combos.
@@ -105,6 +116,27 @@ impl Toolset {
     /// ```
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Watches the bound names: the value counts changes, and a receiver wakes on
+    /// each (a tool bound, a combo attached, detached or replaced). What an MCP
+    /// server turns into `notifications/tools/list_changed`.
+    ///
+    /// ```
+    /// use frunk::hlist;
+    /// use toolgraft::{Tool, Toolset};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// let toolset = Toolset::new();
+    /// let changes = toolset.changes();
+    /// let shout = Tool::builder().name("shout").description("Return the text.")
+    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// toolset.bind(&shout, hlist![])?;
+    /// assert!(changes.has_changed()?);
+    /// assert_eq!(*changes.borrow(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.read().changes.subscribe()
     }
 
     /// A handle that does not keep the toolset alive.
@@ -224,6 +256,7 @@ impl Toolset {
                 .insert(entry.info.name.clone(), Arc::new(entry));
         }
         catalog.tools.insert(tool, group);
+        catalog.changes.send_modify(|changes| *changes += 1);
         drop(catalog);
         drop((old, replaced));
         Ok(Retry::No)
