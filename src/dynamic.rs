@@ -181,7 +181,7 @@ where
                 Ok(Ok(value)) => Ok(value),
                 Ok(Err(source)) => Err(ToolError::Body {
                     tool: name,
-                    source: source.into(),
+                    source: source.into_inner().into(),
                 }),
                 Err(panic) => Err(ToolError::Panicked {
                     tool: name,

@@ -319,7 +319,7 @@ where
                 Ok(Ok(output)) => Ok(output),
                 Ok(Err(source)) => Err(ToolError::Body {
                     tool: self.spec.name.clone(),
-                    source: source.into(),
+                    source: source.into_inner().into(),
                 }),
                 Err(panic) => Err(ToolError::Panicked {
                     tool: self.spec.name.clone(),
