@@ -59,7 +59,7 @@ impl<S: Stack> Layer<S> for Pass {
 async fn hand_body(input: Add) -> Result<i64, ToolError> {
     add(input).await.map_err(|source| ToolError::Body {
         tool: toolgraft::Name::new("add").unwrap(),
-        source: source.into(),
+        source: source.into_inner().into(),
     })
 }
 /// The body as `Tool` runs it: a panic becomes an error.

@@ -159,7 +159,8 @@ fn model(combo: &[Written]) -> Result<Vec<Predicted>, String> {
 /// What the rules say of a tool with these combos: every bound name with whether
 /// it inherits the base's output schema, or the first error.
 fn model_tool(combos: &[Vec<Written>]) -> Result<Vec<(String, bool)>, String> {
-    let mut bound: Vec<Predicted> = vec![("shout".to_owned(), Vec::new(), true)];
+    // Each combo on its own first, in order (a repeat is refused where it stands)...
+    let mut each = Vec::new();
     for (at, combo) in combos.iter().enumerate() {
         let written: Vec<String> = combo.iter().map(|w| spec(w).to_string()).collect();
         let repeated = combos[..at].iter().any(|earlier| {
@@ -172,14 +173,17 @@ fn model_tool(combos: &[Vec<Written>]) -> Result<Vec<(String, bool)>, String> {
         if repeated {
             return Err(format!("repeated: {}", written.join(", ")));
         }
-        for predicted in model(combo)? {
-            match bound.iter().find(|(name, _, _)| *name == predicted.0) {
-                Some((_, identity, _)) if *identity != predicted.1 => {
-                    return Err(format!("clash: {}", predicted.0));
-                }
-                Some(_) => {}
-                None => bound.push(predicted),
+        each.push(model(combo)?);
+    }
+    // ...then the tool's names across combos (rule 3).
+    let mut bound: Vec<Predicted> = vec![("shout".to_owned(), Vec::new(), true)];
+    for predicted in each.into_iter().flatten() {
+        match bound.iter().find(|(name, _, _)| *name == predicted.0) {
+            Some((_, identity, _)) if *identity != predicted.1 => {
+                return Err(format!("clash: {}", predicted.0));
             }
+            Some(_) => {}
+            None => bound.push(predicted),
         }
     }
     let mut bound: Vec<(String, bool)> = bound
