@@ -107,10 +107,10 @@ pub struct ToolInfo {
     pub chain: Vec<Link>,
     /// The running description.
     pub description: String,
-    /// The input schema clients see.
-    pub input_schema: Schema,
+    /// The input schema clients see (shared: branches often present the same one).
+    pub input_schema: Arc<Schema>,
     /// The output schema, when this name has one (SPEC rule 12).
-    pub output_schema: Option<Schema>,
+    pub output_schema: Option<Arc<Schema>>,
 }
 
 impl ToolInfo {
@@ -243,8 +243,8 @@ pub(crate) struct Running {
     pub name: Name,
     pub base: Name,
     pub description: String,
-    pub input_schema: Schema,
-    pub output_schema: Option<Schema>,
+    pub input_schema: Arc<Schema>,
+    pub output_schema: Option<Arc<Schema>>,
     pub chain: Vec<Link>,
 }
 
@@ -254,8 +254,8 @@ impl Running {
             name: spec.name.clone(),
             base: spec.name.clone(),
             description: spec.description.clone(),
-            input_schema: spec.input_schema.clone(),
-            output_schema: spec.output_schema.clone(),
+            input_schema: Arc::new(spec.input_schema.clone()),
+            output_schema: spec.output_schema.clone().map(Arc::new),
             chain: Vec::new(),
         }
     }
@@ -267,7 +267,7 @@ impl Running {
             base: &self.base,
             description: &self.description,
             input_schema: &self.input_schema,
-            output_schema: self.output_schema.as_ref(),
+            output_schema: self.output_schema.as_deref(),
         }
     }
 
@@ -792,7 +792,7 @@ mod tests {
             "type": "object", "properties": {"other": {"type": "integer"}},
         })));
         let branch = base.apply(&backend).unwrap();
-        assert_eq!(branch.input_schema, backend.presented_input.unwrap());
+        assert_eq!(*branch.input_schema, backend.presented_input.unwrap());
     }
 
     #[test]
@@ -814,8 +814,8 @@ mod tests {
         let mut declaring = element(&base, "typed", Wrapper);
         declaring.declared_output = Some(schema(json!({"type": "object"})));
         assert_eq!(
-            base.apply(&declaring).unwrap().output_schema,
-            declaring.declared_output
+            base.apply(&declaring).unwrap().output_schema.as_deref(),
+            declaring.declared_output.as_ref()
         );
     }
 
@@ -862,7 +862,7 @@ mod tests {
     #[test]
     fn required_is_a_set() {
         let base = shout();
-        let mut presented = base.input_schema.clone();
+        let mut presented = (*base.input_schema).clone();
         presented.insert("required".into(), json!(["text"]));
         let mut two = element(&base, "two", Wrapper);
         two.reserved = Some(schema(

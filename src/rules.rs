@@ -20,6 +20,7 @@
 //! ```
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use frunk::{HCons, HNil};
 use schemars::Schema;
@@ -519,12 +520,13 @@ pub(crate) fn new_name(below: &Running, element: &Element) -> Result<(), BindErr
 }
 
 /// Rules 8 to 11: the branch's input schema, by the kind's input rule.
-pub(crate) fn input_schema(below: &Running, element: &Element) -> Result<Schema, BindError> {
+pub(crate) fn input_schema(below: &Running, element: &Element) -> Result<Arc<Schema>, BindError> {
     let kind = element.kind;
     if kind.preserves_schema() {
         let expected = match &element.reserved {
             None => below.input_schema.clone(),
             Some(reserved) => schema::with_reserved(&below.input_schema, reserved)
+                .map(Arc::new)
                 .map_err(|conflict| reserved_conflict(below, element, conflict))?,
         };
         if let Some(presented) = &element.presented_input {
@@ -557,7 +559,7 @@ pub(crate) fn input_schema(below: &Running, element: &Element) -> Result<Schema,
         })
     } else if kind.declares_schema() {
         let verdict = match &element.presented_input {
-            Some(schema) => schema::concrete_object(schema).map(|()| schema.clone()),
+            Some(schema) => schema::concrete_object(schema).map(|()| Arc::new(schema.clone())),
             None => Err("no input schema".to_owned()),
         };
         verdict.map_err(|presented| BindError::TransformerSchemaNotConcrete {
@@ -569,6 +571,7 @@ pub(crate) fn input_schema(below: &Running, element: &Element) -> Result<Schema,
         Ok(element
             .presented_input
             .clone()
+            .map(Arc::new)
             .unwrap_or_else(|| below.input_schema.clone()))
     }
 }
@@ -599,8 +602,8 @@ fn reserved_conflict(below: &Running, element: &Element, conflict: ReservedConfl
 /// Rule 12: a branch carries its own declared output schema; without one, it keeps
 /// the layer input's only if its kind preserves output shape. So the base's schema
 /// reaches a branch exactly when no element of its prefix reshapes the output.
-pub(crate) fn output_schema(below: &Running, element: &Element) -> Option<Schema> {
-    element.declared_output.clone().or_else(|| {
+pub(crate) fn output_schema(below: &Running, element: &Element) -> Option<Arc<Schema>> {
+    element.declared_output.clone().map(Arc::new).or_else(|| {
         element
             .kind
             .preserves_output_shape()

@@ -132,22 +132,27 @@ impl<'a, S: Stack> Next<'a, S> {
 /// assert_eq!(err.field.as_deref(), Some("text"));
 /// ```
 pub fn decode_args<T: DeserializeOwned>(args: Args) -> Result<T, ArgsError> {
-    serde_path_to_error::deserialize(Value::Object(args)).map_err(|err| {
-        let path = err.path().to_string();
-        let problem = err.inner().to_string();
-        let missing = missing_field(&problem);
-        let kind = if missing.is_some() {
-            ArgsErrorKind::MissingField
-        } else {
-            ArgsErrorKind::InvalidValue
-        };
-        let field = if path == "." { missing } else { Some(path) };
-        ArgsError {
-            field,
-            kind,
-            problem,
-        }
-    })
+    let args = Value::Object(args);
+    // Tracking the path costs an allocation per field: only pay it to explain a
+    // failure.
+    T::deserialize(&args)
+        .or_else(|_| serde_path_to_error::deserialize(&args))
+        .map_err(|err| {
+            let path = err.path().to_string();
+            let problem = err.inner().to_string();
+            let missing = missing_field(&problem);
+            let kind = if missing.is_some() {
+                ArgsErrorKind::MissingField
+            } else {
+                ArgsErrorKind::InvalidValue
+            };
+            let field = if path == "." { missing } else { Some(path) };
+            ArgsError {
+                field,
+                kind,
+                problem,
+            }
+        })
 }
 
 /// serde reports a missing field at the parent's path; the field is in the message.

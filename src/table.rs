@@ -89,7 +89,7 @@ fn row(tool: &ToolInfo) -> [String; 6] {
         sites.join(" "),
         parameters(&tool.input_schema),
         tool.output_schema
-            .as_ref()
+            .as_deref()
             .map_or_else(|| "-".to_owned(), output),
     ]
 }

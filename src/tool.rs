@@ -311,10 +311,11 @@ where
 
     fn call(&self, input: I) -> impl Future<Output = Result<O, ToolError>> + Send {
         // The body is started inside `catch_unwind` too: a panic before its first
-        // await is still the body's panic.
-        let run = AssertUnwindSafe(async move { ProvenSend(self.body.start(input)).await })
-            .catch_unwind();
+        // await is still the body's panic. And all of it is made inside the returned
+        // block: a future made outside and awaited inside is stored twice.
         async move {
+            let run = AssertUnwindSafe(async move { ProvenSend(self.body.start(input)).await })
+                .catch_unwind();
             match run.await {
                 Ok(Ok(output)) => Ok(output),
                 Ok(Err(source)) => Err(ToolError::Body {

@@ -1,6 +1,7 @@
 //! The toolset: every bound name, callable by name with JSON, and changeable live.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, PoisonError, RwLock, Weak};
 
 use serde_json::Value;
@@ -82,7 +83,7 @@ impl WeakToolset {
 struct Catalog {
     /// Each base tool: its base, its combos, and every name it binds.
     tools: BTreeMap<Name, ToolGroup>,
-    entries: HashMap<Name, Arc<Entry>>,
+    entries: HashMap<Name, Arc<Entry>, BuildHasherDefault<NameHasher>>,
     /// Counts changes to the bound names, for whoever serves the list.
     changes: tokio::sync::watch::Sender<u64>,
 }
@@ -91,7 +92,7 @@ impl Default for Catalog {
     fn default() -> Self {
         Self {
             tools: BTreeMap::new(),
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             changes: tokio::sync::watch::Sender::new(0),
         }
     }
@@ -415,16 +416,17 @@ impl Toolset {
         manifest: &Manifest,
     ) -> Vec<(String, Result<(), BindError>)> {
         let no_combos = Vec::new();
+        let by_tool: HashMap<&str, &Vec<ComboSpec>> = manifest
+            .tools
+            .iter()
+            .map(|(tool, combos)| (tool.as_str(), combos))
+            .collect();
         let mut outcome: Vec<(String, Result<(), BindError>)> = bases
             .tools
             .iter()
             .map(|base| {
                 let tool = &base.running.base;
-                let combos = manifest
-                    .tools
-                    .iter()
-                    .find(|(key, _)| key == tool.as_str())
-                    .map_or(&no_combos, |(_, combos)| combos);
+                let combos = by_tool.get(tool.as_str()).copied().unwrap_or(&no_combos);
                 let bound = build_combos(registry, base, combos).and_then(|combos| {
                     let group = ToolGroup {
                         base: base.clone(),
@@ -437,12 +439,13 @@ impl Toolset {
                 (tool.to_string(), bound)
             })
             .collect();
+        let offered: std::collections::HashSet<&str> = bases
+            .tools
+            .iter()
+            .map(|base| base.running.base.as_str())
+            .collect();
         for (key, _) in &manifest.tools {
-            if !bases
-                .tools
-                .iter()
-                .any(|base| base.running.base == key.as_str())
-            {
+            if !offered.contains(key.as_str()) {
                 outcome.push((
                     key.clone(),
                     Err(BindError::UnknownTool { tool: key.clone() }),
@@ -774,5 +777,29 @@ impl BaseTools {
             .iter()
             .map(|base| base.running.base.clone())
             .collect()
+    }
+}
+
+/// FNV-1a over a bound name: every by-name call hashes the name once, and SipHash's
+/// flooding resistance buys nothing here (the keys are the bound names, chosen by
+/// whoever binds; a caller's unknown name only misses).
+#[derive(Clone, Copy)]
+struct NameHasher(u64);
+
+impl Default for NameHasher {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for NameHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
     }
 }

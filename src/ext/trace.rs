@@ -50,10 +50,11 @@ impl<S: Stack> Wrap<S> for Trace {
         (): (),
         input: S::Input,
     ) -> impl Future<Output = Result<S::Output, ToolError>> + Send {
-        let span = tracing::info_span!("tool_call", tool = %next.name(), error = Empty);
-        let call = next.call(input).instrument(span.clone());
+        // The call is made inside the async block: a future made outside and awaited
+        // inside is stored twice (as captured, and as awaited), doubling per layer.
         async move {
-            let result = call.await;
+            let span = tracing::info_span!("tool_call", tool = %next.name(), error = Empty);
+            let result = next.call(input).instrument(span.clone()).await;
             if let Err(error) = &result {
                 span.record("error", display(error));
                 tracing::warn!(parent: &span, %error, "tool call failed");
