@@ -116,7 +116,7 @@ impl<P: Params> ReservedParams for P {
     type With<I: Send + 'static> = WithParams<P, I>;
 
     fn schema() -> Option<Schema> {
-        Some(schema::of::<P>())
+        Some(schema::of_cached::<P>())
     }
 
     fn split<I: Send + 'static>(with: WithParams<P, I>) -> (P, I) {

@@ -3,7 +3,9 @@
 //! Policy (which kind must present what) lives in [`crate::rules`]; this module
 //! only knows JSON Schema.
 
-use std::sync::Arc;
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value};
@@ -22,6 +24,24 @@ use crate::stack::Args;
 /// ```
 pub fn of<T: JsonSchema>() -> Schema {
     SchemaGenerator::default().into_root_schema_for::<T>()
+}
+
+/// [`of`], computed once per type: what wrappers use for their reserved params,
+/// which every branch over every tool asks for again.
+pub(crate) fn of_cached<T: JsonSchema + 'static>() -> Schema {
+    static CACHE: OnceLock<RwLock<HashMap<TypeId, Schema>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let id = TypeId::of::<T>();
+    if let Some(schema) = cache
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&id)
+    {
+        return schema.clone();
+    }
+    let schema = of::<T>();
+    let mut cache = cache.write().unwrap_or_else(PoisonError::into_inner);
+    cache.entry(id).or_insert(schema).clone()
 }
 
 /// The top-level property names of an object schema (`None` for other schemas).
