@@ -309,24 +309,22 @@ where
     type Input = I;
     type Output = O;
 
-    fn call(&self, input: I) -> impl Future<Output = Result<O, ToolError>> + Send {
+    async fn call(&self, input: I) -> Result<O, ToolError> {
         // The body is started inside `catch_unwind` too: a panic before its first
-        // await is still the body's panic. And all of it is made inside the returned
-        // block: a future made outside and awaited inside is stored twice.
-        async move {
-            let run = AssertUnwindSafe(async move { ProvenSend(self.body.start(input)).await })
-                .catch_unwind();
-            match run.await {
-                Ok(Ok(output)) => Ok(output),
-                Ok(Err(source)) => Err(ToolError::Body {
-                    tool: self.spec.name.clone(),
-                    source: source.into_inner().into(),
-                }),
-                Err(panic) => Err(ToolError::Panicked {
-                    tool: self.spec.name.clone(),
-                    message: panic_message(panic.as_ref()),
-                }),
-            }
+        // await is still the body's panic. And it is started inside this future: a
+        // future made outside and awaited inside is stored twice.
+        let run = AssertUnwindSafe(async move { ProvenSend(self.body.start(input)).await })
+            .catch_unwind();
+        match run.await {
+            Ok(Ok(output)) => Ok(output),
+            Ok(Err(source)) => Err(ToolError::Body {
+                tool: self.spec.name.clone(),
+                source: source.into_inner().into(),
+            }),
+            Err(panic) => Err(ToolError::Panicked {
+                tool: self.spec.name.clone(),
+                message: panic_message(panic.as_ref()),
+            }),
         }
     }
 

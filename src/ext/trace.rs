@@ -1,7 +1,5 @@
 //! `trace`: a `tracing` span around every call.
 
-use std::future::Future;
-
 use tracing::Instrument;
 use tracing::field::{Empty, display};
 
@@ -44,23 +42,21 @@ impl Extension for Trace {
 impl<S: Stack> Wrap<S> for Trace {
     type Params = ();
 
-    fn around(
+    async fn around(
         &self,
         next: Next<'_, S>,
         (): (),
         input: S::Input,
-    ) -> impl Future<Output = Result<S::Output, ToolError>> + Send {
-        // The call is made inside the async block: a future made outside and awaited
+    ) -> Result<S::Output, ToolError> {
+        // The call is made inside this future: a future made outside and awaited
         // inside is stored twice (as captured, and as awaited), doubling per layer.
-        async move {
-            let span = tracing::info_span!("tool_call", tool = %next.name(), error = Empty);
-            let result = next.call(input).instrument(span.clone()).await;
-            if let Err(error) = &result {
-                span.record("error", display(error));
-                tracing::warn!(parent: &span, %error, "tool call failed");
-            }
-            result
+        let span = tracing::info_span!("tool_call", tool = %next.name(), error = Empty);
+        let result = next.call(input).instrument(span.clone()).await;
+        if let Err(error) = &result {
+            span.record("error", display(error));
+            tracing::warn!(parent: &span, %error, "tool call failed");
         }
+        result
     }
 }
 
