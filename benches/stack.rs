@@ -1,9 +1,12 @@
-//! Per-call cost of a typed stack against the same logic hand-nested, and of a
-//! by-name JSON call.
+//! Per-call cost of typed stacks against the same logic hand-nested and as tower
+//! middleware, and of a call by name with JSON against a bare decode-call-encode.
 //!
-//! Run: `cargo bench --bench stack`
+//! Run: `cargo bench --bench stack` (see BENCHMARKS.md).
 
+use std::future::{Future, poll_fn};
 use std::hint::black_box;
+use std::panic::AssertUnwindSafe;
+use std::task::{Context, Poll};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use frunk::{hlist, hlist_pat};
@@ -12,7 +15,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolgraft::prelude::*;
-use toolgraft::{Anywhere, BoxError, LayerInput, Next, ToolError, Wrapped, Wrapper};
+use toolgraft::{Anywhere, BoxError, LayerInput, Name, Next, ToolError, Wrapped, Wrapper};
+use tower::{Service, ServiceBuilder};
 
 #[derive(Clone, Deserialize, Serialize, JsonSchema)]
 struct Add {
@@ -20,19 +24,27 @@ struct Add {
     b: i64,
 }
 
+/// The body every variant runs.
 async fn add(input: Add) -> Result<i64, BoxError> {
     Ok(input.a + input.b)
 }
 
-/// A wrapper that only forwards.
+fn input() -> Add {
+    Add { a: 2, b: 3 }
+}
+
+// ---------------------------------------------------------------------------------
+// toolgraft: a wrapper that only forwards, and one that does a little work.
+// ---------------------------------------------------------------------------------
+
 #[derive(Clone)]
-struct Pass(&'static str);
+struct Pass;
 
 impl Extension for Pass {
     type Kind = Wrapper;
     type Locality = Anywhere;
     fn name(&self) -> &str {
-        self.0
+        "pass"
     }
 }
 
@@ -55,94 +67,308 @@ impl<S: Stack> Layer<S> for Pass {
     }
 }
 
-// The same logic, hand-nested.
-async fn hand_body(input: Add) -> Result<i64, ToolError> {
-    add(input).await.map_err(|source| ToolError::Body {
-        tool: toolgraft::Name::new("add").unwrap(),
-        source: source.into_inner().into(),
-    })
+/// Adds one to the result.
+#[derive(Clone)]
+struct Work;
+
+impl Extension for Work {
+    type Kind = Wrapper;
+    type Locality = Anywhere;
+    fn name(&self) -> &str {
+        "work"
+    }
 }
-/// The body as `Tool` runs it: a panic becomes an error.
-async fn hand_safe_body(input: Add) -> Result<i64, ToolError> {
-    match std::panic::AssertUnwindSafe(hand_body(input))
-        .catch_unwind()
-        .await
-    {
-        Ok(result) => result,
+
+impl<S: Stack<Output = i64>> Wrap<S> for Work {
+    type Params = ();
+    async fn around(&self, next: Next<'_, S>, (): (), input: S::Input) -> Result<i64, ToolError> {
+        Ok(next.call(input).await? + 1)
+    }
+}
+
+impl<S: Stack<Output = i64>> Layer<S> for Work {
+    type Branch = Wrapped<Self, S>;
+    fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {
+        Wrapped::new(self, inner, below)
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The same logic hand-nested: the body as `Tool` runs it (a panic becomes an error),
+// then plain async functions.
+// ---------------------------------------------------------------------------------
+
+async fn base(input: Add) -> Result<i64, ToolError> {
+    match AssertUnwindSafe(add(input)).catch_unwind().await {
+        Ok(Ok(output)) => Ok(output),
+        Ok(Err(source)) => Err(ToolError::Body {
+            tool: Name::new("add").unwrap(),
+            source: source.into_inner().into(),
+        }),
         Err(_) => Err(ToolError::Panicked {
-            tool: toolgraft::Name::new("add").unwrap(),
+            tool: Name::new("add").unwrap(),
             message: String::new(),
         }),
     }
 }
-async fn hand_1(input: Add) -> Result<i64, ToolError> {
-    hand_safe_body(input).await
-}
-async fn hand_2(input: Add) -> Result<i64, ToolError> {
-    hand_1(input).await
-}
-async fn hand_3(input: Add) -> Result<i64, ToolError> {
-    hand_2(input).await
-}
-async fn hand_4(input: Add) -> Result<i64, ToolError> {
-    hand_3(input).await
+
+macro_rules! hand_nested {
+    ($( $name:ident => $inner:ident, $work:ident => $work_inner:ident );* $(;)?) => {$(
+        async fn $name(input: Add) -> Result<i64, ToolError> {
+            $inner(input).await
+        }
+        async fn $work(input: Add) -> Result<i64, ToolError> {
+            Ok($work_inner(input).await? + 1)
+        }
+    )*};
 }
 
-fn calls(c: &mut Criterion) {
-    let tool = Tool::builder()
+hand_nested! {
+    pass_1 => base, work_1 => base;
+    pass_2 => pass_1, work_2 => work_1;
+    pass_3 => pass_2, work_3 => work_2;
+    pass_4 => pass_3, work_4 => work_3;
+    pass_5 => pass_4, work_5 => work_4;
+    pass_6 => pass_5, work_6 => work_5;
+    pass_7 => pass_6, work_7 => work_6;
+    pass_8 => pass_7, work_8 => work_7;
+}
+
+// ---------------------------------------------------------------------------------
+// The same layers as tower middleware.
+// ---------------------------------------------------------------------------------
+
+#[derive(Clone)]
+struct PassLayer;
+
+#[derive(Clone)]
+struct PassService<S>(S);
+
+impl<S> tower::Layer<S> for PassLayer {
+    type Service = PassService<S>;
+    fn layer(&self, inner: S) -> PassService<S> {
+        PassService(inner)
+    }
+}
+
+impl<S: Service<Add>> Service<Add> for PassService<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Add) -> S::Future {
+        self.0.call(request)
+    }
+}
+
+#[derive(Clone)]
+struct WorkLayer;
+
+#[derive(Clone)]
+struct WorkService<S>(S);
+
+impl<S> tower::Layer<S> for WorkLayer {
+    type Service = WorkService<S>;
+    fn layer(&self, inner: S) -> WorkService<S> {
+        WorkService(inner)
+    }
+}
+
+type PlusOne = fn(Result<i64, ToolError>) -> Result<i64, ToolError>;
+
+impl<S: Service<Add, Response = i64, Error = ToolError>> Service<Add> for WorkService<S> {
+    type Response = i64;
+    type Error = ToolError;
+    type Future = futures_util::future::Map<S::Future, PlusOne>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ToolError>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Add) -> Self::Future {
+        self.0.call(request).map(|result| Ok(result? + 1))
+    }
+}
+
+/// One call the tower way: wait until ready, then call.
+fn tower_call<S: Service<Add>>(
+    service: &mut S,
+    request: Add,
+) -> Option<Result<S::Response, S::Error>> {
+    let ready = poll_fn(|cx| service.poll_ready(cx)).now_or_never()?;
+    match ready {
+        Ok(()) => service.call(request).now_or_never(),
+        Err(error) => Some(Err(error)),
+    }
+}
+
+fn tool() -> impl BaseTool<Input = Add, Output = i64> {
+    Tool::builder()
         .name("add")
         .description("Add two numbers.")
         .body(add)
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+fn pass_through(c: &mut Criterion) {
+    let tool = tool();
     let toolset = Toolset::new();
-    let hlist_pat![four] = toolset
+    let hlist_pat![one, four, eight] = toolset
+        .bind(
+            &tool,
+            hlist![
+                tool.combo().with(Pass),
+                tool.combo().with(Pass).with(Pass).with(Pass).with(Pass),
+                tool.combo()
+                    .with(Pass)
+                    .with(Pass)
+                    .with(Pass)
+                    .with(Pass)
+                    .with(Pass)
+                    .with(Pass)
+                    .with(Pass)
+                    .with(Pass),
+            ],
+        )
+        .unwrap();
+    let service = tower::service_fn(base);
+    let mut tower_1 = ServiceBuilder::new().layer(PassLayer).service(service);
+    let mut tower_4 = ServiceBuilder::new()
+        .layer(PassLayer)
+        .layer(PassLayer)
+        .layer(PassLayer)
+        .layer(PassLayer)
+        .service(service);
+    let mut tower_8 = ServiceBuilder::new()
+        .layer(PassLayer)
+        .layer(PassLayer)
+        .layer(PassLayer)
+        .layer(PassLayer)
+        .layer(PassLayer)
+        .layer(PassLayer)
+        .layer(PassLayer)
+        .layer(PassLayer)
+        .service(service);
+
+    let mut group = c.benchmark_group("pass-through");
+    group.bench_function("1/typed", |b| {
+        b.iter(|| one.call(black_box(input())).now_or_never())
+    });
+    group.bench_function("1/hand-nested", |b| {
+        b.iter(|| pass_1(black_box(input())).now_or_never())
+    });
+    group.bench_function("1/tower", |b| {
+        b.iter(|| tower_call(&mut tower_1, black_box(input())))
+    });
+    group.bench_function("4/typed", |b| {
+        b.iter(|| four.call(black_box(input())).now_or_never())
+    });
+    group.bench_function("4/hand-nested", |b| {
+        b.iter(|| pass_4(black_box(input())).now_or_never())
+    });
+    group.bench_function("4/tower", |b| {
+        b.iter(|| tower_call(&mut tower_4, black_box(input())))
+    });
+    group.bench_function("8/typed", |b| {
+        b.iter(|| eight.call(black_box(input())).now_or_never())
+    });
+    group.bench_function("8/hand-nested", |b| {
+        b.iter(|| pass_8(black_box(input())).now_or_never())
+    });
+    group.bench_function("8/tower", |b| {
+        b.iter(|| tower_call(&mut tower_8, black_box(input())))
+    });
+    group.finish();
+}
+
+fn working(c: &mut Criterion) {
+    let tool = tool();
+    let toolset = Toolset::new();
+    let hlist_pat![eight] = toolset
         .bind(
             &tool,
             hlist![
                 tool.combo()
-                    .with(Pass("p1"))
-                    .with(Pass("p2"))
-                    .with(Pass("p3"))
-                    .with(Pass("p4"))
+                    .with(Work)
+                    .with(Work)
+                    .with(Work)
+                    .with(Work)
+                    .with(Work)
+                    .with(Work)
+                    .with(Work)
+                    .with(Work)
             ],
         )
         .unwrap();
-    let input = || Add { a: 2, b: 3 };
+    let mut tower_8 = ServiceBuilder::new()
+        .layer(WorkLayer)
+        .layer(WorkLayer)
+        .layer(WorkLayer)
+        .layer(WorkLayer)
+        .layer(WorkLayer)
+        .layer(WorkLayer)
+        .layer(WorkLayer)
+        .layer(WorkLayer)
+        .service(tower::service_fn(base));
+    assert_eq!(eight.call(input()).now_or_never().unwrap().unwrap(), 13);
+    assert_eq!(work_8(input()).now_or_never().unwrap().unwrap(), 13);
+    assert_eq!(tower_call(&mut tower_8, input()).unwrap().unwrap(), 13);
 
-    let mut group = c.benchmark_group("per call");
-    group.bench_function("hand-nested, 0 layers", |b| {
-        b.iter(|| hand_body(black_box(input())).now_or_never())
+    let mut group = c.benchmark_group("working");
+    group.bench_function("8/typed", |b| {
+        b.iter(|| eight.call(black_box(input())).now_or_never())
     });
-    group.bench_function("hand-nested panic-safe body, 0 layers", |b| {
-        b.iter(|| hand_safe_body(black_box(input())).now_or_never())
+    group.bench_function("8/hand-nested", |b| {
+        b.iter(|| work_8(black_box(input())).now_or_never())
     });
-    group.bench_function("typed tool, 0 layers", |b| {
-        b.iter(|| tool.call(black_box(input())).now_or_never())
+    group.bench_function("8/tower", |b| {
+        b.iter(|| tower_call(&mut tower_8, black_box(input())))
     });
-    group.bench_function("hand-nested, 4 layers", |b| {
-        b.iter(|| hand_4(black_box(input())).now_or_never())
-    });
-    group.bench_function("typed stack, 4 layers", |b| {
-        b.iter(|| four.call(black_box(input())).now_or_never())
-    });
+    group.finish();
+}
+
+fn by_name(c: &mut Criterion) {
+    let tool = tool();
+    let toolset = Toolset::new();
+    toolset
+        .bind(
+            &tool,
+            hlist![tool.combo().with(Pass).with(Pass).with(Pass).with(Pass)],
+        )
+        .unwrap();
+    let name = "add_pass_pass_pass_pass";
     let args = json!({"a": 2, "b": 3});
-    group.bench_function("decode-call-encode by hand, 0 layers", |b| {
+    assert_eq!(
+        toolset
+            .call(name, args.clone())
+            .now_or_never()
+            .unwrap()
+            .unwrap(),
+        json!(5)
+    );
+
+    let mut group = c.benchmark_group("json");
+    group.bench_function("decode-call-encode by hand", |b| {
         b.iter(|| {
             let input: Add = serde_json::from_value(black_box(args.clone())).unwrap();
-            let out = hand_body(input).now_or_never().unwrap().unwrap();
-            serde_json::to_value(out).unwrap()
+            let output = base(input).now_or_never().unwrap().unwrap();
+            serde_json::to_value(output).unwrap()
         })
     });
-    group.bench_function("by name with JSON, 4 layers", |b| {
+    group.bench_function("by name, 4 layers", |b| {
         b.iter(|| {
             toolset
-                .call("add_p1_p2_p3_p4", black_box(args.clone()))
+                .call(black_box(name), black_box(args.clone()))
                 .now_or_never()
         })
     });
     group.finish();
 }
 
-criterion_group!(benches, calls);
+criterion_group!(benches, pass_through, working, by_name);
 criterion_main!(benches);

@@ -75,6 +75,8 @@ mod toolset;
 
 pub mod ext;
 pub mod manifest;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 
 pub use bind::{Link, Site, ToolInfo};
 pub use combo::{Bound, Combo, Combos};

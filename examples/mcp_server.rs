@@ -1,0 +1,230 @@
+//! A stdio MCP server for a weather/translation toolset with combos: every bound
+//! name (bases and branches, among them `proxy` branches and `pool` backends) is an
+//! MCP tool.
+//!
+//! Run: `cargo run --example mcp_server --features mcp` (speaks MCP on stdin and
+//! stdout; logs go to stderr). Try it with the MCP Inspector:
+//! `npx @modelcontextprotocol/inspector cargo run -q --example mcp_server --features mcp`.
+//!
+//! With `--manifest <file.json|file.toml>` the operator's manifest is applied over
+//! the combos below at start, and again whenever the file changes: connected
+//! clients get `notifications/tools/list_changed` and see the new branches in
+//! their next `tools/list`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use frunk::hlist;
+use rmcp::model::Implementation;
+use rmcp::{ServiceExt, transport::stdio};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use toolgraft::ext::{Batch, Cache, OutputSchema, Pool, Proxy, Trace, proxy};
+use toolgraft::manifest::Manifest;
+use toolgraft::mcp::ToolsetServer;
+use toolgraft::prelude::*;
+use toolgraft::{BoxError, Registry};
+
+/// Where to forecast.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+struct ForecastRequest {
+    /// City name, e.g. "Lisbon".
+    city: String,
+    /// Temperature unit.
+    #[serde(default)]
+    units: Units,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Units {
+    #[default]
+    Metric,
+    Imperial,
+}
+
+/// Tomorrow's forecast.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+struct Forecast {
+    city: String,
+    temperature: f64,
+    conditions: String,
+    /// The egress route the lookup used.
+    route: String,
+}
+
+/// A stand-in for a weather service: deterministic (no network), but it reports
+/// the egress route it ran with, so the proxy branches show.
+async fn forecast(request: ForecastRequest) -> Result<Forecast, BoxError> {
+    if request.city.trim().is_empty() {
+        return Err("a city is required".into());
+    }
+    let seed = request
+        .city
+        .bytes()
+        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+    let celsius = 5.0 + f64::from(seed % 250) / 10.0;
+    Ok(Forecast {
+        temperature: match request.units {
+            Units::Metric => celsius,
+            Units::Imperial => (celsius * 9.0 / 5.0 + 32.0).round(),
+        },
+        conditions: ["sunny", "cloudy", "rain", "windy"][(seed % 4) as usize].to_owned(),
+        route: proxy::current_route().unwrap_or_else(|| "direct".into()),
+        city: request.city,
+    })
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Translate {
+    /// The text to translate.
+    text: String,
+    /// Target language, e.g. "pt".
+    to: String,
+}
+
+async fn translate(input: Translate) -> Result<String, BoxError> {
+    Ok(format!("[{}] {}", input.to, input.text))
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct UserId {
+    user_id: i64,
+}
+
+async fn get_user(input: UserId) -> Result<serde_json::Value, BoxError> {
+    match input.user_id {
+        1 => Ok(json!({"name": "Alice", "email": "alice@example.com"})),
+        // Breaks the declared output schema (name too short): the client gets a
+        // tool error naming the field.
+        2 => Ok(json!({"name": "Al"})),
+        other => Err(format!("no user {other}").into()),
+    }
+}
+
+fn registry(pool: &Pool) -> Result<Registry, Box<dyn std::error::Error>> {
+    let mut registry = Registry::new();
+    registry
+        .register(Trace)?
+        .register_configurable(Cache::default())?
+        .register_configurable(Batch::default())?
+        .register_configurable(Proxy::allow(["egress-eu", "egress-us"]))?
+        .register(pool.clone())?
+        .register_from_config::<OutputSchema>("output_schema")?;
+    Ok(registry)
+}
+
+/// Applies the manifest at `path`, reporting on stderr (stdout is the protocol).
+fn apply(toolset: &Toolset, registry: &Registry, path: &Path) {
+    match Manifest::load(path) {
+        Ok(manifest) => {
+            for (tool, outcome) in toolset.apply_manifest(registry, &manifest) {
+                match outcome {
+                    Ok(()) => eprintln!("mcp_server: {tool}: combos from {}", path.display()),
+                    Err(error) => eprintln!("mcp_server: {tool}: kept its combos: {error}"),
+                }
+            }
+        }
+        Err(error) => eprintln!("mcp_server: {error}"),
+    }
+}
+
+/// Re-applies the manifest whenever its text changes (polling keeps the example
+/// free of a file-watching dependency).
+async fn watch(toolset: Toolset, registry: Registry, path: PathBuf) {
+    let mut applied = std::fs::read_to_string(&path).ok();
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    loop {
+        tick.tick().await;
+        let now = std::fs::read_to_string(&path).ok();
+        if now.is_some() && now != applied {
+            apply(&toolset, &registry, &path);
+            applied = now;
+        }
+    }
+}
+
+fn manifest_arg() -> Result<Option<PathBuf>, String> {
+    let mut args = std::env::args().skip(1);
+    match (args.next().as_deref(), args.next(), args.next()) {
+        (None, _, _) => Ok(None),
+        (Some("--manifest"), Some(path), None) => Ok(Some(path.into())),
+        _ => Err("usage: mcp_server [--manifest <file.json|file.toml>]".into()),
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let manifest = manifest_arg()?;
+
+    let weather = Tool::builder()
+        .name("weather")
+        .description("Tomorrow's forecast for a city.")
+        .body(forecast)
+        .build()?;
+    let translate = Tool::builder()
+        .name("translate")
+        .description("Translate a text.")
+        .body(translate)
+        .build()?;
+    let get_user = Tool::builder()
+        .name("get_user")
+        .description("Look a user up by id.")
+        .body(get_user)
+        .build()?;
+
+    let pool = Pool::new(2)?;
+    let toolset = Toolset::new();
+    toolset.bind(
+        &weather,
+        hlist![
+            weather.combo().with(Trace).with(Cache::default()),
+            // proxy inside pool: the egress route travels with the body to the worker
+            weather
+                .combo()
+                .with(Proxy::allow(["egress-eu", "egress-us"]))
+                .with(pool.clone()),
+            weather
+                .combo()
+                .with(Batch::max_items(10))
+                .with(pool.clone()),
+        ],
+    )?;
+    toolset.bind(&translate, hlist![translate.combo().with(Cache::default())])?;
+    let user_schema = json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "minLength": 3},
+            "email": {"type": "string"}
+        },
+        "required": ["name"]
+    });
+    toolset.bind(
+        &get_user,
+        hlist![get_user.combo().with(OutputSchema::new(user_schema)?)],
+    )?;
+
+    if let Some(path) = manifest {
+        let registry = registry(&pool)?;
+        apply(&toolset, &registry, &path);
+        tokio::spawn(watch(toolset.clone(), registry, path));
+    }
+
+    let server = ToolsetServer::new(toolset)
+        .with_server_info(Implementation::new(
+            "toolgraft-weather",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(
+            "Weather, translation and user tools. Each tool has branches named \
+             `<tool>_<extension>...`: `_cache` takes `exp` (seconds), `_proxy` takes \
+             `proxies` (egress routes), `_batch` takes `items`.",
+        )
+        .serve(stdio())
+        .await?;
+    server.waiting().await?;
+    // On stderr, where a client keeps the server's log.
+    eprintln!("mcp_server: the client closed the connection");
+    Ok(())
+}
