@@ -128,6 +128,29 @@ pub enum ToolError {
         /// Why.
         reason: String,
     },
+    /// A backend stopped waiting for the job that runs its layer input elsewhere.
+    /// The job may still run: relocated execution is at least once.
+    #[error(
+        "backend `{backend}` waited {after:?} for job `{job}` (running `{tool}`) and gave up; \
+         is a worker serving its queue?"
+    )]
+    TimedOut {
+        /// The layer the job runs.
+        tool: Name,
+        /// The backend.
+        backend: Name,
+        /// The job's id in the job engine.
+        job: String,
+        /// How long the caller waited.
+        after: std::time::Duration,
+    },
+    /// An error that reached this process as its message only: a batch item's
+    /// error in a result relayed from a worker.
+    #[error("{message}")]
+    Reported {
+        /// The error's message.
+        message: String,
+    },
     /// A result does not match the output schema the branch declares.
     #[error("the result of `{tool}` does not match its output schema at `{path}`: {problem}")]
     OutputMismatch {
@@ -172,7 +195,8 @@ pub enum ToolError {
 /// }
 /// # }
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ChainErrorKind {
     /// The toolset the chain calls into was dropped.
@@ -193,7 +217,8 @@ pub enum ChainErrorKind {
 /// use toolgraft::{ArgsError, ArgsErrorKind};
 /// assert_eq!(ArgsError::unknown("exp", &["text".into()]).kind, ArgsErrorKind::UnknownField);
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ArgsErrorKind {
     /// An argument the input schema does not list.

@@ -74,6 +74,8 @@ mod tool;
 mod toolset;
 
 pub mod ext;
+#[cfg(any(feature = "jobs-redis", feature = "jobs-sqlite"))]
+pub mod jobs;
 pub mod manifest;
 #[cfg(feature = "mcp")]
 pub mod mcp;

@@ -28,7 +28,7 @@
 //! |---|---|
 //! | `InvalidArguments` | JSON-RPC error `-32602` (invalid params); `data` = `{tool, field, kind}` |
 //! | `UnknownTool` | JSON-RPC error `-32602` (invalid params); `data` = `{tool}` |
-//! | `Body`, `Panicked`, `Refused`, `Relocation`, `OutputMismatch`, `Chain`, `Output` | a result with `isError: true` and the error's message as text |
+//! | `Body`, `Panicked`, `Refused`, `Relocation`, `TimedOut`, `Reported`, `OutputMismatch`, `Chain`, `Output` | a result with `isError: true` and the error's message as text |
 //!
 //! Bad arguments and unknown names are the caller's request being wrong, which MCP
 //! reports as protocol errors; everything else happened while running the tool, and
@@ -264,6 +264,8 @@ fn to_mcp(
         | ToolError::Panicked { .. }
         | ToolError::Refused { .. }
         | ToolError::Relocation { .. }
+        | ToolError::TimedOut { .. }
+        | ToolError::Reported { .. }
         | ToolError::OutputMismatch { .. }
         | ToolError::Chain { .. }
         | ToolError::Output { .. } => Ok(CallToolResult::error(vec![ContentBlock::text(message)])),

@@ -99,6 +99,7 @@ impl ReservedParams for () {
         None
     }
 
+    #[inline]
     fn split<I: Send + 'static>(with: I) -> ((), I) {
         ((), with)
     }
@@ -119,6 +120,7 @@ impl<P: Params> ReservedParams for P {
         Some(schema::of_cached::<P>())
     }
 
+    #[inline]
     fn split<I: Send + 'static>(with: WithParams<P, I>) -> (P, I) {
         (with.params, with.input)
     }

@@ -88,6 +88,7 @@ impl<S> Copy for Next<'_, S> {}
 impl<'a, S: Stack> Next<'a, S> {
     /// The layer below, named `name`, as seen from the branch `branch` (see
     /// [`Next`]'s example).
+    #[inline]
     pub fn new(stack: &'a S, name: &'a Name, branch: &'a Name) -> Self {
         Self {
             stack,
@@ -113,6 +114,7 @@ impl<'a, S: Stack> Next<'a, S> {
     }
 
     /// Calls the layer below (see [`Next`]'s example).
+    #[inline]
     pub fn call(
         self,
         input: S::Input,

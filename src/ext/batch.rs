@@ -1,8 +1,9 @@
 //! `batch`: one call runs a list of inputs through the layer below.
 
 use futures_util::{StreamExt, stream};
+use serde::de::DeserializeOwned;
 use serde::ser::SerializeMap;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Value, json};
 
 use crate::error::{ArgsError, ToolError};
@@ -140,6 +141,34 @@ impl<O: Serialize> Serialize for BatchItem<O> {
                 map.serialize_entry("error", &error.to_string())?;
                 map.end()
             }
+        }
+    }
+}
+
+/// Reads what [`Serialize`] wrote: a value, or `{"error": "<message>"}` when the
+/// value does not read as `O` (the error comes back as [`ToolError::Reported`]).
+/// A backend that relocates a batch relays its items this way.
+///
+/// ```
+/// use toolgraft::ext::BatchItem;
+/// let items: Vec<BatchItem<i64>> = serde_json::from_str(r#"[1, {"error": "no"}]"#)?;
+/// assert_eq!(items[0].clone().ok(), Some(1));
+/// assert_eq!(items[1].clone().ok(), None);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+impl<'de, O: DeserializeOwned> Deserialize<'de> for BatchItem<O> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        let reported = match &value {
+            Value::Object(map) if map.len() == 1 => map.get("error").and_then(Value::as_str),
+            _ => None,
+        };
+        match (O::deserialize(&value), reported) {
+            (Ok(output), _) => Ok(BatchItem::Ok(output)),
+            (Err(_), Some(message)) => Ok(BatchItem::Err(ToolError::Reported {
+                message: message.to_owned(),
+            })),
+            (Err(error), None) => Err(serde::de::Error::custom(error)),
         }
     }
 }

@@ -1,0 +1,456 @@
+//! The two tiers: a Redis server, or an SQLite file the processes share. Each
+//! carries jobs through apalis and replies through a channel of its own (apalis
+//! stores results, but its waiting polls at 100 to 500 ms and reports retries as
+//! failures).
+
+use std::time::Duration;
+
+use apalis::prelude::{TaskBuilder, TaskId, TaskSink};
+
+use super::wire::{Job, Reply};
+
+/// How often an idle worker looks for jobs.
+pub(crate) const POLL: Duration = Duration::from_millis(10);
+/// Workers' liveness beat; a worker silent for `HEARTBEAT * MISSED_HEARTBEATS` is
+/// dead, and a live worker takes its jobs back into the queue.
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(1);
+pub(crate) const MISSED_HEARTBEATS: usize = 2;
+/// Replies nobody collected expire (a caller that gave up).
+#[cfg(feature = "jobs-redis")]
+const REPLY_TTL_SECONDS: i64 = 600;
+
+/// Where jobs go, parsed from a URL: `redis://host:port[/db]` or
+/// `sqlite://path/to/jobs.db`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Tier {
+    Redis(String),
+    Sqlite(String),
+}
+
+impl Tier {
+    pub(crate) fn parse(url: &str) -> Result<Self, String> {
+        if url.starts_with("redis://") || url.starts_with("rediss://") {
+            if cfg!(feature = "jobs-redis") {
+                return Ok(Self::Redis(url.to_owned()));
+            }
+            return Err(format!(
+                "`{url}` needs toolgraft's `jobs-redis` feature, which this build lacks"
+            ));
+        }
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            if path.is_empty() {
+                return Err("an sqlite URL needs a file path: `sqlite://path/to/jobs.db`".into());
+            }
+            if cfg!(feature = "jobs-sqlite") {
+                return Ok(Self::Sqlite(url.to_owned()));
+            }
+            return Err(format!(
+                "`{url}` needs toolgraft's `jobs-sqlite` feature, which this build lacks"
+            ));
+        }
+        Err(format!(
+            "`{url}` is not a job-engine URL; use `redis://host:port` or `sqlite://path/to/jobs.db`"
+        ))
+    }
+}
+
+/// A connection to a tier: enqueues jobs, collects and sends replies.
+#[derive(Clone)]
+pub(crate) enum Broker {
+    #[cfg(feature = "jobs-redis")]
+    Redis(Box<redis_tier::Broker>),
+    #[cfg(feature = "jobs-sqlite")]
+    Sqlite(Box<sqlite_tier::Broker>),
+}
+
+impl Broker {
+    pub(crate) async fn connect(tier: &Tier, queue: &str) -> Result<Self, String> {
+        match tier {
+            #[cfg(feature = "jobs-redis")]
+            Tier::Redis(url) => Ok(Self::Redis(Box::new(
+                redis_tier::Broker::connect(url, queue).await?,
+            ))),
+            #[cfg(feature = "jobs-sqlite")]
+            Tier::Sqlite(url) => Ok(Self::Sqlite(Box::new(
+                sqlite_tier::Broker::connect(url, queue).await?,
+            ))),
+            #[allow(unreachable_patterns)]
+            _ => {
+                let _ = queue;
+                Err("this build has no job-engine tier for that URL".into())
+            }
+        }
+    }
+
+    pub(crate) async fn push(&self, job: Job) -> Result<(), String> {
+        let task = TaskBuilder::new(job.clone())
+            .task_id(TaskId::from_string(job.id.clone()))
+            .build();
+        match self {
+            #[cfg(feature = "jobs-redis")]
+            Self::Redis(broker) => broker
+                .storage
+                .clone()
+                .push_task(task)
+                .await
+                .map_err(|error| error.to_string()),
+            #[cfg(feature = "jobs-sqlite")]
+            Self::Sqlite(broker) => broker
+                .storage
+                .clone()
+                .push_task(task)
+                .await
+                .map_err(|error| error.to_string()),
+        }
+    }
+
+    /// The replies waiting on `reply_to`, waiting up to `wait` for the first.
+    pub(crate) async fn take_replies(
+        &self,
+        reply_to: &str,
+        wait: Duration,
+    ) -> Result<Vec<Reply>, String> {
+        match self {
+            #[cfg(feature = "jobs-redis")]
+            Self::Redis(broker) => broker.take_replies(reply_to, wait).await,
+            #[cfg(feature = "jobs-sqlite")]
+            Self::Sqlite(broker) => broker.take_replies(reply_to, wait).await,
+        }
+    }
+
+    pub(crate) async fn send_reply(&self, reply_to: &str, reply: &Reply) -> Result<(), String> {
+        let body = serde_json::to_string(reply).map_err(|error| error.to_string())?;
+        match self {
+            #[cfg(feature = "jobs-redis")]
+            Self::Redis(broker) => broker.send_reply(reply_to, &body).await,
+            #[cfg(feature = "jobs-sqlite")]
+            Self::Sqlite(broker) => broker.send_reply(reply_to, &reply.job, &body).await,
+        }
+    }
+}
+
+fn decode_replies(bodies: Vec<String>) -> Vec<Reply> {
+    bodies
+        .into_iter()
+        .filter_map(|body| match serde_json::from_str(&body) {
+            Ok(reply) => Some(reply),
+            Err(error) => {
+                tracing::warn!(%error, "dropped a reply that is not a toolgraft reply");
+                None
+            }
+        })
+        .collect()
+}
+
+/// Polls on a `tokio` interval. apalis-core 1.0.0's `IntervalStrategy` can leave no
+/// timer armed after a fetch that completes in the same wake-up, so an idle worker
+/// would wait for its next heartbeat; this one drains the interval until it is
+/// pending, which always leaves the next tick registered.
+pub(crate) struct Ticks {
+    period: Duration,
+    interval: tokio::time::Interval,
+}
+
+impl Ticks {
+    pub(crate) fn every(period: Duration) -> Self {
+        let mut interval = tokio::time::interval(period);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Self { period, interval }
+    }
+}
+
+impl Clone for Ticks {
+    fn clone(&self) -> Self {
+        Self::every(self.period)
+    }
+}
+
+impl apalis::prelude::PollStrategy for Ticks {
+    fn poll_drive(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        _: &apalis::prelude::PollSnapshot,
+    ) -> std::task::Poll<Option<()>> {
+        let mut fired = false;
+        while self.interval.poll_tick(cx).is_ready() {
+            fired = true;
+        }
+        if fired {
+            std::task::Poll::Ready(Some(()))
+        } else {
+            std::task::Poll::Pending
+        }
+    }
+}
+
+#[cfg(feature = "jobs-redis")]
+pub(crate) mod redis_tier {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use apalis_redis::{Config, RedisStorage};
+    use redis::AsyncCommands;
+    use redis::aio::{ConnectionManager, MultiplexedConnection};
+    use tokio::sync::Mutex;
+
+    use super::super::wire::{Job, Reply};
+    use super::{HEARTBEAT, MISSED_HEARTBEATS, REPLY_TTL_SECONDS};
+
+    pub(crate) type Storage = RedisStorage<Job>;
+
+    #[derive(Clone)]
+    pub(crate) struct Broker {
+        pub(crate) storage: Storage,
+        commands: ConnectionManager,
+        client: redis::Client,
+        /// `BLPOP` blocks its connection: collecting replies gets one of its own,
+        /// without the client's default 500 ms response timeout. Only the reply
+        /// listener takes it, so the lock is never contended.
+        blocking: Arc<Mutex<Option<MultiplexedConnection>>>,
+    }
+
+    pub(crate) fn config(queue: &str) -> Config {
+        Config::default()
+            .queue(queue)
+            .batch_size(1)
+            .heartbeat_interval(HEARTBEAT)
+            .missed_heartbeats(MISSED_HEARTBEATS)
+            // Results travel on the reply channel; apalis need not keep them.
+            .persist_results(false)
+    }
+
+    impl Broker {
+        pub(crate) async fn connect(url: &str, queue: &str) -> Result<Self, String> {
+            let failed = |error: redis::RedisError| format!("cannot connect to `{url}`: {error}");
+            let commands = apalis_redis::connect(url).await.map_err(failed)?;
+            let client = redis::Client::open(url).map_err(failed)?;
+            let storage = RedisStorage::new(commands.clone()).with_config(config(queue));
+            Ok(Self {
+                storage,
+                commands,
+                client,
+                blocking: Arc::default(),
+            })
+        }
+
+        pub(crate) async fn take_replies(
+            &self,
+            reply_to: &str,
+            wait: Duration,
+        ) -> Result<Vec<Reply>, String> {
+            let mut slot = self.blocking.lock().await;
+            let connection = match &mut *slot {
+                Some(connection) => connection,
+                None => {
+                    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+                    let connection = self
+                        .client
+                        .get_multiplexed_async_connection_with_config(&config)
+                        .await
+                        .map_err(|error| error.to_string())?;
+                    slot.insert(connection)
+                }
+            };
+            let first: Option<(String, String)> = connection
+                .blpop(reply_to, wait.as_secs_f64())
+                .await
+                .map_err(|error| error.to_string())?;
+            let Some((_, first)) = first else {
+                return Ok(Vec::new());
+            };
+            let mut bodies = vec![first];
+            let more: Option<Vec<String>> = connection
+                .lpop(reply_to, std::num::NonZeroUsize::new(256))
+                .await
+                .map_err(|error| error.to_string())?;
+            bodies.extend(more.unwrap_or_default());
+            Ok(super::decode_replies(bodies))
+        }
+
+        pub(crate) async fn send_reply(&self, reply_to: &str, body: &str) -> Result<(), String> {
+            let mut commands = self.commands.clone();
+            redis::pipe()
+                .atomic()
+                .rpush(reply_to, body)
+                .ignore()
+                .expire(reply_to, REPLY_TTL_SECONDS)
+                .ignore()
+                .query_async::<()>(&mut commands)
+                .await
+                .map_err(|error| error.to_string())
+        }
+    }
+}
+
+#[cfg(feature = "jobs-sqlite")]
+pub(crate) mod sqlite_tier {
+    use std::str::FromStr;
+    use std::time::{Duration, Instant};
+
+    use apalis_sqlite::{Config, SqliteStorage};
+    use sqlx::SqlitePool;
+    use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+
+    use super::super::wire::{Job, Reply};
+    use super::{HEARTBEAT, MISSED_HEARTBEATS};
+
+    pub(crate) type Storage = SqliteStorage<Job>;
+
+    /// How often a waiting caller looks for replies (a file has no blocking read).
+    const REPLY_POLL: Duration = Duration::from_millis(5);
+
+    #[derive(Clone)]
+    pub(crate) struct Broker {
+        pub(crate) storage: Storage,
+        /// Replies live in a file of their own (`<jobs file>.replies`): SQLite locks
+        /// a whole file, and apalis holds the jobs file's write lock at times (while
+        /// a worker stops, for one), which must not hold up a reply.
+        replies: SqlitePool,
+    }
+
+    /// An exclusive lock on `<jobs file>.lock`, held until dropped.
+    async fn lock_file(url: &str) -> Result<std::fs::File, String> {
+        let path = url.trim_start_matches("sqlite://");
+        let path = format!(
+            "{}.lock",
+            path.split_once('?').map_or(path, |(path, _)| path)
+        );
+        tokio::task::spawn_blocking(move || {
+            let file = std::fs::File::create(&path)?;
+            file.lock()?;
+            Ok::<_, std::io::Error>(file)
+        })
+        .await
+        .map_err(|error| error.to_string())?
+        .map_err(|error| format!("cannot lock the job file: {error}"))
+    }
+
+    /// The replies file's URL beside the jobs file's.
+    fn replies_url(url: &str) -> String {
+        match url.split_once('?') {
+            Some((path, query)) => format!("{path}.replies?{query}"),
+            None => format!("{url}.replies"),
+        }
+    }
+
+    async fn open(url: &str) -> Result<SqlitePool, String> {
+        let failed = |error: sqlx::Error| format!("cannot open `{url}`: {error}");
+        let options = SqliteConnectOptions::from_str(url)
+            .map_err(failed)?
+            .create_if_missing(true)
+            // Many processes share the file: readers do not block the writer.
+            .journal_mode(SqliteJournalMode::Wal)
+            .busy_timeout(Duration::from_secs(5));
+        SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .map_err(failed)
+    }
+
+    pub(crate) fn config(queue: &str) -> Config {
+        Config::default()
+            .queue(queue)
+            .batch_size(1)
+            .heartbeat_interval(HEARTBEAT)
+            .missed_heartbeats(MISSED_HEARTBEATS)
+            .persist_results(false)
+    }
+
+    impl Broker {
+        pub(crate) async fn connect(url: &str, queue: &str) -> Result<Self, String> {
+            let pool = open(url).await?;
+            // Processes starting together would race to migrate a new file (and
+            // one would write into half-made tables): one at a time, under a file
+            // lock beside it.
+            let lock = lock_file(url).await?;
+            let setup = SqliteStorage::<()>::setup(&pool).await;
+            drop(lock);
+            setup.map_err(|error| format!("cannot set up the job tables in `{url}`: {error}"))?;
+            let replies_url = replies_url(url);
+            let replies = open(&replies_url).await?;
+            sqlx::query(
+                "CREATE TABLE IF NOT EXISTS toolgraft_replies (
+                     reply_to TEXT NOT NULL,
+                     job TEXT NOT NULL,
+                     body TEXT NOT NULL,
+                     PRIMARY KEY (reply_to, job)
+                 )",
+            )
+            .execute(&replies)
+            .await
+            .map_err(|error| format!("cannot open `{replies_url}`: {error}"))?;
+            let storage = SqliteStorage::new(&pool).with_config(config(queue));
+            Ok(Self { storage, replies })
+        }
+
+        pub(crate) async fn take_replies(
+            &self,
+            reply_to: &str,
+            wait: Duration,
+        ) -> Result<Vec<Reply>, String> {
+            let deadline = Instant::now() + wait;
+            loop {
+                let rows: Vec<(String,)> = sqlx::query_as(
+                    "DELETE FROM toolgraft_replies WHERE reply_to = ?1 RETURNING body",
+                )
+                .bind(reply_to)
+                .fetch_all(&self.replies)
+                .await
+                .map_err(|error| error.to_string())?;
+                if !rows.is_empty() || Instant::now() >= deadline {
+                    return Ok(super::decode_replies(
+                        rows.into_iter().map(|(body,)| body).collect(),
+                    ));
+                }
+                tokio::time::sleep(REPLY_POLL).await;
+            }
+        }
+
+        pub(crate) async fn send_reply(
+            &self,
+            reply_to: &str,
+            job: &str,
+            body: &str,
+        ) -> Result<(), String> {
+            // A job run twice (at least once) answers once: the first reply stays.
+            sqlx::query(
+                "INSERT OR IGNORE INTO toolgraft_replies (reply_to, job, body) VALUES (?1, ?2, ?3)",
+            )
+            .bind(reply_to)
+            .bind(job)
+            .bind(body)
+            .execute(&self.replies)
+            .await
+            .map(drop)
+            .map_err(|error| error.to_string())
+        }
+    }
+}
+
+#[cfg(all(test, feature = "jobs-redis", feature = "jobs-sqlite"))]
+mod tests {
+    use super::Tier;
+
+    #[test]
+    fn the_url_picks_the_tier() {
+        assert!(matches!(
+            Tier::parse("redis://127.0.0.1:6379"),
+            Ok(Tier::Redis(_))
+        ));
+        assert!(matches!(
+            Tier::parse("sqlite:///tmp/jobs.db"),
+            Ok(Tier::Sqlite(_))
+        ));
+        let unknown = Tier::parse("amqp://broker").unwrap_err();
+        assert!(
+            unknown.contains("use `redis://host:port` or `sqlite://"),
+            "{unknown}"
+        );
+        assert!(
+            Tier::parse("sqlite://")
+                .unwrap_err()
+                .contains("needs a file path")
+        );
+    }
+}

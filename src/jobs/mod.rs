@@ -1,0 +1,69 @@
+//! Backends that run the body in **other processes**, on the apalis job engine
+//! (features `jobs-redis`, `jobs-sqlite`).
+//!
+//! [`Remote`] is a backend: its branch enqueues a job carrying the NAME of its
+//! layer input and the JSON arguments, and waits for the reply. A [`Worker`] is a
+//! process that binds the same tools and combos (the same binding code) and runs
+//! jobs by name. No code travels (SPEC §4).
+//!
+//! Two tiers, picked by the URL:
+//!
+//! * `redis://host:port`: a Redis server carries jobs and replies (`jobs-redis`);
+//! * `sqlite://path/to/jobs.db`: an SQLite file the processes share, no server
+//!   (`jobs-sqlite`), for one machine.
+//!
+//! What is guaranteed:
+//!
+//! * **At least once.** A worker that dies mid-job (SIGKILL, power) stops beating;
+//!   after `2 s` a live worker takes its jobs back into the queue and one of them
+//!   runs the job again. The caller gets exactly one result (the first reply; later
+//!   ones are dropped), but a body can run more than once: make relocated bodies
+//!   idempotent.
+//! * A tool's own failure (a body error, a panic, a refused call) is a result: it
+//!   comes back as the same [`ToolError`] variant and is not retried.
+//! * Arguments are decoded (and checked) in the caller before anything is
+//!   enqueued; bad ones never reach a queue.
+//! * A caller that waits longer than the backend's timeout gets
+//!   [`ToolError::TimedOut`] naming the job.
+//!
+//! ```no_run
+//! use frunk::hlist;
+//! use serde_json::json;
+//! use toolgraft::jobs::{Remote, Worker};
+//! use toolgraft::prelude::*;
+//!
+//! #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+//! struct Shout { text: String }
+//!
+//! /// The same in the caller and in the worker.
+//! fn toolset(remote: &Remote) -> Result<Toolset, Box<dyn std::error::Error>> {
+//!     let shout = Tool::builder().name("shout").description("Return the text, loud.")
+//!         .body(|i: Shout| async move { Ok(i.text.to_uppercase()) }).build()?;
+//!     let toolset = Toolset::new();
+//!     toolset.bind(&shout, hlist![shout.combo().with(remote.clone())])?;
+//!     Ok(toolset)
+//! }
+//!
+//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let remote = Remote::new("redis://127.0.0.1:6379")?.queue("shouts");
+//! if std::env::args().any(|arg| arg == "--worker") {
+//!     // Runs jobs until SIGTERM, then finishes the ones in flight.
+//!     Worker::new(toolset(&remote)?, &remote).run().await?;
+//! } else {
+//!     let answer = toolset(&remote)?.call("shout_remote", json!({"text": "hi"})).await?;
+//!     assert_eq!(answer, json!("HI"));
+//! }
+//! # Ok(()) }
+//! ```
+
+mod broker;
+mod remote;
+mod wire;
+mod worker;
+
+pub use remote::{Remote, RemoteConfig, Remoted};
+pub use wire::RemoteFailure;
+pub use worker::{Worker, WorkerError};
+
+#[cfg(doc)]
+use crate::error::ToolError;

@@ -1,0 +1,444 @@
+//! The caller's side: the `remote` backend, its branch, and the reply router.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::{Notify, OnceCell, oneshot};
+use tokio::task::AbortHandle;
+
+use super::broker::{Broker, Tier};
+use super::wire::{Job, Reply};
+use crate::error::{ArgsError, ToolError};
+use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput};
+use crate::kind::Backend;
+use crate::name::Name;
+use crate::rules::Anywhere;
+use crate::stack::{Args, Stack};
+
+/// The queue jobs go to unless told otherwise.
+const DEFAULT_QUEUE: &str = "toolgraft";
+/// How long a caller waits for a reply unless told otherwise.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one wait for replies blocks before the router checks it is still needed.
+const REPLY_WAIT: Duration = Duration::from_secs(1);
+
+/// A backend that runs its layer input in a worker process, through the apalis
+/// job engine (see the [module docs](super)).
+///
+/// Made from a URL (`redis://host:port` or `sqlite://path/to/jobs.db`), a queue
+/// name and a timeout; it connects at its first call, so building the same
+/// toolset in a worker, which never calls it, needs no connection. Clones share
+/// the connection.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolgraft::Extension;
+/// use toolgraft::jobs::Remote;
+///
+/// let remote = Remote::new("sqlite:///var/lib/toolgraft/jobs.db")?
+///     .queue("weather")
+///     .timeout(Duration::from_secs(5));
+/// assert_eq!((remote.name(), remote.queue_name()), ("remote", "weather"));
+/// assert!(Remote::new("http://example.com").is_err());
+/// # Ok::<(), toolgraft::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct Remote {
+    name: String,
+    config: RemoteConfig,
+    tier: Tier,
+    client: Arc<OnceCell<Arc<Client>>>,
+}
+
+/// A [`Remote`]'s settings, as an operator writes them in a manifest:
+/// `{"name": "remote", "config": {"url": "redis://127.0.0.1:6379", "queue": "weather", "timeout_ms": 5000}}`.
+///
+/// ```
+/// use toolgraft::jobs::RemoteConfig;
+/// let config: RemoteConfig = serde_json::from_value(serde_json::json!({"url": "sqlite://jobs.db"}))?;
+/// assert_eq!((config.queue.as_str(), config.timeout_ms), ("toolgraft", 30_000));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteConfig {
+    /// `redis://host:port[/db]` or `sqlite://path/to/jobs.db`.
+    pub url: String,
+    /// The queue: workers serve one queue, callers send to one.
+    #[serde(default = "default_queue")]
+    pub queue: String,
+    /// How long a caller waits for the reply, in milliseconds.
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+fn default_queue() -> String {
+    DEFAULT_QUEUE.to_owned()
+}
+
+fn default_timeout_ms() -> u64 {
+    DEFAULT_TIMEOUT.as_millis() as u64
+}
+
+impl fmt::Debug for Remote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Remote")
+            .field("name", &self.name)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Remote {
+    /// A backend sending jobs to `url` (queue `toolgraft`, 30 s timeout). A URL of
+    /// no known tier, or of a tier this build lacks, is an error.
+    ///
+    /// ```
+    /// let err = toolgraft::jobs::Remote::new("postgres://db").unwrap_err();
+    /// assert!(err.to_string().contains("redis://"));
+    /// ```
+    pub fn new(url: impl Into<String>) -> Result<Self, ConfigError> {
+        Self::from_config(RemoteConfig {
+            url: url.into(),
+            queue: default_queue(),
+            timeout_ms: default_timeout_ms(),
+        })
+    }
+
+    /// The same backend on another queue.
+    ///
+    /// ```
+    /// let remote = toolgraft::jobs::Remote::new("sqlite://jobs.db")?.queue("gpu");
+    /// assert_eq!(remote.queue_name(), "gpu");
+    /// # Ok::<(), toolgraft::ConfigError>(())
+    /// ```
+    pub fn queue(mut self, queue: impl Into<String>) -> Self {
+        self.config.queue = queue.into();
+        self.client = Arc::default();
+        self
+    }
+
+    /// How long a caller waits for a reply before [`ToolError::TimedOut`].
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let remote = toolgraft::jobs::Remote::new("sqlite://jobs.db")?.timeout(Duration::from_millis(250));
+    /// assert_eq!(remote.timeout_after(), Duration::from_millis(250));
+    /// # Ok::<(), toolgraft::ConfigError>(())
+    /// ```
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.config.timeout_ms = timeout.as_millis().try_into().unwrap_or(u64::MAX);
+        self
+    }
+
+    /// The same backend under another extension name (branches end in `_<name>`).
+    ///
+    /// ```
+    /// # use toolgraft::Extension;
+    /// let gpu = toolgraft::jobs::Remote::new("sqlite://jobs.db")?.named("gpu");
+    /// assert_eq!(gpu.name(), "gpu");
+    /// # Ok::<(), toolgraft::ConfigError>(())
+    /// ```
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The queue jobs go to (see [`Remote::queue`]).
+    pub fn queue_name(&self) -> &str {
+        &self.config.queue
+    }
+
+    /// The caller's timeout (see [`Remote::timeout`]).
+    pub fn timeout_after(&self) -> Duration {
+        Duration::from_millis(self.config.timeout_ms)
+    }
+
+    /// The settings (see [`RemoteConfig`]).
+    ///
+    /// ```
+    /// let remote = toolgraft::jobs::Remote::new("sqlite://jobs.db")?;
+    /// assert_eq!(remote.settings().url, "sqlite://jobs.db");
+    /// # Ok::<(), toolgraft::ConfigError>(())
+    /// ```
+    pub fn settings(&self) -> &RemoteConfig {
+        &self.config
+    }
+
+    pub(super) fn tier(&self) -> &Tier {
+        &self.tier
+    }
+
+    async fn client(&self) -> Result<&Arc<Client>, String> {
+        self.client
+            .get_or_try_init(|| async {
+                let broker = Broker::connect(&self.tier, &self.config.queue).await?;
+                Ok(Client::start(broker))
+            })
+            .await
+    }
+
+    /// Runs the bound name `tool` in a worker with `args` and waits for its reply.
+    async fn run(&self, tool: &Name, args: Value) -> Result<Value, ToolError> {
+        let backend = Name::unchecked(&self.name);
+        let relocation = |reason: String| ToolError::Relocation {
+            tool: tool.clone(),
+            backend: backend.clone(),
+            reason,
+        };
+        let client = self.client().await.map_err(relocation)?;
+        let job = Job {
+            id: ulid::Ulid::new().to_string(),
+            tool: tool.to_string(),
+            args,
+            reply_to: client.reply_to.clone(),
+            depth: crate::ext::chain::depth(),
+        };
+        let id = job.id.clone();
+        // Waiting before sending: a fast worker cannot answer before anyone listens.
+        let mut pending = client.expect(&id);
+        client
+            .broker
+            .push(job)
+            .await
+            .map_err(|error| relocation(format!("cannot enqueue job `{id}`: {error}")))?;
+        let after = self.timeout_after();
+        match tokio::time::timeout(after, &mut pending.reply).await {
+            Ok(Ok(reply)) => reply
+                .result
+                .map_err(|error| error.into_tool_error(tool, &backend, &reply.worker)),
+            Ok(Err(_)) => Err(relocation(format!(
+                "the reply router stopped before job `{id}` was answered"
+            ))),
+            Err(_) => Err(ToolError::TimedOut {
+                tool: tool.clone(),
+                backend,
+                job: id,
+                after,
+            }),
+        }
+    }
+}
+
+impl Extension for Remote {
+    type Kind = Backend;
+    type Locality = Anywhere;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn config(&self) -> Option<Value> {
+        serde_json::to_value(&self.config).ok()
+    }
+}
+
+impl Configurable for Remote {
+    type Config = RemoteConfig;
+
+    fn from_config(config: RemoteConfig) -> Result<Self, ConfigError> {
+        let tier = Tier::parse(&config.url).map_err(|problem| ConfigError::new("url", problem))?;
+        if config.queue.is_empty() || config.queue.contains(':') {
+            return Err(ConfigError::new(
+                "queue",
+                format!(
+                    "`{}` is not a queue name; use a non-empty name without `:`",
+                    config.queue
+                ),
+            ));
+        }
+        if config.timeout_ms == 0 {
+            return Err(ConfigError::new(
+                "timeout_ms",
+                "a timeout of 0 ms never waits",
+            ));
+        }
+        Ok(Self {
+            name: "remote".to_owned(),
+            config,
+            tier,
+            client: Arc::default(),
+        })
+    }
+}
+
+impl<S> Layer<S> for Remote
+where
+    S: Stack,
+    S::Input: Serialize,
+    S::Output: DeserializeOwned,
+{
+    type Branch = Remoted<S>;
+
+    fn layer(self, inner: S, below: &LayerInput<'_>) -> Remoted<S> {
+        Remoted {
+            inner: Arc::new(inner),
+            below: below.name.clone(),
+            remote: self,
+        }
+    }
+}
+
+/// The branch [`Remote`] mints: a call becomes a job naming the layer below.
+pub struct Remoted<S> {
+    /// Kept to decode (and check) arguments before they are enqueued; never called.
+    inner: Arc<S>,
+    below: Name,
+    remote: Remote,
+}
+
+impl<S> Clone for Remoted<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            below: self.below.clone(),
+            remote: self.remote.clone(),
+        }
+    }
+}
+
+impl<S> Stack for Remoted<S>
+where
+    S: Stack,
+    S::Input: Serialize,
+    S::Output: DeserializeOwned,
+{
+    type Input = S::Input;
+    type Output = S::Output;
+
+    async fn call(&self, input: S::Input) -> Result<S::Output, ToolError> {
+        let relocation = |reason: String| ToolError::Relocation {
+            tool: self.below.clone(),
+            backend: Name::unchecked(&self.remote.name),
+            reason,
+        };
+        let args = serde_json::to_value(&input)
+            .map_err(|error| relocation(format!("the arguments do not serialize: {error}")))?;
+        let output = self.remote.run(&self.below, args).await?;
+        serde_json::from_value(output).map_err(|error| {
+            relocation(format!(
+                "the worker's result does not fit the output type: {error}"
+            ))
+        })
+    }
+
+    fn decode(&self, args: Args) -> Result<S::Input, ArgsError> {
+        self.inner.decode(args)
+    }
+}
+
+/// One connection's reply router: callers wait on one-shot channels keyed by job
+/// id; one task collects replies from the caller's reply channel and routes them.
+struct Client {
+    broker: Broker,
+    reply_to: String,
+    pending: Mutex<HashMap<String, oneshot::Sender<Reply>>>,
+    /// Wakes the router when a first caller starts waiting (shared with the router,
+    /// which must not keep the client alive while it sleeps).
+    waiting: Arc<Notify>,
+    router: Mutex<Option<AbortHandle>>,
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if let Some(router) = self
+            .router
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            router.abort();
+        }
+    }
+}
+
+/// A caller's claim on one job's reply; dropping it (a caller that gave up)
+/// forgets the job, so a late reply is dropped instead of kept.
+struct Pending {
+    reply: oneshot::Receiver<Reply>,
+    id: String,
+    client: Arc<Client>,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.client.lock_pending().remove(&self.id);
+    }
+}
+
+impl Client {
+    fn start(broker: Broker) -> Arc<Self> {
+        let client = Arc::new(Self {
+            broker,
+            reply_to: format!("toolgraft:replies:{}", ulid::Ulid::new()),
+            pending: Mutex::default(),
+            waiting: Arc::new(Notify::new()),
+            router: Mutex::default(),
+        });
+        // The router holds the client weakly: dropping the last `Remote` ends it.
+        let weak = Arc::downgrade(&client);
+        let notify = client.waiting.clone();
+        let router = tokio::spawn(async move {
+            loop {
+                let Some(client) = weak.upgrade() else { return };
+                if client.lock_pending().is_empty() {
+                    let waiting = notify.notified();
+                    drop(client);
+                    // Rechecked each second: the client may be gone meanwhile.
+                    let _ = tokio::time::timeout(REPLY_WAIT, waiting).await;
+                    continue;
+                }
+                match client
+                    .broker
+                    .take_replies(&client.reply_to, REPLY_WAIT)
+                    .await
+                {
+                    Ok(replies) => {
+                        for reply in replies {
+                            client.route(reply);
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "collecting job replies failed; retrying");
+                        drop(client);
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+        });
+        *client.router.lock().unwrap_or_else(PoisonError::into_inner) = Some(router.abort_handle());
+        client
+    }
+
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Reply>>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn expect(self: &Arc<Self>, id: &str) -> Pending {
+        let (sender, reply) = oneshot::channel();
+        self.lock_pending().insert(id.to_owned(), sender);
+        self.waiting.notify_one();
+        Pending {
+            reply,
+            id: id.to_owned(),
+            client: self.clone(),
+        }
+    }
+
+    fn route(&self, reply: Reply) {
+        match self.lock_pending().remove(&reply.job) {
+            Some(waiting) => {
+                let _ = waiting.send(reply);
+            }
+            // A caller that timed out, or a second run of a re-delivered job.
+            None => {
+                tracing::debug!(job = %reply.job, worker = %reply.worker, "dropped a reply nobody waits for")
+            }
+        }
+    }
+}

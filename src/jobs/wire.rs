@@ -1,0 +1,311 @@
+//! What crosses the process boundary: a job names its layer input and carries JSON
+//! arguments; a reply carries a JSON result or the error, as data.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{ArgsErrorKind, ChainErrorKind, ToolError};
+use crate::name::Name;
+
+/// One relocated call: run the bound name `tool` with `args`, answer on `reply_to`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Job {
+    /// A ULID: the job engine's task id too.
+    pub id: String,
+    /// The backend's layer input, bound in the worker by the same binding code.
+    pub tool: String,
+    pub args: Value,
+    /// The caller's reply channel.
+    pub reply_to: String,
+    /// The caller's chain depth, so that a cycle through a worker still ends.
+    #[serde(default)]
+    pub depth: usize,
+}
+
+/// A worker's answer to one job.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Reply {
+    pub job: String,
+    /// `<name>-<pid>` of the worker that ran it.
+    pub worker: String,
+    pub result: Result<Value, WireError>,
+}
+
+/// A [`ToolError`] as data. Sources do not cross a process boundary; their
+/// messages do.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "error", rename_all = "snake_case")]
+pub(crate) enum WireError {
+    UnknownTool {
+        name: String,
+    },
+    InvalidArguments {
+        tool: String,
+        field: Option<String>,
+        kind: ArgsErrorKind,
+        problem: String,
+    },
+    Body {
+        tool: String,
+        message: String,
+    },
+    Panicked {
+        tool: String,
+        message: String,
+    },
+    Refused {
+        tool: String,
+        extension: String,
+        reason: String,
+    },
+    Relocation {
+        tool: String,
+        backend: String,
+        reason: String,
+    },
+    OutputMismatch {
+        tool: String,
+        path: String,
+        value: Value,
+        problem: String,
+    },
+    Chain {
+        tool: String,
+        kind: ChainErrorKind,
+        problem: String,
+    },
+    /// Anything else, by its message.
+    Other {
+        tool: String,
+        message: String,
+    },
+}
+
+impl WireError {
+    /// The error as the worker saw it.
+    pub(crate) fn from_tool_error(error: &ToolError, tool: &str) -> Self {
+        let text = |name: &Name| name.to_string();
+        match error {
+            ToolError::UnknownTool { name } => Self::UnknownTool { name: name.clone() },
+            ToolError::InvalidArguments {
+                tool,
+                field,
+                kind,
+                problem,
+            } => Self::InvalidArguments {
+                tool: text(tool),
+                field: field.clone(),
+                kind: *kind,
+                problem: problem.clone(),
+            },
+            ToolError::Body { tool, source } => Self::Body {
+                tool: text(tool),
+                message: source.to_string(),
+            },
+            ToolError::Panicked { tool, message } => Self::Panicked {
+                tool: text(tool),
+                message: message.clone(),
+            },
+            ToolError::Refused {
+                tool,
+                extension,
+                reason,
+            } => Self::Refused {
+                tool: text(tool),
+                extension: text(extension),
+                reason: reason.clone(),
+            },
+            ToolError::Relocation {
+                tool,
+                backend,
+                reason,
+            } => Self::Relocation {
+                tool: text(tool),
+                backend: text(backend),
+                reason: reason.clone(),
+            },
+            ToolError::OutputMismatch {
+                tool,
+                path,
+                value,
+                problem,
+            } => Self::OutputMismatch {
+                tool: text(tool),
+                path: path.clone(),
+                value: Value::clone(value),
+                problem: problem.clone(),
+            },
+            ToolError::Chain {
+                tool,
+                kind,
+                problem,
+            } => Self::Chain {
+                tool: text(tool),
+                kind: *kind,
+                problem: problem.clone(),
+            },
+            ToolError::TimedOut { .. } | ToolError::Reported { .. } | ToolError::Output { .. } => {
+                Self::Other {
+                    tool: tool.to_owned(),
+                    message: error.to_string(),
+                }
+            }
+        }
+    }
+
+    /// The error the caller sees. `below` is the layer the job ran and `backend`
+    /// the backend that sent it; `worker` names the process.
+    pub(crate) fn into_tool_error(self, below: &Name, backend: &Name, worker: &str) -> ToolError {
+        // Names were valid in the worker, which binds the same tools.
+        let name = |text: String| Name::new(&text).unwrap_or_else(|_| below.clone());
+        match self {
+            Self::UnknownTool { name: missing } => ToolError::Relocation {
+                tool: below.clone(),
+                backend: backend.clone(),
+                reason: format!(
+                    "worker `{worker}` has no tool `{missing}` bound; bind the same tools and \
+                     combos in the worker as in the caller"
+                ),
+            },
+            Self::InvalidArguments {
+                tool,
+                field,
+                kind,
+                problem,
+            } => ToolError::InvalidArguments {
+                tool: name(tool),
+                field,
+                kind,
+                problem,
+            },
+            Self::Body { tool, message } => ToolError::Body {
+                tool: name(tool),
+                source: Arc::new(RemoteFailure {
+                    message,
+                    worker: worker.to_owned(),
+                }),
+            },
+            Self::Panicked { tool, message } => ToolError::Panicked {
+                tool: name(tool),
+                message,
+            },
+            Self::Refused {
+                tool,
+                extension,
+                reason,
+            } => ToolError::Refused {
+                tool: name(tool),
+                extension: name(extension),
+                reason,
+            },
+            Self::Relocation {
+                tool,
+                backend,
+                reason,
+            } => ToolError::Relocation {
+                tool: name(tool),
+                backend: name(backend),
+                reason,
+            },
+            Self::OutputMismatch {
+                tool,
+                path,
+                value,
+                problem,
+            } => ToolError::OutputMismatch {
+                tool: name(tool),
+                path,
+                value: Arc::new(value),
+                problem,
+            },
+            Self::Chain {
+                tool,
+                kind,
+                problem,
+            } => ToolError::Chain {
+                tool: name(tool),
+                kind,
+                problem,
+            },
+            Self::Other { message, .. } => ToolError::Relocation {
+                tool: below.clone(),
+                backend: backend.clone(),
+                reason: format!("on worker `{worker}`: {message}"),
+            },
+        }
+    }
+}
+
+/// A body's error from another process: its message, and where it happened.
+#[derive(Debug, thiserror::Error)]
+#[error("{message} (on worker `{worker}`)")]
+pub struct RemoteFailure {
+    /// The body error's message.
+    pub message: String,
+    /// The worker process that ran the body (`<name>-<pid>`).
+    pub worker: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(error: ToolError) -> ToolError {
+        let wire = WireError::from_tool_error(&error, "shout");
+        let text = serde_json::to_string(&wire).unwrap();
+        let back: WireError = serde_json::from_str(&text).unwrap();
+        let below = Name::new("shout").unwrap();
+        back.into_tool_error(&below, &Name::new("remote").unwrap(), "toolgraft-7")
+    }
+
+    #[test]
+    fn errors_cross_as_the_same_variant_with_their_message() {
+        let name = Name::new("shout").unwrap();
+        let body = round_trip(ToolError::Body {
+            tool: name.clone(),
+            source: Arc::new(std::io::Error::other("disk full")),
+        });
+        assert_eq!(
+            body.to_string(),
+            "tool `shout` failed: disk full (on worker `toolgraft-7`)"
+        );
+        let panicked = round_trip(ToolError::Panicked {
+            tool: name.clone(),
+            message: "oops".into(),
+        });
+        assert!(matches!(panicked, ToolError::Panicked { message, .. } if message == "oops"));
+        let invalid = round_trip(ToolError::InvalidArguments {
+            tool: name.clone(),
+            field: Some("text".into()),
+            kind: ArgsErrorKind::MissingField,
+            problem: "missing field `text`".into(),
+        });
+        assert!(matches!(
+            invalid,
+            ToolError::InvalidArguments { kind: ArgsErrorKind::MissingField, field: Some(f), .. } if f == "text"
+        ));
+        let mismatch = round_trip(ToolError::OutputMismatch {
+            tool: name,
+            path: "/name".into(),
+            value: Arc::new(Value::from("Al")),
+            problem: "too short".into(),
+        });
+        assert!(matches!(mismatch, ToolError::OutputMismatch { value, .. } if *value == "Al"));
+    }
+
+    #[test]
+    fn an_unknown_name_in_the_worker_says_to_bind_the_same_tools() {
+        let error = round_trip(ToolError::UnknownTool {
+            name: "shout".into(),
+        });
+        assert!(matches!(error, ToolError::Relocation { .. }));
+        assert!(
+            error
+                .to_string()
+                .contains("worker `toolgraft-7` has no tool `shout` bound"),
+            "{error}"
+        );
+    }
+}

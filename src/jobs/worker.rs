@@ -1,0 +1,230 @@
+//! The worker's side: a process that runs jobs by name on its own toolset.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apalis::prelude::{BackendExt, BoxDynError, Data, Monitor, WorkerBuilder, WorkerBuilderExt};
+
+use super::broker::{Broker, Ticks};
+use super::remote::Remote;
+use super::wire::{Job, Reply, WireError};
+use crate::toolset::Toolset;
+
+/// How many jobs a worker runs at once unless told otherwise.
+const DEFAULT_CONCURRENCY: usize = 16;
+/// How long a stopping worker waits for jobs in flight.
+const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+
+/// A worker process's job loop: takes jobs from a [`Remote`]'s queue and runs each
+/// by name on `toolset`, which the process binds with the same code as its
+/// callers. Many jobs run at once; a job's failure (an error, a panic, an unknown
+/// name) is replied to the caller and the worker goes on.
+///
+/// ```no_run
+/// use toolgraft::Toolset;
+/// use toolgraft::jobs::{Remote, Worker};
+/// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let remote = Remote::new("sqlite:///tmp/jobs.db")?.queue("weather");
+/// let toolset = Toolset::new(); // ... bound like the callers' ...
+/// Worker::new(toolset, &remote).concurrency(32).run().await?;
+/// # Ok(()) }
+/// ```
+pub struct Worker {
+    toolset: Toolset,
+    remote: Remote,
+    concurrency: usize,
+    grace: Duration,
+    name: String,
+}
+
+/// Why a worker stopped other than by a shutdown signal.
+///
+/// ```
+/// let err = toolgraft::jobs::WorkerError::Connect("no route".into());
+/// assert!(err.to_string().contains("no route"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// The job engine could not be reached.
+    #[error("the worker cannot reach its job engine: {0}")]
+    Connect(String),
+    /// The job engine stopped the worker.
+    #[error("the job engine stopped the worker: {0}")]
+    Engine(String),
+    /// The shutdown signal could not be installed.
+    #[error("cannot listen for shutdown signals: {0}")]
+    Signal(#[from] std::io::Error),
+}
+
+struct State {
+    toolset: Toolset,
+    broker: Broker,
+    worker: String,
+}
+
+impl Worker {
+    /// A worker for `remote`'s queue, running jobs on `toolset`; named
+    /// `toolgraft-<pid>` (names must differ between live workers).
+    ///
+    /// ```
+    /// # let remote = toolgraft::jobs::Remote::new("sqlite://jobs.db")?;
+    /// let worker = toolgraft::jobs::Worker::new(toolgraft::Toolset::new(), &remote);
+    /// assert_eq!(worker.name(), format!("toolgraft-{}", std::process::id()));
+    /// # Ok::<(), toolgraft::ConfigError>(())
+    /// ```
+    pub fn new(toolset: Toolset, remote: &Remote) -> Self {
+        Self {
+            toolset,
+            remote: remote.clone(),
+            concurrency: DEFAULT_CONCURRENCY,
+            grace: DEFAULT_GRACE,
+            name: format!("toolgraft-{}", std::process::id()),
+        }
+    }
+
+    /// How many jobs run at once (at least one; 16 unless told).
+    ///
+    /// ```
+    /// # let remote = toolgraft::jobs::Remote::new("sqlite://jobs.db")?;
+    /// let worker = toolgraft::jobs::Worker::new(toolgraft::Toolset::new(), &remote).concurrency(0);
+    /// assert_eq!(worker.concurrent_jobs(), 1);
+    /// # Ok::<(), toolgraft::ConfigError>(())
+    /// ```
+    pub fn concurrency(mut self, jobs: usize) -> Self {
+        self.concurrency = jobs.max(1);
+        self
+    }
+
+    /// How long a stopping worker waits for its jobs in flight (30 s unless told).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # let remote = toolgraft::jobs::Remote::new("sqlite://jobs.db")?;
+    /// let worker = toolgraft::jobs::Worker::new(toolgraft::Toolset::new(), &remote)
+    ///     .grace(Duration::from_secs(5));
+    /// # Ok::<(), toolgraft::ConfigError>(())
+    /// ```
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// The worker's name in the job engine (see [`Worker::new`]).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// How many jobs run at once (see [`Worker::concurrency`]).
+    pub fn concurrent_jobs(&self) -> usize {
+        self.concurrency
+    }
+
+    /// Runs jobs until SIGTERM or SIGINT, then finishes the jobs in flight and
+    /// returns (see [`Worker`]).
+    pub async fn run(self) -> Result<(), WorkerError> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate())?;
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        self.run_until(async move {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+        })
+        .await
+    }
+
+    /// Runs jobs until `shutdown` completes, then finishes the jobs in flight (up
+    /// to the [grace](Worker::grace)) and returns.
+    ///
+    /// ```no_run
+    /// # use toolgraft::jobs::{Remote, Worker};
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let remote = Remote::new("sqlite://jobs.db")?;
+    /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    /// let worker = tokio::spawn(Worker::new(toolgraft::Toolset::new(), &remote).run_until(async {
+    ///     let _ = stopped.await;
+    /// }));
+    /// stop.send(()).ok();
+    /// worker.await??;
+    /// # Ok(()) }
+    /// ```
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), WorkerError> {
+        let queue = self.remote.queue_name().to_owned();
+        let broker = Broker::connect(self.remote.tier(), &queue)
+            .await
+            .map_err(WorkerError::Connect)?;
+        let state = Arc::new(State {
+            toolset: self.toolset,
+            broker: broker.clone(),
+            worker: self.name.clone(),
+        });
+        tracing::info!(worker = %self.name, %queue, "worker started");
+        let signal = async move {
+            shutdown.await;
+            Ok(())
+        };
+        let monitor = Monitor::new().shutdown_timeout(self.grace);
+        let name = self.name.clone();
+        let concurrency = self.concurrency;
+        let monitor = match broker {
+            #[cfg(feature = "jobs-redis")]
+            Broker::Redis(broker) => {
+                let backend = broker
+                    .storage
+                    .poll_with_strategy(Ticks::every(super::broker::POLL));
+                monitor.register(move |_| {
+                    WorkerBuilder::new(name.clone())
+                        .backend(backend.clone())
+                        .data(state.clone())
+                        .concurrency(concurrency)
+                        .build(run_job)
+                })
+            }
+            #[cfg(feature = "jobs-sqlite")]
+            Broker::Sqlite(broker) => {
+                let backend = broker
+                    .storage
+                    .poll_with_strategy(Ticks::every(super::broker::POLL));
+                monitor.register(move |_| {
+                    WorkerBuilder::new(name.clone())
+                        .backend(backend.clone())
+                        .data(state.clone())
+                        .concurrency(concurrency)
+                        .build(run_job)
+                })
+            }
+        };
+        let outcome = monitor
+            .run_with_signal(signal)
+            .await
+            .map_err(|error| WorkerError::Engine(error.to_string()));
+        tracing::info!(worker = %self.name, "worker stopped");
+        outcome
+    }
+}
+
+/// One job: run the named tool, reply. The tool's failure is a reply, not a job
+/// failure (it is not retried); only a reply that cannot be sent fails the job, so
+/// the engine retries it.
+async fn run_job(job: Job, state: Data<Arc<State>>) -> Result<(), BoxDynError> {
+    tracing::info!(job = %job.id, tool = %job.tool, worker = %state.worker, "job started");
+    let call = state.toolset.call(&job.tool, job.args);
+    let result = crate::ext::chain::at_depth(job.depth, call).await;
+    tracing::info!(
+        job = %job.id, tool = %job.tool, worker = %state.worker, ok = result.is_ok(),
+        "job finished"
+    );
+    let reply = Reply {
+        job: job.id,
+        worker: state.worker.clone(),
+        result: result.map_err(|error| WireError::from_tool_error(&error, &job.tool)),
+    };
+    state.broker.send_reply(&job.reply_to, &reply).await?;
+    Ok(())
+}

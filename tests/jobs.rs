@@ -1,0 +1,720 @@
+//! Relocation to worker processes on apalis: every test runs against each tier
+//! built in (Redis, SQLite), with workers that are real processes: this test
+//! binary started again as `worker_process`, binding the same toolset with the
+//! same code (`toolset`), as SPEC §4 asks.
+//!
+//! Redis: `TOOLGRAFT_REDIS_URL` names a running server (`.ci/run` starts one);
+//! without it each test starts its own `redis-server` on a free loopback port.
+#![cfg(any(feature = "jobs-redis", feature = "jobs-sqlite"))]
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use frunk::hlist;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use toolgraft::ext::{Batch, Cache, Proxy, proxy};
+use toolgraft::jobs::{Remote, RemoteFailure, Worker};
+use toolgraft::prelude::*;
+use toolgraft::{BoxError, ToolError};
+
+// ---------------------------------------------------------------- the toolset
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct City {
+    city: String,
+}
+
+/// Where the body ran, and what it saw.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+struct Report {
+    city: String,
+    pid: u32,
+    route: Option<String>,
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Sleep {
+    ms: u64,
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Nothing {}
+
+async fn whereami(input: City) -> Result<Report, BoxError> {
+    Ok(Report {
+        city: input.city,
+        pid: std::process::id(),
+        route: proxy::current_route(),
+    })
+}
+
+async fn slow(input: Sleep) -> Result<u32, BoxError> {
+    tokio::time::sleep(Duration::from_millis(input.ms)).await;
+    Ok(std::process::id())
+}
+
+async fn fail(_: Nothing) -> Result<u32, BoxError> {
+    Err("the body failed on purpose".into())
+}
+
+async fn boom(_: Nothing) -> Result<u32, BoxError> {
+    panic!("boom on purpose")
+}
+
+/// The one binding code of callers and workers.
+fn toolset(remote: &Remote) -> Toolset {
+    let whereami = Tool::builder()
+        .name("whereami")
+        .description("Report the process and route the body runs with.")
+        .body(whereami)
+        .build()
+        .unwrap();
+    let slow = Tool::builder()
+        .name("slow")
+        .description("Sleep, then report the process.")
+        .body(slow)
+        .build()
+        .unwrap();
+    let fail = Tool::builder()
+        .name("fail")
+        .description("Always fails.")
+        .body(fail)
+        .build()
+        .unwrap();
+    let boom = Tool::builder()
+        .name("boom")
+        .description("Always panics.")
+        .body(boom)
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind(
+            &whereami,
+            hlist![
+                whereami
+                    .combo()
+                    .with(Proxy::allow(["egress-eu", "egress-us"]))
+                    .with(remote.clone()),
+                whereami.combo().with(remote.clone()).with(Cache::default()),
+                whereami.combo().with(Batch::default()).with(remote.clone()),
+                whereami.combo().with(remote.clone()).with(Batch::default()),
+            ],
+        )
+        .unwrap();
+    toolset
+        .bind(&slow, hlist![slow.combo().with(remote.clone())])
+        .unwrap();
+    toolset
+        .bind(&fail, hlist![fail.combo().with(remote.clone())])
+        .unwrap();
+    toolset
+        .bind(&boom, hlist![boom.combo().with(remote.clone())])
+        .unwrap();
+    toolset
+}
+
+/// A tool only callers bind: workers do not know it.
+fn with_unknown_tool(toolset: &Toolset, remote: &Remote) {
+    let extra = Tool::builder()
+        .name("extra")
+        .description("Bound in callers only.")
+        .body(whereami)
+        .build()
+        .unwrap();
+    toolset
+        .bind(&extra, hlist![extra.combo().with(remote.clone())])
+        .unwrap();
+}
+
+// ---------------------------------------------------------------- worker processes
+
+const WORKER_URL: &str = "TOOLGRAFT_TEST_WORKER_URL";
+const WORKER_QUEUE: &str = "TOOLGRAFT_TEST_WORKER_QUEUE";
+
+/// The worker process the tests start: this binary, run as
+/// `jobs --exact worker_process --ignored` with the two variables above.
+#[test]
+#[ignore = "a worker process: the other tests start it"]
+fn worker_process() {
+    let (Ok(url), Ok(queue)) = (std::env::var(WORKER_URL), std::env::var(WORKER_QUEUE)) else {
+        return;
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+    let remote = Remote::new(url).unwrap().queue(queue);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime
+        .block_on(
+            Worker::new(toolset(&remote), &remote)
+                .grace(Duration::from_secs(10))
+                .run(),
+        )
+        .unwrap();
+    eprintln!("worker {} exited cleanly", std::process::id());
+}
+
+/// A running worker process and what it logged; killed when dropped.
+struct WorkerProcess {
+    child: Child,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl WorkerProcess {
+    fn start(env: &Env) -> Self {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "worker_process", "--ignored", "--nocapture"])
+            .env(WORKER_URL, &env.url)
+            .env(WORKER_QUEUE, &env.queue)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the test binary starts as a worker");
+        let stderr = child.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let lines = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                lines.lock().unwrap().push(line);
+            }
+        });
+        Self { child, log }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Log lines of jobs started for `tool`.
+    fn jobs_started(&self, tool: &str) -> usize {
+        let needle = format!("tool={tool} ");
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|line| line.contains("job started") && line.contains(&needle))
+            .count()
+    }
+
+    fn log_text(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    /// Waits until the log has a line containing all of `needles`.
+    async fn wait_for_line(&self, needles: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let found = self
+                .log
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|line| needles.iter().all(|needle| line.contains(needle)))
+                .cloned();
+            if let Some(line) = found {
+                return line;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no log line with {needles:?}:\n{}",
+                self.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    async fn exit_status(&mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the worker did not exit");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// ---------------------------------------------------------------- tiers
+
+/// One test's job engine: a URL, a queue of its own, and whatever must live as
+/// long as the test (a Redis server, a database file).
+struct Env {
+    url: String,
+    queue: String,
+    _guard: Guard,
+}
+
+enum Guard {
+    None,
+    Server(Child),
+    File(std::path::PathBuf),
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        match self {
+            Guard::None => {}
+            Guard::Server(child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            Guard::File(path) => {
+                for suffix in [
+                    "",
+                    "-wal",
+                    "-shm",
+                    ".lock",
+                    ".replies",
+                    ".replies-wal",
+                    ".replies-shm",
+                ] {
+                    let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+                }
+            }
+        }
+    }
+}
+
+fn unique(test: &str) -> String {
+    format!("{test}-{}", ulid::Ulid::new()).to_lowercase()
+}
+
+impl Env {
+    #[cfg(feature = "jobs-redis")]
+    async fn redis(test: &str) -> Self {
+        let queue = unique(test);
+        if let Ok(url) = std::env::var("TOOLGRAFT_REDIS_URL") {
+            return Self {
+                url,
+                queue,
+                _guard: Guard::None,
+            };
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let server = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect(
+                "the Redis tests need a Redis: set TOOLGRAFT_REDIS_URL, or install redis-server",
+            );
+        let url = format!("redis://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Self {
+            url,
+            queue,
+            _guard: Guard::Server(server),
+        }
+    }
+
+    #[cfg(feature = "jobs-sqlite")]
+    async fn sqlite(test: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("{}.db", unique(test)));
+        Self {
+            url: format!("sqlite://{}", path.display()),
+            queue: "toolgraft".to_owned(),
+            _guard: Guard::File(path),
+        }
+    }
+
+    fn remote(&self) -> Remote {
+        Remote::new(&self.url)
+            .unwrap()
+            .queue(&self.queue)
+            .timeout(Duration::from_secs(30))
+    }
+}
+
+macro_rules! on_every_tier {
+    ($($test:ident),* $(,)?) => {
+        #[cfg(feature = "jobs-redis")]
+        mod redis {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    super::$test(super::Env::redis(stringify!($test)).await).await
+                }
+            )*
+        }
+        #[cfg(feature = "jobs-sqlite")]
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    super::$test(super::Env::sqlite(stringify!($test)).await).await
+                }
+            )*
+        }
+    };
+}
+
+on_every_tier!(
+    proxy_inside_remote_runs_the_body_in_the_worker_with_the_route,
+    a_cache_outside_remote_stays_in_the_caller,
+    batch_inside_remote_is_one_job_and_outside_one_per_item,
+    failures_come_back_typed_and_the_worker_survives,
+    an_unknown_name_on_the_worker_is_an_error_not_a_hang,
+    bad_arguments_are_refused_before_anything_is_enqueued,
+    a_caller_timeout_names_the_job,
+    sigterm_finishes_the_jobs_in_flight,
+    a_job_of_a_killed_worker_runs_again_on_another,
+    two_workers_serve_many_concurrent_calls,
+);
+
+fn report(value: Value) -> Report {
+    serde_json::from_value(value).unwrap()
+}
+
+// ---------------------------------------------------------------- the tests
+
+async fn proxy_inside_remote_runs_the_body_in_the_worker_with_the_route(env: Env) {
+    let worker = WorkerProcess::start(&env);
+    let toolset = toolset(&env.remote());
+    let answer = toolset
+        .call(
+            "whereami_proxy_remote",
+            json!({"city": "Lisbon", "proxies": ["egress-us"]}),
+        )
+        .await
+        .unwrap();
+    let answer = report(answer);
+    eprintln!(
+        "caller pid {}, body ran in pid {} with route {:?}",
+        std::process::id(),
+        answer.pid,
+        answer.route
+    );
+    assert_eq!(answer.pid, worker.pid(), "the body ran in the worker");
+    assert_ne!(answer.pid, std::process::id());
+    assert_eq!(answer.route.as_deref(), Some("egress-us"));
+    assert_eq!(worker.jobs_started("whereami_proxy"), 1);
+}
+
+async fn a_cache_outside_remote_stays_in_the_caller(env: Env) {
+    let worker = WorkerProcess::start(&env);
+    let toolset = toolset(&env.remote());
+    let args = json!({"city": "Oslo", "exp": 60});
+    let first = toolset
+        .call("whereami_remote_cache", args.clone())
+        .await
+        .unwrap();
+    let second = toolset.call("whereami_remote_cache", args).await.unwrap();
+    assert_eq!(first, second);
+    assert_eq!(report(first).pid, worker.pid());
+    // Another key does reach the worker: the log shows it, so one job above is
+    // really one job.
+    toolset
+        .call("whereami_remote_cache", json!({"city": "Rome", "exp": 60}))
+        .await
+        .unwrap();
+    worker
+        .wait_for_line(&["job started", "tool=whereami "])
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while worker.jobs_started("whereami") < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(worker.jobs_started("whereami"), 2, "{}", worker.log_text());
+}
+
+async fn batch_inside_remote_is_one_job_and_outside_one_per_item(env: Env) {
+    let worker = WorkerProcess::start(&env);
+    let toolset = toolset(&env.remote());
+    let items = json!({"items": [{"city": "Quito"}, {"city": "Hanoi"}, {"city": "Lima"}]});
+
+    let inside = toolset
+        .call("whereami_batch_remote", items.clone())
+        .await
+        .unwrap();
+    assert_eq!(inside.as_array().unwrap().len(), 3);
+    assert_eq!(
+        worker.jobs_started("whereami_batch"),
+        1,
+        "one job for the batch"
+    );
+    assert_eq!(worker.jobs_started("whereami"), 0);
+
+    let outside = toolset.call("whereami_remote_batch", items).await.unwrap();
+    let cities: Vec<_> = outside
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["city"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(cities, ["Quito", "Hanoi", "Lima"]);
+    assert_eq!(worker.jobs_started("whereami"), 3, "one job per item");
+    assert_eq!(worker.jobs_started("whereami_batch"), 1);
+}
+
+async fn failures_come_back_typed_and_the_worker_survives(env: Env) {
+    let mut worker = WorkerProcess::start(&env);
+    let toolset = toolset(&env.remote());
+
+    match toolset.call("fail_remote", json!({})).await.unwrap_err() {
+        ToolError::Body { tool, source } => {
+            assert_eq!(tool.as_str(), "fail");
+            let remote = source
+                .downcast_ref::<RemoteFailure>()
+                .expect("a remote failure");
+            assert_eq!(remote.message, "the body failed on purpose");
+            assert_eq!(remote.worker, format!("toolgraft-{}", worker.pid()));
+        }
+        other => panic!("expected a body error, got {other:?}"),
+    }
+    match toolset.call("boom_remote", json!({})).await.unwrap_err() {
+        ToolError::Panicked { tool, message } => {
+            assert_eq!(
+                (tool.as_str(), message.as_str()),
+                ("boom", "boom on purpose")
+            );
+        }
+        other => panic!("expected a panic, got {other:?}"),
+    }
+    // The same worker answers the next call.
+    let after = toolset
+        .call("whereami_proxy_remote", json!({"city": "Bern"}))
+        .await
+        .unwrap();
+    assert_eq!(report(after).pid, worker.pid());
+    assert!(
+        worker.child.try_wait().unwrap().is_none(),
+        "the worker runs on"
+    );
+    // A tool's failure is a result: neither job ran twice.
+    assert_eq!(worker.jobs_started("fail"), 1);
+    assert_eq!(worker.jobs_started("boom"), 1);
+}
+
+async fn an_unknown_name_on_the_worker_is_an_error_not_a_hang(env: Env) {
+    let _worker = WorkerProcess::start(&env);
+    let remote = env.remote().timeout(Duration::from_secs(20));
+    let toolset = toolset(&remote);
+    with_unknown_tool(&toolset, &remote);
+    let started = Instant::now();
+    match toolset
+        .call("extra_remote", json!({"city": "Nowhere"}))
+        .await
+        .unwrap_err()
+    {
+        ToolError::Relocation { tool, reason, .. } => {
+            assert_eq!(tool.as_str(), "extra");
+            assert!(reason.contains("has no tool `extra` bound"), "{reason}");
+        }
+        other => panic!("expected a relocation error, got {other:?}"),
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "answered, not timed out"
+    );
+}
+
+async fn bad_arguments_are_refused_before_anything_is_enqueued(env: Env) {
+    let toolset = toolset(&env.remote());
+    // No worker yet: a job enqueued now would run once one starts.
+    for (name, args) in [
+        ("whereami_proxy_remote", json!({"town": "Lisbon"})),
+        (
+            "whereami_proxy_remote",
+            json!({"city": "Lisbon", "proxies": "egress-us"}),
+        ),
+        ("whereami_batch_remote", json!({"items": [{"city": 3}]})),
+    ] {
+        match toolset.call(name, args).await.unwrap_err() {
+            ToolError::InvalidArguments { tool, .. } => assert_eq!(tool.as_str(), name),
+            other => panic!("expected invalid arguments, got {other:?}"),
+        }
+    }
+    let worker = WorkerProcess::start(&env);
+    toolset
+        .call("whereami_proxy_remote", json!({"city": "Lisbon"}))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        worker.jobs_started("whereami_proxy"),
+        1,
+        "{}",
+        worker.log_text()
+    );
+    assert_eq!(worker.jobs_started("whereami_batch"), 0);
+}
+
+async fn a_caller_timeout_names_the_job(env: Env) {
+    // No worker serves this queue.
+    let remote = env.remote().timeout(Duration::from_millis(300));
+    let toolset = toolset(&remote);
+    let started = Instant::now();
+    match toolset
+        .call("slow_remote", json!({"ms": 1}))
+        .await
+        .unwrap_err()
+    {
+        error @ ToolError::TimedOut { .. } => {
+            let ToolError::TimedOut {
+                tool, job, after, ..
+            } = &error
+            else {
+                unreachable!()
+            };
+            assert_eq!(tool.as_str(), "slow");
+            assert!(ulid::Ulid::from_string(job).is_ok(), "{job}");
+            assert_eq!(*after, Duration::from_millis(300));
+            assert!(error.to_string().contains(job.as_str()), "{error}");
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+async fn sigterm_finishes_the_jobs_in_flight(env: Env) {
+    let mut worker = WorkerProcess::start(&env);
+    let toolset = toolset(&env.remote());
+    let call = tokio::spawn({
+        let toolset = toolset.clone();
+        async move { toolset.call("slow_remote", json!({"ms": 1500})).await }
+    });
+    worker.wait_for_line(&["job started", "tool=slow "]).await;
+    worker.signal("-TERM");
+    let answer = call.await.unwrap();
+    let answer = answer.unwrap_or_else(|error| {
+        panic!(
+            "the job in flight did not answer: {error}\n{}",
+            worker.log_text()
+        )
+    });
+    assert_eq!(answer, json!(worker.pid()));
+    let status = worker.exit_status(Duration::from_secs(15)).await;
+    assert!(status.success(), "{status:?}\n{}", worker.log_text());
+    assert!(worker.log_text().contains("exited cleanly"));
+}
+
+async fn a_job_of_a_killed_worker_runs_again_on_another(env: Env) {
+    let start = Instant::now();
+    let at = || format!("{:>6.2} s", start.elapsed().as_secs_f64());
+    let mut first = WorkerProcess::start(&env);
+    let toolset = toolset(&env.remote());
+    let call = tokio::spawn({
+        let toolset = toolset.clone();
+        async move { toolset.call("slow_remote", json!({"ms": 1500})).await }
+    });
+    let line = first.wait_for_line(&["job started", "tool=slow "]).await;
+    let job = line
+        .split("job=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    eprintln!("{} job {job} started on worker pid {}", at(), first.pid());
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    eprintln!(
+        "{} worker pid {} killed (SIGKILL) mid-job",
+        at(),
+        first.pid()
+    );
+
+    let second = WorkerProcess::start(&env);
+    eprintln!("{} worker pid {} started", at(), second.pid());
+    second
+        .wait_for_line(&["job started", &format!("job={job}")])
+        .await;
+    eprintln!(
+        "{} job {job} started again on worker pid {}",
+        at(),
+        second.pid()
+    );
+    let answer = call.await.unwrap().expect("the re-delivered job answers");
+    eprintln!("{} the caller got one result: {answer}", at());
+    assert_eq!(answer, json!(second.pid()), "the second worker answered");
+    assert!(
+        !first.log_text().contains("job finished"),
+        "the first never finished"
+    );
+    assert_eq!(second.jobs_started("slow"), 1);
+}
+
+async fn two_workers_serve_many_concurrent_calls(env: Env) {
+    let workers = [WorkerProcess::start(&env), WorkerProcess::start(&env)];
+    let toolset = toolset(&env.remote());
+    // Warm: both workers connected, the caller's connection open.
+    toolset
+        .call("whereami_proxy_remote", json!({"city": "warm"}))
+        .await
+        .unwrap();
+
+    let mut latencies = Vec::new();
+    for at in 0..20 {
+        let started = Instant::now();
+        toolset
+            .call("whereami_proxy_remote", json!({"city": format!("seq{at}")}))
+            .await
+            .unwrap();
+        latencies.push(started.elapsed());
+    }
+    latencies.sort();
+
+    const CALLS: usize = 200;
+    let started = Instant::now();
+    let calls = (0..CALLS).map(|at| {
+        let toolset = toolset.clone();
+        tokio::spawn(async move {
+            let city = format!("city{at}");
+            let answer = toolset
+                .call("whereami_proxy_remote", json!({"city": city}))
+                .await
+                .unwrap();
+            (city, report(answer))
+        })
+    });
+    let answers = futures_util::future::join_all(calls).await;
+    let elapsed = started.elapsed();
+    let pids: BTreeSet<u32> = workers.iter().map(WorkerProcess::pid).collect();
+    let mut served = BTreeSet::new();
+    for answer in answers {
+        let (city, report) = answer.unwrap();
+        assert_eq!(report.city, city);
+        assert!(pids.contains(&report.pid), "{} is not a worker", report.pid);
+        served.insert(report.pid);
+    }
+    eprintln!(
+        "round trip (trivial body, sequential): median {:.1} ms, max {:.1} ms; \
+         {CALLS} concurrent calls through 2 workers in {:.2} s = {:.0} calls/s, served by {served:?}",
+        latencies[latencies.len() / 2].as_secs_f64() * 1e3,
+        latencies[latencies.len() - 1].as_secs_f64() * 1e3,
+        elapsed.as_secs_f64(),
+        CALLS as f64 / elapsed.as_secs_f64()
+    );
+}
