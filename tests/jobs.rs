@@ -19,8 +19,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgraft::ext::{Batch, Cache, Proxy, proxy};
 use toolgraft::jobs::{Remote, RemoteFailure, Worker};
+use toolgraft::manifest::Manifest;
 use toolgraft::prelude::*;
-use toolgraft::{BoxError, ToolError};
+use toolgraft::{BaseTools, BindError, BoxError, Registry, ToolError};
 
 // ---------------------------------------------------------------- the toolset
 
@@ -204,6 +205,18 @@ impl WorkerProcess {
             .count()
     }
 
+    /// Jobs started for `tool` once the log has at least `at_least` of them (or
+    /// five seconds passed), and a moment more for any extra one to show: the log
+    /// is read by another thread, a little after the job's reply.
+    async fn settled_jobs(&self, tool: &str, at_least: usize) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.jobs_started(tool) < at_least && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        self.jobs_started(tool)
+    }
+
     fn log_text(&self) -> String {
         self.log.lock().unwrap().join("\n")
     }
@@ -329,10 +342,16 @@ impl Env {
             );
         let url = format!("redis://127.0.0.1:{port}");
         let deadline = Instant::now() + Duration::from_secs(10);
+        let mut server = server;
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(Instant::now() < deadline, "redis-server did not start");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        // Another process could have taken the port between the probe and the start.
+        assert!(
+            server.try_wait().unwrap().is_none(),
+            "redis-server exited: port {port} was taken"
+        );
         Self {
             url,
             queue,
@@ -392,6 +411,7 @@ on_every_tier!(
     sigterm_finishes_the_jobs_in_flight,
     a_job_of_a_killed_worker_runs_again_on_another,
     two_workers_serve_many_concurrent_calls,
+    a_manifest_relocates_with_the_same_workers,
 );
 
 fn report(value: Value) -> Report {
@@ -420,7 +440,7 @@ async fn proxy_inside_remote_runs_the_body_in_the_worker_with_the_route(env: Env
     assert_eq!(answer.pid, worker.pid(), "the body ran in the worker");
     assert_ne!(answer.pid, std::process::id());
     assert_eq!(answer.route.as_deref(), Some("egress-us"));
-    assert_eq!(worker.jobs_started("whereami_proxy"), 1);
+    assert_eq!(worker.settled_jobs("whereami_proxy", 1).await, 1);
 }
 
 async fn a_cache_outside_remote_stays_in_the_caller(env: Env) {
@@ -440,14 +460,8 @@ async fn a_cache_outside_remote_stays_in_the_caller(env: Env) {
         .call("whereami_remote_cache", json!({"city": "Rome", "exp": 60}))
         .await
         .unwrap();
-    worker
-        .wait_for_line(&["job started", "tool=whereami "])
-        .await;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while worker.jobs_started("whereami") < 2 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(worker.jobs_started("whereami"), 2, "{}", worker.log_text());
+    let jobs = worker.settled_jobs("whereami", 2).await;
+    assert_eq!(jobs, 2, "{}", worker.log_text());
 }
 
 async fn batch_inside_remote_is_one_job_and_outside_one_per_item(env: Env) {
@@ -461,7 +475,7 @@ async fn batch_inside_remote_is_one_job_and_outside_one_per_item(env: Env) {
         .unwrap();
     assert_eq!(inside.as_array().unwrap().len(), 3);
     assert_eq!(
-        worker.jobs_started("whereami_batch"),
+        worker.settled_jobs("whereami_batch", 1).await,
         1,
         "one job for the batch"
     );
@@ -475,7 +489,11 @@ async fn batch_inside_remote_is_one_job_and_outside_one_per_item(env: Env) {
         .map(|item| item["city"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(cities, ["Quito", "Hanoi", "Lima"]);
-    assert_eq!(worker.jobs_started("whereami"), 3, "one job per item");
+    assert_eq!(
+        worker.settled_jobs("whereami", 3).await,
+        3,
+        "one job per item"
+    );
     assert_eq!(worker.jobs_started("whereami_batch"), 1);
 }
 
@@ -490,7 +508,8 @@ async fn failures_come_back_typed_and_the_worker_survives(env: Env) {
                 .downcast_ref::<RemoteFailure>()
                 .expect("a remote failure");
             assert_eq!(remote.message, "the body failed on purpose");
-            assert_eq!(remote.worker, format!("toolgraft-{}", worker.pid()));
+            let prefix = format!("toolgraft-{}-", worker.pid());
+            assert!(remote.worker.starts_with(&prefix), "{}", remote.worker);
         }
         other => panic!("expected a body error, got {other:?}"),
     }
@@ -514,8 +533,8 @@ async fn failures_come_back_typed_and_the_worker_survives(env: Env) {
         "the worker runs on"
     );
     // A tool's failure is a result: neither job ran twice.
-    assert_eq!(worker.jobs_started("fail"), 1);
-    assert_eq!(worker.jobs_started("boom"), 1);
+    assert_eq!(worker.settled_jobs("fail", 1).await, 1);
+    assert_eq!(worker.settled_jobs("boom", 1).await, 1);
 }
 
 async fn an_unknown_name_on_the_worker_is_an_error_not_a_hang(env: Env) {
@@ -562,9 +581,8 @@ async fn bad_arguments_are_refused_before_anything_is_enqueued(env: Env) {
         .call("whereami_proxy_remote", json!({"city": "Lisbon"}))
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
-        worker.jobs_started("whereami_proxy"),
+        worker.settled_jobs("whereami_proxy", 1).await,
         1,
         "{}",
         worker.log_text()
@@ -663,7 +681,7 @@ async fn a_job_of_a_killed_worker_runs_again_on_another(env: Env) {
         !first.log_text().contains("job finished"),
         "the first never finished"
     );
-    assert_eq!(second.jobs_started("slow"), 1);
+    assert_eq!(second.settled_jobs("slow", 1).await, 1);
 }
 
 async fn two_workers_serve_many_concurrent_calls(env: Env) {
@@ -717,4 +735,57 @@ async fn two_workers_serve_many_concurrent_calls(env: Env) {
         elapsed.as_secs_f64(),
         CALLS as f64 / elapsed.as_secs_f64()
     );
+}
+
+/// An operator's manifest binds the caller's combos; workers bound in Rust serve
+/// them, since jobs name the layer input (`whereami_proxy`), not the branch.
+async fn a_manifest_relocates_with_the_same_workers(env: Env) {
+    let worker = WorkerProcess::start(&env);
+    let whereami = Tool::builder()
+        .name("whereami")
+        .description("Report the process and route the body runs with.")
+        .body(whereami)
+        .build()
+        .unwrap();
+    let mut bases = BaseTools::new();
+    bases.add(&whereami);
+    let mut registry = Registry::new();
+    registry
+        .register_configurable(Proxy::allow(["egress-eu", "egress-us"]))
+        .unwrap()
+        .register_from_config::<Remote>("remote")
+        .unwrap();
+    let remote = json!({"name": "remote", "config": {"url": env.url, "queue": env.queue}});
+    let manifest =
+        Manifest::from_value(&json!({"tools": {"whereami": [["proxy", remote]]}})).unwrap();
+    let toolset = Toolset::new();
+    for (tool, outcome) in toolset.bind_manifest(&registry, &bases, &manifest) {
+        outcome.unwrap_or_else(|error| panic!("{tool}: {error}"));
+    }
+    let answer = toolset
+        .call(
+            "whereami_proxy_remote",
+            json!({"city": "Porto", "proxies": ["egress-eu"]}),
+        )
+        .await
+        .unwrap();
+    let answer = report(answer);
+    assert_eq!(
+        (answer.pid, answer.route.as_deref()),
+        (worker.pid(), Some("egress-eu"))
+    );
+
+    // A config the backend cannot use refuses the tool when binding, naming the field.
+    let broken = Manifest::from_value(&json!({"tools": {"whereami": [[
+        {"name": "remote", "config": {"url": "amqp://broker", "queue": "weather"}}
+    ]]}}))
+    .unwrap();
+    let outcome = Toolset::new().bind_manifest(&registry, &bases, &broken);
+    match &outcome[0].1 {
+        Err(BindError::InvalidConfig { field, problem, .. }) => {
+            assert_eq!(field, "url");
+            assert!(problem.contains("redis://"), "{problem}");
+        }
+        other => panic!("expected an invalid config, got {other:?}"),
+    }
 }

@@ -14,9 +14,10 @@ pub(crate) const POLL: Duration = Duration::from_millis(10);
 /// Workers' liveness beat; a worker silent for `HEARTBEAT * MISSED_HEARTBEATS` is
 /// dead, and a live worker takes its jobs back into the queue.
 pub(crate) const HEARTBEAT: Duration = Duration::from_secs(1);
-pub(crate) const MISSED_HEARTBEATS: usize = 2;
+/// Both engines stamp beats in whole seconds: two missed beats could be one late
+/// beat across a second boundary, and a live worker's jobs would run twice.
+pub(crate) const MISSED_HEARTBEATS: usize = 3;
 /// Replies nobody collected expire (a caller that gave up).
-#[cfg(feature = "jobs-redis")]
 const REPLY_TTL_SECONDS: i64 = 600;
 
 /// Where jobs go, parsed from a URL: `redis://host:port[/db]` or
@@ -29,7 +30,12 @@ pub(crate) enum Tier {
 
 impl Tier {
     pub(crate) fn parse(url: &str) -> Result<Self, String> {
-        if url.starts_with("redis://") || url.starts_with("rediss://") {
+        if url.starts_with("rediss://") {
+            return Err(format!(
+                "`{url}`: TLS to Redis is not built in; use `redis://` (a local server or a tunnel)"
+            ));
+        }
+        if url.starts_with("redis://") {
             if cfg!(feature = "jobs-redis") {
                 return Ok(Self::Redis(url.to_owned()));
             }
@@ -242,7 +248,10 @@ pub(crate) mod redis_tier {
             let connection = match &mut *slot {
                 Some(connection) => connection,
                 None => {
-                    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+                    // Longer than the longest BLPOP, so a connection that died
+                    // silently fails instead of hanging the router.
+                    let config = redis::AsyncConnectionConfig::new()
+                        .set_response_timeout(Some(wait + Duration::from_secs(5)));
                     let connection = self
                         .client
                         .get_multiplexed_async_connection_with_config(&config)
@@ -251,19 +260,28 @@ pub(crate) mod redis_tier {
                     slot.insert(connection)
                 }
             };
-            let first: Option<(String, String)> = connection
-                .blpop(reply_to, wait.as_secs_f64())
-                .await
-                .map_err(|error| error.to_string())?;
+            let first: Option<(String, String)> =
+                match connection.blpop(reply_to, wait.as_secs_f64()).await {
+                    Ok(first) => first,
+                    Err(error) => {
+                        // A multiplexed connection does not come back: open a new one
+                        // next time.
+                        *slot = None;
+                        return Err(error.to_string());
+                    }
+                };
             let Some((_, first)) = first else {
                 return Ok(Vec::new());
             };
             let mut bodies = vec![first];
-            let more: Option<Vec<String>> = connection
-                .lpop(reply_to, std::num::NonZeroUsize::new(256))
+            match connection
+                .lpop::<_, Option<Vec<String>>>(reply_to, std::num::NonZeroUsize::new(256))
                 .await
-                .map_err(|error| error.to_string())?;
-            bodies.extend(more.unwrap_or_default());
+            {
+                Ok(more) => bodies.extend(more.unwrap_or_default()),
+                // The popped reply is kept; the rest wait for the next round.
+                Err(_) => *slot = None,
+            }
             Ok(super::decode_replies(bodies))
         }
 
@@ -292,7 +310,7 @@ pub(crate) mod sqlite_tier {
     use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 
     use super::super::wire::{Job, Reply};
-    use super::{HEARTBEAT, MISSED_HEARTBEATS};
+    use super::{HEARTBEAT, MISSED_HEARTBEATS, REPLY_TTL_SECONDS};
 
     pub(crate) type Storage = SqliteStorage<Job>;
 
@@ -374,6 +392,7 @@ pub(crate) mod sqlite_tier {
                      reply_to TEXT NOT NULL,
                      job TEXT NOT NULL,
                      body TEXT NOT NULL,
+                     created INTEGER NOT NULL DEFAULT (unixepoch()),
                      PRIMARY KEY (reply_to, job)
                  )",
             )
@@ -391,17 +410,38 @@ pub(crate) mod sqlite_tier {
         ) -> Result<Vec<Reply>, String> {
             let deadline = Instant::now() + wait;
             loop {
-                let rows: Vec<(String,)> = sqlx::query_as(
-                    "DELETE FROM toolgraft_replies WHERE reply_to = ?1 RETURNING body",
-                )
-                .bind(reply_to)
-                .fetch_all(&self.replies)
-                .await
-                .map_err(|error| error.to_string())?;
-                if !rows.is_empty() || Instant::now() >= deadline {
-                    return Ok(super::decode_replies(
-                        rows.into_iter().map(|(body,)| body).collect(),
-                    ));
+                // Read first: polling must not take the write lock the workers'
+                // replies need; only rows found are deleted.
+                let rows: Vec<(String, String)> =
+                    sqlx::query_as("SELECT job, body FROM toolgraft_replies WHERE reply_to = ?1")
+                        .bind(reply_to)
+                        .fetch_all(&self.replies)
+                        .await
+                        .map_err(|error| error.to_string())?;
+                if !rows.is_empty() {
+                    let mut delete = sqlx::QueryBuilder::new(
+                        "DELETE FROM toolgraft_replies WHERE (created < unixepoch() - ",
+                    );
+                    delete
+                        .push_bind(REPLY_TTL_SECONDS)
+                        .push(") OR (reply_to = ")
+                        .push_bind(reply_to)
+                        .push(" AND job IN (");
+                    let mut jobs = delete.separated(", ");
+                    for (job, _) in &rows {
+                        jobs.push_bind(job);
+                    }
+                    delete.push("))");
+                    delete
+                        .build()
+                        .execute(&self.replies)
+                        .await
+                        .map_err(|error| error.to_string())?;
+                    let bodies = rows.into_iter().map(|(_, body)| body).collect();
+                    return Ok(super::decode_replies(bodies));
+                }
+                if Instant::now() >= deadline {
+                    return Ok(Vec::new());
                 }
                 tokio::time::sleep(REPLY_POLL).await;
             }

@@ -14,17 +14,20 @@
 //!
 //! What is guaranteed:
 //!
-//! * **At least once.** A worker that dies mid-job (SIGKILL, power) stops beating;
-//!   after `2 s` a live worker takes its jobs back into the queue and one of them
-//!   runs the job again. The caller gets exactly one result (the first reply; later
-//!   ones are dropped), but a body can run more than once: make relocated bodies
-//!   idempotent.
+//! * **At least once.** A worker that dies mid-job (SIGKILL, power) stops beating
+//!   (one beat a second); three missed beats later, at the next beat of a live
+//!   worker, its jobs go back into the queue and run again: about 3 to 4 s after
+//!   the death. The caller gets exactly one result (the first reply; later ones are
+//!   dropped), but a body can run more than once: make relocated bodies idempotent.
+//!   A worker that cannot send its reply fails the job, which runs again too.
 //! * A tool's own failure (a body error, a panic, a refused call) is a result: it
 //!   comes back as the same [`ToolError`] variant and is not retried.
 //! * Arguments are decoded (and checked) in the caller before anything is
 //!   enqueued; bad ones never reach a queue.
-//! * A caller that waits longer than the backend's timeout gets
-//!   [`ToolError::TimedOut`] naming the job.
+//! * A caller that waits longer than the backend's timeout (connecting, enqueueing
+//!   and waiting for the reply) gets [`ToolError::TimedOut`] naming the job.
+//! * A worker whose engine stops it (a lost connection, a refused registration)
+//!   returns an error, so its process fails and a supervisor restarts it.
 //!
 //! ```no_run
 //! use frunk::hlist;

@@ -2,13 +2,13 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::{Notify, OnceCell, oneshot};
+use tokio::sync::{Mutex as AsyncMutex, Notify, oneshot};
 use tokio::task::AbortHandle;
 
 use super::broker::{Broker, Tier};
@@ -52,7 +52,8 @@ pub struct Remote {
     name: String,
     config: RemoteConfig,
     tier: Tier,
-    client: Arc<OnceCell<Arc<Client>>>,
+    /// Made at the first call; made again if its router's runtime is gone.
+    client: Arc<AsyncMutex<Option<Arc<Client>>>>,
 }
 
 /// A [`Remote`]'s settings, as an operator writes them in a manifest:
@@ -174,18 +175,41 @@ impl Remote {
         &self.tier
     }
 
-    async fn client(&self) -> Result<&Arc<Client>, String> {
-        self.client
-            .get_or_try_init(|| async {
-                let broker = Broker::connect(&self.tier, &self.config.queue).await?;
-                Ok(Client::start(broker))
-            })
-            .await
+    async fn client(&self) -> Result<Arc<Client>, String> {
+        let mut slot = self.client.lock().await;
+        if let Some(client) = &*slot
+            && client.is_routing()
+        {
+            return Ok(client.clone());
+        }
+        let broker = Broker::connect(&self.tier, &self.config.queue).await?;
+        Ok(slot.insert(Client::start(broker)).clone())
     }
 
-    /// Runs the bound name `tool` in a worker with `args` and waits for its reply.
+    /// Runs the bound name `tool` in a worker with `args` and waits for its reply;
+    /// the timeout covers connecting and enqueueing too.
     async fn run(&self, tool: &Name, args: Value) -> Result<Value, ToolError> {
         let backend = Name::unchecked(&self.name);
+        let id = ulid::Ulid::new().to_string();
+        let after = self.timeout_after();
+        match tokio::time::timeout(after, self.send_and_wait(tool, &backend, &id, args)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(ToolError::TimedOut {
+                tool: tool.clone(),
+                backend,
+                job: id,
+                after,
+            }),
+        }
+    }
+
+    async fn send_and_wait(
+        &self,
+        tool: &Name,
+        backend: &Name,
+        id: &str,
+        args: Value,
+    ) -> Result<Value, ToolError> {
         let relocation = |reason: String| ToolError::Relocation {
             tool: tool.clone(),
             backend: backend.clone(),
@@ -193,34 +217,26 @@ impl Remote {
         };
         let client = self.client().await.map_err(relocation)?;
         let job = Job {
-            id: ulid::Ulid::new().to_string(),
+            id: id.to_owned(),
             tool: tool.to_string(),
             args,
             reply_to: client.reply_to.clone(),
             depth: crate::ext::chain::depth(),
         };
-        let id = job.id.clone();
         // Waiting before sending: a fast worker cannot answer before anyone listens.
-        let mut pending = client.expect(&id);
+        let pending = client.expect(id);
         client
             .broker
             .push(job)
             .await
             .map_err(|error| relocation(format!("cannot enqueue job `{id}`: {error}")))?;
-        let after = self.timeout_after();
-        match tokio::time::timeout(after, &mut pending.reply).await {
-            Ok(Ok(reply)) => reply
+        match pending.reply().await {
+            Some(reply) => reply
                 .result
-                .map_err(|error| error.into_tool_error(tool, &backend, &reply.worker)),
-            Ok(Err(_)) => Err(relocation(format!(
+                .map_err(|error| error.into_tool_error(tool, backend, &reply.worker)),
+            None => Err(relocation(format!(
                 "the reply router stopped before job `{id}` was answered"
             ))),
-            Err(_) => Err(ToolError::TimedOut {
-                tool: tool.clone(),
-                backend,
-                job: id,
-                after,
-            }),
         }
     }
 }
@@ -357,12 +373,30 @@ impl Drop for Client {
     }
 }
 
+/// Drops the waiting callers' senders when the router ends.
+struct ReleaseWaiting(Weak<Client>);
+
+impl Drop for ReleaseWaiting {
+    fn drop(&mut self) {
+        if let Some(client) = self.0.upgrade() {
+            client.lock_pending().clear();
+        }
+    }
+}
+
 /// A caller's claim on one job's reply; dropping it (a caller that gave up)
 /// forgets the job, so a late reply is dropped instead of kept.
 struct Pending {
     reply: oneshot::Receiver<Reply>,
     id: String,
     client: Arc<Client>,
+}
+
+impl Pending {
+    /// The reply, or `None` if the router is gone.
+    async fn reply(mut self) -> Option<Reply> {
+        (&mut self.reply).await.ok()
+    }
 }
 
 impl Drop for Pending {
@@ -384,6 +418,9 @@ impl Client {
         let weak = Arc::downgrade(&client);
         let notify = client.waiting.clone();
         let router = tokio::spawn(async move {
+            // However the router ends (its runtime shut down), its waiting callers
+            // hear of it at once instead of at their timeout.
+            let _release = ReleaseWaiting(weak.clone());
             loop {
                 let Some(client) = weak.upgrade() else { return };
                 if client.lock_pending().is_empty() {
@@ -413,6 +450,15 @@ impl Client {
         });
         *client.router.lock().unwrap_or_else(PoisonError::into_inner) = Some(router.abort_handle());
         client
+    }
+
+    /// Whether the router still runs (it ends with the runtime that spawned it).
+    fn is_routing(&self) -> bool {
+        self.router
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|router| !router.is_finished())
     }
 
     fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Reply>>> {

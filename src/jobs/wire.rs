@@ -76,6 +76,15 @@ pub(crate) enum WireError {
         kind: ChainErrorKind,
         problem: String,
     },
+    TimedOut {
+        tool: String,
+        backend: String,
+        job: String,
+        after_ms: u64,
+    },
+    Reported {
+        message: String,
+    },
     /// Anything else, by its message.
     Other {
         tool: String,
@@ -146,20 +155,32 @@ impl WireError {
                 kind: *kind,
                 problem: problem.clone(),
             },
-            ToolError::TimedOut { .. } | ToolError::Reported { .. } | ToolError::Output { .. } => {
-                Self::Other {
-                    tool: tool.to_owned(),
-                    message: error.to_string(),
-                }
-            }
+            ToolError::TimedOut {
+                tool,
+                backend,
+                job,
+                after,
+            } => Self::TimedOut {
+                tool: text(tool),
+                backend: text(backend),
+                job: job.clone(),
+                after_ms: after.as_millis().try_into().unwrap_or(u64::MAX),
+            },
+            ToolError::Reported { message } => Self::Reported {
+                message: message.clone(),
+            },
+            ToolError::Output { .. } => Self::Other {
+                tool: tool.to_owned(),
+                message: error.to_string(),
+            },
         }
     }
 
     /// The error the caller sees. `below` is the layer the job ran and `backend`
     /// the backend that sent it; `worker` names the process.
     pub(crate) fn into_tool_error(self, below: &Name, backend: &Name, worker: &str) -> ToolError {
-        // Names were valid in the worker, which binds the same tools.
-        let name = |text: String| Name::new(&text).unwrap_or_else(|_| below.clone());
+        // Names were valid in the worker, which binds the same tools and extensions.
+        let name = |text: String| Name::unchecked(&text);
         match self {
             Self::UnknownTool { name: missing } => ToolError::Relocation {
                 tool: below.clone(),
@@ -229,6 +250,18 @@ impl WireError {
                 kind,
                 problem,
             },
+            Self::TimedOut {
+                tool,
+                backend,
+                job,
+                after_ms,
+            } => ToolError::TimedOut {
+                tool: name(tool),
+                backend: name(backend),
+                job,
+                after: std::time::Duration::from_millis(after_ms),
+            },
+            Self::Reported { message } => ToolError::Reported { message },
             Self::Other { message, .. } => ToolError::Relocation {
                 tool: below.clone(),
                 backend: backend.clone(),
@@ -293,6 +326,25 @@ mod tests {
             problem: "too short".into(),
         });
         assert!(matches!(mismatch, ToolError::OutputMismatch { value, .. } if *value == "Al"));
+    }
+
+    #[test]
+    fn a_nested_timeout_and_a_reported_error_keep_their_variant() {
+        let timed_out = round_trip(ToolError::TimedOut {
+            tool: Name::new("slow").unwrap(),
+            backend: Name::new("remote").unwrap(),
+            job: "01J".into(),
+            after: std::time::Duration::from_millis(250),
+        });
+        assert!(matches!(
+            timed_out,
+            ToolError::TimedOut { job, after, .. }
+                if job == "01J" && after == std::time::Duration::from_millis(250)
+        ));
+        let reported = round_trip(ToolError::Reported {
+            message: "item 2 failed".into(),
+        });
+        assert_eq!(reported.to_string(), "item 2 failed");
     }
 
     #[test]

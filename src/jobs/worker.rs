@@ -53,6 +53,10 @@ pub enum WorkerError {
     /// The job engine stopped the worker.
     #[error("the job engine stopped the worker: {0}")]
     Engine(String),
+    /// Jobs were still running when the grace period ended; they were dropped
+    /// and the engine will run them again elsewhere.
+    #[error("jobs were still running after the {0:?} grace period")]
+    Grace(Duration),
     /// The shutdown signal could not be installed.
     #[error("cannot listen for shutdown signals: {0}")]
     Signal(#[from] std::io::Error),
@@ -66,12 +70,13 @@ struct State {
 
 impl Worker {
     /// A worker for `remote`'s queue, running jobs on `toolset`; named
-    /// `toolgraft-<pid>` (names must differ between live workers).
+    /// `toolgraft-<pid>-<ULID>`: names must differ between live workers, and a pid
+    /// alone repeats across hosts and containers.
     ///
     /// ```
     /// # let remote = toolgraft::jobs::Remote::new("sqlite://jobs.db")?;
     /// let worker = toolgraft::jobs::Worker::new(toolgraft::Toolset::new(), &remote);
-    /// assert_eq!(worker.name(), format!("toolgraft-{}", std::process::id()));
+    /// assert!(worker.name().starts_with(&format!("toolgraft-{}-", std::process::id())));
     /// # Ok::<(), toolgraft::ConfigError>(())
     /// ```
     pub fn new(toolset: Toolset, remote: &Remote) -> Self {
@@ -80,8 +85,22 @@ impl Worker {
             remote: remote.clone(),
             concurrency: DEFAULT_CONCURRENCY,
             grace: DEFAULT_GRACE,
-            name: format!("toolgraft-{}", std::process::id()),
+            name: format!("toolgraft-{}-{}", std::process::id(), ulid::Ulid::new()),
         }
+    }
+
+    /// Another name in the job engine (and in replies); it must differ from every
+    /// other live worker's.
+    ///
+    /// ```
+    /// # let remote = toolgraft::jobs::Remote::new("sqlite://jobs.db")?;
+    /// let worker = toolgraft::jobs::Worker::new(toolgraft::Toolset::new(), &remote).named("gpu-1");
+    /// assert_eq!(worker.name(), "gpu-1");
+    /// # Ok::<(), toolgraft::ConfigError>(())
+    /// ```
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
     }
 
     /// How many jobs run at once (at least one; 16 unless told).
@@ -165,11 +184,7 @@ impl Worker {
             worker: self.name.clone(),
         });
         tracing::info!(worker = %self.name, %queue, "worker started");
-        let signal = async move {
-            shutdown.await;
-            Ok(())
-        };
-        let monitor = Monitor::new().shutdown_timeout(self.grace);
+        let monitor = Monitor::new();
         let name = self.name.clone();
         let concurrency = self.concurrency;
         let monitor = match broker {
@@ -200,18 +215,38 @@ impl Worker {
                 })
             }
         };
-        let outcome = monitor
-            .run_with_signal(signal)
-            .await
-            .map_err(|error| WorkerError::Engine(error.to_string()));
+        // Not `run_with_signal`: with a grace period it reports success whatever
+        // became of the worker, and without one it waits for the signal even after
+        // the worker died. A worker that dies must make the process fail, so that a
+        // supervisor restarts it.
+        let context = monitor.context();
+        let run = monitor.run();
+        tokio::pin!(run);
+        tokio::select! {
+            result = &mut run => {
+                let reason = match result {
+                    Err(error) => error.to_string(),
+                    Ok(()) => "the worker stopped on its own".to_owned(),
+                };
+                tracing::error!(worker = %self.name, %reason, "the job engine stopped the worker");
+                return Err(WorkerError::Engine(reason));
+            }
+            () = shutdown => {}
+        }
+        tracing::info!(worker = %self.name, "stopping: finishing the jobs in flight");
+        let _ = context.shutdown();
+        let outcome = match tokio::time::timeout(self.grace, run).await {
+            Ok(result) => result.map_err(|error| WorkerError::Engine(error.to_string())),
+            Err(_) => Err(WorkerError::Grace(self.grace)),
+        };
         tracing::info!(worker = %self.name, "worker stopped");
         outcome
     }
 }
 
 /// One job: run the named tool, reply. The tool's failure is a reply, not a job
-/// failure (it is not retried); only a reply that cannot be sent fails the job, so
-/// the engine retries it.
+/// failure (it is not retried); only a reply that cannot be sent fails the job, and
+/// the engine runs it again (at least once).
 async fn run_job(job: Job, state: Data<Arc<State>>) -> Result<(), BoxDynError> {
     tracing::info!(job = %job.id, tool = %job.tool, worker = %state.worker, "job started");
     let call = state.toolset.call(&job.tool, job.args);
