@@ -67,14 +67,18 @@ async fn boom(_: Nothing) -> Result<u32, BoxError> {
     panic!("boom on purpose")
 }
 
-/// The one binding code of callers and workers.
-fn toolset(remote: &Remote) -> Toolset {
-    let whereami = Tool::builder()
+fn whereami_tool() -> impl BaseTool<Input = City, Output = Report> {
+    Tool::builder()
         .name("whereami")
         .description("Report the process and route the body runs with.")
         .body(whereami)
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// The one binding code of callers and workers.
+fn toolset(remote: &Remote) -> Toolset {
+    let whereami = whereami_tool();
     let slow = Tool::builder()
         .name("slow")
         .description("Sleep, then report the process.")
@@ -741,12 +745,7 @@ async fn two_workers_serve_many_concurrent_calls(env: Env) {
 /// them, since jobs name the layer input (`whereami_proxy`), not the branch.
 async fn a_manifest_relocates_with_the_same_workers(env: Env) {
     let worker = WorkerProcess::start(&env);
-    let whereami = Tool::builder()
-        .name("whereami")
-        .description("Report the process and route the body runs with.")
-        .body(whereami)
-        .build()
-        .unwrap();
+    let whereami = whereami_tool();
     let mut bases = BaseTools::new();
     bases.add(&whereami);
     let mut registry = Registry::new();

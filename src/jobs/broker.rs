@@ -60,6 +60,20 @@ impl Tier {
     }
 }
 
+/// The engine settings both tiers share, on their two `Config` types: one job per
+/// fetch (idle workers share the load), the liveness beat, and no stored results
+/// (they travel on the reply channel).
+macro_rules! engine_config {
+    ($config:ty, $queue:expr) => {
+        <$config>::default()
+            .queue($queue)
+            .batch_size(1)
+            .heartbeat_interval(HEARTBEAT)
+            .missed_heartbeats(MISSED_HEARTBEATS)
+            .persist_results(false)
+    };
+}
+
 /// A connection to a tier: enqueues jobs, collects and sends replies.
 #[derive(Clone)]
 pub(crate) enum Broker {
@@ -216,13 +230,7 @@ pub(crate) mod redis_tier {
     }
 
     pub(crate) fn config(queue: &str) -> Config {
-        Config::default()
-            .queue(queue)
-            .batch_size(1)
-            .heartbeat_interval(HEARTBEAT)
-            .missed_heartbeats(MISSED_HEARTBEATS)
-            // Results travel on the reply channel; apalis need not keep them.
-            .persist_results(false)
+        engine_config!(Config, queue)
     }
 
     impl Broker {
@@ -367,12 +375,7 @@ pub(crate) mod sqlite_tier {
     }
 
     pub(crate) fn config(queue: &str) -> Config {
-        Config::default()
-            .queue(queue)
-            .batch_size(1)
-            .heartbeat_interval(HEARTBEAT)
-            .missed_heartbeats(MISSED_HEARTBEATS)
-            .persist_results(false)
+        engine_config!(Config, queue)
     }
 
     impl Broker {

@@ -187,33 +187,24 @@ impl Worker {
         let monitor = Monitor::new();
         let name = self.name.clone();
         let concurrency = self.concurrency;
+        // The two tiers' storages are different types with the same builder calls.
+        macro_rules! serve {
+            ($storage:expr) => {{
+                let backend = $storage.poll_with_strategy(Ticks::every(super::broker::POLL));
+                monitor.register(move |_| {
+                    WorkerBuilder::new(name.clone())
+                        .backend(backend.clone())
+                        .data(state.clone())
+                        .concurrency(concurrency)
+                        .build(run_job)
+                })
+            }};
+        }
         let monitor = match broker {
             #[cfg(feature = "jobs-redis")]
-            Broker::Redis(broker) => {
-                let backend = broker
-                    .storage
-                    .poll_with_strategy(Ticks::every(super::broker::POLL));
-                monitor.register(move |_| {
-                    WorkerBuilder::new(name.clone())
-                        .backend(backend.clone())
-                        .data(state.clone())
-                        .concurrency(concurrency)
-                        .build(run_job)
-                })
-            }
+            Broker::Redis(broker) => serve!(broker.storage),
             #[cfg(feature = "jobs-sqlite")]
-            Broker::Sqlite(broker) => {
-                let backend = broker
-                    .storage
-                    .poll_with_strategy(Ticks::every(super::broker::POLL));
-                monitor.register(move |_| {
-                    WorkerBuilder::new(name.clone())
-                        .backend(backend.clone())
-                        .data(state.clone())
-                        .concurrency(concurrency)
-                        .build(run_job)
-                })
-            }
+            Broker::Sqlite(broker) => serve!(broker.storage),
         };
         // Not `run_with_signal`: with a grace period it reports success whatever
         // became of the worker, and without one it waits for the signal even after
