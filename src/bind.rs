@@ -516,8 +516,8 @@ pub(crate) fn plan_tool(base: &Minted, combos: &[Attached]) -> Result<Vec<Entry>
             Some(&at) => {
                 if let Some(what) = planned[at].running.difference(running) {
                     let (first, second) = (
-                        chain_text(&planned[at].running.chain),
-                        chain_text(&running.chain),
+                        crate::error::listed(&planned[at].running.chain),
+                        crate::error::listed(&running.chain),
                     );
                     let second = if first == second {
                         format!("{second}, with another {what}")
@@ -539,14 +539,6 @@ pub(crate) fn plan_tool(base: &Minted, combos: &[Attached]) -> Result<Vec<Entry>
         }
     }
     Ok(planned.into_iter().map(Minted::into_entry).collect())
-}
-
-fn chain_text(chain: &[Link]) -> String {
-    chain
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[cfg(test)]
@@ -581,22 +573,7 @@ mod tests {
     }
 
     fn element(below: &Running, extension: &str, kind: ExtensionKind) -> Element {
-        let extension = name(extension);
-        Element {
-            branch: below.name.branch(&extension),
-            name: extension,
-            kind,
-            body_local: false,
-            accepts_config: false,
-            written: None,
-            config: None,
-            problem: None,
-            own_params: Vec::new(),
-            reserved: None,
-            presented_input: None,
-            declared_output: None,
-            description: None,
-        }
+        Element::bare(&name(extension), kind, below)
     }
 
     fn fold(elements: &[Element]) -> Result<Vec<Running>, BindError> {

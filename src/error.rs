@@ -632,10 +632,11 @@ pub(crate) fn ticked(names: &[String]) -> String {
         .join(", ")
 }
 
-pub(crate) fn listed(names: &[Name]) -> String {
-    names
+/// Items as `a, b, c` (names, combo elements, chain links).
+pub(crate) fn listed<T: fmt::Display>(items: &[T]) -> String {
+    items
         .iter()
-        .map(Name::as_str)
+        .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
 }

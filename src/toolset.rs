@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::bind::{self, Attached, Entry, Minted, ToolInfo};
 use crate::combo::Combos;
-use crate::error::{ArgsError, ArgsErrorKind, BindError, ToolError};
+use crate::error::{ArgsError, ArgsErrorKind, BindError, ToolError, listed};
 use crate::manifest::{ComboSpec, ElementSpec, Manifest};
 use crate::name::Name;
 use crate::registry::Registry;
@@ -726,15 +726,6 @@ fn build_combos(
         attached.push(registry.combo(base, combo)?);
     }
     Ok(attached)
-}
-
-/// A combo as `a, b{"n":1}`.
-fn listed(combo: &[ElementSpec]) -> String {
-    combo
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Base tools offered to [`Toolset::bind_manifest`], by name, type-erased.

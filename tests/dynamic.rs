@@ -582,59 +582,32 @@ async fn chain_calls_the_next_tool_by_name() {
         "{outcome:?}"
     );
     // Each failure mode, with its kind.
-    let err = toolset
-        .call(
-            "report_chain",
-            json!({"text": "hello", "next_tool": "nope"}),
-        )
-        .await
-        .unwrap_err();
+    let chain_error = async |args| toolset.call("report_chain", args).await.unwrap_err();
+    let err = chain_error(json!({"text": "hello", "next_tool": "nope"})).await;
     assert!(
         matches!(err, ToolError::InvalidArguments { ref field, .. } if field.as_deref() == Some("next_tool")),
         "{err:?}"
     );
-    let err = toolset
-        .call(
-            "report_chain",
-            json!({"text": "hello", "next_tool": "report_chain"}),
-        )
-        .await
-        .unwrap_err();
+    let err = chain_error(json!({"text": "hello", "next_tool": "report_chain"})).await;
     assert!(
         err.to_string().contains("cannot chain into itself"),
         "{err}"
     );
-    let err = toolset
-        .call(
-            "report_chain",
-            json!({"text": "hello", "next_tool": "shout_a", "select": "/missing"}),
-        )
-        .await
-        .unwrap_err();
+    let err =
+        chain_error(json!({"text": "hello", "next_tool": "shout_a", "select": "/missing"})).await;
     assert!(
         matches!(err, ToolError::Chain { .. }) && err.to_string().contains("selects nothing"),
         "{err:?}"
     );
-    let err = toolset
-        .call(
-            "report_chain",
-            json!({"text": "hello", "next_tool": "shout_a", "select": "/title"}),
-        )
-        .await
-        .unwrap_err();
+    let err =
+        chain_error(json!({"text": "hello", "next_tool": "shout_a", "select": "/title"})).await;
     assert!(
         err.to_string().contains("not the arguments object"),
         "{err}"
     );
     // The whole result, as arguments: `shout_a` takes `{text}`, report gives
     // `{title, score}`, so the next tool refuses them, naming itself.
-    let err = toolset
-        .call(
-            "report_chain",
-            json!({"text": "hello", "next_tool": "shout_a"}),
-        )
-        .await
-        .unwrap_err();
+    let err = chain_error(json!({"text": "hello", "next_tool": "shout_a"})).await;
     assert!(
         matches!(err, ToolError::InvalidArguments { ref tool, .. } if tool == "shout_a"),
         "{err:?}"
