@@ -63,7 +63,7 @@ impl<S: Stack> Wrap<S> for Pass {
 
 impl<S: Stack> Layer<S> for Pass {
     type Branch = Wrapped<Self, S>;
-    fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
         Wrapped::new(self, inner, below)
     }
 }
@@ -89,7 +89,7 @@ impl<S: Stack<Output = i64>> Wrap<S> for Work {
 
 impl<S: Stack<Output = i64>> Layer<S> for Work {
     type Branch = Wrapped<Self, S>;
-    fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
         Wrapped::new(self, inner, below)
     }
 }

@@ -260,15 +260,15 @@ impl Running {
         }
     }
 
-    pub fn layer_input<'a>(&'a self, branch: &'a Name) -> LayerInput<'a> {
-        LayerInput {
-            name: &self.name,
+    pub fn layer_input<'a, E: ?Sized>(&'a self, branch: &'a Name) -> LayerInput<'a, E> {
+        LayerInput::new(
+            &self.name,
             branch,
-            base: &self.base,
-            description: &self.description,
-            input_schema: &self.input_schema,
-            output_schema: self.output_schema.as_deref(),
-        }
+            &self.base,
+            &self.description,
+            &self.input_schema,
+            self.output_schema.as_deref(),
+        )
     }
 
     /// Applies one element (SPEC §3, per-layer order: locality, config, same name,

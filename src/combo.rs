@@ -16,9 +16,10 @@ use crate::extension::Layer;
 use crate::kind::Kind;
 use crate::name::Name;
 use crate::rules::{
-    self, ComboState, HolderIn, HolderOf, InputContract, InsideRelocation, Locality,
+    self, Closed, ComboState, HolderIn, HolderOf, InputContract, InsideRelocation, Locality,
     OneOfKindPerCombo, OutputContract, Start, Then,
 };
+use crate::segment::Depth;
 use crate::stack::{Args, Stack};
 use crate::tool::BaseTool;
 
@@ -89,9 +90,9 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     /// ```
     pub fn with<E>(mut self, extension: E) -> Combo<E::Branch, Then<St, E>>
     where
-        E: Layer<S>,
+        E: Layer<Closed<St, S>>,
         St::Seen: HolderOf<E::Kind>,
-        HolderIn<St, E::Kind>: OneOfKindPerCombo<E::Kind, E>,
+        HolderIn<St, E::Kind>: OneOfKindPerCombo<<E::Kind as Kind>::Word, E>,
         St::Relocated: InsideRelocation<E>,
         <E::Kind as Kind>::InputRule: InputContract<E, S::Input, <E::Branch as Stack>::Input>,
         <E::Kind as Kind>::OutputRule: OutputContract<E, S::Output, <E::Branch as Stack>::Output>,
@@ -104,7 +105,8 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
                 Name::unchecked(extension.name())
             }
         };
-        let (element, stack) = apply_typed(extension, name, &below, self.stack, true);
+        let inner = <St::Depth as Depth>::close(self.stack);
+        let (element, stack) = apply_typed(extension, name, &below, inner, true);
         self.draft.push(element, Some(Arc::new(stack.clone())));
         Combo {
             stack,
@@ -209,6 +211,18 @@ where
 pub struct Bound<S> {
     name: Name,
     stack: S,
+}
+
+impl<S: Stack> Bound<S> {
+    /// Not available: a branch is never the target of a combo. Present so that
+    /// `.combo()` on a branch explains why, instead of "no method named `combo`".
+    #[doc(hidden)]
+    pub fn combo(&self) -> Combo<Self>
+    where
+        Self: BaseTool,
+    {
+        BaseTool::combo(self)
+    }
 }
 
 impl<S> Bound<S> {

@@ -11,7 +11,7 @@ use typed_builder::TypedBuilder;
 use crate::error::{ArgsError, BoxError, ToolError};
 use crate::name::{InvalidName, Name};
 use crate::schema::ArgNames;
-use crate::stack::{Args, DynInput, ErasedStack, SendBox, Stack};
+use crate::stack::{Args, DynInput, ErasedStack, Stack};
 use crate::tool::{BaseTool, ToolSpec, panic_message};
 
 /// A bound name seen through JSON: JSON arguments in, a JSON value out.
@@ -175,7 +175,7 @@ where
     fn call(&self, input: Args) -> impl Future<Output = Result<Value, ToolError>> + Send {
         let body = self.body.clone();
         let name = self.name.clone();
-        SendBox::new(async move {
+        Box::pin(async move {
             let run = std::panic::AssertUnwindSafe(async move { body(input).await });
             match futures_util::FutureExt::catch_unwind(run).await {
                 Ok(Ok(value)) => Ok(value),
@@ -223,7 +223,7 @@ where
 
     fn call(&self, input: DynInput) -> impl Future<Output = Result<Value, ToolError>> + Send {
         let (around, below, name) = (self.around.clone(), self.below.clone(), self.name.clone());
-        SendBox::new(async move {
+        Box::pin(async move {
             let run = std::panic::AssertUnwindSafe(async move { around(input, below).await });
             match futures_util::FutureExt::catch_unwind(run).await {
                 Ok(result) => result,
@@ -366,6 +366,8 @@ impl Stack for DynTool {
         Ok(args)
     }
 }
+
+impl crate::tool::sealed::BaseTool for DynTool {}
 
 impl BaseTool for DynTool {
     fn spec(&self) -> &ToolSpec {

@@ -10,6 +10,7 @@
 //!   so schema preservation holds by construction.
 
 use std::future::Future;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use schemars::Schema;
@@ -19,25 +20,34 @@ use crate::error::{ArgsError, ToolError};
 use crate::kind::{Kind, Wrapper};
 use crate::name::Name;
 use crate::params::ReservedParams;
-use crate::rules::Locality;
+use crate::rules::{Locality, MintsBranchOf};
 use crate::schema;
 use crate::stack::{Args, Next, Stack};
 
-/// What an extension receives about the layer below when it is applied.
+/// What extension `E` receives about the layer below when it is applied.
+///
+/// Only the binding engine makes one, and only for the extension it is applying:
+/// an extension cannot hand its `LayerInput` to another extension's [`Layer`]
+/// (a `pool` inside a wrapper's branch, say), so what a combo's rules see is what
+/// its branches do.
 ///
 /// ```
-/// use toolgraft::{LayerInput, Name};
-/// let (below, branch) = (Name::new("shout")?, Name::new("shout_cache")?);
-/// let schema = schemars::json_schema!({"type": "object"});
-/// let input = LayerInput {
-///     name: &below, branch: &branch, base: &below,
-///     description: "Return the text.", input_schema: &schema, output_schema: None,
-/// };
-/// assert_eq!(input.branch, "shout_cache");
-/// # Ok::<(), toolgraft::InvalidName>(())
+/// use toolgraft::{Anywhere, Extension, LayerInput, Transformer};
+///
+/// /// Presents the layer input's schema under a new description.
+/// struct Renamed;
+/// impl Extension for Renamed {
+///     type Kind = Transformer;
+///     type Locality = Anywhere;
+///     fn name(&self) -> &str { "renamed" }
+///     fn input_schema(&self, below: &LayerInput<'_, Self>) -> Option<schemars::Schema> {
+///         // `below.name` is the layer input, `below.branch` the branch being minted.
+///         assert!(below.branch.as_str().starts_with(below.name.as_str()));
+///         Some(below.input_schema.clone())
+///     }
+/// }
 /// ```
-#[derive(Clone, Copy, Debug)]
-pub struct LayerInput<'a> {
+pub struct LayerInput<'a, E: ?Sized> {
     /// The layer input's running name (the base, or the previous branch).
     pub name: &'a Name,
     /// The name of the branch being minted.
@@ -50,6 +60,48 @@ pub struct LayerInput<'a> {
     pub input_schema: &'a Schema,
     /// The layer input's output schema, when it has one.
     pub output_schema: Option<&'a Schema>,
+    extension: PhantomData<fn() -> *const E>,
+}
+
+impl<'a, E: ?Sized> LayerInput<'a, E> {
+    /// The binding engine's: the one place a `LayerInput` is made.
+    pub(crate) fn new(
+        name: &'a Name,
+        branch: &'a Name,
+        base: &'a Name,
+        description: &'a str,
+        input_schema: &'a Schema,
+        output_schema: Option<&'a Schema>,
+    ) -> Self {
+        Self {
+            name,
+            branch,
+            base,
+            description,
+            input_schema,
+            output_schema,
+            extension: PhantomData,
+        }
+    }
+}
+
+impl<E: ?Sized> Clone for LayerInput<'_, E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<E: ?Sized> Copy for LayerInput<'_, E> {}
+
+impl<E: ?Sized> std::fmt::Debug for LayerInput<'_, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LayerInput")
+            .field("name", self.name)
+            .field("branch", self.branch)
+            .field("base", self.base)
+            .field("description", &self.description)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A config that an extension cannot work with.
@@ -81,6 +133,14 @@ impl ConfigError {
 ///
 /// Its kind and locality are types, so the typestate combo can check the stacking
 /// rules at compile time; everything else is a value the binding engine reads.
+///
+/// Implementing it cannot weaken a rule for anyone else's extension: the rules read
+/// only `Kind` and `Locality` (sealed sets of markers), and an extension's
+/// [`Layer`] only receives the [`LayerInput`] made for itself, so it cannot mint
+/// another extension's branch (a `pool`'s, say) under its own kind. What the types
+/// cannot see is what the extension's own code does: one that runs the layer below
+/// somewhere else must declare `type Kind = Backend;`, and one that sets something
+/// only the body's task or thread can see must declare `type Locality = BodyLocal;`.
 ///
 /// ```
 /// use toolgraft::{Anywhere, Extension, Wrapper};
@@ -144,14 +204,14 @@ pub trait Extension: Send + Sync + 'static {
     /// schema); a backend may use it to add task options. A wrapper's schema is its
     /// layer input's plus its reserved params: typed wrappers present none here, and
     /// one that does must present exactly that (SPEC rule 8).
-    fn input_schema(&self, below: &LayerInput<'_>) -> Option<Schema> {
+    fn input_schema(&self, below: &LayerInput<'_, Self>) -> Option<Schema> {
         let _ = below;
         None
     }
 
     /// The branch's own output schema, if it declares one. A branch that declares
     /// none inherits its layer input's only if its kind preserves output shape.
-    fn output_schema(&self, below: &LayerInput<'_>) -> Option<Schema> {
+    fn output_schema(&self, below: &LayerInput<'_, Self>) -> Option<Schema> {
         let _ = below;
         None
     }
@@ -195,7 +255,7 @@ pub trait Configurable: Extension + Sized {
 ///     type Kind = Transformer;
 ///     type Locality = Anywhere;
 ///     fn name(&self) -> &str { "length" }
-///     fn input_schema(&self, below: &LayerInput<'_>) -> Option<schemars::Schema> {
+///     fn input_schema(&self, below: &LayerInput<'_, Self>) -> Option<schemars::Schema> {
 ///         Some(below.input_schema.clone())
 ///     }
 /// }
@@ -213,7 +273,7 @@ pub trait Configurable: Extension + Sized {
 ///
 /// impl<S: Stack<Output = String>> Layer<S> for Length {
 ///     type Branch = Measured<S>;
-///     fn layer(self, inner: S, _: &LayerInput<'_>) -> Measured<S> { Measured(inner) }
+///     fn layer(self, inner: S, _: &LayerInput<'_, Self>) -> Measured<S> { Measured(inner) }
 /// }
 /// ```
 pub trait Layer<S: Stack>: Extension + Sized {
@@ -222,7 +282,7 @@ pub trait Layer<S: Stack>: Extension + Sized {
 
     /// Builds the branch over `inner`. Called once per branch, so per-branch state
     /// (a cache's store) is created here.
-    fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch;
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch;
 }
 
 /// A wrapper in one method: receive the layer input, call the layer below, return
@@ -257,7 +317,7 @@ pub trait Layer<S: Stack>: Extension + Sized {
 ///
 /// impl<S: Stack<Output = String>> Layer<S> for Loud {
 ///     type Branch = Wrapped<Self, S>;
-///     fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {
+///     fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
 ///         Wrapped::new(self, inner, below)
 ///     }
 /// }
@@ -305,7 +365,12 @@ where
 {
     /// The branch of `wrapper` over `inner`: what a wrapper's [`Layer::layer`]
     /// returns (see [`Wrap`]'s example).
-    pub fn new(wrapper: W, inner: S, below: &LayerInput<'_>) -> Self {
+    pub fn new<E>(wrapper: W, inner: S, below: &LayerInput<'_, E>) -> Self
+    where
+        // A wrapper's branch may be minted by another extension (a cache's store
+        // by `Cache`), but one that needs body locality only by one that has it.
+        E: MintsBranchOf<W>,
+    {
         let reserved = W::Params::schema()
             .and_then(|schema| schema::property_names(&schema))
             .unwrap_or_default();

@@ -190,6 +190,10 @@ pub trait Kind: sealed::Sealed + Send + Sync + 'static {
     /// A type-level number unique to the kind, so the typestate can tell kinds apart.
     #[doc(hidden)]
     type Id;
+    /// The kind's wire name as a type (`backend`), which is how the compiler's
+    /// messages print it.
+    #[doc(hidden)]
+    type Word;
 
     /// See [`ExtensionKind::multiple`].
     const MULTIPLE: bool = <Self::Cardinality as Cardinality>::MULTIPLE;
@@ -201,6 +205,19 @@ pub trait Kind: sealed::Sealed + Send + Sync + 'static {
     const RELOCATES_EXECUTION: bool = <Self::Execution as Execution>::RELOCATES_EXECUTION;
     /// See [`ExtensionKind::preserves_output_shape`].
     const PRESERVES_OUTPUT_SHAPE: bool = <Self::OutputRule as OutputRule>::PRESERVES_OUTPUT_SHAPE;
+}
+
+/// The kinds' wire names as types: how the compiler's messages name a kind, since
+/// users think in the words `wrapper`, `transformer` and `backend`, not in marker
+/// types. Nothing to use directly.
+#[allow(non_camel_case_types)]
+pub mod words {
+    /// A wrapper.
+    pub struct wrapper;
+    /// A transformer.
+    pub struct transformer;
+    /// A backend.
+    pub struct backend;
 }
 
 /// Type-level number zero, and its successor: the kind ids.
@@ -247,6 +264,7 @@ impl Kind for Wrapper {
     type InputRule = Preserved;
     type OutputRule = SameShape;
     type Id = Zero;
+    type Word = words::wrapper;
 }
 
 impl Kind for Transformer {
@@ -256,6 +274,7 @@ impl Kind for Transformer {
     type InputRule = Declared;
     type OutputRule = Reshaped;
     type Id = Succ<Zero>;
+    type Word = words::transformer;
 }
 
 impl Kind for Backend {
@@ -265,6 +284,7 @@ impl Kind for Backend {
     type InputRule = Unconstrained;
     type OutputRule = SameShape;
     type Id = Succ<Succ<Zero>>;
+    type Word = words::backend;
 }
 
 /// True when the marker `K` states exactly the properties of its enum value.

@@ -56,6 +56,7 @@
 //! The rules hold for combos that only exist at run time too, as [`BindError`]s from
 //! the same binding engine.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod bind;
 mod combo;
@@ -68,6 +69,7 @@ mod params;
 mod registry;
 pub mod rules;
 pub mod schema;
+mod segment;
 mod stack;
 mod table;
 mod tool;
@@ -85,15 +87,16 @@ pub use combo::{Bound, Combo, Combos};
 pub use dynamic::{DynStack, DynTool, DynToolBuilder};
 pub use error::{ArgsError, ArgsErrorKind, BindError, BoxError, ChainErrorKind, ToolError};
 pub use extension::{ConfigError, Configurable, Extension, Layer, LayerInput, Wrap, Wrapped};
-pub use kind::{Backend, ExtensionKind, Kind, Transformer, UnknownKind, Wrapper};
+pub use kind::{Backend, ExtensionKind, Kind, Transformer, UnknownKind, Wrapper, words};
 pub use name::{InvalidName, MAX_NAME_LEN, Name};
 pub use params::{Forwards, Params, ReservedParams, WithParams};
 pub use registry::{CatalogueEntry, DynBranch, DynExtension, DynLayer, Registry, RegistryError};
 pub use rules::{Anywhere, BodyLocal, Locality};
 pub use schemars::Schema;
+pub use segment::{SEGMENT, Segment};
 pub use stack::{Args, DynInput, Next, Stack, decode_args};
 pub use table::NameTable;
-pub use tool::{BaseTool, Body, RunBody, Tool, ToolBuilder, ToolSpec};
+pub use tool::{BaseTool, Body, Tool, ToolBuilder, ToolSpec};
 pub use toolset::{BaseTools, Toolset, WeakToolset};
 
 // The README's code is compiled and run as a doc test, so it stays true.

@@ -67,7 +67,28 @@ impl<P, I> WithParams<P, I> {
     }
 }
 
+mod sealed {
+    /// The seal of [`ReservedParams`](super::ReservedParams).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a wrapper's reserved params: use `()` or a struct that implements `Params`",
+        label = "not `()` and not `Params`",
+        note = "implement `toolgraft::Params` for a `Deserialize + Serialize + JsonSchema` struct whose fields are all optional"
+    )]
+    pub trait ReservedParams {}
+
+    /// The seal of [`Forwards`](super::Forwards).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` does not forward the layer input `{Below}` unchanged",
+        label = "a wrapper's branch takes `{Below}` itself, or `WithParams<P, {Below}>`"
+    )]
+    pub trait Forwards<Below> {}
+}
+
 /// What a wrapper reserves: `()` for nothing, or a [`Params`] struct.
+///
+/// Sealed: the binding engine strips exactly the properties of the params' schema
+/// from the arguments, and checks that none masks a parameter of the layer below;
+/// a hand-written impl could take other arguments than it declares.
 ///
 /// ```
 /// use toolgraft::ReservedParams;
@@ -75,7 +96,7 @@ impl<P, I> WithParams<P, I> {
 /// let ((), input) = <() as ReservedParams>::split::<u8>(3);
 /// assert_eq!(input, 3);
 /// ```
-pub trait ReservedParams: Sized + Send + Sync + 'static {
+pub trait ReservedParams: sealed::ReservedParams + Sized + Send + Sync + 'static {
     /// The branch input over a layer input `I`.
     type With<I: Send + 'static>: Send + 'static;
 
@@ -91,6 +112,9 @@ pub trait ReservedParams: Sized + Send + Sync + 'static {
     /// Removes the reserved params (named `names`) from `args` and decodes them.
     fn take(args: &mut Args, names: &[String]) -> Result<Self, ArgsError>;
 }
+
+impl sealed::ReservedParams for () {}
+impl<P: Params> sealed::ReservedParams for P {}
 
 impl ReservedParams for () {
     type With<I: Send + 'static> = I;
@@ -144,6 +168,9 @@ impl<P: Params> ReservedParams for P {
 /// reserved params: `Below` itself, or `WithParams<P, Below>`.
 ///
 /// The typestate requires it of every kind whose `preserves_schema` is true.
+/// Sealed: the two impls below are the whole meaning of "unchanged"; another impl
+/// would let a wrapper's branch take an input that its advertised schema does not
+/// describe.
 ///
 /// ```
 /// use toolgraft::{Forwards, WithParams};
@@ -152,10 +179,13 @@ impl<P: Params> ReservedParams for P {
 /// forwards::<String>();
 /// forwards::<WithParams<CacheParams, String>>();
 /// ```
-pub trait Forwards<Below>: Send + 'static {
+pub trait Forwards<Below>: sealed::Forwards<Below> + Send + 'static {
     /// The reserved params added on top of `Below` (`()` for none).
     type Reserved: ReservedParams;
 }
+
+impl<I> sealed::Forwards<I> for I {}
+impl<P: Params, I> sealed::Forwards<I> for WithParams<P, I> {}
 
 impl<I: Send + 'static> Forwards<I> for I {
     type Reserved = ();

@@ -362,7 +362,7 @@ pub struct DynLayer<'a> {
     /// The layer below, callable with JSON.
     pub below: DynStack,
     /// The layer input's name, description and schemas, and the branch's name.
-    pub input: LayerInput<'a>,
+    pub input: LayerInput<'a, DynExtension>,
     /// The element's config, if it carries one.
     pub config: Option<&'a Map<String, Value>>,
 }

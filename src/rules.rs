@@ -32,6 +32,7 @@ use crate::kind::{ExtensionKind, Kind, Succ, Zero};
 use crate::name::Name;
 use crate::params::{Forwards, ReservedParams};
 use crate::schema::{self, ReservedConflict};
+use crate::segment::{Depth, Layers};
 
 mod sealed {
     pub trait Sealed {}
@@ -40,7 +41,22 @@ mod sealed {
     /// taking it cannot be implemented elsewhere, so a rule cannot be switched off
     /// by implementing its trait for one's own extension.
     pub struct Token;
+
+    /// The seal of the typestate's hidden helper traits: only the types the
+    /// typestate itself computes with implement them.
+    pub trait Machinery {}
 }
+
+impl sealed::Machinery for NotRelocated {}
+impl<B: Extension> sealed::Machinery for B {}
+impl sealed::Machinery for Zero {}
+impl<N> sealed::Machinery for Succ<N> {}
+impl sealed::Machinery for True {}
+impl sealed::Machinery for False {}
+impl sealed::Machinery for HNil {}
+impl<X, Tail> sealed::Machinery for HCons<X, Tail> {}
+impl sealed::Machinery for Anywhere {}
+impl sealed::Machinery for BodyLocal {}
 
 // ---------------------------------------------------------------------------------
 // Type-level vocabulary: the kind properties and extension locality as types.
@@ -189,11 +205,15 @@ impl Locality for BodyLocal {
 // ---------------------------------------------------------------------------------
 
 /// A combo's state: `Seen` lists the extensions of kinds whose `multiple` is false,
-/// `Relocated` is the first relocating extension (or [`NotRelocated`]).
-pub struct State<Seen, Relocated>(PhantomData<fn() -> (Seen, Relocated)>);
+/// `Relocated` is the first relocating extension (or [`NotRelocated`]), `Depth`
+/// counts the layers since the last [`Segment`](crate::Segment).
+pub struct State<Seen, Relocated, Depth = Layers<0>>(PhantomData<Marker<(Seen, Relocated, Depth)>>);
+
+/// A type carried for the compiler only: never held, always `Send + Sync`.
+type Marker<T> = fn() -> T;
 
 /// The state of a combo with no extension yet.
-pub type Start = State<HNil, NotRelocated>;
+pub type Start = State<HNil, NotRelocated, Layers<0>>;
 
 /// No extension of the combo relocates execution (yet).
 pub struct NotRelocated;
@@ -210,25 +230,33 @@ pub trait ComboState: sealed::Sealed {
     type Seen;
     /// The first relocating extension so far, or [`NotRelocated`].
     type Relocated: Relocator;
+    /// Layers since the last segment.
+    type Depth: Depth;
     /// The state once `E` is added.
     type After<E: Extension>;
 }
 
-impl<Seen, R> sealed::Sealed for State<Seen, R> {}
+impl<Seen, R, D> sealed::Sealed for State<Seen, R, D> {}
 
-impl<Seen, R: Relocator> ComboState for State<Seen, R> {
+impl<Seen, R: Relocator, D: Depth> ComboState for State<Seen, R, D> {
     type Seen = Seen;
     type Relocated = R;
+    type Depth = D;
     type After<E: Extension> = State<
         <<E::Kind as Kind>::Cardinality as Cardinality>::After<E, Seen>,
         <<E::Kind as Kind>::Execution as Execution>::After<E, R>,
+        D::Next,
     >;
 }
+
+/// The stack `S` of a combo in state `St`, as its next extension receives it: `S`
+/// itself, or `S` closed into a [`Segment`](crate::Segment).
+pub type Closed<St, S> = <<St as ComboState>::Depth as Depth>::Close<S>;
 
 /// What relocated a combo so far: [`NotRelocated`], or the first relocating
 /// extension itself (so a diagnostic can name it).
 #[doc(hidden)]
-pub trait Relocator {
+pub trait Relocator: sealed::Machinery {
     /// The first relocator once `E` (which relocates) is added.
     type First<E: Extension>: Relocator;
 }
@@ -248,7 +276,7 @@ pub struct True;
 pub struct False;
 
 #[doc(hidden)]
-pub trait SameId<Other> {
+pub trait SameId<Other>: sealed::Machinery {
     type Is;
 }
 impl SameId<Zero> for Zero {
@@ -265,7 +293,7 @@ impl<A: SameId<B>, B> SameId<Succ<B>> for Succ<A> {
 }
 
 #[doc(hidden)]
-pub trait Pick<Yes, No> {
+pub trait Pick<Yes, No>: sealed::Machinery {
     type Picked;
 }
 impl<Yes, No> Pick<Yes, No> for True {
@@ -277,7 +305,7 @@ impl<Yes, No> Pick<Yes, No> for False {
 
 /// The extension of kind `K` in a `Seen` list, or [`Vacant`].
 #[doc(hidden)]
-pub trait HolderOf<K> {
+pub trait HolderOf<K>: sealed::Machinery {
     type Holder;
 }
 
@@ -306,10 +334,10 @@ pub type HolderIn<St, K> = <<St as ComboState>::Seen as HolderOf<K>>::Holder;
 
 /// Rule 5 at the type level: `Self` (the holder of kind `K` so far) lets `E` join.
 #[diagnostic::on_unimplemented(
-    message = "a combo holds at most one extension of kind `{K}`, and this combo already has `{Self}`",
-    label = "`{E}` would be a second `{K}` in this combo",
-    note = "`{K}` is not `multiple`: one combo may carry only one extension of that kind",
-    note = "to offer `{E}` too, put it in another combo of the tool: each combo mints its own branches, and may hold its own `{K}`"
+    message = "a combo holds at most one {K}, and this combo already has `{Self}`",
+    label = "`{E}` would be a second {K} in this combo",
+    note = "the {K} kind is not `multiple`: one combo may carry only one extension of that kind",
+    note = "to offer `{E}` too, put it in another combo of the tool: each combo mints its own branches, and may hold its own {K}"
 )]
 pub trait OneOfKindPerCombo<K, E> {
     #[doc(hidden)]
@@ -353,8 +381,37 @@ where
 }
 
 #[doc(hidden)]
-pub trait MayRunOutside {}
+pub trait MayRunOutside: sealed::Machinery {}
 impl MayRunOutside for Anywhere {}
+
+/// Rule 6 for branches minted on another's behalf: extension `Self` may mint a
+/// branch that runs the wrapper `W` (a cache's store, say) only if `Self` is at
+/// least as body-local as `W`; else the rules would place `W` by a locality it
+/// does not have.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot mint a branch of `{W}`: `{W}` needs to run beside the tool body, and `{Self}` does not say so",
+    label = "`{Self}` would be placed as if `{W}` could run anywhere",
+    note = "the rules place an extension by its own `Locality`: a branch that runs `{W}` would be allowed outside a backend, where `{W}` silently does not apply to the body",
+    note = "declare `type Locality = BodyLocal;` on `{Self}`, or use `{W}` itself as an extension of the combo"
+)]
+pub trait MintsBranchOf<W> {
+    #[doc(hidden)]
+    fn sealed(_: sealed::Token);
+}
+
+#[diagnostic::do_not_recommend]
+impl<E: Extension, W: Extension> MintsBranchOf<W> for E
+where
+    E::Locality: Covers<W::Locality>,
+{
+    fn sealed(_: sealed::Token) {}
+}
+
+/// `Self`, a locality, covers the locality `L`: body-local covers both.
+#[doc(hidden)]
+pub trait Covers<L>: sealed::Machinery {}
+impl Covers<Anywhere> for Anywhere {}
+impl<L> Covers<L> for BodyLocal {}
 
 // ---------------------------------------------------------------------------------
 // Rules 8, 10, 11, typed: what the branch takes, keyed off the kind's input rule.

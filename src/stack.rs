@@ -2,7 +2,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -167,8 +166,11 @@ fn missing_field(problem: &str) -> Option<String> {
 /// what [`DynStack`](crate::DynStack) layers over.
 pub(crate) trait ErasedStack: Send + Sync + 'static {
     /// Decodes and calls: a by-name call.
-    fn call_json<'a>(&'a self, tool: &'a Name, args: Args)
-    -> SendBox<'a, Result<Value, ToolError>>;
+    fn call_json<'a>(
+        &'a self,
+        tool: &'a Name,
+        args: Args,
+    ) -> BoxFuture<'a, Result<Value, ToolError>>;
 
     /// Decodes, keeping the arguments: the first half of a call through a layer.
     fn decode_erased(&self, args: Args) -> Result<DynInput, ArgsError>;
@@ -178,7 +180,7 @@ pub(crate) trait ErasedStack: Send + Sync + 'static {
         &'a self,
         tool: &'a Name,
         input: DynInput,
-    ) -> SendBox<'a, Result<Value, ToolError>>;
+    ) -> BoxFuture<'a, Result<Value, ToolError>>;
 }
 
 impl<S: Stack> ErasedStack for S {
@@ -186,8 +188,8 @@ impl<S: Stack> ErasedStack for S {
         &'a self,
         tool: &'a Name,
         args: Args,
-    ) -> SendBox<'a, Result<Value, ToolError>> {
-        SendBox::new(async move {
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move {
             let input = self.decode(args).map_err(|err| err.for_tool(tool))?;
             output_json(tool, self.call(input).await?)
         })
@@ -205,8 +207,8 @@ impl<S: Stack> ErasedStack for S {
         &'a self,
         tool: &'a Name,
         input: DynInput,
-    ) -> SendBox<'a, Result<Value, ToolError>> {
-        SendBox::new(async move {
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move {
             let input = input.decoded.downcast::<S::Input>().map_err(|_| {
                 ArgsError::whole("these arguments were decoded for another tool").for_tool(tool)
             })?;
@@ -252,29 +254,5 @@ impl Serialize for DynInput {
     }
 }
 
-/// A boxed future that is `Send` because it was built from a `Send` future.
-///
-/// Why not `Pin<Box<dyn Future + Send>>`: when code is generated for a concrete
-/// stack, the compiler proves `dyn .. + Send` coercions again from the concrete
-/// future type, walking every layer of a deep combo; at depth 64 that walk exceeds
-/// the recursion limit. Here `Send` is proven once, in `new`, from the `Stack::call`
-/// bound, and the coercion is to a plain `dyn Future`.
-pub(crate) struct SendBox<'a, T>(Pin<Box<dyn Future<Output = T> + 'a>>);
-
-impl<'a, T> SendBox<'a, T> {
-    pub(crate) fn new<F: Future<Output = T> + Send + 'a>(future: F) -> Self {
-        Self(Box::pin(future))
-    }
-}
-
-// SAFETY: `new` is the only way to build a `SendBox`, and it requires the boxed future
-// to be `Send`; the box is the only thing a `SendBox` holds.
-unsafe impl<T> Send for SendBox<'_, T> {}
-
-impl<T> Future for SendBox<'_, T> {
-    type Output = T;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
-        self.0.as_mut().poll(cx)
-    }
-}
+/// A boxed call future: what a stack seen through JSON, or a segment, returns.
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -19,6 +19,25 @@ use crate::name::{InvalidName, Name};
 use crate::schema::{self, ArgNames};
 use crate::stack::{Args, Stack, decode_args};
 
+pub(crate) mod sealed {
+    /// The seal of [`BaseTool`](super::BaseTool).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a base tool: only `Tool` and `DynTool` are",
+        label = "base tools are built, not implemented",
+        note = "build a base tool with `Tool::builder()` (typed) or `DynTool::builder()` (JSON, at run time)",
+        note = "a combo's rules start counting at its base: a type that wraps a bound branch (a `pool` branch, say) and claims to be a base would hide that branch's layers from them"
+    )]
+    pub trait BaseTool {}
+
+    /// The seal of [`Body`](super::Body).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not a tool body",
+        label = "expected an async function from the input to `Result<output, BoxError>`",
+        note = "a body is a closure or function: `|input: I| async move {{ Ok(output) }}`, whose future is `Send`"
+    )]
+    pub trait Body<I, O> {}
+}
+
 /// What clients see of a base tool: name, description and the two schemas.
 ///
 /// ```
@@ -53,13 +72,18 @@ pub struct ToolSpec {
 /// # let _ = combo;
 /// # Ok::<(), toolgraft::InvalidName>(())
 /// ```
+///
+/// Sealed: toolgraft implements it for [`Tool`] and [`DynTool`](crate::DynTool)
+/// only. A base is where a combo's rules start counting, so a type that could claim
+/// to be one (a newtype around a bound branch, say) could hide a backend from the
+/// rules of the combos built on it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a base tool, so it cannot be bound or start a combo",
     label = "not a base tool",
-    note = "a branch is never the target of a combo (SPEC rule 16): to extend a branch, add the extension to the combo that minted it",
+    note = "a branch is never the target of a combo: to extend a branch, add the extension to the combo that minted it",
     note = "base tools are built with `Tool::builder()` (or `DynTool::builder()` at run time)"
 )]
-pub trait BaseTool: Stack {
+pub trait BaseTool: Stack + sealed::BaseTool {
     /// The tool's name, description and schemas.
     fn spec(&self) -> &ToolSpec;
 
@@ -79,13 +103,21 @@ pub trait BaseTool: Stack {
 /// is_body(&|n: i64| async move { Ok(n + 1) });
 /// ```
 ///
-/// Implemented for every `Fn(I) -> impl Future<Output = Result<O, BoxError>>` that is
-/// `Clone + Send + Sync` (closures over `Arc`s are). Clones must share state.
-pub trait Body<I, O>: RunBody<I, O> {
+/// Implemented for every `Fn(I) -> impl Future<Output = Result<O, BoxError>> + Send`
+/// that is `Clone + Send + Sync` (closures over `Arc`s are), and sealed: a body is a
+/// function, and clones must share state.
+pub trait Body<I, O>: sealed::Body<I, O> + Clone + Send + Sync + 'static {
     /// The future a call returns.
     type Future: Future<Output = Result<O, BoxError>> + Send;
     /// Starts a call.
     fn run(&self, input: I) -> Self::Future;
+}
+
+impl<I, O, F, Fut> sealed::Body<I, O> for F
+where
+    F: Fn(I) -> Fut,
+    Fut: Future<Output = Result<O, BoxError>> + Send,
+{
 }
 
 impl<I, O, F, Fut> Body<I, O> for F
@@ -96,56 +128,6 @@ where
     type Future = Fut;
     fn run(&self, input: I) -> Fut {
         self(input)
-    }
-}
-
-/// What a [`Tool`]'s `Stack` impl asks of its body: [`Body`] without `Send` on the
-/// future.
-///
-/// `Send` is proven once, when the tool is built (the builder requires [`Body`]), and
-/// the tool carries that proof (`ProvenSend`). Asking it again in the `Stack` impl
-/// would make every layer's `Stack` proof look into the body's future (auto-trait
-/// leakage through the `async` block), a region-dependent result the compiler proves
-/// again, through every layer of a combo, in each of its queries: type-checking a
-/// deep combo would grow with the square of its depth.
-#[doc(hidden)]
-pub trait RunBody<I, O>: Clone + Send + Sync + 'static {
-    /// The future a call returns.
-    type Started: Future<Output = Result<O, BoxError>>;
-    /// Starts a call.
-    fn start(&self, input: I) -> Self::Started;
-}
-
-impl<I, O, F, Fut> RunBody<I, O> for F
-where
-    F: Fn(I) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, BoxError>>,
-{
-    type Started = Fut;
-    fn start(&self, input: I) -> Fut {
-        self(input)
-    }
-}
-
-/// A body's future, `Send` because the tool's builder proved it (see [`RunBody`]).
-struct ProvenSend<F>(F);
-
-// SAFETY: a `ProvenSend` is only built in `Tool::call`, around the future of the
-// tool's body, and a `Tool` is only built by its builder, which requires
-// `F: Fn(I) -> Fut + Body<I, O>`. `F` is then a function (no other type implements
-// `Fn` on stable Rust), so its `RunBody` impl is the blanket one above, and
-// `RunBody::Started` is the very `Fut` that `Body` requires to be `Send`.
-unsafe impl<F> Send for ProvenSend<F> {}
-
-impl<F: Future> Future for ProvenSend<F> {
-    type Output = F::Output;
-
-    fn poll(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<F::Output> {
-        // SAFETY: structural pinning of the only field, which is never moved out.
-        unsafe { self.map_unchecked_mut(|proven| &mut proven.0) }.poll(cx)
     }
 }
 
@@ -304,7 +286,7 @@ impl<I, O, F> Stack for Tool<I, O, F>
 where
     I: JsonSchema + Send + 'static,
     O: Serialize + JsonSchema + Send + 'static,
-    F: RunBody<I, O>,
+    F: Body<I, O>,
 {
     type Input = I;
     type Output = O;
@@ -313,8 +295,7 @@ where
         // The body is started inside `catch_unwind` too: a panic before its first
         // await is still the body's panic. And it is started inside this future: a
         // future made outside and awaited inside is stored twice.
-        let run = AssertUnwindSafe(async move { ProvenSend(self.body.start(input)).await })
-            .catch_unwind();
+        let run = AssertUnwindSafe(async move { self.body.run(input).await }).catch_unwind();
         match run.await {
             Ok(Ok(output)) => Ok(output),
             Ok(Err(source)) => Err(ToolError::Body {
@@ -334,6 +315,8 @@ where
         (self.decode)(args)
     }
 }
+
+impl<I, O, F> sealed::BaseTool for Tool<I, O, F> {}
 
 impl<I, O, F> BaseTool for Tool<I, O, F>
 where

@@ -358,7 +358,7 @@ impl<S: Stack<Input = Shout>> toolgraft::Wrap<S> for Explosive {
 
 impl<S: Stack<Input = Shout>> Layer<S> for Explosive {
     type Branch = toolgraft::Wrapped<Self, S>;
-    fn layer(self, inner: S, below: &toolgraft::LayerInput<'_>) -> Self::Branch {
+    fn layer(self, inner: S, below: &toolgraft::LayerInput<'_, Self>) -> Self::Branch {
         toolgraft::Wrapped::new(self, inner, below)
     }
 }

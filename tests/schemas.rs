@@ -131,7 +131,7 @@ impl<S: Stack> Wrap<S> for Shadow {
 
 impl<S: Stack> Layer<S> for Shadow {
     type Branch = Wrapped<Self, S>;
-    fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
         Wrapped::new(self, inner, below)
     }
 }
@@ -198,7 +198,7 @@ impl Extension for Presenting {
     fn name(&self) -> &str {
         "present"
     }
-    fn input_schema(&self, _: &LayerInput<'_>) -> Option<Schema> {
+    fn input_schema(&self, _: &LayerInput<'_, Self>) -> Option<Schema> {
         Schema::try_from(self.0.clone()).ok()
     }
 }
@@ -221,7 +221,7 @@ impl Stack for Echo {
 
 impl<S: Stack> Layer<S> for Presenting {
     type Branch = Echo;
-    fn layer(self, _: S, _: &LayerInput<'_>) -> Echo {
+    fn layer(self, _: S, _: &LayerInput<'_, Self>) -> Echo {
         Echo(ArgNames::of(&Schema::try_from(self.0).unwrap()))
     }
 }

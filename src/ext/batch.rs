@@ -249,7 +249,7 @@ impl Extension for Batch {
             .flatten()
     }
 
-    fn input_schema(&self, below: &LayerInput<'_>) -> Option<schemars::Schema> {
+    fn input_schema(&self, below: &LayerInput<'_, Self>) -> Option<schemars::Schema> {
         let mut nest = Nest::default();
         let item = nest.nested(below.input_schema);
         Some(nest.root(json!({
@@ -281,7 +281,7 @@ impl Extension for Batch {
         })))
     }
 
-    fn output_schema(&self, below: &LayerInput<'_>) -> Option<schemars::Schema> {
+    fn output_schema(&self, below: &LayerInput<'_, Self>) -> Option<schemars::Schema> {
         let mut nest = Nest::default();
         let item = nest.nested(below.output_schema?);
         Some(nest.root(json!({
@@ -313,7 +313,7 @@ impl Configurable for Batch {
 impl<S: Stack> Layer<S> for Batch {
     type Branch = Batched<S>;
 
-    fn layer(self, inner: S, below: &LayerInput<'_>) -> Batched<S> {
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Batched<S> {
         Batched {
             inner,
             branch: below.branch.clone(),

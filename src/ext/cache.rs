@@ -179,7 +179,7 @@ where
 impl<S: Cacheable> Layer<S> for Cache {
     type Branch = Wrapped<CacheStore<S::Output>, S>;
 
-    fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
         let store = CacheStore {
             store: Arc::new(Store::new(self.config.capacity)),
             default_ttl: self.config.default_ttl_secs,

@@ -114,7 +114,7 @@ impl Extension for Chain {
         ))
     }
 
-    fn input_schema(&self, below: &LayerInput<'_>) -> Option<Schema> {
+    fn input_schema(&self, below: &LayerInput<'_, Self>) -> Option<Schema> {
         let mut nest = Nest::default();
         let mut own = nest.nested(below.input_schema);
         let object = own.as_object_mut()?;
@@ -140,7 +140,7 @@ impl Extension for Chain {
 impl<S: Stack> Layer<S> for Chain {
     type Branch = Chained<S>;
 
-    fn layer(self, inner: S, below: &LayerInput<'_>) -> Chained<S> {
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Chained<S> {
         Chained {
             inner,
             branch: below.branch.clone(),

@@ -79,11 +79,11 @@ impl Extension for OutputSchema {
     }
 
     /// The layer input's own parameters: this transformer reshapes only the output.
-    fn input_schema(&self, below: &LayerInput<'_>) -> Option<Schema> {
+    fn input_schema(&self, below: &LayerInput<'_, Self>) -> Option<Schema> {
         Some(below.input_schema.clone())
     }
 
-    fn output_schema(&self, _: &LayerInput<'_>) -> Option<Schema> {
+    fn output_schema(&self, _: &LayerInput<'_, Self>) -> Option<Schema> {
         Schema::try_from((*self.schema).clone()).ok()
     }
 }
@@ -99,7 +99,7 @@ impl Configurable for OutputSchema {
 impl<S: Stack> Layer<S> for OutputSchema {
     type Branch = Validated<S>;
 
-    fn layer(self, inner: S, below: &LayerInput<'_>) -> Validated<S> {
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Validated<S> {
         Validated {
             inner,
             branch: below.branch.clone(),

@@ -134,7 +134,7 @@ impl Extension for Pool {
 impl<S: Stack> Layer<S> for Pool {
     type Branch = Pooled<S>;
 
-    fn layer(self, inner: S, below: &LayerInput<'_>) -> Pooled<S> {
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Pooled<S> {
         Pooled {
             inner: Arc::new(inner),
             below: below.name.clone(),

@@ -199,7 +199,7 @@ impl<S: Stack> Wrap<S> for Proxy {
 impl<S: Stack> Layer<S> for Proxy {
     type Branch = Wrapped<Self, S>;
 
-    fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
         Wrapped::new(self, inner, below)
     }
 }

@@ -63,7 +63,7 @@ impl<S: Stack> Wrap<S> for Trace {
 impl<S: Stack> Layer<S> for Trace {
     type Branch = Wrapped<Self, S>;
 
-    fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
         Wrapped::new(self, inner, below)
     }
 }

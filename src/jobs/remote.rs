@@ -291,7 +291,7 @@ where
 {
     type Branch = Remoted<S>;
 
-    fn layer(self, inner: S, below: &LayerInput<'_>) -> Remoted<S> {
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Remoted<S> {
         Remoted {
             inner: Arc::new(inner),
             below: below.name.clone(),

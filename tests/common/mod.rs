@@ -144,7 +144,7 @@ where
 {
     type Branch = Wrapped<Self, S>;
 
-    fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
         Wrapped::new(self, inner, below)
     }
 }
@@ -178,7 +178,7 @@ impl<S: Stack<Output = String>> Wrap<S> for Loud {
 impl<S: Stack<Output = String>> Layer<S> for Loud {
     type Branch = Wrapped<Self, S>;
 
-    fn layer(self, inner: S, below: &LayerInput<'_>) -> Self::Branch {
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
         Wrapped::new(self, inner, below)
     }
 }

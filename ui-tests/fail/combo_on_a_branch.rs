@@ -16,6 +16,8 @@ fn main() {
         .build()
         .unwrap();
     let toolset = Toolset::new();
-    let hlist_pat![traced] = toolset.bind(&shout, hlist![shout.combo().with(Trace)]).unwrap();
+    let hlist_pat![traced] = toolset
+        .bind(&shout, hlist![shout.combo().with(Trace)])
+        .unwrap();
     let _ = toolset.bind(&traced, hlist![]);
 }

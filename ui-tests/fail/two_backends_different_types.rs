@@ -2,7 +2,7 @@
 // not per type.
 use toolgraft::ext::Pool;
 use toolgraft::prelude::*;
-use toolgraft::{Anywhere, ArgsError, Args, Backend, LayerInput, ToolError};
+use toolgraft::{Anywhere, Args, ArgsError, Backend, LayerInput, ToolError};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Shout {
@@ -41,7 +41,7 @@ impl<S: Stack> Stack for OnBlockingThread<S> {
 
 impl<S: Stack> Layer<S> for Blocking {
     type Branch = OnBlockingThread<S>;
-    fn layer(self, inner: S, _: &LayerInput<'_>) -> Self::Branch {
+    fn layer(self, inner: S, _: &LayerInput<'_, Self>) -> Self::Branch {
         OnBlockingThread(inner)
     }
 }

@@ -1,6 +1,6 @@
 // A wrapper whose branch takes another input than the layer below.
 use toolgraft::prelude::*;
-use toolgraft::{Anywhere, ArgsError, Args, LayerInput, ToolError, Wrapper, decode_args};
+use toolgraft::{Anywhere, Args, ArgsError, LayerInput, ToolError, Wrapper, decode_args};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Shout {
@@ -40,7 +40,7 @@ impl<S: Stack<Input = Shout>> Stack for Renaming<S> {
 
 impl<S: Stack<Input = Shout>> Layer<S> for Rename {
     type Branch = Renaming<S>;
-    fn layer(self, inner: S, _: &LayerInput<'_>) -> Self::Branch {
+    fn layer(self, inner: S, _: &LayerInput<'_, Self>) -> Self::Branch {
         Renaming(inner)
     }
 }

@@ -1,6 +1,6 @@
 // A wrapper whose branch returns another output type than the layer below.
 use toolgraft::prelude::*;
-use toolgraft::{Anywhere, ArgsError, Args, LayerInput, ToolError, Wrapper};
+use toolgraft::{Anywhere, Args, ArgsError, LayerInput, ToolError, Wrapper};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Shout {
@@ -35,7 +35,7 @@ impl<S: Stack<Output = String>> Stack for Measured<S> {
 
 impl<S: Stack<Output = String>> Layer<S> for Measure {
     type Branch = Measured<S>;
-    fn layer(self, inner: S, _: &LayerInput<'_>) -> Self::Branch {
+    fn layer(self, inner: S, _: &LayerInput<'_, Self>) -> Self::Branch {
         Measured(inner)
     }
 }

@@ -1,5 +1,7 @@
-// A 64-deep stack (wrappers, transformers and one backend): each `.with` nests the
-// stack built so far, so type-checking stays linear in depth.
+// A 64-deep stack (wrappers, a user-written wrapper, transformers and one backend)
+// on a concrete base, called typed and by name from sync code (`block_on`):
+// compiles with the default `recursion_limit`.
+use frunk::{hlist, hlist_pat};
 use toolgraft::ext::{Batch, Cache, Pool, Trace};
 use toolgraft::prelude::*;
 
@@ -8,7 +10,42 @@ struct Shout {
     text: String,
 }
 
+/// A user-written wrapper, with a future of its own around the call.
+#[derive(Clone)]
+struct Audit;
+
+impl toolgraft::Extension for Audit {
+    type Kind = toolgraft::Wrapper;
+    type Locality = toolgraft::Anywhere;
+    fn name(&self) -> &str {
+        "audit"
+    }
+}
+
+impl<S: Stack> Wrap<S> for Audit {
+    type Params = ();
+    async fn around(
+        &self,
+        next: toolgraft::Next<'_, S>,
+        (): (),
+        input: S::Input,
+    ) -> Result<S::Output, toolgraft::ToolError> {
+        let started = std::time::Instant::now();
+        let output = async move { next.call(input).await }.await;
+        std::hint::black_box(started.elapsed());
+        output
+    }
+}
+
+impl<S: Stack> Layer<S> for Audit {
+    type Branch = toolgraft::Wrapped<Self, S>;
+    fn layer(self, inner: S, below: &toolgraft::LayerInput<'_, Self>) -> Self::Branch {
+        toolgraft::Wrapped::new(self, inner, below)
+    }
+}
+
 fn main() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
     let shout = Tool::builder()
         .name("s")
         .description("Return the text.")
@@ -18,71 +55,78 @@ fn main() {
     let pool = Pool::new(1).unwrap();
     let combo = shout
         .combo()
-        .with(Cache::default())
-        .with(Batch::default())
-        .with(Trace)
-        .with(Trace)
-        .with(Batch::default())
-        .with(Cache::default())
         .with(Trace)
         .with(Batch::default())
         .with(Trace)
-        .with(Trace)
-        .with(Batch::default())
-        .with(Trace)
-        .with(Trace)
-        .with(Batch::default())
+        .with(Audit)
         .with(Trace)
         .with(Cache::default())
+        .with(Trace)
+        .with(Trace)
+        .with(Trace)
+        .with(Batch::default())
+        .with(Audit)
+        .with(Trace)
+        .with(Trace)
+        .with(Cache::default())
+        .with(Trace)
+        .with(Trace)
+        .with(Trace)
         .with(Batch::default())
         .with(Trace)
         .with(Trace)
-        .with(Batch::default())
+        .with(Trace)
         .with(pool.clone())
         .with(Trace)
+        .with(Trace)
+        .with(Audit)
         .with(Batch::default())
         .with(Trace)
         .with(Trace)
-        .with(Batch::default())
-        .with(Trace)
-        .with(Trace)
-        .with(Batch::default())
         .with(Trace)
         .with(Cache::default())
-        .with(Batch::default())
         .with(Trace)
-        .with(Trace)
-        .with(Batch::default())
-        .with(Cache::default())
+        .with(Audit)
         .with(Trace)
         .with(Batch::default())
         .with(Trace)
         .with(Trace)
-        .with(Batch::default())
-        .with(Trace)
-        .with(Trace)
-        .with(Batch::default())
         .with(Trace)
         .with(Cache::default())
-        .with(Batch::default())
+        .with(Audit)
         .with(Trace)
         .with(Trace)
         .with(Batch::default())
+        .with(Trace)
+        .with(Trace)
+        .with(Trace)
         .with(Cache::default())
         .with(Trace)
-        .with(Batch::default())
         .with(Trace)
         .with(Trace)
         .with(Batch::default())
         .with(Trace)
         .with(Trace)
+        .with(Audit)
+        .with(Cache::default())
+        .with(Trace)
+        .with(Trace)
+        .with(Trace)
         .with(Batch::default())
+        .with(Trace)
+        .with(Audit)
         .with(Trace)
         .with(Cache::default())
-        .with(Batch::default())
         .with(Trace)
         .with(Trace);
     let toolset = Toolset::new();
-    toolset.bind(&shout, frunk::hlist![combo]).unwrap();
+    let hlist_pat![branch] = toolset.bind(&shout, hlist![combo]).unwrap();
+    let args: serde_json::Value = serde_json::from_str(r#"{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"text": "hi"}]}]}]}]}]}]}]}]}"#).unwrap();
+    let expected: serde_json::Value = serde_json::from_str(r#"[[[[[[[["hi"]]]]]]]]"#).unwrap();
+    let input = branch.decode(args.as_object().unwrap().clone()).unwrap();
+    let typed = runtime.block_on(branch.call(input)).unwrap();
+    assert_eq!(serde_json::to_value(&typed).unwrap(), expected);
+    let by_name = runtime.block_on(toolset.call(branch.name(), args)).unwrap();
+    assert_eq!(by_name, expected);
     assert_eq!(toolset.names().len(), 65);
 }

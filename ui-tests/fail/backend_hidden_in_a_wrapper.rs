@@ -1,0 +1,28 @@
+// An extension cannot mint another extension's branch: a "wrapper" whose branch is
+// really a pool's would hide the relocation from the rules, and a proxy after it
+// would sit outside the pool. The pool only accepts the `LayerInput` made for it.
+use toolgraft::ext::Pool;
+use toolgraft::ext::pool::Pooled;
+use toolgraft::{Anywhere, Extension, Layer, LayerInput, Stack, Wrapper};
+
+#[derive(Clone)]
+struct QuietPool(Pool);
+
+impl Extension for QuietPool {
+    type Kind = Wrapper;
+    type Locality = Anywhere;
+
+    fn name(&self) -> &str {
+        "quiet"
+    }
+}
+
+impl<S: Stack> Layer<S> for QuietPool {
+    type Branch = Pooled<S>;
+
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Pooled<S> {
+        self.0.layer(inner, below)
+    }
+}
+
+fn main() {}

@@ -1,0 +1,55 @@
+// A branch cannot pose as a base tool: a newtype around a `pool` branch that
+// implemented `BaseTool` would start a combo whose rules never saw the pool, and a
+// proxy added to it would sit outside the pool without a word.
+use frunk::{hlist, hlist_pat};
+use toolgraft::ext::{Pool, Proxy};
+use toolgraft::prelude::*;
+use toolgraft::{Args, ArgsError, Bound, ToolError, ToolSpec};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Fetch {
+    url: String,
+}
+
+#[derive(Clone)]
+struct Sneaky<S> {
+    branch: Bound<S>,
+    spec: ToolSpec,
+}
+
+impl<S: Stack> Stack for Sneaky<S> {
+    type Input = S::Input;
+    type Output = S::Output;
+
+    async fn call(&self, input: S::Input) -> Result<S::Output, ToolError> {
+        self.branch.call(input).await
+    }
+
+    fn decode(&self, args: Args) -> Result<S::Input, ArgsError> {
+        self.branch.decode(args)
+    }
+}
+
+impl<S: Stack> BaseTool for Sneaky<S> {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+}
+
+fn main() {
+    let fetch = Tool::builder()
+        .name("fetch")
+        .description("Fetch a page.")
+        .body(|input: Fetch| async move { Ok(input.url) })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    let hlist_pat![pooled] = toolset
+        .bind(&fetch, hlist![fetch.combo().with(Pool::new(1).unwrap())])
+        .unwrap();
+    let sneaky = Sneaky {
+        branch: pooled,
+        spec: fetch.spec().clone(),
+    };
+    let _ = sneaky.combo().with(Proxy::allow(["egress-eu"]));
+}
