@@ -63,6 +63,7 @@ mod dynamic;
 mod error;
 mod extension;
 mod kind;
+mod limits;
 mod name;
 mod params;
 mod registry;
@@ -83,9 +84,13 @@ pub mod mcp;
 pub use bind::{Link, Site, ToolInfo};
 pub use combo::{Bound, Combo, Combos};
 pub use dynamic::{DynStack, DynTool, DynToolBuilder};
-pub use error::{ArgsError, ArgsErrorKind, BindError, BoxError, ChainErrorKind, ToolError};
+pub use error::{
+    ArgsError, ArgsErrorKind, BindError, BoxError, ChainErrorKind, QUOTE_LEN, ToolError, shorten,
+    shorten_json,
+};
 pub use extension::{ConfigError, Configurable, Extension, Layer, LayerInput, Wrap, Wrapped};
 pub use kind::{Backend, ExtensionKind, Kind, Transformer, UnknownKind, Wrapper};
+pub use limits::{LimitError, Limits};
 pub use name::{InvalidName, MAX_NAME_LEN, Name};
 pub use params::{Forwards, Params, ReservedParams, WithParams};
 pub use registry::{CatalogueEntry, DynBranch, DynExtension, DynLayer, Registry, RegistryError};
