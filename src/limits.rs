@@ -60,7 +60,7 @@ use crate::name::MAX_NAME_LEN;
 ///
 /// // Too deep: refused before anything is decoded.
 /// let mut deep = json!(1);
-/// for _ in 0..10 { deep = json!([deep]); }
+/// for _ in 0..10 { deep = Value::Array(vec![deep]); }
 /// let err = toolset.call("echo", json!({"x": deep})).await.unwrap_err();
 /// assert!(matches!(err, ToolError::InvalidArguments { kind: ArgsErrorKind::TooDeep, .. }));
 /// assert!(err.to_string().contains("Limits::with_max_depth"), "{err}");
@@ -278,9 +278,10 @@ mod tests {
     use super::*;
 
     fn nested(depth: usize) -> Value {
+        // Not `json!([value])`: the macro serializes an expression, recursively.
         let mut value = json!(1);
         for _ in 0..depth {
-            value = json!([value]);
+            value = Value::Array(vec![value]);
         }
         value
     }
@@ -300,7 +301,7 @@ mod tests {
     #[test]
     fn a_very_deep_value_is_measured_and_dropped_on_a_small_stack() {
         let handle = std::thread::Builder::new()
-            .stack_size(64 * 1024)
+            .stack_size(128 * 1024)
             .spawn(|| {
                 let value = nested(200_000);
                 let deep = deeper_than(&value, 64);
