@@ -430,11 +430,25 @@ where
     }
 }
 
-fn output_json<O: Serialize>(tool: &Name, output: O) -> Result<Value, ToolError> {
-    serde_json::to_value(output).map_err(|source| ToolError::Output {
+fn output_json<O: Serialize + 'static>(tool: &Name, output: O) -> Result<Value, ToolError> {
+    to_json(output).map_err(|source| ToolError::Output {
         tool: tool.clone(),
         source: source.into(),
     })
+}
+
+/// A result as JSON: moved when it already is JSON (every run-time layer's
+/// result), serialized otherwise. `serde_json::to_value` would copy a `Value`
+/// whole, once per layer.
+pub(crate) fn to_json<O: Serialize + 'static>(output: O) -> Result<Value, serde_json::Error> {
+    if TypeId::of::<O>() == TypeId::of::<Value>() {
+        let output: Box<dyn Any> = Box::new(output);
+        if let Ok(value) = output.downcast::<Value>() {
+            return Ok(*value);
+        }
+        return Err(serde::ser::Error::custom("a JSON value that is not one"));
+    }
+    serde_json::to_value(output)
 }
 
 /// Arguments decoded by a stack seen through JSON: the JSON as given (what it

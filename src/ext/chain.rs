@@ -221,7 +221,7 @@ impl<S: Stack> Stack for Chained<S> {
             return Err(self.stop(ChainErrorKind::TooDeep, problem));
         }
         let first = self.inner.call(input.input).await?;
-        let first = serde_json::to_value(first).map_err(|source| ToolError::Output {
+        let first = crate::stack::to_json(first).map_err(|source| ToolError::Output {
             tool: self.branch.clone(),
             source: source.into(),
         })?;

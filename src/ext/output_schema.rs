@@ -135,7 +135,7 @@ impl<S: Stack> Stack for Validated<S> {
 
     async fn call(&self, input: S::Input) -> Result<Value, ToolError> {
         let output = self.inner.call(input).await?;
-        let value = serde_json::to_value(output).map_err(|source| ToolError::Output {
+        let value = crate::stack::to_json(output).map_err(|source| ToolError::Output {
             tool: self.branch.clone(),
             source: source.into(),
         })?;
