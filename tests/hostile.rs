@@ -937,28 +937,30 @@ async fn over_mcp_a_panic_is_an_error_result() {
 async fn the_cache_bounds_bytes_as_well_as_entries() {
     let shout = shout("shout");
     let cache = Cache::new(CacheConfig {
-        max_bytes: 16 << 20,
+        max_bytes: 1 << 20,
         ..CacheConfig::default()
     });
     let hlist_pat![cached] = Toolset::new()
         .bind(&shout, hlist![shout.combo().with(cache)])
         .unwrap();
+    // Scaled down from the finding (200 distinct 1 MiB arguments against 64 MiB)
+    // to keep a debug build quick: 200 distinct 64 KiB arguments against 1 MiB.
     for n in 0..200 {
-        let text = format!("{n}{}", "t".repeat(1 << 20));
+        let text = format!("{n}{}", "t".repeat(64 << 10));
         cached
             .call(WithParams::new(CacheParams::default(), Shout { text }))
             .await
             .unwrap();
     }
     let store = cached.stack().wrapper();
-    assert!(store.bytes() <= 16 << 20, "{} bytes", store.bytes());
+    assert!(store.bytes() <= 1 << 20, "{} bytes", store.bytes());
     assert!(
         store.len() >= 7 && store.len() <= 8,
         "{} entries",
         store.len()
     );
     // A result over the bound alone is not kept.
-    let huge = "y".repeat(20 << 20);
+    let huge = "y".repeat(2 << 20);
     cached
         .call(WithParams::new(
             CacheParams::default(),
@@ -966,7 +968,7 @@ async fn the_cache_bounds_bytes_as_well_as_entries() {
         ))
         .await
         .unwrap();
-    assert!(store.bytes() <= 16 << 20);
+    assert!(store.bytes() <= 1 << 20);
 }
 
 // ---------------------------------------------------------------------------
