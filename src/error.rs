@@ -7,8 +7,6 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use thiserror::Error;
 
 use crate::kind::ExtensionKind;
@@ -704,8 +702,8 @@ pub fn shorten(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// A JSON value as errors and logs quote it: its JSON text, shortened like
-/// [`shorten`]. Only the quoted part is kept in memory.
+/// A JSON value (or anything that serializes) as errors and logs quote it: its
+/// JSON text, shortened like [`shorten`]. Only the quoted part is kept in memory.
 ///
 /// ```
 /// use serde_json::json;
@@ -714,12 +712,7 @@ pub fn shorten(text: &str) -> Cow<'_, str> {
 /// let long = json!("y".repeat(1_000));
 /// assert!(shorten_json(&long).ends_with("… (1002 bytes)"));
 /// ```
-pub fn shorten_json(value: &Value) -> String {
-    shorten_serialized(value)
-}
-
-/// [`shorten_json`] for anything that serializes, without making a `Value` first.
-pub(crate) fn shorten_serialized<T: serde::Serialize + ?Sized>(value: &T) -> String {
+pub fn shorten_json<T: serde::Serialize + ?Sized>(value: &T) -> String {
     /// Keeps the first bytes written, counts the rest.
     struct Head {
         kept: Vec<u8>,

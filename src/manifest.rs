@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
-use crate::error::{shorten, shorten_json, shorten_serialized};
+use crate::error::{shorten, shorten_json};
 use crate::limits::deeper_than;
 
 /// One element of a combo: an extension name, with author config or not.
@@ -70,7 +70,7 @@ impl fmt::Display for ElementSpec {
         let name = shorten(&self.name);
         match &self.config {
             Some(config) if !config.is_empty() => {
-                write!(f, "{name}{}", shorten_serialized(config))
+                write!(f, "{name}{}", shorten_json(config))
             }
             _ => f.write_str(&name),
         }

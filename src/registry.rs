@@ -98,6 +98,12 @@ impl Registry {
 
     /// Registers a typed extension under its own name. Each branch gets a clone;
     /// a manifest element may not give it config.
+    ///
+    /// Its branch's input must serialize (every built-in's does, and so does any
+    /// [`Wrap`](crate::Wrap) wrapper's): that is how a run-time layer above sees
+    /// the arguments as given without copying them at every layer. A panic in the
+    /// extension's own code while a combo is bound refuses that tool
+    /// ([`BindError::ExtensionFailed`]).
     pub fn register<E>(&mut self, extension: E) -> Result<&mut Self, RegistryError>
     where
         E: Layer<DynStack> + Clone,
@@ -361,7 +367,8 @@ where
 ///     .kind(ExtensionKind::Wrapper)
 ///     .factory(|layer| {
 ///         let stack = DynStack::around(layer.input.branch.clone(), layer.below.clone(), |input, below| async move {
-///             tracing::info!(args = %serde_json::Value::Object(input.args().clone()), "audit");
+///             // Logged shortened: arguments can be megabytes.
+///             tracing::info!(args = %toolgraft::shorten_json(input.args()), "audit");
 ///             below.call(input).await
 ///         });
 ///         Ok(DynBranch::builder().stack(stack).build())

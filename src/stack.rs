@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::error::{ArgsError, ArgsErrorKind, ToolError, shorten, shorten_serialized};
+use crate::error::{ArgsError, ArgsErrorKind, ToolError, shorten, shorten_json};
 use crate::name::Name;
 
 /// JSON arguments of a call: always an object (MCP's `arguments`).
@@ -568,7 +568,7 @@ impl DynInput {
 impl std::fmt::Debug for DynInput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("DynInput")
-            .field(&shorten_serialized(self.args()))
+            .field(&shorten_json(self.args()))
             .finish()
     }
 }

@@ -674,7 +674,7 @@ fn child_long_combo() {
     let combo = vec![ElementSpec::named("trace"); 3000];
     let (outcome, peak) = peak_above(|| {
         let started = Instant::now();
-        let outcome = toolset.replace(&registry, "echo", &[combo.clone()]);
+        let outcome = toolset.replace(&registry, "echo", std::slice::from_ref(&combo));
         measure("bind_3000_us", started.elapsed().as_micros() as f64);
         outcome
     });
@@ -1040,7 +1040,7 @@ fn bound_names_longer_than_128_bytes_are_refused_unless_allowed() {
     let (toolset, registry) = realistic();
     let combo = vec![ElementSpec::named("trace"); 30];
     let err = toolset
-        .replace(&registry, "echo", &[combo.clone()])
+        .replace(&registry, "echo", std::slice::from_ref(&combo))
         .unwrap_err();
     assert!(
         matches!(&err, BindError::NameTooLong { limit: 128, len, .. } if *len > 128),

@@ -92,7 +92,8 @@ impl Params for CacheParams {}
 /// Caches results per branch, keyed by the layer input's JSON; `exp` (seconds) sets
 /// the TTL when a result is stored. Errors are not stored; concurrent identical
 /// calls run the layer below once and share its result (or error); the store never
-/// holds more than `capacity` results.
+/// holds more than `capacity` results, nor more than `max_bytes` (see
+/// [`CacheConfig`]).
 ///
 /// A stored result keeps the TTL it was stored with: a later, shorter `exp` does
 /// not shorten it. The key is the input's JSON with object keys sorted.
