@@ -681,6 +681,11 @@ pub(crate) fn listed<T: fmt::Display>(items: &[T]) -> String {
 
 /// How many characters of a caller's or an operator's value an error or a log
 /// quotes (see [`shorten`]).
+///
+/// ```
+/// let long = "é".repeat(1_000);
+/// assert!(toolgraft::shorten(&long).starts_with(&"é".repeat(toolgraft::QUOTE_LEN)));
+/// ```
 pub const QUOTE_LEN: usize = 200;
 
 /// `text` as errors and logs quote it: at most [`QUOTE_LEN`] characters, then an

@@ -55,6 +55,13 @@
 //!
 //! The rules hold for combos that only exist at run time too, as [`BindError`]s from
 //! the same binding engine.
+//!
+//! Hostile input never takes the process down: by-name calls refuse arguments
+//! nested past a [`Limits`] depth before any other work, binding refuses combos and
+//! names past their limits and extension configs out of range, a panic below
+//! [`Toolset::call`] becomes [`ToolError::Panicked`], and errors and logs quote at
+//! most [`QUOTE_LEN`] characters of any value (see [`Limits`] for what is not
+//! bounded on purpose).
 #![deny(missing_docs)]
 
 mod bind;

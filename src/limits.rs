@@ -79,10 +79,26 @@ pub struct Limits {
 impl Limits {
     /// The highest [`Limits::max_depth`]: `serde_json`'s own parse limit, and a
     /// depth at which decoding (which recurses) stays far from any stack's size.
+    ///
+    /// ```
+    /// use toolgraft::{Limits, Toolset};
+    /// assert!(Toolset::with_limits(Limits::default().with_max_depth(Limits::DEPTH_CEILING)).is_ok());
+    /// ```
     pub const DEPTH_CEILING: usize = 128;
     /// The highest [`Limits::max_combo_len`]: a run-time call recurses once per layer.
+    ///
+    /// ```
+    /// use toolgraft::{Limits, Toolset};
+    /// let over = Limits::default().with_max_combo_len(Limits::COMBO_LEN_CEILING + 1);
+    /// assert!(Toolset::with_limits(over).is_err());
+    /// ```
     pub const COMBO_LEN_CEILING: usize = 1024;
     /// The highest [`Limits::max_name_len`].
+    ///
+    /// ```
+    /// use toolgraft::{Limits, Toolset};
+    /// assert!(Toolset::with_limits(Limits::default().with_max_name_len(Limits::NAME_LEN_CEILING)).is_ok());
+    /// ```
     pub const NAME_LEN_CEILING: usize = 4096;
 
     /// How deep by-name call arguments may nest: the arguments object is level 1,

@@ -362,6 +362,15 @@ fn shown(value: &Value) -> String {
 }
 
 /// How deep a manifest may nest: what `serde_json` parses by default.
+///
+/// ```
+/// use serde_json::Value;
+/// use toolgraft::manifest::{MAX_DEPTH, Manifest, ManifestError};
+/// let mut deep = Value::Null;
+/// for _ in 0..MAX_DEPTH { deep = Value::Array(vec![deep]); }
+/// let manifest = serde_json::json!({"tools": {"x": [[{"name": "a", "config": {"c": deep}}]]}});
+/// assert!(matches!(Manifest::from_value(&manifest), Err(ManifestError::TooDeep { .. })));
+/// ```
 pub const MAX_DEPTH: usize = 128;
 
 /// A JSON value, refusing a key written twice in one object.

@@ -145,6 +145,10 @@ impl Toolset {
     }
 
     /// The toolset's limits (see [`Toolset::with_limits`]).
+    ///
+    /// ```
+    /// assert_eq!(toolgraft::Toolset::new().limits(), toolgraft::Limits::default());
+    /// ```
     pub fn limits(&self) -> Limits {
         self.read().limits
     }

@@ -30,6 +30,13 @@ pub struct BatchConfig {
 }
 
 /// The most items a batch may be configured to take per call.
+///
+/// ```
+/// use toolgraft::Extension;
+/// use toolgraft::ext::{Batch, batch::MAX_ITEMS};
+/// assert!(Batch::max_items(MAX_ITEMS).check_config().is_ok());
+/// assert!(Batch::max_items(MAX_ITEMS + 1).check_config().is_err());
+/// ```
 pub const MAX_ITEMS: usize = 100_000;
 
 impl Default for BatchConfig {

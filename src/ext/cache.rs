@@ -53,9 +53,25 @@ pub struct CacheConfig {
 }
 
 /// The most results one cache branch may be configured to keep.
+///
+/// ```
+/// use std::num::NonZeroUsize;
+/// use toolgraft::Extension;
+/// use toolgraft::ext::{Cache, cache::{CacheConfig, MAX_CAPACITY}};
+/// let capacity = NonZeroUsize::new(MAX_CAPACITY + 1).unwrap();
+/// let cache = Cache::new(CacheConfig { capacity, ..CacheConfig::default() });
+/// assert_eq!(cache.check_config().unwrap_err().field, "capacity");
+/// ```
 pub const MAX_CAPACITY: usize = 10_000_000;
 
 /// The most bytes one cache branch may be configured to keep (64 GiB).
+///
+/// ```
+/// use toolgraft::Extension;
+/// use toolgraft::ext::{Cache, cache::{CacheConfig, MAX_BYTES}};
+/// let cache = Cache::new(CacheConfig { max_bytes: MAX_BYTES, ..CacheConfig::default() });
+/// assert!(cache.check_config().is_ok());
+/// ```
 pub const MAX_BYTES: usize = 64 << 30;
 
 /// What an entry costs beyond its key and result: the store's own bookkeeping.

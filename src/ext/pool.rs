@@ -70,7 +70,12 @@ impl Drop for Shared {
 }
 
 impl Pool {
-    /// The most worker threads one pool may run.
+    /// The most worker threads one pool may run (see [`Pool::new`]).
+    ///
+    /// ```
+    /// use toolgraft::ext::Pool;
+    /// assert!(Pool::new(Pool::MAX_THREADS + 1).is_err());
+    /// ```
     pub const MAX_THREADS: usize = 1024;
 
     /// A pool of `threads` worker threads (at least one, at most

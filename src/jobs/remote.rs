@@ -80,6 +80,14 @@ pub struct RemoteConfig {
 }
 
 /// The longest a caller may be configured to wait for a reply: a day.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolgraft::jobs::{MAX_TIMEOUT_MS, Remote};
+/// let remote = Remote::new("sqlite://jobs.db")?.timeout(Duration::from_secs(u64::MAX));
+/// assert_eq!(remote.timeout_after(), Duration::from_millis(MAX_TIMEOUT_MS));
+/// # Ok::<(), toolgraft::ConfigError>(())
+/// ```
 pub const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 
 fn default_queue() -> String {

@@ -119,7 +119,11 @@ impl Worker {
         self
     }
 
-    /// The most jobs one worker runs at once.
+    /// The most jobs one worker runs at once (see [`Worker::concurrency`]).
+    ///
+    /// ```
+    /// assert_eq!(toolgraft::jobs::Worker::MAX_CONCURRENCY, 4096);
+    /// ```
     pub const MAX_CONCURRENCY: usize = 4096;
 
     /// How long a stopping worker waits for its jobs in flight (30 s unless told).
