@@ -193,21 +193,6 @@ impl Registry {
                 limit: limits.max_combo_len(),
             });
         }
-        // Config is cloned and decoded (both recurse) before it is checked: a
-        // config nested past any sane schema is refused first.
-        if let Some(element) = spec.iter().find(|element| {
-            element
-                .config
-                .as_ref()
-                .is_some_and(|config| config.values().any(|v| deeper_than(v, CONFIG_DEPTH)))
-        }) {
-            return Err(BindError::InvalidConfig {
-                tool: tool.clone(),
-                extension: Name::unchecked(&shorten(&element.name)),
-                field: "config".to_owned(),
-                problem: format!("it nests deeper than {CONFIG_DEPTH} levels"),
-            });
-        }
         let mut unknown: Vec<String> = spec
             .iter()
             .filter(|element| !self.extensions.contains_key(element.name.as_str()))
@@ -235,6 +220,21 @@ impl Registry {
                 .iter()
                 .map(|(name, factory, _)| (*name, factory.kind())),
         )?;
+        // Config is cloned and decoded (both recurse) by the factories: a
+        // config nested past any sane schema is refused before they run.
+        if let Some(element) = spec.iter().find(|element| {
+            element
+                .config
+                .as_ref()
+                .is_some_and(|config| config.values().any(|v| deeper_than(v, CONFIG_DEPTH)))
+        }) {
+            return Err(BindError::InvalidConfig {
+                tool: tool.clone(),
+                extension: Name::unchecked(&shorten(&element.name)),
+                field: "config".to_owned(),
+                problem: format!("it nests deeper than {CONFIG_DEPTH} levels"),
+            });
+        }
         let mut draft = ComboDraft::new(&base.running);
         let mut below = base.dyn_stack();
         for (name, factory, element) in resolved {

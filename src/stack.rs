@@ -463,8 +463,12 @@ pub struct DynInput {
     /// The arguments as given, once known.
     args: OnceCell<Args>,
     /// Reserved params a run-time wrapper took out before the layer below decoded
-    /// (they belong to the arguments as the wrapper was given them).
+    /// (they belong to the arguments as the wrapper was given them), while `args`
+    /// is not known yet.
     reserved: Args,
+    /// The reserved params put back into `args` once it was known: a stack that
+    /// takes the arguments themselves must not see them.
+    restored: Vec<String>,
     decoded: Decoded,
 }
 
@@ -485,6 +489,7 @@ impl DynInput {
         Self {
             args: OnceCell::from(args),
             reserved: Args::new(),
+            restored: Vec::new(),
             decoded: Decoded::Typed {
                 value: Box::new(decoded),
                 rebuild: None,
@@ -496,6 +501,7 @@ impl DynInput {
         Self {
             args: OnceCell::from(args),
             reserved: Args::new(),
+            restored: Vec::new(),
             decoded: Decoded::Args,
         }
     }
@@ -510,6 +516,7 @@ impl DynInput {
         Self {
             args: OnceCell::new(),
             reserved: Args::new(),
+            restored: Vec::new(),
             decoded: Decoded::Typed {
                 value: Box::new(decoded),
                 rebuild: Some(rebuild::<I>),
@@ -545,7 +552,10 @@ impl DynInput {
     /// decoded, so the wrapper sees its arguments as given.
     pub(crate) fn restore(&mut self, reserved: Args) {
         match self.args.get_mut() {
-            Some(args) => args.extend(reserved),
+            Some(args) => {
+                self.restored.extend(reserved.keys().cloned());
+                args.extend(reserved);
+            }
             None => self.reserved.extend(reserved),
         }
     }
@@ -558,7 +568,14 @@ impl DynInput {
             return whole.downcast::<T>().ok().map(|input| *input);
         }
         let decoded: Box<dyn Any> = match self.decoded {
-            Decoded::Args => Box::new(self.args.into_inner().unwrap_or_default()),
+            Decoded::Args => {
+                let mut args = self.args.into_inner().unwrap_or_default();
+                // Put back last, so taking them out last-first keeps the order.
+                for name in self.restored.iter().rev() {
+                    args.remove(name);
+                }
+                Box::new(args)
+            }
             Decoded::Typed { value, .. } => value,
         };
         decoded.downcast::<T>().ok().map(|input| *input)

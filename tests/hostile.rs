@@ -1055,3 +1055,52 @@ fn bound_names_longer_than_128_bytes_are_refused_unless_allowed() {
     roomy.replace(&registry, "echo", &[combo]).unwrap();
     assert_eq!(roomy.names().len(), 31);
 }
+
+/// Keeping arguments without copies must not change what each layer sees: a
+/// run-time wrapper sees its reserved params, the raw tool below does not.
+#[tokio::test]
+async fn reserved_params_stop_at_a_run_time_wrapper_over_a_raw_tool() {
+    use std::sync::{Arc, Mutex};
+    use toolgraft::{DynBranch, DynExtension, DynStack, DynTool, ExtensionKind};
+
+    let echo = DynTool::builder()
+        .name("raw")
+        .description("Return the arguments.")
+        .input_schema(schemars::json_schema!({
+            "type": "object", "properties": {"text": {"type": "string"}}
+        }))
+        .body(|args| async move { Ok(Value::Object(args)) })
+        .build()
+        .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let mut registry = Registry::new();
+    registry
+        .register_dynamic(
+            DynExtension::builder()
+                .name("expiring")
+                .kind(ExtensionKind::Wrapper)
+                .reserved(schemars::json_schema!({"type": "object", "properties": {"exp": {"type": "number"}}}))
+                .factory(move |layer| {
+                    let record = record.clone();
+                    let stack = DynStack::around(layer.input.branch.clone(), layer.below.clone(), move |input, below| {
+                        record.lock().unwrap().push(Value::Object(input.args().clone()));
+                        async move { below.call(input).await }
+                    });
+                    Ok(DynBranch::builder().stack(stack).build())
+                })
+                .build(),
+        )
+        .unwrap();
+    let toolset = Toolset::new();
+    let manifest = Manifest::from_json(r#"{"tools": {"raw": ["expiring"]}}"#).unwrap();
+    for (_, outcome) in toolset.bind_manifest(&registry, &BaseTools::new().with(&echo), &manifest) {
+        outcome.unwrap();
+    }
+    let out = toolset
+        .call("raw_expiring", json!({"text": "a", "exp": 3}))
+        .await
+        .unwrap();
+    assert_eq!(out, json!({"text": "a"}));
+    assert_eq!(*seen.lock().unwrap(), [json!({"text": "a", "exp": 3})]);
+}
