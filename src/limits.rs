@@ -6,20 +6,6 @@
 //! abort the process or pin its memory. Each limit has a default an operator can
 //! live with, and a ceiling; an error that a limit causes names the setter that
 //! raises it.
-//!
-//! What is **not** bounded, on purpose:
-//!
-//! * In-process calls have no timeout: a body that never ends keeps its caller
-//!   waiting. Wrap [`Toolset::call`](crate::Toolset::call) in
-//!   `tokio::time::timeout` where a deadline matters; the call (and a pool job under
-//!   it) stops when its future is dropped. Relocated calls have one (the `Remote`
-//!   backend's `timeout`).
-//! * The size of call arguments: they arrive already in memory, and the embedding
-//!   server's transport decides how large a request may be. toolgraft does not copy
-//!   them per layer, and quotes at most 200 characters of them in errors and logs.
-//! * What a tool body returns, and what a typed call (with Rust values, not JSON)
-//!   passes: that is the embedding program's own code.
-//! * How many tools and combos a toolset binds: the operator writes them.
 
 use serde_json::Value;
 use thiserror::Error;
@@ -43,6 +29,23 @@ use crate::name::MAX_NAME_LEN;
 /// tool names of at most 128 bytes; a deep combo's branch names grow with its depth,
 /// so binding deep combos may need a higher `max_name_len` (they then stay callable
 /// by name in process, but MCP clients may refuse them).
+///
+/// What is **not** bounded, on purpose:
+///
+/// * In-process calls have no timeout: a body that never ends keeps its caller
+///   waiting. Wrap [`Toolset::call`](crate::Toolset::call) in
+///   `tokio::time::timeout` where a deadline matters; the call (and a pool job under
+///   it) stops when its future is dropped. Relocated calls have one (the `Remote`
+///   backend's `timeout`).
+/// * The size of call arguments: they arrive already in memory, and the embedding
+///   server's transport decides how large a request may be. toolgraft does not copy
+///   them per layer, and quotes at most 200 characters of them in errors and logs.
+/// * What a tool body returns, and what a typed call (with Rust values, not JSON)
+///   passes: that is the embedding program's own code.
+/// * How many tools and combos a toolset binds: the operator writes them.
+/// * Typed combos are built by the program itself (`Combo::with`), so a panic
+///   while building one is the program's; extensions a manifest names by name
+///   are built under `catch_unwind`, and a panic there refuses that tool only.
 ///
 /// ```
 /// use frunk::hlist;
