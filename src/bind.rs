@@ -22,7 +22,7 @@ use crate::manifest::{ComboSpec, ElementSpec};
 use crate::name::InvalidName;
 use crate::name::Name;
 use crate::rules;
-use crate::stack::ErasedStack;
+use crate::stack::{BaseStack, ErasedStack};
 use crate::tool::{BaseTool, ToolSpec};
 
 /// One applied element of a bound name's stack: which extension, of which kind,
@@ -47,7 +47,12 @@ pub struct Link {
 impl fmt::Display for Link {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.config {
-            Some(config) => write!(f, "{}{config}", self.extension),
+            Some(config) => write!(
+                f,
+                "{}{}",
+                self.extension,
+                crate::error::shorten_json(config)
+            ),
             None => write!(f, "{}", self.extension),
         }
     }
@@ -352,7 +357,7 @@ impl Minted {
     pub fn base<B: BaseTool>(base: &B) -> Self {
         Self {
             running: Running::of_base(base.spec()),
-            stack: Arc::new(base.clone()),
+            stack: Arc::new(BaseStack::new(base.clone())),
         }
     }
 
@@ -433,6 +438,11 @@ impl ComboDraft {
         };
         self.running = next;
         self.elements.push(element);
+    }
+
+    /// How many elements the combo has.
+    pub(crate) fn len(&self) -> usize {
+        self.elements.len()
     }
 
     /// Whether a rule already refused the combo.

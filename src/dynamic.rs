@@ -256,10 +256,16 @@ impl Stack for Without {
     }
 
     fn decode(&self, mut args: Args) -> Result<DynInput, ArgsError> {
+        let mut reserved = Args::new();
         for name in self.names.iter() {
-            args.remove(name);
+            if let Some((name, value)) = args.remove_entry(name) {
+                reserved.insert(name, value);
+            }
         }
-        self.below.decode(args)
+        let mut input = self.below.decode(args)?;
+        // The wrapper above sees its arguments as it was given them.
+        input.restore(reserved);
+        Ok(input)
     }
 }
 

@@ -3,6 +3,7 @@
 //! Both are shared by the typed and the run-time (manifest) paths: the same rule gives
 //! the same variant wherever it is checked.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -100,10 +101,12 @@ pub enum ToolError {
         #[source]
         source: Arc<dyn std::error::Error + Send + Sync + 'static>,
     },
-    /// The tool body panicked; the panic was caught and the caller keeps running.
+    /// A tool body or an extension panicked; the panic was caught, and the caller
+    /// and the toolset keep running.
     #[error("tool `{tool}` panicked: {message}")]
     Panicked {
-        /// The base tool whose body panicked.
+        /// The base tool whose body panicked, or the bound name called when an
+        /// extension's own code panicked.
         tool: Name,
         /// The panic payload, when it was a string.
         message: String,
@@ -227,6 +230,9 @@ pub enum ArgsErrorKind {
     MissingField,
     /// An argument (or the arguments as a whole) has the wrong shape or value.
     InvalidValue,
+    /// The arguments nest deeper than the toolset's
+    /// [`Limits::max_depth`](crate::Limits::max_depth).
+    TooDeep,
 }
 
 /// Arguments that do not fit an input type, before the tool name is known.
@@ -272,6 +278,7 @@ impl ArgsError {
     /// assert_eq!(err.problem, "unknown field `exp`, expected one of `text`");
     /// ```
     pub fn unknown(field: &str, expected: &[String]) -> Self {
+        let field = shorten(field);
         let expected = if expected.is_empty() {
             "no arguments".to_owned()
         } else {
@@ -279,9 +286,9 @@ impl ArgsError {
             format!("one of {}", listed.join(", "))
         };
         Self {
-            field: Some(field.to_owned()),
-            kind: ArgsErrorKind::UnknownField,
             problem: format!("unknown field `{field}`, expected {expected}"),
+            field: Some(field.into_owned()),
+            kind: ArgsErrorKind::UnknownField,
         }
     }
 
@@ -403,6 +410,37 @@ pub enum BindError {
     EmptyCombo {
         /// The tool.
         tool: Name,
+    },
+
+    /// A combo has more elements than the toolset's
+    /// [`Limits::max_combo_len`](crate::Limits::max_combo_len).
+    #[error(
+        "a combo of `{tool}` has {len} elements, over the limit of {limit}; shorten it, or raise the limit with `Limits::with_max_combo_len`"
+    )]
+    ComboTooLong {
+        /// The tool.
+        tool: Name,
+        /// The combo's length.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+
+    /// A name the tool would bind is longer than the toolset's
+    /// [`Limits::max_name_len`](crate::Limits::max_name_len) (MCP clients expect at
+    /// most 128 bytes).
+    #[error(
+        "`{tool}` would bind `{name}`, {len} bytes long, over the limit of {limit}; shorten the combo or the extension names, or raise the limit with `Limits::with_max_name_len`"
+    )]
+    NameTooLong {
+        /// The tool.
+        tool: Name,
+        /// The name (shortened).
+        name: String,
+        /// Its length in bytes.
+        len: usize,
+        /// The limit.
+        limit: usize,
     },
 
     /// A run-time extension's factory failed (or panicked) while building a branch.
@@ -627,7 +665,7 @@ pub enum BindError {
 pub(crate) fn ticked(names: &[String]) -> String {
     names
         .iter()
-        .map(|n| format!("`{n}`"))
+        .map(|n| format!("`{}`", shorten(n)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -636,7 +674,79 @@ pub(crate) fn ticked(names: &[String]) -> String {
 pub(crate) fn listed<T: fmt::Display>(items: &[T]) -> String {
     items
         .iter()
-        .map(ToString::to_string)
+        .map(|item| shorten(&item.to_string()).into_owned())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// How many characters of a caller's or an operator's value an error or a log
+/// quotes (see [`shorten`]).
+///
+/// ```
+/// let long = "é".repeat(1_000);
+/// assert!(toolgraft::shorten(&long).starts_with(&"é".repeat(toolgraft::QUOTE_LEN)));
+/// ```
+pub const QUOTE_LEN: usize = 200;
+
+/// `text` as errors and logs quote it: at most [`QUOTE_LEN`] characters, then an
+/// ellipsis and the original length, so a 10 MB argument makes a short message.
+///
+/// ```
+/// use toolgraft::shorten;
+/// assert_eq!(shorten("short"), "short");
+/// let long = "x".repeat(10_000);
+/// assert_eq!(shorten(&long), format!("{}… (10000 bytes)", "x".repeat(200)));
+/// ```
+pub fn shorten(text: &str) -> Cow<'_, str> {
+    if text.len() <= QUOTE_LEN {
+        return Cow::Borrowed(text);
+    }
+    match text.char_indices().nth(QUOTE_LEN) {
+        Some((cut, _)) => Cow::Owned(format!("{}… ({} bytes)", &text[..cut], text.len())),
+        None => Cow::Borrowed(text),
+    }
+}
+
+/// A JSON value (or anything that serializes) as errors and logs quote it: its
+/// JSON text, shortened like [`shorten`]. Only the quoted part is kept in memory.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgraft::shorten_json;
+/// assert_eq!(shorten_json(&json!({"a": 1})), r#"{"a":1}"#);
+/// let long = json!("y".repeat(1_000));
+/// assert!(shorten_json(&long).ends_with("… (1002 bytes)"));
+/// ```
+pub fn shorten_json<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    /// Keeps the first bytes written, counts the rest.
+    struct Head {
+        kept: Vec<u8>,
+        total: usize,
+    }
+    impl std::io::Write for Head {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            // Four bytes per character at most: enough to cut at `QUOTE_LEN` chars.
+            let room = (QUOTE_LEN * 4 + 4).saturating_sub(self.kept.len());
+            self.kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            self.total += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut head = Head {
+        kept: Vec::new(),
+        total: 0,
+    };
+    if serde_json::to_writer(&mut head, value).is_err() {
+        return "(a value that does not serialize)".to_owned();
+    }
+    let text = String::from_utf8_lossy(&head.kept);
+    match text.char_indices().nth(QUOTE_LEN) {
+        Some((cut, _)) if head.total > QUOTE_LEN => {
+            format!("{}… ({} bytes)", &text[..cut], head.total)
+        }
+        _ => text.into_owned(),
+    }
 }

@@ -55,6 +55,13 @@
 //!
 //! The rules hold for combos that only exist at run time too, as [`BindError`]s from
 //! the same binding engine.
+//!
+//! Hostile input never takes the process down: by-name calls refuse arguments
+//! nested past a [`Limits`] depth before any other work, binding refuses combos and
+//! names past their limits and extension configs out of range, a panic below
+//! [`Toolset::call`] becomes [`ToolError::Panicked`], and errors and logs quote at
+//! most [`QUOTE_LEN`] characters of any value (see [`Limits`] for what is not
+//! bounded on purpose).
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -64,6 +71,7 @@ mod dynamic;
 mod error;
 mod extension;
 mod kind;
+mod limits;
 mod name;
 mod params;
 mod registry;
@@ -85,9 +93,13 @@ pub mod mcp;
 pub use bind::{Link, Site, ToolInfo};
 pub use combo::{Bound, Combo, Combos};
 pub use dynamic::{DynStack, DynTool, DynToolBuilder};
-pub use error::{ArgsError, ArgsErrorKind, BindError, BoxError, ChainErrorKind, ToolError};
+pub use error::{
+    ArgsError, ArgsErrorKind, BindError, BoxError, ChainErrorKind, QUOTE_LEN, ToolError, shorten,
+    shorten_json,
+};
 pub use extension::{ConfigError, Configurable, Extension, Layer, LayerInput, Wrap, Wrapped};
 pub use kind::{Backend, ExtensionKind, Kind, Transformer, UnknownKind, Wrapper, words};
+pub use limits::{LimitError, Limits};
 pub use name::{InvalidName, MAX_NAME_LEN, Name};
 pub use params::{Forwards, Params, ReservedParams, WithParams};
 pub use registry::{CatalogueEntry, DynBranch, DynExtension, DynLayer, Registry, RegistryError};

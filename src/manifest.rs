@@ -17,6 +17,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
+use crate::error::{shorten, shorten_json};
+use crate::limits::deeper_than;
+
 /// One element of a combo: an extension name, with author config or not.
 ///
 /// ```
@@ -64,11 +67,12 @@ impl ElementSpec {
 
 impl fmt::Display for ElementSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = shorten(&self.name);
         match &self.config {
             Some(config) if !config.is_empty() => {
-                write!(f, "{}{}", self.name, Value::Object(config.clone()))
+                write!(f, "{name}{}", shorten_json(config))
             }
-            _ => f.write_str(&self.name),
+            _ => f.write_str(&name),
         }
     }
 }
@@ -127,6 +131,13 @@ pub enum ManifestError {
         tool: String,
         /// What is wrong, and what to write instead.
         problem: String,
+    },
+    /// The manifest nests deeper than [`MAX_DEPTH`] levels (JSON and TOML parsers
+    /// stop earlier; a manifest built from a `Value` in code may not).
+    #[error("the manifest nests more than {limit} levels deep; no manifest needs that many")]
+    TooDeep {
+        /// The limit.
+        limit: usize,
     },
     /// The file could not be read, or its format is not known from its extension.
     #[error("cannot load the manifest {path}: {problem}")]
@@ -201,12 +212,16 @@ impl Manifest {
     /// Reads a manifest from a JSON value of the SPEC §5 shape, normalizing flat
     /// lists to one combo.
     pub fn from_value(value: &Value) -> Result<Self, ManifestError> {
+        // Reading the manifest clones configs, which recurses once per level.
+        if deeper_than(value, MAX_DEPTH) {
+            return Err(ManifestError::TooDeep { limit: MAX_DEPTH });
+        }
         let top = value.as_object().ok_or_else(|| ManifestError::TopLevel {
             problem: format!("found {}", shown(value)),
         })?;
         if let Some(extra) = top.keys().find(|key| *key != "tools") {
             return Err(ManifestError::TopLevel {
-                problem: format!("unexpected key `{extra}`"),
+                problem: format!("unexpected key `{}`", shorten(extra)),
             });
         }
         let tools = top
@@ -228,7 +243,7 @@ impl Manifest {
 
 fn shape(tool: &str, problem: String) -> ManifestError {
     ManifestError::Shape {
-        tool: tool.to_owned(),
+        tool: shorten(tool).into_owned(),
         problem,
     }
 }
@@ -310,7 +325,7 @@ fn element_of(
         Value::String(_) => Err(fail("is an empty name".to_owned())),
         Value::Object(fields) => {
             if let Some(extra) = fields.keys().find(|key| *key != "name" && *key != "config") {
-                return Err(fail(format!("has an unexpected key `{extra}`")));
+                return Err(fail(format!("has an unexpected key `{}`", shorten(extra))));
             }
             let name = match fields.get("name") {
                 Some(Value::String(name)) if !name.is_empty() => name.clone(),
@@ -332,7 +347,8 @@ fn element_of(
                     shown(other)
                 ))),
                 None => Err(fail(format!(
-                    "has no `config` mapping (write \"{name}\" alone, or add \"config\": {{}})"
+                    "has no `config` mapping (write \"{}\" alone, or add \"config\": {{}})",
+                    shorten(&name)
                 ))),
             }
         }
@@ -342,13 +358,20 @@ fn element_of(
 
 /// A value as it appears in JSON, shortened.
 fn shown(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() > 60 {
-        format!("{}…", text.chars().take(60).collect::<String>())
-    } else {
-        text
-    }
+    shorten_json(value)
 }
+
+/// How deep a manifest may nest: what `serde_json` parses by default.
+///
+/// ```
+/// use serde_json::Value;
+/// use toolgraft::manifest::{MAX_DEPTH, Manifest, ManifestError};
+/// let mut deep = Value::Null;
+/// for _ in 0..MAX_DEPTH { deep = Value::Array(vec![deep]); }
+/// let manifest = serde_json::json!({"tools": {"x": [[{"name": "a", "config": {"c": deep}}]]}});
+/// assert!(matches!(Manifest::from_value(&manifest), Err(ManifestError::TooDeep { .. })));
+/// ```
+pub const MAX_DEPTH: usize = 128;
 
 /// A JSON value, refusing a key written twice in one object.
 struct StrictValue;

@@ -251,6 +251,7 @@ fn to_mcp(
                 ArgsErrorKind::UnknownField => "unknown_field",
                 ArgsErrorKind::MissingField => "missing_field",
                 ArgsErrorKind::InvalidValue => "invalid_value",
+                ArgsErrorKind::TooDeep => "too_deep",
             };
             let data = json!({"tool": tool.as_str(), "field": field, "kind": kind});
             Err(ErrorData::invalid_params(message, Some(data)))

@@ -21,8 +21,9 @@ pub const MAX_NAME_LEN: usize = 128;
 /// `A-Z a-z 0-9 _ - .` (the MCP tool-name alphabet).
 ///
 /// Branch names are minted as `<layer input>_<extension>`, so they use the same
-/// alphabet by construction; they are not length-limited, because a deep combo's
-/// names grow with its depth.
+/// alphabet by construction; their length is the toolset's
+/// [`Limits::max_name_len`](crate::Limits::max_name_len), checked when they are
+/// bound, because a deep combo's names grow with its depth.
 ///
 /// Cloning is cheap (a reference count).
 ///
@@ -49,7 +50,7 @@ pub struct Name(Arc<str>);
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[error("invalid name `{name}`: {problem}")]
 pub struct InvalidName {
-    /// The rejected string.
+    /// The rejected string (shortened, see [`shorten`](crate::shorten)).
     pub name: String,
     /// What is wrong with it.
     pub problem: String,
@@ -76,7 +77,7 @@ impl Name {
         match problem {
             None => Ok(Self(name.into())),
             Some(problem) => Err(InvalidName {
-                name: name.to_owned(),
+                name: crate::error::shorten(name).into_owned(),
                 problem,
             }),
         }

@@ -20,12 +20,14 @@ use crate::bind::{Attached, ComboDraft, Element, Minted, Problem, Running, writt
 use crate::combo::apply_typed;
 use crate::dynamic::DynStack;
 use crate::error::BindError;
+use crate::error::shorten;
 use crate::extension::{ConfigError, Configurable, Layer, LayerInput};
 use crate::kind::{ExtensionKind, Kind};
+use crate::limits::{Limits, deeper_than};
 use crate::manifest::ElementSpec;
 use crate::name::{InvalidName, Name};
 use crate::rules::{self, InputContract, Locality, OutputContract};
-use crate::stack::{DynInput, ErasedStack, Stack, decode_args};
+use crate::stack::{DynInput, ErasedStack, Rebuilt, Stack, decode_args};
 use crate::tool::panic_message;
 
 /// Extensions by name.
@@ -96,11 +98,18 @@ impl Registry {
 
     /// Registers a typed extension under its own name. Each branch gets a clone;
     /// a manifest element may not give it config.
+    ///
+    /// Its branch's input must serialize (every built-in's does, and so does any
+    /// [`Wrap`](crate::Wrap) wrapper's): that is how a run-time layer above sees
+    /// the arguments as given without copying them at every layer. A panic in the
+    /// extension's own code while a combo is bound refuses that tool
+    /// ([`BindError::ExtensionFailed`]).
     pub fn register<E>(&mut self, extension: E) -> Result<&mut Self, RegistryError>
     where
         E: Layer<DynStack> + Clone,
         <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
         <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
+        <E::Branch as Stack>::Input: Serialize,
     {
         let name = Name::new(extension.name())?;
         self.insert(name, Typed::Default(extension))
@@ -114,6 +123,7 @@ impl Registry {
         E: Layer<DynStack> + Configurable + Clone,
         <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
         <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
+        <E::Branch as Stack>::Input: Serialize,
     {
         let name = Name::new(default.name())?;
         self.insert(name, Typed::Configurable(default, config_of::<E>))
@@ -126,6 +136,7 @@ impl Registry {
         E: Layer<DynStack> + Configurable + Clone,
         <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
         <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
+        <E::Branch as Stack>::Input: Serialize,
     {
         let name = Name::new(name)?;
         self.insert(name, Typed::<E>::FromConfigOnly(config_of::<E>))
@@ -163,10 +174,24 @@ impl Registry {
     /// cardinality (before any factory runs), then the engine's per-layer rules.
     /// Factories stop running at the first refused layer; a change that is retried
     /// runs them again.
-    pub(crate) fn combo(&self, base: &Minted, spec: &[ElementSpec]) -> Result<Attached, BindError> {
+    pub(crate) fn combo(
+        &self,
+        base: &Minted,
+        spec: &[ElementSpec],
+        limits: &Limits,
+    ) -> Result<Attached, BindError> {
         let tool = &base.running.base;
         if spec.is_empty() {
             return Err(BindError::EmptyCombo { tool: tool.clone() });
+        }
+        // Before anything else: binding costs grow with the length, and so does
+        // the nesting of a call through the combo.
+        if spec.len() > limits.max_combo_len() {
+            return Err(BindError::ComboTooLong {
+                tool: tool.clone(),
+                len: spec.len(),
+                limit: limits.max_combo_len(),
+            });
         }
         let mut unknown: Vec<String> = spec
             .iter()
@@ -195,6 +220,21 @@ impl Registry {
                 .iter()
                 .map(|(name, factory, _)| (*name, factory.kind())),
         )?;
+        // Config is cloned and decoded (both recurse) by the factories: a
+        // config nested past any sane schema is refused before they run.
+        if let Some(element) = spec.iter().find(|element| {
+            element
+                .config
+                .as_ref()
+                .is_some_and(|config| config.values().any(|v| deeper_than(v, CONFIG_DEPTH)))
+        }) {
+            return Err(BindError::InvalidConfig {
+                tool: tool.clone(),
+                extension: Name::unchecked(&shorten(&element.name)),
+                field: "config".to_owned(),
+                problem: format!("it nests deeper than {CONFIG_DEPTH} levels"),
+            });
+        }
         let mut draft = ComboDraft::new(&base.running);
         let mut below = base.dyn_stack();
         for (name, factory, element) in resolved {
@@ -212,6 +252,9 @@ impl Registry {
         draft.finish(tool)
     }
 }
+
+/// How deep an element's config may nest (what JSON and TOML parsers allow anyway).
+const CONFIG_DEPTH: usize = 64;
 
 /// What the registry does with a name.
 trait Factory: Send + Sync + 'static {
@@ -253,6 +296,7 @@ impl<E> Factory for Typed<E>
 where
     E: Layer<DynStack> + Clone,
     <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
+    <E::Branch as Stack>::Input: Serialize,
 {
     fn kind(&self) -> ExtensionKind {
         <E::Kind as Kind>::KIND
@@ -266,33 +310,40 @@ where
         stack: DynStack,
     ) -> (Element, Option<Arc<dyn ErasedStack>>) {
         let written = config.cloned();
-        let (built, accepts_config) = match (self, &written) {
-            (Typed::Configurable(_, from_config), Some(config)) => {
-                (from_config(config.clone()), true)
+        let accepts_config = !matches!(self, Typed::Default(_));
+        // A panic in the extension's own code (its config, its schemas, its
+        // `layer`) refuses the tool, as a run-time factory's does.
+        let built = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let extension = match (self, &written) {
+                (Typed::Configurable(_, from_config), Some(config)) => from_config(config.clone()),
+                (Typed::Configurable(default, _), None) => Ok(default.clone()),
+                (Typed::FromConfigOnly(from_config), written) => {
+                    from_config(written.clone().unwrap_or_default())
+                }
+                // Config it does not take: rule 7 refuses it at its turn.
+                (Typed::Default(default), _) => Ok(default.clone()),
+            };
+            extension
+                .map(|extension| apply_typed(extension, name.clone(), below, stack, accepts_config))
+        }));
+        let problem = match built {
+            Ok(Ok((mut element, branch))) => {
+                element.written = written;
+                let stack: Arc<dyn ErasedStack> = Arc::new(Rebuilt(branch));
+                return (element, Some(stack));
             }
-            (Typed::Configurable(default, _), None) => (Ok(default.clone()), true),
-            (Typed::FromConfigOnly(from_config), written) => {
-                (from_config(written.clone().unwrap_or_default()), true)
-            }
-            // Config it does not take: rule 7 refuses it at its turn.
-            (Typed::Default(default), _) => (Ok(default.clone()), false),
+            Ok(Err(problem)) => Problem::Config(problem),
+            Err(panic) => Problem::Failed(format!(
+                "it panicked: {}",
+                shorten(&panic_message(panic.as_ref()))
+            )),
         };
-        match built {
-            Ok(extension) => {
-                let (mut element, branch) =
-                    apply_typed(extension, name.clone(), below, stack, accepts_config);
-                element.written = written;
-                (element, Some(Arc::new(branch)))
-            }
-            Err(problem) => {
-                let mut element = Element::bare(name, <E::Kind as Kind>::KIND, below);
-                element.body_local = <E::Locality as Locality>::REQUIRES_BODY_LOCALITY;
-                element.accepts_config = accepts_config;
-                element.written = written;
-                element.problem = Some(Problem::Config(problem));
-                (element, None)
-            }
-        }
+        let mut element = Element::bare(name, <E::Kind as Kind>::KIND, below);
+        element.body_local = <E::Locality as Locality>::REQUIRES_BODY_LOCALITY;
+        element.accepts_config = accepts_config;
+        element.written = written;
+        element.problem = Some(problem);
+        (element, None)
     }
 }
 
@@ -316,7 +367,8 @@ where
 ///     .kind(ExtensionKind::Wrapper)
 ///     .factory(|layer| {
 ///         let stack = DynStack::around(layer.input.branch.clone(), layer.below.clone(), |input, below| async move {
-///             tracing::info!(args = %serde_json::Value::Object(input.args().clone()), "audit");
+///             // Logged shortened: arguments can be megabytes.
+///             tracing::info!(args = %toolgraft::shorten_json(input.args()), "audit");
 ///             below.call(input).await
 ///         });
 ///         Ok(DynBranch::builder().stack(stack).build())

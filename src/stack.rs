@@ -1,5 +1,7 @@
 //! The callable at every level: a base tool, or a branch with its layers.
 
+use std::any::{Any, TypeId};
+use std::cell::OnceCell;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -7,7 +9,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::error::{ArgsError, ArgsErrorKind, ToolError};
+use crate::error::{ArgsError, ArgsErrorKind, ToolError, shorten, shorten_json};
 use crate::name::Name;
 
 /// JSON arguments of a call: always an object (MCP's `arguments`).
@@ -124,6 +126,9 @@ impl<'a, S: Stack> Next<'a, S> {
 
 /// Decodes arguments with serde, naming the offending field on error.
 ///
+/// The field path and serde's message are shortened (see
+/// [`shorten`](crate::shorten)): serde quotes the offending value whole.
+///
 /// ```
 /// use toolgraft::decode_args;
 /// #[derive(serde::Deserialize, Debug)]
@@ -133,13 +138,14 @@ impl<'a, S: Stack> Next<'a, S> {
 /// assert_eq!(err.field.as_deref(), Some("text"));
 /// ```
 pub fn decode_args<T: DeserializeOwned>(args: Args) -> Result<T, ArgsError> {
+    let hand_back = handback::take_request();
     let args = Value::Object(args);
     // Tracking the path costs an allocation per field: only pay it to explain a
     // failure.
-    T::deserialize(&args)
+    let decoded = T::deserialize(&args)
         .or_else(|_| serde_path_to_error::deserialize(&args))
         .map_err(|err| {
-            let path = err.path().to_string();
+            let path = shorten(&err.path().to_string()).into_owned();
             let problem = err.inner().to_string();
             let missing = missing_field(&problem);
             let kind = if missing.is_some() {
@@ -151,15 +157,93 @@ pub fn decode_args<T: DeserializeOwned>(args: Args) -> Result<T, ArgsError> {
             ArgsError {
                 field,
                 kind,
-                problem,
+                problem: shorten(&problem).into_owned(),
             }
-        })
+        });
+    if hand_back && let Value::Object(args) = args {
+        handback::give(args);
+    }
+    decoded
 }
 
 /// serde reports a missing field at the parent's path; the field is in the message.
 fn missing_field(problem: &str) -> Option<String> {
     let rest = problem.strip_prefix("missing field `")?;
-    Some(rest[..rest.find('`')?].to_owned())
+    Some(shorten(&rest[..rest.find('`')?]).into_owned())
+}
+
+/// How a base tool's decoding hands its arguments back to the run-time layer that
+/// asked, so the layer keeps them as given without a copy.
+///
+/// `Stack::decode` takes the arguments by value, and a typed tool decodes them by
+/// reference and drops them; a run-time layer right above needs them as given (a
+/// cache key, a run-time wrapper's view), and copying them would double a large
+/// argument on every call. So the layer asks, on this thread, and [`decode_args`]
+/// (what a typed tool decodes with) leaves them here instead of dropping them.
+/// Decoding is synchronous, so nothing else runs on the thread in between.
+mod handback {
+    use std::cell::RefCell;
+
+    use super::Args;
+
+    enum State {
+        Off,
+        Asked,
+        Given(Args),
+    }
+
+    thread_local! {
+        static STATE: RefCell<State> = const { RefCell::new(State::Off) };
+    }
+
+    /// Whether a layer asked for the arguments of the decode starting now; the
+    /// request is used up, so nested decodes (reserved params) never see it.
+    pub(super) fn take_request() -> bool {
+        STATE.with(|state| {
+            let mut state = state.borrow_mut();
+            let asked = matches!(*state, State::Asked);
+            if asked {
+                *state = State::Off;
+            }
+            asked
+        })
+    }
+
+    pub(super) fn give(args: Args) {
+        STATE.with(|state| *state.borrow_mut() = State::Given(args));
+    }
+
+    /// A request for the arguments of the next decode on this thread; dropped, it
+    /// leaves the thread as it found it, even if decoding panicked.
+    pub(super) struct Request {
+        previous: Option<State>,
+    }
+
+    impl Request {
+        pub(super) fn new() -> Self {
+            let previous = STATE.with(|state| state.replace(State::Asked));
+            Self {
+                previous: Some(previous),
+            }
+        }
+
+        /// The arguments handed back, if the decode went through `decode_args`.
+        pub(super) fn finish(mut self) -> Option<Args> {
+            let previous = self.previous.take().unwrap_or(State::Off);
+            match STATE.with(|state| state.replace(previous)) {
+                State::Given(args) => Some(args),
+                State::Off | State::Asked => None,
+            }
+        }
+    }
+
+    impl Drop for Request {
+        fn drop(&mut self) {
+            if let Some(previous) = self.previous.take() {
+                STATE.with(|state| *state.borrow_mut() = previous);
+            }
+        }
+    }
 }
 
 /// A stack seen through JSON: what the toolset stores for every bound name, and
@@ -172,7 +256,8 @@ pub(crate) trait ErasedStack: Send + Sync + 'static {
         args: Args,
     ) -> BoxFuture<'a, Result<Value, ToolError>>;
 
-    /// Decodes, keeping the arguments: the first half of a call through a layer.
+    /// Decodes, keeping the arguments as given (never copying them): the first
+    /// half of a call through a layer.
     fn decode_erased(&self, args: Args) -> Result<DynInput, ArgsError>;
 
     /// Calls with what [`ErasedStack::decode_erased`] decoded.
@@ -189,17 +274,15 @@ impl<S: Stack> ErasedStack for S {
         tool: &'a Name,
         args: Args,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        Box::pin(async move {
-            let input = self.decode(args).map_err(|err| err.for_tool(tool))?;
-            output_json(tool, self.call(input).await?)
-        })
+        call_json(self, tool, args)
     }
 
     fn decode_erased(&self, args: Args) -> Result<DynInput, ArgsError> {
-        let decoded = self.decode(args.clone())?;
-        Ok(DynInput {
-            args,
-            decoded: Box::new(decoded),
+        decode_shared(self, args).unwrap_or_else(|args| {
+            // A typed input that cannot be turned back into JSON: the only case
+            // that keeps a copy (a `DynStack::new` over a stack of one's own).
+            let decoded = self.decode(args.clone())?;
+            Ok(DynInput::kept(args, decoded))
         })
     }
 
@@ -208,20 +291,166 @@ impl<S: Stack> ErasedStack for S {
         tool: &'a Name,
         input: DynInput,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        Box::pin(async move {
-            let input = input.decoded.downcast::<S::Input>().map_err(|_| {
-                ArgsError::whole("these arguments were decoded for another tool").for_tool(tool)
-            })?;
-            output_json(tool, self.call(*input).await?)
-        })
+        call_erased(self, tool, input)
     }
 }
 
-fn output_json<O: Serialize>(tool: &Name, output: O) -> Result<Value, ToolError> {
-    serde_json::to_value(output).map_err(|source| ToolError::Output {
+fn call_json<'a, S: Stack>(
+    stack: &'a S,
+    tool: &'a Name,
+    args: Args,
+) -> BoxFuture<'a, Result<Value, ToolError>> {
+    Box::pin(async move {
+        let input = stack.decode(args).map_err(|err| err.for_tool(tool))?;
+        output_json(tool, stack.call(input).await?)
+    })
+}
+
+fn call_erased<'a, S: Stack>(
+    stack: &'a S,
+    tool: &'a Name,
+    input: DynInput,
+) -> BoxFuture<'a, Result<Value, ToolError>> {
+    Box::pin(async move {
+        let input = input.into_input::<S::Input>().ok_or_else(|| {
+            ArgsError::whole("these arguments were decoded for another tool").for_tool(tool)
+        })?;
+        output_json(tool, stack.call(input).await?)
+    })
+}
+
+/// Decoding for stacks whose input already holds the arguments: one that takes
+/// a [`DynInput`] (a run-time layer) passes the one below up unchanged, one that
+/// takes [`Args`] keeps them as its input. `Err` gives the arguments back for any
+/// other input.
+fn decode_shared<S: Stack>(stack: &S, args: Args) -> Result<Result<DynInput, ArgsError>, Args> {
+    let input = TypeId::of::<S::Input>();
+    if input == TypeId::of::<DynInput>() {
+        let decoded: Box<dyn Any> = match stack.decode(args) {
+            Ok(decoded) => Box::new(decoded),
+            Err(err) => return Ok(Err(err)),
+        };
+        return Ok(decoded
+            .downcast::<DynInput>()
+            .map(|input| *input)
+            .map_err(|_| ArgsError::whole("a layer decoded into another type")));
+    }
+    if input == TypeId::of::<Args>() {
+        let decoded: Box<dyn Any> = match stack.decode(args) {
+            Ok(decoded) => Box::new(decoded),
+            Err(err) => return Ok(Err(err)),
+        };
+        return Ok(decoded
+            .downcast::<Args>()
+            .map(|args| DynInput::raw(*args))
+            .map_err(|_| ArgsError::whole("a layer decoded into another type")));
+    }
+    Err(args)
+}
+
+/// A base tool seen through JSON, for run-time layers: decoding keeps the
+/// arguments as given without a copy (see `handback`).
+pub(crate) struct BaseStack<B> {
+    base: B,
+    /// Whether `B` decodes through [`decode_args`], which hands the arguments back.
+    hands_back: bool,
+}
+
+impl<B: Stack> BaseStack<B> {
+    pub(crate) fn new(base: B) -> Self {
+        // Asked once, on no arguments: a typed tool always decodes through
+        // `decode_args`, whatever the arguments say.
+        let request = handback::Request::new();
+        let probe = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            drop(base.decode(Args::new()));
+        }));
+        let hands_back = probe.is_ok() && request.finish().is_some();
+        Self { base, hands_back }
+    }
+}
+
+impl<B: Stack> ErasedStack for BaseStack<B> {
+    fn call_json<'a>(
+        &'a self,
+        tool: &'a Name,
+        args: Args,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        call_json(&self.base, tool, args)
+    }
+
+    fn decode_erased(&self, args: Args) -> Result<DynInput, ArgsError> {
+        if !self.hands_back {
+            return self.base.decode_erased(args);
+        }
+        let request = handback::Request::new();
+        let decoded = self.base.decode(args)?;
+        match request.finish() {
+            Some(args) => Ok(DynInput::kept(args, decoded)),
+            None => Err(ArgsError::whole(
+                "the tool decoded its arguments without handing them back",
+            )),
+        }
+    }
+
+    fn call_erased<'a>(
+        &'a self,
+        tool: &'a Name,
+        input: DynInput,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        call_erased(&self.base, tool, input)
+    }
+}
+
+/// A layer whose input serializes back into its arguments (every built-in
+/// extension's branch over a run-time layer): decoding keeps no copy, and the
+/// arguments are rebuilt only if something asks for them.
+pub(crate) struct Rebuilt<S>(pub(crate) S);
+
+impl<S> ErasedStack for Rebuilt<S>
+where
+    S: Stack<Input: Serialize>,
+{
+    fn call_json<'a>(
+        &'a self,
+        tool: &'a Name,
+        args: Args,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        call_json(&self.0, tool, args)
+    }
+
+    fn decode_erased(&self, args: Args) -> Result<DynInput, ArgsError> {
+        decode_shared(&self.0, args)
+            .unwrap_or_else(|args| Ok(DynInput::rebuilt(self.0.decode(args)?)))
+    }
+
+    fn call_erased<'a>(
+        &'a self,
+        tool: &'a Name,
+        input: DynInput,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        call_erased(&self.0, tool, input)
+    }
+}
+
+fn output_json<O: Serialize + 'static>(tool: &Name, output: O) -> Result<Value, ToolError> {
+    to_json(output).map_err(|source| ToolError::Output {
         tool: tool.clone(),
         source: source.into(),
     })
+}
+
+/// A result as JSON: moved when it already is JSON (every run-time layer's
+/// result), serialized otherwise. `serde_json::to_value` would copy a `Value`
+/// whole, once per layer.
+pub(crate) fn to_json<O: Serialize + 'static>(output: O) -> Result<Value, serde_json::Error> {
+    if TypeId::of::<O>() == TypeId::of::<Value>() {
+        let output: Box<dyn Any> = Box::new(output);
+        if let Ok(value) = output.downcast::<Value>() {
+            return Ok(*value);
+        }
+        return Err(serde::ser::Error::custom("a JSON value that is not one"));
+    }
+    serde_json::to_value(output)
 }
 
 /// Arguments decoded by a stack seen through JSON: the JSON as given (what it
@@ -229,28 +458,143 @@ fn output_json<O: Serialize>(tool: &Name, output: O) -> Result<Value, ToolError>
 ///
 /// Decoding happens when the outermost layer decodes, so bad arguments are refused
 /// before anything runs, naming the tool called, on the run-time path as on the
-/// typed one.
+/// typed one. The arguments are never copied from layer to layer: each layer keeps
+/// them as given, or turns its decoded input back into JSON the first time
+/// [`DynInput::args`] is asked.
 pub struct DynInput {
-    args: Args,
-    decoded: Box<dyn std::any::Any + Send>,
+    /// The arguments as given, once known.
+    args: OnceCell<Args>,
+    /// Reserved params a run-time wrapper took out before the layer below decoded
+    /// (they belong to the arguments as the wrapper was given them), while `args`
+    /// is not known yet.
+    reserved: Args,
+    /// The reserved params put back into `args` once it was known: a stack that
+    /// takes the arguments themselves must not see them.
+    restored: Vec<String>,
+    decoded: Decoded,
+}
+
+/// What a layer decoded the arguments into.
+enum Decoded {
+    /// The arguments themselves (a stack over raw JSON): they are in `args`.
+    Args,
+    /// A typed input; `rebuild` turns it back into the arguments when they were not
+    /// kept.
+    Typed {
+        value: Box<dyn Any + Send>,
+        rebuild: Option<fn(&(dyn Any + Send)) -> Args>,
+    },
 }
 
 impl DynInput {
+    fn kept<I: Send + 'static>(args: Args, decoded: I) -> Self {
+        Self {
+            args: OnceCell::from(args),
+            reserved: Args::new(),
+            restored: Vec::new(),
+            decoded: Decoded::Typed {
+                value: Box::new(decoded),
+                rebuild: None,
+            },
+        }
+    }
+
+    fn raw(args: Args) -> Self {
+        Self {
+            args: OnceCell::from(args),
+            reserved: Args::new(),
+            restored: Vec::new(),
+            decoded: Decoded::Args,
+        }
+    }
+
+    fn rebuilt<I: Serialize + Send + 'static>(decoded: I) -> Self {
+        fn rebuild<I: Serialize + 'static>(decoded: &(dyn Any + Send)) -> Args {
+            match decoded.downcast_ref::<I>().map(serde_json::to_value) {
+                Some(Ok(Value::Object(args))) => args,
+                _ => Args::new(),
+            }
+        }
+        Self {
+            args: OnceCell::new(),
+            reserved: Args::new(),
+            restored: Vec::new(),
+            decoded: Decoded::Typed {
+                value: Box::new(decoded),
+                rebuild: Some(rebuild::<I>),
+            },
+        }
+    }
+
     /// The arguments as given.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolgraft::{DynStack, Name, Stack};
+    /// let echo = DynStack::from_fn(Name::new("echo")?, |args| async move { Ok(serde_json::Value::Object(args)) });
+    /// let input = echo.decode(json!({"a": 1}).as_object().unwrap().clone())?;
+    /// assert_eq!(input.args()["a"], 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn args(&self) -> &Args {
-        &self.args
+        self.args.get_or_init(|| {
+            let mut args = match &self.decoded {
+                Decoded::Typed {
+                    value,
+                    rebuild: Some(rebuild),
+                } => rebuild(value.as_ref()),
+                _ => Args::new(),
+            };
+            args.extend(self.reserved.iter().map(|(k, v)| (k.clone(), v.clone())));
+            args
+        })
+    }
+
+    /// Puts back reserved params a run-time wrapper took out before the layer below
+    /// decoded, so the wrapper sees its arguments as given.
+    pub(crate) fn restore(&mut self, reserved: Args) {
+        match self.args.get_mut() {
+            Some(args) => {
+                self.restored.extend(reserved.keys().cloned());
+                args.extend(reserved);
+            }
+            None => self.reserved.extend(reserved),
+        }
+    }
+
+    /// The decoded input of a stack taking `T`: this very input, for a stack that
+    /// takes a `DynInput`.
+    fn into_input<T: 'static>(self) -> Option<T> {
+        if TypeId::of::<T>() == TypeId::of::<DynInput>() {
+            let whole: Box<dyn Any> = Box::new(self);
+            return whole.downcast::<T>().ok().map(|input| *input);
+        }
+        let decoded: Box<dyn Any> = match self.decoded {
+            Decoded::Args => {
+                let mut args = self.args.into_inner().unwrap_or_default();
+                // Put back last, so taking them out last-first keeps the order.
+                for name in self.restored.iter().rev() {
+                    args.remove(name);
+                }
+                Box::new(args)
+            }
+            Decoded::Typed { value, .. } => value,
+        };
+        decoded.downcast::<T>().ok().map(|input| *input)
     }
 }
 
 impl std::fmt::Debug for DynInput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("DynInput").field(&self.args).finish()
+        f.debug_tuple("DynInput")
+            .field(&shorten_json(self.args()))
+            .finish()
     }
 }
 
 impl Serialize for DynInput {
     fn serialize<Ser: serde::Serializer>(&self, serializer: Ser) -> Result<Ser::Ok, Ser::Error> {
-        self.args.serialize(serializer)
+        self.args().serialize(serializer)
     }
 }
 

@@ -2,19 +2,23 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, PoisonError, RwLock, Weak};
+
+use futures_util::FutureExt;
 
 use serde_json::Value;
 
 use crate::bind::{self, Attached, Entry, Minted, ToolInfo};
 use crate::combo::Combos;
-use crate::error::{ArgsError, ArgsErrorKind, BindError, ToolError, listed};
+use crate::error::{ArgsError, ArgsErrorKind, BindError, ToolError, listed, shorten, shorten_json};
+use crate::limits::{LimitError, Limits, deeper_than, drop_flat};
 use crate::manifest::{ComboSpec, ElementSpec, Manifest};
 use crate::name::Name;
 use crate::registry::Registry;
 use crate::schema;
 use crate::stack::Args;
-use crate::tool::BaseTool;
+use crate::tool::{BaseTool, panic_message};
 
 /// Bound tools: each base with one branch per prefix of each of its combos.
 ///
@@ -86,6 +90,7 @@ struct Catalog {
     entries: HashMap<Name, Arc<Entry>, BuildHasherDefault<NameHasher>>,
     /// Counts changes to the bound names, for whoever serves the list.
     changes: tokio::sync::watch::Sender<u64>,
+    limits: Limits,
 }
 
 impl Default for Catalog {
@@ -94,6 +99,7 @@ impl Default for Catalog {
             tools: BTreeMap::new(),
             entries: HashMap::default(),
             changes: tokio::sync::watch::Sender::new(0),
+            limits: Limits::default(),
         }
     }
 }
@@ -117,6 +123,34 @@ impl Toolset {
     /// ```
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty toolset with other [`Limits`] than the defaults; a limit out of
+    /// its range is refused.
+    ///
+    /// ```
+    /// use toolgraft::{Limits, Toolset};
+    /// let toolset = Toolset::with_limits(Limits::default().with_max_combo_len(8))?;
+    /// assert_eq!(toolset.limits().max_combo_len(), 8);
+    /// # Ok::<(), toolgraft::LimitError>(())
+    /// ```
+    pub fn with_limits(limits: Limits) -> Result<Self, LimitError> {
+        let catalog = Catalog {
+            limits: limits.checked()?,
+            ..Catalog::default()
+        };
+        Ok(Self {
+            catalog: Arc::new(RwLock::new(catalog)),
+        })
+    }
+
+    /// The toolset's limits (see [`Toolset::with_limits`]).
+    ///
+    /// ```
+    /// assert_eq!(toolgraft::Toolset::new().limits(), toolgraft::Limits::default());
+    /// ```
+    pub fn limits(&self) -> Limits {
+        self.read().limits
     }
 
     /// Watches the bound names: the value counts changes, and a receiver wakes on
@@ -178,6 +212,14 @@ impl Toolset {
         let mut drafts = Vec::new();
         let branches = combos.into_drafts(&mut drafts);
         let tool = &base.spec().name;
+        let limit = self.limits().max_combo_len();
+        if let Some(draft) = drafts.iter().find(|draft| draft.len() > limit) {
+            return Err(BindError::ComboTooLong {
+                tool: tool.clone(),
+                len: draft.len(),
+                limit,
+            });
+        }
         let combos = drafts
             .into_iter()
             .map(|draft| draft.finish(tool))
@@ -205,7 +247,7 @@ impl Toolset {
                 base: entry.info.base.clone(),
             }),
             None => Err(BindError::UnknownTool {
-                tool: tool.to_owned(),
+                tool: shorten(tool).into_owned(),
             }),
         }
     }
@@ -220,6 +262,15 @@ impl Toolset {
     ) -> Result<Retry, BindError> {
         let entries = bind::plan_tool(&group.base, &group.combos)?;
         let tool = group.base.running.base.clone();
+        let limit = self.limits().max_name_len();
+        if let Some(long) = entries.iter().find(|entry| entry.info.name.len() > limit) {
+            return Err(BindError::NameTooLong {
+                tool,
+                name: shorten(&long.info.name).into_owned(),
+                len: long.info.name.len(),
+                limit,
+            });
+        }
         let mut catalog = self.catalog.write().unwrap_or_else(PoisonError::into_inner);
         let current = catalog.tools.get(&tool).map(|current| current.generation);
         match (current, expected) {
@@ -300,7 +351,9 @@ impl Toolset {
                     combo: listed(&key),
                 });
             }
-            group.combos.push(registry.combo(&group.base, combo)?);
+            group
+                .combos
+                .push(registry.combo(&group.base, combo, &self.limits())?);
             Ok(())
         })
     }
@@ -379,7 +432,7 @@ impl Toolset {
         combos: &[ComboSpec],
     ) -> Result<(), BindError> {
         self.change(tool, |group| {
-            group.combos = build_combos(registry, &group.base, combos)?;
+            group.combos = build_combos(registry, &group.base, combos, &self.limits())?;
             Ok(())
         })
     }
@@ -427,7 +480,8 @@ impl Toolset {
             .map(|base| {
                 let tool = &base.running.base;
                 let combos = by_tool.get(tool.as_str()).copied().unwrap_or(&no_combos);
-                let bound = build_combos(registry, base, combos).and_then(|combos| {
+                let limits = self.limits();
+                let bound = build_combos(registry, base, combos, &limits).and_then(|combos| {
                     let group = ToolGroup {
                         base: base.clone(),
                         combos,
@@ -448,7 +502,9 @@ impl Toolset {
             if !offered.contains(key.as_str()) {
                 outcome.push((
                     key.clone(),
-                    Err(BindError::UnknownTool { tool: key.clone() }),
+                    Err(BindError::UnknownTool {
+                        tool: shorten(key).into_owned(),
+                    }),
                 ));
             }
         }
@@ -514,6 +570,11 @@ impl Toolset {
     /// error (unless the schema allows additional properties), so a reserved param
     /// of one branch is refused by the others.
     ///
+    /// Hostile arguments are refused, never fatal: arguments nested deeper than
+    /// [`Limits::max_depth`] are refused before any other work (and dropped
+    /// without recursing), and a panic anywhere below (a body, an extension's own
+    /// code) becomes [`ToolError::Panicked`]; the toolset keeps serving.
+    ///
     /// ```
     /// # use frunk::hlist; use serde_json::json;
     /// # use toolgraft::{BaseTool, Tool, ToolError, Toolset};
@@ -530,25 +591,53 @@ impl Toolset {
     /// # Ok(()) }
     /// ```
     pub async fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        let entry = self.entry(name).ok_or_else(|| ToolError::UnknownTool {
-            name: name.to_owned(),
-        })?;
+        let (entry, limits) = {
+            let catalog = self.read();
+            (catalog.entries.get(name).cloned(), catalog.limits)
+        };
+        // First, and without recursing: decoding, formatting and even dropping a
+        // value recurse once per level.
+        let too_deep = deeper_than(&args, limits.max_depth());
+        let Some(entry) = entry else {
+            if too_deep {
+                drop_flat(args);
+            }
+            return Err(ToolError::UnknownTool {
+                name: shorten(name).into_owned(),
+            });
+        };
         let tool = &entry.info.name;
+        if too_deep {
+            drop_flat(args);
+            return Err(ToolError::InvalidArguments {
+                tool: tool.clone(),
+                field: None,
+                kind: ArgsErrorKind::TooDeep,
+                problem: format!(
+                    "the arguments nest more than {} levels deep; flatten them, or raise the limit with `Limits::with_max_depth`",
+                    limits.max_depth()
+                ),
+            });
+        }
         let args = match args {
             Value::Object(args) => args,
             Value::Null => Args::new(),
             other => {
-                let problem = format!("arguments must be a JSON object, not `{other}`");
+                let problem = format!(
+                    "arguments must be a JSON object, not `{}`",
+                    shorten_json(&other)
+                );
                 return Err(ArgsError::whole(problem).for_tool(tool));
             }
         };
-        match entry.stack.call_json(tool, args).await {
-            Err(ToolError::InvalidArguments {
+        let call = AssertUnwindSafe(entry.stack.call_json(tool, args)).catch_unwind();
+        match call.await {
+            Ok(Err(ToolError::InvalidArguments {
                 tool,
                 field: Some(field),
                 kind: ArgsErrorKind::UnknownField,
                 problem,
-            }) => {
+            })) => {
                 let hint = self.taken_by_sibling(&entry.info, &field);
                 Err(ToolError::InvalidArguments {
                     tool,
@@ -557,7 +646,11 @@ impl Toolset {
                     problem: problem + &hint,
                 })
             }
-            other => other,
+            Ok(other) => other,
+            Err(panic) => Err(ToolError::Panicked {
+                tool: tool.clone(),
+                message: shorten(&panic_message(panic.as_ref())).into_owned(),
+            }),
         }
     }
 
@@ -713,6 +806,7 @@ fn build_combos(
     registry: &Registry,
     base: &Minted,
     combos: &[ComboSpec],
+    limits: &Limits,
 ) -> Result<Vec<Attached>, BindError> {
     let mut attached: Vec<Attached> = Vec::with_capacity(combos.len());
     for combo in combos {
@@ -723,7 +817,7 @@ fn build_combos(
                 combo: listed(&key),
             });
         }
-        attached.push(registry.combo(base, combo)?);
+        attached.push(registry.combo(base, combo, limits)?);
     }
     Ok(attached)
 }

@@ -6,7 +6,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Value, json};
 
-use crate::error::{ArgsError, ToolError};
+use crate::error::{ArgsError, ToolError, shorten_json};
 use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput};
 use crate::kind::Transformer;
 use crate::name::Name;
@@ -14,7 +14,8 @@ use crate::rules::Anywhere;
 use crate::schema::Nest;
 use crate::stack::{Args, Stack, decode_args};
 
-/// The operator's side of a batch.
+/// The operator's side of a batch: at most `max_items` items per call (1 to
+/// [`MAX_ITEMS`], default 100), checked before any item is decoded or copied.
 ///
 /// ```
 /// let config: toolgraft::ext::batch::BatchConfig = serde_json::from_str("{}")?;
@@ -27,6 +28,16 @@ pub struct BatchConfig {
     /// The most items one call may carry.
     pub max_items: usize,
 }
+
+/// The most items a batch may be configured to take per call.
+///
+/// ```
+/// use toolgraft::Extension;
+/// use toolgraft::ext::{Batch, batch::MAX_ITEMS};
+/// assert!(Batch::max_items(MAX_ITEMS).check_config().is_ok());
+/// assert!(Batch::max_items(MAX_ITEMS + 1).check_config().is_err());
+/// ```
+pub const MAX_ITEMS: usize = 100_000;
 
 impl Default for BatchConfig {
     fn default() -> Self {
@@ -240,6 +251,15 @@ impl Extension for Batch {
         if self.config.max_items == 0 {
             return Err(ConfigError::new("max_items", "must be at least 1"));
         }
+        if self.config.max_items > MAX_ITEMS {
+            return Err(ConfigError::new(
+                "max_items",
+                format!(
+                    "{} is over the limit of {MAX_ITEMS}; split larger work into several calls",
+                    self.config.max_items
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -367,7 +387,7 @@ impl<S: Stack> Batched<S> {
         }
         match max_concurrent {
             Some(0) => Err(ArgsError::field("max_concurrent", "must be at least 1")),
-            Some(limit) if parallel => Ok(limit),
+            Some(limit) if parallel => Ok(limit.min(items.max(1))),
             _ if parallel => Ok(items.max(1)),
             _ => Ok(1),
         }
@@ -405,7 +425,10 @@ impl<S: Stack> Stack for Batched<S> {
             Some(other) => {
                 return Err(ArgsError::field(
                     "items",
-                    format!("expected a list of argument objects, not `{other}`"),
+                    format!(
+                        "expected a list of argument objects, not `{}`",
+                        shorten_json(&other)
+                    ),
                 ));
             }
             None => {
@@ -427,7 +450,10 @@ impl<S: Stack> Stack for Batched<S> {
                     .map_err(|err| err.within(&format!("items[{at}]"))),
                 other => Err(ArgsError::field(
                     format!("items[{at}]"),
-                    format!("expected an argument object, not `{other}`"),
+                    format!(
+                        "expected an argument object, not `{}`",
+                        shorten_json(&other)
+                    ),
                 )),
             })
             .collect::<Result<Vec<_>, _>>()?;

@@ -1,4 +1,5 @@
-//! `cache`: a per-branch result cache with a TTL, bounded by LRU eviction.
+//! `cache`: a per-branch result cache with a TTL, bounded in entries and in bytes
+//! by LRU eviction.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -13,7 +14,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::error::{ArgsError, ToolError};
+use crate::error::{ArgsError, ToolError, shorten};
 use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput, Wrap, Wrapped};
 use crate::kind::Wrapper;
 use crate::name::Name;
@@ -23,9 +24,20 @@ use crate::stack::{Next, Stack};
 
 /// The operator's side of a cache.
 ///
+/// Both bounds hold at once: the least recently used result goes first when the
+/// store would hold more than `capacity` results or more than `max_bytes`. A result
+/// larger than `max_bytes` on its own is not stored (the call still runs).
+///
+/// | field | default | range |
+/// |---|---|---|
+/// | `capacity` | 1,024 results | 1 to [`MAX_CAPACITY`] |
+/// | `max_bytes` | 64 MiB | 1 to [`MAX_BYTES`] |
+/// | `default_ttl_secs` | 60 | 0 and up |
+///
 /// ```
 /// let config: toolgraft::ext::cache::CacheConfig = serde_json::from_str(r#"{"capacity": 16}"#)?;
 /// assert_eq!(config.default_ttl_secs, 60.0);
+/// assert_eq!(config.max_bytes, 64 << 20);
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -33,14 +45,43 @@ use crate::stack::{Next, Stack};
 pub struct CacheConfig {
     /// How many results one branch keeps; the least recently used goes first.
     pub capacity: NonZeroUsize,
+    /// How many bytes of keys and results one branch keeps (results counted as
+    /// their JSON text); the least recently used goes first.
+    pub max_bytes: usize,
     /// How long a result stays fresh when the caller gives no `exp`.
     pub default_ttl_secs: f64,
 }
 
+/// The most results one cache branch may be configured to keep.
+///
+/// ```
+/// use std::num::NonZeroUsize;
+/// use toolgraft::Extension;
+/// use toolgraft::ext::{Cache, cache::{CacheConfig, MAX_CAPACITY}};
+/// let capacity = NonZeroUsize::new(MAX_CAPACITY + 1).unwrap();
+/// let cache = Cache::new(CacheConfig { capacity, ..CacheConfig::default() });
+/// assert_eq!(cache.check_config().unwrap_err().field, "capacity");
+/// ```
+pub const MAX_CAPACITY: usize = 10_000_000;
+
+/// The most bytes one cache branch may be configured to keep (64 GiB).
+///
+/// ```
+/// use toolgraft::Extension;
+/// use toolgraft::ext::{Cache, cache::{CacheConfig, MAX_BYTES}};
+/// let cache = Cache::new(CacheConfig { max_bytes: MAX_BYTES, ..CacheConfig::default() });
+/// assert!(cache.check_config().is_ok());
+/// ```
+pub const MAX_BYTES: usize = 64 << 30;
+
+/// What an entry costs beyond its key and result: the store's own bookkeeping.
+const ENTRY_OVERHEAD: usize = 96;
+
 impl Default for CacheConfig {
     fn default() -> Self {
         Self {
-            capacity: NonZeroUsize::new(1024).expect("1024 is not zero"),
+            capacity: NonZeroUsize::new(1024).unwrap_or(NonZeroUsize::MIN),
+            max_bytes: 64 << 20,
             default_ttl_secs: 60.0,
         }
     }
@@ -67,7 +108,8 @@ impl Params for CacheParams {}
 /// Caches results per branch, keyed by the layer input's JSON; `exp` (seconds) sets
 /// the TTL when a result is stored. Errors are not stored; concurrent identical
 /// calls run the layer below once and share its result (or error); the store never
-/// holds more than `capacity` results.
+/// holds more than `capacity` results, nor more than `max_bytes` (see
+/// [`CacheConfig`]).
 ///
 /// A stored result keeps the TTL it was stored with: a later, shorter `exp` does
 /// not shorten it. The key is the input's JSON with object keys sorted.
@@ -142,6 +184,22 @@ impl Extension for Cache {
     }
 
     fn check_config(&self) -> Result<(), ConfigError> {
+        let capacity = self.config.capacity.get();
+        if capacity > MAX_CAPACITY {
+            return Err(ConfigError::new(
+                "capacity",
+                format!(
+                    "{capacity} results is over the limit of {MAX_CAPACITY}; bound the store with `max_bytes` instead"
+                ),
+            ));
+        }
+        let max_bytes = self.config.max_bytes;
+        if max_bytes == 0 || max_bytes > MAX_BYTES {
+            return Err(ConfigError::new(
+                "max_bytes",
+                format!("{max_bytes} is out of range: use 1 to {MAX_BYTES} bytes"),
+            ));
+        }
         ttl_of(self.config.default_ttl_secs)
             .map(drop)
             .map_err(|problem| ConfigError::new("default_ttl_secs", problem))
@@ -181,7 +239,7 @@ impl<S: Cacheable> Layer<S> for Cache {
 
     fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
         let store = CacheStore {
-            store: Arc::new(Store::new(self.config.capacity)),
+            store: Arc::new(Store::new(&self.config)),
             default_ttl: self.config.default_ttl_secs,
         };
         Wrapped::new(store, inner, below)
@@ -232,6 +290,29 @@ impl<O> CacheStore<O> {
         self.store.lock().ready.len()
     }
 
+    /// How many bytes of keys and results the store holds now.
+    ///
+    /// ```
+    /// # use frunk::{hlist, hlist_pat}; use toolgraft::{BaseTool, Stack, Tool, Toolset, WithParams};
+    /// # use toolgraft::ext::{Cache, CacheParams, cache::CacheConfig};
+    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let cache = Cache::new(CacheConfig { max_bytes: 4096, ..CacheConfig::default() });
+    /// let hlist_pat![cached] = Toolset::new().bind(&shout, hlist![shout.combo().with(cache)])?;
+    /// for n in 0..100 {
+    ///     let text = format!("{n:0>100}");
+    ///     cached.call(WithParams::new(CacheParams::default(), Shout { text })).await?;
+    /// }
+    /// assert!(cached.stack().wrapper().bytes() <= 4096);
+    /// assert!(cached.stack().wrapper().len() < 100);
+    /// # Ok(()) }
+    /// ```
+    pub fn bytes(&self) -> usize {
+        self.store.bytes()
+    }
+
     /// Whether the store holds no result (see the type's example).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -264,8 +345,15 @@ impl<S: Cacheable> Wrap<S> for CacheStore<S::Output> {
         let key = cache_key(&input).map_err(|err| ToolError::Refused {
             tool: next.branch().clone(),
             extension: Name::unchecked("cache"),
-            reason: format!("the arguments cannot be used as a cache key: {err}"),
+            reason: format!(
+                "the arguments cannot be used as a cache key: {}",
+                shorten(&err.to_string())
+            ),
         })?;
+        // A key the store could never keep would only pin memory while it runs.
+        if key.len() + ENTRY_OVERHEAD > self.store.max_bytes {
+            return next.call(input).await;
+        }
         self.store.get_or_run(key, ttl, || next.call(input)).await
     }
 }
@@ -295,12 +383,33 @@ fn cache_key<I: Serialize>(input: &I) -> Result<String, serde_json::Error> {
 /// Results by key, plus the runs in flight.
 struct Store<O> {
     state: Mutex<StoreState<O>>,
+    capacity: usize,
+    max_bytes: usize,
 }
 
 struct StoreState<O> {
-    /// Results with the instant they go stale (`None`: never).
-    ready: LruCache<String, (O, Option<Instant>)>,
+    /// Results with the instant they go stale (`None`: never) and what they cost
+    /// in bytes. Unbounded as an `LruCache` (which would allocate its capacity up
+    /// front): `put` evicts by both bounds.
+    ready: LruCache<String, Ready<O>>,
+    /// What `ready` holds, in bytes.
+    bytes: usize,
     running: HashMap<String, Arc<Flight<O>>>,
+}
+
+/// A stored result.
+struct Ready<O> {
+    value: O,
+    stale_at: Option<Instant>,
+    bytes: usize,
+}
+
+impl<O> StoreState<O> {
+    fn pop(&mut self, key: &str) {
+        if let Some(ready) = self.ready.pop(key) {
+            self.bytes -= ready.bytes;
+        }
+    }
 }
 
 /// One run of the layer below for a key, which identical callers join.
@@ -329,13 +438,39 @@ enum LookUp<O> {
 }
 
 impl<O> Store<O> {
-    fn new(capacity: NonZeroUsize) -> Self {
+    fn new(config: &CacheConfig) -> Self {
         Self {
             state: Mutex::new(StoreState {
-                ready: LruCache::new(capacity),
+                ready: LruCache::unbounded(),
+                bytes: 0,
                 running: HashMap::new(),
             }),
+            capacity: config.capacity.get(),
+            max_bytes: config.max_bytes,
         }
+    }
+
+    /// Stores `ready` under `key`, evicting the least recently used results until
+    /// both bounds hold; a result over `max_bytes` alone is not stored.
+    fn put(&self, key: String, ready: Ready<O>) {
+        let mut state = self.lock();
+        state.pop(&key);
+        if ready.bytes > self.max_bytes {
+            return;
+        }
+        state.bytes += ready.bytes;
+        state.ready.put(key, ready);
+        while state.ready.len() > self.capacity || state.bytes > self.max_bytes {
+            match state.ready.pop_lru() {
+                Some((_, evicted)) => state.bytes -= evicted.bytes,
+                None => break,
+            }
+        }
+    }
+
+    /// How many bytes the store holds now.
+    fn bytes(&self) -> usize {
+        self.lock().bytes
     }
 
     fn lock(&self) -> MutexGuard<'_, StoreState<O>> {
@@ -343,14 +478,17 @@ impl<O> Store<O> {
     }
 }
 
-impl<O: Clone> Store<O> {
+impl<O: Clone + Serialize> Store<O> {
     fn look_up(&self, key: &str) -> LookUp<O> {
         let mut state = self.lock();
-        if let Some((value, stale_at)) = state.ready.get(key) {
-            if stale_at.is_none_or(|stale_at| Instant::now() < stale_at) {
-                return LookUp::Fresh(value.clone());
+        if let Some(ready) = state.ready.get(key) {
+            if ready
+                .stale_at
+                .is_none_or(|stale_at| Instant::now() < stale_at)
+            {
+                return LookUp::Fresh(ready.value.clone());
             }
-            state.ready.pop(key);
+            state.pop(key);
         }
         if let Some(flight) = state.running.get(key) {
             return LookUp::Join(flight.clone());
@@ -422,7 +560,7 @@ struct Runner<'a, O> {
     flight: Arc<Flight<O>>,
 }
 
-impl<O: Clone> Runner<'_, O> {
+impl<O: Clone + Serialize> Runner<'_, O> {
     fn finish(&self, result: &Result<O, ToolError>, ttl: Option<Duration>) {
         *self
             .flight
@@ -431,11 +569,34 @@ impl<O: Clone> Runner<'_, O> {
             .unwrap_or_else(PoisonError::into_inner) = Some(result.clone());
         if let Ok(value) = result {
             let stale_at = ttl.and_then(|ttl| Instant::now().checked_add(ttl));
-            self.store
-                .lock()
-                .ready
-                .put(self.key.clone(), (value.clone(), stale_at));
+            let bytes = self.key.len() + json_len(value) + ENTRY_OVERHEAD;
+            let ready = Ready {
+                value: value.clone(),
+                stale_at,
+                bytes,
+            };
+            self.store.put(self.key.clone(), ready);
         }
+    }
+}
+
+/// The length of `value`'s JSON text, without writing it anywhere; a value that
+/// does not serialize counts as too large to keep.
+fn json_len<O: Serialize>(value: &O) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => usize::MAX / 2,
     }
 }
 

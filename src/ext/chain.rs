@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use std::future::Future;
 
-use crate::error::{ArgsError, ArgsErrorKind, ChainErrorKind, ToolError};
+use crate::error::{ArgsError, ArgsErrorKind, ChainErrorKind, ToolError, shorten, shorten_json};
 use crate::extension::{Extension, Layer, LayerInput};
 use crate::kind::Transformer;
 use crate::name::Name;
@@ -197,20 +197,21 @@ impl<S: Stack> Stack for Chained<S> {
             )
         })?;
         if !toolset.contains(&input.next_tool) {
-            let problem = format!("`{}` is not a bound tool", input.next_tool);
+            let problem = format!("`{}` is not a bound tool", shorten(&input.next_tool));
             return Err(ArgsError::field("next_tool", problem).for_tool(&self.branch));
         }
         if self.runs_again(&toolset, &input.next_tool) {
             let problem = format!(
                 "`{}` cannot chain into itself (`{}` runs it again)",
-                self.branch, input.next_tool
+                self.branch,
+                shorten(&input.next_tool)
             );
             return Err(self.stop(ChainErrorKind::IntoItself, problem));
         }
         if !(input.select.is_empty() || input.select.starts_with('/')) {
             let problem = format!(
                 "`{}` is not a JSON Pointer (it starts with `/`, or is empty)",
-                input.select
+                shorten(&input.select)
             );
             return Err(ArgsError::field("select", problem).for_tool(&self.branch));
         }
@@ -220,14 +221,14 @@ impl<S: Stack> Stack for Chained<S> {
             return Err(self.stop(ChainErrorKind::TooDeep, problem));
         }
         let first = self.inner.call(input.input).await?;
-        let first = serde_json::to_value(first).map_err(|source| ToolError::Output {
+        let first = crate::stack::to_json(first).map_err(|source| ToolError::Output {
             tool: self.branch.clone(),
             source: source.into(),
         })?;
         let Some(selected) = first.pointer(&input.select) else {
             let problem = format!(
                 "`select` {:?} selects nothing in {}",
-                input.select,
+                shorten(&input.select),
                 shown(&first)
             );
             return Err(self.stop(ChainErrorKind::SelectsNothing, problem));
@@ -235,9 +236,9 @@ impl<S: Stack> Stack for Chained<S> {
         if !selected.is_object() {
             let problem = format!(
                 "`select` {:?} picks {}, not the arguments object `{}` takes",
-                input.select,
+                shorten(&input.select),
                 shown(selected),
-                input.next_tool
+                shorten(&input.next_tool)
             );
             return Err(self.stop(ChainErrorKind::NotArguments, problem));
         }
@@ -250,7 +251,7 @@ impl<S: Stack> Stack for Chained<S> {
             Some(other) => {
                 return Err(ArgsError::field(
                     "next_tool",
-                    format!("expected a tool name, not `{other}`"),
+                    format!("expected a tool name, not `{}`", shorten_json(&other)),
                 ));
             }
             None => {
@@ -264,7 +265,7 @@ impl<S: Stack> Stack for Chained<S> {
             Some(other) => {
                 return Err(ArgsError::field(
                     "select",
-                    format!("expected a JSON Pointer, not `{other}`"),
+                    format!("expected a JSON Pointer, not `{}`", shorten_json(&other)),
                 ));
             }
             None => String::new(),
@@ -278,10 +279,5 @@ impl<S: Stack> Stack for Chained<S> {
 }
 
 fn shown(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() > 80 {
-        format!("{}…", text.chars().take(80).collect::<String>())
-    } else {
-        text
-    }
+    shorten_json(value)
 }

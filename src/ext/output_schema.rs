@@ -7,7 +7,7 @@ use schemars::Schema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{ArgsError, ToolError};
+use crate::error::{ArgsError, ToolError, shorten};
 use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput};
 use crate::kind::Transformer;
 use crate::name::Name;
@@ -57,8 +57,12 @@ pub struct OutputSchema {
 impl OutputSchema {
     /// An `output_schema` for `schema`; refused if `schema` is not a valid JSON Schema.
     pub fn new(schema: Value) -> Result<Self, ConfigError> {
-        let validator = jsonschema::validator_for(&schema)
-            .map_err(|err| ConfigError::new("schema", format!("not a valid JSON Schema: {err}")))?;
+        let validator = jsonschema::validator_for(&schema).map_err(|err| {
+            ConfigError::new(
+                "schema",
+                format!("not a valid JSON Schema: {}", shorten(&err.to_string())),
+            )
+        })?;
         Ok(Self {
             schema: Arc::new(schema),
             validator: Arc::new(validator),
@@ -131,7 +135,7 @@ impl<S: Stack> Stack for Validated<S> {
 
     async fn call(&self, input: S::Input) -> Result<Value, ToolError> {
         let output = self.inner.call(input).await?;
-        let value = serde_json::to_value(output).map_err(|source| ToolError::Output {
+        let value = crate::stack::to_json(output).map_err(|source| ToolError::Output {
             tool: self.branch.clone(),
             source: source.into(),
         })?;
@@ -140,7 +144,7 @@ impl<S: Stack> Stack for Validated<S> {
                 tool: self.branch.clone(),
                 path: mismatch.instance_path().to_string(),
                 value: Arc::new(mismatch.instance().clone().into_owned()),
-                problem: mismatch.to_string(),
+                problem: shorten(&mismatch.to_string()).into_owned(),
             });
         }
         Ok(value)

@@ -70,14 +70,35 @@ impl Drop for Shared {
 }
 
 impl Pool {
-    /// A pool of `threads` worker threads (at least one), named `toolgraft-pool`.
+    /// The most worker threads one pool may run (see [`Pool::new`]).
+    ///
+    /// ```
+    /// use toolgraft::ext::Pool;
+    /// assert!(Pool::new(Pool::MAX_THREADS + 1).is_err());
+    /// ```
+    pub const MAX_THREADS: usize = 1024;
+
+    /// A pool of `threads` worker threads (at least one, at most
+    /// [`Pool::MAX_THREADS`]), named `toolgraft-pool`. More threads than that is an
+    /// `InvalidInput` error: each one is an OS thread with its own stack.
     ///
     /// ```
     /// let pool = toolgraft::ext::Pool::new(0)?;
     /// assert_eq!(pool.threads(), 1);
+    /// let err = toolgraft::ext::Pool::new(1_000_000).err().unwrap();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn new(threads: usize) -> io::Result<Self> {
+        if threads > Self::MAX_THREADS {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a pool of {threads} threads is over the limit of {}; use fewer threads",
+                    Self::MAX_THREADS
+                ),
+            ));
+        }
         let threads = threads.max(1);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(threads)

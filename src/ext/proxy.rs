@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::ToolError;
+use crate::error::{ToolError, shorten};
 use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput, Wrap, Wrapped};
 use crate::kind::Wrapper;
 use crate::name::Name;
@@ -128,8 +128,9 @@ impl Proxy {
             Some(requested) if !requested.is_empty() => {
                 if let Some(refused) = requested.iter().find(|route| !allowed.contains(route)) {
                     return Err(format!(
-                        "route `{refused}` is not on the allow-list ({})",
-                        allowed.join(", ")
+                        "route `{}` is not on the allow-list ({})",
+                        shorten(refused),
+                        shorten(&allowed.join(", "))
                     ));
                 }
                 Ok(requested[0].clone())

@@ -64,7 +64,7 @@ mod remote;
 mod wire;
 mod worker;
 
-pub use remote::{Remote, RemoteConfig, Remoted};
+pub use remote::{MAX_TIMEOUT_MS, Remote, RemoteConfig, Remoted};
 pub use wire::RemoteFailure;
 pub use worker::{Worker, WorkerError};
 

@@ -73,10 +73,22 @@ pub struct RemoteConfig {
     /// The queue: workers serve one queue, callers send to one.
     #[serde(default = "default_queue")]
     pub queue: String,
-    /// How long a caller waits for the reply, in milliseconds.
+    /// How long a caller waits for the reply, in milliseconds (1 to
+    /// [`MAX_TIMEOUT_MS`], a day).
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,
 }
+
+/// The longest a caller may be configured to wait for a reply: a day.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolgraft::jobs::{MAX_TIMEOUT_MS, Remote};
+/// let remote = Remote::new("sqlite://jobs.db")?.timeout(Duration::from_secs(u64::MAX));
+/// assert_eq!(remote.timeout_after(), Duration::from_millis(MAX_TIMEOUT_MS));
+/// # Ok::<(), toolgraft::ConfigError>(())
+/// ```
+pub const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 
 fn default_queue() -> String {
     DEFAULT_QUEUE.to_owned()
@@ -133,7 +145,10 @@ impl Remote {
     /// # Ok::<(), toolgraft::ConfigError>(())
     /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.config.timeout_ms = timeout.as_millis().try_into().unwrap_or(u64::MAX);
+        // Capped like a configured one: a day.
+        self.config.timeout_ms = u64::try_from(timeout.as_millis())
+            .unwrap_or(u64::MAX)
+            .clamp(1, MAX_TIMEOUT_MS);
         self
     }
 
@@ -264,7 +279,7 @@ impl Configurable for Remote {
                 "queue",
                 format!(
                     "`{}` is not a queue name; use a non-empty name without `:`",
-                    config.queue
+                    crate::error::shorten(&config.queue)
                 ),
             ));
         }
@@ -272,6 +287,15 @@ impl Configurable for Remote {
             return Err(ConfigError::new(
                 "timeout_ms",
                 "a timeout of 0 ms never waits",
+            ));
+        }
+        if config.timeout_ms > MAX_TIMEOUT_MS {
+            return Err(ConfigError::new(
+                "timeout_ms",
+                format!(
+                    "{} ms is over the limit of {MAX_TIMEOUT_MS} (a day)",
+                    config.timeout_ms
+                ),
             ));
         }
         Ok(Self {

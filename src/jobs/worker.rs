@@ -103,18 +103,28 @@ impl Worker {
         self
     }
 
-    /// How many jobs run at once (at least one; 16 unless told).
+    /// How many jobs run at once (1 to [`Worker::MAX_CONCURRENCY`]; 16 unless
+    /// told).
     ///
     /// ```
     /// # let remote = toolgraft::jobs::Remote::new("sqlite://jobs.db")?;
     /// let worker = toolgraft::jobs::Worker::new(toolgraft::Toolset::new(), &remote).concurrency(0);
     /// assert_eq!(worker.concurrent_jobs(), 1);
+    /// let worker = worker.concurrency(usize::MAX);
+    /// assert_eq!(worker.concurrent_jobs(), toolgraft::jobs::Worker::MAX_CONCURRENCY);
     /// # Ok::<(), toolgraft::ConfigError>(())
     /// ```
     pub fn concurrency(mut self, jobs: usize) -> Self {
-        self.concurrency = jobs.max(1);
+        self.concurrency = jobs.clamp(1, Self::MAX_CONCURRENCY);
         self
     }
+
+    /// The most jobs one worker runs at once (see [`Worker::concurrency`]).
+    ///
+    /// ```
+    /// assert_eq!(toolgraft::jobs::Worker::MAX_CONCURRENCY, 4096);
+    /// ```
+    pub const MAX_CONCURRENCY: usize = 4096;
 
     /// How long a stopping worker waits for its jobs in flight (30 s unless told).
     ///

@@ -119,7 +119,12 @@ fn main() {
         .with(Cache::default())
         .with(Trace)
         .with(Trace);
-    let toolset = Toolset::new();
+    // A deep combo mints long names: 64 elements, and names past the
+    // 128 bytes MCP clients expect by default.
+    let limits = toolgraft::Limits::default()
+        .with_max_combo_len(64)
+        .with_max_name_len(1024);
+    let toolset = Toolset::with_limits(limits).unwrap();
     let hlist_pat![branch] = toolset.bind(&shout, hlist![combo]).unwrap();
     let args: serde_json::Value = serde_json::from_str(r#"{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"text": "hi"}]}]}]}]}]}]}]}]}"#).unwrap();
     let expected: serde_json::Value = serde_json::from_str(r#"[[[[[[[["hi"]]]]]]]]"#).unwrap();
