@@ -1,6 +1,6 @@
 //! SPEC rules 8 to 12 on the typed path (scenarios 15, 16, 18 to 20, 22, 23).
 
-mod common;
+use crate::common;
 
 use common::{ReportInput, Shout, ping, report, shout};
 use frunk::hlist;

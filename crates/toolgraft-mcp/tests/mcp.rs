@@ -1,7 +1,6 @@
 //! Serving a toolset over MCP: rmcp's own client talks to `ToolsetServer` in
 //! process (over a duplex pipe, on both lifecycles), and to the `mcp_server`
 //! example over stdio, the way an MCP client launches a server.
-#![cfg(feature = "mcp")]
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -27,7 +26,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::Notify;
 use toolgraft::ext::{Batch, Cache, Pool, Proxy, Trace, proxy};
 use toolgraft::manifest::ElementSpec;
-use toolgraft::mcp::ToolsetServer;
+use toolgraft_mcp::ToolsetServer;
 use toolgraft::prelude::*;
 use toolgraft::{BoxError, Registry};
 
@@ -714,7 +713,7 @@ async fn a_cancelled_call_stops_the_tool() {
 async fn example_binary() -> PathBuf {
     let mut build = tokio::process::Command::new(env!("CARGO"));
     build
-        .args(["build", "--example", "mcp_server", "--features", "mcp"])
+        .args(["build", "--example", "mcp_server"])
         .args(["--message-format", "json-render-diagnostics"])
         .arg("--manifest-path")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))

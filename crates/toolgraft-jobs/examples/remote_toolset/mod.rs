@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgraft::BoxError;
 use toolgraft::ext::{Batch, Cache, Proxy, proxy};
-use toolgraft::jobs::Remote;
+use toolgraft_jobs::Remote;
 use toolgraft::prelude::*;
 
 /// Where to forecast.
