@@ -11,5 +11,6 @@ mod dynamic;
 mod kinds;
 mod manifest_shape;
 mod naming;
+mod pass;
 mod relocation;
 mod schemas;

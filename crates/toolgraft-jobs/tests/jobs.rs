@@ -17,10 +17,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgraft::ext::{Batch, Cache, Proxy, proxy};
-use toolgraft_jobs::{Remote, RemoteFailure, Worker};
 use toolgraft::manifest::Manifest;
 use toolgraft::prelude::*;
 use toolgraft::{BaseTools, BindError, BoxError, Registry, ToolError};
+use toolgraft_jobs::{Remote, RemoteFailure, Worker};
 
 // ---------------------------------------------------------------- the toolset
 

@@ -22,9 +22,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolgraft::ext::{Batch, Cache, OutputSchema, Pool, Proxy, Trace, proxy};
 use toolgraft::manifest::Manifest;
-use toolgraft_mcp::ToolsetServer;
 use toolgraft::prelude::*;
 use toolgraft::{BoxError, Registry};
+use toolgraft_mcp::ToolsetServer;
 
 /// Where to forecast.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]

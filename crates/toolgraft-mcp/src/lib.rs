@@ -328,7 +328,8 @@ impl std::fmt::Debug for ToolsetServer {
 }
 
 impl ToolsetServer {
-    /// A server for `toolset`, named `toolgraft` with this crate's version.
+    /// A server for `toolset`, named `toolgraft` with this crate's version (the
+    /// workspace's, the same as toolgraft's).
     ///
     /// ```
     /// use toolgraft_mcp::ToolsetServer;
@@ -343,10 +344,8 @@ impl ToolsetServer {
             .enable_tools()
             .enable_tool_list_changed()
             .build();
-        let info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
-            env!("CARGO_PKG_NAME"),
-            env!("CARGO_PKG_VERSION"),
-        ));
+        let info = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("toolgraft", env!("CARGO_PKG_VERSION")));
         Self {
             toolset,
             info,

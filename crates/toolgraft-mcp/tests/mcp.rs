@@ -26,9 +26,9 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::Notify;
 use toolgraft::ext::{Batch, Cache, Pool, Proxy, Trace, proxy};
 use toolgraft::manifest::ElementSpec;
-use toolgraft_mcp::ToolsetServer;
 use toolgraft::prelude::*;
 use toolgraft::{BoxError, Registry};
+use toolgraft_mcp::ToolsetServer;
 
 // ---------------------------------------------------------------- fixtures
 
@@ -707,10 +707,18 @@ async fn a_cancelled_call_stops_the_tool() {
 
 // ---------------------------------------------------------------- over stdio
 
-/// Builds `examples/mcp_server.rs` with the same cargo that runs this test, and
-/// returns the binary's path (cargo's own report of it, so profiles and target
-/// directories are whatever this run uses).
+/// The binary of `examples/mcp_server.rs`.
+///
+/// A whole `cargo test` builds the package's examples before it runs any test,
+/// with the same profile, features and target directory as this test binary, so
+/// the example is taken from beside it (`<profile>/examples/`) when it is newer
+/// than its sources. Otherwise (`cargo test --test mcp` builds no example) it is
+/// built with the same cargo: a build of its own, since cargo unifies the
+/// dependencies' features over the packages a command selects.
 async fn example_binary() -> PathBuf {
+    if let Some(built) = example_beside_this_test() {
+        return built;
+    }
     let mut build = tokio::process::Command::new(env!("CARGO"));
     build
         .args(["build", "--example", "mcp_server"])
@@ -732,6 +740,30 @@ async fn example_binary() -> PathBuf {
         .filter(|message| message["target"]["name"] == "mcp_server")
         .find_map(|message| message["executable"].as_str().map(PathBuf::from))
         .expect("cargo reports the example's executable")
+}
+
+fn example_beside_this_test() -> Option<PathBuf> {
+    let modified = |path: &Path| {
+        std::fs::metadata(path)
+            .and_then(|meta| meta.modified())
+            .ok()
+    };
+    let this_test = std::env::current_exe().ok()?;
+    let profile = this_test.parent()?.parent()?;
+    let binary = profile
+        .join("examples")
+        .join(format!("mcp_server{}", std::env::consts::EXE_SUFFIX));
+    let built = modified(&binary)?;
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sources = [
+        crate_dir.join("examples/mcp_server.rs"),
+        crate_dir.join("src/lib.rs"),
+        crate_dir.join("Cargo.toml"),
+    ];
+    sources
+        .iter()
+        .all(|source| modified(source).is_some_and(|changed| changed <= built))
+        .then_some(binary)
 }
 
 /// Writes `text` to `path` in one step, so the server never reads half a file.
