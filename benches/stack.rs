@@ -53,7 +53,7 @@ impl<S: Stack> Wrap<S> for Pass {
     type Params = ();
     fn around(
         &self,
-        next: Next<'_, S>,
+        next: Next<'_, S, Self>,
         (): (),
         input: S::Input,
     ) -> impl Future<Output = Result<S::Output, ToolError>> + Send {
@@ -82,7 +82,12 @@ impl Extension for Work {
 
 impl<S: Stack<Output = i64>> Wrap<S> for Work {
     type Params = ();
-    async fn around(&self, next: Next<'_, S>, (): (), input: S::Input) -> Result<i64, ToolError> {
+    async fn around(
+        &self,
+        next: Next<'_, S, Self>,
+        (): (),
+        input: S::Input,
+    ) -> Result<i64, ToolError> {
         Ok(next.call(input).await? + 1)
     }
 }

@@ -19,7 +19,7 @@ use crate::rules::{
     self, Closed, ComboState, HolderIn, HolderOf, InputContract, InsideRelocation, Locality,
     OneOfKindPerCombo, OutputContract, Start, Then,
 };
-use crate::segment::Depth;
+use crate::segment::{Depth, Segment};
 use crate::stack::{Args, Stack};
 use crate::tool::BaseTool;
 
@@ -110,6 +110,30 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
         self.draft.push(element, Some(Arc::new(stack.clone())));
         Combo {
             stack,
+            draft: self.draft,
+            state: PhantomData,
+        }
+    }
+
+    /// Closes the layers added so far into one [`Segment`] now, instead of after
+    /// [`SEGMENT`](crate::SEGMENT) layers: for wrappers whose own futures are heavy
+    /// (several nested `async` blocks, a timeout, a `catch_unwind` each), a few of
+    /// which already nest past what the compiler walks by default ("queries
+    /// overflow the depth limit"). Calls then pay one allocation more; the rules and
+    /// the bound names are unchanged.
+    ///
+    /// ```
+    /// # use toolgraft::{BaseTool, Tool}; use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let combo = shout.combo().with(Trace).with(Trace).segment().with(Trace);
+    /// assert_eq!(combo.name(), "shout_trace_trace_trace");
+    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// ```
+    pub fn segment(self) -> Combo<Segment<S::Input, S::Output>, St::Closed> {
+        Combo {
+            stack: Segment::close(self.stack),
             draft: self.draft,
             state: PhantomData,
         }

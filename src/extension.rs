@@ -308,7 +308,7 @@ pub trait Layer<S: Stack>: Extension + Sized {
 ///
 /// impl<S: Stack<Output = String>> Wrap<S> for Loud {
 ///     type Params = ();
-///     async fn around(&self, next: Next<'_, S>, (): (), input: S::Input)
+///     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
 ///         -> Result<String, ToolError>
 ///     {
 ///         Ok(next.call(input).await?.to_uppercase())
@@ -330,7 +330,7 @@ pub trait Wrap<S: Stack>: Extension<Kind = Wrapper> + Clone {
     /// Runs around one call of the layer below.
     fn around(
         &self,
-        next: Next<'_, S>,
+        next: Next<'_, S, Self>,
         params: Self::Params,
         input: S::Input,
     ) -> impl Future<Output = Result<S::Output, ToolError>> + Send;

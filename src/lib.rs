@@ -84,11 +84,7 @@ mod tool;
 mod toolset;
 
 pub mod ext;
-#[cfg(any(feature = "jobs-redis", feature = "jobs-sqlite"))]
-pub mod jobs;
 pub mod manifest;
-#[cfg(feature = "mcp")]
-pub mod mcp;
 
 pub use bind::{Link, Site, ToolInfo};
 pub use combo::{Bound, Combo, Combos};
@@ -115,6 +111,30 @@ pub use toolset::{BaseTools, Toolset, WeakToolset};
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// Not public API: the few internals that the integration crates of this
+/// workspace (`toolgraft-jobs`) need, with no compatibility promise. A backend that
+/// runs the layer below in another process carries the chain depth there, so a
+/// chain cycle through it still ends at [`ext::chain::MAX_CHAIN_DEPTH`], and
+/// rebuilds the names in the errors a worker sends back.
+#[doc(hidden)]
+pub mod __private {
+    /// How deep in chains the current task is (0 outside any).
+    pub fn chain_depth() -> usize {
+        crate::ext::chain::depth()
+    }
+
+    /// Runs `future` at chain depth `depth`.
+    pub async fn at_chain_depth<F: Future>(depth: usize, future: F) -> F::Output {
+        crate::ext::chain::at_depth(depth, future).await
+    }
+
+    /// A name that skips validation: one that was valid where it was made (a bound
+    /// extension's name, or a name a worker sends back).
+    pub fn name_unchecked(name: &str) -> crate::Name {
+        crate::Name::unchecked(name)
+    }
+}
 
 /// The traits and types most code needs: `use toolgraft::prelude::*;`.
 pub mod prelude {

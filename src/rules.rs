@@ -234,6 +234,8 @@ pub trait ComboState: sealed::Sealed {
     type Depth: Depth;
     /// The state once `E` is added.
     type After<E: Extension>;
+    /// The state once the layers so far are closed into a segment.
+    type Closed;
 }
 
 impl<Seen, R, D> sealed::Sealed for State<Seen, R, D> {}
@@ -247,6 +249,7 @@ impl<Seen, R: Relocator, D: Depth> ComboState for State<Seen, R, D> {
         <<E::Kind as Kind>::Execution as Execution>::After<E, R>,
         D::Next,
     >;
+    type Closed = State<Seen, R, Layers<0>>;
 }
 
 /// The stack `S` of a combo in state `St`, as its next extension receives it: `S`

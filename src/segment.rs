@@ -10,7 +10,8 @@
 //! at the last segment, and a typed call at any depth compiles with the default
 //! limit. Combos of up to [`SEGMENT`] layers are not touched: their calls stay
 //! static dispatch with no allocation; deeper ones pay one allocation per
-//! [`SEGMENT`] layers.
+//! [`SEGMENT`] layers. Wrappers with heavy futures of their own can close a
+//! segment early with [`Combo::segment`](crate::Combo::segment).
 
 use std::fmt;
 use std::future::Future;

@@ -3,6 +3,7 @@
 use std::any::{Any, TypeId};
 use std::cell::OnceCell;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 
 use serde::Serialize;
@@ -62,39 +63,67 @@ pub trait Stack: Clone + Send + Sync + 'static {
     fn decode(&self, args: Args) -> Result<Self::Input, ArgsError>;
 }
 
-/// The layer below, as a wrapper sees it: callable, and named.
+/// The layer below, as the wrapper `W` sees it: callable, and named.
+///
+/// Only a branch minted for `W` makes one, and hands it to `W`'s
+/// [`Wrap::around`](crate::Wrap::around): a wrapper cannot run another wrapper's
+/// `around` (a proxy's, say) as its own, so the rules see the locality of what
+/// actually runs.
 ///
 /// ```
-/// use toolgraft::{Next, Name, Stack};
-/// # fn demo<S: Stack>(stack: &S) -> Result<(), toolgraft::InvalidName> {
-/// let (name, branch) = (Name::new("shout")?, Name::new("shout_cache")?);
-/// let next = Next::new(stack, &name, &branch);
-/// assert_eq!((next.name().as_str(), next.branch().as_str()), ("shout", "shout_cache"));
-/// # Ok(()) }
+/// use toolgraft::{Anywhere, Extension, Next, Stack, ToolError, Wrap, Wrapper};
+///
+/// #[derive(Clone)]
+/// struct Audit;
+/// impl Extension for Audit {
+///     type Kind = Wrapper;
+///     type Locality = Anywhere;
+///     fn name(&self) -> &str { "audit" }
+/// }
+/// impl<S: Stack> Wrap<S> for Audit {
+///     type Params = ();
+///     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
+///         -> Result<S::Output, ToolError>
+///     {
+///         // `next.name()` is the layer below, `next.branch()` the branch called.
+///         tracing::info!(below = %next.name(), branch = %next.branch(), "audited");
+///         next.call(input).await
+///     }
+/// }
 /// ```
-pub struct Next<'a, S> {
+pub struct Next<'a, S, W: ?Sized> {
     stack: &'a S,
     name: &'a Name,
     branch: &'a Name,
+    wrapper: PhantomData<fn() -> *const W>,
 }
 
-impl<S> Clone for Next<'_, S> {
+impl<S, W: ?Sized> Clone for Next<'_, S, W> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<S> Copy for Next<'_, S> {}
+impl<S, W: ?Sized> Copy for Next<'_, S, W> {}
 
-impl<'a, S: Stack> Next<'a, S> {
-    /// The layer below, named `name`, as seen from the branch `branch` (see
-    /// [`Next`]'s example).
+impl<S, W: ?Sized> std::fmt::Debug for Next<'_, S, W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Next")
+            .field("name", self.name)
+            .field("branch", self.branch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a, S: Stack, W: ?Sized> Next<'a, S, W> {
+    /// The layer below, named `name`, as seen from the branch `branch`.
     #[inline]
-    pub fn new(stack: &'a S, name: &'a Name, branch: &'a Name) -> Self {
+    pub(crate) fn new(stack: &'a S, name: &'a Name, branch: &'a Name) -> Self {
         Self {
             stack,
             name,
             branch,
+            wrapper: PhantomData,
         }
     }
 

@@ -333,7 +333,7 @@ impl<S: Cacheable> Wrap<S> for CacheStore<S::Output> {
 
     async fn around(
         &self,
-        next: Next<'_, S>,
+        next: Next<'_, S, Self>,
         params: CacheParams,
         input: S::Input,
     ) -> Result<S::Output, ToolError> {

@@ -181,7 +181,7 @@ impl<S: Stack> Wrap<S> for Proxy {
 
     fn around(
         &self,
-        next: Next<'_, S>,
+        next: Next<'_, S, Self>,
         params: ProxyParams,
         input: S::Input,
     ) -> impl Future<Output = Result<S::Output, ToolError>> + Send {

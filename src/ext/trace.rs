@@ -44,7 +44,7 @@ impl<S: Stack> Wrap<S> for Trace {
 
     async fn around(
         &self,
-        next: Next<'_, S>,
+        next: Next<'_, S, Self>,
         (): (),
         input: S::Input,
     ) -> Result<S::Output, ToolError> {

@@ -26,7 +26,7 @@ impl<S: Stack> Wrap<S> for Audit {
     type Params = ();
     async fn around(
         &self,
-        next: toolgraft::Next<'_, S>,
+        next: toolgraft::Next<'_, S, Self>,
         (): (),
         input: S::Input,
     ) -> Result<S::Output, toolgraft::ToolError> {

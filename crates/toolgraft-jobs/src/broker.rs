@@ -36,22 +36,22 @@ impl Tier {
             ));
         }
         if url.starts_with("redis://") {
-            if cfg!(feature = "jobs-redis") {
+            if cfg!(feature = "redis") {
                 return Ok(Self::Redis(url.to_owned()));
             }
             return Err(format!(
-                "`{url}` needs toolgraft's `jobs-redis` feature, which this build lacks"
+                "`{url}` needs the `redis` feature of toolgraft-jobs, which this build lacks"
             ));
         }
         if let Some(path) = url.strip_prefix("sqlite://") {
             if path.is_empty() {
                 return Err("an sqlite URL needs a file path: `sqlite://path/to/jobs.db`".into());
             }
-            if cfg!(feature = "jobs-sqlite") {
+            if cfg!(feature = "sqlite") {
                 return Ok(Self::Sqlite(url.to_owned()));
             }
             return Err(format!(
-                "`{url}` needs toolgraft's `jobs-sqlite` feature, which this build lacks"
+                "`{url}` needs the `sqlite` feature of toolgraft-jobs, which this build lacks"
             ));
         }
         Err(format!(
@@ -77,20 +77,20 @@ macro_rules! engine_config {
 /// A connection to a tier: enqueues jobs, collects and sends replies.
 #[derive(Clone)]
 pub(crate) enum Broker {
-    #[cfg(feature = "jobs-redis")]
+    #[cfg(feature = "redis")]
     Redis(Box<redis_tier::Broker>),
-    #[cfg(feature = "jobs-sqlite")]
+    #[cfg(feature = "sqlite")]
     Sqlite(Box<sqlite_tier::Broker>),
 }
 
 impl Broker {
     pub(crate) async fn connect(tier: &Tier, queue: &str) -> Result<Self, String> {
         match tier {
-            #[cfg(feature = "jobs-redis")]
+            #[cfg(feature = "redis")]
             Tier::Redis(url) => Ok(Self::Redis(Box::new(
                 redis_tier::Broker::connect(url, queue).await?,
             ))),
-            #[cfg(feature = "jobs-sqlite")]
+            #[cfg(feature = "sqlite")]
             Tier::Sqlite(url) => Ok(Self::Sqlite(Box::new(
                 sqlite_tier::Broker::connect(url, queue).await?,
             ))),
@@ -107,14 +107,14 @@ impl Broker {
             .task_id(TaskId::from_string(job.id.clone()))
             .build();
         match self {
-            #[cfg(feature = "jobs-redis")]
+            #[cfg(feature = "redis")]
             Self::Redis(broker) => broker
                 .storage
                 .clone()
                 .push_task(task)
                 .await
                 .map_err(|error| error.to_string()),
-            #[cfg(feature = "jobs-sqlite")]
+            #[cfg(feature = "sqlite")]
             Self::Sqlite(broker) => broker
                 .storage
                 .clone()
@@ -131,9 +131,9 @@ impl Broker {
         wait: Duration,
     ) -> Result<Vec<Reply>, String> {
         match self {
-            #[cfg(feature = "jobs-redis")]
+            #[cfg(feature = "redis")]
             Self::Redis(broker) => broker.take_replies(reply_to, wait).await,
-            #[cfg(feature = "jobs-sqlite")]
+            #[cfg(feature = "sqlite")]
             Self::Sqlite(broker) => broker.take_replies(reply_to, wait).await,
         }
     }
@@ -141,9 +141,9 @@ impl Broker {
     pub(crate) async fn send_reply(&self, reply_to: &str, reply: &Reply) -> Result<(), String> {
         let body = serde_json::to_string(reply).map_err(|error| error.to_string())?;
         match self {
-            #[cfg(feature = "jobs-redis")]
+            #[cfg(feature = "redis")]
             Self::Redis(broker) => broker.send_reply(reply_to, &body).await,
-            #[cfg(feature = "jobs-sqlite")]
+            #[cfg(feature = "sqlite")]
             Self::Sqlite(broker) => broker.send_reply(reply_to, &reply.job, &body).await,
         }
     }
@@ -203,7 +203,7 @@ impl apalis::prelude::PollStrategy for Ticks {
     }
 }
 
-#[cfg(feature = "jobs-redis")]
+#[cfg(feature = "redis")]
 pub(crate) mod redis_tier {
     use std::sync::Arc;
     use std::time::Duration;
@@ -308,7 +308,7 @@ pub(crate) mod redis_tier {
     }
 }
 
-#[cfg(feature = "jobs-sqlite")]
+#[cfg(feature = "sqlite")]
 pub(crate) mod sqlite_tier {
     use std::str::FromStr;
     use std::time::{Duration, Instant};
@@ -471,7 +471,7 @@ pub(crate) mod sqlite_tier {
     }
 }
 
-#[cfg(all(test, feature = "jobs-redis", feature = "jobs-sqlite"))]
+#[cfg(all(test, feature = "redis", feature = "sqlite"))]
 mod tests {
     use super::Tier;
 

@@ -2,9 +2,9 @@
 //! name (bases and branches, among them `proxy` branches and `pool` backends) is an
 //! MCP tool.
 //!
-//! Run: `cargo run --example mcp_server --features mcp` (speaks MCP on stdin and
+//! Run: `cargo run -p toolgraft-mcp --example mcp_server` (speaks MCP on stdin and
 //! stdout; logs go to stderr). Try it with the MCP Inspector:
-//! `npx @modelcontextprotocol/inspector cargo run -q --example mcp_server --features mcp`.
+//! `npx @modelcontextprotocol/inspector cargo run -q -p toolgraft-mcp --example mcp_server`.
 //!
 //! With `--manifest <file.json|file.toml>` the operator's manifest is applied over
 //! the combos below at start, and again whenever the file changes: connected
@@ -22,9 +22,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolgraft::ext::{Batch, Cache, OutputSchema, Pool, Proxy, Trace, proxy};
 use toolgraft::manifest::Manifest;
-use toolgraft::mcp::ToolsetServer;
 use toolgraft::prelude::*;
 use toolgraft::{BoxError, Registry};
+use toolgraft_mcp::ToolsetServer;
 
 /// Where to forecast.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]

@@ -1,14 +1,14 @@
 //! A worker process: binds the same toolset as its callers and runs their jobs by
 //! name until SIGTERM (then finishes the jobs in flight).
 //!
-//! Run: `cargo run --example worker --features jobs -- redis://127.0.0.1:6379`
+//! Run: `cargo run --example worker -p toolgraft-jobs --features redis -- redis://127.0.0.1:6379`
 //! (or an `sqlite://path/to/jobs.db` URL shared with the callers; no argument: an
 //! SQLite file in the temp directory). Start several for more throughput.
 
 #[path = "remote_toolset/mod.rs"]
 mod remote_toolset;
 
-use toolgraft::jobs::{Remote, Worker};
+use toolgraft_jobs::{Remote, Worker};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

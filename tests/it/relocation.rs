@@ -1,7 +1,7 @@
 //! SPEC §4 and rules 5, 6 at run time: where layers really run (scenarios 10, 11,
 //! 13, 14, 32). The compile-time side is in `ui-tests/`.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -345,7 +345,7 @@ impl<S: Stack<Input = Shout>> toolgraft::Wrap<S> for Explosive {
     type Params = ();
     async fn around(
         &self,
-        next: toolgraft::Next<'_, S>,
+        next: toolgraft::Next<'_, S, Self>,
         (): (),
         input: Shout,
     ) -> Result<S::Output, ToolError> {

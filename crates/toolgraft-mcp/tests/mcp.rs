@@ -1,7 +1,6 @@
 //! Serving a toolset over MCP: rmcp's own client talks to `ToolsetServer` in
 //! process (over a duplex pipe, on both lifecycles), and to the `mcp_server`
 //! example over stdio, the way an MCP client launches a server.
-#![cfg(feature = "mcp")]
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -27,9 +26,9 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::Notify;
 use toolgraft::ext::{Batch, Cache, Pool, Proxy, Trace, proxy};
 use toolgraft::manifest::ElementSpec;
-use toolgraft::mcp::ToolsetServer;
 use toolgraft::prelude::*;
 use toolgraft::{BoxError, Registry};
+use toolgraft_mcp::ToolsetServer;
 
 // ---------------------------------------------------------------- fixtures
 
@@ -708,13 +707,21 @@ async fn a_cancelled_call_stops_the_tool() {
 
 // ---------------------------------------------------------------- over stdio
 
-/// Builds `examples/mcp_server.rs` with the same cargo that runs this test, and
-/// returns the binary's path (cargo's own report of it, so profiles and target
-/// directories are whatever this run uses).
+/// The binary of `examples/mcp_server.rs`.
+///
+/// A whole `cargo test` builds the package's examples before it runs any test,
+/// with the same profile, features and target directory as this test binary, so
+/// the example is taken from beside it (`<profile>/examples/`) when it is newer
+/// than its sources. Otherwise (`cargo test --test mcp` builds no example) it is
+/// built with the same cargo: a build of its own, since cargo unifies the
+/// dependencies' features over the packages a command selects.
 async fn example_binary() -> PathBuf {
+    if let Some(built) = example_beside_this_test() {
+        return built;
+    }
     let mut build = tokio::process::Command::new(env!("CARGO"));
     build
-        .args(["build", "--example", "mcp_server", "--features", "mcp"])
+        .args(["build", "--example", "mcp_server"])
         .args(["--message-format", "json-render-diagnostics"])
         .arg("--manifest-path")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
@@ -733,6 +740,30 @@ async fn example_binary() -> PathBuf {
         .filter(|message| message["target"]["name"] == "mcp_server")
         .find_map(|message| message["executable"].as_str().map(PathBuf::from))
         .expect("cargo reports the example's executable")
+}
+
+fn example_beside_this_test() -> Option<PathBuf> {
+    let modified = |path: &Path| {
+        std::fs::metadata(path)
+            .and_then(|meta| meta.modified())
+            .ok()
+    };
+    let this_test = std::env::current_exe().ok()?;
+    let profile = this_test.parent()?.parent()?;
+    let binary = profile
+        .join("examples")
+        .join(format!("mcp_server{}", std::env::consts::EXE_SUFFIX));
+    let built = modified(&binary)?;
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sources = [
+        crate_dir.join("examples/mcp_server.rs"),
+        crate_dir.join("src/lib.rs"),
+        crate_dir.join("Cargo.toml"),
+    ];
+    sources
+        .iter()
+        .all(|source| modified(source).is_some_and(|changed| changed <= built))
+        .then_some(binary)
 }
 
 /// Writes `text` to `path` in one step, so the server never reads half a file.
@@ -838,4 +869,87 @@ async fn the_example_serves_over_stdio() {
     let log = within("the server's stderr", log).await.unwrap();
     assert!(log.contains("the client closed the connection"), "{log}");
     let _ = std::fs::remove_file(&manifest);
+}
+
+/// A wrapper that panics on one input: its own code, not the body's.
+#[derive(Clone)]
+struct Fragile;
+
+impl Extension for Fragile {
+    type Kind = toolgraft::Wrapper;
+    type Locality = toolgraft::Anywhere;
+
+    fn name(&self) -> &str {
+        "fragile"
+    }
+}
+
+impl<S: Stack<Input = City>> Wrap<S> for Fragile {
+    type Params = ();
+
+    async fn around(
+        &self,
+        next: toolgraft::Next<'_, S, Self>,
+        (): (),
+        input: City,
+    ) -> Result<S::Output, toolgraft::ToolError> {
+        if input.city == "boom" {
+            panic!("fragile wrapper gave up");
+        }
+        next.call(input).await
+    }
+}
+
+impl<S: Stack<Input = City>> Layer<S> for Fragile {
+    type Branch = toolgraft::Wrapped<Self, S>;
+
+    fn layer(self, inner: S, below: &toolgraft::LayerInput<'_, Self>) -> Self::Branch {
+        toolgraft::Wrapped::new(self, inner, below)
+    }
+}
+
+/// A panic in an extension's own code is an `isError` result, arguments nested
+/// past the toolset's depth limit are refused as invalid params (`too_deep`), and
+/// the server keeps serving.
+#[tokio::test]
+async fn a_panic_is_an_error_result_and_deep_arguments_are_refused() {
+    let weather = Tool::builder()
+        .name("weather")
+        .description("Tomorrow's forecast for a city.")
+        .body(forecast)
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind(&weather, hlist![weather.combo().with(Fragile)])
+        .unwrap();
+    let server = ToolsetServer::new(toolset);
+    let shape = toolgraft_mcp::OutputShape::AnyJson;
+
+    let boom = args(json!({"city": "boom"}));
+    let result = server
+        .call("weather_fragile", Some(boom), shape)
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+
+    let mut deep = json!(1);
+    for _ in 0..1_000 {
+        deep = Value::Array(vec![deep]);
+    }
+    let deep = serde_json::Map::from_iter([("city".to_owned(), deep)]);
+    let refused = server.call("weather", Some(deep), shape).await;
+    assert_eq!(
+        refused.unwrap_err().data.unwrap()["kind"],
+        json!("too_deep")
+    );
+
+    let fine = server
+        .call(
+            "weather_fragile",
+            Some(args(json!({"city": "Oslo"}))),
+            shape,
+        )
+        .await;
+    assert_ne!(fine.unwrap().is_error, Some(true));
 }

@@ -6,8 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{ArgsErrorKind, ChainErrorKind, ToolError};
-use crate::name::Name;
+use toolgraft::{ArgsErrorKind, ChainErrorKind, Name, ToolError};
 
 /// One relocated call: run the bound name `tool` with `args`, answer on `reply_to`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -169,7 +168,8 @@ impl WireError {
             ToolError::Reported { message } => Self::Reported {
                 message: message.clone(),
             },
-            ToolError::Output { .. } => Self::Other {
+            // `Output`, and variants newer than this crate.
+            _ => Self::Other {
                 tool: tool.to_owned(),
                 message: error.to_string(),
             },
@@ -180,7 +180,7 @@ impl WireError {
     /// the backend that sent it; `worker` names the process.
     pub(crate) fn into_tool_error(self, below: &Name, backend: &Name, worker: &str) -> ToolError {
         // Names were valid in the worker, which binds the same tools and extensions.
-        let name = |text: String| Name::unchecked(&text);
+        let name = |text: String| toolgraft::__private::name_unchecked(&text);
         match self {
             Self::UnknownTool { name: missing } => ToolError::Relocation {
                 tool: below.clone(),

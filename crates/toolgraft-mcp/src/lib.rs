@@ -1,4 +1,4 @@
-//! Serve a [`Toolset`] over MCP with [`rmcp`], the official Rust SDK (feature `mcp`).
+//! Serve a [`Toolset`] over MCP with [`rmcp`], the official Rust SDK.
 //!
 //! Depend on `rmcp` yourself, with the same minor version (`~3.11`) and the
 //! transports you serve over (`transport-io` for stdio); toolgraft enables only its
@@ -41,7 +41,7 @@
 //! use frunk::hlist;
 //! use serde_json::json;
 //! use toolgraft::ext::Trace;
-//! use toolgraft::mcp::ToolsetServer;
+//! use toolgraft_mcp::ToolsetServer;
 //! use rmcp::ServiceExt;
 //! use rmcp::model::CallToolRequestParams;
 //! use toolgraft::{BaseTool, Tool, Toolset};
@@ -88,9 +88,7 @@ use schemars::Schema;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::bind::ToolInfo;
-use crate::error::{ArgsErrorKind, ToolError};
-use crate::toolset::Toolset;
+use toolgraft::{ArgsErrorKind, ToolError, ToolInfo, Toolset};
 
 /// Which output schemas and structured results a client can take, by the protocol
 /// version it negotiated.
@@ -107,7 +105,7 @@ use crate::toolset::Toolset;
 /// schema is advertised as it is and results are structured.
 ///
 /// ```
-/// use toolgraft::mcp::OutputShape;
+/// use toolgraft_mcp::OutputShape;
 /// use rmcp::model::ProtocolVersion;
 ///
 /// assert_eq!(OutputShape::for_protocol(Some(&ProtocolVersion::V_2025_06_18)), OutputShape::ObjectOnly);
@@ -127,7 +125,7 @@ impl OutputShape {
     /// older one, which every client can read.
     ///
     /// ```
-    /// use toolgraft::mcp::OutputShape;
+    /// use toolgraft_mcp::OutputShape;
     /// use rmcp::model::ProtocolVersion;
     /// assert_eq!(OutputShape::for_protocol(Some(&ProtocolVersion::V_2025_11_25)), OutputShape::ObjectOnly);
     /// ```
@@ -156,7 +154,7 @@ impl OutputShape {
 /// use frunk::hlist;
 /// use serde_json::json;
 /// use toolgraft::ext::Batch;
-/// use toolgraft::mcp::{OutputShape, mcp_tool};
+/// use toolgraft_mcp::{OutputShape, mcp_tool};
 /// use toolgraft::{BaseTool, Tool, Toolset};
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -250,8 +248,9 @@ fn to_mcp(
             let kind = match kind {
                 ArgsErrorKind::UnknownField => "unknown_field",
                 ArgsErrorKind::MissingField => "missing_field",
-                ArgsErrorKind::InvalidValue => "invalid_value",
                 ArgsErrorKind::TooDeep => "too_deep",
+                // `InvalidValue`, and kinds newer than this crate.
+                _ => "invalid_value",
             };
             let data = json!({"tool": tool.as_str(), "field": field, "kind": kind});
             Err(ErrorData::invalid_params(message, Some(data)))
@@ -261,15 +260,10 @@ fn to_mcp(
             message,
             Some(json!({"tool": name})),
         )),
-        ToolError::Body { .. }
-        | ToolError::Panicked { .. }
-        | ToolError::Refused { .. }
-        | ToolError::Relocation { .. }
-        | ToolError::TimedOut { .. }
-        | ToolError::Reported { .. }
-        | ToolError::OutputMismatch { .. }
-        | ToolError::Chain { .. }
-        | ToolError::Output { .. } => Ok(CallToolResult::error(vec![ContentBlock::text(message)])),
+        // `Body`, `Panicked`, `Refused`, `Relocation`, `TimedOut`, `Reported`,
+        // `OutputMismatch`, `Chain`, `Output` (and variants newer than this crate):
+        // the tool ran and failed, which MCP reports in the result.
+        _ => Ok(CallToolResult::error(vec![ContentBlock::text(message)])),
     }
 }
 
@@ -290,7 +284,7 @@ fn to_mcp(
 ///
 /// ```no_run
 /// use toolgraft::Toolset;
-/// use toolgraft::mcp::ToolsetServer;
+/// use toolgraft_mcp::ToolsetServer;
 /// use rmcp::{ServiceExt, transport::stdio};
 ///
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -335,10 +329,11 @@ impl std::fmt::Debug for ToolsetServer {
 }
 
 impl ToolsetServer {
-    /// A server for `toolset`, named `toolgraft` with this crate's version.
+    /// A server for `toolset`, named `toolgraft` with this crate's version (the
+    /// workspace's, the same as toolgraft's).
     ///
     /// ```
-    /// use toolgraft::mcp::ToolsetServer;
+    /// use toolgraft_mcp::ToolsetServer;
     /// use rmcp::ServerHandler;
     /// let server = ToolsetServer::new(toolgraft::Toolset::new());
     /// let info = server.get_info();
@@ -350,10 +345,8 @@ impl ToolsetServer {
             .enable_tools()
             .enable_tool_list_changed()
             .build();
-        let info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
-            env!("CARGO_PKG_NAME"),
-            env!("CARGO_PKG_VERSION"),
-        ));
+        let info = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("toolgraft", env!("CARGO_PKG_VERSION")));
         Self {
             toolset,
             info,
@@ -365,7 +358,7 @@ impl ToolsetServer {
     /// Names the server (`serverInfo` in the handshake).
     ///
     /// ```
-    /// use toolgraft::mcp::ToolsetServer;
+    /// use toolgraft_mcp::ToolsetServer;
     /// use rmcp::{ServerHandler, model::Implementation};
     /// let server = ToolsetServer::new(toolgraft::Toolset::new())
     ///     .with_server_info(Implementation::new("weather-server", "1.2.0"));
@@ -379,7 +372,7 @@ impl ToolsetServer {
     /// Instructions for the client (and its model) on using this server.
     ///
     /// ```
-    /// use toolgraft::mcp::ToolsetServer;
+    /// use toolgraft_mcp::ToolsetServer;
     /// use rmcp::ServerHandler;
     /// let server = ToolsetServer::new(toolgraft::Toolset::new()).with_instructions("Ask for weather.");
     /// assert_eq!(server.get_info().instructions.as_deref(), Some("Ask for weather."));
@@ -393,7 +386,7 @@ impl ToolsetServer {
     ///
     /// ```
     /// let toolset = toolgraft::Toolset::new();
-    /// let server = toolgraft::mcp::ToolsetServer::new(toolset.clone());
+    /// let server = toolgraft_mcp::ToolsetServer::new(toolset.clone());
     /// assert!(server.toolset().names().is_empty());
     /// ```
     pub fn toolset(&self) -> &Toolset {
@@ -406,7 +399,7 @@ impl ToolsetServer {
     ///
     /// ```
     /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
-    /// use toolgraft::mcp::{OutputShape, ToolsetServer};
+    /// use toolgraft_mcp::{OutputShape, ToolsetServer};
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
@@ -430,7 +423,7 @@ impl ToolsetServer {
     ///
     /// ```
     /// # use frunk::hlist; use serde_json::json; use toolgraft::{BaseTool, Tool, Toolset};
-    /// use toolgraft::mcp::{OutputShape, ToolsetServer};
+    /// use toolgraft_mcp::{OutputShape, ToolsetServer};
     /// use rmcp::model::ErrorCode;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -1,7 +1,7 @@
 //! The run-time path: registry, manifest binding, the same rules as typed errors,
 //! live changes (scenarios 2, 3, 4 to 12, 17 to 21, 25, 26, 33).
 
-mod common;
+use crate::common;
 
 use common::{describing, marker, ping, report, shout};
 use serde_json::{Value, json};

@@ -1,5 +1,5 @@
-//! Backends that run the body in **other processes**, on the apalis job engine
-//! (features `jobs-redis`, `jobs-sqlite`).
+//! Backends for [toolgraft](toolgraft) that run the body in **other processes**, on
+//! the apalis job engine (features `redis` and `sqlite`, the default).
 //!
 //! [`Remote`] is a backend: its branch enqueues a job carrying the NAME of its
 //! layer input and the JSON arguments, and waits for the reply. A [`Worker`] is a
@@ -8,9 +8,9 @@
 //!
 //! Two tiers, picked by the URL:
 //!
-//! * `redis://host:port`: a Redis server carries jobs and replies (`jobs-redis`);
+//! * `redis://host:port`: a Redis server carries jobs and replies (feature `redis`);
 //! * `sqlite://path/to/jobs.db`: an SQLite file the processes share, no server
-//!   (`jobs-sqlite`), for one machine.
+//!   (feature `sqlite`, on by default), for one machine.
 //!
 //! What is guaranteed:
 //!
@@ -32,7 +32,7 @@
 //! ```no_run
 //! use frunk::hlist;
 //! use serde_json::json;
-//! use toolgraft::jobs::{Remote, Worker};
+//! use toolgraft_jobs::{Remote, Worker};
 //! use toolgraft::prelude::*;
 //!
 //! #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
@@ -59,6 +59,11 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(not(any(feature = "redis", feature = "sqlite")))]
+compile_error!(
+    "toolgraft-jobs needs a tier: enable its feature `sqlite` (the default) or `redis`, or both"
+);
+
 mod broker;
 mod remote;
 mod wire;
@@ -69,4 +74,4 @@ pub use wire::RemoteFailure;
 pub use worker::{Worker, WorkerError};
 
 #[cfg(doc)]
-use crate::error::ToolError;
+use toolgraft::ToolError;

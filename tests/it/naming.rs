@@ -1,6 +1,6 @@
 //! SPEC rules 1, 2, 3, 13, 14, 16 on the typed path (scenarios 4 to 8, 24).
 
-mod common;
+use crate::common;
 
 use common::{Loud, Shout, describing, marker, ping, shout};
 use frunk::{hlist, hlist_pat};

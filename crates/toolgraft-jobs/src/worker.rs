@@ -9,7 +9,7 @@ use apalis::prelude::{BackendExt, BoxDynError, Data, Monitor, WorkerBuilder, Wor
 use super::broker::{Broker, Ticks};
 use super::remote::Remote;
 use super::wire::{Job, Reply, WireError};
-use crate::toolset::Toolset;
+use toolgraft::Toolset;
 
 /// How many jobs a worker runs at once unless told otherwise.
 const DEFAULT_CONCURRENCY: usize = 16;
@@ -23,7 +23,7 @@ const DEFAULT_GRACE: Duration = Duration::from_secs(30);
 ///
 /// ```no_run
 /// use toolgraft::Toolset;
-/// use toolgraft::jobs::{Remote, Worker};
+/// use toolgraft_jobs::{Remote, Worker};
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let remote = Remote::new("sqlite:///tmp/jobs.db")?.queue("weather");
 /// let toolset = Toolset::new(); // ... bound like the callers' ...
@@ -41,7 +41,7 @@ pub struct Worker {
 /// Why a worker stopped other than by a shutdown signal.
 ///
 /// ```
-/// let err = toolgraft::jobs::WorkerError::Connect("no route".into());
+/// let err = toolgraft_jobs::WorkerError::Connect("no route".into());
 /// assert!(err.to_string().contains("no route"));
 /// ```
 #[derive(Debug, thiserror::Error)]
@@ -74,8 +74,8 @@ impl Worker {
     /// alone repeats across hosts and containers.
     ///
     /// ```
-    /// # let remote = toolgraft::jobs::Remote::new("sqlite://jobs.db")?;
-    /// let worker = toolgraft::jobs::Worker::new(toolgraft::Toolset::new(), &remote);
+    /// # let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
+    /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote);
     /// assert!(worker.name().starts_with(&format!("toolgraft-{}-", std::process::id())));
     /// # Ok::<(), toolgraft::ConfigError>(())
     /// ```
@@ -93,8 +93,8 @@ impl Worker {
     /// other live worker's.
     ///
     /// ```
-    /// # let remote = toolgraft::jobs::Remote::new("sqlite://jobs.db")?;
-    /// let worker = toolgraft::jobs::Worker::new(toolgraft::Toolset::new(), &remote).named("gpu-1");
+    /// # let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
+    /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote).named("gpu-1");
     /// assert_eq!(worker.name(), "gpu-1");
     /// # Ok::<(), toolgraft::ConfigError>(())
     /// ```
@@ -107,11 +107,11 @@ impl Worker {
     /// told).
     ///
     /// ```
-    /// # let remote = toolgraft::jobs::Remote::new("sqlite://jobs.db")?;
-    /// let worker = toolgraft::jobs::Worker::new(toolgraft::Toolset::new(), &remote).concurrency(0);
+    /// # let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
+    /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote).concurrency(0);
     /// assert_eq!(worker.concurrent_jobs(), 1);
     /// let worker = worker.concurrency(usize::MAX);
-    /// assert_eq!(worker.concurrent_jobs(), toolgraft::jobs::Worker::MAX_CONCURRENCY);
+    /// assert_eq!(worker.concurrent_jobs(), toolgraft_jobs::Worker::MAX_CONCURRENCY);
     /// # Ok::<(), toolgraft::ConfigError>(())
     /// ```
     pub fn concurrency(mut self, jobs: usize) -> Self {
@@ -122,7 +122,7 @@ impl Worker {
     /// The most jobs one worker runs at once (see [`Worker::concurrency`]).
     ///
     /// ```
-    /// assert_eq!(toolgraft::jobs::Worker::MAX_CONCURRENCY, 4096);
+    /// assert_eq!(toolgraft_jobs::Worker::MAX_CONCURRENCY, 4096);
     /// ```
     pub const MAX_CONCURRENCY: usize = 4096;
 
@@ -130,8 +130,8 @@ impl Worker {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # let remote = toolgraft::jobs::Remote::new("sqlite://jobs.db")?;
-    /// let worker = toolgraft::jobs::Worker::new(toolgraft::Toolset::new(), &remote)
+    /// # let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
+    /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote)
     ///     .grace(Duration::from_secs(5));
     /// # Ok::<(), toolgraft::ConfigError>(())
     /// ```
@@ -169,7 +169,7 @@ impl Worker {
     /// to the [grace](Worker::grace)) and returns.
     ///
     /// ```no_run
-    /// # use toolgraft::jobs::{Remote, Worker};
+    /// # use toolgraft_jobs::{Remote, Worker};
     /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let remote = Remote::new("sqlite://jobs.db")?;
     /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -211,9 +211,9 @@ impl Worker {
             }};
         }
         let monitor = match broker {
-            #[cfg(feature = "jobs-redis")]
+            #[cfg(feature = "redis")]
             Broker::Redis(broker) => serve!(broker.storage),
-            #[cfg(feature = "jobs-sqlite")]
+            #[cfg(feature = "sqlite")]
             Broker::Sqlite(broker) => serve!(broker.storage),
         };
         // Not `run_with_signal`: with a grace period it reports success whatever
@@ -251,7 +251,7 @@ impl Worker {
 async fn run_job(job: Job, state: Data<Arc<State>>) -> Result<(), BoxDynError> {
     tracing::info!(job = %job.id, tool = %job.tool, worker = %state.worker, "job started");
     let call = state.toolset.call(&job.tool, job.args);
-    let result = crate::ext::chain::at_depth(job.depth, call).await;
+    let result = toolgraft::__private::at_chain_depth(job.depth, call).await;
     tracing::info!(
         job = %job.id, tool = %job.tool, worker = %state.worker, ok = result.is_ok(),
         "job finished"

@@ -1,6 +1,6 @@
 //! The built-in extensions at call time (scenarios 29, 30, 31, and `trace`).
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -3,9 +3,8 @@
 //! binary started again as `worker_process`, binding the same toolset with the
 //! same code (`toolset`), as SPEC §4 asks.
 //!
-//! Redis: `TOOLGRAFT_REDIS_URL` names a running server (`.ci/run` starts one);
+//! Redis: `TOOLGRAFT_REDIS_URL` names a running server (`scripts/test` starts one);
 //! without it each test starts its own `redis-server` on a free loopback port.
-#![cfg(any(feature = "jobs-redis", feature = "jobs-sqlite"))]
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -18,10 +17,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgraft::ext::{Batch, Cache, Proxy, proxy};
-use toolgraft::jobs::{Remote, RemoteFailure, Worker};
 use toolgraft::manifest::Manifest;
 use toolgraft::prelude::*;
 use toolgraft::{BaseTools, BindError, BoxError, Registry, ToolError};
+use toolgraft_jobs::{Remote, RemoteFailure, Worker};
 
 // ---------------------------------------------------------------- the toolset
 
@@ -321,7 +320,7 @@ fn unique(test: &str) -> String {
 }
 
 impl Env {
-    #[cfg(feature = "jobs-redis")]
+    #[cfg(feature = "redis")]
     async fn redis(test: &str) -> Self {
         let queue = unique(test);
         if let Ok(url) = std::env::var("TOOLGRAFT_REDIS_URL") {
@@ -342,7 +341,7 @@ impl Env {
             .stdout(Stdio::null())
             .spawn()
             .expect(
-                "the Redis tests need a Redis: set TOOLGRAFT_REDIS_URL, or install redis-server",
+                "the Redis tests need a Redis: run them with scripts/test, set TOOLGRAFT_REDIS_URL, or install redis-server",
             );
         let url = format!("redis://127.0.0.1:{port}");
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -363,7 +362,7 @@ impl Env {
         }
     }
 
-    #[cfg(feature = "jobs-sqlite")]
+    #[cfg(feature = "sqlite")]
     async fn sqlite(test: &str) -> Self {
         let path = std::env::temp_dir().join(format!("{}.db", unique(test)));
         Self {
@@ -383,7 +382,7 @@ impl Env {
 
 macro_rules! on_every_tier {
     ($($test:ident),* $(,)?) => {
-        #[cfg(feature = "jobs-redis")]
+        #[cfg(feature = "redis")]
         mod redis {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -392,7 +391,7 @@ macro_rules! on_every_tier {
                 }
             )*
         }
-        #[cfg(feature = "jobs-sqlite")]
+        #[cfg(feature = "sqlite")]
         mod sqlite {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

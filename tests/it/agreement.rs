@@ -5,7 +5,7 @@
 //! predict with the output schemas rule 12 predicts, and are refused with the error
 //! the spec names, first error first (rule 4, then 5, then per layer 6, 7, 9).
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -129,7 +129,7 @@ where
 
     async fn around(
         &self,
-        next: Next<'_, S>,
+        next: Next<'_, S, Self>,
         (): (),
         input: S::Input,
     ) -> Result<S::Output, ToolError> {
@@ -167,7 +167,7 @@ impl<S: Stack<Output = String>> Wrap<S> for Loud {
 
     async fn around(
         &self,
-        next: Next<'_, S>,
+        next: Next<'_, S, Self>,
         (): (),
         input: S::Input,
     ) -> Result<String, ToolError> {

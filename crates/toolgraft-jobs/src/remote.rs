@@ -13,12 +13,10 @@ use tokio::task::AbortHandle;
 
 use super::broker::{Broker, Tier};
 use super::wire::{Job, Reply};
-use crate::error::{ArgsError, ToolError};
-use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput};
-use crate::kind::Backend;
-use crate::name::Name;
-use crate::rules::Anywhere;
-use crate::stack::{Args, Stack};
+use toolgraft::{
+    Anywhere, Args, ArgsError, Backend, ConfigError, Configurable, Extension, Layer, LayerInput,
+    Name, Stack, ToolError,
+};
 
 /// The queue jobs go to unless told otherwise.
 const DEFAULT_QUEUE: &str = "toolgraft";
@@ -38,7 +36,7 @@ const REPLY_WAIT: Duration = Duration::from_secs(1);
 /// ```
 /// use std::time::Duration;
 /// use toolgraft::Extension;
-/// use toolgraft::jobs::Remote;
+/// use toolgraft_jobs::Remote;
 ///
 /// let remote = Remote::new("sqlite:///var/lib/toolgraft/jobs.db")?
 ///     .queue("weather")
@@ -60,7 +58,7 @@ pub struct Remote {
 /// `{"name": "remote", "config": {"url": "redis://127.0.0.1:6379", "queue": "weather", "timeout_ms": 5000}}`.
 ///
 /// ```
-/// use toolgraft::jobs::RemoteConfig;
+/// use toolgraft_jobs::RemoteConfig;
 /// let config: RemoteConfig = serde_json::from_value(serde_json::json!({"url": "sqlite://jobs.db"}))?;
 /// assert_eq!((config.queue.as_str(), config.timeout_ms), ("toolgraft", 30_000));
 /// # Ok::<(), serde_json::Error>(())
@@ -83,7 +81,7 @@ pub struct RemoteConfig {
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolgraft::jobs::{MAX_TIMEOUT_MS, Remote};
+/// use toolgraft_jobs::{MAX_TIMEOUT_MS, Remote};
 /// let remote = Remote::new("sqlite://jobs.db")?.timeout(Duration::from_secs(u64::MAX));
 /// assert_eq!(remote.timeout_after(), Duration::from_millis(MAX_TIMEOUT_MS));
 /// # Ok::<(), toolgraft::ConfigError>(())
@@ -112,7 +110,7 @@ impl Remote {
     /// no known tier, or of a tier this build lacks, is an error.
     ///
     /// ```
-    /// let err = toolgraft::jobs::Remote::new("postgres://db").unwrap_err();
+    /// let err = toolgraft_jobs::Remote::new("postgres://db").unwrap_err();
     /// assert!(err.to_string().contains("redis://"));
     /// ```
     pub fn new(url: impl Into<String>) -> Result<Self, ConfigError> {
@@ -126,7 +124,7 @@ impl Remote {
     /// The same backend on another queue.
     ///
     /// ```
-    /// let remote = toolgraft::jobs::Remote::new("sqlite://jobs.db")?.queue("gpu");
+    /// let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.queue("gpu");
     /// assert_eq!(remote.queue_name(), "gpu");
     /// # Ok::<(), toolgraft::ConfigError>(())
     /// ```
@@ -140,7 +138,7 @@ impl Remote {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let remote = toolgraft::jobs::Remote::new("sqlite://jobs.db")?.timeout(Duration::from_millis(250));
+    /// let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.timeout(Duration::from_millis(250));
     /// assert_eq!(remote.timeout_after(), Duration::from_millis(250));
     /// # Ok::<(), toolgraft::ConfigError>(())
     /// ```
@@ -156,7 +154,7 @@ impl Remote {
     ///
     /// ```
     /// # use toolgraft::Extension;
-    /// let gpu = toolgraft::jobs::Remote::new("sqlite://jobs.db")?.named("gpu");
+    /// let gpu = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.named("gpu");
     /// assert_eq!(gpu.name(), "gpu");
     /// # Ok::<(), toolgraft::ConfigError>(())
     /// ```
@@ -178,7 +176,7 @@ impl Remote {
     /// The settings (see [`RemoteConfig`]).
     ///
     /// ```
-    /// let remote = toolgraft::jobs::Remote::new("sqlite://jobs.db")?;
+    /// let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
     /// assert_eq!(remote.settings().url, "sqlite://jobs.db");
     /// # Ok::<(), toolgraft::ConfigError>(())
     /// ```
@@ -204,7 +202,7 @@ impl Remote {
     /// Runs the bound name `tool` in a worker with `args` and waits for its reply;
     /// the timeout covers connecting and enqueueing too.
     async fn run(&self, tool: &Name, args: Value) -> Result<Value, ToolError> {
-        let backend = Name::unchecked(&self.name);
+        let backend = toolgraft::__private::name_unchecked(&self.name);
         let id = ulid::Ulid::new().to_string();
         let after = self.timeout_after();
         match tokio::time::timeout(after, self.send_and_wait(tool, &backend, &id, args)).await {
@@ -236,7 +234,7 @@ impl Remote {
             tool: tool.to_string(),
             args,
             reply_to: client.reply_to.clone(),
-            depth: crate::ext::chain::depth(),
+            depth: toolgraft::__private::chain_depth(),
         };
         // Waiting before sending: a fast worker cannot answer before anyone listens.
         let pending = client.expect(id);
@@ -279,7 +277,7 @@ impl Configurable for Remote {
                 "queue",
                 format!(
                     "`{}` is not a queue name; use a non-empty name without `:`",
-                    crate::error::shorten(&config.queue)
+                    toolgraft::shorten(&config.queue)
                 ),
             ));
         }
@@ -354,7 +352,7 @@ where
     async fn call(&self, input: S::Input) -> Result<S::Output, ToolError> {
         let relocation = |reason: String| ToolError::Relocation {
             tool: self.below.clone(),
-            backend: Name::unchecked(&self.remote.name),
+            backend: toolgraft::__private::name_unchecked(&self.remote.name),
             reason,
         };
         let args = serde_json::to_value(&input)

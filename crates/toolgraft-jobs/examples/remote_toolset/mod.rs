@@ -7,8 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgraft::BoxError;
 use toolgraft::ext::{Batch, Cache, Proxy, proxy};
-use toolgraft::jobs::Remote;
 use toolgraft::prelude::*;
+use toolgraft_jobs::Remote;
 
 /// Where to forecast.
 #[derive(Deserialize, Serialize, JsonSchema)]

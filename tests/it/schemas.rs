@@ -1,6 +1,6 @@
 //! SPEC rules 8 to 12 on the typed path (scenarios 15, 16, 18 to 20, 22, 23).
 
-mod common;
+use crate::common;
 
 use common::{ReportInput, Shout, ping, report, shout};
 use frunk::hlist;
@@ -121,7 +121,7 @@ impl<S: Stack> Wrap<S> for Shadow {
     type Params = ShadowParams;
     async fn around(
         &self,
-        next: Next<'_, S>,
+        next: Next<'_, S, Self>,
         _: ShadowParams,
         input: S::Input,
     ) -> Result<S::Output, ToolError> {

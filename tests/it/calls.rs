@@ -1,7 +1,7 @@
 //! Calls: typed through the outermost branch, or by name with JSON; bad input gives
 //! typed errors naming the tool and the field.
 
-mod common;
+use crate::common;
 
 use common::{Loud, Shout, report, shout};
 use frunk::{hlist, hlist_pat};

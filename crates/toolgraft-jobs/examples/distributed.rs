@@ -2,7 +2,7 @@
 //! first, with the same URL): calls relocated branches by name with JSON and
 //! shows which process ran each body.
 //!
-//! Run: `cargo run --example distributed --features jobs -- redis://127.0.0.1:6379`
+//! Run: `cargo run --example distributed -p toolgraft-jobs --features redis -- redis://127.0.0.1:6379`
 
 #[path = "remote_toolset/mod.rs"]
 mod remote_toolset;
@@ -10,7 +10,7 @@ mod remote_toolset;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolgraft::jobs::Remote;
+use toolgraft_jobs::Remote;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

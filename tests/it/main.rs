@@ -1,0 +1,16 @@
+//! The core's integration tests: one test binary (one link of the dependency
+//! tree), one module per area of the contract. The compile-time side is in
+//! `tests/ui.rs` and `ui-tests/`.
+
+mod common;
+
+mod agreement;
+mod builtins;
+mod calls;
+mod dynamic;
+mod kinds;
+mod manifest_shape;
+mod naming;
+mod pass;
+mod relocation;
+mod schemas;
