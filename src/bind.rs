@@ -3,7 +3,7 @@
 //!
 //! A combo is folded element by element into a [`Running`] view of the layer input
 //! (name, description, schemas, chain); each step applies the rules of
-//! [`crate::rules`] in SPEC order. A tool's combos are then merged into one set of
+//! [`crate::rules`] in the rulebook's order. A tool's combos are then merged into one set of
 //! bound names (identical prefixes once, clashes refused) or refused as a whole.
 
 use std::collections::HashMap;
@@ -114,7 +114,7 @@ pub struct ToolInfo {
     pub description: String,
     /// The input schema clients see (shared: branches often present the same one).
     pub input_schema: Arc<Schema>,
-    /// The output schema, when this name has one (SPEC rule 12).
+    /// The output schema, when this name has one ([output-schema](crate::rulebook#output-schema)).
     pub output_schema: Option<Arc<Schema>>,
 }
 
@@ -276,7 +276,7 @@ impl Running {
         )
     }
 
-    /// Applies one element (SPEC §3, per-layer order: locality, config, same name,
+    /// Applies one element (the rulebook's per-layer order: locality, config, same name,
     /// input rule, output fold, description).
     pub fn apply(&self, element: &Element) -> Result<Running, BindError> {
         rules::locality(self, element)?;
@@ -390,6 +390,18 @@ pub struct ComboDraft {
     elements: Vec<Element>,
     branches: Vec<Minted>,
     refused: Option<BindError>,
+}
+
+impl std::fmt::Debug for ComboDraft {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // How a combo reads: `fetch_proxy_pool [proxy > pool]`.
+        write!(f, "{} [", self.name())?;
+        for (at, element) in self.elements.iter().enumerate() {
+            let separator = if at == 0 { "" } else { " > " };
+            write!(f, "{separator}{}", element.name)?;
+        }
+        f.write_str("]")
+    }
 }
 
 impl ComboDraft {

@@ -61,6 +61,12 @@ pub struct Combo<S, St = Start> {
     state: PhantomData<fn() -> St>,
 }
 
+impl<S, St> std::fmt::Debug for Combo<S, St> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Combo").field(&self.draft).finish()
+    }
+}
+
 impl<B: BaseTool> Combo<B, Start> {
     pub(crate) fn new(base: B) -> Self {
         Self {
@@ -235,6 +241,12 @@ where
 pub struct Bound<S> {
     name: Name,
     stack: S,
+}
+
+impl<S> std::fmt::Debug for Bound<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Bound").field(&self.name).finish()
+    }
 }
 
 impl<S: Stack> Bound<S> {

@@ -40,6 +40,12 @@ pub struct DynStack {
     stack: Arc<dyn ErasedStack>,
 }
 
+impl std::fmt::Debug for DynStack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("DynStack").field(&self.name).finish()
+    }
+}
+
 impl DynStack {
     /// `stack` through JSON, under the name its errors carry.
     pub fn new<S: Stack>(name: Name, stack: S) -> Self {
@@ -303,7 +309,15 @@ pub struct DynTool {
     stack: DynStack,
 }
 
+impl std::fmt::Debug for DynTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("DynTool").field(&self.spec.name).finish()
+    }
+}
+
 /// The fields of a [`DynTool`], as its builder collects them.
+// The builder's own fields (a body closure among them), not a value users hold.
+#[allow(missing_debug_implementations)]
 #[doc(hidden)]
 #[derive(TypedBuilder)]
 #[builder(

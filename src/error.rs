@@ -351,7 +351,8 @@ impl fmt::Display for ArgsError {
 }
 
 /// Why a tool and its combos could not be bound. Any of these leaves nothing of the
-/// tool bound (SPEC rule 14).
+/// tool bound ([all-or-nothing](crate::rulebook#all-or-nothing)); [`BindError::rule`]
+/// names the rule broken.
 ///
 /// ```
 /// use toolgraft::{BindError, Name};
@@ -361,6 +362,7 @@ impl fmt::Display for ArgsError {
 ///     relocating: Name::new("pool")?,
 /// };
 /// assert!(err.to_string().contains("place `proxy` before `pool`"));
+/// assert_eq!(err.rule(), Some("locality-inside-relocation"));
 /// # Ok::<(), toolgraft::InvalidName>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Error)]
@@ -660,6 +662,48 @@ pub enum BindError {
         /// What it presented instead.
         presented: String,
     },
+}
+
+impl BindError {
+    /// The section of the [rulebook](crate::rulebook) this refusal enforces, such
+    /// as `"cardinality"`; `None` for a refusal that is not one of the rules (a
+    /// limit, an unknown tool, a live change that does not apply).
+    ///
+    /// ```
+    /// use toolgraft::{BindError, Name};
+    /// let err = BindError::EmptyCombo { tool: Name::new("fetch")? };
+    /// assert_eq!(err.rule(), Some("manifest-shape"));
+    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// ```
+    pub fn rule(&self) -> Option<&'static str> {
+        Some(match self {
+            Self::InvalidName(_) | Self::SameName { .. } | Self::InvalidBranchName { .. } => {
+                "branch-by-rename"
+            }
+            Self::NameClash { .. } | Self::NameTaken { .. } => "one-branch-per-prefix",
+            Self::EmptyCombo { .. } => "manifest-shape",
+            Self::NotABase { .. } => "branch-bookkeeping",
+            Self::UnknownExtensions { .. } => "unknown-extension",
+            Self::MultipleOfKind { .. } => "cardinality",
+            Self::LocalityOutsideRelocation { .. } => "locality-inside-relocation",
+            Self::ExtensionFailed { .. }
+            | Self::ConfigNotAccepted { .. }
+            | Self::InvalidConfig { .. } => "config",
+            Self::WrapperChangedSchema { .. } => "wrapper-input-schema",
+            Self::ReservedParamExists { .. }
+            | Self::ReservedParamNotInline { .. }
+            | Self::MalformedSchema { .. } => "reserved-params",
+            Self::TransformerSchemaNotConcrete { .. } => "transformer-input-schema",
+            // Limits and live-change bookkeeping, not rules of a combo.
+            Self::AlreadyBound { .. }
+            | Self::ComboTooLong { .. }
+            | Self::NameTooLong { .. }
+            | Self::UnknownTool { .. }
+            | Self::AlreadyAttached { .. }
+            | Self::NotAttached { .. }
+            | Self::ForeignCombo { .. } => return None,
+        })
+    }
 }
 
 pub(crate) fn ticked(names: &[String]) -> String {

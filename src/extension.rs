@@ -195,7 +195,8 @@ pub trait Extension: Send + Sync + 'static {
 
     /// Parameters a transformer or backend adds beside those of its layer input
     /// (for `chain`: `next_tool`, `select`). A layer input that already takes one
-    /// is refused when binding, as a wrapper's reserved params are (SPEC rule 9).
+    /// is refused when binding, as a wrapper's reserved params are
+    /// ([reserved-params](crate::rulebook#reserved-params)).
     fn own_params(&self) -> &[&'static str] {
         &[]
     }
@@ -203,7 +204,8 @@ pub trait Extension: Send + Sync + 'static {
     /// The branch's own input schema. Required of transformers (a concrete object
     /// schema); a backend may use it to add task options. A wrapper's schema is its
     /// layer input's plus its reserved params: typed wrappers present none here, and
-    /// one that does must present exactly that (SPEC rule 8).
+    /// one that does must present exactly that
+    /// ([wrapper-input-schema](crate::rulebook#wrapper-input-schema)).
     fn input_schema(&self, below: &LayerInput<'_, Self>) -> Option<Schema> {
         let _ = below;
         None
@@ -344,6 +346,15 @@ pub struct Wrapped<W, S> {
     below: Name,
     branch: Name,
     reserved: Arc<[String]>,
+}
+
+impl<W, S> std::fmt::Debug for Wrapped<W, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wrapped")
+            .field("branch", &self.branch)
+            .field("below", &self.below)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<W: Clone, S: Clone> Clone for Wrapped<W, S> {

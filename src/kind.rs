@@ -213,17 +213,22 @@ pub trait Kind: sealed::Sealed + Send + Sync + 'static {
 #[allow(non_camel_case_types)]
 pub mod words {
     /// A wrapper.
+    #[derive(Debug)]
     pub struct wrapper;
     /// A transformer.
+    #[derive(Debug)]
     pub struct transformer;
     /// A backend.
+    #[derive(Debug)]
     pub struct backend;
 }
 
 /// Type-level number zero, and its successor: the kind ids.
 #[doc(hidden)]
+#[derive(Debug)]
 pub struct Zero;
 #[doc(hidden)]
+#[derive(Debug)]
 pub struct Succ<N>(std::marker::PhantomData<N>);
 
 /// Marker for [`ExtensionKind::Wrapper`].

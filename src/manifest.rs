@@ -1,5 +1,5 @@
 //! Manifest files: which combos each base tool carries, as an operator writes them
-//! (SPEC §5), in JSON or TOML.
+//! ([manifest-shape](crate::rulebook#manifest-shape)), in JSON or TOML.
 //!
 //! ```json
 //! { "tools": {
@@ -209,7 +209,7 @@ impl Manifest {
         }
     }
 
-    /// Reads a manifest from a JSON value of the SPEC §5 shape, normalizing flat
+    /// Reads a manifest from a JSON value of the [manifest shape](crate::rulebook#manifest-shape), normalizing flat
     /// lists to one combo.
     pub fn from_value(value: &Value) -> Result<Self, ManifestError> {
         // Reading the manifest clones configs, which recurses once per level.

@@ -1,4 +1,4 @@
-//! Reserved params: control parameters a wrapper adds for itself (SPEC rule 9).
+//! Reserved params: control parameters a wrapper adds for itself ([reserved-params](crate::rulebook#reserved-params)).
 //!
 //! A wrapper with reserved params `P` presents `WithParams<P, I>` where its layer
 //! input takes `I`: the branch's input schema is the layer's plus `P`'s properties,

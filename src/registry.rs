@@ -170,7 +170,7 @@ impl Registry {
             .collect()
     }
 
-    /// Builds one combo over `base`, in SPEC §3 order: unknown names, then
+    /// Builds one combo over `base`, in the [rulebook](crate::rulebook)'s order: unknown names, then
     /// cardinality (before any factory runs), then the engine's per-layer rules.
     /// Factories stop running at the first refused layer; a change that is retried
     /// runs them again.
@@ -407,6 +407,15 @@ pub struct DynExtension {
     factory: Arc<DynFactory>,
 }
 
+impl std::fmt::Debug for DynExtension {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DynExtension")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
 type DynFactory = dyn Fn(DynLayer<'_>) -> Result<DynBranch, ConfigError> + Send + Sync;
 
 /// What a [`DynExtension`]'s factory receives.
@@ -417,6 +426,16 @@ pub struct DynLayer<'a> {
     pub input: LayerInput<'a, DynExtension>,
     /// The element's config, if it carries one.
     pub config: Option<&'a Map<String, Value>>,
+}
+
+impl std::fmt::Debug for DynLayer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DynLayer")
+            .field("below", &self.below)
+            .field("input", &self.input)
+            .field("config", &self.config)
+            .finish()
+    }
 }
 
 /// What a [`DynExtension`]'s factory builds: the branch's stack, and what it
@@ -438,6 +457,15 @@ pub struct DynBranch {
     /// Another branch name than `<layer input>_<extension>`.
     #[builder(default, setter(strip_option, into))]
     name: Option<String>,
+}
+
+impl std::fmt::Debug for DynBranch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DynBranch")
+            .field("stack", &self.stack)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Factory for DynExtension {

@@ -1,4 +1,4 @@
-//! The stacking rules of SPEC §3, each in one place.
+//! The stacking rules of the [rulebook](crate::rulebook), each in one place.
 //!
 //! Rules 5 (cardinality), 6 (locality inside relocation), 8 (wrapper input) and 12
 //! (output shape) exist twice here, on purpose side by side: as trait bounds that the
@@ -40,6 +40,7 @@ mod sealed {
     /// Names no one outside this crate can write: a trait with a required method
     /// taking it cannot be implemented elsewhere, so a rule cannot be switched off
     /// by implementing its trait for one's own extension.
+    #[derive(Debug)]
     pub struct Token;
 
     /// The seal of the typestate's hidden helper traits: only the types the
@@ -71,8 +72,10 @@ pub trait Cardinality: sealed::Sealed {
 }
 
 /// More than one extension of the kind may sit in a combo.
+#[derive(Debug)]
 pub struct Many;
 /// At most one extension of the kind may sit in a combo.
+#[derive(Debug)]
 pub struct AtMostOne;
 
 impl sealed::Sealed for Many {}
@@ -98,8 +101,10 @@ pub trait Execution: sealed::Sealed {
 }
 
 /// The body runs where the extension runs.
+#[derive(Debug)]
 pub struct InPlace;
 /// The extension runs the layer below somewhere else.
+#[derive(Debug)]
 pub struct Relocating;
 
 impl sealed::Sealed for InPlace {}
@@ -124,10 +129,13 @@ pub trait InputRule: sealed::Sealed {
 }
 
 /// The branch takes the layer input unchanged, plus reserved params (wrappers).
+#[derive(Debug)]
 pub struct Preserved;
 /// The branch presents its own concrete input (transformers).
+#[derive(Debug)]
 pub struct Declared;
 /// No input rule (backends).
+#[derive(Debug)]
 pub struct Unconstrained;
 
 impl sealed::Sealed for Preserved {}
@@ -156,8 +164,10 @@ pub trait OutputRule: sealed::Sealed {
 }
 
 /// The branch returns the layer's output type.
+#[derive(Debug)]
 pub struct SameShape;
 /// The branch returns an output of its own.
+#[derive(Debug)]
 pub struct Reshaped;
 
 impl sealed::Sealed for SameShape {}
@@ -184,9 +194,11 @@ pub trait Locality: sealed::Sealed + Send + Sync + 'static {
 }
 
 /// The extension works wherever it runs.
+#[derive(Debug)]
 pub struct Anywhere;
 /// The extension only works beside the tool body (it sets a task-local, say), so it
 /// must sit inside any relocating extension.
+#[derive(Debug)]
 pub struct BodyLocal;
 
 impl sealed::Sealed for Anywhere {}
@@ -207,6 +219,7 @@ impl Locality for BodyLocal {
 /// A combo's state: `Seen` lists the extensions of kinds whose `multiple` is false,
 /// `Relocated` is the first relocating extension (or [`NotRelocated`]), `Depth`
 /// counts the layers since the last [`Segment`](crate::Segment).
+#[derive(Debug)]
 pub struct State<Seen, Relocated, Depth = Layers<0>>(PhantomData<Marker<(Seen, Relocated, Depth)>>);
 
 /// A type carried for the compiler only: never held, always `Send + Sync`.
@@ -216,9 +229,11 @@ type Marker<T> = fn() -> T;
 pub type Start = State<HNil, NotRelocated, Layers<0>>;
 
 /// No extension of the combo relocates execution (yet).
+#[derive(Debug)]
 pub struct NotRelocated;
 
 /// No extension of the kind in question sits in the combo (yet).
+#[derive(Debug)]
 pub struct Vacant;
 
 /// The state after adding `E` to a combo in state `St`.
@@ -274,8 +289,10 @@ impl<B: Extension> Relocator for B {
 
 // Type-level booleans, to look a kind up in `Seen`.
 #[doc(hidden)]
+#[derive(Debug)]
 pub struct True;
 #[doc(hidden)]
+#[derive(Debug)]
 pub struct False;
 
 #[doc(hidden)]
@@ -339,7 +356,7 @@ pub type HolderIn<St, K> = <<St as ComboState>::Seen as HolderOf<K>>::Holder;
 #[diagnostic::on_unimplemented(
     message = "a combo holds at most one {K}, and this combo already has `{Self}`",
     label = "`{E}` would be a second {K} in this combo",
-    note = "the {K} kind is not `multiple`: one combo may carry only one extension of that kind",
+    note = "the {K} kind is not `multiple`: one combo may carry only one extension of that kind (rule `cardinality` in `toolgraft::rulebook`)",
     note = "to offer `{E}` too, put it in another combo of the tool: each combo mints its own branches, and may hold its own {K}"
 )]
 pub trait OneOfKindPerCombo<K, E> {
@@ -362,7 +379,7 @@ impl<K, E> OneOfKindPerCombo<K, E> for Vacant {
 #[diagnostic::on_unimplemented(
     message = "`{E}` needs to run beside the tool body, but `{Self}` before it relocates execution",
     label = "`{E}` would sit outside `{Self}`",
-    note = "everything after `{Self}` runs in the calling process, not where `{Self}` runs the body, so `{E}` would silently not apply to the body",
+    note = "everything after `{Self}` runs in the calling process, not where `{Self}` runs the body, so `{E}` would silently not apply to the body (rule `locality-inside-relocation` in `toolgraft::rulebook`)",
     note = "place `{E}` before `{Self}`: `.with({E}..).with({Self}..)`"
 )]
 pub trait InsideRelocation<E> {
@@ -394,7 +411,7 @@ impl MayRunOutside for Anywhere {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot mint a branch of `{W}`: `{W}` needs to run beside the tool body, and `{Self}` does not say so",
     label = "`{Self}` would be placed as if `{W}` could run anywhere",
-    note = "the rules place an extension by its own `Locality`: a branch that runs `{W}` would be allowed outside a backend, where `{W}` silently does not apply to the body",
+    note = "the rules place an extension by its own `Locality`: a branch that runs `{W}` would be allowed outside a backend, where `{W}` silently does not apply to the body (rule `locality-inside-relocation` in `toolgraft::rulebook`)",
     note = "declare `type Locality = BodyLocal;` on `{Self}`, or use `{W}` itself as an extension of the combo"
 )]
 pub trait MintsBranchOf<W> {
@@ -425,7 +442,7 @@ impl<L> Covers<L> for BodyLocal {}
 #[diagnostic::on_unimplemented(
     message = "`{E}` is a wrapper, so its branch must take the layer input unchanged",
     label = "this layer takes `{Below}`, but the branch of `{E}` takes `{Branch}`",
-    note = "a wrapper presents its layer input's schema as is; it may only add reserved params, as `WithParams<Params, {Below}>`",
+    note = "a wrapper presents its layer input's schema as is; it may only add reserved params, as `WithParams<Params, {Below}>` (rule `wrapper-input-schema` in `toolgraft::rulebook`)",
     note = "an extension that presents an input of its own is a transformer: declare `type Kind = Transformer;`"
 )]
 pub trait InputContract<E, Below, Branch> {
@@ -464,7 +481,7 @@ impl<E, Below, Branch> InputContract<E, Below, Branch> for Unconstrained {
 #[diagnostic::on_unimplemented(
     message = "`{E}` must return the layer's output unchanged, but its branch returns another type",
     label = "this layer returns `{Below}`, but the branch of `{E}` returns `{Branch}`",
-    note = "wrappers and backends preserve output shape, which is what lets their branches inherit the tool's output schema",
+    note = "wrappers and backends preserve output shape, which is what lets their branches inherit the tool's output schema (rule `output-schema` in `toolgraft::rulebook`)",
     note = "an extension that reshapes the result is a transformer: declare `type Kind = Transformer;`"
 )]
 pub trait OutputContract<E, Below, Branch> {

@@ -333,7 +333,7 @@ fn refers_elsewhere(schema: &Value) -> bool {
 /// assert_eq!(root.get("$defs").unwrap()["Unit"]["enum"][0], "c");
 /// assert!(root.get("items").unwrap().get("$schema").is_none());
 /// ```
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Nest {
     defs: Map<String, Value>,
 }

@@ -23,6 +23,7 @@ use crate::bind::{Site, ToolInfo};
 /// assert!(table.contains("| shout_trace | shout | trace (wrapper)"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Debug)]
 pub struct NameTable<'a>(pub &'a [ToolInfo]);
 
 const HEADER: [&str; 6] = [

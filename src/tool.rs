@@ -80,10 +80,10 @@ pub struct ToolSpec {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a base tool, so it cannot be bound or start a combo",
     label = "not a base tool",
-    note = "a branch is never the target of a combo: to extend a branch, add the extension to the combo that minted it",
+    note = "a branch is never the target of a combo: to extend a branch, add the extension to the combo that minted it (rule `branch-bookkeeping` in `toolgraft::rulebook`)",
     note = "base tools are built with `Tool::builder()` (or `DynTool::builder()` at run time)"
 )]
-pub trait BaseTool: Stack + sealed::BaseTool {
+pub trait BaseTool: Stack + sealed::BaseTool + std::fmt::Debug {
     /// The tool's name, description and schemas.
     fn spec(&self) -> &ToolSpec;
 
@@ -174,6 +174,12 @@ pub struct Tool<I, O, F> {
     types: PhantomData<fn(I) -> O>,
 }
 
+impl<I, O, F> std::fmt::Debug for Tool<I, O, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Tool").field(&self.spec.name).finish()
+    }
+}
+
 impl<I, O, F: Clone> Clone for Tool<I, O, F> {
     fn clone(&self) -> Self {
         Self {
@@ -187,6 +193,8 @@ impl<I, O, F: Clone> Clone for Tool<I, O, F> {
 }
 
 /// The fields of a [`Tool`], as its builder collects them.
+// The builder's own fields (a body closure among them), not a value users hold.
+#[allow(missing_debug_implementations)]
 #[doc(hidden)]
 #[derive(TypedBuilder)]
 #[builder(

@@ -77,6 +77,14 @@ pub struct WeakToolset {
     catalog: Weak<RwLock<Catalog>>,
 }
 
+impl std::fmt::Debug for WeakToolset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WeakToolset")
+            .field("alive", &(self.catalog.strong_count() > 0))
+            .finish()
+    }
+}
+
 impl WeakToolset {
     /// The toolset, if it is still alive.
     pub fn upgrade(&self) -> Option<Toolset> {
@@ -836,6 +844,12 @@ fn build_combos(
 #[derive(Clone, Default)]
 pub struct BaseTools {
     tools: Vec<Minted>,
+}
+
+impl std::fmt::Debug for BaseTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("BaseTools").field(&self.names()).finish()
+    }
 }
 
 impl BaseTools {

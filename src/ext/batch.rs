@@ -351,6 +351,15 @@ pub struct Batched<S> {
     config: BatchConfig,
 }
 
+impl<S> std::fmt::Debug for Batched<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batched")
+            .field("branch", &self.branch)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The batch options, as the JSON arguments carry them (items decoded apart).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

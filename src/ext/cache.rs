@@ -275,6 +275,14 @@ pub struct CacheStore<O> {
     default_ttl: f64,
 }
 
+impl<O> std::fmt::Debug for CacheStore<O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CacheStore")
+            .field("default_ttl", &self.default_ttl)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<O> Clone for CacheStore<O> {
     fn clone(&self) -> Self {
         Self {

@@ -85,6 +85,12 @@ pub struct Chain {
     toolset: WeakToolset,
 }
 
+impl std::fmt::Debug for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chain").finish_non_exhaustive()
+    }
+}
+
 impl Chain {
     /// A chain that calls tools bound in `toolset` (held weakly: a chain bound in
     /// its own toolset does not keep it alive). It calls that toolset wherever it is
@@ -154,6 +160,12 @@ pub struct Chained<S> {
     inner: S,
     branch: Name,
     toolset: WeakToolset,
+}
+
+impl<S> std::fmt::Debug for Chained<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Chained").field(&self.branch).finish()
+    }
 }
 
 impl<S: Clone> Clone for Chained<S> {

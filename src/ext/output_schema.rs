@@ -54,6 +54,12 @@ pub struct OutputSchema {
     validator: Arc<jsonschema::Validator>,
 }
 
+impl std::fmt::Debug for OutputSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("OutputSchema").field(&self.schema).finish()
+    }
+}
+
 impl OutputSchema {
     /// An `output_schema` for `schema`; refused if `schema` is not a valid JSON Schema.
     pub fn new(schema: Value) -> Result<Self, ConfigError> {
@@ -117,6 +123,12 @@ pub struct Validated<S> {
     inner: S,
     branch: Name,
     validator: Arc<jsonschema::Validator>,
+}
+
+impl<S> std::fmt::Debug for Validated<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Validated").field(&self.branch).finish()
+    }
 }
 
 impl<S: Clone> Clone for Validated<S> {

@@ -2,7 +2,7 @@
 //! worker threads with its own runtime, so nothing of the caller's task (its
 //! task-locals, its thread-locals) is there.
 //!
-//! SPEC §4 says a backend ships no code: it names its layer input to a worker that
+//! A backend ships no code ([relocation](crate::rulebook#relocation)): it names its layer input to a worker that
 //! has the same tools bound. In-process, the pool's threads share the caller's
 //! memory, so the bound layer input is already there; the pool hands them a
 //! reference to it (and the typed input) instead of a name and JSON, which keeps
@@ -50,6 +50,15 @@ use crate::tool::panic_message;
 pub struct Pool {
     name: String,
     shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("name", &self.name)
+            .field("threads", &self.shared.threads)
+            .finish_non_exhaustive()
+    }
 }
 
 struct Shared {
@@ -180,6 +189,15 @@ pub struct Pooled<S> {
     inner: Arc<S>,
     below: Name,
     pool: Pool,
+}
+
+impl<S> std::fmt::Debug for Pooled<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pooled")
+            .field("below", &self.below)
+            .field("pool", &self.pool)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<S> Clone for Pooled<S> {

@@ -87,10 +87,10 @@ fn registry() -> Registry {
 }
 
 /// A bound name the rules predict: its name, its stack as written (identity), and
-/// whether it inherits the base's output schema (rule 12).
+/// whether it inherits the base's output schema (rule `output-schema`).
 type Predicted = (String, Vec<String>, bool);
 
-/// What the rules say of one combo: the names it binds, or the error (in SPEC
+/// What the rules say of one combo: the names it binds, or the error (in the rulebook's
 /// order: unknown names, cardinality, then per layer locality, config, reserved).
 fn model(combo: &[Written]) -> Result<Vec<Predicted>, String> {
     let mut unknown: Vec<String> = combo

@@ -1,4 +1,4 @@
-//! SPEC §2: kinds are data (scenario 1).
+//! Kinds are data (scenario 1).
 
 use toolgraft::{Backend, ExtensionKind, Kind, Transformer, Wrapper};
 

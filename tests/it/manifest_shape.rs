@@ -1,4 +1,4 @@
-//! SPEC §5: the manifest's shape (scenarios 27, 28).
+//! Rule `manifest-shape` (scenarios 27, 28).
 
 use serde_json::json;
 use toolgraft::manifest::{ElementSpec, Manifest, ManifestError};

@@ -1,4 +1,5 @@
-//! SPEC rules 1, 2, 3, 13, 14, 16 on the typed path (scenarios 4 to 8, 24).
+//! Rules `branch-by-rename`, `order`, `one-branch-per-prefix`,
+//! `description-carry-forward`, `all-or-nothing`, `branch-bookkeeping` on the typed path (scenarios 4 to 8, 24).
 
 use crate::common;
 
@@ -96,8 +97,7 @@ fn two_stacks_minting_one_name_are_refused_and_bind_nothing() {
                 shout.combo().with(marker("a")).with(marker("b")),
             ],
         )
-        .err()
-        .expect("the clash is refused");
+        .expect_err("the clash is refused");
     match &err {
         BindError::NameClash {
             tool,
@@ -290,4 +290,40 @@ fn one_name_with_another_description_is_another_stack() {
         "{err:?}"
     );
     assert!(toolset.names().is_empty());
+}
+
+#[test]
+fn combos_and_branches_print_their_names_and_elements() {
+    let shout = shout();
+    let combo = shout.combo().with(Trace).with(Loud);
+    assert_eq!(
+        format!("{combo:?}"),
+        "Combo(shout_trace_loud [trace > loud])"
+    );
+    assert_eq!(format!("{:?}", shout.combo()), "Combo(shout [])");
+    let toolset = Toolset::new();
+    let hlist_pat![loud] = toolset.bind(&shout, hlist![combo]).unwrap();
+    assert_eq!(format!("{loud:?}"), "Bound(\"shout_trace_loud\")");
+    assert_eq!(format!("{shout:?}"), "Tool(\"shout\")");
+}
+
+#[test]
+fn every_refusal_of_a_rule_names_its_rulebook_section() {
+    let shout = shout();
+    let toolset = Toolset::new();
+    toolset.bind(&shout, hlist![]).unwrap();
+    let err = toolset.bind(&shout, hlist![]).unwrap_err();
+    assert_eq!(
+        err.rule(),
+        None,
+        "binding twice is bookkeeping, not a rule: {err}"
+    );
+    let clash = toolset
+        .attach(
+            &toolgraft::Registry::new(),
+            "shout",
+            &[toolgraft::manifest::ElementSpec::named("nope")],
+        )
+        .unwrap_err();
+    assert_eq!(clash.rule(), Some("unknown-extension"), "{clash}");
 }

@@ -1,5 +1,6 @@
-//! SPEC §4 and rules 5, 6 at run time: where layers really run (scenarios 10, 11,
-//! 13, 14, 32). The compile-time side is in `ui-tests/`.
+//! Rules `relocation`, `cardinality` and `locality-inside-relocation` at run time:
+//! where layers really run (scenarios 10, 11, 13, 14, 32). The compile-time side is
+//! in `ui-tests/`.
 
 use crate::common;
 

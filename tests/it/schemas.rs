@@ -1,4 +1,4 @@
-//! SPEC rules 8 to 12 on the typed path (scenarios 15, 16, 18 to 20, 22, 23).
+//! Rules `wrapper-input-schema` to `output-schema` on the typed path (scenarios 15, 16, 18 to 20, 22, 23).
 
 use crate::common;
 

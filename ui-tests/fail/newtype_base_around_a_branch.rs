@@ -30,6 +30,12 @@ impl<S: Stack> Stack for Sneaky<S> {
     }
 }
 
+impl<S> std::fmt::Debug for Sneaky<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sneaky")
+    }
+}
+
 impl<S: Stack> BaseTool for Sneaky<S> {
     fn spec(&self) -> &ToolSpec {
         &self.spec

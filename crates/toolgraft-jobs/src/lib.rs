@@ -4,7 +4,7 @@
 //! [`Remote`] is a backend: its branch enqueues a job carrying the NAME of its
 //! layer input and the JSON arguments, and waits for the reply. A [`Worker`] is a
 //! process that binds the same tools and combos (the same binding code) and runs
-//! jobs by name. No code travels (SPEC §4).
+//! jobs by name. No code travels ([relocation](toolgraft::rulebook#relocation)).
 //!
 //! Two tiers, picked by the URL:
 //!
@@ -58,6 +58,9 @@
 //! }
 //! # Ok(()) }
 //! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+#![warn(missing_debug_implementations)]
 
 #[cfg(not(any(feature = "redis", feature = "sqlite")))]
 compile_error!(

@@ -330,6 +330,15 @@ pub struct Remoted<S> {
     remote: Remote,
 }
 
+impl<S> fmt::Debug for Remoted<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Remoted")
+            .field("below", &self.below)
+            .field("remote", &self.remote)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<S> Clone for Remoted<S> {
     fn clone(&self) -> Self {
         Self {

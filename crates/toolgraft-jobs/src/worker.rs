@@ -30,6 +30,7 @@ const DEFAULT_GRACE: Duration = Duration::from_secs(30);
 /// Worker::new(toolset, &remote).concurrency(32).run().await?;
 /// # Ok(()) }
 /// ```
+#[derive(Debug)]
 pub struct Worker {
     toolset: Toolset,
     remote: Remote,
@@ -150,8 +151,9 @@ impl Worker {
         self.concurrency
     }
 
-    /// Runs jobs until SIGTERM or SIGINT, then finishes the jobs in flight and
-    /// returns (see [`Worker`]).
+    /// Runs jobs until SIGTERM or SIGINT (Ctrl-C elsewhere than on Unix), then
+    /// finishes the jobs in flight and returns (see [`Worker`]).
+    #[cfg(unix)]
     pub async fn run(self) -> Result<(), WorkerError> {
         use tokio::signal::unix::{SignalKind, signal};
         let mut terminate = signal(SignalKind::terminate())?;
@@ -161,6 +163,18 @@ impl Worker {
                 _ = terminate.recv() => {}
                 _ = interrupt.recv() => {}
             }
+        })
+        .await
+    }
+
+    /// Runs jobs until Ctrl-C (SIGTERM and SIGINT on Unix), then finishes the jobs
+    /// in flight and returns (see [`Worker`]).
+    #[cfg(not(unix))]
+    pub async fn run(self) -> Result<(), WorkerError> {
+        let interrupted = tokio::signal::ctrl_c();
+        self.run_until(async move {
+            // A handler that cannot be installed never fires: stop at once then.
+            let _ = interrupted.await;
         })
         .await
     }

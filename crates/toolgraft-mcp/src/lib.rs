@@ -16,7 +16,7 @@
 //! * `name`, `description`, and `inputSchema` (with `"type": "object"` added when the
 //!   root schema has no `type`: MCP requires it, and [`Toolset::call`] only takes an
 //!   object anyway, so it narrows nothing).
-//! * `outputSchema`: the name's output schema (inherited per SPEC rule 12), see
+//! * `outputSchema`: the name's output schema (inherited by [output-schema](toolgraft::rulebook#output-schema)), see
 //!   [`OutputShape`] for schemas that are not objects.
 //! * Calls: a result is returned as `structuredContent` plus its JSON as text when the
 //!   tool advertises an output schema; otherwise as text only (a string result is the
@@ -74,6 +74,9 @@
 //! server.await??.cancel().await?;
 //! # Ok(()) }
 //! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+#![warn(missing_debug_implementations)]
 
 use std::sync::{Mutex, PoisonError};
 

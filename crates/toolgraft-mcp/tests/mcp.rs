@@ -309,7 +309,7 @@ async fn tools_list_has_every_bound_name_with_its_schemas() {
         ["items", "parallel", "max_concurrent", "fail_fast"]
     );
 
-    // Output schemas are inherited through shape-preserving layers (SPEC rule 12).
+    // Output schemas are inherited through shape-preserving layers (rule `output-schema`).
     let forecast = schema_json(
         toolset
             .info("weather")
