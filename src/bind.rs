@@ -390,6 +390,8 @@ pub struct ComboDraft {
     elements: Vec<Element>,
     branches: Vec<Minted>,
     refused: Option<BindError>,
+    /// The base tool a typed combo was started from, to bind it from its combos.
+    origin: Option<Minted>,
 }
 
 impl std::fmt::Debug for ComboDraft {
@@ -412,7 +414,22 @@ impl ComboDraft {
             elements: Vec::new(),
             branches: Vec::new(),
             refused: None,
+            origin: None,
         }
+    }
+
+    /// The draft of a typed combo started from `base`, which it remembers.
+    pub(crate) fn typed<B: BaseTool>(base: &B) -> Self {
+        let origin = Minted::base(base);
+        Self {
+            origin: Some(origin.clone()),
+            ..Self::new(&origin.running)
+        }
+    }
+
+    /// The base tool the combo was started from (typed combos only).
+    pub(crate) fn origin(&self) -> Option<&Minted> {
+        self.origin.as_ref()
     }
 
     /// The layer input of the next element.

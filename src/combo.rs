@@ -70,7 +70,7 @@ impl<S, St> std::fmt::Debug for Combo<S, St> {
 impl<B: BaseTool> Combo<B, Start> {
     pub(crate) fn new(base: B) -> Self {
         Self {
-            draft: ComboDraft::new(&Running::of_base(base.spec())),
+            draft: ComboDraft::typed(&base),
             stack: base,
             state: PhantomData,
         }
@@ -289,12 +289,15 @@ impl<S: Stack> Stack for Bound<S> {
     }
 }
 
-/// A heterogeneous list (`frunk::hlist![..]`) of typed combos of one tool.
+/// Typed combos of one tool: a tuple of up to 12 combos, or a heterogeneous list
+/// (`frunk::hlist![..]`) of any length.
 ///
-/// Binding hands back the same list shape with each combo's [`Bound`] branch, so
-/// every typed stack keeps its own type: destructure it with `frunk::hlist_pat!`.
+/// Binding hands back the same shape with each combo's [`Bound`] branch, so every
+/// typed stack keeps its own type: destructure a tuple with `let (a, b) = ..`, a
+/// list with `frunk::hlist_pat!`.
 ///
-/// Sealed: implemented for `HNil` and `HCons<Combo<..>, impl Combos>`.
+/// Sealed: implemented for tuples of [`Combo`]s, `HNil` and
+/// `HCons<Combo<..>, impl Combos>`.
 pub trait Combos: sealed::Sealed {
     /// The typed branches, one per combo, in order.
     type Branches;
@@ -322,15 +325,55 @@ impl<S: Stack, St, Tail: Combos> Combos for HCons<Combo<S, St>, Tail> {
     type Branches = HCons<Bound<S>, Tail::Branches>;
 
     fn into_drafts(self, drafts: &mut Vec<ComboDraft>) -> Self::Branches {
-        let combo = self.head;
-        let head = Bound {
-            name: combo.draft.name().clone(),
-            stack: combo.stack,
-        };
-        drafts.push(combo.draft);
         HCons {
-            head,
+            head: self.head.into_bound(drafts),
             tail: self.tail.into_drafts(drafts),
         }
     }
 }
+
+impl<S: Stack, St> Combo<S, St> {
+    /// The combo's outermost branch, its draft handed to the engine.
+    fn into_bound(self, drafts: &mut Vec<ComboDraft>) -> Bound<S> {
+        let bound = Bound {
+            name: self.draft.name().clone(),
+            stack: self.stack,
+        };
+        drafts.push(self.draft);
+        bound
+    }
+}
+
+// Tuples go through the list machinery: a tuple is the list of its combos, and the
+// list of branches comes back as a tuple.
+macro_rules! combo_tuples {
+    ($(($($combo:ident $stack:ident $state:ident),+)),+ $(,)?) => {$(
+        impl<$($stack: Stack, $state),+> sealed::Sealed for ($(Combo<$stack, $state>,)+) {}
+
+        impl<$($stack: Stack, $state),+> Combos for ($(Combo<$stack, $state>,)+) {
+            type Branches = ($(Bound<$stack>,)+);
+
+            fn into_drafts(self, drafts: &mut Vec<ComboDraft>) -> Self::Branches {
+                let ($($combo,)+) = self;
+                let list = frunk::hlist![$($combo),+];
+                let frunk::hlist_pat![$($combo),+] = list.into_drafts(drafts);
+                ($($combo,)+)
+            }
+        }
+    )+};
+}
+
+combo_tuples!(
+    (a A Sa),
+    (a A Sa, b B Sb),
+    (a A Sa, b B Sb, c C Sc),
+    (a A Sa, b B Sb, c C Sc, d D Sd),
+    (a A Sa, b B Sb, c C Sc, d D Sd, e E Se),
+    (a A Sa, b B Sb, c C Sc, d D Sd, e E Se, f F Sf),
+    (a A Sa, b B Sb, c C Sc, d D Sd, e E Se, f F Sf, g G Sg),
+    (a A Sa, b B Sb, c C Sc, d D Sd, e E Se, f F Sf, g G Sg, h H Sh),
+    (a A Sa, b B Sb, c C Sc, d D Sd, e E Se, f F Sf, g G Sg, h H Sh, i I Si),
+    (a A Sa, b B Sb, c C Sc, d D Sd, e E Se, f F Sf, g G Sg, h H Sh, i I Si, j J Sj),
+    (a A Sa, b B Sb, c C Sc, d D Sd, e E Se, f F Sf, g G Sg, h H Sh, i I Si, j J Sj, k K Sk),
+    (a A Sa, b B Sb, c C Sc, d D Sd, e E Se, f F Sf, g G Sg, h H Sh, i I Si, j J Sj, k K Sk, l L Sl),
+);

@@ -522,6 +522,12 @@ pub enum BindError {
         attached: String,
     },
 
+    /// No combo was given to take the base tool from.
+    #[error(
+        "no combo to take the base tool from; bind a tool without combos with `Toolset::bind_tool`"
+    )]
+    NoCombo,
+
     /// A combo was started from another tool than the one it is bound with.
     #[error(
         "a combo of `{combo_base}` was passed when binding `{tool}`; start each combo from the tool it is bound with"
@@ -701,7 +707,8 @@ impl BindError {
             | Self::UnknownTool { .. }
             | Self::AlreadyAttached { .. }
             | Self::NotAttached { .. }
-            | Self::ForeignCombo { .. } => return None,
+            | Self::ForeignCombo { .. }
+            | Self::NoCombo => return None,
         })
     }
 }

@@ -9,7 +9,7 @@ use futures_util::FutureExt;
 
 use serde_json::Value;
 
-use crate::bind::{self, Attached, Entry, Minted, ToolInfo};
+use crate::bind::{self, Attached, ComboDraft, Entry, Minted, ToolInfo};
 use crate::combo::Combos;
 use crate::error::{ArgsError, ArgsErrorKind, BindError, ToolError, listed, shorten, shorten_json};
 use crate::limits::{LimitError, Limits, deeper_than, drop_flat};
@@ -219,7 +219,64 @@ impl Toolset {
     ) -> Result<C::Branches, BindError> {
         let mut drafts = Vec::new();
         let branches = combos.into_drafts(&mut drafts);
-        let tool = &base.spec().name;
+        self.bind_drafts(Minted::base(base), drafts)?;
+        Ok(branches)
+    }
+
+    /// Binds the base tool that `combos` were started from, and every branch of
+    /// them: a tuple (or a `frunk::hlist!`) of combos of one tool, whose outermost
+    /// branches come back in the same shape, for typed calls.
+    ///
+    /// The base comes from the combos, so a combo of another tool among them is
+    /// refused ([`BindError::ForeignCombo`]); with no combo there is no base to
+    /// take ([`BindError::NoCombo`]: bind such a tool with
+    /// [`bind_tool`](Toolset::bind_tool)). All or nothing, as [`bind`](Toolset::bind).
+    ///
+    /// ```
+    /// use toolgraft::{BaseTool, Tool, Toolset};
+    /// use toolgraft::ext::{Cache, Trace};
+    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// let shout = Tool::builder().name("shout").description("Return the text.")
+    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// let (traced, cached) = toolset.bind_combos((
+    ///     shout.combo().with(Trace),
+    ///     shout.combo().with(Cache::default()),
+    /// ))?;
+    /// assert_eq!((traced.name().as_str(), cached.name().as_str()), ("shout_trace", "shout_cache"));
+    /// assert_eq!(toolset.names(), ["shout", "shout_cache", "shout_trace"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn bind_combos<C: Combos>(&self, combos: C) -> Result<C::Branches, BindError> {
+        let mut drafts = Vec::new();
+        let branches = combos.into_drafts(&mut drafts);
+        let base = drafts
+            .first()
+            .and_then(|draft| draft.origin().cloned())
+            .ok_or(BindError::NoCombo)?;
+        self.bind_drafts(base, drafts)?;
+        Ok(branches)
+    }
+
+    /// Binds a base tool with no combos: its own name only.
+    ///
+    /// ```
+    /// use toolgraft::{Tool, Toolset};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// let shout = Tool::builder().name("shout").description("Return the text.")
+    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind_tool(&shout)?;
+    /// assert_eq!(toolset.names(), ["shout"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn bind_tool<B: BaseTool>(&self, base: &B) -> Result<(), BindError> {
+        self.bind_drafts(Minted::base(base), Vec::new())
+    }
+
+    /// The one way typed combos are bound: `base` with the combos drafted over it.
+    fn bind_drafts(&self, base: Minted, drafts: Vec<ComboDraft>) -> Result<(), BindError> {
+        let tool = &base.running.base;
         let limit = self.limits().max_combo_len();
         if let Some(draft) = drafts.iter().find(|draft| draft.len() > limit) {
             return Err(BindError::ComboTooLong {
@@ -233,13 +290,13 @@ impl Toolset {
             .map(|draft| draft.finish(tool))
             .collect::<Result<Vec<_>, _>>()?;
         let group = ToolGroup {
-            base: Minted::base(base),
+            base,
             combos,
             names: Vec::new(),
             generation: 0,
         };
         self.install(group, None)?;
-        Ok(branches)
+        Ok(())
     }
 
     /// A copy of the group of base tool `tool`, for a change to work on; a branch

@@ -327,3 +327,46 @@ fn every_refusal_of_a_rule_names_its_rulebook_section() {
         .unwrap_err();
     assert_eq!(clash.rule(), Some("unknown-extension"), "{clash}");
 }
+
+#[tokio::test]
+async fn combos_bind_from_a_tuple_taking_the_base_from_them() {
+    let shout = shout();
+    let toolset = Toolset::new();
+    let (traced, loud) = toolset
+        .bind_combos((shout.combo().with(Trace), shout.combo().with(Loud)))
+        .unwrap();
+    assert_eq!(toolset.names(), ["shout", "shout_loud", "shout_trace"]);
+    let input = || Shout { text: "hi".into() };
+    assert_eq!(traced.call(input()).await.unwrap(), "hi");
+    assert_eq!(loud.call(input()).await.unwrap(), "HI");
+
+    // The same with a list, and with `bind` and a one-combo tuple.
+    let other = Toolset::new();
+    let hlist_pat![traced] = other
+        .bind_combos(hlist![shout.combo().with(Trace)])
+        .unwrap();
+    assert_eq!(traced.name(), "shout_trace");
+    let third = Toolset::new();
+    let (loud,) = third.bind(&shout, (shout.combo().with(Loud),)).unwrap();
+    assert_eq!(loud.call(input()).await.unwrap(), "HI");
+}
+
+#[test]
+fn a_tuple_with_another_tools_combo_binds_nothing() {
+    let shout = shout();
+    let ping = ping();
+    let toolset = Toolset::new();
+    let err = toolset
+        .bind_combos((shout.combo().with(Trace), ping.combo().with(Trace)))
+        .expect_err("the ping combo is foreign to shout");
+    assert!(
+        matches!(&err, BindError::ForeignCombo { tool, combo_base } if tool == "shout" && combo_base == "ping"),
+        "{err}"
+    );
+    assert!(toolset.names().is_empty());
+
+    let err = toolset.bind_combos(hlist![]).expect_err("no base to take");
+    assert_eq!(err, BindError::NoCombo);
+    toolset.bind_tool(&ping).unwrap();
+    assert_eq!(toolset.names(), ["ping"]);
+}
