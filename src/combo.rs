@@ -137,7 +137,7 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     /// assert_eq!(combo.name(), "shout_trace_trace_trace");
     /// # Ok::<(), toolgraft::InvalidName>(())
     /// ```
-    pub fn segment(self) -> Combo<Segment<S::Input, S::Output>, St::Closed> {
+    pub fn segment(self) -> Combo<Segment<S::Input, S::Output>, St::Segmented> {
         Combo {
             stack: Segment::close(self.stack),
             draft: self.draft,

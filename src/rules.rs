@@ -250,7 +250,7 @@ pub trait ComboState: sealed::Sealed {
     /// The state once `E` is added.
     type After<E: Extension>;
     /// The state once the layers so far are closed into a segment.
-    type Closed;
+    type Segmented;
 }
 
 impl<Seen, R, D> sealed::Sealed for State<Seen, R, D> {}
@@ -264,7 +264,7 @@ impl<Seen, R: Relocator, D: Depth> ComboState for State<Seen, R, D> {
         <<E::Kind as Kind>::Execution as Execution>::After<E, R>,
         D::Next,
     >;
-    type Closed = State<Seen, R, Layers<0>>;
+    type Segmented = State<Seen, R, Layers<0>>;
 }
 
 /// The stack `S` of a combo in state `St`, as its next extension receives it: `S`
