@@ -8,9 +8,11 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use toolgraft::error::BoxError;
 use toolgraft::ext::{Batch, Cache, Trace};
-use toolgraft::manifest::Manifest;
-use toolgraft::{BaseTools, BoxError, Registry, Tool, Toolset};
+use toolgraft::runtime::manifest::Manifest;
+use toolgraft::toolset::BaseTools;
+use toolgraft::{Registry, Tool, Toolset};
 
 #[derive(Deserialize, Serialize, JsonSchema)]
 struct Lookup {

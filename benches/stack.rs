@@ -15,8 +15,12 @@ use futures_util::FutureExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use toolgraft::error::BoxError;
+use toolgraft::extension::Around;
+use toolgraft::extension::{Anywhere, LayerInput, Next, Wrapped};
+use toolgraft::kind::Wrapper;
 use toolgraft::prelude::*;
-use toolgraft::{Anywhere, BoxError, LayerInput, Name, Next, ToolError, Wrapped, Wrapper};
+use toolgraft::{Name, ToolError};
 use tower::{Service, ServiceBuilder};
 
 #[derive(Clone, Deserialize, Serialize, JsonSchema)]
@@ -41,30 +45,20 @@ fn input() -> Add {
 #[derive(Clone)]
 struct Pass;
 
-impl Extension for Pass {
-    type Kind = Wrapper;
+impl Wrap for Pass {
     type Locality = Anywhere;
+    type Params = ();
     fn name(&self) -> &str {
         "pass"
     }
-}
 
-impl<S: Stack> Wrap<S> for Pass {
-    type Params = ();
-    fn around(
+    fn around<S: Stack>(
         &self,
         next: Next<'_, S, Self>,
         (): (),
         input: S::Input,
     ) -> impl Future<Output = Result<S::Output, ToolError>> + Send {
         next.call(input)
-    }
-}
-
-impl<S: Stack> Layer<S> for Pass {
-    type Branch = Wrapped<Self, S>;
-    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
-        Wrapped::new(self, inner, below)
     }
 }
 
@@ -80,7 +74,7 @@ impl Extension for Work {
     }
 }
 
-impl<S: Stack<Output = i64>> Wrap<S> for Work {
+impl<S: Stack<Output = i64>> Around<S> for Work {
     type Params = ();
     async fn around(
         &self,

@@ -7,9 +7,12 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use toolgraft::error::BoxError;
 use toolgraft::ext::{Batch, Cache, Chain, OutputSchema, Pool, Proxy, Trace, proxy};
-use toolgraft::manifest::Manifest;
-use toolgraft::{BaseTools, BoxError, DynTool, NameTable, Registry, Tool, Toolset};
+use toolgraft::runtime::manifest::Manifest;
+use toolgraft::runtime::{DynTool, NameTable};
+use toolgraft::toolset::BaseTools;
+use toolgraft::{Registry, Tool, Toolset};
 
 #[derive(Deserialize, Serialize, JsonSchema)]
 struct City {

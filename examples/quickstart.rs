@@ -9,9 +9,9 @@ use frunk::{hlist, hlist_pat};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use toolgraft::NameTable;
 use toolgraft::ext::{Batch, Cache, Pool, Proxy, Trace, proxy};
 use toolgraft::prelude::*;
+use toolgraft::runtime::NameTable;
 
 /// Where to forecast.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -46,7 +46,7 @@ static BODY_RUNS: AtomicUsize = AtomicUsize::new(0);
 
 /// A stand-in for a weather service: deterministic, so the example needs no
 /// network, but it does report where it ran.
-async fn forecast(request: ForecastRequest) -> Result<Forecast, toolgraft::BoxError> {
+async fn forecast(request: ForecastRequest) -> Result<Forecast, toolgraft::error::BoxError> {
     BODY_RUNS.fetch_add(1, Ordering::SeqCst);
     if request.city.trim().is_empty() {
         return Err("a city is required".into());

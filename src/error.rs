@@ -3,20 +3,21 @@
 //! Both are shared by the typed and the run-time (manifest) paths: the same rule gives
 //! the same variant wherever it is checked.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
 use thiserror::Error;
 
 use crate::kind::ExtensionKind;
-use crate::name::{InvalidName, Name};
+pub use crate::name::InvalidName;
+use crate::name::Name;
+pub use crate::quote::{QUOTE_LEN, shorten, shorten_json};
 
 /// The error type of tool bodies: any `std::error::Error` converts into it with
 /// `?`, and so does a `&str` or `String` with `.into()`.
 ///
 /// ```
-/// use toolgraft::BoxError;
+/// use toolgraft::error::BoxError;
 /// let err: BoxError = "city not found".into();
 /// assert_eq!(err.to_string(), "city not found");
 /// let io: BoxError = std::io::Error::other("disk full").into();
@@ -35,7 +36,7 @@ impl BoxError {
     /// The boxed error inside.
     ///
     /// ```
-    /// let err = toolgraft::BoxError::from("no").into_inner();
+    /// let err = toolgraft::error::BoxError::from("no").into_inner();
     /// assert_eq!(err.to_string(), "no");
     /// ```
     pub fn into_inner(self) -> Box<dyn std::error::Error + Send + Sync + 'static> {
@@ -190,7 +191,8 @@ pub enum ToolError {
 /// Why a chain stopped.
 ///
 /// ```
-/// use toolgraft::{ChainErrorKind, ToolError};
+/// use toolgraft::ToolError;
+/// use toolgraft::error::ChainErrorKind;
 /// # fn kind(err: &ToolError) -> Option<ChainErrorKind> {
 /// match err {
 ///     ToolError::Chain { kind, .. } => Some(*kind),
@@ -217,7 +219,7 @@ pub enum ChainErrorKind {
 /// What kind of argument problem an [`ArgsError`] is.
 ///
 /// ```
-/// use toolgraft::{ArgsError, ArgsErrorKind};
+/// use toolgraft::error::{ArgsError, ArgsErrorKind};
 /// assert_eq!(ArgsError::unknown("exp", &["text".into()]).kind, ArgsErrorKind::UnknownField);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -241,7 +243,7 @@ pub enum ArgsErrorKind {
 /// name and turns it into [`ToolError::InvalidArguments`].
 ///
 /// ```
-/// use toolgraft::ArgsError;
+/// use toolgraft::error::ArgsError;
 /// let err = ArgsError::field("exp", "expected a number");
 /// assert_eq!(err.to_string(), "`exp`: expected a number");
 /// ```
@@ -259,7 +261,7 @@ impl ArgsError {
     /// An error about one argument.
     ///
     /// ```
-    /// # use toolgraft::ArgsError;
+    /// # use toolgraft::error::ArgsError;
     /// assert_eq!(ArgsError::field("text", "missing").field.as_deref(), Some("text"));
     /// ```
     pub fn field(field: impl Into<String>, problem: impl Into<String>) -> Self {
@@ -273,7 +275,7 @@ impl ArgsError {
     /// An argument the input schema does not list; `expected` are those it does.
     ///
     /// ```
-    /// # use toolgraft::ArgsError;
+    /// # use toolgraft::error::ArgsError;
     /// let err = ArgsError::unknown("exp", &["text".into()]);
     /// assert_eq!(err.problem, "unknown field `exp`, expected one of `text`");
     /// ```
@@ -295,7 +297,7 @@ impl ArgsError {
     /// An error about the arguments as a whole.
     ///
     /// ```
-    /// # use toolgraft::ArgsError;
+    /// # use toolgraft::error::ArgsError;
     /// assert_eq!(ArgsError::whole("expected an object").field, None);
     /// ```
     pub fn whole(problem: impl Into<String>) -> Self {
@@ -309,7 +311,7 @@ impl ArgsError {
     /// The same error, one level down: `field` becomes `outer.field`.
     ///
     /// ```
-    /// # use toolgraft::ArgsError;
+    /// # use toolgraft::error::ArgsError;
     /// let err = ArgsError::field("city", "missing").within("items[2]");
     /// assert_eq!(err.field.as_deref(), Some("items[2].city"));
     /// ```
@@ -363,7 +365,7 @@ impl fmt::Display for ArgsError {
 /// };
 /// assert!(err.to_string().contains("place `proxy` before `pool`"));
 /// assert_eq!(err.rule(), Some("locality-inside-relocation"));
-/// # Ok::<(), toolgraft::InvalidName>(())
+/// # Ok::<(), toolgraft::error::InvalidName>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Error)]
 #[non_exhaustive]
@@ -372,7 +374,7 @@ pub enum BindError {
     #[error(transparent)]
     InvalidName(#[from] InvalidName),
 
-    /// Rule 1: an extension minted a branch named like its base.
+    /// Rule `branch-by-rename`: an extension minted a branch named like its base.
     #[error(
         "`{extension}` on `{tool}` mints a branch with the same name as the tool; a branch must have a new name"
     )]
@@ -383,7 +385,7 @@ pub enum BindError {
         extension: Name,
     },
 
-    /// Rule 3: two different stacks of one tool mint the same name.
+    /// Rule `one-branch-per-prefix`: two different stacks of one tool mint the same name.
     #[error(
         "two different stacks of `{tool}` mint `{name}`: [{first}] and [{second}]; rename an extension or drop one combo"
     )]
@@ -456,7 +458,7 @@ pub enum BindError {
         problem: String,
     },
 
-    /// Rule 1: the branch name an extension chose is not a valid name.
+    /// Rule `branch-by-rename`: the branch name an extension chose is not a valid name.
     #[error(
         "`{extension}` (on `{tool}`) names its branch `{name}`, which is not a valid name: {problem}"
     )]
@@ -491,7 +493,7 @@ pub enum BindError {
         tool: String,
     },
 
-    /// Rule 16: a change or a manifest targets a branch instead of a base tool.
+    /// Rule `branch-bookkeeping`: a change or a manifest targets a branch instead of a base tool.
     #[error(
         "`{name}` is a branch of `{base}`, not a base tool; attach the combo to `{base}` instead"
     )]
@@ -539,7 +541,7 @@ pub enum BindError {
         combo_base: Name,
     },
 
-    /// Rule 4: extensions that the registry does not know.
+    /// Rule `unknown-extension`: extensions that the registry does not know.
     #[error("unknown extension{} {} in a combo of `{tool}`; check the spelling, or register {}; registered: {}", if .names.len() == 1 { "" } else { "s" }, crate::error::ticked(.names), if .names.len() == 1 { "it" } else { "them" }, crate::error::ticked(.registered))]
     UnknownExtensions {
         /// The tool.
@@ -550,7 +552,7 @@ pub enum BindError {
         registered: Vec<String>,
     },
 
-    /// Rule 5: more than one extension of a kind whose `multiple` is false.
+    /// Rule `cardinality`: more than one extension of a kind whose `multiple` is false.
     #[error("a combo of `{tool}` holds more than one {kind}: [{}]; a combo allows one {kind}, so put each in its own combo", crate::error::listed(.extensions))]
     MultipleOfKind {
         /// The tool.
@@ -561,7 +563,7 @@ pub enum BindError {
         extensions: Vec<Name>,
     },
 
-    /// Rule 6: a body-locality extension outside a relocating one.
+    /// Rule `locality-inside-relocation`: a body-locality extension outside a relocating one.
     #[error(
         "on `{tool}`, `{extension}` needs to run beside the tool body but sits outside `{relocating}`, which runs the body elsewhere; place `{extension}` before `{relocating}`"
     )]
@@ -574,7 +576,7 @@ pub enum BindError {
         relocating: Name,
     },
 
-    /// Rule 7: non-empty config for an extension that takes none.
+    /// Rule `config`: non-empty config for an extension that takes none.
     #[error(
         "`{extension}` (on `{tool}`) does not accept config; remove its `config` or leave it empty"
     )]
@@ -585,7 +587,7 @@ pub enum BindError {
         extension: Name,
     },
 
-    /// Rule 7: a config the extension cannot parse.
+    /// Rule `config`: a config the extension cannot parse.
     #[error(
         "config of `{extension}` (on `{tool}`) is invalid at `{field}`: {problem}; fix that field, or leave the config out for the default"
     )]
@@ -600,7 +602,7 @@ pub enum BindError {
         problem: String,
     },
 
-    /// Rule 8: a wrapper presented another input schema than its layer input's.
+    /// Rule `wrapper-input-schema`: a wrapper presented another input schema than its layer input's.
     #[error(
         "wrapper changed the schema: `{extension}` on `{tool}` must present the input schema of `{below}` unchanged (plus its reserved params), but {difference}; present it unchanged, or declare `{extension}` a transformer"
     )]
@@ -615,7 +617,7 @@ pub enum BindError {
         difference: String,
     },
 
-    /// Rule 9: a reserved param that would mask a parameter of the layer input.
+    /// Rule `reserved-params`: a reserved param that would mask a parameter of the layer input.
     #[error(
         "reserved param `{param}` already exists: `{extension}` on `{tool}` reserves `{param}`, which `{below}` already takes; rename the reserved param"
     )]
@@ -630,7 +632,7 @@ pub enum BindError {
         param: String,
     },
 
-    /// Rule 9: a reserved param whose schema is not inline.
+    /// Rule `reserved-params`: a reserved param whose schema is not inline.
     #[error(
         "reserved param `{param}` of `{extension}` (on `{tool}`) is not an inline JSON type; reserved params cannot use `$defs` or `$ref`"
     )]
@@ -656,7 +658,7 @@ pub enum BindError {
         problem: String,
     },
 
-    /// Rule 10: a transformer without a concrete input schema of its own.
+    /// Rule `transformer-input-schema`: a transformer without a concrete input schema of its own.
     #[error(
         "transformer must present its own concrete schema: `{extension}` on `{tool}` presents {presented}; give it an object schema with named properties (or none, for zero parameters)"
     )]
@@ -679,7 +681,7 @@ impl BindError {
     /// use toolgraft::{BindError, Name};
     /// let err = BindError::EmptyCombo { tool: Name::new("fetch")? };
     /// assert_eq!(err.rule(), Some("manifest-shape"));
-    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
     pub fn rule(&self) -> Option<&'static str> {
         Some(match self {
@@ -730,74 +732,13 @@ pub(crate) fn listed<T: fmt::Display>(items: &[T]) -> String {
         .join(", ")
 }
 
-/// How many characters of a caller's or an operator's value an error or a log
-/// quotes (see [`shorten`]).
-///
-/// ```
-/// let long = "é".repeat(1_000);
-/// assert!(toolgraft::shorten(&long).starts_with(&"é".repeat(toolgraft::QUOTE_LEN)));
-/// ```
-pub const QUOTE_LEN: usize = 200;
-
-/// `text` as errors and logs quote it: at most [`QUOTE_LEN`] characters, then an
-/// ellipsis and the original length, so a 10 MB argument makes a short message.
-///
-/// ```
-/// use toolgraft::shorten;
-/// assert_eq!(shorten("short"), "short");
-/// let long = "x".repeat(10_000);
-/// assert_eq!(shorten(&long), format!("{}… (10000 bytes)", "x".repeat(200)));
-/// ```
-pub fn shorten(text: &str) -> Cow<'_, str> {
-    if text.len() <= QUOTE_LEN {
-        return Cow::Borrowed(text);
-    }
-    match text.char_indices().nth(QUOTE_LEN) {
-        Some((cut, _)) => Cow::Owned(format!("{}… ({} bytes)", &text[..cut], text.len())),
-        None => Cow::Borrowed(text),
-    }
-}
-
-/// A JSON value (or anything that serializes) as errors and logs quote it: its
-/// JSON text, shortened like [`shorten`]. Only the quoted part is kept in memory.
-///
-/// ```
-/// use serde_json::json;
-/// use toolgraft::shorten_json;
-/// assert_eq!(shorten_json(&json!({"a": 1})), r#"{"a":1}"#);
-/// let long = json!("y".repeat(1_000));
-/// assert!(shorten_json(&long).ends_with("… (1002 bytes)"));
-/// ```
-pub fn shorten_json<T: serde::Serialize + ?Sized>(value: &T) -> String {
-    /// Keeps the first bytes written, counts the rest.
-    struct Head {
-        kept: Vec<u8>,
-        total: usize,
-    }
-    impl std::io::Write for Head {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            // Four bytes per character at most: enough to cut at `QUOTE_LEN` chars.
-            let room = (QUOTE_LEN * 4 + 4).saturating_sub(self.kept.len());
-            self.kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
-            self.total += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut head = Head {
-        kept: Vec::new(),
-        total: 0,
-    };
-    if serde_json::to_writer(&mut head, value).is_err() {
-        return "(a value that does not serialize)".to_owned();
-    }
-    let text = String::from_utf8_lossy(&head.kept);
-    match text.char_indices().nth(QUOTE_LEN) {
-        Some((cut, _)) if head.total > QUOTE_LEN => {
-            format!("{}… ({} bytes)", &text[..cut], head.total)
-        }
-        _ => text.into_owned(),
+/// The text of a panic payload (`panic!("..")` carries a `&str` or a `String`).
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a non-string panic payload".to_owned()
     }
 }

@@ -10,7 +10,7 @@
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::name::MAX_NAME_LEN;
+pub use crate::name::MAX_NAME_LEN;
 
 /// Limits of a [`Toolset`](crate::Toolset), set when it is made with
 /// [`Toolset::with_limits`](crate::Toolset::with_limits).
@@ -50,7 +50,9 @@ use crate::name::MAX_NAME_LEN;
 /// ```
 /// use frunk::hlist;
 /// use serde_json::{Value, json};
-/// use toolgraft::{ArgsErrorKind, Limits, Tool, ToolError, Toolset};
+/// use toolgraft::{Tool, ToolError, Toolset};
+/// use toolgraft::error::ArgsErrorKind;
+/// use toolgraft::limits::Limits;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let limits = Limits::default().with_max_depth(8).with_max_combo_len(16);
@@ -84,14 +86,16 @@ impl Limits {
     /// depth at which decoding (which recurses) stays far from any stack's size.
     ///
     /// ```
-    /// use toolgraft::{Limits, Toolset};
+    /// use toolgraft::Toolset;
+    /// use toolgraft::limits::Limits;
     /// assert!(Toolset::with_limits(Limits::default().with_max_depth(Limits::DEPTH_CEILING)).is_ok());
     /// ```
     pub const DEPTH_CEILING: usize = 128;
     /// The highest [`Limits::max_combo_len`]: a run-time call recurses once per layer.
     ///
     /// ```
-    /// use toolgraft::{Limits, Toolset};
+    /// use toolgraft::Toolset;
+    /// use toolgraft::limits::Limits;
     /// let over = Limits::default().with_max_combo_len(Limits::COMBO_LEN_CEILING + 1);
     /// assert!(Toolset::with_limits(over).is_err());
     /// ```
@@ -99,7 +103,8 @@ impl Limits {
     /// The highest [`Limits::max_name_len`].
     ///
     /// ```
-    /// use toolgraft::{Limits, Toolset};
+    /// use toolgraft::Toolset;
+    /// use toolgraft::limits::Limits;
     /// assert!(Toolset::with_limits(Limits::default().with_max_name_len(Limits::NAME_LEN_CEILING)).is_ok());
     /// ```
     pub const NAME_LEN_CEILING: usize = 4096;
@@ -140,7 +145,7 @@ impl Limits {
     /// [`Limits`]).
     ///
     /// ```
-    /// let limits = toolgraft::Limits::default().with_max_name_len(512);
+    /// let limits = toolgraft::limits::Limits::default().with_max_name_len(512);
     /// assert!(toolgraft::Toolset::with_limits(limits).is_ok());
     /// ```
     #[must_use]
@@ -200,7 +205,8 @@ impl Default for Limits {
 /// A [`Limits`] value out of its range.
 ///
 /// ```
-/// use toolgraft::{Limits, Toolset};
+/// use toolgraft::Toolset;
+/// use toolgraft::limits::Limits;
 /// let err = Toolset::with_limits(Limits::default().with_max_combo_len(0)).unwrap_err();
 /// assert_eq!(err.to_string(),
 ///     "`Limits::with_max_combo_len(0)` is out of range: use 1 to 1024 (a run-time call recurses once per layer)");

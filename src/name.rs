@@ -11,7 +11,8 @@ use thiserror::Error;
 /// The longest name [`Name::new`] accepts, in bytes (MCP recommends at most 128).
 ///
 /// ```
-/// use toolgraft::{MAX_NAME_LEN, Name};
+/// use toolgraft::Name;
+/// use toolgraft::limits::MAX_NAME_LEN;
 /// assert!(Name::new("x".repeat(MAX_NAME_LEN)).is_ok());
 /// assert!(Name::new("x".repeat(MAX_NAME_LEN + 1)).is_err());
 /// ```
@@ -22,7 +23,7 @@ pub const MAX_NAME_LEN: usize = 128;
 ///
 /// Branch names are minted as `<layer input>_<extension>`, so they use the same
 /// alphabet by construction; their length is the toolset's
-/// [`Limits::max_name_len`](crate::Limits::max_name_len), checked when they are
+/// [`Limits::max_name_len`](crate::limits::Limits::max_name_len), checked when they are
 /// bound, because a deep combo's names grow with its depth.
 ///
 /// Cloning is cheap (a reference count).
@@ -34,7 +35,7 @@ pub const MAX_NAME_LEN: usize = 128;
 /// assert_eq!(name, "get_weather");
 /// assert!(Name::new("").is_err());
 /// assert!(Name::new("get weather").is_err());
-/// # Ok::<(), toolgraft::InvalidName>(())
+/// # Ok::<(), toolgraft::error::InvalidName>(())
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Name(Arc<str>);
@@ -50,7 +51,7 @@ pub struct Name(Arc<str>);
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[error("invalid name `{name}`: {problem}")]
 pub struct InvalidName {
-    /// The rejected string (shortened, see [`shorten`](crate::shorten)).
+    /// The rejected string (shortened, see [`shorten`](crate::error::shorten)).
     pub name: String,
     /// What is wrong with it.
     pub problem: String,
@@ -77,7 +78,7 @@ impl Name {
         match problem {
             None => Ok(Self(name.into())),
             Some(problem) => Err(InvalidName {
-                name: crate::error::shorten(name).into_owned(),
+                name: crate::quote::shorten(name).into_owned(),
                 problem,
             }),
         }
@@ -89,7 +90,7 @@ impl Name {
     /// # use toolgraft::Name;
     /// let shout = Name::new("shout")?;
     /// assert_eq!(shout.branch(&Name::new("cache")?), "shout_cache");
-    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
     pub fn branch(&self, extension: &Name) -> Name {
         Name(format!("{self}_{extension}").into())
@@ -106,7 +107,7 @@ impl Name {
     /// ```
     /// # use toolgraft::Name;
     /// assert_eq!(Name::new("ping")?.as_str(), "ping");
-    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
     pub fn as_str(&self) -> &str {
         &self.0

@@ -1,17 +1,26 @@
 //! JSON Schema plumbing: generating, merging and comparing schemas.
 //!
-//! Policy (which kind must present what) lives in [`crate::rules`]; this module
+//! Policy (which kind must present what) lives in the binding engine; this module
 //! only knows JSON Schema.
 
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
-use schemars::{JsonSchema, Schema, SchemaGenerator};
+pub use schemars::Schema;
+use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value};
 
 use crate::error::ArgsError;
-use crate::stack::Args;
+
+/// JSON arguments of a call: always an object (MCP's `arguments`).
+///
+/// ```
+/// let args: toolgraft::extension::Args = serde_json::from_str(r#"{"text": "hi"}"#)?;
+/// assert_eq!(args["text"], "hi");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+pub type Args = serde_json::Map<String, Value>;
 
 /// The root schema of `T`, as toolgraft advertises it (JSON Schema 2020-12, the
 /// draft MCP uses).
@@ -152,7 +161,7 @@ pub(crate) enum ReservedConflict {
     Malformed(String),
 }
 
-/// `below` plus the properties and `required` entries of `reserved` (rule 9).
+/// `below` plus the properties and `required` entries of `reserved` (rule `reserved-params`).
 pub(crate) fn with_reserved(below: &Schema, reserved: &Schema) -> Result<Schema, ReservedConflict> {
     let mut merged = below.clone();
     let target = merged.ensure_object();

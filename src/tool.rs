@@ -1,7 +1,6 @@
 //! Base tools: a name, a description and an async body from a typed input to a
 //! typed output.
 
-use std::any::Any;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
@@ -13,11 +12,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use typed_builder::TypedBuilder;
 
-use crate::combo::Combo;
-use crate::error::{ArgsError, BoxError, ToolError};
+use crate::error::{ArgsError, BoxError, ToolError, panic_message};
 use crate::name::{InvalidName, Name};
+use crate::schema::Args;
 use crate::schema::{self, ArgNames};
-use crate::stack::{Args, Stack, decode_args};
+use crate::stack::{Stack, decode_args};
 
 pub(crate) mod sealed {
     /// The seal of [`BaseTool`](super::BaseTool).
@@ -41,13 +40,14 @@ pub(crate) mod sealed {
 /// What clients see of a base tool: name, description and the two schemas.
 ///
 /// ```
-/// # use toolgraft::{BaseTool, Tool};
+/// # use toolgraft::Tool;
+/// # use toolgraft::tool::BaseTool;
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
 /// let ping = Tool::builder().name("ping").description("Answer pong.")
 ///     .body(|_: Ping| async { Ok("pong".to_owned()) }).build()?;
 /// assert_eq!(ping.spec().name, "ping");
 /// assert_eq!(ping.spec().output_schema.as_ref().unwrap().get("type").unwrap(), "string");
-/// # Ok::<(), toolgraft::InvalidName>(())
+/// # Ok::<(), toolgraft::error::InvalidName>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolSpec {
@@ -64,13 +64,14 @@ pub struct ToolSpec {
 /// A tool that no extension produced: the start of every combo.
 ///
 /// ```
-/// use toolgraft::{BaseTool, Tool};
+/// use toolgraft::Tool;
+/// use toolgraft::tool::BaseTool;
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
 /// let ping = Tool::builder().name("ping").description("Answer pong.")
 ///     .body(|_: Ping| async { Ok("pong".to_owned()) }).build()?;
 /// let combo = ping.combo(); // add extensions with `.with(..)`
 /// # let _ = combo;
-/// # Ok::<(), toolgraft::InvalidName>(())
+/// # Ok::<(), toolgraft::error::InvalidName>(())
 /// ```
 ///
 /// Sealed: toolgraft implements it for [`Tool`] and [`DynTool`](crate::DynTool)
@@ -86,17 +87,13 @@ pub struct ToolSpec {
 pub trait BaseTool: Stack + sealed::BaseTool + std::fmt::Debug {
     /// The tool's name, description and schemas.
     fn spec(&self) -> &ToolSpec;
-
-    /// Starts a combo on this tool.
-    fn combo(&self) -> Combo<Self> {
-        Combo::new(self.clone())
-    }
 }
 
 /// A tool body: an async function from `I` to `Result<O, BoxError>`.
 ///
 /// ```
-/// use toolgraft::{Body, BoxError};
+/// use toolgraft::error::BoxError;
+/// use toolgraft::tool::Body;
 /// async fn double(n: i64) -> Result<i64, BoxError> { Ok(2 * n) }
 /// fn is_body<B: Body<i64, i64>>(_: &B) {}
 /// is_body(&double);
@@ -260,7 +257,7 @@ impl Tool<(), (), ()> {
     ///     .description("Return the text.")
     ///     .body(|input: Shout| async move { Ok(input.text) })
     ///     .build()?;
-    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
     #[allow(clippy::type_complexity)]
     pub fn builder<I, O, F, Fut>() -> ToolBuilder<I, O, F, Fut, ((), (), ())>
@@ -283,7 +280,7 @@ impl<I, O, F> Tool<I, O, F> {
     /// # let ping = Tool::builder().name("ping").description("Answer pong.")
     /// #     .body(|_: Ping| async { Ok("pong".to_owned()) }).build()?;
     /// assert_eq!(ping.spec().description, "Answer pong.");
-    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
     pub fn spec(&self) -> &ToolSpec {
         &self.spec
@@ -332,16 +329,5 @@ where
 {
     fn spec(&self) -> &ToolSpec {
         &self.spec
-    }
-}
-
-/// The text of a panic payload (`panic!("..")` carries a `&str` or a `String`).
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a non-string panic payload".to_owned()
     }
 }

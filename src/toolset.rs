@@ -9,16 +9,18 @@ use futures_util::FutureExt;
 
 use serde_json::Value;
 
-use crate::bind::{self, Attached, ComboDraft, Entry, Minted, ToolInfo};
+use crate::bind::{self, Attached, ComboDraft, Entry, Minted};
+pub use crate::bind::{Link, Site, ToolInfo};
 use crate::combo::Combos;
+use crate::error::panic_message;
 use crate::error::{ArgsError, ArgsErrorKind, BindError, ToolError, listed, shorten, shorten_json};
 use crate::limits::{LimitError, Limits, deeper_than, drop_flat};
-use crate::manifest::{ComboSpec, ElementSpec, Manifest};
 use crate::name::Name;
-use crate::registry::Registry;
+use crate::runtime::Registry;
+use crate::runtime::manifest::{ComboSpec, ElementSpec, Manifest};
 use crate::schema;
-use crate::stack::Args;
-use crate::tool::{BaseTool, panic_message};
+use crate::schema::Args;
+use crate::tool::BaseTool;
 
 /// Bound tools: each base with one branch per prefix of each of its combos.
 ///
@@ -29,7 +31,8 @@ use crate::tool::{BaseTool, panic_message};
 /// ```
 /// use frunk::hlist;
 /// use serde_json::json;
-/// use toolgraft::{BaseTool, Tool, Toolset};
+/// use toolgraft::{Tool, Toolset};
+/// use toolgraft::tool::BaseTool;
 /// use toolgraft::ext::{Cache, Trace};
 ///
 /// #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
@@ -137,10 +140,11 @@ impl Toolset {
     /// its range is refused.
     ///
     /// ```
-    /// use toolgraft::{Limits, Toolset};
+    /// use toolgraft::Toolset;
+    /// use toolgraft::limits::Limits;
     /// let toolset = Toolset::with_limits(Limits::default().with_max_combo_len(8))?;
     /// assert_eq!(toolset.limits().max_combo_len(), 8);
-    /// # Ok::<(), toolgraft::LimitError>(())
+    /// # Ok::<(), toolgraft::limits::LimitError>(())
     /// ```
     pub fn with_limits(limits: Limits) -> Result<Self, LimitError> {
         let catalog = Catalog {
@@ -155,7 +159,7 @@ impl Toolset {
     /// The toolset's limits (see [`Toolset::with_limits`]).
     ///
     /// ```
-    /// assert_eq!(toolgraft::Toolset::new().limits(), toolgraft::Limits::default());
+    /// assert_eq!(toolgraft::Toolset::new().limits(), toolgraft::limits::Limits::default());
     /// ```
     pub fn limits(&self) -> Limits {
         self.read().limits
@@ -197,7 +201,8 @@ impl Toolset {
     ///
     /// ```
     /// use frunk::{hlist, hlist_pat};
-    /// use toolgraft::{BaseTool, BindError, Tool, Toolset};
+    /// use toolgraft::{BindError, Tool, Toolset};
+    /// use toolgraft::tool::BaseTool;
     /// use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// let shout = Tool::builder().name("shout").description("Return the text.")
@@ -233,7 +238,8 @@ impl Toolset {
     /// [`bind_tool`](Toolset::bind_tool)). All or nothing, as [`bind`](Toolset::bind).
     ///
     /// ```
-    /// use toolgraft::{BaseTool, Tool, Toolset};
+    /// use toolgraft::{Tool, Toolset};
+    /// use toolgraft::tool::BaseTool;
     /// use toolgraft::ext::{Cache, Trace};
     /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
     /// let shout = Tool::builder().name("shout").description("Return the text.")
@@ -385,8 +391,9 @@ impl Toolset {
     ///
     /// ```
     /// use frunk::hlist;
-    /// use toolgraft::manifest::ElementSpec;
-    /// use toolgraft::{BaseTool, BindError, Registry, Tool, Toolset};
+    /// use toolgraft::runtime::manifest::ElementSpec;
+    /// use toolgraft::{BindError, Registry, Tool, Toolset};
+    /// use toolgraft::tool::BaseTool;
     /// use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// let shout = Tool::builder().name("shout").description("Return the text.")
@@ -428,8 +435,9 @@ impl Toolset {
     ///
     /// ```
     /// use frunk::hlist;
-    /// use toolgraft::manifest::ElementSpec;
-    /// use toolgraft::{BaseTool, BindError, Tool, Toolset};
+    /// use toolgraft::runtime::manifest::ElementSpec;
+    /// use toolgraft::{BindError, Tool, Toolset};
+    /// use toolgraft::tool::BaseTool;
     /// use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// let shout = Tool::builder().name("shout").description("Return the text.")
@@ -475,8 +483,9 @@ impl Toolset {
     ///
     /// ```
     /// use frunk::hlist;
-    /// use toolgraft::manifest::ElementSpec;
-    /// use toolgraft::{BaseTool, Registry, Tool, Toolset};
+    /// use toolgraft::runtime::manifest::ElementSpec;
+    /// use toolgraft::{Registry, Tool, Toolset};
+    /// use toolgraft::tool::BaseTool;
     /// use toolgraft::ext::{Pool, Trace};
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// let shout = Tool::builder().name("shout").description("Return the text.")
@@ -509,8 +518,9 @@ impl Toolset {
     /// outcome: `bases` in order, then unknown manifest keys.
     ///
     /// ```
-    /// use toolgraft::manifest::Manifest;
-    /// use toolgraft::{BaseTools, BindError, Registry, Tool, Toolset};
+    /// use toolgraft::runtime::manifest::Manifest;
+    /// use toolgraft::{BindError, Registry, Tool, Toolset};
+    /// use toolgraft::toolset::BaseTools;
     /// use toolgraft::ext::{Pool, Trace};
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # let tool = |name: &str| Tool::builder().name(name).description("Return the text.")
@@ -582,8 +592,9 @@ impl Toolset {
     ///
     /// ```
     /// use frunk::hlist;
-    /// use toolgraft::manifest::Manifest;
-    /// use toolgraft::{BaseTool, BindError, Registry, Tool, Toolset};
+    /// use toolgraft::runtime::manifest::Manifest;
+    /// use toolgraft::{BindError, Registry, Tool, Toolset};
+    /// use toolgraft::tool::BaseTool;
     /// use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// let shout = Tool::builder().name("shout").description("Return the text.")
@@ -642,7 +653,8 @@ impl Toolset {
     ///
     /// ```
     /// # use frunk::hlist; use serde_json::json;
-    /// # use toolgraft::{BaseTool, Tool, ToolError, Toolset};
+    /// # use toolgraft::{Tool, ToolError, Toolset};
+    /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Cache;
     /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -749,7 +761,10 @@ impl Toolset {
     /// What clients see of a bound name.
     ///
     /// ```
-    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # use frunk::hlist;
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::tool::BaseTool;
+    /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
@@ -766,7 +781,10 @@ impl Toolset {
     /// Every bound name with what clients see of it, sorted by name.
     ///
     /// ```
-    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # use frunk::hlist;
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::tool::BaseTool;
+    /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
@@ -791,7 +809,10 @@ impl Toolset {
     /// Every bound name, sorted.
     ///
     /// ```
-    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # use frunk::hlist;
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::tool::BaseTool;
+    /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
@@ -807,10 +828,13 @@ impl Toolset {
         names
     }
 
-    /// The base tool a bound name belongs to (rule 16).
+    /// The base tool a bound name belongs to (rule `branch-bookkeeping`).
     ///
     /// ```
-    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # use frunk::hlist;
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::tool::BaseTool;
+    /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
@@ -826,7 +850,10 @@ impl Toolset {
     /// Whether a bound name is a branch (`None` when it is not bound).
     ///
     /// ```
-    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # use frunk::hlist;
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::tool::BaseTool;
+    /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
@@ -844,7 +871,10 @@ impl Toolset {
     /// Whether a name is bound.
     ///
     /// ```
-    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # use frunk::hlist;
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::tool::BaseTool;
+    /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
@@ -890,13 +920,14 @@ fn build_combos(
 /// Base tools offered to [`Toolset::bind_manifest`], by name, type-erased.
 ///
 /// ```
-/// use toolgraft::{BaseTools, Tool};
+/// use toolgraft::Tool;
+/// use toolgraft::toolset::BaseTools;
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
 /// let shout = Tool::builder().name("shout").description("Return the text.")
 ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
 /// let bases = BaseTools::new().with(&shout);
 /// assert_eq!(bases.names(), ["shout"]);
-/// # Ok::<(), toolgraft::InvalidName>(())
+/// # Ok::<(), toolgraft::error::InvalidName>(())
 /// ```
 #[derive(Clone, Default)]
 pub struct BaseTools {

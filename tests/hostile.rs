@@ -18,13 +18,18 @@ use proptest::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use toolgraft::combo::StartCombo;
+use toolgraft::error::ArgsErrorKind;
 use toolgraft::ext::cache::CacheConfig;
 use toolgraft::ext::{Batch, Cache, CacheParams, Chain, OutputSchema, Pool, Proxy, Trace};
-use toolgraft::manifest::{ElementSpec, Manifest};
-use toolgraft::{
-    Anywhere, ArgsErrorKind, BaseTool, BaseTools, BindError, Extension, Layer, LayerInput, Limits,
-    Next, Registry, Stack, Tool, ToolError, Toolset, WithParams, Wrap, Wrapped, Wrapper,
-};
+use toolgraft::extension::Around;
+use toolgraft::extension::{Anywhere, LayerInput, Next, WithParams, Wrapped};
+use toolgraft::kind::Wrapper;
+use toolgraft::limits::Limits;
+use toolgraft::runtime::manifest::{ElementSpec, Manifest};
+use toolgraft::tool::BaseTool;
+use toolgraft::toolset::BaseTools;
+use toolgraft::{BindError, Extension, Layer, Registry, Stack, Tool, ToolError, Toolset, Wrap};
 
 // ---------------------------------------------------------------------------
 // Bytes in use, for measurements in child processes.
@@ -181,7 +186,7 @@ impl Extension for Fragile {
     }
 }
 
-impl<S: Stack<Input = Shout>> Wrap<S> for Fragile {
+impl<S: Stack<Input = Shout>> Around<S> for Fragile {
     type Params = ();
 
     async fn around(
@@ -209,33 +214,21 @@ impl<S: Stack<Input = Shout>> Layer<S> for Fragile {
 #[derive(Clone)]
 struct Explodes;
 
-impl Extension for Explodes {
-    type Kind = Wrapper;
+impl Wrap for Explodes {
     type Locality = Anywhere;
+    type Params = ();
 
     fn name(&self) -> &str {
         "explodes"
     }
-}
 
-impl<S: Stack> Wrap<S> for Explodes {
-    type Params = ();
-
-    async fn around(
+    async fn around<S: Stack>(
         &self,
         next: Next<'_, S, Self>,
         (): (),
         input: S::Input,
     ) -> Result<S::Output, ToolError> {
         next.call(input).await
-    }
-}
-
-impl<S: Stack> Layer<S> for Explodes {
-    type Branch = Wrapped<Self, S>;
-
-    fn layer(self, _: S, _: &LayerInput<'_, Self>) -> Self::Branch {
-        panic!("explodes cannot be layered")
     }
 }
 
@@ -932,7 +925,7 @@ async fn the_cache_bounds_bytes_as_well_as_entries() {
             .await
             .unwrap();
     }
-    let store = cached.stack().wrapper();
+    let store = cached.stack().store();
     assert!(store.bytes() <= 1 << 20, "{} bytes", store.bytes());
     assert!(
         store.len() >= 7 && store.len() <= 8,
@@ -1041,7 +1034,8 @@ fn bound_names_longer_than_128_bytes_are_refused_unless_allowed() {
 #[tokio::test]
 async fn reserved_params_stop_at_a_run_time_wrapper_over_a_raw_tool() {
     use std::sync::{Arc, Mutex};
-    use toolgraft::{DynBranch, DynExtension, DynStack, DynTool, ExtensionKind};
+    use toolgraft::kind::ExtensionKind;
+    use toolgraft::runtime::{DynBranch, DynExtension, DynStack, DynTool};
 
     let echo = DynTool::builder()
         .name("raw")

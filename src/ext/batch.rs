@@ -9,10 +9,11 @@ use serde_json::{Value, json};
 use crate::error::{ArgsError, ToolError, shorten_json};
 use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput};
 use crate::kind::Transformer;
+use crate::kind::property::Anywhere;
 use crate::name::Name;
-use crate::rules::Anywhere;
+use crate::schema::Args;
 use crate::schema::Nest;
-use crate::stack::{Args, Stack, decode_args};
+use crate::stack::{Stack, decode_args};
 
 /// The operator's side of a batch: at most `max_items` items per call (1 to
 /// [`MAX_ITEMS`], default 100), checked before any item is decoded or copied.
@@ -190,7 +191,8 @@ impl<'de, O: DeserializeOwned> Deserialize<'de> for BatchItem<O> {
 /// ```
 /// use frunk::hlist;
 /// use serde_json::json;
-/// use toolgraft::{BaseTool, Tool, Toolset};
+/// use toolgraft::{Tool, Toolset};
+/// use toolgraft::tool::BaseTool;
 /// use toolgraft::ext::Batch;
 /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Square { n: i64 }
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -15,12 +15,13 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::error::{ArgsError, ToolError, shorten};
-use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput, Wrap, Wrapped};
+use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput};
 use crate::kind::Wrapper;
+use crate::kind::property::Anywhere;
 use crate::name::Name;
-use crate::params::Params;
-use crate::rules::Anywhere;
-use crate::stack::{Next, Stack};
+use crate::schema::{self, Args};
+use crate::stack::Stack;
+use crate::stack::params::{Params, ReservedParams, WithParams};
 
 /// The operator's side of a cache.
 ///
@@ -118,7 +119,8 @@ impl Params for CacheParams {}
 /// use frunk::hlist;
 /// use serde_json::json;
 /// use std::sync::{Arc, atomic::{AtomicUsize, Ordering}};
-/// use toolgraft::{BaseTool, Tool, Toolset};
+/// use toolgraft::{Tool, Toolset};
+/// use toolgraft::tool::BaseTool;
 /// use toolgraft::ext::Cache;
 /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -235,14 +237,94 @@ where
 }
 
 impl<S: Cacheable> Layer<S> for Cache {
-    type Branch = Wrapped<CacheStore<S::Output>, S>;
+    type Branch = Cached<S>;
 
-    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
-        let store = CacheStore {
-            store: Arc::new(Store::new(&self.config)),
-            default_ttl: self.config.default_ttl_secs,
-        };
-        Wrapped::new(store, inner, below)
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Cached<S> {
+        let reserved = CacheParams::schema()
+            .and_then(|schema| schema::property_names(&schema))
+            .unwrap_or_default();
+        Cached {
+            store: CacheStore {
+                store: Arc::new(Store::new(&self.config)),
+                default_ttl: self.config.default_ttl_secs,
+            },
+            inner,
+            branch: below.branch.clone(),
+            reserved: reserved.into(),
+        }
+    }
+}
+
+/// The branch [`Cache`] mints: the layer below behind one branch's store.
+///
+/// A wrapper of its own rather than a [`Wrap`](crate::Wrap): it only applies to
+/// stacks whose input can be a key ([`Cacheable`]).
+pub struct Cached<S: Stack> {
+    store: CacheStore<S::Output>,
+    inner: S,
+    branch: Name,
+    reserved: Arc<[String]>,
+}
+
+impl<S: Stack> std::fmt::Debug for Cached<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cached")
+            .field("branch", &self.branch)
+            .field("store", &self.store)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Stack> Clone for Cached<S> {
+    fn clone(&self) -> Self {
+        Self {
+            store: self.store.clone(),
+            inner: self.inner.clone(),
+            branch: self.branch.clone(),
+            reserved: self.reserved.clone(),
+        }
+    }
+}
+
+impl<S: Stack> Cached<S> {
+    /// This branch's store.
+    pub fn store(&self) -> &CacheStore<S::Output> {
+        &self.store
+    }
+}
+
+impl<S: Cacheable> Stack for Cached<S> {
+    type Input = WithParams<CacheParams, S::Input>;
+    type Output = S::Output;
+
+    async fn call(&self, input: Self::Input) -> Result<S::Output, ToolError> {
+        let WithParams { params, input } = input;
+        let ttl = ttl_of(params.exp.unwrap_or(self.store.default_ttl))
+            .map_err(|problem| ArgsError::field("exp", problem).for_tool(&self.branch))?;
+        if ttl == Some(Duration::ZERO) {
+            return self.inner.call(input).await;
+        }
+        let key = cache_key(&input).map_err(|err| ToolError::Refused {
+            tool: self.branch.clone(),
+            extension: Name::unchecked("cache"),
+            reason: format!(
+                "the arguments cannot be used as a cache key: {}",
+                shorten(&err.to_string())
+            ),
+        })?;
+        // A key the store could never keep would only pin memory while it runs.
+        if key.len() + ENTRY_OVERHEAD > self.store.store.max_bytes {
+            return self.inner.call(input).await;
+        }
+        self.store
+            .store
+            .get_or_run(key, ttl, || self.inner.call(input))
+            .await
+    }
+
+    fn decode(&self, mut args: Args) -> Result<Self::Input, ArgsError> {
+        let params = CacheParams::take(&mut args, &self.reserved)?;
+        Ok(params.join(self.inner.decode(args)?))
     }
 }
 
@@ -254,10 +336,13 @@ fn ttl_of(seconds: f64) -> Result<Option<Duration>, String> {
     Ok(Duration::try_from_secs_f64(seconds).ok())
 }
 
-/// One branch's cache: what the [`Cache`] branch wraps its layer input with.
+/// One branch's store of results (see [`Cached::store`]).
 ///
 /// ```
-/// # use frunk::{hlist, hlist_pat}; use toolgraft::{BaseTool, Stack, Tool, Toolset, WithParams};
+/// # use frunk::{hlist, hlist_pat};
+/// # use toolgraft::{Stack, Tool, Toolset};
+/// # use toolgraft::extension::WithParams;
+/// # use toolgraft::tool::BaseTool;
 /// # use toolgraft::ext::{Cache, CacheParams};
 /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -267,7 +352,7 @@ fn ttl_of(seconds: f64) -> Result<Option<Duration>, String> {
 /// for text in ["a", "b"] {
 ///     cached.call(WithParams::new(CacheParams::default(), Shout { text: text.into() })).await?;
 /// }
-/// assert_eq!(cached.stack().wrapper().len(), 1);
+/// assert_eq!(cached.stack().store().len(), 1);
 /// # Ok(()) }
 /// ```
 pub struct CacheStore<O> {
@@ -301,7 +386,10 @@ impl<O> CacheStore<O> {
     /// How many bytes of keys and results the store holds now.
     ///
     /// ```
-    /// # use frunk::{hlist, hlist_pat}; use toolgraft::{BaseTool, Stack, Tool, Toolset, WithParams};
+    /// # use frunk::{hlist, hlist_pat};
+    /// # use toolgraft::{Stack, Tool, Toolset};
+    /// # use toolgraft::extension::WithParams;
+    /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::{Cache, CacheParams, cache::CacheConfig};
     /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -313,8 +401,8 @@ impl<O> CacheStore<O> {
     ///     let text = format!("{n:0>100}");
     ///     cached.call(WithParams::new(CacheParams::default(), Shout { text })).await?;
     /// }
-    /// assert!(cached.stack().wrapper().bytes() <= 4096);
-    /// assert!(cached.stack().wrapper().len() < 100);
+    /// assert!(cached.stack().store().bytes() <= 4096);
+    /// assert!(cached.stack().store().len() < 100);
     /// # Ok(()) }
     /// ```
     pub fn bytes(&self) -> usize {
@@ -324,45 +412,6 @@ impl<O> CacheStore<O> {
     /// Whether the store holds no result (see the type's example).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-}
-
-impl<O: Send + 'static> Extension for CacheStore<O> {
-    type Kind = Wrapper;
-    type Locality = Anywhere;
-
-    fn name(&self) -> &str {
-        "cache"
-    }
-}
-
-impl<S: Cacheable> Wrap<S> for CacheStore<S::Output> {
-    type Params = CacheParams;
-
-    async fn around(
-        &self,
-        next: Next<'_, S, Self>,
-        params: CacheParams,
-        input: S::Input,
-    ) -> Result<S::Output, ToolError> {
-        let ttl = ttl_of(params.exp.unwrap_or(self.default_ttl))
-            .map_err(|problem| ArgsError::field("exp", problem).for_tool(next.branch()))?;
-        if ttl == Some(Duration::ZERO) {
-            return next.call(input).await;
-        }
-        let key = cache_key(&input).map_err(|err| ToolError::Refused {
-            tool: next.branch().clone(),
-            extension: Name::unchecked("cache"),
-            reason: format!(
-                "the arguments cannot be used as a cache key: {}",
-                shorten(&err.to_string())
-            ),
-        })?;
-        // A key the store could never keep would only pin memory while it runs.
-        if key.len() + ENTRY_OVERHEAD > self.store.max_bytes {
-            return next.call(input).await;
-        }
-        self.store.get_or_run(key, ttl, || next.call(input)).await
     }
 }
 

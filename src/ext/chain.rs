@@ -5,35 +5,19 @@ use schemars::Schema;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use std::future::Future;
-
 use crate::error::{ArgsError, ArgsErrorKind, ChainErrorKind, ToolError, shorten, shorten_json};
 use crate::extension::{Extension, Layer, LayerInput};
 use crate::kind::Transformer;
+use crate::kind::property::Anywhere;
 use crate::name::Name;
-use crate::rules::Anywhere;
+use crate::schema::Args;
 use crate::schema::Nest;
-use crate::stack::{Args, Stack};
+use crate::stack::Stack;
 use crate::toolset::{Toolset, WeakToolset};
 
 /// How deep chains may call chains in one task, so a cycle (`a` chaining into `b`
 /// chaining into `a`) ends with an error instead of exhausting the stack.
 pub const MAX_CHAIN_DEPTH: usize = 16;
-
-tokio::task_local! {
-    static DEPTH: usize;
-}
-
-/// How deep in chains the current task is (0 outside any).
-pub(crate) fn depth() -> usize {
-    DEPTH.try_with(|depth| *depth).unwrap_or(0)
-}
-
-/// Runs `future` at chain depth `depth`: how a backend carries the depth to where
-/// it runs the layer below, so a cycle through a backend still ends.
-pub(crate) async fn at_depth<F: Future>(depth: usize, future: F) -> F::Output {
-    DEPTH.scope(depth, future).await
-}
 
 /// A chain call: the layer input's arguments, the tool to call next, and what of
 /// the first result to pass it.
@@ -60,7 +44,8 @@ pub struct ChainInput<I> {
 /// ```
 /// use frunk::hlist;
 /// use serde_json::json;
-/// use toolgraft::{BaseTool, Tool, Toolset};
+/// use toolgraft::{Tool, Toolset};
+/// use toolgraft::tool::BaseTool;
 /// use toolgraft::ext::Chain;
 /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Find { city: String }
 /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Forecast { lat: f64 }
@@ -227,7 +212,7 @@ impl<S: Stack> Stack for Chained<S> {
             );
             return Err(ArgsError::field("select", problem).for_tool(&self.branch));
         }
-        let depth = depth();
+        let depth = crate::stack::depth::current();
         if depth >= MAX_CHAIN_DEPTH {
             let problem = format!("chains called chains {MAX_CHAIN_DEPTH} deep; is there a cycle?");
             return Err(self.stop(ChainErrorKind::TooDeep, problem));
@@ -254,7 +239,7 @@ impl<S: Stack> Stack for Chained<S> {
             );
             return Err(self.stop(ChainErrorKind::NotArguments, problem));
         }
-        at_depth(depth + 1, toolset.call(&input.next_tool, selected.clone())).await
+        crate::stack::depth::at(depth + 1, toolset.call(&input.next_tool, selected.clone())).await
     }
 
     fn decode(&self, mut args: Args) -> Result<Self::Input, ArgsError> {

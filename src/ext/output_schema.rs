@@ -8,11 +8,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{ArgsError, ToolError, shorten};
-use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput};
+use crate::extension::{
+    ConfigError, Configurable, Extension, Layer, LayerInput, Transform, Transformed,
+};
 use crate::kind::Transformer;
-use crate::name::Name;
-use crate::rules::Anywhere;
-use crate::stack::{Args, Stack};
+use crate::kind::property::Anywhere;
+use crate::schema::Args;
+use crate::stack::{Next, Stack};
 
 /// The config: `{"schema": <JSON Schema>}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -30,7 +32,8 @@ pub struct OutputSchemaConfig {
 /// ```
 /// use frunk::hlist;
 /// use serde_json::json;
-/// use toolgraft::{BaseTool, Tool, ToolError, Toolset};
+/// use toolgraft::{Tool, ToolError, Toolset};
+/// use toolgraft::tool::BaseTool;
 /// use toolgraft::ext::OutputSchema;
 /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct GetUser { user_id: i64 }
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -107,53 +110,26 @@ impl Configurable for OutputSchema {
 }
 
 impl<S: Stack> Layer<S> for OutputSchema {
-    type Branch = Validated<S>;
+    type Branch = Transformed<Self, S>;
 
-    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Validated<S> {
-        Validated {
-            inner,
-            branch: below.branch.clone(),
-            validator: self.validator,
-        }
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
+        Transformed::new(self, inner, below)
     }
 }
 
-/// The branch [`OutputSchema`] mints: results as validated JSON.
-pub struct Validated<S> {
-    inner: S,
-    branch: Name,
-    validator: Arc<jsonschema::Validator>,
-}
-
-impl<S> std::fmt::Debug for Validated<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("Validated").field(&self.branch).finish()
-    }
-}
-
-impl<S: Clone> Clone for Validated<S> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            branch: self.branch.clone(),
-            validator: self.validator.clone(),
-        }
-    }
-}
-
-impl<S: Stack> Stack for Validated<S> {
+impl<S: Stack> Transform<S> for OutputSchema {
     type Input = S::Input;
     type Output = Value;
 
-    async fn call(&self, input: S::Input) -> Result<Value, ToolError> {
-        let output = self.inner.call(input).await?;
+    async fn call(&self, next: Next<'_, S, Self>, input: S::Input) -> Result<Value, ToolError> {
+        let output = next.call(input).await?;
         let value = crate::stack::to_json(output).map_err(|source| ToolError::Output {
-            tool: self.branch.clone(),
+            tool: next.branch().clone(),
             source: source.into(),
         })?;
         if let Err(mismatch) = self.validator.validate(&value) {
             return Err(ToolError::OutputMismatch {
-                tool: self.branch.clone(),
+                tool: next.branch().clone(),
                 path: mismatch.instance_path().to_string(),
                 value: Arc::new(mismatch.instance().clone().into_owned()),
                 problem: shorten(&mismatch.to_string()).into_owned(),
@@ -162,7 +138,7 @@ impl<S: Stack> Stack for Validated<S> {
         Ok(value)
     }
 
-    fn decode(&self, args: Args) -> Result<S::Input, ArgsError> {
-        self.inner.decode(args)
+    fn decode(&self, below: &S, args: Args) -> Result<S::Input, ArgsError> {
+        below.decode(args)
     }
 }

@@ -15,13 +15,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::runtime::{Handle, Runtime};
 use tokio::task::AbortHandle;
 
+use crate::error::panic_message;
 use crate::error::{ArgsError, ToolError};
 use crate::extension::{Extension, Layer, LayerInput};
 use crate::kind::Backend;
+use crate::kind::property::Anywhere;
 use crate::name::Name;
-use crate::rules::Anywhere;
-use crate::stack::{Args, Stack};
-use crate::tool::panic_message;
+use crate::schema::Args;
+use crate::stack::Stack;
 
 /// A pool of worker threads running its own tokio runtime; as an extension, a
 /// backend that runs its layer input there.
@@ -32,7 +33,8 @@ use crate::tool::panic_message;
 /// ```
 /// use frunk::hlist;
 /// use serde_json::json;
-/// use toolgraft::{BaseTool, Tool, Toolset};
+/// use toolgraft::{Tool, Toolset};
+/// use toolgraft::tool::BaseTool;
 /// use toolgraft::ext::Pool;
 /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Ping {}
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -219,10 +221,10 @@ impl<S: Stack> Stack for Pooled<S> {
         let shared = self.pool.shared.clone();
         // toolgraft's own call context crosses the hop (chain depth, so that a
         // cycle through a pool still ends); nothing else of the caller's task does.
-        let depth = crate::ext::chain::depth();
+        let depth = crate::stack::depth::current();
         let job = self.pool.shared.handle.spawn(async move {
             shared.jobs.fetch_add(1, Ordering::SeqCst);
-            crate::ext::chain::at_depth(depth, inner.call(input)).await
+            crate::stack::depth::at(depth, inner.call(input)).await
         });
         // A caller that gives up (a timeout, a fail-fast batch) takes the job with it.
         let _abort_if_dropped = AbortOnDrop(job.abort_handle());
@@ -253,7 +255,7 @@ mod tests {
     use super::*;
     use crate::bind::Running;
     use crate::ext::{Proxy, ProxyParams, proxy};
-    use crate::params::WithParams;
+    use crate::stack::params::WithParams;
     use crate::tool::Tool;
 
     #[derive(Deserialize, Serialize, JsonSchema)]

@@ -11,11 +11,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{ToolError, shorten};
-use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput, Wrap, Wrapped};
-use crate::kind::Wrapper;
+use crate::extension::{ConfigError, Configurable, Wrap};
+use crate::kind::property::BodyLocal;
 use crate::name::Name;
-use crate::params::Params;
-use crate::rules::BodyLocal;
+use crate::stack::params::Params;
 use crate::stack::{Next, Stack};
 
 tokio::task_local! {
@@ -73,7 +72,8 @@ impl Params for ProxyParams {}
 /// ```
 /// use frunk::hlist;
 /// use serde_json::json;
-/// use toolgraft::{BaseTool, Tool, Toolset};
+/// use toolgraft::{Tool, Toolset};
+/// use toolgraft::tool::BaseTool;
 /// use toolgraft::ext::{proxy, Proxy};
 /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Fetch { url: String }
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -143,9 +143,19 @@ impl Proxy {
     }
 }
 
-impl Extension for Proxy {
-    type Kind = Wrapper;
+impl Configurable for Proxy {
+    type Config = ProxyConfig;
+
+    fn from_config(config: ProxyConfig) -> Result<Self, ConfigError> {
+        let proxy = Self::new(config);
+        proxy.check_config()?;
+        Ok(proxy)
+    }
+}
+
+impl Wrap for Proxy {
     type Locality = BodyLocal;
+    type Params = ProxyParams;
 
     fn name(&self) -> &str {
         "proxy"
@@ -164,22 +174,8 @@ impl Extension for Proxy {
     fn config(&self) -> Option<Value> {
         serde_json::to_value(&*self.config).ok()
     }
-}
 
-impl Configurable for Proxy {
-    type Config = ProxyConfig;
-
-    fn from_config(config: ProxyConfig) -> Result<Self, ConfigError> {
-        let proxy = Self::new(config);
-        proxy.check_config()?;
-        Ok(proxy)
-    }
-}
-
-impl<S: Stack> Wrap<S> for Proxy {
-    type Params = ProxyParams;
-
-    fn around(
+    fn around<S: Stack>(
         &self,
         next: Next<'_, S, Self>,
         params: ProxyParams,
@@ -194,13 +190,5 @@ impl<S: Stack> Wrap<S> for Proxy {
             })?;
             ROUTE.scope(route, next.call(input)).await
         }
-    }
-}
-
-impl<S: Stack> Layer<S> for Proxy {
-    type Branch = Wrapped<Self, S>;
-
-    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
-        Wrapped::new(self, inner, below)
     }
 }

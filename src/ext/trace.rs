@@ -4,9 +4,8 @@ use tracing::Instrument;
 use tracing::field::{Empty, display};
 
 use crate::error::ToolError;
-use crate::extension::{Extension, Layer, LayerInput, Wrap, Wrapped};
-use crate::kind::Wrapper;
-use crate::rules::Anywhere;
+use crate::extension::Wrap;
+use crate::kind::property::Anywhere;
 use crate::stack::{Next, Stack};
 
 /// Wraps each call in an `INFO` span named `tool_call`, whose `tool` field is the
@@ -18,31 +17,28 @@ use crate::stack::{Next, Stack};
 /// group by name, so one name with a field is also what dashboards want.
 ///
 /// ```
-/// use toolgraft::{BaseTool, Tool, Toolset};
+/// use toolgraft::{Tool, Toolset};
+/// use toolgraft::tool::BaseTool;
 /// use toolgraft::ext::Trace;
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
 /// let shout = Tool::builder().name("shout").description("Return the text.")
 ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
 /// let combo = shout.combo().with(Trace);
 /// assert_eq!(combo.name(), "shout_trace");
-/// # Ok::<(), toolgraft::InvalidName>(())
+/// # Ok::<(), toolgraft::error::InvalidName>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Trace;
 
-impl Extension for Trace {
-    type Kind = Wrapper;
+impl Wrap for Trace {
     type Locality = Anywhere;
+    type Params = ();
 
     fn name(&self) -> &str {
         "trace"
     }
-}
 
-impl<S: Stack> Wrap<S> for Trace {
-    type Params = ();
-
-    async fn around(
+    async fn around<S: Stack>(
         &self,
         next: Next<'_, S, Self>,
         (): (),
@@ -57,13 +53,5 @@ impl<S: Stack> Wrap<S> for Trace {
             tracing::warn!(parent: &span, %error, "tool call failed");
         }
         result
-    }
-}
-
-impl<S: Stack> Layer<S> for Trace {
-    type Branch = Wrapped<Self, S>;
-
-    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
-        Wrapped::new(self, inner, below)
     }
 }

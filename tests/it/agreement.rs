@@ -2,8 +2,8 @@
 //! wrappers, transformers, backends and a body-locality wrapper, some with config
 //! and some with unknown names, are accepted exactly when the rules computed from
 //! the kind properties accept them (rules 3 to 7 and 9), bind the names those rules
-//! predict with the output schemas rule 12 predicts, and are refused with the error
-//! the spec names, first error first (rule 4, then 5, then per layer 6, 7, 9).
+//! predict with the output schemas rule `output-schema` predicts, and are refused with the error
+//! the spec names, first error first (rule `unknown-extension`, then 5, then per layer 6, 7, 9).
 
 use crate::common;
 
@@ -14,10 +14,11 @@ use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use serde_json::Value;
 use toolgraft::ext::{Batch, Pool, Proxy};
-use toolgraft::manifest::{ComboSpec, ElementSpec, Manifest};
-use toolgraft::{
-    BaseTools, BindError, DynBranch, DynExtension, DynStack, ExtensionKind, Name, Registry, Toolset,
-};
+use toolgraft::kind::ExtensionKind;
+use toolgraft::runtime::manifest::{ComboSpec, ElementSpec, Manifest};
+use toolgraft::runtime::{DynBranch, DynExtension, DynStack};
+use toolgraft::toolset::BaseTools;
+use toolgraft::{BindError, Name, Registry, Toolset};
 
 /// The catalogue: name, kind, whether it needs body locality, whether it reserves
 /// `proxies`, whether it takes config.
@@ -175,7 +176,7 @@ fn model_tool(combos: &[Vec<Written>]) -> Result<Vec<(String, bool)>, String> {
         }
         each.push(model(combo)?);
     }
-    // ...then the tool's names across combos (rule 3).
+    // ...then the tool's names across combos (rule `one-branch-per-prefix`).
     let mut bound: Vec<Predicted> = vec![("shout".to_owned(), Vec::new(), true)];
     for predicted in each.into_iter().flatten() {
         match bound.iter().find(|(name, _, _)| *name == predicted.0) {

@@ -3,8 +3,11 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use toolgraft::ToolError;
+use toolgraft::extension::Around;
+use toolgraft::extension::{Anywhere, LayerInput, Next, Wrapped};
+use toolgraft::kind::Wrapper;
 use toolgraft::prelude::*;
-use toolgraft::{Anywhere, LayerInput, Next, ToolError, Wrapped, Wrapper};
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 pub struct Shout {
@@ -121,7 +124,7 @@ impl Text for serde_json::Value {
     }
 }
 
-impl<S: Stack> Wrap<S> for Marker
+impl<S: Stack> Around<S> for Marker
 where
     S::Output: Text,
 {
@@ -162,7 +165,7 @@ impl Extension for Loud {
     }
 }
 
-impl<S: Stack<Output = String>> Wrap<S> for Loud {
+impl<S: Stack<Output = String>> Around<S> for Loud {
     type Params = ();
 
     async fn around(

@@ -5,12 +5,14 @@ use crate::common;
 
 use common::{describing, marker, ping, report, shout};
 use serde_json::{Value, json};
+use toolgraft::combo::StartCombo;
+use toolgraft::error::ChainErrorKind;
 use toolgraft::ext::{Batch, Cache, Chain, OutputSchema, Pool, Proxy, Trace, proxy};
-use toolgraft::manifest::{ComboSpec, ElementSpec, Manifest};
-use toolgraft::{
-    BaseTool, BaseTools, BindError, ChainErrorKind, DynBranch, DynExtension, DynStack,
-    ExtensionKind, Name, Registry, RegistryError, Stack, ToolError, Toolset,
-};
+use toolgraft::kind::ExtensionKind;
+use toolgraft::runtime::manifest::{ComboSpec, ElementSpec, Manifest};
+use toolgraft::runtime::{DynBranch, DynExtension, DynStack, RegistryError};
+use toolgraft::toolset::BaseTools;
+use toolgraft::{BindError, Name, Registry, Stack, ToolError, Toolset};
 
 /// A registry with the test catalogue: markers `a`, `b`, `a_b`, the built-ins, two
 /// pools, and a describing marker.
@@ -64,7 +66,7 @@ fn refused(registry: &Registry, combos: Value) -> BindError {
         .unwrap_or_else(|| panic!("{combos} was accepted"));
     assert!(
         toolset.names().is_empty(),
-        "{combos}: nothing of `shout` is bound (rule 14)"
+        "{combos}: nothing of `shout` is bound (rule `all-or-nothing`)"
     );
     err
 }
@@ -162,7 +164,7 @@ fn a_run_time_branch_named_like_its_base_is_refused() {
 
 #[test]
 fn unknown_extensions_are_all_reported_sorted_before_anything_else() {
-    // Rule 4: even though the combo also holds two backends.
+    // Rule `unknown-extension`: even though the combo also holds two backends.
     let err = refused(
         &registry(),
         json!([["zeta", "pool", "alpha", "pool", "zeta"]]),
@@ -233,7 +235,7 @@ async fn locality_must_sit_inside_relocation() {
         "on `shout`, `proxy` needs to run beside the tool body but sits outside `pool`, which runs the body elsewhere; place `proxy` before `pool`"
     );
     // The right order binds, and the route reaches the body on the pool's thread.
-    let fetch = toolgraft::DynTool::builder()
+    let fetch = toolgraft::runtime::DynTool::builder()
         .name("fetch")
         .description("Report the route and thread.")
         .input_schema(schemars::json_schema!({"type": "object", "properties": {}}))
@@ -264,7 +266,7 @@ fn wrapper_presenting(name: &str, schema: Value, reserved: Option<Value>) -> Dyn
     let builder = DynExtension::builder()
         .name(name)
         .kind(ExtensionKind::Wrapper);
-    let factory = move |layer: toolgraft::DynLayer<'_>| {
+    let factory = move |layer: toolgraft::runtime::DynLayer<'_>| {
         Ok(DynBranch::builder()
             .stack(layer.below.clone())
             .input_schema(presented.clone())
@@ -621,7 +623,7 @@ async fn chain_calls_the_next_tool_by_name() {
 
 #[tokio::test]
 async fn chain_feeds_a_selection_into_the_next_tool() {
-    let finder = toolgraft::DynTool::builder()
+    let finder = toolgraft::runtime::DynTool::builder()
         .name("find")
         .description("Find a message.")
         .input_schema(
@@ -753,9 +755,9 @@ fn a_manifest_key_that_is_not_a_base_tool_is_reported() {
 }
 
 /// A tool whose result is the next chain call: `{"again": {"next_tool": <next>}}`.
-fn looping(name: &str, next: &str) -> toolgraft::DynTool {
+fn looping(name: &str, next: &str) -> toolgraft::runtime::DynTool {
     let next = next.to_owned();
-    toolgraft::DynTool::builder()
+    toolgraft::runtime::DynTool::builder()
         .name(name)
         .description("Answers with a call to make next.")
         .input_schema(schemars::json_schema!({"type": "object", "properties": {}}))
@@ -1050,7 +1052,7 @@ fn run_time_factories_run_only_for_combos_that_pass_cardinality() {
 
 #[test]
 fn a_chain_over_a_tool_that_takes_select_is_refused() {
-    let picky = toolgraft::DynTool::builder()
+    let picky = toolgraft::runtime::DynTool::builder()
         .name("picky")
         .description("Takes its own `select`.")
         .input_schema(schemars::json_schema!({"type": "object", "properties": {"select": {"type": "integer"}}}))
@@ -1234,7 +1236,7 @@ async fn the_manifest_path_keeps_relocation_and_reserved_params_straight() {
 
 #[test]
 fn a_name_of_another_tool_is_refused_in_a_manifest_too() {
-    let squatter = toolgraft::DynTool::builder()
+    let squatter = toolgraft::runtime::DynTool::builder()
         .name("shout_a")
         .description("Squats a branch name.")
         .input_schema(schemars::json_schema!({"type": "object", "properties": {}}))

@@ -1,6 +1,6 @@
 //! Kinds are data (scenario 1).
 
-use toolgraft::{Backend, ExtensionKind, Kind, Transformer, Wrapper};
+use toolgraft::kind::{Backend, ExtensionKind, Kind, Transformer, Wrapper};
 
 #[test]
 fn every_property_row_of_the_spec_holds() {

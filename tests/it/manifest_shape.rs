@@ -1,7 +1,7 @@
 //! Rule `manifest-shape` (scenarios 27, 28).
 
 use serde_json::json;
-use toolgraft::manifest::{ElementSpec, Manifest, ManifestError};
+use toolgraft::runtime::manifest::{ElementSpec, Manifest, ManifestError};
 
 fn parse(value: serde_json::Value) -> Result<Manifest, ManifestError> {
     Manifest::from_value(&json!({ "tools": value }))

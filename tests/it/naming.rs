@@ -7,8 +7,9 @@ use common::{Loud, Shout, describing, marker, ping, shout};
 use frunk::{hlist, hlist_pat};
 use serde_json::json;
 use toolgraft::ext::Trace;
+use toolgraft::kind::ExtensionKind;
 use toolgraft::prelude::*;
-use toolgraft::{BindError, ExtensionKind, Name};
+use toolgraft::{BindError, Name};
 
 #[tokio::test]
 async fn a_wrapper_mints_a_new_name_beside_the_tool() {
@@ -114,7 +115,7 @@ fn two_stacks_minting_one_name_are_refused_and_bind_nothing() {
         err.to_string()
             .contains("two different stacks of `shout` mint `shout_a_b`")
     );
-    // Rule 14: nothing of the tool is bound, not even the base or `shout_a`.
+    // Rule `all-or-nothing`: nothing of the tool is bound, not even the base or `shout_a`.
     assert!(toolset.names().is_empty());
 }
 
@@ -139,7 +140,7 @@ fn the_same_extension_name_with_another_config_is_another_stack() {
 
 #[test]
 fn every_bound_name_knows_its_base_and_whether_it_is_a_branch() {
-    // Rule 16.
+    // Rule `branch-bookkeeping`.
     let (shout, ping) = (shout(), ping());
     let toolset = Toolset::new();
     toolset
@@ -303,7 +304,7 @@ fn combos_and_branches_print_their_names_and_elements() {
     assert_eq!(format!("{:?}", shout.combo()), "Combo(shout [])");
     let toolset = Toolset::new();
     let hlist_pat![loud] = toolset.bind(&shout, hlist![combo]).unwrap();
-    assert_eq!(format!("{loud:?}"), "Bound(\"shout_trace_loud\")");
+    assert_eq!(format!("{loud:?}"), "Branch(\"shout_trace_loud\")");
     assert_eq!(format!("{shout:?}"), "Tool(\"shout\")");
 }
 
@@ -322,7 +323,7 @@ fn every_refusal_of_a_rule_names_its_rulebook_section() {
         .attach(
             &toolgraft::Registry::new(),
             "shout",
-            &[toolgraft::manifest::ElementSpec::named("nope")],
+            &[toolgraft::runtime::manifest::ElementSpec::named("nope")],
         )
         .unwrap_err();
     assert_eq!(clash.rule(), Some("unknown-extension"), "{clash}");

@@ -11,9 +11,11 @@ use common::{Ping, Shout};
 use frunk::{hlist, hlist_pat};
 use serde_json::json;
 use toolgraft::ext::{Batch, BatchInput, Cache, Pool, Proxy, Trace, proxy};
+use toolgraft::extension::Around;
 use toolgraft::prelude::*;
+use toolgraft::toolset::Site;
 use toolgraft::{Extension, Layer};
-use toolgraft::{Name, Site, ToolError};
+use toolgraft::{Name, ToolError};
 
 fn thread_name() -> String {
     std::thread::current()
@@ -335,18 +337,18 @@ async fn a_caller_that_gives_up_takes_its_pool_job_with_it() {
 struct Explosive;
 
 impl Extension for Explosive {
-    type Kind = toolgraft::Wrapper;
-    type Locality = toolgraft::Anywhere;
+    type Kind = toolgraft::kind::Wrapper;
+    type Locality = toolgraft::extension::Anywhere;
     fn name(&self) -> &str {
         "explosive"
     }
 }
 
-impl<S: Stack<Input = Shout>> toolgraft::Wrap<S> for Explosive {
+impl<S: Stack<Input = Shout>> Around<S> for Explosive {
     type Params = ();
     async fn around(
         &self,
-        next: toolgraft::Next<'_, S, Self>,
+        next: toolgraft::extension::Next<'_, S, Self>,
         (): (),
         input: Shout,
     ) -> Result<S::Output, ToolError> {
@@ -358,9 +360,9 @@ impl<S: Stack<Input = Shout>> toolgraft::Wrap<S> for Explosive {
 }
 
 impl<S: Stack<Input = Shout>> Layer<S> for Explosive {
-    type Branch = toolgraft::Wrapped<Self, S>;
-    fn layer(self, inner: S, below: &toolgraft::LayerInput<'_, Self>) -> Self::Branch {
-        toolgraft::Wrapped::new(self, inner, below)
+    type Branch = toolgraft::extension::Wrapped<Self, S>;
+    fn layer(self, inner: S, below: &toolgraft::extension::LayerInput<'_, Self>) -> Self::Branch {
+        toolgraft::extension::Wrapped::new(self, inner, below)
     }
 }
 

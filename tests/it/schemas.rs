@@ -7,13 +7,13 @@ use frunk::hlist;
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use toolgraft::error::ArgsError;
 use toolgraft::ext::{Batch, Cache, Trace};
+use toolgraft::extension::{Anywhere, Args, LayerInput, Next, Params};
+use toolgraft::kind::Transformer;
 use toolgraft::prelude::*;
 use toolgraft::schema::ArgNames;
-use toolgraft::{
-    Anywhere, Args, ArgsError, BindError, LayerInput, Next, Params, ToolError, Transformer,
-    Wrapped, Wrapper,
-};
+use toolgraft::{BindError, ToolError};
 
 #[derive(Deserialize, Serialize, JsonSchema)]
 struct Counted {
@@ -109,30 +109,20 @@ struct ShadowParams {
 
 impl Params for ShadowParams {}
 
-impl Extension for Shadow {
-    type Kind = Wrapper;
+impl Wrap for Shadow {
     type Locality = Anywhere;
+    type Params = ShadowParams;
     fn name(&self) -> &str {
         "shadow"
     }
-}
 
-impl<S: Stack> Wrap<S> for Shadow {
-    type Params = ShadowParams;
-    async fn around(
+    async fn around<S: Stack>(
         &self,
         next: Next<'_, S, Self>,
         _: ShadowParams,
         input: S::Input,
     ) -> Result<S::Output, ToolError> {
         next.call(input).await
-    }
-}
-
-impl<S: Stack> Layer<S> for Shadow {
-    type Branch = Wrapped<Self, S>;
-    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
-        Wrapped::new(self, inner, below)
     }
 }
 

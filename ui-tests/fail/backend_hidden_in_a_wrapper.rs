@@ -3,7 +3,9 @@
 // would sit outside the pool. The pool only accepts the `LayerInput` made for it.
 use toolgraft::ext::Pool;
 use toolgraft::ext::pool::Pooled;
-use toolgraft::{Anywhere, Extension, Layer, LayerInput, Stack, Wrapper};
+use toolgraft::{Extension, Layer, Stack};
+use toolgraft::extension::{Anywhere, LayerInput};
+use toolgraft::kind::Wrapper;
 
 #[derive(Clone)]
 struct QuietPool(Pool);

@@ -1,8 +1,10 @@
-// A branch that runs a body-local wrapper (the proxy sets a task-local route) can
-// only be minted by an extension that is itself body-local: otherwise the rules
-// would let it sit outside a backend.
+// A wrapper's branch is minted only by the wrapper's own layer: an extension that
+// could mint a branch running a body-local wrapper (the proxy sets a task-local
+// route) would have the rules place it by its own locality, outside a backend.
 use toolgraft::ext::Proxy;
-use toolgraft::{Anywhere, Extension, Layer, LayerInput, Stack, Wrapped, Wrapper};
+use toolgraft::extension::{Anywhere, LayerInput, Wrapped};
+use toolgraft::kind::Wrapper;
+use toolgraft::{Extension, Layer, Stack};
 
 #[derive(Clone)]
 struct Route(Proxy);

@@ -1,7 +1,8 @@
 // A tool body is a function whose future is `Send`: the trait is sealed, so a type
 // cannot claim to be a body with a future that is not.
 use std::future::Ready;
-use toolgraft::{Body, BoxError};
+use toolgraft::error::BoxError;
+use toolgraft::tool::Body;
 
 #[derive(Clone)]
 struct NotAFunction;

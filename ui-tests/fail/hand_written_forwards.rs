@@ -1,6 +1,6 @@
 // A wrapper's branch takes its layer input unchanged (plus reserved params): the
 // trait that says so is sealed, so no impl can declare another input "unchanged".
-use toolgraft::Forwards;
+use toolgraft::extension::Forwards;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Fetch {

@@ -1,6 +1,7 @@
 // Reserved params are `()` or a `Params` struct: the engine strips exactly the
 // properties their schema declares, so no hand-written impl may take others.
-use toolgraft::{Args, ArgsError, ReservedParams};
+use toolgraft::error::ArgsError;
+use toolgraft::extension::{Args, ReservedParams};
 
 struct TakesEverything;
 

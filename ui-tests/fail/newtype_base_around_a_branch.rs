@@ -4,7 +4,10 @@
 use frunk::{hlist, hlist_pat};
 use toolgraft::ext::{Pool, Proxy};
 use toolgraft::prelude::*;
-use toolgraft::{Args, ArgsError, Bound, ToolError, ToolSpec};
+use toolgraft::{Branch, ToolError};
+use toolgraft::error::ArgsError;
+use toolgraft::extension::Args;
+use toolgraft::tool::ToolSpec;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Fetch {
@@ -13,7 +16,7 @@ struct Fetch {
 
 #[derive(Clone)]
 struct Sneaky<S> {
-    branch: Bound<S>,
+    branch: Branch<S>,
     spec: ToolSpec,
 }
 

@@ -2,7 +2,10 @@
 // not per type.
 use toolgraft::ext::Pool;
 use toolgraft::prelude::*;
-use toolgraft::{Anywhere, Args, ArgsError, Backend, LayerInput, ToolError};
+use toolgraft::ToolError;
+use toolgraft::error::ArgsError;
+use toolgraft::extension::{Anywhere, Args, LayerInput};
+use toolgraft::kind::Backend;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Shout {

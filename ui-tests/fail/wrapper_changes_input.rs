@@ -1,6 +1,9 @@
 // A wrapper whose branch takes another input than the layer below.
 use toolgraft::prelude::*;
-use toolgraft::{Anywhere, Args, ArgsError, LayerInput, ToolError, Wrapper, decode_args};
+use toolgraft::ToolError;
+use toolgraft::error::ArgsError;
+use toolgraft::extension::{Anywhere, Args, LayerInput, decode_args};
+use toolgraft::kind::Wrapper;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Shout {

@@ -1,6 +1,9 @@
 // A wrapper whose branch returns another output type than the layer below.
 use toolgraft::prelude::*;
-use toolgraft::{Anywhere, Args, ArgsError, LayerInput, ToolError, Wrapper};
+use toolgraft::ToolError;
+use toolgraft::error::ArgsError;
+use toolgraft::extension::{Anywhere, Args, LayerInput};
+use toolgraft::kind::Wrapper;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Shout {

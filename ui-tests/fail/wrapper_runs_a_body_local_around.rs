@@ -2,30 +2,27 @@
 // route) as its own: `around` only takes the `Next` made for its own wrapper, so
 // the rules always see the locality of the code that runs.
 use toolgraft::ext::{Proxy, ProxyParams};
-use toolgraft::{Anywhere, Extension, Next, Stack, ToolError, Wrap, Wrapper};
+use toolgraft::extension::{Anywhere, Next};
+use toolgraft::{Stack, ToolError, Wrap};
 
 #[derive(Clone)]
 struct Route(Proxy);
 
-impl Extension for Route {
-    type Kind = Wrapper;
+impl Wrap for Route {
     type Locality = Anywhere;
+    type Params = ();
 
     fn name(&self) -> &str {
         "route"
     }
-}
 
-impl<S: Stack> Wrap<S> for Route {
-    type Params = ();
-
-    async fn around(
+    async fn around<S: Stack>(
         &self,
         next: Next<'_, S, Self>,
         (): (),
         input: S::Input,
     ) -> Result<S::Output, ToolError> {
-        <Proxy as Wrap<S>>::around(&self.0, next, ProxyParams::default(), input).await
+        Wrap::around(&self.0, next, ProxyParams::default(), input).await
     }
 }
 

@@ -9,7 +9,7 @@ struct Shout {
     text: String,
 }
 
-fn base() -> impl BaseTool<Input = Shout, Output = String> {
+fn base() -> impl toolgraft::tool::BaseTool<Input = Shout, Output = String> {
     Tool::builder()
         .name("s")
         .description("Return the text.")

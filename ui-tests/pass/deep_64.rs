@@ -14,19 +14,17 @@ struct Shout {
 #[derive(Clone)]
 struct Audit;
 
-impl toolgraft::Extension for Audit {
-    type Kind = toolgraft::Wrapper;
-    type Locality = toolgraft::Anywhere;
+impl Wrap for Audit {
+    type Locality = toolgraft::extension::Anywhere;
+    type Params = ();
+
     fn name(&self) -> &str {
         "audit"
     }
-}
 
-impl<S: Stack> Wrap<S> for Audit {
-    type Params = ();
-    async fn around(
+    async fn around<S: Stack>(
         &self,
-        next: toolgraft::Next<'_, S, Self>,
+        next: toolgraft::extension::Next<'_, S, Self>,
         (): (),
         input: S::Input,
     ) -> Result<S::Output, toolgraft::ToolError> {
@@ -34,13 +32,6 @@ impl<S: Stack> Wrap<S> for Audit {
         let output = async move { next.call(input).await }.await;
         std::hint::black_box(started.elapsed());
         output
-    }
-}
-
-impl<S: Stack> Layer<S> for Audit {
-    type Branch = toolgraft::Wrapped<Self, S>;
-    fn layer(self, inner: S, below: &toolgraft::LayerInput<'_, Self>) -> Self::Branch {
-        toolgraft::Wrapped::new(self, inner, below)
     }
 }
 

@@ -13,10 +13,10 @@ use tokio::task::AbortHandle;
 
 use super::broker::{Broker, Tier};
 use super::wire::{Job, Reply};
-use toolgraft::{
-    Anywhere, Args, ArgsError, Backend, ConfigError, Configurable, Extension, Layer, LayerInput,
-    Name, Stack, ToolError,
-};
+use toolgraft::error::ArgsError;
+use toolgraft::extension::{Anywhere, Args, ConfigError, Configurable, LayerInput};
+use toolgraft::kind::Backend;
+use toolgraft::{Extension, Layer, Name, Stack, ToolError};
 
 /// The queue jobs go to unless told otherwise.
 const DEFAULT_QUEUE: &str = "toolgraft";
@@ -43,7 +43,7 @@ const REPLY_WAIT: Duration = Duration::from_secs(1);
 ///     .timeout(Duration::from_secs(5));
 /// assert_eq!((remote.name(), remote.queue_name()), ("remote", "weather"));
 /// assert!(Remote::new("http://example.com").is_err());
-/// # Ok::<(), toolgraft::ConfigError>(())
+/// # Ok::<(), toolgraft::extension::ConfigError>(())
 /// ```
 #[derive(Clone)]
 pub struct Remote {
@@ -84,7 +84,7 @@ pub struct RemoteConfig {
 /// use toolgraft_jobs::{MAX_TIMEOUT_MS, Remote};
 /// let remote = Remote::new("sqlite://jobs.db")?.timeout(Duration::from_secs(u64::MAX));
 /// assert_eq!(remote.timeout_after(), Duration::from_millis(MAX_TIMEOUT_MS));
-/// # Ok::<(), toolgraft::ConfigError>(())
+/// # Ok::<(), toolgraft::extension::ConfigError>(())
 /// ```
 pub const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 
@@ -126,7 +126,7 @@ impl Remote {
     /// ```
     /// let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.queue("gpu");
     /// assert_eq!(remote.queue_name(), "gpu");
-    /// # Ok::<(), toolgraft::ConfigError>(())
+    /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
     pub fn queue(mut self, queue: impl Into<String>) -> Self {
         self.config.queue = queue.into();
@@ -140,7 +140,7 @@ impl Remote {
     /// # use std::time::Duration;
     /// let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.timeout(Duration::from_millis(250));
     /// assert_eq!(remote.timeout_after(), Duration::from_millis(250));
-    /// # Ok::<(), toolgraft::ConfigError>(())
+    /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
         // Capped like a configured one: a day.
@@ -156,7 +156,7 @@ impl Remote {
     /// # use toolgraft::Extension;
     /// let gpu = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.named("gpu");
     /// assert_eq!(gpu.name(), "gpu");
-    /// # Ok::<(), toolgraft::ConfigError>(())
+    /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
     pub fn named(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
@@ -178,7 +178,7 @@ impl Remote {
     /// ```
     /// let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
     /// assert_eq!(remote.settings().url, "sqlite://jobs.db");
-    /// # Ok::<(), toolgraft::ConfigError>(())
+    /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
     pub fn settings(&self) -> &RemoteConfig {
         &self.config
@@ -277,7 +277,7 @@ impl Configurable for Remote {
                 "queue",
                 format!(
                     "`{}` is not a queue name; use a non-empty name without `:`",
-                    toolgraft::shorten(&config.queue)
+                    toolgraft::error::shorten(&config.queue)
                 ),
             ));
         }

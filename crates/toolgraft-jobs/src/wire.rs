@@ -6,7 +6,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use toolgraft::{ArgsErrorKind, ChainErrorKind, Name, ToolError};
+use toolgraft::error::{ArgsErrorKind, ChainErrorKind};
+use toolgraft::{Name, ToolError};
 
 /// One relocated call: run the bound name `tool` with `args`, answer on `reply_to`.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -78,7 +78,7 @@ impl Worker {
     /// # let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
     /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote);
     /// assert!(worker.name().starts_with(&format!("toolgraft-{}-", std::process::id())));
-    /// # Ok::<(), toolgraft::ConfigError>(())
+    /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
     pub fn new(toolset: Toolset, remote: &Remote) -> Self {
         Self {
@@ -97,7 +97,7 @@ impl Worker {
     /// # let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
     /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote).named("gpu-1");
     /// assert_eq!(worker.name(), "gpu-1");
-    /// # Ok::<(), toolgraft::ConfigError>(())
+    /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
     pub fn named(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
@@ -113,7 +113,7 @@ impl Worker {
     /// assert_eq!(worker.concurrent_jobs(), 1);
     /// let worker = worker.concurrency(usize::MAX);
     /// assert_eq!(worker.concurrent_jobs(), toolgraft_jobs::Worker::MAX_CONCURRENCY);
-    /// # Ok::<(), toolgraft::ConfigError>(())
+    /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
     pub fn concurrency(mut self, jobs: usize) -> Self {
         self.concurrency = jobs.clamp(1, Self::MAX_CONCURRENCY);
@@ -134,7 +134,7 @@ impl Worker {
     /// # let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
     /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote)
     ///     .grace(Duration::from_secs(5));
-    /// # Ok::<(), toolgraft::ConfigError>(())
+    /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
     pub fn grace(mut self, grace: Duration) -> Self {
         self.grace = grace;

@@ -16,10 +16,12 @@ use frunk::hlist;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use toolgraft::error::BoxError;
 use toolgraft::ext::{Batch, Cache, Proxy, proxy};
-use toolgraft::manifest::Manifest;
 use toolgraft::prelude::*;
-use toolgraft::{BaseTools, BindError, BoxError, Registry, ToolError};
+use toolgraft::runtime::manifest::Manifest;
+use toolgraft::toolset::BaseTools;
+use toolgraft::{BindError, Combo, Registry, ToolError};
 use toolgraft_jobs::{Remote, RemoteFailure, Worker};
 
 // ---------------------------------------------------------------- the toolset
@@ -101,13 +103,18 @@ fn toolset(remote: &Remote) -> Toolset {
         .bind(
             &whereami,
             hlist![
-                whereami
-                    .combo()
+                Combo::on(&whereami)
                     .with(Proxy::allow(["egress-eu", "egress-us"]))
                     .with(remote.clone()),
-                whereami.combo().with(remote.clone()).with(Cache::default()),
-                whereami.combo().with(Batch::default()).with(remote.clone()),
-                whereami.combo().with(remote.clone()).with(Batch::default()),
+                Combo::on(&whereami)
+                    .with(remote.clone())
+                    .with(Cache::default()),
+                Combo::on(&whereami)
+                    .with(Batch::default())
+                    .with(remote.clone()),
+                Combo::on(&whereami)
+                    .with(remote.clone())
+                    .with(Batch::default()),
             ],
         )
         .unwrap();
@@ -127,7 +134,7 @@ fn toolset(remote: &Remote) -> Toolset {
 fn with_unknown_tool(toolset: &Toolset, remote: &Remote) {
     let extra = Tool::builder()
         .name("extra")
-        .description("Bound in callers only.")
+        .description("Branch in callers only.")
         .body(whereami)
         .build()
         .unwrap();

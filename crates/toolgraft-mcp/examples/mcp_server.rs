@@ -20,10 +20,11 @@ use rmcp::{ServiceExt, transport::stdio};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use toolgraft::Registry;
+use toolgraft::error::BoxError;
 use toolgraft::ext::{Batch, Cache, OutputSchema, Pool, Proxy, Trace, proxy};
-use toolgraft::manifest::Manifest;
 use toolgraft::prelude::*;
-use toolgraft::{BoxError, Registry};
+use toolgraft::runtime::manifest::Manifest;
 use toolgraft_mcp::ToolsetServer;
 
 /// Where to forecast.

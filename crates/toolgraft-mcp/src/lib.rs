@@ -44,7 +44,8 @@
 //! use toolgraft_mcp::ToolsetServer;
 //! use rmcp::ServiceExt;
 //! use rmcp::model::CallToolRequestParams;
-//! use toolgraft::{BaseTool, Tool, Toolset};
+//! use toolgraft::{Tool, Toolset};
+//! use toolgraft::tool::BaseTool;
 //!
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
 //! struct Shout { text: String }
@@ -91,7 +92,9 @@ use schemars::Schema;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use toolgraft::{ArgsErrorKind, ToolError, ToolInfo, Toolset};
+use toolgraft::error::ArgsErrorKind;
+use toolgraft::toolset::ToolInfo;
+use toolgraft::{ToolError, Toolset};
 
 /// Which output schemas and structured results a client can take, by the protocol
 /// version it negotiated.
@@ -158,7 +161,8 @@ impl OutputShape {
 /// use serde_json::json;
 /// use toolgraft::ext::Batch;
 /// use toolgraft_mcp::{OutputShape, mcp_tool};
-/// use toolgraft::{BaseTool, Tool, Toolset};
+/// use toolgraft::{Tool, Toolset};
+/// use toolgraft::tool::BaseTool;
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct City { city: String }
@@ -401,7 +405,10 @@ impl ToolsetServer {
     /// tools beside others.
     ///
     /// ```
-    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # use frunk::hlist;
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::tool::BaseTool;
+    /// # use toolgraft::ext::Trace;
     /// use toolgraft_mcp::{OutputShape, ToolsetServer};
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
@@ -425,7 +432,9 @@ impl ToolsetServer {
     /// errors mapped as the [module docs](self) say. For a handler of your own.
     ///
     /// ```
-    /// # use frunk::hlist; use serde_json::json; use toolgraft::{BaseTool, Tool, Toolset};
+    /// # use frunk::hlist; use serde_json::json;
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::tool::BaseTool;
     /// use toolgraft_mcp::{OutputShape, ToolsetServer};
     /// use rmcp::model::ErrorCode;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }

@@ -24,10 +24,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::sync::Notify;
+use toolgraft::Registry;
+use toolgraft::error::BoxError;
 use toolgraft::ext::{Batch, Cache, Pool, Proxy, Trace, proxy};
-use toolgraft::manifest::ElementSpec;
 use toolgraft::prelude::*;
-use toolgraft::{BoxError, Registry};
+use toolgraft::runtime::manifest::ElementSpec;
 use toolgraft_mcp::ToolsetServer;
 
 // ---------------------------------------------------------------- fixtures
@@ -240,7 +241,7 @@ fn names(tools: &[McpTool]) -> Vec<String> {
     tools.iter().map(|tool| tool.name.to_string()).collect()
 }
 
-fn schema_json(schema: &toolgraft::Schema) -> Value {
+fn schema_json(schema: &toolgraft::schema::Schema) -> Value {
     schema.as_value().clone()
 }
 
@@ -871,40 +872,31 @@ async fn the_example_serves_over_stdio() {
     let _ = std::fs::remove_file(&manifest);
 }
 
-/// A wrapper that panics on one input: its own code, not the body's.
+/// A wrapper that panics when told to: its own code, not the body's.
 #[derive(Clone)]
 struct Fragile;
 
-impl Extension for Fragile {
-    type Kind = toolgraft::Wrapper;
-    type Locality = toolgraft::Anywhere;
+/// Set to make the next call through `Fragile` panic.
+static FRAGILE_PANICS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+impl Wrap for Fragile {
+    type Locality = toolgraft::extension::Anywhere;
+    type Params = ();
 
     fn name(&self) -> &str {
         "fragile"
     }
-}
 
-impl<S: Stack<Input = City>> Wrap<S> for Fragile {
-    type Params = ();
-
-    async fn around(
+    async fn around<S: Stack>(
         &self,
-        next: toolgraft::Next<'_, S, Self>,
+        next: toolgraft::extension::Next<'_, S, Self>,
         (): (),
-        input: City,
+        input: S::Input,
     ) -> Result<S::Output, toolgraft::ToolError> {
-        if input.city == "boom" {
+        if FRAGILE_PANICS.swap(false, std::sync::atomic::Ordering::SeqCst) {
             panic!("fragile wrapper gave up");
         }
         next.call(input).await
-    }
-}
-
-impl<S: Stack<Input = City>> Layer<S> for Fragile {
-    type Branch = toolgraft::Wrapped<Self, S>;
-
-    fn layer(self, inner: S, below: &toolgraft::LayerInput<'_, Self>) -> Self::Branch {
-        toolgraft::Wrapped::new(self, inner, below)
     }
 }
 
@@ -921,12 +913,13 @@ async fn a_panic_is_an_error_result_and_deep_arguments_are_refused() {
         .unwrap();
     let toolset = Toolset::new();
     toolset
-        .bind(&weather, hlist![weather.combo().with(Fragile)])
+        .bind_combos((weather.combo().with(Fragile),))
         .unwrap();
     let server = ToolsetServer::new(toolset);
     let shape = toolgraft_mcp::OutputShape::AnyJson;
 
     let boom = args(json!({"city": "boom"}));
+    FRAGILE_PANICS.store(true, std::sync::atomic::Ordering::SeqCst);
     let result = server
         .call("weather_fragile", Some(boom), shape)
         .await

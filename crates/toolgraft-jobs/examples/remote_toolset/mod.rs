@@ -5,7 +5,7 @@
 use frunk::hlist;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolgraft::BoxError;
+use toolgraft::error::BoxError;
 use toolgraft::ext::{Batch, Cache, Proxy, proxy};
 use toolgraft::prelude::*;
 use toolgraft_jobs::Remote;

@@ -20,7 +20,8 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::error::{ArgsError, ToolError};
-use crate::stack::{Args, BoxFuture, Stack};
+use crate::schema::Args;
+use crate::stack::{BoxFuture, Stack};
 
 /// How many layers a combo stacks by value before it closes them into a
 /// [`Segment`].
@@ -56,7 +57,9 @@ impl<S: Stack> ErasedLayers<S::Input, S::Output> for S {
 /// short too:
 ///
 /// ```
-/// use toolgraft::{BaseTool, Segment, Stack, Tool, Wrapped};
+/// use toolgraft::{Stack, Tool};
+/// use toolgraft::extension::{Segment, Wrapped};
+/// use toolgraft::tool::BaseTool;
 /// use toolgraft::ext::Trace;
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -114,53 +117,5 @@ where
 
     fn decode(&self, args: Args) -> Result<I, ArgsError> {
         self.layers.decode(args)
-    }
-}
-
-mod sealed {
-    pub trait Sealed {}
-}
-
-/// The typestate's count of layers stacked by value: `Layers<N>` for `N` up to
-/// [`SEGMENT`].
-#[doc(hidden)]
-pub trait Depth: sealed::Sealed {
-    /// The count once one more layer is added.
-    type Next: Depth;
-    /// The stack `S` as the next layer receives it: `S` itself, or `S` closed into
-    /// a [`Segment`] when it already holds [`SEGMENT`] layers by value.
-    type Close<S: Stack>: Stack<Input = S::Input, Output = S::Output>;
-    /// Closes `stack` if it holds [`SEGMENT`] layers by value.
-    fn close<S: Stack>(stack: S) -> Self::Close<S>;
-}
-
-/// `N` layers stacked by value since the base or the last [`Segment`].
-#[doc(hidden)]
-#[derive(Debug)]
-pub struct Layers<const N: usize>;
-
-macro_rules! open_layers {
-    ($($n:literal => $next:literal),*) => {$(
-        impl sealed::Sealed for Layers<$n> {}
-        impl Depth for Layers<$n> {
-            type Next = Layers<$next>;
-            type Close<S: Stack> = S;
-            #[inline(always)]
-            fn close<S: Stack>(stack: S) -> S {
-                stack
-            }
-        }
-    )*};
-}
-
-open_layers!(0 => 1, 1 => 2, 2 => 3, 3 => 4, 4 => 5, 5 => 6, 6 => 7, 7 => 8);
-
-impl sealed::Sealed for Layers<SEGMENT> {}
-impl Depth for Layers<SEGMENT> {
-    // The stack is closed, and the layer about to be added is the first above it.
-    type Next = Layers<1>;
-    type Close<S: Stack> = Segment<S::Input, S::Output>;
-    fn close<S: Stack>(stack: S) -> Self::Close<S> {
-        Segment::close(stack)
     }
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ArgsError;
 use crate::schema;
-use crate::stack::Args;
+use crate::schema::Args;
 
 /// A struct of reserved params. Implement it (it has no methods) for a
 /// `Deserialize + Serialize + JsonSchema` struct whose fields are all optional, so
@@ -25,7 +25,7 @@ use crate::stack::Args;
 ///     /// How many attempts to make.
 ///     attempts: Option<u32>,
 /// }
-/// impl toolgraft::Params for RetryParams {}
+/// impl toolgraft::extension::Params for RetryParams {}
 /// ```
 pub trait Params: DeserializeOwned + Serialize + JsonSchema + Send + Sync + 'static {}
 
@@ -35,7 +35,7 @@ pub trait Params: DeserializeOwned + Serialize + JsonSchema + Send + Sync + 'sta
 ///
 /// ```
 /// use toolgraft::ext::cache::CacheParams;
-/// use toolgraft::WithParams;
+/// use toolgraft::extension::WithParams;
 ///
 /// #[derive(serde::Serialize)]
 /// struct Shout { text: String }
@@ -58,7 +58,7 @@ impl<P, I> WithParams<P, I> {
     /// Pairs reserved params with a layer input.
     ///
     /// ```
-    /// # use toolgraft::WithParams;
+    /// # use toolgraft::extension::WithParams;
     /// let with = WithParams::new((), 7);
     /// assert_eq!(with.input, 7);
     /// ```
@@ -72,7 +72,7 @@ mod sealed {
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot be a wrapper's reserved params: use `()` or a struct that implements `Params`",
         label = "not `()` and not `Params`",
-        note = "implement `toolgraft::Params` for a `Deserialize + Serialize + JsonSchema` struct whose fields are all optional"
+        note = "implement `toolgraft::extension::Params` for a `Deserialize + Serialize + JsonSchema` struct whose fields are all optional"
     )]
     pub trait ReservedParams {}
 
@@ -91,7 +91,7 @@ mod sealed {
 /// a hand-written impl could take other arguments than it declares.
 ///
 /// ```
-/// use toolgraft::ReservedParams;
+/// use toolgraft::extension::ReservedParams;
 /// // No reserved params: the branch input is the layer input itself.
 /// let ((), input) = <() as ReservedParams>::split::<u8>(3);
 /// assert_eq!(input, 3);
@@ -173,7 +173,7 @@ impl<P: Params> ReservedParams for P {
 /// describe.
 ///
 /// ```
-/// use toolgraft::{Forwards, WithParams};
+/// use toolgraft::extension::{Forwards, WithParams};
 /// use toolgraft::ext::cache::CacheParams;
 /// fn forwards<B: Forwards<String>>() {}
 /// forwards::<String>();
@@ -194,3 +194,95 @@ impl<I: Send + 'static> Forwards<I> for I {
 impl<P: Params, I: Send + 'static> Forwards<I> for WithParams<P, I> {
     type Reserved = P;
 }
+
+/// Type-level positions for [`Assemble`] and [`Reserves`]: the compiler infers them,
+/// so reserved params are found by type at any depth.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Here;
+
+/// One layer further in (see [`Here`]).
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct There<Index>(std::marker::PhantomData<Index>);
+
+/// Reserved params supplied by type, in any order: what
+/// [`Branch::params`](crate::Branch::params) collects.
+#[derive(Default)]
+pub(crate) struct ParamBag(Vec<Box<dyn std::any::Any + Send>>);
+
+impl ParamBag {
+    pub(crate) fn put<P: Params>(&mut self, params: P) {
+        self.0.retain(|held| !held.is::<P>());
+        self.0.push(Box::new(params));
+    }
+
+    fn take<P: Params>(&mut self) -> Option<P> {
+        let at = self.0.iter().position(|held| held.is::<P>())?;
+        self.0.swap_remove(at).downcast().ok().map(|params| *params)
+    }
+}
+
+/// A branch input built from its core input (what the base, or the nearest
+/// transformer, takes) and the reserved params of every wrapper above it, each
+/// taken by type or, when not given, read from no arguments (its defaults).
+///
+/// `Index` is inferred: it says how many wrappers sit above the core.
+#[diagnostic::on_unimplemented(
+    message = "this branch does not take `{Core}` as its input",
+    label = "the branch's input is `{Self}`",
+    note = "pass the input of the base tool (or of the transformer nearest the top), and set reserved params with `.params(..)`"
+)]
+pub trait Assemble<Core, Index>: Sized {
+    #[doc(hidden)]
+    fn assemble(core: Core, bag: &mut ParamBagRef<'_>) -> Result<Self, ArgsError>;
+}
+
+/// The bag [`Assemble`] reads from (opaque).
+#[doc(hidden)]
+pub struct ParamBagRef<'a>(&'a mut ParamBag);
+
+impl std::fmt::Debug for ParamBagRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParamBag")
+            .field("held", &self.0.0.len())
+            .finish()
+    }
+}
+
+impl<C> Assemble<C, Here> for C {
+    #[inline]
+    fn assemble(core: C, _: &mut ParamBagRef<'_>) -> Result<C, ArgsError> {
+        Ok(core)
+    }
+}
+
+impl<P: Params, I: Assemble<C, Index>, C, Index> Assemble<C, There<Index>> for WithParams<P, I> {
+    fn assemble(core: C, bag: &mut ParamBagRef<'_>) -> Result<Self, ArgsError> {
+        let params = match bag.0.take::<P>() {
+            Some(params) => params,
+            None => crate::stack::decode_args(Args::new())?,
+        };
+        Ok(WithParams::new(params, I::assemble(core, bag)?))
+    }
+}
+
+/// Builds `Input` from `core` and the params in `bag`.
+pub(crate) fn assemble<Input: Assemble<C, Index>, C, Index>(
+    core: C,
+    bag: &mut ParamBag,
+) -> Result<Input, ArgsError> {
+    Input::assemble(core, &mut ParamBagRef(bag))
+}
+
+/// Some wrapper of a branch whose input is `Self` reserves the params `P`.
+#[diagnostic::on_unimplemented(
+    message = "no layer of this branch reserves `{P}`",
+    label = "the branch's input is `{Self}`",
+    note = "`.params(..)` takes the reserved params of a wrapper in the branch's combo (`CacheParams` for a `cache`, say)"
+)]
+pub trait Reserves<P, Index> {}
+
+impl<P, I> Reserves<P, Here> for WithParams<P, I> {}
+
+impl<P, Q, I: Reserves<P, Index>, Index> Reserves<P, There<Index>> for WithParams<Q, I> {}

@@ -1,28 +1,46 @@
-//! The extension trait family.
+//! Writing extensions: everything an extension author touches, in one place.
 //!
-//! * [`Extension`] says what an extension is: its kind, whether it needs body
-//!   locality, its name, and what it presents (description, schemas, config).
-//! * [`Layer`] says what it does to one layer: given the stack below, it builds the
-//!   branch, like `tower::Layer`. Transformers and backends implement it directly.
-//! * [`Wrap`] is the short way to write a wrapper's branch: one `around` method that
-//!   receives the layer input and must return the layer's output; its `Layer` impl
-//!   returns [`Wrapped::new`]. `Wrapped` forwards the same input and output types,
-//!   so schema preservation holds by construction.
+//! Every extension says what it is with [`Extension`]: its kind, whether it needs
+//! body locality, its name, and what it presents (description, schemas, config).
+//! That is what the rules read. What it does to a call depends on its kind:
+//!
+//! * A **wrapper** is one trait, [`Wrap`]: its name, locality and reserved
+//!   [`Params`], and an `around` method that receives the layer input and returns
+//!   the layer's output (the [`Extension`] and [`Layer`] impls come with it).
+//!   Binding mints its branch ([`Wrapped`]), which forwards the same input and
+//!   output types, so the wrapper rules hold by construction. For the simplest
+//!   wrappers, [`wrap_fn`] takes a closure. The built-in `trace` and `proxy` are
+//!   written this way. A wrapper that works on some stacks only implements
+//!   [`Around`] for them, and a one-line [`Layer`] returning [`Wrapped::new`].
+//! * A **transformer** implements [`Transform`] (one call: its own input to its own
+//!   output, with the layer below at hand) and a one-line [`Layer`] returning
+//!   [`Transformed`]. The built-in `output_schema` is written this way.
+//! * A **backend**, or anything else that builds its own branch, implements
+//!   [`Layer`] like `tower::Layer`: given the stack below, it returns a [`Stack`].
+//! * [`Configurable`] lets a manifest build the extension from config.
+//!
+//! The stack vocabulary an author meets ([`Stack`], [`Next`], [`Args`],
+//! [`WithParams`], [`Segment`]) and the [`Locality`] markers are re-exported here.
 
-use std::future::Future;
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 use schemars::Schema;
 use serde_json::Value;
 
-use crate::error::{ArgsError, ToolError};
-use crate::kind::{Kind, Wrapper};
+use crate::kind::Kind;
 use crate::name::Name;
-use crate::params::ReservedParams;
-use crate::rules::{Locality, MintsBranchOf};
-use crate::schema;
-use crate::stack::{Args, Next, Stack};
+
+mod transform;
+mod wrap;
+
+pub use crate::kind::property::{Anywhere, BodyLocal, Locality};
+pub use crate::kind::{Backend, Transformer, Wrapper};
+pub use crate::schema::Args;
+pub use crate::stack::params::{Forwards, Params, ReservedParams, WithParams};
+pub use crate::stack::segment::{SEGMENT, Segment};
+pub use crate::stack::{DynInput, Next, Stack, decode_args};
+pub use transform::{Transform, Transformed};
+pub use wrap::{Around, Call, Done, Wrap, WrapFn, Wrapped, wrap_fn};
 
 /// What extension `E` receives about the layer below when it is applied.
 ///
@@ -32,7 +50,9 @@ use crate::stack::{Args, Next, Stack};
 /// its branches do.
 ///
 /// ```
-/// use toolgraft::{Anywhere, Extension, LayerInput, Transformer};
+/// use toolgraft::Extension;
+/// use toolgraft::extension::{Anywhere, LayerInput};
+/// use toolgraft::kind::Transformer;
 ///
 /// /// Presents the layer input's schema under a new description.
 /// struct Renamed;
@@ -107,7 +127,7 @@ impl<E: ?Sized> std::fmt::Debug for LayerInput<'_, E> {
 /// A config that an extension cannot work with.
 ///
 /// ```
-/// let err = toolgraft::ConfigError::new("max_items", "must be at least 1");
+/// let err = toolgraft::extension::ConfigError::new("max_items", "must be at least 1");
 /// assert_eq!(err.to_string(), "`max_items`: must be at least 1");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -143,7 +163,9 @@ impl ConfigError {
 /// only the body's task or thread can see must declare `type Locality = BodyLocal;`.
 ///
 /// ```
-/// use toolgraft::{Anywhere, Extension, Wrapper};
+/// use toolgraft::Extension;
+/// use toolgraft::extension::Anywhere;
+/// use toolgraft::kind::Wrapper;
 ///
 /// #[derive(Clone)]
 /// struct Audit;
@@ -223,7 +245,7 @@ pub trait Extension: Send + Sync + 'static {
 /// `{"name": .., "config": {..}}` for it.
 ///
 /// ```
-/// use toolgraft::{Configurable, ConfigError};
+/// use toolgraft::extension::{Configurable, ConfigError};
 /// use toolgraft::ext::{batch::BatchConfig, Batch};
 /// let batch = Batch::from_config(BatchConfig { max_items: 5 })?;
 /// # let _ = batch;
@@ -239,7 +261,8 @@ pub trait Configurable: Extension + Sized {
 
 /// Applies an extension to the stack `S` below it, building the branch.
 ///
-/// A wrapper written with [`Wrap`] returns [`Wrapped::new`] here; transformers and
+/// A [`Wrap`] has this impl already; an [`Around`] wrapper returns [`Wrapped::new`]
+/// here, a [`Transform`] [`Transformed::new`]; other transformers and
 /// backends build their own branch.
 /// The typestate checks the branch against the kind's contract: a kind that
 /// preserves the input schema must take `S::Input` (optionally
@@ -247,8 +270,10 @@ pub trait Configurable: Extension + Sized {
 /// `S::Output`.
 ///
 /// ```
-/// use toolgraft::{Anywhere, ArgsError, Args, Extension, Layer, LayerInput, Stack,
-///     ToolError, Transformer};
+/// use toolgraft::{Extension, Layer, Stack, ToolError};
+/// use toolgraft::error::ArgsError;
+/// use toolgraft::extension::{Anywhere, Args, LayerInput};
+/// use toolgraft::kind::Transformer;
 ///
 /// /// Answers with the length of the layer's text result.
 /// #[derive(Clone)]
@@ -285,153 +310,4 @@ pub trait Layer<S: Stack>: Extension + Sized {
     /// Builds the branch over `inner`. Called once per branch, so per-branch state
     /// (a cache's store) is created here.
     fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch;
-}
-
-/// A wrapper in one method: receive the layer input, call the layer below, return
-/// its output.
-///
-/// The branch ([`Wrapped`]) takes exactly the layer input (plus `Params`) and returns
-/// exactly the layer's output, so a `Wrap` cannot change the schema. Its [`Layer`]
-/// impl is one line, and states which layers the wrapper applies to.
-///
-/// ```
-/// use toolgraft::{Anywhere, Extension, Layer, LayerInput, Next, Stack, ToolError, Wrap,
-///     Wrapped, Wrapper};
-///
-/// /// Upper-cases a text result.
-/// #[derive(Clone)]
-/// struct Loud;
-///
-/// impl Extension for Loud {
-///     type Kind = Wrapper;
-///     type Locality = Anywhere;
-///     fn name(&self) -> &str { "loud" }
-/// }
-///
-/// impl<S: Stack<Output = String>> Wrap<S> for Loud {
-///     type Params = ();
-///     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
-///         -> Result<String, ToolError>
-///     {
-///         Ok(next.call(input).await?.to_uppercase())
-///     }
-/// }
-///
-/// impl<S: Stack<Output = String>> Layer<S> for Loud {
-///     type Branch = Wrapped<Self, S>;
-///     fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
-///         Wrapped::new(self, inner, below)
-///     }
-/// }
-/// ```
-pub trait Wrap<S: Stack>: Extension<Kind = Wrapper> + Clone {
-    /// Reserved params this wrapper adds to the branch input: `()` for none, or a
-    /// [`Params`](crate::Params) struct.
-    type Params: ReservedParams;
-
-    /// Runs around one call of the layer below.
-    fn around(
-        &self,
-        next: Next<'_, S, Self>,
-        params: Self::Params,
-        input: S::Input,
-    ) -> impl Future<Output = Result<S::Output, ToolError>> + Send;
-}
-
-/// The branch a [`Wrap`] mints: the wrapper, the layer below, and the layer's name
-/// (see [`Wrap`]'s example).
-pub struct Wrapped<W, S> {
-    wrapper: W,
-    inner: S,
-    below: Name,
-    branch: Name,
-    reserved: Arc<[String]>,
-}
-
-impl<W, S> std::fmt::Debug for Wrapped<W, S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Wrapped")
-            .field("branch", &self.branch)
-            .field("below", &self.below)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<W: Clone, S: Clone> Clone for Wrapped<W, S> {
-    fn clone(&self) -> Self {
-        Self {
-            wrapper: self.wrapper.clone(),
-            inner: self.inner.clone(),
-            below: self.below.clone(),
-            branch: self.branch.clone(),
-            reserved: self.reserved.clone(),
-        }
-    }
-}
-
-impl<W, S> Wrapped<W, S>
-where
-    W: Wrap<S>,
-    S: Stack,
-{
-    /// The branch of `wrapper` over `inner`: what a wrapper's [`Layer::layer`]
-    /// returns (see [`Wrap`]'s example).
-    pub fn new<E>(wrapper: W, inner: S, below: &LayerInput<'_, E>) -> Self
-    where
-        // A wrapper's branch may be minted by another extension (a cache's store
-        // by `Cache`), but one that needs body locality only by one that has it.
-        E: MintsBranchOf<W>,
-    {
-        let reserved = W::Params::schema()
-            .and_then(|schema| schema::property_names(&schema))
-            .unwrap_or_default();
-        Self {
-            wrapper,
-            inner,
-            below: below.name.clone(),
-            branch: below.branch.clone(),
-            reserved: reserved.into(),
-        }
-    }
-
-    /// The wrapper this branch runs (its per-branch state, for a stateful one).
-    ///
-    /// ```
-    /// # use frunk::{hlist, hlist_pat}; use toolgraft::{BaseTool, Tool, Toolset};
-    /// # use toolgraft::ext::Trace;
-    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
-    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
-    /// let hlist_pat![traced] = Toolset::new().bind(&shout, hlist![shout.combo().with(Trace)])?;
-    /// let _trace: &Trace = traced.stack().wrapper();
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn wrapper(&self) -> &W {
-        &self.wrapper
-    }
-}
-
-impl<W: Wrap<S>, S: Stack> Stack for Wrapped<W, S> {
-    type Input = <W::Params as ReservedParams>::With<S::Input>;
-    type Output = S::Output;
-
-    // Inlined so a pass-through layer is nothing at all: at depth 8 the
-    // compiler otherwise stops inlining and moves the future up through each return.
-    #[inline]
-    fn call(
-        &self,
-        input: Self::Input,
-    ) -> impl Future<Output = Result<S::Output, ToolError>> + Send {
-        let (params, input) = W::Params::split(input);
-        self.wrapper.around(
-            Next::new(&self.inner, &self.below, &self.branch),
-            params,
-            input,
-        )
-    }
-
-    fn decode(&self, mut args: Args) -> Result<Self::Input, ArgsError> {
-        let params = W::Params::take(&mut args, &self.reserved)?;
-        Ok(params.join(self.inner.decode(args)?))
-    }
 }

@@ -1,18 +1,15 @@
-//! Stacks at JSON values: what the run-time path layers, and what the typed
-//! built-ins run over when a manifest names them.
+//! The erased stack: a bound name seen through JSON values, what the run-time
+//! path layers and what the typed built-ins run over when a manifest names them.
 
 use std::future::Future;
 use std::sync::Arc;
 
-use schemars::Schema;
 use serde_json::Value;
-use typed_builder::TypedBuilder;
 
-use crate::error::{ArgsError, BoxError, ToolError};
-use crate::name::{InvalidName, Name};
-use crate::schema::ArgNames;
-use crate::stack::{Args, DynInput, ErasedStack, Stack};
-use crate::tool::{BaseTool, ToolSpec, panic_message};
+use crate::error::{ArgsError, BoxError, ToolError, panic_message};
+use crate::name::Name;
+use crate::schema::Args;
+use crate::stack::{DynInput, ErasedStack, Stack};
 
 /// A bound name seen through JSON: JSON arguments in, a JSON value out.
 ///
@@ -26,7 +23,8 @@ use crate::tool::{BaseTool, ToolSpec, panic_message};
 ///
 /// ```
 /// use serde_json::json;
-/// use toolgraft::{DynStack, Name};
+/// use toolgraft::Name;
+/// use toolgraft::runtime::DynStack;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let echo = DynStack::from_fn(Name::new("echo")?, |args| async move { Ok(serde_json::Value::Object(args)) });
@@ -65,7 +63,8 @@ impl DynStack {
     ///
     /// ```
     /// use serde_json::json;
-    /// use toolgraft::{DynStack, Name, Stack};
+    /// use toolgraft::{Name, Stack};
+    /// use toolgraft::runtime::DynStack;
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let base = DynStack::from_fn(Name::new("echo")?, |args| async move { Ok(serde_json::Value::Object(args)) });
@@ -272,125 +271,5 @@ impl Stack for Without {
         // The wrapper above sees its arguments as it was given them.
         input.restore(reserved);
         Ok(input)
-    }
-}
-
-/// A base tool defined at run time: JSON schemas and a closure over JSON values.
-///
-/// Arguments are checked against the input schema's property names (strictly, as
-/// everywhere); the body validates the rest.
-///
-/// ```
-/// use serde_json::json;
-/// use toolgraft::{DynTool, Stack};
-///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let add = DynTool::builder()
-///     .name("add")
-///     .description("Add two numbers.")
-///     .input_schema(schemars::json_schema!({
-///         "type": "object",
-///         "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-///         "required": ["a", "b"],
-///     }))
-///     .body(|args| async move {
-///         let number = |key: &str| args.get(key).and_then(|v| v.as_f64()).ok_or("not a number");
-///         Ok(json!(number("a")? + number("b")?))
-///     })
-///     .build()?;
-/// let args = json!({"a": 1, "b": 2}).as_object().unwrap().clone();
-/// assert_eq!(add.call(args).await?, json!(3.0));
-/// # Ok(()) }
-/// ```
-#[derive(Clone)]
-pub struct DynTool {
-    spec: Arc<ToolSpec>,
-    args: ArgNames,
-    stack: DynStack,
-}
-
-impl std::fmt::Debug for DynTool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("DynTool").field(&self.spec.name).finish()
-    }
-}
-
-/// The fields of a [`DynTool`], as its builder collects them.
-// The builder's own fields (a body closure among them), not a value users hold.
-#[allow(missing_debug_implementations)]
-#[doc(hidden)]
-#[derive(TypedBuilder)]
-#[builder(
-    builder_method(vis = "", name = __builder),
-    builder_type(name = DynToolBuilder, doc = "Builds a [`DynTool`]: set `name`, `description`, `input_schema` and `body` (and `output_schema`, optionally), then `build()`."),
-    build_method(into = Result<DynTool, InvalidName>)
-)]
-pub struct DynToolParts {
-    #[builder(setter(into))]
-    name: String,
-    #[builder(setter(into))]
-    description: String,
-    input_schema: Schema,
-    #[builder(default, setter(strip_option))]
-    output_schema: Option<Schema>,
-    #[builder(setter(
-        fn transform<F, Fut>(body: F) -> SharedBody
-        where
-            F: Fn(Args) -> Fut + Send + Sync + 'static,
-            Fut: Future<Output = Result<Value, BoxError>> + Send + 'static,
-        {
-            Arc::new(move |args| Box::pin(body(args)) as BoxedBody)
-        }
-    ))]
-    body: SharedBody,
-}
-
-type BoxedBody = std::pin::Pin<Box<dyn Future<Output = Result<Value, BoxError>> + Send>>;
-type SharedBody = Arc<dyn Fn(Args) -> BoxedBody + Send + Sync>;
-
-impl From<DynToolParts> for Result<DynTool, InvalidName> {
-    fn from(parts: DynToolParts) -> Self {
-        let name = Name::new(&parts.name)?;
-        let body = parts.body;
-        let stack = DynStack::from_fn(name.clone(), move |args| body(args));
-        Ok(DynTool {
-            args: ArgNames::of(&parts.input_schema),
-            spec: Arc::new(ToolSpec {
-                name,
-                description: parts.description,
-                input_schema: parts.input_schema,
-                output_schema: parts.output_schema,
-            }),
-            stack,
-        })
-    }
-}
-
-impl DynTool {
-    /// Starts building a run-time tool.
-    pub fn builder() -> DynToolBuilder<((), (), (), (), ())> {
-        DynToolParts::__builder()
-    }
-}
-
-impl Stack for DynTool {
-    type Input = Args;
-    type Output = Value;
-
-    fn call(&self, input: Args) -> impl Future<Output = Result<Value, ToolError>> + Send {
-        self.stack.call_json(input)
-    }
-
-    fn decode(&self, args: Args) -> Result<Args, ArgsError> {
-        self.args.check(&args)?;
-        Ok(args)
-    }
-}
-
-impl crate::tool::sealed::BaseTool for DynTool {}
-
-impl BaseTool for DynTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
     }
 }

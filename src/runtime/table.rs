@@ -12,7 +12,9 @@ use crate::bind::{Site, ToolInfo};
 ///
 /// ```
 /// use frunk::hlist;
-/// use toolgraft::{BaseTool, NameTable, Tool, Toolset};
+/// use toolgraft::{Tool, Toolset};
+/// use toolgraft::runtime::NameTable;
+/// use toolgraft::tool::BaseTool;
 /// use toolgraft::ext::Trace;
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
 /// let shout = Tool::builder().name("shout").description("Return the text.")

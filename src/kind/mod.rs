@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use static_assertions::const_assert;
 use thiserror::Error;
 
-use crate::rules::{
+pub mod property;
+
+use property::{
     AtMostOne, Cardinality, Declared, Execution, InPlace, InputRule, Many, OutputRule, Preserved,
     Relocating, Reshaped, SameShape, Unconstrained,
 };
@@ -21,7 +23,7 @@ use crate::rules::{
 /// the five properties below, and generic machinery keys off those properties.
 ///
 /// ```
-/// use toolgraft::ExtensionKind;
+/// use toolgraft::kind::ExtensionKind;
 ///
 /// assert!(!ExtensionKind::Backend.multiple());
 /// assert_eq!("backend".parse::<ExtensionKind>(), Ok(ExtensionKind::Backend));
@@ -43,7 +45,7 @@ impl ExtensionKind {
     /// Every kind, in declaration order.
     ///
     /// ```
-    /// use toolgraft::ExtensionKind;
+    /// use toolgraft::kind::ExtensionKind;
     /// let names: Vec<_> = ExtensionKind::ALL.iter().map(|k| k.as_str()).collect();
     /// assert_eq!(names, ["wrapper", "transformer", "backend"]);
     /// ```
@@ -52,7 +54,7 @@ impl ExtensionKind {
     /// Iterates over every kind, in declaration order.
     ///
     /// ```
-    /// use toolgraft::ExtensionKind;
+    /// use toolgraft::kind::ExtensionKind;
     /// assert_eq!(ExtensionKind::iter().filter(|k| k.multiple()).count(), 2);
     /// ```
     pub fn iter() -> impl ExactSizeIterator<Item = ExtensionKind> + Clone {
@@ -62,7 +64,7 @@ impl ExtensionKind {
     /// Whether one combo may hold more than one extension of this kind.
     ///
     /// ```
-    /// # use toolgraft::ExtensionKind;
+    /// # use toolgraft::kind::ExtensionKind;
     /// assert!(ExtensionKind::Wrapper.multiple() && !ExtensionKind::Backend.multiple());
     /// ```
     pub const fn multiple(self) -> bool {
@@ -73,7 +75,7 @@ impl ExtensionKind {
     /// (minus the extension's own reserved params).
     ///
     /// ```
-    /// # use toolgraft::ExtensionKind;
+    /// # use toolgraft::kind::ExtensionKind;
     /// assert!(ExtensionKind::Wrapper.preserves_schema());
     /// ```
     pub const fn preserves_schema(self) -> bool {
@@ -83,7 +85,7 @@ impl ExtensionKind {
     /// Whether the branch presents its own concrete input schema.
     ///
     /// ```
-    /// # use toolgraft::ExtensionKind;
+    /// # use toolgraft::kind::ExtensionKind;
     /// assert!(ExtensionKind::Transformer.declares_schema());
     /// ```
     pub const fn declares_schema(self) -> bool {
@@ -93,7 +95,7 @@ impl ExtensionKind {
     /// Whether the body runs somewhere else (worker thread, process or machine).
     ///
     /// ```
-    /// # use toolgraft::ExtensionKind;
+    /// # use toolgraft::kind::ExtensionKind;
     /// assert!(ExtensionKind::Backend.relocates_execution());
     /// ```
     pub const fn relocates_execution(self) -> bool {
@@ -104,7 +106,7 @@ impl ExtensionKind {
     /// the base's output schema.
     ///
     /// ```
-    /// # use toolgraft::ExtensionKind;
+    /// # use toolgraft::kind::ExtensionKind;
     /// assert!(!ExtensionKind::Transformer.preserves_output_shape());
     /// ```
     pub const fn preserves_output_shape(self) -> bool {
@@ -114,7 +116,7 @@ impl ExtensionKind {
     /// The lowercase wire name: `wrapper`, `transformer` or `backend`.
     ///
     /// ```
-    /// # use toolgraft::ExtensionKind;
+    /// # use toolgraft::kind::ExtensionKind;
     /// assert_eq!(ExtensionKind::Wrapper.as_str(), "wrapper");
     /// ```
     pub const fn as_str(self) -> &'static str {
@@ -135,7 +137,7 @@ impl fmt::Display for ExtensionKind {
 /// A string that names no [`ExtensionKind`].
 ///
 /// ```
-/// use toolgraft::ExtensionKind;
+/// use toolgraft::kind::ExtensionKind;
 /// let err = "back end".parse::<ExtensionKind>().unwrap_err();
 /// assert_eq!(err.to_string(),
 ///     "unknown extension kind `back end`: expected `wrapper`, `transformer` or `backend`");
@@ -171,7 +173,7 @@ mod sealed {
 /// property once.
 ///
 /// ```
-/// use toolgraft::{Backend, ExtensionKind, Kind};
+/// use toolgraft::kind::{Backend, ExtensionKind, Kind};
 /// assert_eq!(Backend::KIND, ExtensionKind::Backend);
 /// assert!(!Backend::MULTIPLE && Backend::RELOCATES_EXECUTION);
 /// ```
@@ -234,7 +236,7 @@ pub struct Succ<N>(std::marker::PhantomData<N>);
 /// Marker for [`ExtensionKind::Wrapper`].
 ///
 /// ```
-/// use toolgraft::{Kind, Wrapper};
+/// use toolgraft::kind::{Kind, Wrapper};
 /// assert!(Wrapper::MULTIPLE && Wrapper::PRESERVES_SCHEMA);
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
@@ -243,7 +245,7 @@ pub struct Wrapper;
 /// Marker for [`ExtensionKind::Transformer`].
 ///
 /// ```
-/// use toolgraft::{Kind, Transformer};
+/// use toolgraft::kind::{Kind, Transformer};
 /// assert!(Transformer::DECLARES_SCHEMA && !Transformer::PRESERVES_OUTPUT_SHAPE);
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
@@ -252,7 +254,7 @@ pub struct Transformer;
 /// Marker for [`ExtensionKind::Backend`].
 ///
 /// ```
-/// use toolgraft::{Backend, Kind};
+/// use toolgraft::kind::{Backend, Kind};
 /// assert!(!Backend::MULTIPLE && Backend::RELOCATES_EXECUTION);
 /// ```
 #[derive(Clone, Copy, Debug, Default)]

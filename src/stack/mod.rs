@@ -12,15 +12,12 @@ use serde_json::Value;
 
 use crate::error::{ArgsError, ArgsErrorKind, ToolError, shorten, shorten_json};
 use crate::name::Name;
+use crate::schema::Args;
 
-/// JSON arguments of a call: always an object (MCP's `arguments`).
-///
-/// ```
-/// let args: toolgraft::Args = serde_json::from_str(r#"{"text": "hi"}"#)?;
-/// assert_eq!(args["text"], "hi");
-/// # Ok::<(), serde_json::Error>(())
-/// ```
-pub type Args = serde_json::Map<String, Value>;
+pub(crate) mod depth;
+pub(crate) mod erased;
+pub(crate) mod params;
+pub(crate) mod segment;
 
 /// A base tool or a branch: an async function from `Input` to `Output`.
 ///
@@ -71,18 +68,16 @@ pub trait Stack: Clone + Send + Sync + 'static {
 /// actually runs.
 ///
 /// ```
-/// use toolgraft::{Anywhere, Extension, Next, Stack, ToolError, Wrap, Wrapper};
+/// use toolgraft::{Stack, ToolError, Wrap};
+/// use toolgraft::extension::{Anywhere, Next};
 ///
 /// #[derive(Clone)]
 /// struct Audit;
-/// impl Extension for Audit {
-///     type Kind = Wrapper;
+/// impl Wrap for Audit {
 ///     type Locality = Anywhere;
-///     fn name(&self) -> &str { "audit" }
-/// }
-/// impl<S: Stack> Wrap<S> for Audit {
 ///     type Params = ();
-///     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
+///     fn name(&self) -> &str { "audit" }
+///     async fn around<S: Stack>(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
 ///         -> Result<S::Output, ToolError>
 ///     {
 ///         // `next.name()` is the layer below, `next.branch()` the branch called.
@@ -159,7 +154,7 @@ impl<'a, S: Stack, W: ?Sized> Next<'a, S, W> {
 /// [`shorten`](crate::shorten)): serde quotes the offending value whole.
 ///
 /// ```
-/// use toolgraft::decode_args;
+/// use toolgraft::extension::decode_args;
 /// #[derive(serde::Deserialize, Debug)]
 /// struct Shout { text: String }
 /// let args = serde_json::json!({"text": 3}).as_object().unwrap().clone();
@@ -559,7 +554,8 @@ impl DynInput {
     ///
     /// ```
     /// use serde_json::json;
-    /// use toolgraft::{DynStack, Name, Stack};
+    /// use toolgraft::{Name, Stack};
+    /// use toolgraft::runtime::DynStack;
     /// let echo = DynStack::from_fn(Name::new("echo")?, |args| async move { Ok(serde_json::Value::Object(args)) });
     /// let input = echo.decode(json!({"a": 1}).as_object().unwrap().clone())?;
     /// assert_eq!(input.args()["a"], 1);

@@ -10,18 +10,24 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use frunk::{HCons, HNil};
+use schemars::Schema;
 
 use crate::bind::{ComboDraft, Element, Problem, Running, written_config};
 use crate::extension::Layer;
 use crate::kind::Kind;
+use crate::kind::property::Locality;
 use crate::name::Name;
-use crate::rules::{
-    self, Closed, ComboState, HolderIn, HolderOf, InputContract, InsideRelocation, Locality,
-    OneOfKindPerCombo, OutputContract, Start, Then,
-};
-use crate::segment::{Depth, Segment};
-use crate::stack::{Args, Stack};
+use crate::stack::Stack;
+use crate::stack::segment::Segment;
+use crate::tool::Tool;
+
+mod branch;
+pub mod typestate;
+
+pub use branch::{Branch, TypedCall};
+
 use crate::tool::BaseTool;
+use typestate::{ComboState, Depth, Joins, Start, Then};
 
 /// A combo under construction: the typed stack `S` and the typestate `St`.
 ///
@@ -29,7 +35,8 @@ use crate::tool::BaseTool;
 /// the tool with its combos with [`Toolset::bind`](crate::Toolset::bind).
 ///
 /// ```
-/// use toolgraft::{BaseTool, Tool};
+/// use toolgraft::Tool;
+/// use toolgraft::tool::BaseTool;
 /// use toolgraft::ext::{Batch, Cache, Pool, Proxy, Trace};
 /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Fetch { url: String }
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -47,7 +54,8 @@ use crate::tool::BaseTool;
 /// The same extensions the other way round do not compile:
 ///
 /// ```compile_fail
-/// # use toolgraft::{BaseTool, Tool};
+/// # use toolgraft::Tool;
+/// # use toolgraft::tool::BaseTool;
 /// # use toolgraft::ext::{Pool, Proxy};
 /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Fetch { url: String }
 /// # let fetch = Tool::builder().name("fetch").description("Fetch a page.")
@@ -67,7 +75,59 @@ impl<S, St> std::fmt::Debug for Combo<S, St> {
     }
 }
 
+impl<I, O, F> Tool<I, O, F>
+where
+    Self: BaseTool,
+{
+    /// Starts a combo on this tool: add extensions with [`Combo::with`].
+    ///
+    /// ```
+    /// use toolgraft::Tool;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+    /// let ping = Tool::builder().name("ping").description("Answer pong.")
+    ///     .body(|_: Ping| async { Ok("pong".to_owned()) }).build()?;
+    /// let combo = ping.combo();
+    /// assert_eq!(combo.name(), "ping");
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn combo(&self) -> Combo<Self> {
+        Combo::new(self.clone())
+    }
+}
+
+/// `.combo()` on any base tool, for code that holds one as `impl BaseTool` (a
+/// [`Tool`] or a [`DynTool`](crate::runtime::DynTool) has it as its own method). In
+/// the [prelude](crate::prelude).
+///
+/// ```
+/// use toolgraft::combo::StartCombo;
+/// use toolgraft::tool::BaseTool;
+/// use toolgraft::Tool;
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+/// fn ping() -> impl BaseTool {
+///     Tool::builder().name("ping").description("Answer pong.")
+///         .body(|_: Ping| async { Ok("pong") }).build().unwrap()
+/// }
+/// assert_eq!(ping().combo().name(), "ping");
+/// ```
+pub trait StartCombo: BaseTool {
+    /// Starts a combo on this tool: add extensions with [`Combo::with`].
+    fn combo(&self) -> Combo<Self>;
+}
+
+impl<B: BaseTool> StartCombo for B {
+    fn combo(&self) -> Combo<Self> {
+        Combo::on(self)
+    }
+}
+
 impl<B: BaseTool> Combo<B, Start> {
+    /// A combo on `base`, with no extension yet: what `.combo()` on a tool does, for
+    /// code generic over [`BaseTool`].
+    pub fn on(base: &B) -> Self {
+        Self::new(base.clone())
+    }
+
     pub(crate) fn new(base: B) -> Self {
         Self {
             draft: ComboDraft::typed(&base),
@@ -86,23 +146,17 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     /// extension, and the branch's input and output types fit its kind.
     ///
     /// ```
-    /// # use toolgraft::{BaseTool, Tool}; use toolgraft::ext::Trace;
+    /// # use toolgraft::Tool;
+    /// # use toolgraft::tool::BaseTool;
+    /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let combo = shout.combo().with(Trace).with(Trace);
     /// assert_eq!(combo.name(), "shout_trace_trace");
-    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
-    pub fn with<E>(mut self, extension: E) -> Combo<E::Branch, Then<St, E>>
-    where
-        E: Layer<Closed<St, S>>,
-        St::Seen: HolderOf<E::Kind>,
-        HolderIn<St, E::Kind>: OneOfKindPerCombo<<E::Kind as Kind>::Word, E>,
-        St::Relocated: InsideRelocation<E>,
-        <E::Kind as Kind>::InputRule: InputContract<E, S::Input, <E::Branch as Stack>::Input>,
-        <E::Kind as Kind>::OutputRule: OutputContract<E, S::Output, <E::Branch as Stack>::Output>,
-    {
+    pub fn with<E: Joins<S, St>>(mut self, extension: E) -> Combo<E::Branch, Then<St, E>> {
         let below = self.draft.running().clone();
         let name = match Name::new(extension.name()) {
             Ok(name) => name,
@@ -112,7 +166,8 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
             }
         };
         let inner = <St::Depth as Depth>::close(self.stack);
-        let (element, stack) = apply_typed(extension, name, &below, inner, true);
+        let reserved = E::reserved(typestate::token());
+        let (element, stack) = apply_typed(extension, name, &below, inner, true, reserved);
         self.draft.push(element, Some(Arc::new(stack.clone())));
         Combo {
             stack,
@@ -129,13 +184,15 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     /// the bound names are unchanged.
     ///
     /// ```
-    /// # use toolgraft::{BaseTool, Tool}; use toolgraft::ext::Trace;
+    /// # use toolgraft::Tool;
+    /// # use toolgraft::tool::BaseTool;
+    /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let combo = shout.combo().with(Trace).with(Trace).segment().with(Trace);
     /// assert_eq!(combo.name(), "shout_trace_trace_trace");
-    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
     pub fn segment(self) -> Combo<Segment<S::Input, S::Output>, St::Segmented> {
         Combo {
@@ -148,13 +205,15 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     /// The name of the combo's outermost branch (the base's name before any `.with`).
     ///
     /// ```
-    /// # use toolgraft::{BaseTool, Tool}; use toolgraft::ext::Trace;
+    /// # use toolgraft::Tool;
+    /// # use toolgraft::tool::BaseTool;
+    /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// assert_eq!(shout.combo().name(), "shout");
     /// assert_eq!(shout.combo().with(Trace).name(), "shout_trace");
-    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
     pub fn name(&self) -> &Name {
         self.draft.name()
@@ -163,13 +222,15 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     /// The typed stack built so far.
     ///
     /// ```
-    /// # use toolgraft::{BaseTool, Tool}; use toolgraft::ext::Trace;
+    /// # use toolgraft::Tool;
+    /// # use toolgraft::tool::BaseTool;
+    /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let combo = shout.combo().with(Trace);
-    /// let _outermost: &toolgraft::Wrapped<Trace, _> = combo.stack();
-    /// # Ok::<(), toolgraft::InvalidName>(())
+    /// let _outermost: &toolgraft::extension::Wrapped<Trace, _> = combo.stack();
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
     pub fn stack(&self) -> &S {
         &self.stack
@@ -185,11 +246,11 @@ pub(crate) fn apply_typed<E, S>(
     below: &Running,
     inner: S,
     accepts_config: bool,
+    reserved: Option<Schema>,
 ) -> (Element, E::Branch)
 where
     S: Stack,
     E: Layer<S>,
-    <E::Kind as Kind>::InputRule: InputContract<E, S::Input, <E::Branch as Stack>::Input>,
 {
     let branch = below.name.branch(&name);
     let layer_input = below.layer_input(&branch);
@@ -205,12 +266,7 @@ where
             .iter()
             .map(|param| (*param).to_owned())
             .collect(),
-        reserved: rules::reserved_schema::<
-            E,
-            S::Input,
-            <E::Branch as Stack>::Input,
-            <E::Kind as Kind>::InputRule,
-        >(),
+        reserved,
         presented_input: extension.input_schema(&layer_input),
         declared_output: extension.output_schema(&layer_input),
         description: extension.describe(&below.description),
@@ -221,78 +277,10 @@ where
     (element, stack)
 }
 
-/// A bound combo's outermost branch, for typed calls: its name and its stack. A
-/// typed call is static dispatch through every layer.
-///
-/// ```
-/// use frunk::{hlist, hlist_pat};
-/// use toolgraft::{BaseTool, Stack, Tool, Toolset};
-/// use toolgraft::ext::Trace;
-/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let shout = Tool::builder().name("shout").description("Return the text.")
-///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
-/// let hlist_pat![traced] = Toolset::new().bind(&shout, hlist![shout.combo().with(Trace)])?;
-/// assert_eq!(traced.name(), "shout_trace");
-/// assert_eq!(traced.call(Shout { text: "hi".into() }).await?, "hi");
-/// # Ok(()) }
-/// ```
-#[derive(Clone)]
-pub struct Bound<S> {
-    name: Name,
-    stack: S,
-}
-
-impl<S> std::fmt::Debug for Bound<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("Bound").field(&self.name).finish()
-    }
-}
-
-impl<S: Stack> Bound<S> {
-    /// Not available: a branch is never the target of a combo. Present so that
-    /// `.combo()` on a branch explains why, instead of "no method named `combo`".
-    #[doc(hidden)]
-    pub fn combo(&self) -> Combo<Self>
-    where
-        Self: BaseTool,
-    {
-        BaseTool::combo(self)
-    }
-}
-
-impl<S> Bound<S> {
-    /// The branch's bound name (see the type's example).
-    pub fn name(&self) -> &Name {
-        &self.name
-    }
-
-    /// The typed stack (see the type's example), e.g. to inspect a cache's store.
-    pub fn stack(&self) -> &S {
-        &self.stack
-    }
-}
-
-impl<S: Stack> Stack for Bound<S> {
-    type Input = S::Input;
-    type Output = S::Output;
-
-    fn call(
-        &self,
-        input: S::Input,
-    ) -> impl Future<Output = Result<S::Output, crate::ToolError>> + Send {
-        self.stack.call(input)
-    }
-
-    fn decode(&self, args: Args) -> Result<S::Input, crate::ArgsError> {
-        self.stack.decode(args)
-    }
-}
-
 /// Typed combos of one tool: a tuple of up to 12 combos, or a heterogeneous list
 /// (`frunk::hlist![..]`) of any length.
 ///
-/// Binding hands back the same shape with each combo's [`Bound`] branch, so every
+/// Binding hands back the same shape with each combo's [`Branch`] branch, so every
 /// typed stack keeps its own type: destructure a tuple with `let (a, b) = ..`, a
 /// list with `frunk::hlist_pat!`.
 ///
@@ -322,7 +310,7 @@ impl Combos for HNil {
 }
 
 impl<S: Stack, St, Tail: Combos> Combos for HCons<Combo<S, St>, Tail> {
-    type Branches = HCons<Bound<S>, Tail::Branches>;
+    type Branches = HCons<Branch<S>, Tail::Branches>;
 
     fn into_drafts(self, drafts: &mut Vec<ComboDraft>) -> Self::Branches {
         HCons {
@@ -334,8 +322,8 @@ impl<S: Stack, St, Tail: Combos> Combos for HCons<Combo<S, St>, Tail> {
 
 impl<S: Stack, St> Combo<S, St> {
     /// The combo's outermost branch, its draft handed to the engine.
-    fn into_bound(self, drafts: &mut Vec<ComboDraft>) -> Bound<S> {
-        let bound = Bound {
+    fn into_bound(self, drafts: &mut Vec<ComboDraft>) -> Branch<S> {
+        let bound = Branch {
             name: self.draft.name().clone(),
             stack: self.stack,
         };
@@ -351,7 +339,7 @@ macro_rules! combo_tuples {
         impl<$($stack: Stack, $state),+> sealed::Sealed for ($(Combo<$stack, $state>,)+) {}
 
         impl<$($stack: Stack, $state),+> Combos for ($(Combo<$stack, $state>,)+) {
-            type Branches = ($(Bound<$stack>,)+);
+            type Branches = ($(Branch<$stack>,)+);
 
             fn into_drafts(self, drafts: &mut Vec<ComboDraft>) -> Self::Branches {
                 let ($($combo,)+) = self;

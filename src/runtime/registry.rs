@@ -16,19 +16,21 @@ use typed_builder::TypedBuilder;
 
 use std::panic::AssertUnwindSafe;
 
+use crate::bind::rules;
 use crate::bind::{Attached, ComboDraft, Element, Minted, Problem, Running, written_config};
 use crate::combo::apply_typed;
-use crate::dynamic::DynStack;
+use crate::combo::typestate::{InputContract, OutputContract, reserved_schema};
 use crate::error::BindError;
+use crate::error::panic_message;
 use crate::error::shorten;
 use crate::extension::{ConfigError, Configurable, Layer, LayerInput};
+use crate::kind::property::Locality;
 use crate::kind::{ExtensionKind, Kind};
 use crate::limits::{Limits, deeper_than};
-use crate::manifest::ElementSpec;
 use crate::name::{InvalidName, Name};
-use crate::rules::{self, InputContract, Locality, OutputContract};
+use crate::runtime::manifest::ElementSpec;
+use crate::stack::erased::DynStack;
 use crate::stack::{DynInput, ErasedStack, Rebuilt, Stack, decode_args};
-use crate::tool::panic_message;
 
 /// Extensions by name.
 ///
@@ -74,12 +76,12 @@ pub struct CatalogueEntry {
 /// registry.register(toolgraft::ext::Trace)?;
 /// let err = registry.register(toolgraft::ext::Trace).unwrap_err();
 /// assert_eq!(err.to_string(), "extension `trace` is already registered; register it under another name");
-/// # Ok::<(), toolgraft::RegistryError>(())
+/// # Ok::<(), toolgraft::runtime::RegistryError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum RegistryError {
-    /// Rule 15: a name registered twice.
+    /// Rule `registry`: a name registered twice.
     #[error("extension `{name}` is already registered; register it under another name")]
     AlreadyRegistered {
         /// The name.
@@ -320,11 +322,25 @@ where
                 (Typed::FromConfigOnly(from_config), written) => {
                     from_config(written.clone().unwrap_or_default())
                 }
-                // Config it does not take: rule 7 refuses it at its turn.
+                // Config it does not take: rule `config` refuses it at its turn.
                 (Typed::Default(default), _) => Ok(default.clone()),
             };
-            extension
-                .map(|extension| apply_typed(extension, name.clone(), below, stack, accepts_config))
+            let reserved = reserved_schema::<
+                E,
+                DynInput,
+                <E::Branch as Stack>::Input,
+                <E::Kind as Kind>::InputRule,
+            >();
+            extension.map(|extension| {
+                apply_typed(
+                    extension,
+                    name.clone(),
+                    below,
+                    stack,
+                    accepts_config,
+                    reserved,
+                )
+            })
         }));
         let problem = match built {
             Ok(Ok((mut element, branch))) => {
@@ -360,7 +376,9 @@ where
 /// reserved params), a transformer a concrete one.
 ///
 /// ```
-/// use toolgraft::{DynBranch, DynExtension, DynStack, ExtensionKind, Registry, Stack};
+/// use toolgraft::{Registry, Stack};
+/// use toolgraft::kind::ExtensionKind;
+/// use toolgraft::runtime::{DynBranch, DynExtension, DynStack};
 ///
 /// let audit = DynExtension::builder()
 ///     .name("audit")
@@ -368,7 +386,7 @@ where
 ///     .factory(|layer| {
 ///         let stack = DynStack::around(layer.input.branch.clone(), layer.below.clone(), |input, below| async move {
 ///             // Logged shortened: arguments can be megabytes.
-///             tracing::info!(args = %toolgraft::shorten_json(input.args()), "audit");
+///             tracing::info!(args = %toolgraft::error::shorten_json(input.args()), "audit");
 ///             below.call(input).await
 ///         });
 ///         Ok(DynBranch::builder().stack(stack).build())
@@ -376,7 +394,7 @@ where
 ///     .build();
 /// let mut registry = Registry::new();
 /// registry.register_dynamic(audit)?;
-/// # Ok::<(), toolgraft::RegistryError>(())
+/// # Ok::<(), toolgraft::runtime::RegistryError>(())
 /// ```
 #[derive(TypedBuilder)]
 #[builder(doc)]
@@ -487,7 +505,7 @@ impl Factory for DynExtension {
         element.config = written.clone().map(Value::Object);
         element.written = written;
         element.reserved = self.reserved.clone();
-        // Rule 9: reserved params go no further than the wrapper that reserves them.
+        // Rule `reserved-params`: reserved params go no further than the wrapper that reserves them.
         let reserved = self
             .reserved
             .as_ref()

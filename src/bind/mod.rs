@@ -3,7 +3,7 @@
 //!
 //! A combo is folded element by element into a [`Running`] view of the layer input
 //! (name, description, schemas, chain); each step applies the rules of
-//! [`crate::rules`] in the rulebook's order. A tool's combos are then merged into one set of
+//! `bind::rules` in the rulebook's order. A tool's combos are then merged into one set of
 //! bound names (identical prefixes once, clashes refused) or refused as a whole.
 
 use std::collections::HashMap;
@@ -14,25 +14,30 @@ use schemars::Schema;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::dynamic::DynStack;
 use crate::error::BindError;
 use crate::extension::{ConfigError, LayerInput};
 use crate::kind::ExtensionKind;
-use crate::manifest::{ComboSpec, ElementSpec};
 use crate::name::InvalidName;
 use crate::name::Name;
-use crate::rules;
+use crate::stack::erased::DynStack;
 use crate::stack::{BaseStack, ErasedStack};
 use crate::tool::{BaseTool, ToolSpec};
+
+pub(crate) mod element;
+pub(crate) mod rules;
+
+pub(crate) use element::{ComboSpec, ElementSpec};
 
 /// One applied element of a bound name's stack: which extension, of which kind,
 /// with which config.
 ///
 /// ```
-/// use toolgraft::{ExtensionKind, Link, Name};
+/// use toolgraft::Name;
+/// use toolgraft::kind::ExtensionKind;
+/// use toolgraft::toolset::Link;
 /// let link = Link { extension: Name::new("cache")?, kind: ExtensionKind::Wrapper, config: None };
 /// assert_eq!(link.to_string(), "cache");
-/// # Ok::<(), toolgraft::InvalidName>(())
+/// # Ok::<(), toolgraft::error::InvalidName>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Link {
@@ -61,10 +66,11 @@ impl fmt::Display for Link {
 /// Where a layer (or the body) of a bound name runs.
 ///
 /// ```
-/// use toolgraft::{Name, Site};
+/// use toolgraft::Name;
+/// use toolgraft::toolset::Site;
 /// assert_eq!(Site::Caller.to_string(), "caller");
 /// assert_eq!(Site::Relocated { by: Name::new("pool")? }.to_string(), "via pool");
-/// # Ok::<(), toolgraft::InvalidName>(())
+/// # Ok::<(), toolgraft::error::InvalidName>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -90,7 +96,8 @@ impl fmt::Display for Site {
 /// What a client sees of one bound name, and where it came from.
 ///
 /// ```
-/// use toolgraft::{BaseTool, Tool, Toolset};
+/// use toolgraft::{Tool, Toolset};
+/// use toolgraft::tool::BaseTool;
 /// use toolgraft::ext::Trace;
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
 /// let shout = Tool::builder().name("shout").description("Return the text.")
@@ -122,7 +129,10 @@ impl ToolInfo {
     /// Whether an extension minted this name.
     ///
     /// ```
-    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # use frunk::hlist;
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::tool::BaseTool;
+    /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
@@ -140,13 +150,16 @@ impl ToolInfo {
     /// extension, it runs wherever that one sends it.
     ///
     /// ```
-    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # use frunk::hlist;
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::tool::BaseTool;
+    /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
-    /// assert_eq!(toolset.info("shout_trace").unwrap().sites(), [toolgraft::Site::Caller]);
+    /// assert_eq!(toolset.info("shout_trace").unwrap().sites(), [toolgraft::toolset::Site::Caller]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn sites(&self) -> Vec<Site> {
@@ -158,13 +171,16 @@ impl ToolInfo {
     /// Where the tool body runs.
     ///
     /// ```
-    /// # use frunk::hlist; use toolgraft::{BaseTool, Tool, Toolset}; use toolgraft::ext::Trace;
+    /// # use frunk::hlist;
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::tool::BaseTool;
+    /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
-    /// assert_eq!(toolset.info("shout_trace").unwrap().body_site(), toolgraft::Site::Caller);
+    /// assert_eq!(toolset.info("shout_trace").unwrap().body_site(), toolgraft::toolset::Site::Caller);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn body_site(&self) -> Site {
@@ -193,7 +209,7 @@ pub(crate) struct Element {
     pub kind: ExtensionKind,
     pub body_local: bool,
     pub accepts_config: bool,
-    /// The config the combo wrote for the element (empty is none): what rule 7
+    /// The config the combo wrote for the element (empty is none): what rule `config`
     /// checks, and the element's identity among a tool's attached combos.
     pub written: Option<Map<String, Value>>,
     /// The config the built extension reports: what clients see in its [`Link`].
@@ -203,7 +219,7 @@ pub(crate) struct Element {
     /// The name of the branch this element mints.
     pub branch: Name,
     pub reserved: Option<Schema>,
-    /// Parameters a non-wrapper adds on top of its layer input's (rule 9 applies).
+    /// Parameters a non-wrapper adds on top of its layer input's (rule `reserved-params` applies).
     pub own_params: Vec<String>,
     pub presented_input: Option<Schema>,
     pub declared_output: Option<Schema>,
@@ -212,7 +228,7 @@ pub(crate) struct Element {
 
 impl Element {
     /// An element with only what every element has: the rest is the caller's.
-    pub fn bare(name: &Name, kind: ExtensionKind, below: &Running) -> Self {
+    pub(crate) fn bare(name: &Name, kind: ExtensionKind, below: &Running) -> Self {
         Self {
             name: name.clone(),
             kind,
@@ -234,11 +250,11 @@ impl Element {
 /// What went wrong building an element, reported at its rule's turn.
 #[derive(Clone, Debug)]
 pub(crate) enum Problem {
-    /// Rule 7: the config does not build the extension.
+    /// Rule `config`: the config does not build the extension.
     Config(ConfigError),
     /// A run-time factory failed (or panicked) without config to blame.
     Failed(String),
-    /// Rule 1: the branch name the extension chose is not a name.
+    /// Rule `branch-by-rename`: the branch name the extension chose is not a name.
     BranchName(InvalidName),
 }
 
@@ -254,7 +270,7 @@ pub(crate) struct Running {
 }
 
 impl Running {
-    pub fn of_base(spec: &ToolSpec) -> Self {
+    pub(crate) fn of_base(spec: &ToolSpec) -> Self {
         Self {
             name: spec.name.clone(),
             base: spec.name.clone(),
@@ -265,7 +281,7 @@ impl Running {
         }
     }
 
-    pub fn layer_input<'a, E: ?Sized>(&'a self, branch: &'a Name) -> LayerInput<'a, E> {
+    pub(crate) fn layer_input<'a, E: ?Sized>(&'a self, branch: &'a Name) -> LayerInput<'a, E> {
         LayerInput::new(
             &self.name,
             branch,
@@ -278,7 +294,7 @@ impl Running {
 
     /// Applies one element (the rulebook's per-layer order: locality, config, same name,
     /// input rule, output fold, description).
-    pub fn apply(&self, element: &Element) -> Result<Running, BindError> {
+    pub(crate) fn apply(&self, element: &Element) -> Result<Running, BindError> {
         rules::locality(self, element)?;
         rules::config(self, element)?;
         rules::new_name(self, element)?;
@@ -302,7 +318,7 @@ impl Running {
     }
 
     /// What tells two stacks minting one name apart, if anything: identical
-    /// prefixes bind once (rule 3) only if clients would see the same thing.
+    /// prefixes bind once (rule `one-branch-per-prefix`) only if clients would see the same thing.
     fn difference(&self, other: &Running) -> Option<&'static str> {
         if self.chain != other.chain {
             Some("chain")
@@ -354,7 +370,7 @@ pub(crate) struct Minted {
 
 impl Minted {
     /// The base tool itself.
-    pub fn base<B: BaseTool>(base: &B) -> Self {
+    pub(crate) fn base<B: BaseTool>(base: &B) -> Self {
         Self {
             running: Running::of_base(base.spec()),
             stack: Arc::new(BaseStack::new(base.clone())),
@@ -362,7 +378,7 @@ impl Minted {
     }
 
     /// This name through JSON, to layer run-time extensions over.
-    pub fn dyn_stack(&self) -> DynStack {
+    pub(crate) fn dyn_stack(&self) -> DynStack {
         DynStack::erased(self.running.name.clone(), self.stack.clone())
     }
 
@@ -517,7 +533,7 @@ impl ComboDraft {
     }
 }
 
-/// Config as written, for identity and rule 7: an empty mapping is no config.
+/// Config as written, for identity and rule `config`: an empty mapping is no config.
 pub(crate) fn written_config(config: Option<&Value>) -> Option<Map<String, Value>> {
     match config? {
         Value::Object(map) if !map.is_empty() => Some(map.clone()),
@@ -541,9 +557,9 @@ pub(crate) fn combo_key(elements: &[ElementSpec]) -> ComboSpec {
         .collect()
 }
 
-/// Plans one tool: its base and every branch of every combo (rule 3: identical
+/// Plans one tool: its base and every branch of every combo (rule `one-branch-per-prefix`: identical
 /// prefixes once; two stacks minting one name refused). Any broken rule refuses the
-/// whole tool (rule 14).
+/// whole tool (rule `all-or-nothing`).
 pub(crate) fn plan_tool(base: &Minted, combos: &[Attached]) -> Result<Vec<Entry>, BindError> {
     let tool = &base.running.base;
     let mut planned = vec![base.clone()];
@@ -634,7 +650,7 @@ mod tests {
         let check = |elements: &[Element]| {
             let kinds: Vec<(&Name, ExtensionKind)> =
                 elements.iter().map(|e| (&e.name, e.kind)).collect();
-            crate::rules::cardinality(&base.base, kinds.into_iter())
+            rules::cardinality(&base.base, kinds.into_iter())
         };
         let err = check(&[pool.clone(), trace.clone(), pool.clone()]).unwrap_err();
         assert_eq!(

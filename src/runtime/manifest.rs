@@ -17,78 +17,19 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
+pub use crate::bind::element::{ComboSpec, ElementSpec};
 use crate::error::{shorten, shorten_json};
 use crate::limits::deeper_than;
-
-/// One element of a combo: an extension name, with author config or not.
-///
-/// ```
-/// use toolgraft::manifest::ElementSpec;
-/// let plain = ElementSpec::named("trace");
-/// assert_eq!(plain.to_string(), "trace");
-/// let configured = ElementSpec::configured("batch", serde_json::json!({"max_items": 5}));
-/// assert_eq!(configured.to_string(), r#"batch{"max_items":5}"#);
-/// ```
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ElementSpec {
-    /// The registered extension name.
-    pub name: String,
-    /// Author config, closed over at bind time; `None` when the element is a bare
-    /// name.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub config: Option<Map<String, Value>>,
-}
-
-impl ElementSpec {
-    /// A bare extension name.
-    pub fn named(name: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            config: None,
-        }
-    }
-
-    /// An extension with config.
-    ///
-    /// # Panics
-    ///
-    /// If `config` is not a JSON object: config is a mapping, and writing anything
-    /// else in code is a bug (manifests with one are refused with an error).
-    pub fn configured(name: impl Into<String>, config: Value) -> Self {
-        match config {
-            Value::Object(config) => Self {
-                name: name.into(),
-                config: Some(config),
-            },
-            other => panic!("an element's config is a JSON object, not {other}"),
-        }
-    }
-}
-
-impl fmt::Display for ElementSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = shorten(&self.name);
-        match &self.config {
-            Some(config) if !config.is_empty() => {
-                write!(f, "{name}{}", shorten_json(config))
-            }
-            _ => f.write_str(&name),
-        }
-    }
-}
-
-/// An ordered, non-empty list of elements: `[a, b]` binds `b(a(tool))`.
-pub type ComboSpec = Vec<ElementSpec>;
 
 /// The combos of every base tool, in file order.
 ///
 /// ```
-/// use toolgraft::manifest::Manifest;
+/// use toolgraft::runtime::manifest::Manifest;
 /// let manifest = Manifest::from_json(r#"{"tools": {"weather": ["chain"], "search": [["trace"], ["cache", "batch"]]}}"#)?;
 /// assert_eq!(manifest.tools[0].0, "weather");
 /// assert_eq!(manifest.tools[0].1, Manifest::from_json(r#"{"tools": {"weather": [["chain"]]}}"#)?.tools[0].1);
 /// assert_eq!(manifest.tools[1].1.len(), 2);
-/// # Ok::<(), toolgraft::manifest::ManifestError>(())
+/// # Ok::<(), toolgraft::runtime::manifest::ManifestError>(())
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Manifest {
@@ -100,7 +41,7 @@ pub struct Manifest {
 /// write instead.
 ///
 /// ```
-/// use toolgraft::manifest::Manifest;
+/// use toolgraft::runtime::manifest::Manifest;
 /// let err = Manifest::from_json(r#"{"tools": {"x": "chain"}}"#).unwrap_err();
 /// assert_eq!(err.to_string(),
 ///     r#"tool `x`: expected a list of combos, found "chain"; write ["chain"] for one combo, or [["a", "b"], ["c"]] for several"#);
@@ -168,7 +109,7 @@ impl Manifest {
     /// Parses a TOML manifest (`[tools]` with one array per tool).
     ///
     /// ```
-    /// use toolgraft::manifest::Manifest;
+    /// use toolgraft::runtime::manifest::Manifest;
     /// let toml = Manifest::from_toml(r#"
     ///     [tools]
     ///     weather = [["cache", "batch"], [{ name = "output_schema", config = { schema = { type = "object" } } }]]
@@ -178,7 +119,7 @@ impl Manifest {
     ///     "weather": [["cache", "batch"], [{"name": "output_schema", "config": {"schema": {"type": "object"}}}]],
     ///     "search": ["trace"]}}"#)?;
     /// assert_eq!(toml, json);
-    /// # Ok::<(), toolgraft::manifest::ManifestError>(())
+    /// # Ok::<(), toolgraft::runtime::manifest::ManifestError>(())
     /// ```
     pub fn from_toml(text: &str) -> Result<Self, ManifestError> {
         let value: Value = toml::from_str(text).map_err(|err| ManifestError::Syntax {
@@ -365,7 +306,7 @@ fn shown(value: &Value) -> String {
 ///
 /// ```
 /// use serde_json::Value;
-/// use toolgraft::manifest::{MAX_DEPTH, Manifest, ManifestError};
+/// use toolgraft::runtime::manifest::{MAX_DEPTH, Manifest, ManifestError};
 /// let mut deep = Value::Null;
 /// for _ in 0..MAX_DEPTH { deep = Value::Array(vec![deep]); }
 /// let manifest = serde_json::json!({"tools": {"x": [[{"name": "a", "config": {"c": deep}}]]}});

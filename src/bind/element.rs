@@ -1,0 +1,69 @@
+//! The identity of a combo element: an extension name with its config, as the
+//! engine compares elements (and a manifest writes them).
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::error::{shorten, shorten_json};
+
+/// One element of a combo: an extension name, with author config or not.
+///
+/// ```
+/// use toolgraft::runtime::manifest::ElementSpec;
+/// let plain = ElementSpec::named("trace");
+/// assert_eq!(plain.to_string(), "trace");
+/// let configured = ElementSpec::configured("batch", serde_json::json!({"max_items": 5}));
+/// assert_eq!(configured.to_string(), r#"batch{"max_items":5}"#);
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ElementSpec {
+    /// The registered extension name.
+    pub name: String,
+    /// Author config, closed over at bind time; `None` when the element is a bare
+    /// name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<Map<String, Value>>,
+}
+
+impl ElementSpec {
+    /// A bare extension name.
+    pub fn named(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            config: None,
+        }
+    }
+
+    /// An extension with config.
+    ///
+    /// # Panics
+    ///
+    /// If `config` is not a JSON object: config is a mapping, and writing anything
+    /// else in code is a bug (manifests with one are refused with an error).
+    pub fn configured(name: impl Into<String>, config: Value) -> Self {
+        match config {
+            Value::Object(config) => Self {
+                name: name.into(),
+                config: Some(config),
+            },
+            other => panic!("an element's config is a JSON object, not {other}"),
+        }
+    }
+}
+
+impl fmt::Display for ElementSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = shorten(&self.name);
+        match &self.config {
+            Some(config) if !config.is_empty() => {
+                write!(f, "{name}{}", shorten_json(config))
+            }
+            _ => f.write_str(&name),
+        }
+    }
+}
+
+/// An ordered, non-empty list of elements: `[a, b]` binds `b(a(tool))`.
+pub type ComboSpec = Vec<ElementSpec>;

@@ -1,0 +1,389 @@
+//! The typestate behind [`Combo::with`](super::Combo::with): how the compiler
+//! proves the stacking rules. Nothing here is needed to use the crate; it is here
+//! for the curious reader, and for the names that appear in compile errors.
+//!
+//! A combo's type carries a [`State`]: the extensions of kinds that allow one per
+//! combo (rule `cardinality` in the [rulebook](crate::rulebook)), the first
+//! extension that relocates execution (rule `locality-inside-relocation`), and how
+//! many layers are stacked by value since the last [`Segment`](crate::extension::Segment).
+//! `.with(e)` asks one trait per rule of the state and of `e`'s [`Kind`]:
+//! [`OneOfKindPerCombo`], [`InsideRelocation`], [`InputContract`] and
+//! [`OutputContract`]. Each carries a `#[diagnostic::on_unimplemented]` message that
+//! names both offenders, the rule and the fix; each is sealed, so no extension can
+//! switch a rule off by implementing it. The binding engine decides the same rules
+//! again at run time from the same kind properties (`bind::rules`), which is what
+//! lets manifests refuse exactly what the compiler refuses.
+
+use std::marker::PhantomData;
+
+use frunk::{HCons, HNil};
+use schemars::Schema;
+
+use crate::extension::{Extension, Layer};
+use crate::kind::property::{
+    self, Anywhere, BodyLocal, Cardinality, Declared, Execution, NotRelocated, Preserved,
+    Relocator, Reshaped, SameShape, Unconstrained,
+};
+use crate::kind::{Kind, Succ, Zero};
+use crate::stack::Stack;
+use crate::stack::params::{Forwards, ReservedParams};
+use crate::stack::segment::{SEGMENT, Segment};
+
+mod sealed {
+    pub trait Sealed {}
+
+    /// Names no one outside this crate can write: a trait with a required method
+    /// taking it cannot be implemented elsewhere, so a rule cannot be switched off
+    /// by implementing its trait for one's own extension.
+    #[derive(Debug)]
+    pub struct Token;
+
+    /// The seal of the typestate's hidden helper traits: only the types the
+    /// typestate itself computes with implement them.
+    pub trait Machinery {}
+}
+
+impl sealed::Machinery for NotRelocated {}
+impl<B: Extension> sealed::Machinery for B {}
+impl sealed::Machinery for Zero {}
+impl<N> sealed::Machinery for Succ<N> {}
+impl sealed::Machinery for True {}
+impl sealed::Machinery for False {}
+impl sealed::Machinery for HNil {}
+impl<X, Tail> sealed::Machinery for HCons<X, Tail> {}
+impl sealed::Machinery for Anywhere {}
+impl sealed::Machinery for BodyLocal {}
+
+// ---------------------------------------------------------------------------------
+// The typestate: what a combo holds so far, as types.
+// ---------------------------------------------------------------------------------
+
+/// A combo's state: `Seen` lists the extensions of kinds whose `multiple` is false,
+/// `Relocated` is the first relocating extension (or [`NotRelocated`]), `Depth`
+/// counts the layers since the last [`Segment`](crate::Segment).
+#[derive(Debug)]
+pub struct State<Seen, Relocated, Depth = Layers<0>>(PhantomData<Marker<(Seen, Relocated, Depth)>>);
+
+/// A type carried for the compiler only: never held, always `Send + Sync`.
+type Marker<T> = fn() -> T;
+
+/// The state of a combo with no extension yet.
+pub type Start = State<HNil, NotRelocated, Layers<0>>;
+
+/// No extension of the kind in question sits in the combo (yet).
+#[derive(Debug)]
+pub struct Vacant;
+
+/// The state after adding `E` to a combo in state `St`.
+pub type Then<St, E> = <St as ComboState>::After<E>;
+
+/// A typestate. Sealed: only [`State`] implements it.
+pub trait ComboState: sealed::Sealed {
+    /// Extensions of non-`multiple` kinds so far.
+    type Seen;
+    /// The first relocating extension so far, or [`NotRelocated`].
+    type Relocated: Relocator;
+    /// Layers since the last segment.
+    type Depth: Depth;
+    /// The state once `E` is added.
+    type After<E: Extension>;
+    /// The state once the layers so far are closed into a segment.
+    type Segmented;
+}
+
+impl<Seen, R, D> sealed::Sealed for State<Seen, R, D> {}
+
+impl<Seen, R: Relocator, D: Depth> ComboState for State<Seen, R, D> {
+    type Seen = Seen;
+    type Relocated = R;
+    type Depth = D;
+    type After<E: Extension> = State<
+        <<E::Kind as Kind>::Cardinality as Cardinality>::After<E, Seen>,
+        <<E::Kind as Kind>::Execution as Execution>::After<E, R>,
+        D::Next,
+    >;
+    type Segmented = State<Seen, R, Layers<0>>;
+}
+
+/// The stack `S` of a combo in state `St`, as its next extension receives it: `S`
+/// itself, or `S` closed into a [`Segment`](crate::Segment).
+pub type Closed<St, S> = <<St as ComboState>::Depth as Depth>::Close<S>;
+
+impl<B: Extension> property::sealed::Relocator for B {}
+
+impl<B: Extension> Relocator for B {
+    type First<E: Relocator> = B;
+}
+
+// Type-level booleans, to look a kind up in `Seen`.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct True;
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct False;
+
+#[doc(hidden)]
+pub trait SameId<Other>: sealed::Machinery {
+    type Is;
+}
+impl SameId<Zero> for Zero {
+    type Is = True;
+}
+impl<N> SameId<Succ<N>> for Zero {
+    type Is = False;
+}
+impl<N> SameId<Zero> for Succ<N> {
+    type Is = False;
+}
+impl<A: SameId<B>, B> SameId<Succ<B>> for Succ<A> {
+    type Is = A::Is;
+}
+
+#[doc(hidden)]
+pub trait Pick<Yes, No>: sealed::Machinery {
+    type Picked;
+}
+impl<Yes, No> Pick<Yes, No> for True {
+    type Picked = Yes;
+}
+impl<Yes, No> Pick<Yes, No> for False {
+    type Picked = No;
+}
+
+/// The extension of kind `K` in a `Seen` list, or [`Vacant`].
+#[doc(hidden)]
+pub trait HolderOf<K>: sealed::Machinery {
+    type Holder;
+}
+
+impl<K> HolderOf<K> for HNil {
+    type Holder = Vacant;
+}
+
+impl<K, X, Tail> HolderOf<K> for HCons<X, Tail>
+where
+    K: Kind,
+    X: Extension,
+    Tail: HolderOf<K>,
+    K::Id: SameId<<X::Kind as Kind>::Id>,
+    <K::Id as SameId<<X::Kind as Kind>::Id>>::Is: Pick<X, Tail::Holder>,
+{
+    type Holder = <<K::Id as SameId<<X::Kind as Kind>::Id>>::Is as Pick<X, Tail::Holder>>::Picked;
+}
+
+/// The extension already holding kind `K` in a combo, or [`Vacant`].
+pub type HolderIn<St, K> = <<St as ComboState>::Seen as HolderOf<K>>::Holder;
+
+// ---------------------------------------------------------------------------------
+// Rule `cardinality`, typed: at most one extension of a non-`multiple` kind per combo.
+// `Self` is the extension already holding kind `K`, or `Vacant`.
+// ---------------------------------------------------------------------------------
+
+/// Rule `cardinality` at the type level: `Self` (the holder of kind `K` so far) lets `E` join.
+#[diagnostic::on_unimplemented(
+    message = "a combo holds at most one {K}, and this combo already has `{Self}`",
+    label = "`{E}` would be a second {K} in this combo",
+    note = "the {K} kind is not `multiple`: one combo may carry only one extension of that kind (rule `cardinality` in `toolgraft::rulebook`)",
+    note = "to offer `{E}` too, put it in another combo of the tool: each combo mints its own branches, and may hold its own {K}"
+)]
+pub trait OneOfKindPerCombo<K, E> {
+    #[doc(hidden)]
+    fn sealed(_: sealed::Token);
+}
+
+#[diagnostic::do_not_recommend]
+impl<K, E> OneOfKindPerCombo<K, E> for Vacant {
+    fn sealed(_: sealed::Token) {}
+}
+
+// ---------------------------------------------------------------------------------
+// Rule `locality-inside-relocation`, typed: an extension that needs body locality must sit inside every
+// relocating one. `Self` is the first relocator, or `NotRelocated`.
+// ---------------------------------------------------------------------------------
+
+/// Rule `locality-inside-relocation` at the type level: `E` may be added after `Self`, the first relocating
+/// extension of the combo (or [`NotRelocated`]).
+#[diagnostic::on_unimplemented(
+    message = "`{E}` needs to run beside the tool body, but `{Self}` before it relocates execution",
+    label = "`{E}` would sit outside `{Self}`",
+    note = "everything after `{Self}` runs in the calling process, not where `{Self}` runs the body, so `{E}` would silently not apply to the body (rule `locality-inside-relocation` in `toolgraft::rulebook`)",
+    note = "place `{E}` before `{Self}`: `.with({E}..).with({Self}..)`"
+)]
+pub trait InsideRelocation<E> {
+    #[doc(hidden)]
+    fn sealed(_: sealed::Token);
+}
+
+#[diagnostic::do_not_recommend]
+impl<E> InsideRelocation<E> for NotRelocated {
+    fn sealed(_: sealed::Token) {}
+}
+
+#[diagnostic::do_not_recommend]
+impl<E: Extension, B: Extension> InsideRelocation<E> for B
+where
+    E::Locality: MayRunOutside,
+{
+    fn sealed(_: sealed::Token) {}
+}
+
+#[doc(hidden)]
+pub trait MayRunOutside: sealed::Machinery {}
+impl MayRunOutside for Anywhere {}
+
+// ---------------------------------------------------------------------------------
+// Rules `wrapper-input-schema`, `transformer-input-schema` and
+// `backend-input-schema`, typed: what the branch takes, keyed off the kind's input rule.
+// ---------------------------------------------------------------------------------
+
+/// Rule `wrapper-input-schema` at the type level: the branch input `Branch` of `E` fits the kind's input
+/// rule over the layer input `Below`.
+#[diagnostic::on_unimplemented(
+    message = "`{E}` is a wrapper, so its branch must take the layer input unchanged",
+    label = "this layer takes `{Below}`, but the branch of `{E}` takes `{Branch}`",
+    note = "a wrapper presents its layer input's schema as is; it may only add reserved params, as `WithParams<Params, {Below}>` (rule `wrapper-input-schema` in `toolgraft::rulebook`)",
+    note = "an extension that presents an input of its own is a transformer: declare `type Kind = Transformer;`"
+)]
+pub trait InputContract<E, Below, Branch> {
+    /// The reserved params the branch adds, as a schema.
+    #[doc(hidden)]
+    fn reserved(_: sealed::Token) -> Option<Schema>;
+}
+
+#[diagnostic::do_not_recommend]
+impl<E, Below, Branch: Forwards<Below>> InputContract<E, Below, Branch> for Preserved {
+    fn reserved(_: sealed::Token) -> Option<Schema> {
+        <Branch::Reserved as ReservedParams>::schema()
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<E, Below, Branch> InputContract<E, Below, Branch> for Declared {
+    fn reserved(_: sealed::Token) -> Option<Schema> {
+        None
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<E, Below, Branch> InputContract<E, Below, Branch> for Unconstrained {
+    fn reserved(_: sealed::Token) -> Option<Schema> {
+        None
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Rule `output-schema`, typed: a kind that preserves output shape returns the layer's output.
+// ---------------------------------------------------------------------------------
+
+/// Rule `output-schema` at the type level: the branch output `Branch` fits the kind's output rule
+/// over the layer output `Below`.
+#[diagnostic::on_unimplemented(
+    message = "`{E}` must return the layer's output unchanged, but its branch returns another type",
+    label = "this layer returns `{Below}`, but the branch of `{E}` returns `{Branch}`",
+    note = "wrappers and backends preserve output shape, which is what lets their branches inherit the tool's output schema (rule `output-schema` in `toolgraft::rulebook`)",
+    note = "an extension that reshapes the result is a transformer: declare `type Kind = Transformer;`"
+)]
+pub trait OutputContract<E, Below, Branch> {
+    #[doc(hidden)]
+    fn sealed(_: sealed::Token);
+}
+
+#[diagnostic::do_not_recommend]
+impl<E, O> OutputContract<E, O, O> for SameShape {
+    fn sealed(_: sealed::Token) {}
+}
+
+#[diagnostic::do_not_recommend]
+impl<E, Below, Branch> OutputContract<E, Below, Branch> for Reshaped {
+    fn sealed(_: sealed::Token) {}
+}
+
+/// The typestate's count of layers stacked by value: `Layers<N>` for `N` up to
+/// [`SEGMENT`].
+#[doc(hidden)]
+pub trait Depth: sealed::Sealed {
+    /// The count once one more layer is added.
+    type Next: Depth;
+    /// The stack `S` as the next layer receives it: `S` itself, or `S` closed into
+    /// a [`Segment`] when it already holds [`SEGMENT`] layers by value.
+    type Close<S: Stack>: Stack<Input = S::Input, Output = S::Output>;
+    /// Closes `stack` if it holds [`SEGMENT`] layers by value.
+    fn close<S: Stack>(stack: S) -> Self::Close<S>;
+}
+
+/// `N` layers stacked by value since the base or the last [`Segment`].
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Layers<const N: usize>;
+
+macro_rules! open_layers {
+    ($($n:literal => $next:literal),*) => {$(
+        impl sealed::Sealed for Layers<$n> {}
+        impl Depth for Layers<$n> {
+            type Next = Layers<$next>;
+            type Close<S: Stack> = S;
+            #[inline(always)]
+            fn close<S: Stack>(stack: S) -> S {
+                stack
+            }
+        }
+    )*};
+}
+
+open_layers!(0 => 1, 1 => 2, 2 => 3, 3 => 4, 4 => 5, 5 => 6, 6 => 7, 7 => 8);
+
+impl sealed::Sealed for Layers<SEGMENT> {}
+impl Depth for Layers<SEGMENT> {
+    // The stack is closed, and the layer about to be added is the first above it.
+    type Next = Layers<1>;
+    type Close<S: Stack> = Segment<S::Input, S::Output>;
+    fn close<S: Stack>(stack: S) -> Self::Close<S> {
+        Segment::close(stack)
+    }
+}
+
+/// Names the typestate's token, for the combo module's calls into sealed methods.
+pub(crate) fn token() -> sealed::Token {
+    sealed::Token
+}
+
+/// Every rule of [`Combo::with`](super::Combo::with) at once: `Self` may be added to a
+/// combo over the stack `S` in the state `St`.
+///
+/// Implemented for every extension that passes all four rule traits
+/// ([`OneOfKindPerCombo`], [`InsideRelocation`], [`InputContract`],
+/// [`OutputContract`]); when one fails, the compiler reports that one, with its own
+/// message.
+pub trait Joins<S: Stack, St: ComboState>: Layer<Closed<St, S>> {
+    /// The reserved params the branch adds, as a schema.
+    #[doc(hidden)]
+    fn reserved(_: sealed::Token) -> Option<Schema>;
+}
+
+// No `do_not_recommend` here: the compiler looks through this impl and reports the
+// rule trait that failed, with its own message.
+impl<E, S, St> Joins<S, St> for E
+where
+    S: Stack,
+    St: ComboState,
+    E: Layer<Closed<St, S>>,
+    St::Seen: HolderOf<E::Kind>,
+    HolderIn<St, E::Kind>: OneOfKindPerCombo<<E::Kind as Kind>::Word, E>,
+    St::Relocated: InsideRelocation<E>,
+    <E::Kind as Kind>::InputRule: InputContract<E, S::Input, <E::Branch as Stack>::Input>,
+    <E::Kind as Kind>::OutputRule: OutputContract<E, S::Output, <E::Branch as Stack>::Output>,
+{
+    fn reserved(token: sealed::Token) -> Option<Schema> {
+        <<E::Kind as Kind>::InputRule as InputContract<E, S::Input, <E::Branch as Stack>::Input>>::reserved(token)
+    }
+}
+
+/// The reserved params of a branch, as a schema (for the engine; the typestate
+/// checked the contract already).
+pub(crate) fn reserved_schema<E, Below, Branch, Rule>() -> Option<Schema>
+where
+    Rule: InputContract<E, Below, Branch>,
+{
+    Rule::reserved(sealed::Token)
+}

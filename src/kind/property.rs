@@ -1,0 +1,193 @@
+//! The kind properties as types: what the typestate combo reads at compile time.
+//!
+//! Each property of [`ExtensionKind`](super::ExtensionKind) has a sealed trait here
+//! with one marker type per value; [`Kind`](super::Kind) names one marker per
+//! property, and the `kind` module proves the two tables equal. [`Locality`] is a
+//! property of one extension, not of its kind.
+//!
+//! ```
+//! use toolgraft::kind::property::{AtMostOne, Cardinality, Execution, InPlace, Many,
+//!     OutputRule, Relocating, Reshaped, SameShape};
+//! use toolgraft::kind::{Backend, Kind};
+//!
+//! assert!(Many::MULTIPLE && !AtMostOne::MULTIPLE);
+//! assert!(Relocating::RELOCATES_EXECUTION && !InPlace::RELOCATES_EXECUTION);
+//! assert!(SameShape::PRESERVES_OUTPUT_SHAPE && !Reshaped::PRESERVES_OUTPUT_SHAPE);
+//! assert_eq!(<Backend as Kind>::MULTIPLE, <<Backend as Kind>::Cardinality as Cardinality>::MULTIPLE);
+//! ```
+
+pub(crate) mod sealed {
+    pub trait Sealed {}
+    /// The seal of [`Relocator`](super::Relocator): `NotRelocated` here, every
+    /// extension in the typestate.
+    pub trait Relocator {}
+}
+
+use frunk::HCons;
+
+/// Type-level `multiple`.
+pub trait Cardinality: sealed::Sealed {
+    /// The property's value.
+    const MULTIPLE: bool;
+    #[doc(hidden)]
+    type After<E, Seen>;
+}
+
+/// More than one extension of the kind may sit in a combo.
+#[derive(Debug)]
+pub struct Many;
+/// At most one extension of the kind may sit in a combo.
+#[derive(Debug)]
+pub struct AtMostOne;
+
+impl sealed::Sealed for Many {}
+impl sealed::Sealed for AtMostOne {}
+
+impl Cardinality for Many {
+    const MULTIPLE: bool = true;
+    type After<E, Seen> = Seen;
+}
+
+impl Cardinality for AtMostOne {
+    const MULTIPLE: bool = false;
+    // Remember the extension: a second one of its kind will be refused by name.
+    type After<E, Seen> = HCons<E, Seen>;
+}
+
+/// Type-level `relocates_execution`.
+pub trait Execution: sealed::Sealed {
+    /// The property's value.
+    const RELOCATES_EXECUTION: bool;
+    #[doc(hidden)]
+    type After<E: Relocator, R: Relocator>: Relocator;
+}
+
+/// The body runs where the extension runs.
+#[derive(Debug)]
+pub struct InPlace;
+/// The extension runs the layer below somewhere else.
+#[derive(Debug)]
+pub struct Relocating;
+
+impl sealed::Sealed for InPlace {}
+impl sealed::Sealed for Relocating {}
+
+impl Execution for InPlace {
+    const RELOCATES_EXECUTION: bool = false;
+    type After<E: Relocator, R: Relocator> = R;
+}
+
+impl Execution for Relocating {
+    const RELOCATES_EXECUTION: bool = true;
+    type After<E: Relocator, R: Relocator> = R::First<E>;
+}
+
+/// Type-level `preserves_schema` and `declares_schema`.
+pub trait InputRule: sealed::Sealed {
+    /// `preserves_schema`.
+    const PRESERVES_SCHEMA: bool;
+    /// `declares_schema`.
+    const DECLARES_SCHEMA: bool;
+}
+
+/// The branch takes the layer input unchanged, plus reserved params (wrappers).
+#[derive(Debug)]
+pub struct Preserved;
+/// The branch presents its own concrete input (transformers).
+#[derive(Debug)]
+pub struct Declared;
+/// No input rule (backends).
+#[derive(Debug)]
+pub struct Unconstrained;
+
+impl sealed::Sealed for Preserved {}
+impl sealed::Sealed for Declared {}
+impl sealed::Sealed for Unconstrained {}
+
+impl InputRule for Preserved {
+    const PRESERVES_SCHEMA: bool = true;
+    const DECLARES_SCHEMA: bool = false;
+}
+
+impl InputRule for Declared {
+    const PRESERVES_SCHEMA: bool = false;
+    const DECLARES_SCHEMA: bool = true;
+}
+
+impl InputRule for Unconstrained {
+    const PRESERVES_SCHEMA: bool = false;
+    const DECLARES_SCHEMA: bool = false;
+}
+
+/// Type-level `preserves_output_shape`.
+pub trait OutputRule: sealed::Sealed {
+    /// The property's value.
+    const PRESERVES_OUTPUT_SHAPE: bool;
+}
+
+/// The branch returns the layer's output type.
+#[derive(Debug)]
+pub struct SameShape;
+/// The branch returns an output of its own.
+#[derive(Debug)]
+pub struct Reshaped;
+
+impl sealed::Sealed for SameShape {}
+impl sealed::Sealed for Reshaped {}
+
+impl OutputRule for SameShape {
+    const PRESERVES_OUTPUT_SHAPE: bool = true;
+}
+
+impl OutputRule for Reshaped {
+    const PRESERVES_OUTPUT_SHAPE: bool = false;
+}
+
+/// Whether an extension needs body locality: a property of one extension, not of
+/// its kind.
+///
+/// ```
+/// use toolgraft::extension::{Anywhere, BodyLocal, Locality};
+/// assert!(BodyLocal::REQUIRES_BODY_LOCALITY && !Anywhere::REQUIRES_BODY_LOCALITY);
+/// ```
+pub trait Locality: sealed::Sealed + Send + Sync + 'static {
+    /// True when the extension only works in the thread/task that runs the body.
+    const REQUIRES_BODY_LOCALITY: bool;
+}
+
+/// The extension works wherever it runs.
+#[derive(Debug)]
+pub struct Anywhere;
+/// The extension only works beside the tool body (it sets a task-local, say), so it
+/// must sit inside any relocating extension.
+#[derive(Debug)]
+pub struct BodyLocal;
+
+impl sealed::Sealed for Anywhere {}
+impl sealed::Sealed for BodyLocal {}
+
+impl Locality for Anywhere {
+    const REQUIRES_BODY_LOCALITY: bool = false;
+}
+
+impl Locality for BodyLocal {
+    const REQUIRES_BODY_LOCALITY: bool = true;
+}
+
+/// What relocated a combo so far: [`NotRelocated`], or the first relocating
+/// extension itself (so a diagnostic can name it). Every extension is one.
+#[doc(hidden)]
+pub trait Relocator: sealed::Relocator {
+    /// The first relocator once `E` (which relocates) is added.
+    type First<E: Relocator>: Relocator;
+}
+
+/// No extension of the combo relocates execution (yet).
+#[derive(Debug)]
+pub struct NotRelocated;
+
+impl sealed::Relocator for NotRelocated {}
+
+impl Relocator for NotRelocated {
+    type First<E: Relocator> = E;
+}
