@@ -6,20 +6,20 @@
 
 // The modules, bottom to top: a module imports only from the ones above it in
 // this list (`scripts/module-graph` checks it). See the README's "Layout".
-mod bind;
-pub mod combo;
-pub mod error;
-pub mod ext;
-pub mod extension;
-pub mod kind;
-pub mod limits;
-mod name;
 mod quote;
-pub mod runtime;
+mod name;
+pub mod kind;
+pub mod error;
+pub mod limits;
 pub mod schema;
 mod stack;
 pub mod tool;
+pub mod extension;
+mod bind;
+pub mod combo;
+pub mod runtime;
 pub mod toolset;
+pub mod ext;
 
 pub mod prelude;
 pub mod rulebook;

@@ -29,7 +29,7 @@ use toolgraft::limits::Limits;
 use toolgraft::runtime::manifest::{ElementSpec, Manifest};
 use toolgraft::tool::BaseTool;
 use toolgraft::toolset::BaseTools;
-use toolgraft::{BindError, Extension, Layer, Registry, Stack, Tool, ToolError, Toolset, Wrap};
+use toolgraft::{BindError, Extension, Layer, Registry, Stack, Tool, ToolError, Toolset};
 
 // ---------------------------------------------------------------------------
 // Bytes in use, for measurements in child processes.
@@ -214,21 +214,20 @@ impl<S: Stack<Input = Shout>> Layer<S> for Fragile {
 #[derive(Clone)]
 struct Explodes;
 
-impl Wrap for Explodes {
+impl Extension for Explodes {
+    type Kind = Wrapper;
     type Locality = Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         "explodes"
     }
+}
 
-    async fn around<S: Stack>(
-        &self,
-        next: Next<'_, S, Self>,
-        (): (),
-        input: S::Input,
-    ) -> Result<S::Output, ToolError> {
-        next.call(input).await
+impl<S: Stack> Layer<S> for Explodes {
+    type Branch = S;
+
+    fn layer(self, _: S, _: &LayerInput<'_, Self>) -> S {
+        panic!("explodes cannot be layered")
     }
 }
 

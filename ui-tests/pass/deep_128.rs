@@ -179,7 +179,7 @@ async fn run() {
         .with(Trace);
     // A deep combo mints long names: 128 elements, and names past the
     // 128 bytes MCP clients expect by default.
-    let limits = toolgraft::Limits::default()
+    let limits = toolgraft::limits::Limits::default()
         .with_max_combo_len(128)
         .with_max_name_len(1024);
     let toolset = Toolset::with_limits(limits).unwrap();

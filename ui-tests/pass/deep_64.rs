@@ -112,7 +112,7 @@ fn main() {
         .with(Trace);
     // A deep combo mints long names: 64 elements, and names past the
     // 128 bytes MCP clients expect by default.
-    let limits = toolgraft::Limits::default()
+    let limits = toolgraft::limits::Limits::default()
         .with_max_combo_len(64)
         .with_max_name_len(1024);
     let toolset = Toolset::with_limits(limits).unwrap();
