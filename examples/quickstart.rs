@@ -5,7 +5,6 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use frunk::{hlist, hlist_pat};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -83,21 +82,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let pool = Pool::new(2)?;
     let toolset = Toolset::new();
-    let hlist_pat![cached, remote, _batched] = toolset.bind(
-        &weather,
-        hlist![
-            weather.combo().with(Trace).with(Cache::default()),
-            weather
-                .combo()
-                .with(Proxy::allow(["egress-eu", "egress-us"]))
-                .with(pool.clone())
-                .with(Cache::default()),
-            weather
-                .combo()
-                .with(Batch::max_items(10))
-                .with(pool.clone()),
-        ],
-    )?;
+    // Binds `weather` with every branch of its combos; the typed branches come back.
+    let (cached, remote, _batched) = toolset.bind_combos((
+        weather.combo().with(Trace).with(Cache::default()),
+        weather
+            .combo()
+            .with(Proxy::allow(["egress-eu", "egress-us"]))
+            .with(pool.clone())
+            .with(Cache::default()),
+        weather
+            .combo()
+            .with(Batch::max_items(10))
+            .with(pool.clone()),
+    ))?;
 
     print!("{}", NameTable(&toolset.tools()));
 
@@ -143,23 +140,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         city: "Lima".into(),
         units: Units::Metric,
     };
-    let forecast = cached
-        .call(WithParams::new(
-            CacheParams { exp: Some(60.0) },
-            request.clone(),
-        ))
-        .await?;
+    // The tool's own input; unset reserved params take their defaults.
+    let forecast = cached.call(request.clone()).await?;
     println!("  {} -> {forecast:?}", cached.name());
-    let input = WithParams::new(
-        CacheParams::default(),
-        WithParams::new(
-            ProxyParams {
-                proxies: Some(vec!["egress-eu".into()]),
-            },
-            request,
-        ),
-    );
-    println!("  {} -> {:?}", remote.name(), remote.call(input).await?);
+    // Reserved params by type, in any order.
+    let forecast = remote
+        .params(ProxyParams {
+            proxies: Some(vec!["egress-eu".into()]),
+        })
+        .params(CacheParams { exp: Some(60.0) })
+        .call(request)
+        .await?;
+    println!("  {} -> {forecast:?}", remote.name());
     Ok(())
 }
 

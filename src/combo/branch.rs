@@ -9,7 +9,7 @@ use crate::error::{ArgsError, ToolError};
 use crate::name::Name;
 use crate::schema::Args;
 use crate::stack::Stack;
-use crate::stack::params::{Assemble, ParamBag, Params, Reserves, assemble};
+use crate::stack::params::{Assemble, ParamBag, Params, ReservedIn, assemble};
 use crate::tool::BaseTool;
 
 /// A bound combo's outermost branch, for typed calls: its name and its stack. A
@@ -74,8 +74,7 @@ impl<S: Stack> Branch<S> {
     /// compile.
     pub fn params<P, Index>(&self, params: P) -> TypedCall<'_, S>
     where
-        P: Params,
-        S::Input: Reserves<P, Index>,
+        P: Params + ReservedIn<S::Input, Index>,
     {
         self.calling().params(params)
     }
@@ -139,8 +138,7 @@ impl<S: Stack> TypedCall<'_, S> {
     /// Sets the reserved params `params` (replacing ones of the same type).
     pub fn params<P, Index>(mut self, params: P) -> Self
     where
-        P: Params,
-        S::Input: Reserves<P, Index>,
+        P: Params + ReservedIn<S::Input, Index>,
     {
         self.params.put(params);
         self

@@ -13,6 +13,10 @@
 //! switch a rule off by implementing it. The binding engine decides the same rules
 //! again at run time from the same kind properties (`bind::rules`), which is what
 //! lets manifests refuse exactly what the compiler refuses.
+//!
+//! Typed calls find reserved params by type with [`Assemble`] and [`ReservedIn`],
+//! whose `Index` ([`Here`], [`There`]) the compiler infers: how many wrappers sit
+//! above the one that reserves the params.
 
 use std::marker::PhantomData;
 
@@ -26,6 +30,7 @@ use crate::kind::property::{
 };
 use crate::kind::{Kind, Succ, Zero};
 use crate::stack::Stack;
+pub use crate::stack::params::{Assemble, Here, ReservedIn, There};
 use crate::stack::params::{Forwards, ReservedParams};
 use crate::stack::segment::{SEGMENT, Segment};
 

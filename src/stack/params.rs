@@ -195,7 +195,7 @@ impl<P: Params, I: Send + 'static> Forwards<I> for WithParams<P, I> {
     type Reserved = P;
 }
 
-/// Type-level positions for [`Assemble`] and [`Reserves`]: the compiler infers them,
+/// Type-level positions for [`Assemble`] and [`ReservedIn`]: the compiler infers them,
 /// so reserved params are found by type at any depth.
 #[doc(hidden)]
 #[derive(Debug)]
@@ -275,14 +275,18 @@ pub(crate) fn assemble<Input: Assemble<C, Index>, C, Index>(
     Input::assemble(core, &mut ParamBagRef(bag))
 }
 
-/// Some wrapper of a branch whose input is `Self` reserves the params `P`.
+/// `Self`, reserved params, are reserved by a wrapper of a branch whose input is
+/// `Input`.
 #[diagnostic::on_unimplemented(
-    message = "no layer of this branch reserves `{P}`",
-    label = "the branch's input is `{Self}`",
+    message = "no layer of this branch reserves `{Self}`",
+    label = "not a reserved param of this branch",
+    note = "the branch's input is `{Input}`",
     note = "`.params(..)` takes the reserved params of a wrapper in the branch's combo (`CacheParams` for a `cache`, say)"
 )]
-pub trait Reserves<P, Index> {}
+pub trait ReservedIn<Input, Index> {}
 
-impl<P, I> Reserves<P, Here> for WithParams<P, I> {}
+#[diagnostic::do_not_recommend]
+impl<P, I> ReservedIn<WithParams<P, I>, Here> for P {}
 
-impl<P, Q, I: Reserves<P, Index>, Index> Reserves<P, There<Index>> for WithParams<Q, I> {}
+#[diagnostic::do_not_recommend]
+impl<P: ReservedIn<I, Index>, Q, I, Index> ReservedIn<WithParams<Q, I>, There<Index>> for P {}

@@ -5,6 +5,7 @@
 mod common;
 
 mod agreement;
+mod authoring;
 mod builtins;
 mod calls;
 mod dynamic;
