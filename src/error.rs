@@ -402,7 +402,7 @@ pub enum BindError {
 
     /// The tool is bound already.
     #[error(
-        "`{tool}` is already bound; change its combos with `attach`, `detach`, `replace` or `apply_manifest`"
+        "`{tool}` is already bound; bind all of a tool's combos in one call, or change them with `attach`, `detach`, `replace` or `apply_manifest`"
     )]
     AlreadyBound {
         /// The tool.
@@ -617,6 +617,20 @@ pub enum BindError {
         difference: String,
     },
 
+    /// Rule `output-schema`: a kind that returns the layer's output declared another
+    /// output schema than the layer's.
+    #[error(
+        "`{extension}` on `{tool}` returns the output of `{below}` unchanged, but declares another output schema than its; declare none (the branch inherits it), or make `{extension}` a transformer"
+    )]
+    OutputSchemaContradicts {
+        /// The tool.
+        tool: Name,
+        /// The extension.
+        extension: Name,
+        /// Its layer input.
+        below: Name,
+    },
+
     /// Rule `reserved-params`: a reserved param that would mask a parameter of the layer input.
     #[error(
         "reserved param `{param}` already exists: `{extension}` on `{tool}` reserves `{param}`, which `{below}` already takes; rename the reserved param"
@@ -702,6 +716,7 @@ impl BindError {
             | Self::ReservedParamNotInline { .. }
             | Self::MalformedSchema { .. } => "reserved-params",
             Self::TransformerSchemaNotConcrete { .. } => "transformer-input-schema",
+            Self::OutputSchemaContradicts { .. } => "output-schema",
             // Limits and live-change bookkeeping, not rules of a combo.
             Self::AlreadyBound { .. }
             | Self::ComboTooLong { .. }

@@ -8,6 +8,7 @@
 // this list (`scripts/module-graph` checks it). See the README's "Layout".
 mod quote;
 mod name;
+mod context;
 pub mod kind;
 pub mod error;
 pub mod limits;
@@ -42,12 +43,22 @@ pub use toolset::Toolset;
 pub mod __private {
     /// How deep in chains the current task is (0 outside any).
     pub fn chain_depth() -> usize {
-        crate::stack::depth::current()
+        crate::context::current()
     }
 
     /// Runs `future` at chain depth `depth`.
     pub async fn at_chain_depth<F: Future>(depth: usize, future: F) -> F::Output {
-        crate::stack::depth::at(depth, future).await
+        crate::context::at(depth, future).await
+    }
+
+    /// The refusal a relocating backend returns when it is reached from inside a
+    /// body-local layer's call (a tool body calling a branch, say), or `None`.
+    pub fn refuse_outside_relocation(
+        below: &crate::Name,
+        backend: &str,
+    ) -> Option<crate::ToolError> {
+        crate::context::body_local()
+            .map(|outside| crate::ext::pool::outside_relocation(&outside, below, backend))
     }
 
     /// A name that skips validation: one that was valid where it was made (a bound

@@ -80,7 +80,9 @@
 //! A branch inherits the base's output schema only when every element of its
 //! prefix preserves output shape (no transformer in it) and it declares none of its
 //! own. Typed wrappers and backends keep the output type, so this holds by
-//! construction.
+//! construction. A wrapper or backend returns its layer's output as is: it may
+//! declare an output schema where its layer has none, never one that contradicts
+//! its layer's.
 //!
 //! # description-carry-forward
 //! The running description starts as the base's; an element that sets one replaces

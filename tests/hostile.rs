@@ -223,10 +223,23 @@ impl Extension for Explodes {
     }
 }
 
-impl<S: Stack> Layer<S> for Explodes {
-    type Branch = S;
+impl<S: Stack> Around<S> for Explodes {
+    type Params = ();
 
-    fn layer(self, _: S, _: &LayerInput<'_, Self>) -> S {
+    async fn around(
+        &self,
+        next: Next<'_, S, Self>,
+        (): (),
+        input: S::Input,
+    ) -> Result<S::Output, ToolError> {
+        next.call(input).await
+    }
+}
+
+impl<S: Stack> Layer<S> for Explodes {
+    type Branch = Wrapped<Self, S>;
+
+    fn layer(self, _: S, _: &LayerInput<'_, Self>) -> Self::Branch {
         panic!("explodes cannot be layered")
     }
 }
@@ -924,7 +937,7 @@ async fn the_cache_bounds_bytes_as_well_as_entries() {
             .await
             .unwrap();
     }
-    let store = cached.stack().store();
+    let store = cached.stack().wrapper();
     assert!(store.bytes() <= 1 << 20, "{} bytes", store.bytes());
     assert!(
         store.len() >= 7 && store.len() <= 8,

@@ -299,7 +299,7 @@ impl Running {
         rules::config(self, element)?;
         rules::new_name(self, element)?;
         let input_schema = rules::input_schema(self, element)?;
-        let output_schema = rules::output_schema(self, element);
+        let output_schema = rules::output_schema(self, element)?;
         let description = rules::description(self, element);
         let mut chain = self.chain.clone();
         chain.push(Link {
@@ -843,10 +843,23 @@ mod tests {
         .unwrap();
         assert_eq!(folded[0].output_schema, base.output_schema);
         assert_eq!(folded[1].output_schema, None);
+        // A wrapper may not contradict its layer's output schema; it may declare
+        // one where its layer has none (after a transformer).
         let mut declaring = element(&base, "typed", Wrapper);
         declaring.declared_output = Some(schema(json!({"type": "object"})));
+        assert!(matches!(
+            base.apply(&declaring),
+            Err(BindError::OutputSchemaContradicts { .. })
+        ));
+        let after_batch = &folded[1];
+        let mut declaring = element(after_batch, "typed", Wrapper);
+        declaring.declared_output = Some(schema(json!({"type": "array"})));
         assert_eq!(
-            base.apply(&declaring).unwrap().output_schema.as_deref(),
+            after_batch
+                .apply(&declaring)
+                .unwrap()
+                .output_schema
+                .as_deref(),
             declaring.declared_output.as_ref()
         );
     }

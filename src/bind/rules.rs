@@ -181,14 +181,26 @@ fn reserved_conflict(below: &Running, element: &Element, conflict: ReservedConfl
 /// Rule `output-schema`: a branch carries its own declared output schema; without one, it keeps
 /// the layer input's only if its kind preserves output shape. So the base's schema
 /// reaches a branch exactly when no element of its prefix reshapes the output.
-pub(crate) fn output_schema(below: &Running, element: &Element) -> Option<Arc<Schema>> {
-    element.declared_output.clone().map(Arc::new).or_else(|| {
-        element
-            .kind
-            .preserves_output_shape()
-            .then(|| below.output_schema.clone())
-            .flatten()
-    })
+///
+/// A kind that preserves output shape returns the layer's output as is: it may
+/// declare a schema where the layer has none, but not one that contradicts the
+/// layer's.
+pub(crate) fn output_schema(
+    below: &Running,
+    element: &Element,
+) -> Result<Option<Arc<Schema>>, BindError> {
+    let preserves = element.kind.preserves_output_shape();
+    match (&element.declared_output, &below.output_schema) {
+        (Some(declared), Some(layer)) if preserves && declared != layer.as_ref() => {
+            Err(BindError::OutputSchemaContradicts {
+                tool: below.base.clone(),
+                extension: element.name.clone(),
+                below: below.name.clone(),
+            })
+        }
+        (Some(declared), _) => Ok(Some(Arc::new(declared.clone()))),
+        (None, layer) => Ok(layer.clone().filter(|_| preserves)),
+    }
 }
 
 /// Rule `description-carry-forward`: the running description, replaced by an element that sets one.

@@ -23,7 +23,7 @@ use std::marker::PhantomData;
 use frunk::{HCons, HNil};
 use schemars::Schema;
 
-use crate::extension::{Extension, Layer};
+use crate::extension::{Extension, Layer, Wrapped};
 use crate::kind::property::{
     self, Anywhere, BodyLocal, Cardinality, Declared, Execution, NotRelocated, Preserved,
     Relocator, Reshaped, SameShape, Unconstrained,
@@ -277,6 +277,36 @@ impl<E, Below, Branch> InputContract<E, Below, Branch> for Unconstrained {
     }
 }
 
+/// Rule `wrapper-input-schema` for the branch itself: a wrapper's branch is
+/// [`Wrapped`], the one binding mints for it over `Inner`, so its input, output and
+/// argument decoding are the layer's (only its reserved params are taken out), and
+/// no other code than its own `around` runs there.
+#[diagnostic::on_unimplemented(
+    message = "`{E}` is a wrapper, so its branch must be `Wrapped<{E}, _>`, the branch binding mints for it",
+    label = "the branch of `{E}` is `{Branch}`",
+    note = "a wrapper forwards the layer's input, output and arguments exactly, taking out only its reserved params: that is what lets the rules place it by its kind (rule `wrapper-input-schema` in `toolgraft::rulebook`)",
+    note = "implement `Wrap` (or `Around<S>` with a `Layer` returning `Wrapped::new(self, inner, below)`); an extension with a branch of its own is a transformer or a backend"
+)]
+pub trait BranchContract<E, Inner, Branch> {
+    #[doc(hidden)]
+    fn sealed(_: sealed::Token);
+}
+
+#[diagnostic::do_not_recommend]
+impl<E, Inner> BranchContract<E, Inner, Wrapped<E, Inner>> for Preserved {
+    fn sealed(_: sealed::Token) {}
+}
+
+#[diagnostic::do_not_recommend]
+impl<E, Inner, Branch> BranchContract<E, Inner, Branch> for Declared {
+    fn sealed(_: sealed::Token) {}
+}
+
+#[diagnostic::do_not_recommend]
+impl<E, Inner, Branch> BranchContract<E, Inner, Branch> for Unconstrained {
+    fn sealed(_: sealed::Token) {}
+}
+
 // ---------------------------------------------------------------------------------
 // Rule `output-schema`, typed: a kind that preserves output shape returns the layer's output.
 // ---------------------------------------------------------------------------------
@@ -356,9 +386,9 @@ pub(crate) fn token() -> sealed::Token {
 /// Every rule of [`Combo::with`](super::Combo::with) at once: `Self` may be added to a
 /// combo over the stack `S` in the state `St`.
 ///
-/// Implemented for every extension that passes all four rule traits
+/// Implemented for every extension that passes all the rule traits
 /// ([`OneOfKindPerCombo`], [`InsideRelocation`], [`InputContract`],
-/// [`OutputContract`]); when one fails, the compiler reports that one, with its own
+/// [`BranchContract`], [`OutputContract`]); when one fails, the compiler reports that one, with its own
 /// message.
 pub trait Joins<S: Stack, St: ComboState>: Layer<Closed<St, S>> {
     /// The reserved params the branch adds, as a schema.
@@ -377,6 +407,7 @@ where
     HolderIn<St, E::Kind>: OneOfKindPerCombo<<E::Kind as Kind>::Word, E>,
     St::Relocated: InsideRelocation<E>,
     <E::Kind as Kind>::InputRule: InputContract<E, S::Input, <E::Branch as Stack>::Input>,
+    <E::Kind as Kind>::InputRule: BranchContract<E, Closed<St, S>, E::Branch>,
     <E::Kind as Kind>::OutputRule: OutputContract<E, S::Output, <E::Branch as Stack>::Output>,
 {
     fn reserved(token: sealed::Token) -> Option<Schema> {

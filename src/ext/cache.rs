@@ -1,6 +1,7 @@
 //! `cache`: a per-branch result cache with a TTL, bounded in entries and in bytes
 //! by LRU eviction.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::future::Future;
 use std::num::NonZeroUsize;
@@ -15,13 +16,12 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::error::{ArgsError, ToolError, shorten};
-use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput};
+use crate::extension::{Around, ConfigError, Configurable, Extension, Layer, LayerInput, Wrapped};
 use crate::kind::Wrapper;
 use crate::kind::property::Anywhere;
 use crate::name::Name;
-use crate::schema::{self, Args};
-use crate::stack::Stack;
-use crate::stack::params::{Params, ReservedParams, WithParams};
+use crate::stack::params::Params;
+use crate::stack::{Next, Stack};
 
 /// The operator's side of a cache.
 ///
@@ -143,6 +143,9 @@ impl Params for CacheParams {}
 #[derive(Clone, Debug, Default)]
 pub struct Cache {
     config: CacheConfig,
+    /// This branch's results: made when the cache is layered, so each branch has
+    /// its own store (typed by the output of the stack below).
+    store: Option<Arc<dyn AnyStore>>,
 }
 
 impl Cache {
@@ -154,7 +157,10 @@ impl Cache {
     /// # let _ = cache;
     /// ```
     pub fn new(config: CacheConfig) -> Self {
-        Self { config }
+        Self {
+            config,
+            store: None,
+        }
     }
 
     /// A cache holding at most `capacity` results per branch (at least one).
@@ -237,75 +243,40 @@ where
 }
 
 impl<S: Cacheable> Layer<S> for Cache {
-    type Branch = Cached<S>;
+    type Branch = Wrapped<Self, S>;
 
-    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Cached<S> {
-        let reserved = CacheParams::schema()
-            .and_then(|schema| schema::property_names(&schema))
-            .unwrap_or_default();
-        Cached {
-            store: CacheStore {
-                store: Arc::new(Store::new(&self.config)),
-                default_ttl: self.config.default_ttl_secs,
-            },
-            inner,
-            branch: below.branch.clone(),
-            reserved: reserved.into(),
-        }
+    fn layer(mut self, inner: S, below: &LayerInput<'_, Self>) -> Wrapped<Self, S> {
+        self.store = Some(Arc::new(Store::<S::Output>::new(&self.config)));
+        Wrapped::new(self, inner, below)
     }
 }
 
-/// The branch [`Cache`] mints: the layer below behind one branch's store.
-///
-/// A wrapper of its own rather than a [`Wrap`](crate::Wrap): it only applies to
-/// stacks whose input can be a key ([`Cacheable`]).
-pub struct Cached<S: Stack> {
-    store: CacheStore<S::Output>,
-    inner: S,
-    branch: Name,
-    reserved: Arc<[String]>,
-}
+impl<S: Cacheable> Around<S> for Cache {
+    type Params = CacheParams;
 
-impl<S: Stack> std::fmt::Debug for Cached<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cached")
-            .field("branch", &self.branch)
-            .field("store", &self.store)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<S: Stack> Clone for Cached<S> {
-    fn clone(&self) -> Self {
-        Self {
-            store: self.store.clone(),
-            inner: self.inner.clone(),
-            branch: self.branch.clone(),
-            reserved: self.reserved.clone(),
-        }
-    }
-}
-
-impl<S: Stack> Cached<S> {
-    /// This branch's store.
-    pub fn store(&self) -> &CacheStore<S::Output> {
-        &self.store
-    }
-}
-
-impl<S: Cacheable> Stack for Cached<S> {
-    type Input = WithParams<CacheParams, S::Input>;
-    type Output = S::Output;
-
-    async fn call(&self, input: Self::Input) -> Result<S::Output, ToolError> {
-        let WithParams { params, input } = input;
-        let ttl = ttl_of(params.exp.unwrap_or(self.store.default_ttl))
-            .map_err(|problem| ArgsError::field("exp", problem).for_tool(&self.branch))?;
+    async fn around(
+        &self,
+        next: Next<'_, S, Self>,
+        params: CacheParams,
+        input: S::Input,
+    ) -> Result<S::Output, ToolError> {
+        let store = self
+            .store
+            .as_ref()
+            .and_then(|store| store.as_any().downcast_ref::<Store<S::Output>>())
+            .ok_or_else(|| ToolError::Reported {
+                message: format!(
+                    "`{}`: the cache has no store for this branch",
+                    next.branch()
+                ),
+            })?;
+        let ttl = ttl_of(params.exp.unwrap_or(self.config.default_ttl_secs))
+            .map_err(|problem| ArgsError::field("exp", problem).for_tool(next.branch()))?;
         if ttl == Some(Duration::ZERO) {
-            return self.inner.call(input).await;
+            return next.call(input).await;
         }
         let key = cache_key(&input).map_err(|err| ToolError::Refused {
-            tool: self.branch.clone(),
+            tool: next.branch().clone(),
             extension: Name::unchecked("cache"),
             reason: format!(
                 "the arguments cannot be used as a cache key: {}",
@@ -313,18 +284,89 @@ impl<S: Cacheable> Stack for Cached<S> {
             ),
         })?;
         // A key the store could never keep would only pin memory while it runs.
-        if key.len() + ENTRY_OVERHEAD > self.store.store.max_bytes {
-            return self.inner.call(input).await;
+        if key.len() + ENTRY_OVERHEAD > store.max_bytes {
+            return next.call(input).await;
         }
-        self.store
-            .store
-            .get_or_run(key, ttl, || self.inner.call(input))
-            .await
+        store.get_or_run(key, ttl, || next.call(input)).await
+    }
+}
+
+impl Cache {
+    /// How many results this branch's store holds now (0 before it is layered).
+    ///
+    /// ```
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::ext::Cache;
+    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let (cached,) = Toolset::new().bind_combos((shout.combo().with(Cache::with_capacity(1)),))?;
+    /// for text in ["a", "b"] {
+    ///     cached.call(Shout { text: text.into() }).await?;
+    /// }
+    /// assert_eq!(cached.stack().wrapper().len(), 1);
+    /// # Ok(()) }
+    /// ```
+    pub fn len(&self) -> usize {
+        self.store.as_ref().map_or(0, |store| store.len())
     }
 
-    fn decode(&self, mut args: Args) -> Result<Self::Input, ArgsError> {
-        let params = CacheParams::take(&mut args, &self.reserved)?;
-        Ok(params.join(self.inner.decode(args)?))
+    /// How many bytes of keys and results this branch's store holds now.
+    ///
+    /// ```
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::ext::{Cache, cache::CacheConfig};
+    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let cache = Cache::new(CacheConfig { max_bytes: 4096, ..CacheConfig::default() });
+    /// let (cached,) = Toolset::new().bind_combos((shout.combo().with(cache),))?;
+    /// for n in 0..100 {
+    ///     cached.call(Shout { text: format!("{n:0>100}") }).await?;
+    /// }
+    /// assert!(cached.stack().wrapper().bytes() <= 4096);
+    /// assert!(cached.stack().wrapper().len() < 100);
+    /// # Ok(()) }
+    /// ```
+    pub fn bytes(&self) -> usize {
+        self.store.as_ref().map_or(0, |store| store.bytes())
+    }
+
+    /// Whether this branch's store holds no result.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A branch's store, whatever the output type it keeps.
+trait AnyStore: Any + Send + Sync {
+    fn len(&self) -> usize;
+    fn bytes(&self) -> usize;
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<O: Send + 'static> AnyStore for Store<O> {
+    fn len(&self) -> usize {
+        self.lock().ready.len()
+    }
+
+    fn bytes(&self) -> usize {
+        Store::bytes(self)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl std::fmt::Debug for dyn AnyStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("len", &self.len())
+            .field("bytes", &self.bytes())
+            .finish()
     }
 }
 
@@ -334,85 +376,6 @@ fn ttl_of(seconds: f64) -> Result<Option<Duration>, String> {
         return Err(format!("must be a number of seconds >= 0, not {seconds}"));
     }
     Ok(Duration::try_from_secs_f64(seconds).ok())
-}
-
-/// One branch's store of results (see [`Cached::store`]).
-///
-/// ```
-/// # use frunk::{hlist, hlist_pat};
-/// # use toolgraft::{Stack, Tool, Toolset};
-/// # use toolgraft::extension::WithParams;
-/// # use toolgraft::tool::BaseTool;
-/// # use toolgraft::ext::{Cache, CacheParams};
-/// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// # let shout = Tool::builder().name("shout").description("Return the text.")
-/// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
-/// let hlist_pat![cached] = Toolset::new().bind(&shout, hlist![shout.combo().with(Cache::with_capacity(1))])?;
-/// for text in ["a", "b"] {
-///     cached.call(WithParams::new(CacheParams::default(), Shout { text: text.into() })).await?;
-/// }
-/// assert_eq!(cached.stack().store().len(), 1);
-/// # Ok(()) }
-/// ```
-pub struct CacheStore<O> {
-    store: Arc<Store<O>>,
-    default_ttl: f64,
-}
-
-impl<O> std::fmt::Debug for CacheStore<O> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CacheStore")
-            .field("default_ttl", &self.default_ttl)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<O> Clone for CacheStore<O> {
-    fn clone(&self) -> Self {
-        Self {
-            store: self.store.clone(),
-            default_ttl: self.default_ttl,
-        }
-    }
-}
-
-impl<O> CacheStore<O> {
-    /// How many results the store holds now (see the type's example).
-    pub fn len(&self) -> usize {
-        self.store.lock().ready.len()
-    }
-
-    /// How many bytes of keys and results the store holds now.
-    ///
-    /// ```
-    /// # use frunk::{hlist, hlist_pat};
-    /// # use toolgraft::{Stack, Tool, Toolset};
-    /// # use toolgraft::extension::WithParams;
-    /// # use toolgraft::tool::BaseTool;
-    /// # use toolgraft::ext::{Cache, CacheParams, cache::CacheConfig};
-    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
-    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
-    /// let cache = Cache::new(CacheConfig { max_bytes: 4096, ..CacheConfig::default() });
-    /// let hlist_pat![cached] = Toolset::new().bind(&shout, hlist![shout.combo().with(cache)])?;
-    /// for n in 0..100 {
-    ///     let text = format!("{n:0>100}");
-    ///     cached.call(WithParams::new(CacheParams::default(), Shout { text })).await?;
-    /// }
-    /// assert!(cached.stack().store().bytes() <= 4096);
-    /// assert!(cached.stack().store().len() < 100);
-    /// # Ok(()) }
-    /// ```
-    pub fn bytes(&self) -> usize {
-        self.store.bytes()
-    }
-
-    /// Whether the store holds no result (see the type's example).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// The input's JSON with object keys sorted, so that arguments given in another

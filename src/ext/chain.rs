@@ -212,7 +212,7 @@ impl<S: Stack> Stack for Chained<S> {
             );
             return Err(ArgsError::field("select", problem).for_tool(&self.branch));
         }
-        let depth = crate::stack::depth::current();
+        let depth = crate::context::current();
         if depth >= MAX_CHAIN_DEPTH {
             let problem = format!("chains called chains {MAX_CHAIN_DEPTH} deep; is there a cycle?");
             return Err(self.stop(ChainErrorKind::TooDeep, problem));
@@ -239,7 +239,7 @@ impl<S: Stack> Stack for Chained<S> {
             );
             return Err(self.stop(ChainErrorKind::NotArguments, problem));
         }
-        crate::stack::depth::at(depth + 1, toolset.call(&input.next_tool, selected.clone())).await
+        crate::context::at(depth + 1, toolset.call(&input.next_tool, selected.clone())).await
     }
 
     fn decode(&self, mut args: Args) -> Result<Self::Input, ArgsError> {

@@ -19,7 +19,7 @@ pub mod proxy;
 pub mod trace;
 
 pub use batch::{Batch, BatchInput, BatchItem};
-pub use cache::{Cache, CacheParams, CacheStore, Cacheable, Cached};
+pub use cache::{Cache, CacheParams, Cacheable};
 pub use chain::Chain;
 pub use output_schema::OutputSchema;
 pub use pool::Pool;

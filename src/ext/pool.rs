@@ -217,14 +217,17 @@ impl<S: Stack> Stack for Pooled<S> {
     type Output = S::Output;
 
     async fn call(&self, input: S::Input) -> Result<S::Output, ToolError> {
+        if let Some(outside) = crate::context::body_local() {
+            return Err(outside_relocation(&outside, &self.below, &self.pool.name));
+        }
         let inner = self.inner.clone();
         let shared = self.pool.shared.clone();
         // toolgraft's own call context crosses the hop (chain depth, so that a
         // cycle through a pool still ends); nothing else of the caller's task does.
-        let depth = crate::stack::depth::current();
+        let depth = crate::context::current();
         let job = self.pool.shared.handle.spawn(async move {
             shared.jobs.fetch_add(1, Ordering::SeqCst);
-            crate::stack::depth::at(depth, inner.call(input)).await
+            crate::context::at(depth, inner.call(input)).await
         });
         // A caller that gives up (a timeout, a fail-fast batch) takes the job with it.
         let _abort_if_dropped = AbortOnDrop(job.abort_handle());
@@ -247,6 +250,25 @@ impl<S: Stack> Stack for Pooled<S> {
     }
 }
 
+/// The refusal of a backend reached from inside a body-local layer's call: the
+/// layer would not apply to the body it relocates. Combos cannot be written so (the
+/// typestate and the engine refuse them); code can, when a tool body or an
+/// extension calls a branch that relocates.
+pub(crate) fn outside_relocation(
+    outside: &crate::context::BodyLocalScope,
+    below: &Name,
+    backend: &str,
+) -> ToolError {
+    ToolError::Refused {
+        tool: below.clone(),
+        extension: Name::unchecked(backend),
+        reason: format!(
+            "`{}` (in `{}`) needs to run beside the tool body, but this call would run the body of `{below}` elsewhere from inside it, where `{}` does not apply; place `{}` inside `{backend}` in one combo (rule `locality-inside-relocation` in `toolgraft::rulebook`)",
+            outside.extension, outside.branch, outside.extension, outside.extension
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use schemars::JsonSchema;
@@ -264,10 +286,11 @@ mod tests {
     }
 
     /// The bug the typestate prevents, built by hand below the typestate: with
-    /// `[pool, proxy]` the proxy sets its route around the submitting side only, and
-    /// the body, on a pool thread, never sees it.
+    /// `[pool, proxy]` the proxy would set its route around the submitting side
+    /// only, and the body, on a pool thread, would never see it. The pool refuses
+    /// to relocate from inside the proxy's call.
     #[tokio::test]
-    async fn a_route_set_around_the_submitting_side_never_reaches_the_body() {
+    async fn a_route_set_around_the_submitting_side_is_refused_at_run_time() {
         let fetch = Tool::builder()
             .name("fetch")
             .description("Report the route the body sees.")
@@ -289,10 +312,16 @@ mod tests {
             Proxy::allow(["egress-a"]).layer(pooled, &below_proxy.layer_input(&proxy_branch));
 
         let input = WithParams::new(ProxyParams::default(), Fetch { url: "/".into() });
-        assert_eq!(
-            misplaced.call(input).await.unwrap(),
-            None,
-            "the route did not cross the hop"
+        let refused = misplaced.call(input).await.unwrap_err();
+        assert!(
+            matches!(&refused, ToolError::Refused { extension, .. } if extension.as_str() == "pool"),
+            "{refused}"
+        );
+        assert!(
+            refused
+                .to_string()
+                .contains("`proxy` (in `fetch_pool_proxy`)"),
+            "{refused}"
         );
 
         // The right order, `[proxy, pool]`, carries the route to the body.

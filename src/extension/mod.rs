@@ -157,10 +157,13 @@ impl ConfigError {
 /// Implementing it cannot weaken a rule for anyone else's extension: the rules read
 /// only `Kind` and `Locality` (sealed sets of markers), and an extension's
 /// [`Layer`] only receives the [`LayerInput`] made for itself, so it cannot mint
-/// another extension's branch (a `pool`'s, say) under its own kind. What the types
-/// cannot see is what the extension's own code does: one that runs the layer below
-/// somewhere else must declare `type Kind = Backend;`, and one that sets something
-/// only the body's task or thread can see must declare `type Locality = BodyLocal;`.
+/// another extension's branch (a `pool`'s, say) under its own kind, and a wrapper's
+/// branch is always [`Wrapped`]. What the types cannot see is what the extension's
+/// own code does: one that runs the layer below somewhere else must declare
+/// `type Kind = Backend;`, and one that sets something only the body's task or
+/// thread can see must declare `type Locality = BodyLocal;`. Code that calls a bound
+/// branch (a body calling a `pool` branch) is outside any combo's types; there the
+/// built-in backends check the locality rule at run time.
 ///
 /// ```
 /// use toolgraft::Extension;
@@ -303,6 +306,12 @@ pub trait Configurable: Extension + Sized {
 ///     fn layer(self, inner: S, _: &LayerInput<'_, Self>) -> Measured<S> { Measured(inner) }
 /// }
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be layered over `{S}`",
+    label = "no `Layer<{S}>` impl for `{Self}`",
+    note = "a wrapper implements `Wrap` (it then layers over every stack), or `Around<S>` for the stacks it fits plus a one-line `Layer` over the same stacks that returns `Wrapped::new(self, inner, below)`",
+    note = "a transformer implements `Transform<S>` and a `Layer` returning `Transformed::new(self, inner, below)`; a backend a `Layer` returning a stack of its own"
+)]
 pub trait Layer<S: Stack>: Extension + Sized {
     /// The branch this extension mints over `S`.
     type Branch: Stack;

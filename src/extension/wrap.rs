@@ -5,6 +5,7 @@ use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::future;
 use serde_json::Value;
@@ -192,6 +193,7 @@ impl<S: Stack, W: Wrap> Around<S> for W {
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<S: Stack, W: Wrap> Layer<S> for W {
     type Branch = Wrapped<W, S>;
 
@@ -268,11 +270,12 @@ impl<W: Around<S>, S: Stack> Stack for Wrapped<W, S> {
         input: Self::Input,
     ) -> impl Future<Output = Result<S::Output, ToolError>> + Send {
         let (params, input) = W::Params::split(input);
-        self.wrapper.around(
+        let call = self.wrapper.around(
             Next::new(&self.inner, &self.below, &self.branch),
             params,
             input,
-        )
+        );
+        <W::Locality as Locality>::run_layer(self.wrapper.name(), &self.branch, call)
     }
 
     fn decode(&self, mut args: Args) -> Result<Self::Input, ArgsError> {
@@ -286,8 +289,9 @@ impl<W: Around<S>, S: Stack> Stack for Wrapped<W, S> {
 /// output (timing, auditing, admission, retries).
 ///
 /// The closure gets a [`Call`] and returns a future of `Result<Done, ToolError>`:
-/// [`Call::run`] runs the layer below and is the only way to get a [`Done`], so the
-/// closure returns the layer's result or an error, never a made-up output. It runs
+/// [`Call::run`] runs the layer below and is the only way to get a [`Done`], which
+/// answers only its own call: the closure returns this call's result or an error,
+/// never a made-up or replayed output. It runs
 /// anywhere (no body locality) and reserves no params. A [`Wrap`] impl is the
 /// zero-cost path; this one costs two small allocations per call.
 ///
@@ -366,8 +370,12 @@ impl Call {
     }
 }
 
-/// The successful outcome of [`Call::run`], carried back unopened.
-pub struct Done(Box<dyn Any + Send>);
+/// The successful outcome of [`Call::run`], carried back unopened. It answers only
+/// the call it came from: a wrapper that returns another call's `Done` gets an error.
+pub struct Done {
+    call: u64,
+    output: Box<dyn Any + Send>,
+}
 
 impl fmt::Debug for Done {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -395,6 +403,9 @@ where
     ) -> Result<S::Output, ToolError> {
         // The closure's future is 'static, the layer below borrows the stack: the
         // two run side by side in this task, and `Call::run` asks for the call.
+        // Each call's `Done` is stamped, so a kept one cannot answer another call.
+        static CALLS: AtomicU64 = AtomicU64::new(0);
+        let id = CALLS.fetch_add(1, Ordering::Relaxed);
         let (start, started) = oneshot::channel();
         let hook = (self.around)(Call {
             name: next.name().clone(),
@@ -402,16 +413,20 @@ where
         });
         let below = async move {
             if let Ok(reply) = started.await {
-                let outcome = next.call(input).await.map(|output| Done(Box::new(output)));
+                let outcome = next.call(input).await.map(|output| Done {
+                    call: id,
+                    output: Box::new(output),
+                });
                 let _ = reply.send(outcome);
             }
         };
         let (outcome, ()) = future::join(hook, below).await;
-        let Done(output) = outcome?;
+        let done = outcome?;
+        let output = (done.call == id).then_some(done.output);
         output
-            .downcast::<S::Output>()
+            .and_then(|output| output.downcast::<S::Output>().ok())
             .map(|output| *output)
-            .map_err(|_| ToolError::Reported {
+            .ok_or_else(|| ToolError::Reported {
                 message: format!(
                     "wrapper `{}` returned the outcome of another call",
                     self.name

@@ -25,6 +25,9 @@ pub(crate) mod sealed {
 
 use frunk::HCons;
 
+use crate::context::{BodyLocalScope, in_body_local};
+use crate::name::Name;
+
 /// Type-level `multiple`.
 pub trait Cardinality: sealed::Sealed {
     /// The property's value.
@@ -153,6 +156,16 @@ impl OutputRule for Reshaped {
 pub trait Locality: sealed::Sealed + Send + Sync + 'static {
     /// True when the extension only works in the thread/task that runs the body.
     const REQUIRES_BODY_LOCALITY: bool;
+
+    /// Runs a wrapper's call: marked as a body-local layer's for a body-local
+    /// wrapper (so a backend reached from inside it refuses to relocate), as is for
+    /// one that runs anywhere (at no cost).
+    #[doc(hidden)]
+    fn run_layer<F: Future + Send>(
+        extension: &str,
+        branch: &Name,
+        call: F,
+    ) -> impl Future<Output = F::Output> + Send;
 }
 
 /// The extension works wherever it runs.
@@ -168,10 +181,31 @@ impl sealed::Sealed for BodyLocal {}
 
 impl Locality for Anywhere {
     const REQUIRES_BODY_LOCALITY: bool = false;
+
+    #[inline(always)]
+    fn run_layer<F: Future + Send>(
+        _: &str,
+        _: &Name,
+        call: F,
+    ) -> impl Future<Output = F::Output> + Send {
+        call
+    }
 }
 
 impl Locality for BodyLocal {
     const REQUIRES_BODY_LOCALITY: bool = true;
+
+    fn run_layer<F: Future + Send>(
+        extension: &str,
+        branch: &Name,
+        call: F,
+    ) -> impl Future<Output = F::Output> + Send {
+        let scope = BodyLocalScope {
+            extension: Name::unchecked(extension),
+            branch: branch.clone(),
+        };
+        in_body_local(scope, call)
+    }
 }
 
 /// What relocated a combo so far: [`NotRelocated`], or the first relocating

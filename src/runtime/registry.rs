@@ -19,7 +19,7 @@ use std::panic::AssertUnwindSafe;
 use crate::bind::rules;
 use crate::bind::{Attached, ComboDraft, Element, Minted, Problem, Running, written_config};
 use crate::combo::apply_typed;
-use crate::combo::typestate::{InputContract, OutputContract, reserved_schema};
+use crate::combo::typestate::{BranchContract, InputContract, OutputContract, reserved_schema};
 use crate::error::BindError;
 use crate::error::panic_message;
 use crate::error::shorten;
@@ -110,6 +110,7 @@ impl Registry {
     where
         E: Layer<DynStack> + Clone,
         <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
+        <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
         <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
         <E::Branch as Stack>::Input: Serialize,
     {
@@ -124,6 +125,7 @@ impl Registry {
     where
         E: Layer<DynStack> + Configurable + Clone,
         <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
+        <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
         <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
         <E::Branch as Stack>::Input: Serialize,
     {
@@ -137,6 +139,7 @@ impl Registry {
     where
         E: Layer<DynStack> + Configurable + Clone,
         <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
+        <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
         <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
         <E::Branch as Stack>::Input: Serialize,
     {
@@ -298,6 +301,7 @@ impl<E> Factory for Typed<E>
 where
     E: Layer<DynStack> + Clone,
     <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
+    <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
     <E::Branch as Stack>::Input: Serialize,
 {
     fn kind(&self) -> ExtensionKind {
@@ -535,7 +539,14 @@ impl Factory for DynExtension {
                 element.presented_input = branch.input_schema;
                 element.declared_output = branch.output_schema;
                 element.description = branch.description;
-                (element, Some(branch.stack.into_erased()))
+                let stack = if self.body_local {
+                    branch
+                        .stack
+                        .body_local(name.clone(), element.branch.clone())
+                } else {
+                    branch.stack
+                };
+                (element, Some(stack.into_erased()))
             }
             Ok(Err(problem)) if self.accepts_config => {
                 element.problem = Some(Problem::Config(problem));

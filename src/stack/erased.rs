@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::error::{ArgsError, BoxError, ToolError, panic_message};
 use crate::name::Name;
 use crate::schema::Args;
-use crate::stack::{DynInput, ErasedStack, Stack};
+use crate::stack::{BoxFuture, DynInput, ErasedStack, Stack};
 
 /// A bound name seen through JSON: JSON arguments in, a JSON value out.
 ///
@@ -122,6 +122,20 @@ impl DynStack {
 
     pub(crate) fn into_erased(self) -> Arc<dyn ErasedStack> {
         self.stack
+    }
+
+    /// This stack as a body-local layer's branch: its calls run marked as inside
+    /// that layer, so a backend reached from there refuses to relocate (as a typed
+    /// body-local wrapper's do).
+    pub(crate) fn body_local(self, extension: Name, branch: Name) -> DynStack {
+        let scope = crate::context::BodyLocalScope { extension, branch };
+        DynStack {
+            name: self.name,
+            stack: Arc::new(BodyLocal {
+                inner: self.stack,
+                scope,
+            }),
+        }
     }
 
     /// The name the stack's errors carry.
@@ -271,5 +285,35 @@ impl Stack for Without {
         // The wrapper above sees its arguments as it was given them.
         input.restore(reserved);
         Ok(input)
+    }
+}
+
+/// A run-time body-local layer's branch (see [`DynStack::body_local`]).
+struct BodyLocal {
+    inner: Arc<dyn ErasedStack>,
+    scope: crate::context::BodyLocalScope,
+}
+
+impl ErasedStack for BodyLocal {
+    fn call_json<'a>(
+        &'a self,
+        tool: &'a Name,
+        args: Args,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        let call = self.inner.call_json(tool, args);
+        Box::pin(crate::context::in_body_local(self.scope.clone(), call))
+    }
+
+    fn decode_erased(&self, args: Args) -> Result<DynInput, ArgsError> {
+        self.inner.decode_erased(args)
+    }
+
+    fn call_erased<'a>(
+        &'a self,
+        tool: &'a Name,
+        input: DynInput,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        let call = self.inner.call_erased(tool, input);
+        Box::pin(crate::context::in_body_local(self.scope.clone(), call))
     }
 }

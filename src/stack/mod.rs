@@ -14,7 +14,6 @@ use crate::error::{ArgsError, ArgsErrorKind, ToolError, shorten, shorten_json};
 use crate::name::Name;
 use crate::schema::Args;
 
-pub(crate) mod depth;
 pub(crate) mod erased;
 pub(crate) mod params;
 pub(crate) mod segment;

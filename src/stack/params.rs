@@ -272,7 +272,15 @@ pub(crate) fn assemble<Input: Assemble<C, Index>, C, Index>(
     core: C,
     bag: &mut ParamBag,
 ) -> Result<Input, ArgsError> {
-    Input::assemble(core, &mut ParamBagRef(bag))
+    let input = Input::assemble(core, &mut ParamBagRef(bag))?;
+    match bag.0.len() {
+        0 => Ok(input),
+        // Only a params type that two layers reserve can be left over (the first
+        // took one value): say so rather than drop it.
+        left => Err(ArgsError::whole(format!(
+            "{left} reserved params given by type were not taken by any layer"
+        ))),
+    }
 }
 
 /// `Self`, reserved params, are reserved by a wrapper of a branch whose input is
@@ -283,10 +291,23 @@ pub(crate) fn assemble<Input: Assemble<C, Index>, C, Index>(
     note = "the branch's input is `{Input}`",
     note = "`.params(..)` takes the reserved params of a wrapper in the branch's combo (`CacheParams` for a `cache`, say)"
 )]
-pub trait ReservedIn<Input, Index> {}
+pub trait ReservedIn<Input, Index> {
+    /// Sealed: a params type is reserved by the branch's wrappers, not by a claim.
+    #[doc(hidden)]
+    fn sealed(_: Token);
+}
+
+/// Names no one outside this module can write (see [`ReservedIn`]).
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Token(());
 
 #[diagnostic::do_not_recommend]
-impl<P, I> ReservedIn<WithParams<P, I>, Here> for P {}
+impl<P, I> ReservedIn<WithParams<P, I>, Here> for P {
+    fn sealed(_: Token) {}
+}
 
 #[diagnostic::do_not_recommend]
-impl<P: ReservedIn<I, Index>, Q, I, Index> ReservedIn<WithParams<Q, I>, There<Index>> for P {}
+impl<P: ReservedIn<I, Index>, Q, I, Index> ReservedIn<WithParams<Q, I>, There<Index>> for P {
+    fn sealed(_: Token) {}
+}

@@ -84,7 +84,7 @@ async fn cache_does_not_keep_errors() {
         assert!(matches!(err, ToolError::Body { .. }));
     }
     assert_eq!(runs.load(Ordering::SeqCst), 2);
-    assert!(cached.stack().store().is_empty());
+    assert!(cached.stack().wrapper().is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -135,7 +135,7 @@ async fn the_store_never_exceeds_its_bound_and_evicts_the_least_recently_used() 
     let call = |text: &str| cached.call(with_exp(60.0, Shout::new(text)));
     for text in ["a", "b", "a", "c"] {
         call(text).await.unwrap();
-        assert!(cached.stack().store().len() <= 2);
+        assert!(cached.stack().wrapper().len() <= 2);
     }
     assert_eq!(runs.load(Ordering::SeqCst), 3, "`a` was a hit");
     call("a").await.unwrap();
@@ -148,7 +148,7 @@ async fn the_store_never_exceeds_its_bound_and_evicts_the_least_recently_used() 
     assert_eq!(runs.load(Ordering::SeqCst), 4);
     for i in 0..50 {
         call(&format!("k{i}")).await.unwrap();
-        assert_eq!(cached.stack().store().len(), 2);
+        assert_eq!(cached.stack().wrapper().len(), 2);
     }
 }
 

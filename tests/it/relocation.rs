@@ -393,3 +393,74 @@ async fn a_layer_panicking_on_the_pool_is_a_typed_error_and_the_pool_survives() 
         json!("ok")
     );
 }
+
+/// A tool body that calls a pooled branch hides the pool from the rules of its own
+/// combos: a proxy on that tool sits outside the pool in fact. The pool refuses to
+/// relocate from inside the proxy's call, naming both, instead of running the body
+/// without the route.
+#[tokio::test]
+async fn a_backend_reached_from_inside_a_body_local_layer_refuses_to_relocate() {
+    use toolgraft::ext::{Pool, Proxy, proxy};
+
+    let fetch = toolgraft::Tool::builder()
+        .name("fetch")
+        .description("Say the route.")
+        .body(|input: Shout| async move {
+            Ok(format!("{} via {:?}", input.text, proxy::current_route()))
+        })
+        .build()
+        .unwrap();
+    let toolset = toolgraft::Toolset::new();
+    let (pooled, inside) = toolset
+        .bind_combos((
+            fetch.combo().with(Pool::new(1).unwrap()),
+            fetch
+                .combo()
+                .with(Proxy::allow(["eu"]))
+                .with(Pool::new(1).unwrap()),
+        ))
+        .unwrap();
+    // The right order: the proxy runs beside the body, on the pool's thread.
+    assert_eq!(
+        inside.call(Shout { text: "a".into() }).await.unwrap(),
+        "a via Some(\"eu\")"
+    );
+
+    // A base whose body calls the pooled branch: a laundered backend.
+    let launder = toolgraft::Tool::builder()
+        .name("launder")
+        .description("Fetch through the pool.")
+        .body(move |input: Shout| {
+            let pooled = pooled.clone();
+            async move { pooled.call(input).await.map_err(Into::into) }
+        })
+        .build()
+        .unwrap();
+    let (outside,) = toolset
+        .bind_combos((launder.combo().with(Proxy::allow(["eu"])),))
+        .unwrap();
+    assert_eq!(
+        toolset
+            .call("launder", serde_json::json!({"text": "b"}))
+            .await
+            .unwrap(),
+        serde_json::json!("b via None")
+    );
+    let refused = outside.call(Shout { text: "c".into() }).await.unwrap_err();
+    let message = refused.to_string();
+    assert!(
+        message.contains("`proxy` (in `launder_proxy`)")
+            && message.contains("locality-inside-relocation"),
+        "{message}"
+    );
+    let by_name = toolset
+        .call("launder_proxy", serde_json::json!({"text": "d"}))
+        .await
+        .unwrap_err();
+    assert!(
+        by_name
+            .to_string()
+            .contains("needs to run beside the tool body"),
+        "{by_name}"
+    );
+}

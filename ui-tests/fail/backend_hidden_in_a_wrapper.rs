@@ -1,6 +1,6 @@
 // An extension cannot mint another extension's branch: a "wrapper" whose branch is
-// really a pool's would hide the relocation from the rules, and a proxy after it
-// would sit outside the pool. The pool only accepts the `LayerInput` made for it.
+// really a pool's would hide the relocation from the rules. The pool only accepts
+// the `LayerInput` made for it (and a wrapper's branch must be `Wrapped`).
 use toolgraft::ext::Pool;
 use toolgraft::ext::pool::Pooled;
 use toolgraft::{Extension, Layer, Stack};

@@ -1,6 +1,7 @@
 // A branch cannot pose as a base tool: a newtype around a `pool` branch that
-// implemented `BaseTool` would start a combo whose rules never saw the pool, and a
-// proxy added to it would sit outside the pool without a word.
+// implemented `BaseTool` would start a combo whose rules never saw the pool. (A
+// base whose body calls the branch is a base; a proxy on it is then refused at run
+// time by the pool: tests/it/relocation.rs.)
 use frunk::{hlist, hlist_pat};
 use toolgraft::ext::{Pool, Proxy};
 use toolgraft::prelude::*;
