@@ -77,6 +77,11 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub mod http;
 
 use std::sync::{Mutex, PoisonError};
 
@@ -353,6 +358,18 @@ impl ToolsetServer {
         Self {
             toolset,
             info,
+            notifier: Mutex::new(Notifier::Idle),
+            connection: watch::channel(()).0,
+        }
+    }
+
+    /// A server for the same toolset with the same info, and the per-connection
+    /// state of a new one: what each HTTP session is served by.
+    #[cfg(feature = "http")]
+    fn fresh(&self) -> Self {
+        Self {
+            toolset: self.toolset.clone(),
+            info: self.info.clone(),
             notifier: Mutex::new(Notifier::Idle),
             connection: watch::channel(()).0,
         }
