@@ -444,12 +444,17 @@ impl McpHttp {
     ///     McpHttp::new(ToolsetServer::new(toolgraft::Toolset::new()), Auth::off()).router();
     /// ```
     pub fn router(&self) -> Router {
+        self.router_until(&self.cancel)
+    }
+
+    /// [`router`](Self::router), its sessions ended when `cancel` is cancelled.
+    fn router_until(&self, cancel: &CancellationToken) -> Router {
         let template = self.server.fresh();
         let config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(self.hosts.iter().cloned())
             .with_allowed_origins(self.origins.iter().cloned())
             .enforce_origin_validation()
-            .with_cancellation_token(self.cancel.child_token());
+            .with_cancellation_token(cancel.child_token());
         let service = StreamableHttpService::new(
             move || Ok(template.fresh()),
             Arc::new(LocalSessionManager::default()),
@@ -495,8 +500,9 @@ impl McpHttp {
         let local = listener
             .local_addr()
             .map_err(|source| HttpError::Bind { addr, source })?;
-        let router = self.router();
-        let cancel = self.cancel.clone();
+        // A child: `Serving::shutdown` stops this server, not the embedder's token.
+        let cancel = self.cancel.child_token();
+        let router = self.router_until(&cancel);
         let stop = cancel.clone();
         let task = tokio::spawn(async move {
             axum::serve(listener, router)

@@ -4,6 +4,10 @@
 //! transports you serve over (`transport-io` for stdio); toolgraft enables only its
 //! `server` feature.
 //!
+//! Over HTTP, the `http` feature's `toolgraft_mcp::http` module serves it on MCP's
+//! Streamable HTTP transport (an axum router, or a loopback server of its own), with
+//! sessions, DNS-rebinding protection and an optional bearer token.
+//!
 //! [`ToolsetServer`] is an rmcp [`ServerHandler`] built from the toolset at run time:
 //! every bound name (bases and every branch) is an MCP tool, listed from
 //! [`Toolset::tools`] on each `tools/list` and called through [`Toolset::call`] by

@@ -605,3 +605,24 @@ async fn shutdown_ends_open_sessions_and_streams() {
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
     let _ = client.cancel().await;
 }
+
+#[tokio::test]
+async fn the_embedders_token_stops_the_server_and_shutdown_leaves_it_alone() {
+    use tokio_util::sync::CancellationToken;
+    let (toolset, _) = toolset();
+    let token = CancellationToken::new();
+    let first = serve(mcp(&toolset, Auth::off()).with_cancellation(token.clone())).await;
+    within("shutdown", first.shutdown()).await.unwrap();
+    assert!(!token.is_cancelled(), "shutdown stops its own server only");
+
+    let second = serve(mcp(&toolset, Auth::off()).with_cancellation(token.clone())).await;
+    let addr = second.local_addr();
+    let client = connect(&second.url()).await;
+    assert_eq!(names(&client).await.len(), 2);
+    token.cancel();
+    within("stopping on the embedder's token", second.wait())
+        .await
+        .unwrap();
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+    let _ = client.cancel().await;
+}
