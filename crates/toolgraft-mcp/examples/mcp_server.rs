@@ -1,6 +1,6 @@
-//! A stdio MCP server for a weather/translation toolset with combos: every bound
-//! name (bases and branches, among them `proxy` branches and `pool` backends) is an
-//! MCP tool.
+//! An MCP server for a weather/translation toolset with combos, over stdio or
+//! Streamable HTTP: every bound name (bases and branches, among them `proxy`
+//! branches and `pool` backends) is an MCP tool.
 //!
 //! Run: `cargo run -p toolgraft-mcp --example mcp_server` (speaks MCP on stdin and
 //! stdout; logs go to stderr). Try it with the MCP Inspector:
@@ -10,6 +10,13 @@
 //! the combos below at start, and again whenever the file changes: connected
 //! clients get `notifications/tools/list_changed` and see the new branches in
 //! their next `tools/list`.
+//!
+//! With `--http [ADDR]` (feature `http`) it serves MCP over Streamable HTTP instead,
+//! on `ADDR` (default `127.0.0.1:8931`; port 0 takes a free one), and prints the
+//! endpoint's URL on stderr:
+//! `cargo run -p toolgraft-mcp --features http --example mcp_server -- --http`.
+//! Clients must send `Authorization: Bearer $MCP_TOKEN` when `MCP_TOKEN` is set;
+//! without it there is no token (and the server only listens on loopback anyway).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -146,18 +153,61 @@ async fn watch(toolset: Toolset, registry: Registry, path: PathBuf) {
     }
 }
 
-fn manifest_arg() -> Result<Option<PathBuf>, String> {
-    let mut args = std::env::args().skip(1);
-    match (args.next().as_deref(), args.next(), args.next()) {
-        (None, _, _) => Ok(None),
-        (Some("--manifest"), Some(path), None) => Ok(Some(path.into())),
-        _ => Err("usage: mcp_server [--manifest <file.json|file.toml>]".into()),
+/// What the command line asks for.
+struct Args {
+    manifest: Option<PathBuf>,
+    /// `--http [ADDR]`: serve over Streamable HTTP on ADDR instead of stdio.
+    http: Option<String>,
+}
+
+const USAGE: &str = "usage: mcp_server [--manifest <file.json|file.toml>] [--http [ADDR]]";
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        manifest: None,
+        http: None,
+    };
+    let mut given = std::env::args().skip(1).peekable();
+    while let Some(arg) = given.next() {
+        match arg.as_str() {
+            "--manifest" => args.manifest = Some(given.next().ok_or(USAGE)?.into()),
+            "--http" => {
+                let addr = given.next_if(|next| !next.starts_with("--"));
+                args.http = Some(addr.unwrap_or_else(|| "127.0.0.1:8931".into()));
+            }
+            _ => return Err(USAGE.into()),
+        }
     }
+    Ok(args)
+}
+
+/// Serves over Streamable HTTP until the process is stopped.
+#[cfg(feature = "http")]
+async fn serve_http(server: ToolsetServer, addr: &str) -> Result<(), Box<dyn std::error::Error>> {
+    use toolgraft_mcp::http::{Auth, McpHttp};
+    let addr: std::net::SocketAddr = addr.parse().map_err(|e| format!("--http {addr}: {e}"))?;
+    let auth = match std::env::var("MCP_TOKEN") {
+        Ok(token) => Auth::bearer(token)?,
+        Err(_) => Auth::off(),
+    };
+    let running = McpHttp::new(server, auth.clone()).serve(addr).await?;
+    // Scripts read this line for the URL (with the port chosen for port 0).
+    eprintln!("mcp_server: MCP over HTTP at {}", running.url());
+    if !auth.requires_token() {
+        eprintln!("mcp_server: no bearer token (set MCP_TOKEN to require one)");
+    }
+    running.wait().await?;
+    Ok(())
+}
+
+#[cfg(not(feature = "http"))]
+async fn serve_http(_: ToolsetServer, _: &str) -> Result<(), Box<dyn std::error::Error>> {
+    Err("--http needs the `http` feature: cargo run -p toolgraft-mcp --features http --example mcp_server -- --http".into())
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let manifest = manifest_arg()?;
+    let Args { manifest, http } = parse_args()?;
 
     let weather = Tool::builder()
         .name("weather")
@@ -221,9 +271,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "Weather, translation and user tools. Each tool has branches named \
              `<tool>_<extension>...`: `_cache` takes `exp` (seconds), `_proxy` takes \
              `proxies` (egress routes), `_batch` takes `items`.",
-        )
-        .serve(stdio())
-        .await?;
+        );
+    if let Some(addr) = http {
+        return serve_http(server, &addr).await;
+    }
+    let server = server.serve(stdio()).await?;
     server.waiting().await?;
     // On stderr, where a client keeps the server's log.
     eprintln!("mcp_server: the client closed the connection");

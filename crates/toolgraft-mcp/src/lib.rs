@@ -4,6 +4,10 @@
 //! transports you serve over (`transport-io` for stdio); toolgraft enables only its
 //! `server` feature.
 //!
+//! Over HTTP, the `http` feature's `toolgraft_mcp::http` module serves it on MCP's
+//! Streamable HTTP transport (an axum router, or a loopback server of its own), with
+//! sessions, DNS-rebinding protection and an optional bearer token.
+//!
 //! [`ToolsetServer`] is an rmcp [`ServerHandler`] built from the toolset at run time:
 //! every bound name (bases and every branch) is an MCP tool, listed from
 //! [`Toolset::tools`] on each `tools/list` and called through [`Toolset::call`] by
@@ -78,6 +82,11 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub mod http;
 
 use std::sync::{Mutex, PoisonError};
 
@@ -357,6 +366,18 @@ impl ToolsetServer {
         Self {
             toolset,
             info,
+            notifier: Mutex::new(Notifier::Idle),
+            connection: watch::channel(()).0,
+        }
+    }
+
+    /// A server for the same toolset with the same info, and the per-connection
+    /// state of a new one: what each HTTP session is served by.
+    #[cfg(feature = "http")]
+    fn fresh(&self) -> Self {
+        Self {
+            toolset: self.toolset.clone(),
+            info: self.info.clone(),
             notifier: Mutex::new(Notifier::Idle),
             connection: watch::channel(()).0,
         }

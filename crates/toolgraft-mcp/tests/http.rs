@@ -1,0 +1,628 @@
+//! MCP over Streamable HTTP (feature `http`): rmcp's HTTP client talks to
+//! `McpHttp` servers on loopback ports, and raw requests check what a client that is
+//! not rmcp's (or a hostile one) gets: sessions, Host and Origin allow-lists, the
+//! bearer token, bad bodies.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use frunk::hlist;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode, JsonObject};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use toolgraft::ext::{Cache, Trace};
+use toolgraft::manifest::ElementSpec;
+use toolgraft::prelude::*;
+use toolgraft::{BoxError, Registry};
+use toolgraft_mcp::ToolsetServer;
+use toolgraft_mcp::http::{Auth, HttpError, McpHttp, Serving};
+
+// ---------------------------------------------------------------- fixtures
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Shout {
+    /// What to shout.
+    text: String,
+}
+
+/// `shout` with `[trace]`, and a registry (trace, cache) for live changes.
+fn toolset() -> (Toolset, Registry) {
+    let shout = Tool::builder()
+        .name("shout")
+        .description("Return the text, loud.")
+        .body(|input: Shout| async move {
+            if input.text.is_empty() {
+                return Err::<String, BoxError>("nothing to shout".into());
+            }
+            Ok(input.text.to_uppercase())
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind(&shout, hlist![shout.combo().with(Trace)])
+        .unwrap();
+    let mut registry = Registry::new();
+    registry
+        .register(Trace)
+        .unwrap()
+        .register_configurable(Cache::default())
+        .unwrap();
+    (toolset, registry)
+}
+
+async fn serve(mcp: McpHttp) -> Serving {
+    within("serve", mcp.serve(([127, 0, 0, 1], 0)))
+        .await
+        .expect("serves on a loopback port")
+}
+
+fn mcp(toolset: &Toolset, auth: Auth) -> McpHttp {
+    McpHttp::new(ToolsetServer::new(toolset.clone()), auth)
+}
+
+/// A client that counts `notifications/tools/list_changed`.
+#[derive(Clone, Default)]
+struct Client {
+    list_changed: Arc<Notify>,
+    notifications: Arc<AtomicUsize>,
+}
+
+impl ClientHandler for Client {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.notifications.fetch_add(1, Ordering::SeqCst);
+        self.list_changed.notify_one();
+    }
+}
+
+type Connection = RunningService<RoleClient, Client>;
+
+async fn connect_with(config: StreamableHttpClientTransportConfig) -> Connection {
+    let transport = StreamableHttpClientTransport::from_config(config);
+    within("connecting", Client::default().serve(transport))
+        .await
+        .expect("the client connects")
+}
+
+async fn connect(url: &str) -> Connection {
+    connect_with(StreamableHttpClientTransportConfig::with_uri(
+        url.to_owned(),
+    ))
+    .await
+}
+
+/// No test step may hang: each is bounded.
+async fn within<F: Future>(what: &str, future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(30), future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out: {what}"))
+}
+
+fn args(value: Value) -> JsonObject {
+    value.as_object().cloned().expect("arguments are an object")
+}
+
+async fn call(
+    client: &Connection,
+    name: &str,
+    arguments: Value,
+) -> Result<CallToolResult, rmcp::ServiceError> {
+    let params = CallToolRequestParams::new(name.to_owned()).with_arguments(args(arguments));
+    within(name, client.call_tool(params)).await
+}
+
+async fn names(client: &Connection) -> Vec<String> {
+    within("tools/list", client.list_all_tools())
+        .await
+        .expect("tools/list")
+        .into_iter()
+        .map(|tool| tool.name.to_string())
+        .collect()
+}
+
+fn text(result: &CallToolResult) -> &str {
+    &result.content[0].as_text().expect("a text block").text
+}
+
+const ACCEPT: &str = "application/json, text/event-stream";
+
+fn initialize_body() -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw-test", "version": "1.0.0"}
+        }
+    })
+}
+
+/// A raw `initialize` POST with `headers`, as a client that is not rmcp's sends it.
+async fn raw_initialize(url: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", ACCEPT)
+        .json(&initialize_body());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    within("raw initialize", request.send())
+        .await
+        .expect("the server answers")
+}
+
+/// The first JSON-RPC message of an answer (an event stream or a JSON body).
+async fn first_message(response: reqwest::Response) -> Value {
+    let is_stream = response
+        .headers()
+        .get("content-type")
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("text/event-stream"));
+    if !is_stream {
+        return within("json body", response.json()).await.expect("json");
+    }
+    let mut response = response;
+    let mut seen = String::new();
+    loop {
+        let chunk = within("an event", response.chunk())
+            .await
+            .expect("the stream goes on")
+            .expect("a message before the stream ends");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+        let found = seen
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .map(str::trim)
+            .filter(|data| !data.is_empty())
+            .find_map(|data| serde_json::from_str::<Value>(data).ok());
+        if let Some(message) = found {
+            return message;
+        }
+    }
+}
+
+// ---------------------------------------------------------------- rmcp's client
+
+#[tokio::test]
+async fn an_http_client_lists_and_calls_every_bound_name() {
+    let (toolset, _) = toolset();
+    let server = serve(mcp(&toolset, Auth::off())).await;
+    let client = connect(&server.url()).await;
+
+    assert_eq!(names(&client).await, ["shout", "shout_trace"]);
+    let loud = call(&client, "shout_trace", json!({"text": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&loud), "HI");
+    let failed = call(&client, "shout", json!({"text": ""})).await.unwrap();
+    assert_eq!(failed.is_error, Some(true));
+    assert_eq!(text(&failed), "tool `shout` failed: nothing to shout");
+
+    for (name, arguments) in [("shout", json!({"txt": "hi"})), ("no_such_tool", json!({}))] {
+        match call(&client, name, arguments).await {
+            Err(rmcp::ServiceError::McpError(error)) => {
+                assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{name}: {error:?}");
+            }
+            other => panic!("{name}: expected invalid params, got {other:?}"),
+        }
+    }
+    client.cancel().await.unwrap();
+    within("shutdown", server.shutdown()).await.unwrap();
+}
+
+#[tokio::test]
+async fn list_changed_reaches_every_http_session() {
+    let (toolset, registry) = toolset();
+    let server = serve(mcp(&toolset, Auth::off())).await;
+    let first = connect(&server.url()).await;
+    let second = connect(&server.url()).await;
+    assert_eq!(names(&first).await, ["shout", "shout_trace"]);
+
+    toolset
+        .attach(&registry, "shout", &[ElementSpec::named("cache")])
+        .unwrap();
+    for client in [&first, &second] {
+        within("list_changed", client.service().list_changed.notified()).await;
+        assert_eq!(names(client).await, ["shout", "shout_cache", "shout_trace"]);
+    }
+    let cached = call(&second, "shout_cache", json!({"text": "hey", "exp": 60}))
+        .await
+        .unwrap();
+    assert_eq!(text(&cached), "HEY");
+
+    // One session ending leaves the others told of later changes.
+    first.cancel().await.unwrap();
+    toolset
+        .detach("shout", &[ElementSpec::named("cache")])
+        .unwrap();
+    within("list_changed", second.service().list_changed.notified()).await;
+    assert_eq!(names(&second).await, ["shout", "shout_trace"]);
+
+    // A refused change changes nothing and announces nothing.
+    let before = second.service().notifications.load(Ordering::SeqCst);
+    assert!(
+        toolset
+            .attach(&registry, "shout_trace", &[ElementSpec::named("cache")])
+            .is_err()
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        second.service().notifications.load(Ordering::SeqCst),
+        before
+    );
+    second.cancel().await.unwrap();
+    within("shutdown", server.shutdown()).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_router_mounts_beside_an_applications_routes() {
+    use axum::routing::get;
+    let (toolset, _) = toolset();
+    let app = axum::Router::new()
+        .route("/health", get(|| async { "ok" }))
+        .merge(mcp(&toolset, Auth::off()).router());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let health = reqwest::get(format!("http://{addr}/health")).await.unwrap();
+    assert_eq!(health.text().await.unwrap(), "ok");
+    let client = connect(&format!("http://{addr}/mcp")).await;
+    assert_eq!(names(&client).await, ["shout", "shout_trace"]);
+    client.cancel().await.unwrap();
+    served.abort();
+}
+
+// ---------------------------------------------------------------- sessions
+
+#[tokio::test]
+async fn sessions_have_ids_are_separate_and_end_with_delete() {
+    let (toolset, _) = toolset();
+    let server = serve(mcp(&toolset, Auth::off())).await;
+    let url = server.url();
+    let http = reqwest::Client::new();
+
+    let opened = raw_initialize(&url, &[]).await;
+    assert_eq!(opened.status(), 200);
+    let session = opened
+        .headers()
+        .get("mcp-session-id")
+        .expect("initialize opens a session")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let answer = first_message(opened).await;
+    assert_eq!(answer["result"]["serverInfo"]["name"], "toolgraft");
+    assert_eq!(
+        answer["result"]["capabilities"]["tools"]["listChanged"],
+        true
+    );
+
+    let other = raw_initialize(&url, &[]).await;
+    let other_session = other.headers().get("mcp-session-id").unwrap().clone();
+    assert_ne!(
+        other_session.to_str().unwrap(),
+        session,
+        "one id per session"
+    );
+
+    let list = |session: Option<&str>| {
+        let mut request = http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", ACCEPT)
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send()
+    };
+    let initialized = http
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", ACCEPT)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(initialized.status(), 202);
+
+    let listed = list(Some(&session)).await.unwrap();
+    assert_eq!(listed.status(), 200);
+    let tools = first_message(listed).await;
+    assert_eq!(tools["result"]["tools"][1]["name"], "shout_trace");
+
+    // A session id the server never gave: 404 (the client must initialize again).
+    assert_eq!(list(Some("not-a-session")).await.unwrap().status(), 404);
+
+    let deleted = http
+        .delete(&url)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    assert_eq!(list(Some(&session)).await.unwrap().status(), 404);
+    within("shutdown", server.shutdown()).await.unwrap();
+}
+
+// ---------------------------------------------------------------- DNS rebinding
+
+#[tokio::test]
+async fn foreign_hosts_and_origins_are_refused_loopback_ones_accepted() {
+    let (toolset, _) = toolset();
+    let server = serve(mcp(&toolset, Auth::off())).await;
+    let url = server.url();
+    let own = server.local_addr().to_string();
+    let loopback_origin = format!("http://{own}");
+    let localhost_origin = format!("http://localhost:{}", server.local_addr().port());
+
+    // DNS rebinding: a page on evil.example resolves its name to 127.0.0.1.
+    let attack = raw_initialize(
+        &url,
+        &[("host", "evil.example"), ("origin", "http://evil.example")],
+    )
+    .await;
+    assert_eq!(attack.status(), 403);
+    let foreign_origin = raw_initialize(&url, &[("origin", "http://evil.example")]).await;
+    assert_eq!(foreign_origin.status(), 403);
+    let foreign_host = raw_initialize(&url, &[("host", "evil.example")]).await;
+    assert_eq!(foreign_host.status(), 403);
+    let bad_origin = raw_initialize(&url, &[("origin", "not an origin")]).await;
+    assert_eq!(bad_origin.status(), 403);
+
+    for headers in [
+        vec![],
+        vec![("origin", loopback_origin.as_str())],
+        vec![
+            ("host", own.as_str()),
+            ("origin", localhost_origin.as_str()),
+        ],
+    ] {
+        let accepted = raw_initialize(&url, &headers).await;
+        assert_eq!(accepted.status(), 200, "{headers:?}");
+        assert!(first_message(accepted).await["result"].is_object());
+    }
+    within("shutdown", server.shutdown()).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_allow_lists_are_the_operators_to_set() {
+    let (toolset, _) = toolset();
+    let server = serve(
+        mcp(&toolset, Auth::off())
+            .allow_hosts(["mcp.example.com"])
+            .unwrap()
+            .allow_origins(["https://app.example.com"])
+            .unwrap(),
+    )
+    .await;
+    let url = server.url();
+    let app = [
+        ("host", "mcp.example.com"),
+        ("origin", "https://app.example.com"),
+    ];
+    assert_eq!(raw_initialize(&url, &app).await.status(), 200);
+    // The loopback names are no longer on the lists.
+    assert_eq!(raw_initialize(&url, &[]).await.status(), 403);
+    let local_page = [
+        ("host", "mcp.example.com"),
+        ("origin", "http://localhost:3000"),
+    ];
+    assert_eq!(raw_initialize(&url, &local_page).await.status(), 403);
+    within("shutdown", server.shutdown()).await.unwrap();
+
+    // Entries that could never match are refused when configuring.
+    for refused in [
+        mcp(&toolset, Auth::off()).allow_hosts(["https://mcp.example.com"]),
+        mcp(&toolset, Auth::off()).allow_hosts([""]),
+        mcp(&toolset, Auth::off()).allow_origins(["app.example.com"]),
+        mcp(&toolset, Auth::off()).allow_origins(["https://app.example.com/path"]),
+    ] {
+        let error = refused.unwrap_err();
+        assert!(
+            matches!(error, HttpError::BadAllowListEntry { .. }),
+            "{error}"
+        );
+        assert!(error.to_string().contains("allow-list entry"), "{error}");
+    }
+}
+
+#[tokio::test]
+async fn serve_stays_on_loopback_unless_told_otherwise() {
+    let (toolset, _) = toolset();
+    for addr in [[0, 0, 0, 0], [192, 0, 2, 1]] {
+        let refused = mcp(&toolset, Auth::off()).serve((addr, 0)).await;
+        match refused {
+            Err(HttpError::NotLoopback { addr: refused }) => {
+                assert_eq!(
+                    refused.ip().to_string(),
+                    std::net::Ipv4Addr::from(addr).to_string()
+                );
+            }
+            other => panic!("expected NotLoopback, got {other:?}"),
+        }
+    }
+    // Every loopback address is fine.
+    let server = mcp(&toolset, Auth::off())
+        .serve(([127, 0, 0, 2], 0))
+        .await
+        .unwrap();
+    assert_eq!(server.local_addr().ip().to_string(), "127.0.0.2");
+    server.shutdown().await.unwrap();
+
+    // A port in use is a typed error naming the address.
+    let taken = serve(mcp(&toolset, Auth::off())).await;
+    let again = mcp(&toolset, Auth::off()).serve(taken.local_addr()).await;
+    assert!(
+        matches!(&again, Err(HttpError::Bind { addr, .. }) if *addr == taken.local_addr()),
+        "{again:?}"
+    );
+    taken.shutdown().await.unwrap();
+}
+
+// ---------------------------------------------------------------- bearer token
+
+#[tokio::test]
+async fn a_bearer_token_is_required_when_configured() {
+    let (toolset, _) = toolset();
+    let server = serve(mcp(&toolset, Auth::bearer("s3cret-t0ken").unwrap())).await;
+    let url = server.url();
+
+    for headers in [
+        vec![],
+        vec![("authorization", "Bearer wrong")],
+        vec![("authorization", "Bearer s3cret-t0ke")],
+        vec![("authorization", "Basic czNjcmV0LXQwa2Vu")],
+        vec![("authorization", "s3cret-t0ken")],
+    ] {
+        let refused = raw_initialize(&url, &headers).await;
+        assert_eq!(refused.status(), 401, "{headers:?}");
+        let challenge = refused
+            .headers()
+            .get("www-authenticate")
+            .expect("a challenge")
+            .to_str()
+            .unwrap();
+        assert!(challenge.starts_with("Bearer "), "{challenge}");
+    }
+    // The scheme's case does not matter (RFC 9110).
+    let ok = raw_initialize(&url, &[("authorization", "bearer s3cret-t0ken")]).await;
+    assert_eq!(ok.status(), 200);
+
+    // rmcp's client with the token lists and calls.
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header("s3cret-t0ken");
+    let client = connect_with(config).await;
+    assert_eq!(names(&client).await, ["shout", "shout_trace"]);
+    client.cancel().await.unwrap();
+
+    // The DNS-rebinding check still holds for a client with the token.
+    let attack = raw_initialize(
+        &url,
+        &[
+            ("authorization", "Bearer s3cret-t0ken"),
+            ("origin", "http://evil.example"),
+        ],
+    )
+    .await;
+    assert_eq!(attack.status(), 403);
+    within("shutdown", server.shutdown()).await.unwrap();
+
+    for bad in [
+        "",
+        "two words",
+        "quote\"",
+        "\u{e9}t\u{e9}",
+        "=",
+        &"x".repeat(4097),
+    ] {
+        let error = Auth::bearer(bad).unwrap_err();
+        assert!(matches!(error, HttpError::BadToken { .. }), "{error}");
+    }
+    // The token is never quoted.
+    let error = Auth::bearer("my secret").unwrap_err().to_string();
+    assert!(!error.contains("secret"), "{error}");
+}
+
+// ---------------------------------------------------------------- hostile input
+
+#[tokio::test]
+async fn hostile_bodies_get_http_errors_and_the_server_goes_on() {
+    let (toolset, _) = toolset();
+    let server = serve(mcp(&toolset, Auth::off())).await;
+    let url = server.url();
+    let http = reqwest::Client::new();
+    let post = |body: Vec<u8>| {
+        http.post(&url)
+            .header("content-type", "application/json")
+            .header("accept", ACCEPT)
+            .body(body)
+            .send()
+    };
+
+    let garbage = post(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\":".to_vec())
+        .await
+        .unwrap();
+    assert!(garbage.status().is_client_error(), "{}", garbage.status());
+    let not_json_rpc = post(b"[1, 2, 3]".to_vec()).await.unwrap();
+    assert!(
+        not_json_rpc.status().is_client_error(),
+        "{}",
+        not_json_rpc.status()
+    );
+
+    // Past the 4 MiB limit: refused while reading, never buffered whole.
+    let mut huge = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":""#.to_vec();
+    huge.resize(5 * 1024 * 1024, b'a');
+    huge.extend_from_slice(b"\"}}");
+    let too_big = post(huge).await.unwrap();
+    assert_eq!(too_big.status(), 413);
+
+    // A call with arguments nested past the toolset's limit is the tool's
+    // invalid-params error, not a crash.
+    let client = connect(&url).await;
+    let mut deep = json!("bottom");
+    // (100 levels: within serde_json's own limit, past the toolset's 64)
+    for _ in 0..100 {
+        deep = json!({"text": deep});
+    }
+    match call(&client, "shout", deep).await {
+        Err(rmcp::ServiceError::McpError(error)) => {
+            assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+        }
+        other => panic!("expected invalid params, got {other:?}"),
+    }
+    assert_eq!(names(&client).await, ["shout", "shout_trace"]);
+    client.cancel().await.unwrap();
+    within("shutdown", server.shutdown()).await.unwrap();
+}
+
+#[tokio::test]
+async fn shutdown_ends_open_sessions_and_streams() {
+    let (toolset, _) = toolset();
+    let server = serve(mcp(&toolset, Auth::off())).await;
+    let addr = server.local_addr();
+    // rmcp's client keeps a GET stream open for server messages.
+    let client = connect(&server.url()).await;
+    assert_eq!(names(&client).await.len(), 2);
+    within("shutdown with a stream open", server.shutdown())
+        .await
+        .unwrap();
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+    let _ = client.cancel().await;
+}
+
+#[tokio::test]
+async fn the_embedders_token_stops_the_server_and_shutdown_leaves_it_alone() {
+    use tokio_util::sync::CancellationToken;
+    let (toolset, _) = toolset();
+    let token = CancellationToken::new();
+    let first = serve(mcp(&toolset, Auth::off()).with_cancellation(token.clone())).await;
+    within("shutdown", first.shutdown()).await.unwrap();
+    assert!(!token.is_cancelled(), "shutdown stops its own server only");
+
+    let second = serve(mcp(&toolset, Auth::off()).with_cancellation(token.clone())).await;
+    let addr = second.local_addr();
+    let client = connect(&second.url()).await;
+    assert_eq!(names(&client).await.len(), 2);
+    token.cancel();
+    within("stopping on the embedder's token", second.wait())
+        .await
+        .unwrap();
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+    let _ = client.cancel().await;
+}
