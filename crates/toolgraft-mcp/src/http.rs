@@ -599,7 +599,7 @@ impl Serving {
 fn bad_entry(list: &'static str, entry: &str, expected: &'static str) -> HttpError {
     HttpError::BadAllowListEntry {
         list,
-        entry: toolgraft::shorten(entry).into_owned(),
+        entry: toolgraft::error::shorten(entry).into_owned(),
         expected,
     }
 }

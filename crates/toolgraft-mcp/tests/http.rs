@@ -18,10 +18,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
+use toolgraft::Registry;
+use toolgraft::error::BoxError;
 use toolgraft::ext::{Cache, Trace};
-use toolgraft::manifest::ElementSpec;
 use toolgraft::prelude::*;
-use toolgraft::{BoxError, Registry};
+use toolgraft::runtime::manifest::ElementSpec;
 use toolgraft_mcp::ToolsetServer;
 use toolgraft_mcp::http::{Auth, HttpError, McpHttp, Serving};
 
