@@ -20,6 +20,8 @@ use crate::schema;
 use crate::stack::Args;
 use crate::tool::{BaseTool, panic_message};
 
+mod edit;
+
 /// Bound tools: each base with one branch per prefix of each of its combos.
 ///
 /// Cloning is cheap and shares the bindings, so one toolset can serve many tasks
