@@ -709,7 +709,7 @@ translate = [["pool", "proxy"]] # keep
             serde_json::json!({"x": null}),
         )];
         assert!(
-            representable(Format::Toml, &[null.clone()])
+            representable(Format::Toml, std::slice::from_ref(&null))
                 .unwrap_err()
                 .contains("no `null`")
         );

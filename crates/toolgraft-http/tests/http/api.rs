@@ -217,13 +217,23 @@ async fn add_and_remove_in_one_change_put_replaces_delete_clears() {
     assert_eq!(names(&restart(&server.manifest)), names(&server.toolset));
 }
 
+/// A request, and the status, rule and words of its refusal.
+type Refusal<'a> = (
+    &'a str,
+    &'a str,
+    Option<&'a str>,
+    u16,
+    Option<&'a str>,
+    &'a str,
+);
+
 /// Each refusal: its status, its rule, its words; and nothing changed, live or on
 /// disk.
 #[tokio::test]
 async fn refusals_change_nothing_and_come_in_order() {
     let server = server("json", JSON_MANIFEST, None);
     let before = names(&server.toolset);
-    let cases: &[(&str, &str, Option<&str>, u16, Option<&str>, &str)] = &[
+    let cases: &[Refusal] = &[
         // The body's shape first, even for an unknown tool.
         (
             "POST",
