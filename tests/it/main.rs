@@ -8,6 +8,7 @@ mod agreement;
 mod builtins;
 mod calls;
 mod dynamic;
+mod edit;
 mod kinds;
 mod manifest_shape;
 mod naming;
