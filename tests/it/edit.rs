@@ -40,7 +40,7 @@ fn typed_combos_are_listed_and_kept_by_an_edit() {
         json!({"default_ttl_secs": 5.0}),
     )];
     toolset
-        .edit(&registry, "shout", &[], &[cached.clone()])
+        .edit(&registry, "shout", &[], std::slice::from_ref(&cached))
         .unwrap();
     assert_eq!(
         toolset.combos("shout").unwrap(),
@@ -49,7 +49,7 @@ fn typed_combos_are_listed_and_kept_by_an_edit() {
     // An empty config is no config: the same combo as the bare name.
     let empty = vec![ElementSpec::configured("trace", json!({}))];
     let err = toolset
-        .edit(&registry, "shout", &[], &[empty.clone()])
+        .edit(&registry, "shout", &[], std::slice::from_ref(&empty))
         .unwrap_err();
     assert!(matches!(err, BindError::AlreadyAttached { .. }), "{err}");
     toolset.edit(&registry, "shout", &[empty], &[]).unwrap();
