@@ -71,12 +71,22 @@ fn checks_come_in_order_and_a_refusal_changes_nothing() {
     changes.mark_unchanged();
     let broken = combo(&["pool", "proxy"]);
     // The tool first.
-    let err = toolset.edit(&registry, "ghost", &[combo(&["nope"])], &[broken.clone()]);
+    let err = toolset.edit(
+        &registry,
+        "ghost",
+        &[combo(&["nope"])],
+        std::slice::from_ref(&broken),
+    );
     assert!(matches!(err, Err(BindError::UnknownTool { .. })));
-    let err = toolset.edit(&registry, "shout_trace", &[], &[broken.clone()]);
+    let err = toolset.edit(&registry, "shout_trace", &[], std::slice::from_ref(&broken));
     assert!(matches!(err, Err(BindError::NotABase { ref base, .. }) if base == "shout"));
     // Then membership, before any combo is bound.
-    let err = toolset.edit(&registry, "shout", &[combo(&["pool"])], &[broken.clone()]);
+    let err = toolset.edit(
+        &registry,
+        "shout",
+        &[combo(&["pool"])],
+        std::slice::from_ref(&broken),
+    );
     assert!(matches!(err, Err(BindError::NotAttached { .. })));
     let err = toolset.edit(
         &registry,
