@@ -141,6 +141,13 @@ impl Authoring<AuthNotChosen> {
 impl<A> Authoring<A> {
     /// The manifest file (`.json` or `.toml`) the toolset's combos were loaded
     /// from: every change is written back to it, so a restart keeps it.
+    ///
+    /// A change writes the changed tool's entry only: the tool's combos as the
+    /// toolset holds them after the change (typed combos bound in code included,
+    /// so their extensions should be registered too), its other combos as the file
+    /// wrote them. A tool left without combos loses its key (a manifest has no
+    /// empty lists). The file is read again at each change, so an operator's edits
+    /// to other tools are kept; one the manifest parser refuses stops the change.
     pub fn manifest_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.manifest = Some(path.into());
         self
