@@ -44,8 +44,9 @@ fn carries(headers: &HeaderMap, token: &str) -> bool {
         .get_all(header::AUTHORIZATION)
         .iter()
         .filter_map(|value| value.to_str().ok())
-        .filter_map(|value| value.strip_prefix("Bearer "))
-        .any(|given| same(given.trim().as_bytes(), token.as_bytes()));
+        .filter_map(|value| value.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .any(|(_, given)| same(given.trim().as_bytes(), token.as_bytes()));
     let cookie = headers
         .get_all(header::COOKIE)
         .iter()

@@ -653,6 +653,15 @@ async fn a_token_guards_every_route_and_the_page_signs_in() {
     assert_eq!(server.toolset.combos("weather").unwrap().len(), 2);
     let answer = send(&server.router, "GET", "/tools", None, Some(TOKEN)).await;
     assert_eq!(answer.status, 200);
+    // The scheme's case does not matter (RFC 9110).
+    let request = Request::get("/tools")
+        .header(header::AUTHORIZATION, format!("bearer {TOKEN}"))
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(
+        crate::common::answer(&server.router, request).await.status,
+        200
+    );
 
     // The page: a sign-in form, then a cookie.
     let answer = send(&server.router, "GET", "/", None, None).await;
