@@ -22,6 +22,8 @@ use crate::schema;
 use crate::schema::Args;
 use crate::tool::BaseTool;
 
+mod edit;
+
 /// Bound tools: each base with one branch per prefix of each of its combos.
 ///
 /// Cloning is cheap and shares the bindings, so one toolset can serve many tasks

@@ -9,6 +9,7 @@ mod authoring;
 mod builtins;
 mod calls;
 mod dynamic;
+mod edit;
 mod kinds;
 mod manifest_shape;
 mod naming;
