@@ -209,8 +209,11 @@ pub enum ChainErrorKind {
     TooDeep,
     /// `select` points at nothing in the first result.
     SelectsNothing,
-    /// `select` picks something that is not an arguments object.
+    /// `select` (or a jq expression) picks something that is not an arguments object.
     NotArguments,
+    /// A jq expression failed on the first result, or ran out of its bounds
+    /// (feature `jq`).
+    Jq,
 }
 
 /// What kind of argument problem an [`ArgsError`] is.

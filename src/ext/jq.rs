@@ -173,6 +173,47 @@ impl Jq {
         })
     }
 
+    /// Compiles `code` without blocking the async runtime (what a chain does with
+    /// a caller's expression).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let jq = toolgraft::ext::jq::Jq::compile_async(".a").await.unwrap();
+    /// assert_eq!(jq.code(), ".a");
+    /// # }
+    /// ```
+    pub async fn compile_async(code: &str) -> Result<Self, JqError> {
+        let code: Arc<str> = code.into();
+        let owned = code.clone();
+        let (send, receive) = tokio::sync::oneshot::channel();
+        let spawned = std::thread::Builder::new()
+            .name("toolgraft-jq".to_owned())
+            .stack_size(STACK)
+            .spawn(move || {
+                let _ = send.send(std::panic::catch_unwind(|| compile(&owned)));
+            });
+        if let Err(error) = spawned {
+            return Err(JqError::Compile {
+                problem: format!("no thread to compile it on: {error}"),
+            });
+        }
+        match receive.await {
+            Ok(Ok(filter)) => Ok(Self {
+                code,
+                filter: Arc::new(filter?),
+            }),
+            Ok(Err(panic)) => Err(JqError::Compile {
+                problem: format!(
+                    "the compiler panicked: {}",
+                    shorten(&crate::tool::panic_message(panic.as_ref()))
+                ),
+            }),
+            Err(_) => Err(JqError::Compile {
+                problem: "its thread ended without a result".to_owned(),
+            }),
+        }
+    }
+
     /// The expression as written.
     pub fn code(&self) -> &str {
         &self.code

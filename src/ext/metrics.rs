@@ -18,7 +18,6 @@
 //! Arguments refused while decoding never reach a branch, so they are not counted.
 
 use std::sync::{Arc, Once};
-use std::time::Instant;
 
 use metrics::{Label, SharedString};
 
@@ -151,7 +150,8 @@ impl<S: Stack> Wrap<S> for Measured {
             measured: self,
             finished: false,
         };
-        let started = Instant::now();
+        // tokio's clock: the system's, or a test's paused one.
+        let started = tokio::time::Instant::now();
         let result = next.call(input).await;
         let took = started.elapsed();
         pending.finished = true;

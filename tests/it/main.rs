@@ -8,9 +8,14 @@ mod agreement;
 mod builtins;
 mod calls;
 mod dynamic;
+#[cfg(feature = "jq")]
+mod jq_chain;
 mod kinds;
 mod manifest_shape;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod naming;
 mod pass;
 mod relocation;
 mod schemas;
+mod timeout;
