@@ -186,18 +186,18 @@ impl Chain {
     ///     .body(|input: Forecast| async move { Ok(format!("sunny at {}", input.lat)) })
     ///     .build()?;
     /// let toolset = Toolset::new();
+    /// toolset.bind_tool(&forecast)?;
     /// let mut registry = Registry::new();
     /// registry.register_refined(Chain::new(&toolset), Chain::configured)?;
-    /// let manifest = Manifest::from_json(r#"{"tools": {
-    ///     "find": [[{"name": "chain", "config": {"jq": "{lat: .at[0]}"}}]],
-    ///     "forecast": [[{"name": "chain", "config": {"jq": "{lat: .at[0]"}}]]
-    /// }}"#)?;
-    /// let bases = BaseTools::new().with(&find).with(&forecast);
-    /// let outcome = toolset.bind_manifest(&registry, &bases, &manifest);
-    /// assert!(outcome[0].1.is_ok());
-    /// let Err(BindError::InvalidConfig { field, .. }) = &outcome[1].1 else { panic!() };
+    /// let bases = BaseTools::new().with(&find);
+    ///
+    /// let bad = Manifest::from_json(r#"{"tools": {"find": [[{"name": "chain", "config": {"jq": "{lat: .at[0]"}}]]}}"#)?;
+    /// let outcome = toolset.bind_manifest(&registry, &bases, &bad);
+    /// let Err(BindError::InvalidConfig { field, .. }) = &outcome[0].1 else { panic!() };
     /// assert_eq!(field, "jq");
     ///
+    /// let good = Manifest::from_json(r#"{"tools": {"find": [[{"name": "chain", "config": {"jq": "{lat: .at[0]}"}}]]}}"#)?;
+    /// assert!(toolset.bind_manifest(&registry, &bases, &good)[0].1.is_ok());
     /// let out = toolset.call("find_chain", json!({"city": "Lisbon", "next_tool": "forecast"})).await?;
     /// assert_eq!(out, json!("sunny at 38.7"));
     /// # Ok(()) }

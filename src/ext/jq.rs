@@ -542,7 +542,7 @@ fn library<'s>() -> impl Iterator<Item = Def<&'s str>> {
 
 /// `body` with a step first (`step | body`: the body stays in tail position) and
 /// the same for every local definition in it.
-fn counted<'s>(body: Term<&'s str>) -> Term<&'s str> {
+fn counted(body: Term<&str>) -> Term<&str> {
     Term::BinOp(
         Box::new(Term::Call(TICK, Vec::new())),
         BinaryOp::Pipe(None),
