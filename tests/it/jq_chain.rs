@@ -107,6 +107,7 @@ async fn a_callers_jq_expression_makes_the_next_tools_arguments() {
             .await
             .unwrap();
         assert_eq!(out, json!("sunny at 38.7 for 3 days"));
+        println!("find_chain with jq `{{lat: .at.lat, days: (.days | length)}}` = {out}");
         // The JSON Pointer still works beside it.
         let out = toolset
             .call(

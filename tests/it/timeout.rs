@@ -203,7 +203,13 @@ async fn a_timeout_around_a_pool_aborts_the_pool_job() {
         assert_timed_out(&err, "nap_pool", after);
         // The job started on the pool, and was dropped there (aborted), unfinished.
         assert_eq!(pool.jobs_started(), 1);
-        assert_eq!(dropped_on(&dropped), "toolgraft-pool");
+        let thread = dropped_on(&dropped);
+        println!(
+            "[pool, timeout] manifest={manifest}: {err}; jobs started: {}; body dropped unfinished on `{thread}`; woke: {}",
+            pool.jobs_started(),
+            witness.woke.load(Ordering::SeqCst)
+        );
+        assert_eq!(thread, "toolgraft-pool");
         assert!(
             !witness.woke.load(Ordering::SeqCst),
             "the body's side effect never happened"
