@@ -3,8 +3,7 @@
 //! [`Chain`](crate::ext::Chain).
 //!
 //! An expression from a caller is hostile input, so a run is bounded three ways,
-//! each ending it with a typed [`JqError`] instead of a hang, an exhausted stack or
-//! exhausted memory:
+//! each ending it with a typed [`JqError`] instead of a hang or an exhausted stack:
 //!
 //! * **steps**: every call of a jq function (`def`s, the standard library's
 //!   generators such as `range`, `repeat`, `recurse` and `..`) is a step, and a run
@@ -14,10 +13,15 @@
 //!   its end (`def f: [f]; f` stops there).
 //!
 //! Expressions are at most [`MAX_EXPRESSION_LEN`] bytes, and a result at most
-//! [`MAX_RESULT_NODES`] JSON values. What a step cannot see is one built-in that
-//! runs long on one value (`tojson` of a value built by doubling, say): the caller
-//! is answered at the time bound all the same, and the run's thread ends when that
-//! built-in returns.
+//! [`MAX_RESULT_NODES`] JSON values.
+//!
+//! What the bounds do not see: memory. A step checks the clock, so a run that
+//! builds a huge value by repeated doubling (`reduce range(40) as $i ("x"; . + .)`)
+//! stops at the first step after its time is up, having allocated what fits in
+//! that time (a few GB at most on current machines); and one built-in that runs
+//! long on one huge value (`tojson` of a value built by doubling, say) is not
+//! interrupted: the caller is answered at the time bound all the same, and the
+//! run's thread ends when that built-in returns.
 
 use std::any::Any;
 use std::cell::Cell;
@@ -340,7 +344,7 @@ fn step() {
             Some(Stop::Steps)
         } else if current.stack_base.abs_diff(address) > STACK_USE {
             Some(Stop::Depth)
-        } else if current.steps_left % 64 == 0 && Instant::now() >= current.deadline {
+        } else if Instant::now() >= current.deadline {
             Some(Stop::Time)
         } else {
             None
@@ -755,6 +759,15 @@ mod tests {
         };
         assert_eq!(
             slow.run(json!(0), bounds).await,
+            Err(JqError::OutOfTime {
+                after: Duration::from_millis(50)
+            })
+        );
+        // Doubling a value: few steps, each slower than the last; the clock,
+        // checked at every step, ends it.
+        let doubling = Jq::compile(r#"reduce range(64) as $i ("x"; . + .) | length"#).unwrap();
+        assert_eq!(
+            doubling.run(json!(0), bounds).await,
             Err(JqError::OutOfTime {
                 after: Duration::from_millis(50)
             })
