@@ -1,17 +1,19 @@
 //! Expose the `metrics` wrapper's numbers to Prometheus: install the
-//! `metrics-exporter-prometheus` recorder with its HTTP listener, bind a tool with
-//! `[metrics]` and `[timeout, metrics]` from a manifest, make a few calls, then
-//! scrape `/metrics` over HTTP the way Prometheus does and print what it got.
+//! `metrics-exporter-prometheus` recorder and serve its text format at `/metrics`,
+//! bind a tool with `[metrics]` and `[timeout, metrics]` from a manifest, make a
+//! few calls, then scrape `/metrics` over HTTP the way Prometheus does and print
+//! what it got. (The exporter's own `http-listener` feature serves it the same
+//! way, on hyper; this example serves it with the standard library instead.)
 //!
 //! Run: `cargo run --features metrics --example metrics` (listens on a free
 //! loopback port; `-- --listen 127.0.0.1:9464` for a fixed address, `-- --serve`
 //! to keep serving until Ctrl-C).
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
-use metrics_exporter_prometheus::PrometheusBuilder;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -32,19 +34,21 @@ const MANIFEST: &str = r#"{ "tools": {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let listen: SocketAddr = match args.iter().position(|arg| arg == "--listen") {
+    let listen = match args.iter().position(|arg| arg == "--listen") {
         Some(at) => args
             .get(at + 1)
             .ok_or("--listen needs an address")?
-            .parse()?,
-        None => std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?,
+            .as_str(),
+        None => "127.0.0.1:0",
     };
-    // The application's choice of recorder: Prometheus, served at `listen`, with
-    // histogram buckets (without them the exporter renders summaries).
-    PrometheusBuilder::new()
-        .with_http_listener(listen)
+    let listener = TcpListener::bind(listen)?;
+    let listen: SocketAddr = listener.local_addr()?;
+    // The application's choice of recorder: Prometheus, with histogram buckets
+    // (without them the exporter renders summaries), served at `listen`.
+    let handle = PrometheusBuilder::new()
         .set_buckets(&[0.001, 0.01, 0.1, 1.0, 10.0])?
-        .install()?;
+        .install_recorder()?;
+    std::thread::spawn(move || serve(&listener, &handle));
 
     let weather = Tool::builder()
         .name("weather")
@@ -106,18 +110,38 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// Answers every request with the current text format (what Prometheus scrapes).
+fn serve(listener: &TcpListener, handle: &PrometheusHandle) {
+    for stream in listener.incoming() {
+        let Ok(mut stream) = stream else { continue };
+        // Read the request head (up to its blank line) before answering.
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && head.len() < 8192 {
+            match stream.read(&mut byte) {
+                Ok(1) => head.push(byte[0]),
+                _ => break,
+            }
+        }
+        let body = handle.render();
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    }
+}
+
 /// `GET /metrics` over plain HTTP/1.1; the body.
 fn scrape(at: SocketAddr) -> std::io::Result<String> {
     let mut last = None;
-    // The listener starts in the background: try for a few seconds.
     for _ in 0..50 {
         match TcpStream::connect(at) {
             Ok(mut stream) => {
                 stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-                write!(
-                    stream,
-                    "GET /metrics HTTP/1.1\r\nHost: {at}\r\nConnection: close\r\n\r\n"
-                )?;
+                let request =
+                    format!("GET /metrics HTTP/1.1\r\nHost: {at}\r\nConnection: close\r\n\r\n");
+                stream.write_all(request.as_bytes())?;
                 let mut response = String::new();
                 stream.read_to_string(&mut response)?;
                 let body = response
