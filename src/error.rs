@@ -132,20 +132,19 @@ pub enum ToolError {
         /// Why.
         reason: String,
     },
-    /// A backend stopped waiting for the job that runs its layer input elsewhere.
-    /// The job may still run: relocated execution is at least once.
-    #[error(
-        "backend `{backend}` waited {after:?} for job `{job}` (running `{tool}`) and gave up; \
-         is a worker serving its queue?"
-    )]
+    /// A call ran out of time: a [`Timeout`](crate::ext::Timeout) wrapper's limit
+    /// passed (the layer below was cancelled), or a backend stopped waiting for the
+    /// job that runs its layer input elsewhere (that job may still run: relocated
+    /// execution is at least once).
+    #[error("{}", timed_out(.tool, .extension, .job.as_deref(), .after))]
     TimedOut {
-        /// The layer the job runs.
+        /// The layer that did not finish in time.
         tool: Name,
-        /// The backend.
-        backend: Name,
-        /// The job's id in the job engine.
-        job: String,
-        /// How long the caller waited.
+        /// The extension that stopped waiting (`timeout`, or the backend).
+        extension: Name,
+        /// The job's id in the job engine, for a backend's job.
+        job: Option<String>,
+        /// The limit: how long the caller waited.
         after: std::time::Duration,
     },
     /// An error that reached this process as its message only: a batch item's
@@ -212,8 +211,11 @@ pub enum ChainErrorKind {
     TooDeep,
     /// `select` points at nothing in the first result.
     SelectsNothing,
-    /// `select` picks something that is not an arguments object.
+    /// `select` (or a jq expression) picks something that is not an arguments object.
     NotArguments,
+    /// A jq expression failed on the first result, or ran out of its bounds
+    /// (feature `jq`).
+    Jq,
 }
 
 /// What kind of argument problem an [`ArgsError`] is.
@@ -727,6 +729,22 @@ impl BindError {
             | Self::ForeignCombo { .. }
             | Self::NoCombo => return None,
         })
+    }
+}
+
+fn timed_out(
+    tool: &Name,
+    extension: &Name,
+    job: Option<&str>,
+    after: &std::time::Duration,
+) -> String {
+    match job {
+        Some(job) => format!(
+            "backend `{extension}` waited {after:?} for job `{}` (running `{tool}`) and gave up; \
+             is a worker serving its queue?",
+            shorten(job)
+        ),
+        None => format!("`{tool}` did not finish within {after:?}; `{extension}` cancelled it"),
     }
 }
 

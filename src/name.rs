@@ -113,6 +113,12 @@ impl Name {
         &self.0
     }
 
+    /// The name's shared text (a reference count, no copy).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn shared(&self) -> Arc<str> {
+        self.0.clone()
+    }
+
     fn allowed(c: char) -> bool {
         c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')
     }

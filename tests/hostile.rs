@@ -369,7 +369,7 @@ fn key() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => prop::sample::select(vec![
             "text", "city", "days", "hints", "exp", "proxies", "items", "parallel",
-            "max_concurrent", "fail_fast", "next_tool", "select",
+            "max_concurrent", "fail_fast", "next_tool", "select", "jq",
         ])
         .prop_map(str::to_owned),
         1 => "\\PC{0,12}",

@@ -6,6 +6,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::error::{ArgsError, ArgsErrorKind, ChainErrorKind, ToolError, shorten, shorten_json};
+#[cfg(feature = "jq")]
+use crate::extension::ConfigError;
 use crate::extension::{Extension, Layer, LayerInput};
 use crate::kind::Transformer;
 use crate::kind::property::Anywhere;
@@ -32,6 +34,64 @@ pub struct ChainInput<I> {
     /// must select an object: the next tool's arguments.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub select: String,
+    /// A jq expression over the first result, instead of `select` (feature `jq`;
+    /// only where the operator set none): it must yield the arguments object.
+    #[cfg(feature = "jq")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jq: Option<String>,
+}
+
+/// The operator's side of a chain (feature `jq`): a jq expression that turns
+/// every first result into the next tool's arguments, and the bounds of a jq run.
+/// With `jq` set, callers give only `next_tool`.
+///
+/// ```
+/// let config: toolgraft::ext::chain::ChainConfig =
+///     serde_json::from_str(r#"{"jq": "{lat: .at.lat}", "jq_steps": 5000}"#)?;
+/// assert_eq!(config.jq.as_deref(), Some("{lat: .at.lat}"));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[cfg(feature = "jq")]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainConfig {
+    /// The expression.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jq: Option<String>,
+    /// Steps a jq run may take (caller's expressions too): 1 to 10 000 000;
+    /// 100 000 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jq_steps: Option<u64>,
+    /// Milliseconds a jq run may take: 1 to 60 000; 1 000 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jq_time_ms: Option<u64>,
+}
+
+/// The operator's jq: the config as written, and its expression compiled (or why
+/// not, reported when the chain is bound).
+#[cfg(feature = "jq")]
+#[derive(Clone, Debug, Default)]
+struct Operator {
+    config: ChainConfig,
+    jq: Option<Result<crate::ext::jq::Jq, crate::ext::jq::JqError>>,
+}
+
+#[cfg(feature = "jq")]
+impl Operator {
+    fn bounds(&self) -> crate::ext::jq::JqBounds {
+        let default = crate::ext::jq::JqBounds::default();
+        crate::ext::jq::JqBounds {
+            steps: self.config.jq_steps.unwrap_or(default.steps),
+            time: self
+                .config
+                .jq_time_ms
+                .map_or(default.time, std::time::Duration::from_millis),
+        }
+    }
+
+    fn fixed(&self) -> Option<&crate::ext::jq::Jq> {
+        self.jq.as_ref().and_then(|jq| jq.as_ref().ok())
+    }
 }
 
 /// A transformer whose branch takes the layer input's parameters plus `next_tool`
@@ -68,6 +128,8 @@ pub struct ChainInput<I> {
 #[derive(Clone)]
 pub struct Chain {
     toolset: WeakToolset,
+    #[cfg(feature = "jq")]
+    operator: Operator,
 }
 
 impl std::fmt::Debug for Chain {
@@ -83,7 +145,105 @@ impl Chain {
     pub fn new(toolset: &Toolset) -> Self {
         Self {
             toolset: toolset.downgrade(),
+            #[cfg(feature = "jq")]
+            operator: Operator::default(),
         }
+    }
+
+    /// The same chain with the operator's `config` (feature `jq`): what a manifest
+    /// element `{"name": "chain", "config": {"jq": ".."}}` builds, registered with
+    /// [`Registry::register_refined`](crate::Registry::register_refined). The
+    /// expression is compiled here; a problem with it (or with the bounds) refuses
+    /// the tool when it is bound.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolgraft::runtime::manifest::Manifest;
+    /// use toolgraft::{BindError, Registry, Tool, Toolset};
+    /// use toolgraft::tool::BaseTool;
+    /// use toolgraft::toolset::BaseTools;
+    /// use toolgraft::ext::Chain;
+    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Find { city: String }
+    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Forecast { lat: f64 }
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let find = Tool::builder().name("find").description("Locate a city.")
+    ///     .body(|input: Find| async move { Ok(json!({"city": input.city, "at": [38.7, -9.1]})) })
+    ///     .build()?;
+    /// let forecast = Tool::builder().name("forecast").description("Forecast at a place.")
+    ///     .body(|input: Forecast| async move { Ok(format!("sunny at {}", input.lat)) })
+    ///     .build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind_tool(&forecast)?;
+    /// let mut registry = Registry::new();
+    /// registry.register_refined(Chain::new(&toolset), Chain::configured)?;
+    /// let bases = BaseTools::new().with(&find);
+    ///
+    /// let bad = Manifest::from_json(r#"{"tools": {"find": [[{"name": "chain", "config": {"jq": "{lat: .at[0]"}}]]}}"#)?;
+    /// let outcome = toolset.bind_manifest(&registry, &bases, &bad);
+    /// let Err(BindError::InvalidConfig { field, .. }) = &outcome[0].1 else { panic!() };
+    /// assert_eq!(field, "jq");
+    ///
+    /// let good = Manifest::from_json(r#"{"tools": {"find": [[{"name": "chain", "config": {"jq": "{lat: .at[0]}"}}]]}}"#)?;
+    /// assert!(toolset.bind_manifest(&registry, &bases, &good)[0].1.is_ok());
+    /// let out = toolset.call("find_chain", json!({"city": "Lisbon", "next_tool": "forecast"})).await?;
+    /// assert_eq!(out, json!("sunny at 38.7"));
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "jq")]
+    pub fn configured(&self, config: ChainConfig) -> Result<Self, ConfigError> {
+        let jq = config.jq.as_deref().map(crate::ext::jq::Jq::compile);
+        let chain = Self {
+            toolset: self.toolset.clone(),
+            operator: Operator { config, jq },
+        };
+        chain.check_config()?;
+        Ok(chain)
+    }
+
+    /// The same chain with a jq expression of the operator's (feature `jq`): it
+    /// turns every first result into the next tool's arguments, and callers give
+    /// only `next_tool`. A problem with the expression refuses the tool when it is
+    /// bound ([`BindError::InvalidConfig`](crate::BindError::InvalidConfig) at `jq`).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolgraft::{BindError, Tool, Toolset};
+    /// use toolgraft::tool::BaseTool;
+    /// use toolgraft::ext::Chain;
+    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Find { city: String }
+    /// # let find = Tool::builder().name("find").description("Locate a city.")
+    /// #     .body(|input: Find| async move { Ok(json!({"city": input.city})) }).build()?;
+    /// let toolset = Toolset::new();
+    /// let err = toolset.bind_combos((find.combo().with(Chain::new(&toolset).with_jq(".city |")),)).unwrap_err();
+    /// assert!(matches!(err, BindError::InvalidConfig { ref field, .. } if field == "jq"), "{err}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "jq")]
+    pub fn with_jq(self, expression: &str) -> Self {
+        let config = ChainConfig {
+            jq: Some(expression.to_owned()),
+            ..self.operator.config.clone()
+        };
+        Self {
+            operator: Operator {
+                jq: Some(crate::ext::jq::Jq::compile(expression)),
+                config,
+            },
+            ..self
+        }
+    }
+
+    /// The params callers give this chain.
+    fn params(&self) -> &'static [&'static str] {
+        #[cfg(feature = "jq")]
+        {
+            if self.operator.config.jq.is_some() {
+                return &["next_tool"];
+            }
+            &["next_tool", "select", "jq"]
+        }
+        #[cfg(not(feature = "jq"))]
+        &["next_tool", "select"]
     }
 }
 
@@ -96,12 +256,50 @@ impl Extension for Chain {
     }
 
     fn own_params(&self) -> &[&'static str] {
-        &["next_tool", "select"]
+        self.params()
+    }
+
+    #[cfg(feature = "jq")]
+    fn config(&self) -> Option<Value> {
+        let config = &self.operator.config;
+        (*config != ChainConfig::default())
+            .then(|| serde_json::to_value(config).ok())
+            .flatten()
+    }
+
+    #[cfg(feature = "jq")]
+    fn check_config(&self) -> Result<(), ConfigError> {
+        if let Some(Err(error)) = &self.operator.jq {
+            return Err(ConfigError::new("jq", error.to_string()));
+        }
+        let config = &self.operator.config;
+        if config
+            .jq_steps
+            .is_some_and(|steps| !(1..=10_000_000).contains(&steps))
+        {
+            return Err(ConfigError::new("jq_steps", "use 1 to 10000000 steps"));
+        }
+        if config
+            .jq_time_ms
+            .is_some_and(|ms| !(1..=60_000).contains(&ms))
+        {
+            return Err(ConfigError::new("jq_time_ms", "use 1 to 60000 ms"));
+        }
+        Ok(())
     }
 
     fn describe(&self, running: &str) -> Option<String> {
+        let how = match self.params() {
+            ["next_tool"] => "what the operator's jq expression makes of the result",
+            ["next_tool", "select"] => {
+                "the part of the result that `select`, a JSON Pointer, picks"
+            }
+            _ => {
+                "the part of the result that `select` (a JSON Pointer) picks, or what `jq` (a jq expression) makes of it"
+            }
+        };
         Some(format!(
-            "{running} (Chain: then calls `next_tool` with the part of the result that `select`, a JSON Pointer, picks.)"
+            "{running} (Chain: then calls `next_tool` with {how}.)"
         ))
     }
 
@@ -115,11 +313,20 @@ impl Extension for Chain {
             "next_tool".to_owned(),
             json!({"type": "string", "description": "The bound tool to call next, by name."}),
         );
-        properties.insert(
-            "select".to_owned(),
-            json!({"type": "string", "default": "",
-                   "description": "A JSON Pointer into the first result; it must select the next tool's arguments (an object)."}),
-        );
+        if self.params().contains(&"select") {
+            properties.insert(
+                "select".to_owned(),
+                json!({"type": "string", "default": "",
+                       "description": "A JSON Pointer into the first result; it must select the next tool's arguments (an object)."}),
+            );
+        }
+        if self.params().contains(&"jq") {
+            properties.insert(
+                "jq".to_owned(),
+                json!({"type": "string",
+                       "description": "Instead of `select`: a jq expression over the first result; it must yield the next tool's arguments (one object)."}),
+            );
+        }
         let required = object.entry("required").or_insert_with(|| json!([]));
         if let Some(required) = required.as_array_mut() {
             required.push(json!("next_tool"));
@@ -136,6 +343,8 @@ impl<S: Stack> Layer<S> for Chain {
             inner,
             branch: below.branch.clone(),
             toolset: self.toolset,
+            #[cfg(feature = "jq")]
+            operator: self.operator,
         }
     }
 }
@@ -145,6 +354,8 @@ pub struct Chained<S> {
     inner: S,
     branch: Name,
     toolset: WeakToolset,
+    #[cfg(feature = "jq")]
+    operator: Operator,
 }
 
 impl<S> std::fmt::Debug for Chained<S> {
@@ -159,6 +370,8 @@ impl<S: Clone> Clone for Chained<S> {
             inner: self.inner.clone(),
             branch: self.branch.clone(),
             toolset: self.toolset.clone(),
+            #[cfg(feature = "jq")]
+            operator: self.operator.clone(),
         }
     }
 }
@@ -179,6 +392,32 @@ impl<S: Stack> Chained<S> {
             return next == self.branch.as_str();
         };
         this.base == next.base && next.chain.starts_with(&this.chain)
+    }
+}
+
+#[cfg(feature = "jq")]
+impl<S: Stack> Chained<S> {
+    /// The jq expression this call selects with: the operator's, or the caller's
+    /// (compiled now: a bad one is an argument error before anything runs).
+    async fn jq_for(
+        &self,
+        caller: Option<&str>,
+        select: &str,
+    ) -> Result<Option<crate::ext::jq::Jq>, ToolError> {
+        if let Some(fixed) = self.operator.fixed() {
+            return Ok(Some(fixed.clone()));
+        }
+        let Some(code) = caller else {
+            return Ok(None);
+        };
+        if !select.is_empty() {
+            let problem = "give `select` or `jq`, not both";
+            return Err(ArgsError::field("jq", problem).for_tool(&self.branch));
+        }
+        crate::ext::jq::Jq::compile_async(code)
+            .await
+            .map(Some)
+            .map_err(|error| ArgsError::field("jq", error.to_string()).for_tool(&self.branch))
     }
 }
 
@@ -212,6 +451,9 @@ impl<S: Stack> Stack for Chained<S> {
             );
             return Err(ArgsError::field("select", problem).for_tool(&self.branch));
         }
+        // A caller's jq expression is checked before anything runs.
+        #[cfg(feature = "jq")]
+        let jq = self.jq_for(input.jq.as_deref(), &input.select).await?;
         let depth = crate::context::current();
         if depth >= MAX_CHAIN_DEPTH {
             let problem = format!("chains called chains {MAX_CHAIN_DEPTH} deep; is there a cycle?");
@@ -222,6 +464,23 @@ impl<S: Stack> Stack for Chained<S> {
             tool: self.branch.clone(),
             source: source.into(),
         })?;
+        #[cfg(feature = "jq")]
+        if let Some(jq) = jq {
+            let selected = jq
+                .run(first, self.operator.bounds())
+                .await
+                .map_err(|error| self.stop(ChainErrorKind::Jq, error.to_string()))?;
+            if !selected.is_object() {
+                let problem = format!(
+                    "jq expression `{}` yields {}, not the arguments object `{}` takes",
+                    shorten(jq.code()),
+                    shown(&selected),
+                    shorten(&input.next_tool)
+                );
+                return Err(self.stop(ChainErrorKind::NotArguments, problem));
+            }
+            return crate::context::at(depth + 1, toolset.call(&input.next_tool, selected)).await;
+        }
         let Some(selected) = first.pointer(&input.select) else {
             let problem = format!(
                 "`select` {:?} selects nothing in {}",
@@ -267,10 +526,27 @@ impl<S: Stack> Stack for Chained<S> {
             }
             None => String::new(),
         };
+        #[cfg(feature = "jq")]
+        let jq = match args.remove("jq") {
+            None => None,
+            Some(_) if self.operator.config.jq.is_some() => {
+                // The operator's expression decides; a caller's is an unknown field.
+                return Err(ArgsError::unknown("jq", &["next_tool".to_owned()]));
+            }
+            Some(Value::String(jq)) => Some(jq),
+            Some(other) => {
+                return Err(ArgsError::field(
+                    "jq",
+                    format!("expected a jq expression, not `{}`", shorten_json(&other)),
+                ));
+            }
+        };
         Ok(ChainInput {
             input: self.inner.decode(args)?,
             next_tool,
             select,
+            #[cfg(feature = "jq")]
+            jq,
         })
     }
 }

@@ -8,20 +8,30 @@
 //! | [`Batch`] | transformer | no | — | runs a list of inputs, sequentially or in parallel |
 //! | [`Pool`] | backend | no | — | runs the layer below on a dedicated pool of worker threads |
 //! | [`OutputSchema`] | transformer | no | — | declares an output schema and validates every result against it |
-//! | [`Chain`] | transformer | no | — | feeds (a selection of) the result into another bound tool, by name |
+//! | [`Chain`] | transformer | no | — | feeds (a selection of) the result into another bound tool, by name (a JSON Pointer, or a jq expression with the `jq` feature) |
+//! | [`Timeout`] | wrapper | no | — | cancels the layer below at a deadline: [`ToolError::TimedOut`](crate::ToolError::TimedOut) |
+//! | `Metrics` (feature `metrics`) | wrapper | no | — | per bound name: calls by outcome, errors by kind, a duration histogram, through the `metrics` facade |
 
 pub mod batch;
 pub mod cache;
 pub mod chain;
+#[cfg(feature = "jq")]
+pub mod jq;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod output_schema;
 pub mod pool;
 pub mod proxy;
+pub mod timeout;
 pub mod trace;
 
 pub use batch::{Batch, BatchInput, BatchItem};
 pub use cache::{Cache, CacheParams, Cacheable};
 pub use chain::Chain;
+#[cfg(feature = "metrics")]
+pub use metrics::Metrics;
 pub use output_schema::OutputSchema;
 pub use pool::Pool;
 pub use proxy::{Proxy, ProxyParams};
+pub use timeout::Timeout;
 pub use trace::Trace;

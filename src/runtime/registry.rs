@@ -147,6 +147,53 @@ impl Registry {
         self.insert(name, Typed::<E>::FromConfigOnly(config_of::<E>))
     }
 
+    /// Registers a typed extension whose config refines an instance: an element
+    /// without config (or with an empty one) gets a clone of `default`; one with
+    /// config gets `refine(&default, config)`. For an extension built from
+    /// something config cannot carry (a [`Chain`](crate::ext::Chain) holds its
+    /// toolset), where [`Configurable::from_config`] has nothing to start from.
+    ///
+    /// ```
+    /// use toolgraft::Registry;
+    /// use toolgraft::extension::ConfigError;
+    /// use toolgraft::ext::Pool;
+    ///
+    /// /// `{"name": "pool", "config": {"name": "gpu"}}`: the same threads, another name.
+    /// #[derive(serde::Deserialize)]
+    /// struct Renamed { name: String }
+    /// fn rename(pool: &Pool, config: Renamed) -> Result<Pool, ConfigError> {
+    ///     Ok(pool.clone().named(config.name))
+    /// }
+    /// let mut registry = Registry::new();
+    /// registry.register_refined(Pool::new(1)?, rename)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn register_refined<E, C>(
+        &mut self,
+        default: E,
+        refine: fn(&E, C) -> Result<E, ConfigError>,
+    ) -> Result<&mut Self, RegistryError>
+    where
+        E: Layer<DynStack> + Clone,
+        C: serde::de::DeserializeOwned + 'static,
+        <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
+        <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
+        <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
+        <E::Branch as Stack>::Input: Serialize,
+    {
+        let name = Name::new(default.name())?;
+        let refine: Refine<E> = Arc::new(move |default: &E, config: Map<String, Value>| {
+            let config: C = decode_args(config).map_err(|err| {
+                ConfigError::new(
+                    err.field.unwrap_or_else(|| "config".to_owned()),
+                    err.problem,
+                )
+            })?;
+            refine(default, config)
+        });
+        self.insert(name, Typed::Refined(default, refine))
+    }
+
     /// Registers an extension defined at run time.
     pub fn register_dynamic(
         &mut self,
@@ -282,7 +329,11 @@ enum Typed<E> {
     Default(E),
     Configurable(E, FromConfig<E>),
     FromConfigOnly(FromConfig<E>),
+    Refined(E, Refine<E>),
 }
+
+/// Builds an extension from an instance and an element's config mapping.
+type Refine<E> = Arc<dyn Fn(&E, Map<String, Value>) -> Result<E, ConfigError> + Send + Sync>;
 
 /// Builds an extension from an element's config mapping.
 type FromConfig<E> = fn(Map<String, Value>) -> Result<E, ConfigError>;
@@ -323,6 +374,8 @@ where
             let extension = match (self, &written) {
                 (Typed::Configurable(_, from_config), Some(config)) => from_config(config.clone()),
                 (Typed::Configurable(default, _), None) => Ok(default.clone()),
+                (Typed::Refined(default, refine), Some(config)) => refine(default, config.clone()),
+                (Typed::Refined(default, _), None) => Ok(default.clone()),
                 (Typed::FromConfigOnly(from_config), written) => {
                     from_config(written.clone().unwrap_or_default())
                 }

@@ -10,9 +10,14 @@ mod builtins;
 mod calls;
 mod dynamic;
 mod edit;
+#[cfg(feature = "jq")]
+mod jq_chain;
 mod kinds;
 mod manifest_shape;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod naming;
 mod pass;
 mod relocation;
 mod schemas;
+mod timeout;

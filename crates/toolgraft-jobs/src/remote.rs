@@ -209,8 +209,8 @@ impl Remote {
             Ok(outcome) => outcome,
             Err(_) => Err(ToolError::TimedOut {
                 tool: tool.clone(),
-                backend,
-                job: id,
+                extension: backend,
+                job: Some(id),
                 after,
             }),
         }

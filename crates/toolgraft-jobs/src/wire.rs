@@ -79,7 +79,8 @@ pub(crate) enum WireError {
     TimedOut {
         tool: String,
         backend: String,
-        job: String,
+        #[serde(default)]
+        job: Option<String>,
         after_ms: u64,
     },
     Reported {
@@ -157,7 +158,7 @@ impl WireError {
             },
             ToolError::TimedOut {
                 tool,
-                backend,
+                extension: backend,
                 job,
                 after,
             } => Self::TimedOut {
@@ -258,7 +259,7 @@ impl WireError {
                 after_ms,
             } => ToolError::TimedOut {
                 tool: name(tool),
-                backend: name(backend),
+                extension: name(backend),
                 job,
                 after: std::time::Duration::from_millis(after_ms),
             },
@@ -333,14 +334,14 @@ mod tests {
     fn a_nested_timeout_and_a_reported_error_keep_their_variant() {
         let timed_out = round_trip(ToolError::TimedOut {
             tool: Name::new("slow").unwrap(),
-            backend: Name::new("remote").unwrap(),
-            job: "01J".into(),
+            extension: Name::new("remote").unwrap(),
+            job: Some("01J".into()),
             after: std::time::Duration::from_millis(250),
         });
         assert!(matches!(
             timed_out,
             ToolError::TimedOut { job, after, .. }
-                if job == "01J" && after == std::time::Duration::from_millis(250)
+                if job.as_deref() == Some("01J") && after == std::time::Duration::from_millis(250)
         ));
         let reported = round_trip(ToolError::Reported {
             message: "item 2 failed".into(),
