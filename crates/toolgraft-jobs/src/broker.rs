@@ -3,20 +3,30 @@
 //! stores results, but its waiting polls at 100 to 500 ms and reports retries as
 //! failures).
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use apalis::prelude::{TaskBuilder, TaskId, TaskSink};
+use tokio::sync::Notify;
+use tokio::sync::futures::OwnedNotified;
 
 use super::wire::{Job, Reply};
 
-/// How often an idle worker looks for jobs.
-pub(crate) const POLL: Duration = Duration::from_millis(10);
+/// How often an idle worker looks for jobs when no wake-up came: callers wake
+/// the queue's workers when they enqueue, so polling is only a safety net.
+pub(crate) const POLL: Duration = Duration::from_millis(500);
 /// Workers' liveness beat; a worker silent for `HEARTBEAT * MISSED_HEARTBEATS` is
 /// dead, and a live worker takes its jobs back into the queue.
 pub(crate) const HEARTBEAT: Duration = Duration::from_secs(1);
 /// Both engines stamp beats in whole seconds: two missed beats could be one late
 /// beat across a second boundary, and a live worker's jobs would run twice.
 pub(crate) const MISSED_HEARTBEATS: usize = 3;
+/// A lost connection is tried again after this, then twice as long each time, up
+/// to `RECONNECT_LAST`.
+pub(crate) const RECONNECT_FIRST: Duration = Duration::from_millis(50);
+pub(crate) const RECONNECT_LAST: Duration = Duration::from_secs(1);
 /// Replies nobody collected expire (a caller that gave up).
 const REPLY_TTL_SECONDS: i64 = 600;
 
@@ -108,19 +118,39 @@ impl Broker {
             .build();
         match self {
             #[cfg(feature = "redis")]
-            Self::Redis(broker) => broker
-                .storage
-                .clone()
-                .push_task(task)
-                .await
-                .map_err(|error| error.to_string()),
+            Self::Redis(broker) => {
+                broker
+                    .storage
+                    .clone()
+                    .push_task(task)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                broker.wake_workers().await;
+                Ok(())
+            }
             #[cfg(feature = "sqlite")]
-            Self::Sqlite(broker) => broker
-                .storage
-                .clone()
-                .push_task(task)
-                .await
-                .map_err(|error| error.to_string()),
+            Self::Sqlite(broker) => {
+                broker
+                    .storage
+                    .clone()
+                    .push_task(task)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                broker.wake_workers().await;
+                Ok(())
+            }
+        }
+    }
+
+    /// Starts listening for callers' wake-ups: each one notifies `wake` (and so
+    /// does every reconnection, for the jobs enqueued meanwhile). The task runs
+    /// until aborted.
+    pub(crate) fn listen(&self, wake: Arc<Notify>) -> tokio::task::JoinHandle<()> {
+        match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(broker) => broker.listen(wake),
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(broker) => broker.listen(wake),
         }
     }
 
@@ -162,26 +192,47 @@ fn decode_replies(bodies: Vec<String>) -> Vec<Reply> {
         .collect()
 }
 
-/// Polls on a `tokio` interval. apalis-core 1.0.0's `IntervalStrategy` can leave no
-/// timer armed after a fetch that completes in the same wake-up, so an idle worker
-/// would wait for its next heartbeat; this one drains the interval until it is
-/// pending, which always leaves the next tick registered.
+/// Polls on a `tokio` interval, and at once when a caller's wake-up arrives
+/// (`wake`, fed by the tier's listener): an idle worker costs next to nothing and
+/// still picks a job up within a round trip of its enqueueing.
+///
+/// apalis-core 1.0.0's `IntervalStrategy` can leave no timer armed after a fetch
+/// that completes in the same wake-up, so an idle worker would wait for its next
+/// heartbeat; this one drains the interval until it is pending, which always
+/// leaves the next tick registered.
+///
+/// A wake-up that arrives while a fetch is in flight can be spent on that fetch,
+/// which may have run before the job was enqueued; so each wake-up also arms a
+/// follow-up poll [`FOLLOW_UP`] later, and a missed job waits that long, not a
+/// whole tick.
 pub(crate) struct Ticks {
     period: Duration,
     interval: tokio::time::Interval,
+    wake: Arc<Notify>,
+    woken: Pin<Box<OwnedNotified>>,
+    follow_up: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
+/// How long after a wake-up a worker fetches once more (see [`Ticks`]).
+pub(crate) const FOLLOW_UP: Duration = Duration::from_millis(3);
+
 impl Ticks {
-    pub(crate) fn every(period: Duration) -> Self {
+    pub(crate) fn every(period: Duration, wake: Arc<Notify>) -> Self {
         let mut interval = tokio::time::interval(period);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        Self { period, interval }
+        Self {
+            period,
+            interval,
+            woken: Box::pin(wake.clone().notified_owned()),
+            wake,
+            follow_up: None,
+        }
     }
 }
 
 impl Clone for Ticks {
     fn clone(&self) -> Self {
-        Self::every(self.period)
+        Self::every(self.period, self.wake.clone())
     }
 }
 
@@ -194,6 +245,22 @@ impl apalis::prelude::PollStrategy for Ticks {
         let mut fired = false;
         while self.interval.poll_tick(cx).is_ready() {
             fired = true;
+        }
+        if let Some(follow_up) = &mut self.follow_up
+            && follow_up.as_mut().poll(cx).is_ready()
+        {
+            self.follow_up = None;
+            fired = true;
+        }
+        while self.woken.as_mut().poll(cx).is_ready() {
+            self.woken = Box::pin(self.wake.clone().notified_owned());
+            fired = true;
+            if self.follow_up.is_none() {
+                let mut follow_up = Box::pin(tokio::time::sleep(FOLLOW_UP));
+                // Registers the timer with this task.
+                let _ = follow_up.as_mut().poll(cx);
+                self.follow_up = Some(follow_up);
+            }
         }
         if fired {
             std::task::Poll::Ready(Some(()))
@@ -209,9 +276,11 @@ pub(crate) mod redis_tier {
     use std::time::Duration;
 
     use apalis_redis::{Config, RedisStorage};
+    use futures_util::StreamExt;
     use redis::AsyncCommands;
     use redis::aio::{ConnectionManager, MultiplexedConnection};
     use tokio::sync::Mutex;
+    use tokio::sync::Notify;
 
     use super::super::wire::{Job, Reply};
     use super::{HEARTBEAT, MISSED_HEARTBEATS, REPLY_TTL_SECONDS};
@@ -221,6 +290,8 @@ pub(crate) mod redis_tier {
     #[derive(Clone)]
     pub(crate) struct Broker {
         pub(crate) storage: Storage,
+        /// The pub/sub channel that wakes the queue's idle workers.
+        wake_channel: String,
         commands: ConnectionManager,
         client: redis::Client,
         /// `BLPOP` blocks its connection: collecting replies gets one of its own,
@@ -241,9 +312,51 @@ pub(crate) mod redis_tier {
             let storage = RedisStorage::new(commands.clone()).with_config(config(queue));
             Ok(Self {
                 storage,
+                wake_channel: format!("toolgraft:wake:{queue}"),
                 commands,
                 client,
                 blocking: Arc::default(),
+            })
+        }
+
+        /// Wakes the queue's idle workers. A lost wake-up only delays the job to
+        /// the workers' next poll, so a failure is logged, not returned.
+        pub(crate) async fn wake_workers(&self) {
+            let mut commands = self.commands.clone();
+            if let Err(error) = commands.publish::<_, _, ()>(&self.wake_channel, "").await {
+                tracing::warn!(%error, "could not wake the workers; they find the job at their next poll");
+            }
+        }
+
+        pub(crate) fn listen(&self, wake: Arc<Notify>) -> tokio::task::JoinHandle<()> {
+            let client = self.client.clone();
+            let channel = self.wake_channel.clone();
+            tokio::spawn(async move {
+                let mut backoff = super::RECONNECT_FIRST;
+                loop {
+                    match client.get_async_pubsub().await {
+                        Ok(mut pubsub) => match pubsub.subscribe(&channel).await {
+                            Ok(()) => {
+                                backoff = super::RECONNECT_FIRST;
+                                // Jobs may have come while nobody listened.
+                                wake.notify_one();
+                                let mut messages = pubsub.on_message();
+                                while messages.next().await.is_some() {
+                                    wake.notify_one();
+                                }
+                                tracing::warn!("the wake-up channel closed; listening again");
+                            }
+                            Err(error) => {
+                                tracing::warn!(%error, "cannot subscribe to wake-ups; retrying")
+                            }
+                        },
+                        Err(error) => {
+                            tracing::warn!(%error, "cannot connect for wake-ups; retrying")
+                        }
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(super::RECONNECT_LAST);
+                }
             })
         }
 
@@ -311,7 +424,12 @@ pub(crate) mod redis_tier {
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite_tier {
     use std::str::FromStr;
+    use std::sync::Arc;
     use std::time::{Duration, Instant};
+
+    use tokio::sync::Notify;
+
+    use super::super::doorbell::Doorbells;
 
     use apalis_sqlite::{Config, SqliteStorage};
     use sqlx::SqlitePool;
@@ -322,12 +440,15 @@ pub(crate) mod sqlite_tier {
 
     pub(crate) type Storage = SqliteStorage<Job>;
 
-    /// How often a waiting caller looks for replies (a file has no blocking read).
-    const REPLY_POLL: Duration = Duration::from_millis(5);
+    /// How often a waiting caller looks for replies when no doorbell rings (a
+    /// file has no blocking read).
+    const REPLY_POLL: Duration = Duration::from_millis(50);
 
     #[derive(Clone)]
     pub(crate) struct Broker {
         pub(crate) storage: Storage,
+        /// Where the processes sharing the file wake each other (see [`Doorbells`]).
+        doorbells: Arc<Doorbells>,
         /// Replies live in a file of their own (`<jobs file>.replies`): SQLite locks
         /// a whole file, and apalis holds the jobs file's write lock at times (while
         /// a worker stops, for one), which must not hold up a reply.
@@ -403,7 +524,20 @@ pub(crate) mod sqlite_tier {
             .await
             .map_err(|error| format!("cannot open `{replies_url}`: {error}"))?;
             let storage = SqliteStorage::new(&pool).with_config(config(queue));
-            Ok(Self { storage, replies })
+            Ok(Self {
+                storage,
+                doorbells: Arc::new(Doorbells::beside(url, queue)),
+                replies,
+            })
+        }
+
+        pub(crate) async fn wake_workers(&self) {
+            self.doorbells.ring_workers().await;
+        }
+
+        pub(crate) fn listen(&self, wake: Arc<Notify>) -> tokio::task::JoinHandle<()> {
+            let doorbells = self.doorbells.clone();
+            tokio::spawn(async move { doorbells.listen_as_worker(wake).await })
         }
 
         pub(crate) async fn take_replies(
@@ -443,10 +577,15 @@ pub(crate) mod sqlite_tier {
                     let bodies = rows.into_iter().map(|(_, body)| body).collect();
                     return Ok(super::decode_replies(bodies));
                 }
-                if Instant::now() >= deadline {
+                let now = Instant::now();
+                if now >= deadline {
                     return Ok(Vec::new());
                 }
-                tokio::time::sleep(REPLY_POLL).await;
+                // The worker rings after writing the reply; the poll stays as a
+                // safety net (a doorbell that could not be made or rung).
+                self.doorbells
+                    .wait_for_reply(reply_to, REPLY_POLL.min(deadline - now))
+                    .await;
             }
         }
 
@@ -465,8 +604,9 @@ pub(crate) mod sqlite_tier {
             .bind(body)
             .execute(&self.replies)
             .await
-            .map(drop)
-            .map_err(|error| error.to_string())
+            .map_err(|error| error.to_string())?;
+            self.doorbells.ring_reply(reply_to).await;
+            Ok(())
         }
     }
 }

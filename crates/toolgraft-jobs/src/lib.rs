@@ -68,6 +68,8 @@ compile_error!(
 );
 
 mod broker;
+#[cfg(feature = "sqlite")]
+mod doorbell;
 mod remote;
 mod wire;
 mod worker;

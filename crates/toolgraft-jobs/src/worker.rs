@@ -207,6 +207,9 @@ impl Worker {
             broker: broker.clone(),
             worker: self.name.clone(),
         });
+        // Callers' wake-ups, so that an idle worker need not poll often.
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let _listener = AbortOnDrop(broker.listen(wake.clone()));
         tracing::info!(worker = %self.name, %queue, "worker started");
         let monitor = Monitor::new();
         let name = self.name.clone();
@@ -214,7 +217,8 @@ impl Worker {
         // The two tiers' storages are different types with the same builder calls.
         macro_rules! serve {
             ($storage:expr) => {{
-                let backend = $storage.poll_with_strategy(Ticks::every(super::broker::POLL));
+                let backend =
+                    $storage.poll_with_strategy(Ticks::every(super::broker::POLL, wake.clone()));
                 monitor.register(move |_| {
                     WorkerBuilder::new(name.clone())
                         .backend(backend.clone())
@@ -277,4 +281,13 @@ async fn run_job(job: Job, state: Data<Arc<State>>) -> Result<(), BoxDynError> {
     };
     state.broker.send_reply(&job.reply_to, &reply).await?;
     Ok(())
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
