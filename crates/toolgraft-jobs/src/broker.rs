@@ -499,6 +499,12 @@ pub(crate) mod sqlite_tier {
         engine_config!(Config, queue)
     }
 
+    /// The side file beside the jobs file (`<jobs file>.replies`), where replies
+    /// and the fleet's state live.
+    pub(crate) async fn side_file(url: &str) -> Result<SqlitePool, String> {
+        open(&replies_url(url)).await
+    }
+
     impl Broker {
         pub(crate) async fn connect(url: &str, queue: &str) -> Result<Self, String> {
             let pool = open(url).await?;

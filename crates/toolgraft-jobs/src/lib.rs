@@ -70,10 +70,12 @@ compile_error!(
 mod broker;
 #[cfg(feature = "sqlite")]
 mod doorbell;
+mod fleet;
 mod remote;
 mod wire;
 mod worker;
 
+pub use fleet::{Fleet, FleetError, FleetMember, Role};
 pub use remote::{MAX_TIMEOUT_MS, Remote, RemoteConfig, Remoted};
 pub use wire::RemoteFailure;
 pub use worker::{Worker, WorkerError};

@@ -235,6 +235,7 @@ impl Remote {
             args,
             reply_to: client.reply_to.clone(),
             depth: toolgraft::__private::chain_depth(),
+            generation: super::fleet::generation_for(&self.config.url, &self.config.queue),
         };
         // Waiting before sending: a fast worker cannot answer before anyone listens.
         let pending = client.expect(id);

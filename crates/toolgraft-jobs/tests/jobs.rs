@@ -16,11 +16,12 @@ use frunk::hlist;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use toolgraft::ext::{Batch, Cache, Proxy, proxy};
+use toolgraft::ext::{Batch, Cache, Proxy, Trace, proxy};
+use toolgraft::manifest::ElementSpec;
 use toolgraft::manifest::Manifest;
 use toolgraft::prelude::*;
 use toolgraft::{BaseTools, BindError, BoxError, Registry, ToolError};
-use toolgraft_jobs::{Remote, RemoteFailure, Worker};
+use toolgraft_jobs::{Fleet, Remote, RemoteFailure, Worker};
 
 // ---------------------------------------------------------------- the toolset
 
@@ -140,6 +141,27 @@ fn with_unknown_tool(toolset: &Toolset, remote: &Remote) {
 
 const WORKER_URL: &str = "TOOLGRAFT_TEST_WORKER_URL";
 const WORKER_QUEUE: &str = "TOOLGRAFT_TEST_WORKER_QUEUE";
+/// Set: the worker follows the queue's fleet with `registry()`.
+const WORKER_FLEET: &str = "TOOLGRAFT_TEST_WORKER_FLEET";
+/// The branch a caller process waits for, then calls.
+const CALLER_BRANCH: &str = "TOOLGRAFT_TEST_CALLER_BRANCH";
+
+/// The extensions every process of a fleet can rebind by name.
+fn registry() -> Registry {
+    let mut registry = Registry::new();
+    registry
+        .register(Trace)
+        .unwrap()
+        .register_configurable(Proxy::allow(["egress-eu", "egress-us"]))
+        .unwrap()
+        .register_configurable(Cache::default())
+        .unwrap()
+        .register_configurable(Batch::default())
+        .unwrap()
+        .register_from_config::<Remote>("remote")
+        .unwrap();
+    registry
+}
 
 /// The worker process the tests start: this binary, run as
 /// `jobs --exact worker_process --ignored` with the two variables above.
@@ -155,14 +177,60 @@ fn worker_process() {
         .init();
     let remote = Remote::new(url).unwrap().queue(queue);
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime
-        .block_on(
-            Worker::new(toolset(&remote), &remote)
-                .grace(Duration::from_secs(10))
-                .run(),
-        )
-        .unwrap();
+    let mut worker = Worker::new(toolset(&remote), &remote).grace(Duration::from_secs(10));
+    if std::env::var_os(WORKER_FLEET).is_some() {
+        worker = worker.fleet(registry());
+    }
+    runtime.block_on(worker.run()).unwrap();
     eprintln!("worker {} exited cleanly", std::process::id());
+}
+
+/// A caller process of a fleet: joins it, waits until its toolset binds
+/// `CALLER_BRANCH` (a change another caller made), calls it, and prints what
+/// answered.
+#[test]
+#[ignore = "a caller process: the fleet test starts it"]
+fn fleet_caller_process() {
+    let (Ok(url), Ok(queue), Ok(branch)) = (
+        std::env::var(WORKER_URL),
+        std::env::var(WORKER_QUEUE),
+        std::env::var(CALLER_BRANCH),
+    ) else {
+        return;
+    };
+    let remote = Remote::new(url).unwrap().queue(queue);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let toolset = toolset(&remote);
+        let fleet = Fleet::join(&remote, &toolset, registry()).await.unwrap();
+        eprintln!(
+            "caller {} joined at generation {}",
+            std::process::id(),
+            fleet.generation()
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !toolset.contains(&branch) {
+            assert!(Instant::now() < deadline, "`{branch}` never came");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        eprintln!(
+            "caller {} binds `{branch}` at generation {}",
+            std::process::id(),
+            fleet.generation()
+        );
+        let mut pids = BTreeSet::new();
+        for at in 0..10 {
+            let answer = toolset
+                .call(&branch, json!({"city": format!("b{at}")}))
+                .await
+                .unwrap_or_else(|error| panic!("`{branch}` failed: {error}"));
+            pids.insert(report(answer).pid);
+        }
+        eprintln!(
+            "caller {} answered 10 calls of `{branch}`, by worker pids {pids:?}",
+            std::process::id()
+        );
+    });
 }
 
 /// A running worker process and what it logged; killed when dropped.
@@ -173,8 +241,19 @@ struct WorkerProcess {
 
 impl WorkerProcess {
     fn start(env: &Env) -> Self {
+        Self::spawn(env, "worker_process", &[])
+    }
+
+    /// A worker that follows the queue's fleet.
+    fn start_in_fleet(env: &Env) -> Self {
+        Self::spawn(env, "worker_process", &[(WORKER_FLEET, "1")])
+    }
+
+    /// This binary run as the ignored test `test`, with the env's URL and queue.
+    fn spawn(env: &Env, test: &str, vars: &[(&str, &str)]) -> Self {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "worker_process", "--ignored", "--nocapture"])
+            .args(["--exact", test, "--ignored", "--nocapture"])
+            .envs(vars.iter().copied())
             .env(WORKER_URL, &env.url)
             .env(WORKER_QUEUE, &env.queue)
             .stdin(Stdio::null())
@@ -415,6 +494,7 @@ on_every_tier!(
     a_job_of_a_killed_worker_runs_again_on_another,
     two_workers_serve_many_concurrent_calls,
     a_manifest_relocates_with_the_same_workers,
+    a_change_on_one_caller_reaches_every_worker_and_caller,
 );
 
 fn report(value: Value) -> Report {
@@ -785,5 +865,98 @@ async fn a_manifest_relocates_with_the_same_workers(env: Env) {
             assert!(problem.contains("redis://"), "{problem}");
         }
         other => panic!("expected an invalid config, got {other:?}"),
+    }
+}
+
+/// Two callers and three workers of one queue: a combo attached on one caller
+/// reaches the other caller and every worker (a late one too), which rebind it by
+/// name; calls of the new branch are answered from both callers.
+async fn a_change_on_one_caller_reaches_every_worker_and_caller(env: Env) {
+    let workers = [
+        WorkerProcess::start_in_fleet(&env),
+        WorkerProcess::start_in_fleet(&env),
+    ];
+    let remote = env.remote();
+    let toolset = toolset(&remote);
+    let registry = registry();
+    let fleet = Fleet::join(&remote, &toolset, registry.clone())
+        .await
+        .unwrap();
+    let branch = "whereami_trace_remote";
+    let caller_b = WorkerProcess::spawn(&env, "fleet_caller_process", &[(CALLER_BRANCH, branch)]);
+    // Before the change, no worker binds `whereami_trace`.
+    assert!(!toolset.contains(branch));
+
+    let before = fleet.generation();
+    let remote_spec =
+        ElementSpec::configured("remote", serde_json::to_value(remote.settings()).unwrap());
+    toolset
+        .attach(
+            &registry,
+            "whereami",
+            &[ElementSpec::named("trace"), remote_spec],
+        )
+        .unwrap();
+    let mut generations = fleet.generations();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        generations.wait_for(|at| *at > before),
+    )
+    .await
+    .expect("the change is broadcast")
+    .unwrap();
+    let generation = fleet.generation();
+    eprintln!("caller A attached [trace, remote]: generation {before} -> {generation}");
+    let late = WorkerProcess::start_in_fleet(&env);
+
+    // Every member (2 callers, 3 workers) reports the generation.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let members = loop {
+        let members: Vec<_> = fleet
+            .status()
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|member| member.is_alive())
+            .collect();
+        if members.len() == 5 && members.iter().all(|member| member.generation >= generation) {
+            break members;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the fleet did not converge: {members:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    for member in &members {
+        eprintln!(
+            "  {:<40} {:?} at generation {}",
+            member.process, member.role, member.generation
+        );
+        assert!(member.refused.is_empty(), "{member:?}");
+    }
+
+    let pids: BTreeSet<u32> = workers
+        .iter()
+        .chain([&late])
+        .map(WorkerProcess::pid)
+        .collect();
+    let mut served = BTreeSet::new();
+    for at in 0..20 {
+        let answer = toolset
+            .call(branch, json!({"city": format!("a{at}")}))
+            .await
+            .unwrap();
+        let answer = report(answer);
+        assert!(pids.contains(&answer.pid), "{} is not a worker", answer.pid);
+        served.insert(answer.pid);
+    }
+    eprintln!("caller A answered 20 calls of `{branch}`, by worker pids {served:?}");
+    let line = caller_b.wait_for_line(&["answered 10 calls"]).await;
+    eprintln!("{line}");
+    let line = late.wait_for_line(&["fleet: applied generation"]).await;
+    assert!(line.contains(&format!("generation={generation}")), "{line}");
+    for worker in workers.iter().chain([&late]) {
+        assert!(worker.jobs_started("whereami_trace") <= 30);
     }
 }
