@@ -14,21 +14,26 @@ use tokio::sync::futures::OwnedNotified;
 
 use super::wire::{Job, Reply};
 
-/// How often an idle worker looks for jobs when no wake-up came: callers wake
-/// the queue's workers when they enqueue, so polling is only a safety net.
-pub(crate) const POLL: Duration = Duration::from_millis(500);
-/// Workers' liveness beat; a worker silent for `HEARTBEAT * MISSED_HEARTBEATS` is
-/// dead, and a live worker takes its jobs back into the queue.
-pub(crate) const HEARTBEAT: Duration = Duration::from_secs(1);
-/// Both engines stamp beats in whole seconds: two missed beats could be one late
-/// beat across a second boundary, and a live worker's jobs would run twice.
-pub(crate) const MISSED_HEARTBEATS: usize = 3;
+/// The engine settings of a `RemoteConfig`, checked, as durations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Engine {
+    pub(crate) poll: Duration,
+    pub(crate) heartbeat: Duration,
+    pub(crate) missed_heartbeats: u32,
+    pub(crate) retention: Duration,
+}
+
+impl Engine {
+    /// How long a silent worker (or fleet member) is taken for alive.
+    pub(crate) fn dead_after(&self) -> Duration {
+        self.heartbeat * self.missed_heartbeats
+    }
+}
+
 /// A lost connection is tried again after this, then twice as long each time, up
 /// to `RECONNECT_LAST`.
 pub(crate) const RECONNECT_FIRST: Duration = Duration::from_millis(50);
 pub(crate) const RECONNECT_LAST: Duration = Duration::from_secs(1);
-/// Replies nobody collected expire (a caller that gave up).
-const REPLY_TTL_SECONDS: i64 = 600;
 
 /// Where jobs go, parsed from a URL: `redis://host:port[/db]` or
 /// `sqlite://path/to/jobs.db`.
@@ -74,12 +79,12 @@ impl Tier {
 /// fetch (idle workers share the load), the liveness beat, and no stored results
 /// (they travel on the reply channel).
 macro_rules! engine_config {
-    ($config:ty, $queue:expr) => {
+    ($config:ty, $queue:expr, $engine:expr) => {
         <$config>::default()
             .queue($queue)
             .batch_size(1)
-            .heartbeat_interval(HEARTBEAT)
-            .missed_heartbeats(MISSED_HEARTBEATS)
+            .heartbeat_interval($engine.heartbeat)
+            .missed_heartbeats($engine.missed_heartbeats as usize)
             .persist_results(false)
     };
 }
@@ -94,19 +99,19 @@ pub(crate) enum Broker {
 }
 
 impl Broker {
-    pub(crate) async fn connect(tier: &Tier, queue: &str) -> Result<Self, String> {
+    pub(crate) async fn connect(tier: &Tier, queue: &str, engine: Engine) -> Result<Self, String> {
         match tier {
             #[cfg(feature = "redis")]
             Tier::Redis(url) => Ok(Self::Redis(Box::new(
-                redis_tier::Broker::connect(url, queue).await?,
+                redis_tier::Broker::connect(url, queue, engine).await?,
             ))),
             #[cfg(feature = "sqlite")]
             Tier::Sqlite(url) => Ok(Self::Sqlite(Box::new(
-                sqlite_tier::Broker::connect(url, queue).await?,
+                sqlite_tier::Broker::connect(url, queue, engine).await?,
             ))),
             #[allow(unreachable_patterns)]
             _ => {
-                let _ = queue;
+                let _ = (queue, engine);
                 Err("this build has no job-engine tier for that URL".into())
             }
         }
@@ -283,7 +288,7 @@ pub(crate) mod redis_tier {
     use tokio::sync::Notify;
 
     use super::super::wire::{Job, Reply};
-    use super::{HEARTBEAT, MISSED_HEARTBEATS, REPLY_TTL_SECONDS};
+    use super::Engine;
 
     pub(crate) type Storage = RedisStorage<Job>;
 
@@ -292,6 +297,7 @@ pub(crate) mod redis_tier {
         pub(crate) storage: Storage,
         /// The pub/sub channel that wakes the queue's idle workers.
         wake_channel: String,
+        engine: Engine,
         commands: ConnectionManager,
         client: redis::Client,
         /// `BLPOP` blocks its connection: collecting replies gets one of its own,
@@ -300,19 +306,24 @@ pub(crate) mod redis_tier {
         blocking: Arc<Mutex<Option<MultiplexedConnection>>>,
     }
 
-    pub(crate) fn config(queue: &str) -> Config {
-        engine_config!(Config, queue)
+    pub(crate) fn config(queue: &str, engine: Engine) -> Config {
+        engine_config!(Config, queue, engine)
     }
 
     impl Broker {
-        pub(crate) async fn connect(url: &str, queue: &str) -> Result<Self, String> {
+        pub(crate) async fn connect(
+            url: &str,
+            queue: &str,
+            engine: Engine,
+        ) -> Result<Self, String> {
             let failed = |error: redis::RedisError| format!("cannot connect to `{url}`: {error}");
             let commands = apalis_redis::connect(url).await.map_err(failed)?;
             let client = redis::Client::open(url).map_err(failed)?;
-            let storage = RedisStorage::new(commands.clone()).with_config(config(queue));
+            let storage = RedisStorage::new(commands.clone()).with_config(config(queue, engine));
             Ok(Self {
                 storage,
                 wake_channel: format!("toolgraft:wake:{queue}"),
+                engine,
                 commands,
                 client,
                 blocking: Arc::default(),
@@ -412,7 +423,10 @@ pub(crate) mod redis_tier {
                 .atomic()
                 .rpush(reply_to, body)
                 .ignore()
-                .expire(reply_to, REPLY_TTL_SECONDS)
+                .expire(
+                    reply_to,
+                    i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX),
+                )
                 .ignore()
                 .query_async::<()>(&mut commands)
                 .await
@@ -436,7 +450,7 @@ pub(crate) mod sqlite_tier {
     use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 
     use super::super::wire::{Job, Reply};
-    use super::{HEARTBEAT, MISSED_HEARTBEATS, REPLY_TTL_SECONDS};
+    use super::Engine;
 
     pub(crate) type Storage = SqliteStorage<Job>;
 
@@ -449,6 +463,7 @@ pub(crate) mod sqlite_tier {
         pub(crate) storage: Storage,
         /// Where the processes sharing the file wake each other (see [`Doorbells`]).
         doorbells: Arc<Doorbells>,
+        engine: Engine,
         /// Replies live in a file of their own (`<jobs file>.replies`): SQLite locks
         /// a whole file, and apalis holds the jobs file's write lock at times (while
         /// a worker stops, for one), which must not hold up a reply.
@@ -495,8 +510,8 @@ pub(crate) mod sqlite_tier {
             .map_err(failed)
     }
 
-    pub(crate) fn config(queue: &str) -> Config {
-        engine_config!(Config, queue)
+    pub(crate) fn config(queue: &str, engine: Engine) -> Config {
+        engine_config!(Config, queue, engine)
     }
 
     /// The side file beside the jobs file (`<jobs file>.replies`), where replies
@@ -506,7 +521,11 @@ pub(crate) mod sqlite_tier {
     }
 
     impl Broker {
-        pub(crate) async fn connect(url: &str, queue: &str) -> Result<Self, String> {
+        pub(crate) async fn connect(
+            url: &str,
+            queue: &str,
+            engine: Engine,
+        ) -> Result<Self, String> {
             let pool = open(url).await?;
             // Processes starting together would race to migrate a new file (and
             // one would write into half-made tables): one at a time, under a file
@@ -529,10 +548,11 @@ pub(crate) mod sqlite_tier {
             .execute(&replies)
             .await
             .map_err(|error| format!("cannot open `{replies_url}`: {error}"))?;
-            let storage = SqliteStorage::new(&pool).with_config(config(queue));
+            let storage = SqliteStorage::new(&pool).with_config(config(queue, engine));
             Ok(Self {
                 storage,
                 doorbells: Arc::new(Doorbells::beside(url, queue)),
+                engine,
                 replies,
             })
         }
@@ -566,7 +586,9 @@ pub(crate) mod sqlite_tier {
                         "DELETE FROM toolgraft_replies WHERE (created < unixepoch() - ",
                     );
                     delete
-                        .push_bind(REPLY_TTL_SECONDS)
+                        .push_bind(
+                            i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX),
+                        )
                         .push(") OR (reply_to = ")
                         .push_bind(reply_to)
                         .push(" AND job IN (");

@@ -28,7 +28,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, watch};
 use tokio::task::AbortHandle;
 
-use super::broker::{HEARTBEAT, MISSED_HEARTBEATS, Tier};
+use super::broker::{Engine, Tier};
 use super::remote::Remote;
 use toolgraft::manifest::Manifest;
 use toolgraft::{Registry, Toolset, WeakToolset};
@@ -60,23 +60,24 @@ pub struct FleetMember {
     /// Tools of the fleet's manifest it could not rebind, each with the reason
     /// (a tool it does not bind, an extension its registry lacks).
     pub refused: Vec<String>,
-    /// When it last reported, in milliseconds since the Unix epoch; a member
-    /// silent for three heartbeats (3 s) is gone.
+    /// When it last reported, in milliseconds since the Unix epoch.
     pub seen_ms: u64,
+    /// How long after its last report it is gone: its heartbeat times its
+    /// missed beats (3 s unless its [`RemoteConfig`](crate::RemoteConfig) says).
+    pub dead_after_ms: u64,
 }
 
 impl FleetMember {
-    /// Whether the member reported within the last three heartbeats.
+    /// Whether the member reported within its last missed beats.
     ///
     /// ```
     /// # use toolgraft_jobs::{FleetMember, Role};
     /// let member = FleetMember { process: "w".into(), role: Role::Worker, generation: 3,
-    ///     refused: vec![], seen_ms: 0 };
+    ///     refused: vec![], seen_ms: 0, dead_after_ms: 3_000 };
     /// assert!(!member.is_alive());
     /// ```
     pub fn is_alive(&self) -> bool {
-        let silent = now_ms().saturating_sub(self.seen_ms);
-        u128::from(silent) < (HEARTBEAT * MISSED_HEARTBEATS as u32).as_millis()
+        now_ms().saturating_sub(self.seen_ms) < self.dead_after_ms
     }
 }
 
@@ -162,6 +163,7 @@ struct Inner {
     /// changes up to it are the fleet's, not this process's own.
     applied_change: AtomicU64,
     refused: Mutex<Vec<String>>,
+    engine: Engine,
     /// Wakes the follower (an announcement, a job from a newer generation).
     kick: Notify,
     /// One catch-up or broadcast at a time.
@@ -231,6 +233,7 @@ impl Fleet {
             generation,
             applied_change: AtomicU64::new(*toolset.changes().borrow()),
             refused: Mutex::default(),
+            engine: remote.engine(),
             kick: Notify::new(),
             busy: tokio::sync::Mutex::new(()),
         });
@@ -310,7 +313,11 @@ pub(crate) async fn wait_for(
 /// Follows announcements (and looks every heartbeat, in case one was lost), and
 /// reports this process's state every heartbeat.
 async fn follow(inner: std::sync::Weak<Inner>) {
-    let mut beat = tokio::time::interval(HEARTBEAT);
+    let heartbeat = match inner.upgrade() {
+        Some(fleet) => fleet.engine.heartbeat,
+        None => return,
+    };
+    let mut beat = tokio::time::interval(heartbeat);
     loop {
         let Some(fleet) = inner.upgrade() else { return };
         let kicked = fleet.kick.notified();
@@ -415,6 +422,7 @@ impl Inner {
                 .unwrap_or_else(PoisonError::into_inner)
                 .clone(),
             seen_ms: now_ms(),
+            dead_after_ms: u64::try_from(self.engine.dead_after().as_millis()).unwrap_or(u64::MAX),
         };
         self.store.report(&member).await
     }

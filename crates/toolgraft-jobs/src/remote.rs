@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::{Mutex as AsyncMutex, Notify, oneshot};
 use tokio::task::AbortHandle;
 
-use super::broker::{Broker, Tier};
+use super::broker::{Broker, Engine, Tier};
 use super::wire::{Job, Reply};
 use toolgraft::{
     Anywhere, Args, ArgsError, Backend, ConfigError, Configurable, Extension, Layer, LayerInput,
@@ -75,6 +75,40 @@ pub struct RemoteConfig {
     /// [`MAX_TIMEOUT_MS`], a day).
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,
+    /// How often an idle worker looks for jobs when no wake-up came, in
+    /// milliseconds (callers wake the queue's workers as they enqueue, so this is
+    /// a safety net; 500 unless told, 1 to 60,000).
+    #[serde(default = "default_poll_ms")]
+    pub poll_ms: u64,
+    /// The workers' liveness beat, in milliseconds (1,000 unless told; 100 to
+    /// 60,000). Fleet members report at this beat too.
+    #[serde(default = "default_heartbeat_ms")]
+    pub heartbeat_ms: u64,
+    /// After how many missed beats a worker is dead and its jobs run again
+    /// elsewhere (3 unless told; 2 to 100: both engines stamp beats in whole
+    /// seconds, so fewer could take a late beat for a death).
+    #[serde(default = "default_missed_heartbeats")]
+    pub missed_heartbeats: u32,
+    /// How long replies nobody collected (a caller that gave up) are kept, in
+    /// seconds (600 unless told; 1 to a day).
+    #[serde(default = "default_retention_s")]
+    pub retention_s: u64,
+}
+
+fn default_poll_ms() -> u64 {
+    500
+}
+
+fn default_heartbeat_ms() -> u64 {
+    1_000
+}
+
+fn default_missed_heartbeats() -> u32 {
+    3
+}
+
+fn default_retention_s() -> u64 {
+    600
 }
 
 /// The longest a caller may be configured to wait for a reply: a day.
@@ -118,6 +152,10 @@ impl Remote {
             url: url.into(),
             queue: default_queue(),
             timeout_ms: default_timeout_ms(),
+            poll_ms: default_poll_ms(),
+            heartbeat_ms: default_heartbeat_ms(),
+            missed_heartbeats: default_missed_heartbeats(),
+            retention_s: default_retention_s(),
         })
     }
 
@@ -188,6 +226,15 @@ impl Remote {
         &self.tier
     }
 
+    pub(crate) fn engine(&self) -> Engine {
+        Engine {
+            poll: Duration::from_millis(self.config.poll_ms),
+            heartbeat: Duration::from_millis(self.config.heartbeat_ms),
+            missed_heartbeats: self.config.missed_heartbeats,
+            retention: Duration::from_secs(self.config.retention_s),
+        }
+    }
+
     async fn client(&self) -> Result<Arc<Client>, String> {
         let mut slot = self.client.lock().await;
         if let Some(client) = &*slot
@@ -195,7 +242,7 @@ impl Remote {
         {
             return Ok(client.clone());
         }
-        let broker = Broker::connect(&self.tier, &self.config.queue).await?;
+        let broker = Broker::connect(&self.tier, &self.config.queue, self.engine()).await?;
         Ok(slot.insert(Client::start(broker)).clone())
     }
 
@@ -296,6 +343,25 @@ impl Configurable for Remote {
                     config.timeout_ms
                 ),
             ));
+        }
+        let ranges: [(&str, u64, u64, u64); 4] = [
+            ("poll_ms", config.poll_ms, 1, 60_000),
+            ("heartbeat_ms", config.heartbeat_ms, 100, 60_000),
+            (
+                "missed_heartbeats",
+                u64::from(config.missed_heartbeats),
+                2,
+                100,
+            ),
+            ("retention_s", config.retention_s, 1, 24 * 60 * 60),
+        ];
+        for (field, value, low, high) in ranges {
+            if !(low..=high).contains(&value) {
+                return Err(ConfigError::new(
+                    field,
+                    format!("{value} is out of range: use {low} to {high}"),
+                ));
+            }
         }
         Ok(Self {
             name: "remote".to_owned(),

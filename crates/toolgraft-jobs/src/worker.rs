@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use apalis::prelude::{BackendExt, BoxDynError, Data, Monitor, WorkerBuilder, WorkerBuilderExt};
 
-use super::broker::{Broker, Ticks};
+use super::broker::{Broker, RECONNECT_FIRST, RECONNECT_LAST, Ticks};
 use super::fleet::Fleet;
 use super::remote::Remote;
 use super::wire::{Job, Reply, WireError};
@@ -241,7 +241,8 @@ impl Worker {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), WorkerError> {
         let queue = self.remote.queue_name().to_owned();
-        let broker = Broker::connect(self.remote.tier(), &queue)
+        let engine = self.remote.engine();
+        let broker = Broker::connect(self.remote.tier(), &queue, engine)
             .await
             .map_err(WorkerError::Connect)?;
         let fleet = match self.fleet {
@@ -263,15 +264,13 @@ impl Worker {
         let wake = Arc::new(tokio::sync::Notify::new());
         let _listener = AbortOnDrop(broker.listen(wake.clone()));
         tracing::info!(worker = %self.name, %queue, "worker started");
-        let monitor = Monitor::new();
-        let name = self.name.clone();
         let concurrency = self.concurrency;
         // The two tiers' storages are different types with the same builder calls.
         macro_rules! serve {
             ($storage:expr) => {{
-                let backend =
-                    $storage.poll_with_strategy(Ticks::every(super::broker::POLL, wake.clone()));
-                monitor.register(move |_| {
+                let backend = $storage.poll_with_strategy(Ticks::every(engine.poll, wake.clone()));
+                let (name, state) = (self.name.clone(), state.clone());
+                Monitor::new().register(move |_| {
                     WorkerBuilder::new(name.clone())
                         .backend(backend.clone())
                         .data(state.clone())
@@ -280,30 +279,48 @@ impl Worker {
                 })
             }};
         }
-        let monitor = match broker {
-            #[cfg(feature = "redis")]
-            Broker::Redis(broker) => serve!(broker.storage),
-            #[cfg(feature = "sqlite")]
-            Broker::Sqlite(broker) => serve!(broker.storage),
-        };
+        tokio::pin!(shutdown);
+        let mut backoff = RECONNECT_FIRST;
         // Not `run_with_signal`: with a grace period it reports success whatever
         // became of the worker, and without one it waits for the signal even after
-        // the worker died. A worker that dies must make the process fail, so that a
-        // supervisor restarts it.
-        let context = monitor.context();
-        let run = monitor.run();
-        tokio::pin!(run);
-        tokio::select! {
-            result = &mut run => {
-                let reason = match result {
-                    Err(error) => error.to_string(),
-                    Ok(()) => "the worker stopped on its own".to_owned(),
-                };
-                tracing::error!(worker = %self.name, %reason, "the job engine stopped the worker");
-                return Err(WorkerError::Engine(reason));
+        // the worker died. A worker the engine stops (a lost connection: a Redis
+        // restart) starts again, with backoff, under the same name: registering
+        // takes back the jobs it had in flight, so they run again (at least once).
+        let (context, run) = loop {
+            let monitor = match &broker {
+                #[cfg(feature = "redis")]
+                Broker::Redis(broker) => serve!(broker.storage.clone()),
+                #[cfg(feature = "sqlite")]
+                Broker::Sqlite(broker) => serve!(broker.storage.clone()),
+            };
+            let context = monitor.context();
+            let started = std::time::Instant::now();
+            let mut run = Box::pin(monitor.run());
+            tokio::select! {
+                result = &mut run => {
+                    let reason = match result {
+                        Err(error) => error.to_string(),
+                        Ok(()) => "the worker stopped on its own".to_owned(),
+                    };
+                    if started.elapsed() > RECONNECT_LAST * 5 {
+                        backoff = RECONNECT_FIRST;
+                    }
+                    tracing::warn!(
+                        worker = %self.name, %reason, ?backoff,
+                        "the job engine stopped the worker; starting it again"
+                    );
+                    tokio::select! {
+                        () = tokio::time::sleep(backoff) => {}
+                        () = &mut shutdown => {
+                            tracing::info!(worker = %self.name, "worker stopped");
+                            return Ok(());
+                        }
+                    }
+                    backoff = (backoff * 2).min(RECONNECT_LAST);
+                }
+                () = &mut shutdown => break (context, run),
             }
-            () = shutdown => {}
-        }
+        };
         tracing::info!(worker = %self.name, "stopping: finishing the jobs in flight");
         let _ = context.shutdown();
         let outcome = match tokio::time::timeout(self.grace, run).await {

@@ -960,3 +960,99 @@ async fn a_change_on_one_caller_reaches_every_worker_and_caller(env: Env) {
         assert!(worker.jobs_started("whereami_trace") <= 30);
     }
 }
+
+/// A private `redis-server` on `port`, up when this returns.
+#[cfg(feature = "redis")]
+async fn redis_on(port: u16) -> Child {
+    let mut server = Command::new("redis-server")
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("this test needs redis-server");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "redis-server did not start");
+        assert!(server.try_wait().unwrap().is_none(), "redis-server exited");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server
+}
+
+/// Redis goes away mid-call and comes back empty (no persistence): the worker
+/// process stays up and reconnects, the call in flight gets its result or
+/// `TimedOut`, and calls succeed again within 5 s of the server's return.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_and_callers_survive_a_redis_restart() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = redis_on(port).await;
+    let env = Env {
+        url: format!("redis://127.0.0.1:{port}"),
+        queue: unique("restart"),
+        _guard: Guard::None,
+    };
+    let start = Instant::now();
+    let at = || format!("{:>6.0} ms", start.elapsed().as_secs_f64() * 1e3);
+    let mut worker = WorkerProcess::start(&env);
+    let remote = env.remote().timeout(Duration::from_secs(3));
+    let toolset = Arc::new(toolset(&remote));
+    let first = toolset.call("slow_remote", json!({"ms": 1})).await.unwrap();
+    eprintln!("{}: a call answered by worker {first}", at());
+
+    let in_flight = {
+        let toolset = toolset.clone();
+        tokio::spawn(async move { toolset.call("slow_remote", json!({"ms": 1500})).await })
+    };
+    worker.wait_for_line(&["job started", "tool=slow"]).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.kill().unwrap();
+    server.wait().unwrap();
+    eprintln!("{}: redis-server killed, a 1.5 s job in flight", at());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let server = redis_on(port).await;
+    let _server = Guard::Server(server);
+    let back = Instant::now();
+    eprintln!("{}: redis-server back, empty", at());
+
+    match in_flight.await.unwrap() {
+        Ok(pid) => eprintln!("{}: the call in flight got its result (worker {pid})", at()),
+        Err(ToolError::TimedOut { job, .. }) => {
+            eprintln!("{}: the call in flight timed out (job {job})", at())
+        }
+        Err(other) => panic!("the call in flight: {other}"),
+    }
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match toolset.call("slow_remote", json!({"ms": 1})).await {
+            Ok(pid) => {
+                eprintln!(
+                    "{}: calls succeed again, {:.2} s after the server came back ({attempts} attempts, worker {pid})",
+                    at(),
+                    back.elapsed().as_secs_f64()
+                );
+                assert_eq!(pid, json!(worker.pid()));
+                break;
+            }
+            Err(error) => {
+                assert!(
+                    back.elapsed() < Duration::from_secs(5),
+                    "no call succeeded within 5 s of Redis being back: {error}\n{}",
+                    worker.log_text()
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    assert!(
+        worker.child.try_wait().unwrap().is_none(),
+        "the worker process exited"
+    );
+    let restarted = worker.wait_for_line(&["starting it again"]).await;
+    eprintln!("worker log: {restarted}");
+}
