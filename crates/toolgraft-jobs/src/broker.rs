@@ -28,7 +28,16 @@ impl Engine {
     pub(crate) fn dead_after(&self) -> Duration {
         self.heartbeat * self.missed_heartbeats
     }
+
+    /// How old a finished job must be to go: the retention, and never before a
+    /// dead worker's jobs could have come back (they need their data).
+    pub(crate) fn keep_finished(&self) -> Duration {
+        self.retention.max(self.dead_after() * 2)
+    }
 }
+
+/// How many finished jobs one vacuum round removes at most.
+pub(crate) const VACUUM_BATCH: u64 = 1_000;
 
 /// A lost connection is tried again after this, then twice as long each time, up
 /// to `RECONNECT_LAST`.
@@ -76,8 +85,12 @@ impl Tier {
 }
 
 /// The engine settings both tiers share, on their two `Config` types: one job per
-/// fetch (idle workers share the load), the liveness beat, and no stored results
-/// (they travel on the reply channel).
+/// fetch (idle workers share the load) and the liveness beat. Results travel on
+/// the reply channel, but the engine must still record each job's end: without
+/// it (`persist_results(false)` skips the acknowledgement altogether) a finished
+/// job stays in its worker's in-flight set for good, and runs again when that
+/// worker is taken for dead. The recorded result is `null`; the vacuum removes it
+/// after the retention.
 macro_rules! engine_config {
     ($config:ty, $queue:expr, $engine:expr) => {
         <$config>::default()
@@ -85,7 +98,7 @@ macro_rules! engine_config {
             .batch_size(1)
             .heartbeat_interval($engine.heartbeat)
             .missed_heartbeats($engine.missed_heartbeats as usize)
-            .persist_results(false)
+            .persist_results(true)
     };
 }
 
@@ -173,11 +186,22 @@ impl Broker {
         }
     }
 
+    /// Removes finished jobs (and their data) older than the retention, a batch
+    /// at a time; returns how many went.
+    pub(crate) async fn vacuum(&self) -> Result<u64, String> {
+        match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(broker) => broker.vacuum().await,
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(broker) => broker.vacuum().await,
+        }
+    }
+
     pub(crate) async fn send_reply(&self, reply_to: &str, reply: &Reply) -> Result<(), String> {
         let body = serde_json::to_string(reply).map_err(|error| error.to_string())?;
         match self {
             #[cfg(feature = "redis")]
-            Self::Redis(broker) => broker.send_reply(reply_to, &body).await,
+            Self::Redis(broker) => broker.send_reply(reply_to, &reply.job, &body).await,
             #[cfg(feature = "sqlite")]
             Self::Sqlite(broker) => broker.send_reply(reply_to, &reply.job, &body).await,
         }
@@ -297,6 +321,9 @@ pub(crate) mod redis_tier {
         pub(crate) storage: Storage,
         /// The pub/sub channel that wakes the queue's idle workers.
         wake_channel: String,
+        /// Jobs answered, by when (ms): what the vacuum removes once old.
+        finished: String,
+        queue: String,
         engine: Engine,
         commands: ConnectionManager,
         client: redis::Client,
@@ -309,6 +336,21 @@ pub(crate) mod redis_tier {
     pub(crate) fn config(queue: &str, engine: Engine) -> Config {
         engine_config!(Config, queue, engine)
     }
+
+    /// Removes finished jobs answered before a cutoff: the engine's keys of each
+    /// (apalis-redis 1.0's layout: `<queue>:data`, `<queue>:meta:<id>`, the done
+    /// and dead sets) and its entry in ours.
+    const VACUUM: &str = r"
+        local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+        for _, id in ipairs(ids) do
+            redis.call('DEL', ARGV[2] .. id)
+            redis.call('HDEL', KEYS[2], id)
+            redis.call('SREM', KEYS[3], id)
+            redis.call('SREM', KEYS[4], id)
+            redis.call('ZREM', KEYS[1], id)
+        end
+        return #ids
+    ";
 
     impl Broker {
         pub(crate) async fn connect(
@@ -323,11 +365,31 @@ pub(crate) mod redis_tier {
             Ok(Self {
                 storage,
                 wake_channel: format!("toolgraft:wake:{queue}"),
+                finished: format!("toolgraft:finished:{queue}"),
+                queue: queue.to_owned(),
                 engine,
                 commands,
                 client,
                 blocking: Arc::default(),
             })
+        }
+
+        pub(crate) async fn vacuum(&self) -> Result<u64, String> {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_millis() as u64);
+            let cutoff = now.saturating_sub(self.engine.keep_finished().as_millis() as u64);
+            redis::Script::new(VACUUM)
+                .key(&self.finished)
+                .key(format!("{}:data", self.queue))
+                .key(format!("{}:done", self.queue))
+                .key(format!("{}:dead", self.queue))
+                .arg(cutoff)
+                .arg(format!("{}:meta:", self.queue))
+                .arg(super::VACUUM_BATCH)
+                .invoke_async(&mut self.commands.clone())
+                .await
+                .map_err(|error| error.to_string())
         }
 
         /// Wakes the queue's idle workers. A lost wake-up only delays the job to
@@ -417,10 +479,20 @@ pub(crate) mod redis_tier {
             Ok(super::decode_replies(bodies))
         }
 
-        pub(crate) async fn send_reply(&self, reply_to: &str, body: &str) -> Result<(), String> {
+        pub(crate) async fn send_reply(
+            &self,
+            reply_to: &str,
+            job: &str,
+            body: &str,
+        ) -> Result<(), String> {
             let mut commands = self.commands.clone();
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_millis() as u64);
             redis::pipe()
                 .atomic()
+                .zadd(&self.finished, job, now)
+                .ignore()
                 .rpush(reply_to, body)
                 .ignore()
                 .expire(
@@ -464,6 +536,8 @@ pub(crate) mod sqlite_tier {
         /// Where the processes sharing the file wake each other (see [`Doorbells`]).
         doorbells: Arc<Doorbells>,
         engine: Engine,
+        jobs: SqlitePool,
+        queue: String,
         /// Replies live in a file of their own (`<jobs file>.replies`): SQLite locks
         /// a whole file, and apalis holds the jobs file's write lock at times (while
         /// a worker stops, for one), which must not hold up a reply.
@@ -553,12 +627,30 @@ pub(crate) mod sqlite_tier {
                 storage,
                 doorbells: Arc::new(Doorbells::beside(url, queue)),
                 engine,
+                jobs: pool.clone(),
+                queue: queue.to_owned(),
                 replies,
             })
         }
 
         pub(crate) async fn wake_workers(&self) {
             self.doorbells.ring_workers().await;
+        }
+
+        pub(crate) async fn vacuum(&self) -> Result<u64, String> {
+            let keep = i64::try_from(self.engine.keep_finished().as_secs()).unwrap_or(i64::MAX);
+            sqlx::query(
+                "DELETE FROM Jobs WHERE rowid IN (
+                     SELECT rowid FROM Jobs WHERE job_type = ?1 AND status IN ('Done', 'Killed')
+                     AND done_at IS NOT NULL AND done_at < unixepoch() - ?2 LIMIT ?3)",
+            )
+            .bind(&self.queue)
+            .bind(keep)
+            .bind(super::VACUUM_BATCH as i64)
+            .execute(&self.jobs)
+            .await
+            .map(|done| done.rows_affected())
+            .map_err(|error| error.to_string())
         }
 
         pub(crate) fn listen(&self, wake: Arc<Notify>) -> tokio::task::JoinHandle<()> {

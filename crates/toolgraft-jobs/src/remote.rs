@@ -81,7 +81,8 @@ pub struct RemoteConfig {
     #[serde(default = "default_poll_ms")]
     pub poll_ms: u64,
     /// The workers' liveness beat, in milliseconds (1,000 unless told; 100 to
-    /// 60,000). Fleet members report at this beat too.
+    /// 60,000; times `missed_heartbeats`, at least 3 s). Fleet members report at
+    /// this beat too.
     #[serde(default = "default_heartbeat_ms")]
     pub heartbeat_ms: u64,
     /// After how many missed beats a worker is dead and its jobs run again
@@ -362,6 +363,16 @@ impl Configurable for Remote {
                     format!("{value} is out of range: use {low} to {high}"),
                 ));
             }
+        }
+        if config.heartbeat_ms * u64::from(config.missed_heartbeats) < 3_000 {
+            return Err(ConfigError::new(
+                "missed_heartbeats",
+                format!(
+                    "{} beats of {} ms is under 3 s: both engines stamp beats in whole \
+                     seconds, so a live worker could be taken for dead",
+                    config.missed_heartbeats, config.heartbeat_ms
+                ),
+            ));
         }
         Ok(Self {
             name: "remote".to_owned(),

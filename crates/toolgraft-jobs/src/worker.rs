@@ -263,6 +263,7 @@ impl Worker {
         // Callers' wake-ups, so that an idle worker need not poll often.
         let wake = Arc::new(tokio::sync::Notify::new());
         let _listener = AbortOnDrop(broker.listen(wake.clone()));
+        let _vacuum = AbortOnDrop(tokio::spawn(vacuum(broker.clone(), engine.heartbeat)));
         tracing::info!(worker = %self.name, %queue, "worker started");
         let concurrency = self.concurrency;
         // The two tiers' storages are different types with the same builder calls.
@@ -389,4 +390,27 @@ async fn behind(job: &Job, state: &State) -> Option<WireError> {
             state.fleet_wait
         ),
     })
+}
+
+/// Removes the queue's old finished jobs every beat (retention): each worker
+/// does, the removal is idempotent.
+async fn vacuum(broker: Broker, every: Duration) {
+    let mut beat = tokio::time::interval(every);
+    beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        beat.tick().await;
+        // A backlog goes a batch at a time, a few batches a beat.
+        for _ in 0..10 {
+            match broker.vacuum().await {
+                Ok(removed) if removed >= super::broker::VACUUM_BATCH => continue,
+                Ok(removed) => {
+                    if removed > 0 {
+                        tracing::debug!(removed, "vacuumed finished jobs");
+                    }
+                }
+                Err(error) => tracing::debug!(%error, "vacuum failed; trying again next beat"),
+            }
+            break;
+        }
+    }
 }

@@ -20,7 +20,7 @@ use toolgraft::ext::{Batch, Cache, Proxy, Trace, proxy};
 use toolgraft::manifest::ElementSpec;
 use toolgraft::manifest::Manifest;
 use toolgraft::prelude::*;
-use toolgraft::{BaseTools, BindError, BoxError, Registry, ToolError};
+use toolgraft::{BaseTools, BindError, BoxError, Configurable, Registry, ToolError};
 use toolgraft_jobs::{Fleet, Remote, RemoteFailure, Worker};
 
 // ---------------------------------------------------------------- the toolset
@@ -141,6 +141,8 @@ fn with_unknown_tool(toolset: &Toolset, remote: &Remote) {
 
 const WORKER_URL: &str = "TOOLGRAFT_TEST_WORKER_URL";
 const WORKER_QUEUE: &str = "TOOLGRAFT_TEST_WORKER_QUEUE";
+/// A JSON object of `RemoteConfig` fields the worker's remote takes over.
+const WORKER_ENGINE: &str = "TOOLGRAFT_TEST_WORKER_ENGINE";
 /// Set: the worker follows the queue's fleet with `registry()`.
 const WORKER_FLEET: &str = "TOOLGRAFT_TEST_WORKER_FLEET";
 /// The branch a caller process waits for, then calls.
@@ -175,7 +177,13 @@ fn worker_process() {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .init();
-    let remote = Remote::new(url).unwrap().queue(queue);
+    let mut remote = Remote::new(url).unwrap().queue(queue);
+    if let Ok(engine) = std::env::var(WORKER_ENGINE) {
+        let mut config = serde_json::to_value(remote.settings()).unwrap();
+        let engine: serde_json::Map<String, Value> = serde_json::from_str(&engine).unwrap();
+        config.as_object_mut().unwrap().extend(engine);
+        remote = Remote::from_config(serde_json::from_value(config).unwrap()).unwrap();
+    }
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let mut worker = Worker::new(toolset(&remote), &remote).grace(Duration::from_secs(10));
     if std::env::var_os(WORKER_FLEET).is_some() {
@@ -495,6 +503,7 @@ on_every_tier!(
     two_workers_serve_many_concurrent_calls,
     a_manifest_relocates_with_the_same_workers,
     a_change_on_one_caller_reaches_every_worker_and_caller,
+    finished_jobs_go_after_the_retention,
 );
 
 fn report(value: Value) -> Report {
@@ -1055,4 +1064,89 @@ async fn workers_and_callers_survive_a_redis_restart() {
     );
     let restarted = worker.wait_for_line(&["starting it again"]).await;
     eprintln!("worker log: {restarted}");
+}
+
+/// What the job engine still holds of the queue's jobs: Redis keys (each job's
+/// metadata, its data, the done set) or SQLite rows.
+async fn stored_jobs(env: &Env) -> usize {
+    if env.url.starts_with("redis://") {
+        #[cfg(feature = "redis")]
+        {
+            let client = ::redis::Client::open(env.url.as_str()).unwrap();
+            let mut redis = client.get_multiplexed_async_connection().await.unwrap();
+            let meta: Vec<String> = ::redis::cmd("KEYS")
+                .arg(format!("{}:meta:*", env.queue))
+                .query_async(&mut redis)
+                .await
+                .unwrap();
+            let (data, done, finished): (usize, usize, usize) = ::redis::pipe()
+                .hlen(format!("{}:data", env.queue))
+                .scard(format!("{}:done", env.queue))
+                .zcard(format!("toolgraft:finished:{}", env.queue))
+                .query_async(&mut redis)
+                .await
+                .unwrap();
+            // A finished job must leave its worker's in-flight set, or it runs
+            // again when that worker is taken for dead.
+            let inflight: Vec<String> = ::redis::cmd("KEYS")
+                .arg(format!("{}:inflight:*", env.queue))
+                .query_async(&mut redis)
+                .await
+                .unwrap();
+            let mut running = 0;
+            for set in inflight {
+                let members: usize = ::redis::cmd("SCARD")
+                    .arg(set)
+                    .query_async(&mut redis)
+                    .await
+                    .unwrap();
+                running += members;
+            }
+            return meta.len() + data + done + finished + running;
+        }
+    }
+    #[cfg(feature = "sqlite")]
+    {
+        let pool = sqlx::SqlitePool::connect(&env.url).await.unwrap();
+        let (rows,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM Jobs WHERE job_type = ?1")
+            .bind(&env.queue)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+        return rows as usize;
+    }
+    #[allow(unreachable_code)]
+    0
+}
+
+/// With a 1 s retention, the engine forgets finished jobs (after 6 s: never
+/// before a dead worker's jobs could come back): what 200 jobs left behind is
+/// vacuumed by the worker, so storage stays flat.
+async fn finished_jobs_go_after_the_retention(env: Env) {
+    let worker = WorkerProcess::spawn(
+        &env,
+        "worker_process",
+        &[(WORKER_ENGINE, r#"{"retention_s": 1}"#)],
+    );
+    let toolset = toolset(&env.remote());
+    for at in 0..200 {
+        toolset
+            .call("slow_remote", json!({"ms": 0}))
+            .await
+            .unwrap_or_else(|error| panic!("call {at}: {error}\n{}", worker.log_text()));
+    }
+    let left = stored_jobs(&env).await;
+    eprintln!("after 200 jobs the engine holds {left} keys or rows of them");
+    assert!(left >= 200, "the jobs were stored: {left}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let left = stored_jobs(&env).await;
+        if left == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{left} still stored after 20 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!("vacuumed within the retention and a beat: nothing of them is left");
 }
