@@ -605,7 +605,17 @@ pub(crate) mod sqlite_tier {
             // one would write into half-made tables): one at a time, under a file
             // lock beside it.
             let lock = lock_file(url).await?;
-            let setup = SqliteStorage::<()>::setup(&pool).await;
+            // Busy workers write all the time, and a transaction that reads before
+            // it writes gets "database is locked" at once (no busy wait) when
+            // another write slips in between: a few tries.
+            let mut setup = SqliteStorage::<()>::setup(&pool).await;
+            for attempt in 1..10u32 {
+                if setup.is_ok() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20) * attempt).await;
+                setup = SqliteStorage::<()>::setup(&pool).await;
+            }
             drop(lock);
             setup.map_err(|error| format!("cannot set up the job tables in `{url}`: {error}"))?;
             let replies_url = replies_url(url);

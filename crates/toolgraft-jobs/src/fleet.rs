@@ -341,15 +341,19 @@ async fn follow(inner: std::sync::Weak<Inner>) {
 
 /// A caller's broadcaster: each change of its own becomes a generation.
 async fn broadcast(inner: std::sync::Weak<Inner>, mut changes: watch::Receiver<u64>) {
-    changes.borrow_and_update();
-    while changes.changed().await.is_ok() {
+    loop {
+        // A change made before this task first ran counts too: compared with
+        // the count at joining, not marked seen unread.
         let change = *changes.borrow_and_update();
         let Some(fleet) = inner.upgrade() else { return };
-        if change <= fleet.applied_change.load(Ordering::SeqCst) {
-            continue;
-        }
-        if let Err(error) = fleet.publish().await {
+        if change > fleet.applied_change.load(Ordering::SeqCst)
+            && let Err(error) = fleet.publish().await
+        {
             tracing::warn!(%error, "fleet: cannot broadcast a change");
+        }
+        drop(fleet);
+        if changes.changed().await.is_err() {
+            return;
         }
     }
 }
