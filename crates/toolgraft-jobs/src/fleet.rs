@@ -108,9 +108,10 @@ fn now_ms() -> u64 {
 
 /// The generations this process's fleets are at, by (URL, queue): what a
 /// [`Remote`] stamps on its jobs.
-fn generations() -> &'static Mutex<HashMap<(String, String), watch::Receiver<u64>>> {
-    static GENERATIONS: OnceLock<Mutex<HashMap<(String, String), watch::Receiver<u64>>>> =
-        OnceLock::new();
+type Generations = Mutex<HashMap<(String, String), watch::Receiver<u64>>>;
+
+fn generations() -> &'static Generations {
+    static GENERATIONS: OnceLock<Generations> = OnceLock::new();
     GENERATIONS.get_or_init(Mutex::default)
 }
 
@@ -476,7 +477,7 @@ fn manifest_of(toolset: &Toolset) -> Value {
 /// Where a fleet's state lives: beside the queue in the job engine.
 enum Store {
     #[cfg(feature = "redis")]
-    Redis(redis_store::Store),
+    Redis(Box<redis_store::Store>),
     #[cfg(feature = "sqlite")]
     Sqlite(sqlite_store::Store),
 }
@@ -485,7 +486,9 @@ impl Store {
     async fn connect(tier: &Tier, queue: &str) -> Result<Self, FleetError> {
         match tier {
             #[cfg(feature = "redis")]
-            Tier::Redis(url) => Ok(Self::Redis(redis_store::Store::connect(url, queue).await?)),
+            Tier::Redis(url) => Ok(Self::Redis(Box::new(
+                redis_store::Store::connect(url, queue).await?,
+            ))),
             #[cfg(feature = "sqlite")]
             Tier::Sqlite(url) => Ok(Self::Sqlite(
                 sqlite_store::Store::connect(url, queue).await?,
