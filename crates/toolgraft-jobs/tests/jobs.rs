@@ -504,6 +504,7 @@ on_every_tier!(
     a_manifest_relocates_with_the_same_workers,
     a_change_on_one_caller_reaches_every_worker_and_caller,
     finished_jobs_go_after_the_retention,
+    an_idle_worker_is_woken_by_each_job,
 );
 
 fn report(value: Value) -> Report {
@@ -916,6 +917,17 @@ async fn a_change_on_one_caller_reaches_every_worker_and_caller(env: Env) {
     .unwrap();
     let generation = fleet.generation();
     eprintln!("caller A attached [trace, remote]: generation {before} -> {generation}");
+    // At once, before any worker need have heard (on SQLite nothing announces:
+    // workers look each beat): the job carries the generation, and the worker
+    // that takes it catches up first instead of answering "no tool bound".
+    let first = toolset
+        .call(branch, json!({"city": "first"}))
+        .await
+        .unwrap_or_else(|error| panic!("the first call after the change: {error}"));
+    eprintln!(
+        "caller A's first call after the change answered by worker {}",
+        report(first).pid
+    );
     let late = WorkerProcess::start_in_fleet(&env);
 
     // Every member (2 callers, 3 workers) reports the generation.
@@ -1149,4 +1161,28 @@ async fn finished_jobs_go_after_the_retention(env: Env) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     eprintln!("vacuumed within the retention and a beat: nothing of them is left");
+}
+
+/// A worker that neither polls nor beats for a minute still takes each job at
+/// once: the caller's wake-up fetches it (without one, every call here would wait
+/// for a poll and time out).
+async fn an_idle_worker_is_woken_by_each_job(env: Env) {
+    let worker = WorkerProcess::spawn(
+        &env,
+        "worker_process",
+        &[(
+            WORKER_ENGINE,
+            r#"{"poll_ms": 60000, "heartbeat_ms": 60000}"#,
+        )],
+    );
+    let toolset = toolset(&env.remote().timeout(Duration::from_secs(10)));
+    for at in 0..20 {
+        let pid = toolset
+            .call("slow_remote", json!({"ms": 0}))
+            .await
+            .unwrap_or_else(|error| panic!("call {at}: {error}\n{}", worker.log_text()));
+        assert_eq!(pid, json!(worker.pid()));
+        // Idle between calls: the worker parks on an empty queue each time.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
