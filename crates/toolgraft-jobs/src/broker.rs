@@ -15,7 +15,7 @@ use tokio::sync::futures::OwnedNotified;
 use super::wire::{Job, Reply};
 
 /// The engine settings of a `RemoteConfig`, checked, as durations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Engine {
     pub(crate) poll: Duration,
     pub(crate) heartbeat: Duration,

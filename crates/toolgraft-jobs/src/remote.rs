@@ -243,8 +243,30 @@ impl Remote {
         {
             return Ok(client.clone());
         }
+        // One connection per URL and queue in a process: backends made apart
+        // (each element of a manifest's combos is one) share it.
+        let key = (
+            self.config.url.clone(),
+            self.config.queue.clone(),
+            self.engine(),
+        );
+        let shared = shared_clients()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .and_then(Weak::upgrade)
+            .filter(|client| client.is_routing());
+        if let Some(client) = shared {
+            return Ok(slot.insert(client).clone());
+        }
         let broker = Broker::connect(&self.tier, &self.config.queue, self.engine()).await?;
-        Ok(slot.insert(Client::start(broker)).clone())
+        let client = Client::start(broker);
+        let mut clients = shared_clients()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        clients.retain(|_, client| client.strong_count() > 0);
+        clients.insert(key, Arc::downgrade(&client));
+        Ok(slot.insert(client).clone())
     }
 
     /// Runs the bound name `tool` in a worker with `args` and waits for its reply;
@@ -455,6 +477,14 @@ where
     fn decode(&self, args: Args) -> Result<S::Input, ArgsError> {
         self.inner.decode(args)
     }
+}
+
+type SharedClients = Mutex<HashMap<(String, String, Engine), Weak<Client>>>;
+
+/// The process's clients by URL, queue and engine settings.
+fn shared_clients() -> &'static SharedClients {
+    static CLIENTS: std::sync::OnceLock<SharedClients> = std::sync::OnceLock::new();
+    CLIENTS.get_or_init(Mutex::default)
 }
 
 /// One connection's reply router: callers wait on one-shot channels keyed by job

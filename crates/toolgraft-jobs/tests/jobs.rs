@@ -1186,3 +1186,69 @@ async fn an_idle_worker_is_woken_by_each_job(env: Env) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Backends made apart (each element of a manifest's combos is one) share one
+/// connection per URL and queue: calling through three more of them opens no
+/// more connections to Redis than calling through one.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backends_of_one_url_share_their_connections() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let env = Env {
+        url: format!("redis://127.0.0.1:{port}"),
+        queue: unique("shared"),
+        _guard: Guard::Server(redis_on(port).await),
+    };
+    let worker = WorkerProcess::start(&env);
+    let connections = || async {
+        let client = ::redis::Client::open(env.url.as_str()).unwrap();
+        let mut redis = client.get_multiplexed_async_connection().await.unwrap();
+        let list: String = ::redis::cmd("CLIENT")
+            .arg("LIST")
+            .query_async(&mut redis)
+            .await
+            .unwrap();
+        // Not counting this connection itself.
+        list.lines().count() - 1
+    };
+    let settings = serde_json::to_value(env.remote().settings()).unwrap();
+    let remote = |_| json!({"name": "remote", "config": settings.clone()});
+    let whereami = whereami_tool();
+    let bases = BaseTools::new().with(&whereami);
+    let one = Manifest::from_value(&json!({"tools": {"whereami": [[remote(0)]]}})).unwrap();
+    let toolset = Toolset::new();
+    for (tool, outcome) in toolset.bind_manifest(&registry(), &bases, &one) {
+        outcome.unwrap_or_else(|error| panic!("{tool}: {error}"));
+    }
+    toolset
+        .call("whereami_remote", json!({"city": "Oslo"}))
+        .await
+        .unwrap();
+    let with_one = connections().await;
+
+    let four = Manifest::from_value(&json!({"tools": {"whereami": [
+        [remote(1)], ["proxy", remote(2)], [remote(3), "cache"]
+    ]}}))
+    .unwrap();
+    let other = Toolset::new();
+    for (tool, outcome) in other.bind_manifest(&registry(), &bases, &four) {
+        outcome.unwrap_or_else(|error| panic!("{tool}: {error}"));
+    }
+    for name in [
+        "whereami_remote",
+        "whereami_proxy_remote",
+        "whereami_remote_cache",
+    ] {
+        other
+            .call(name, json!({"city": "Oslo"}))
+            .await
+            .unwrap_or_else(|error| panic!("{name}: {error}\n{}", worker.log_text()));
+    }
+    let with_four = connections().await;
+    eprintln!("connections to Redis: {with_one} with one backend, {with_four} with four");
+    assert_eq!(with_one, with_four);
+}
