@@ -42,11 +42,18 @@ fn toolset(remote: &Remote) -> Toolset {
     toolset
 }
 
+/// Set: the retention run's number of jobs (Redis only; see `retention`).
+const RETENTION_JOBS: &str = "TOOLGRAFT_BENCH_RETENTION_JOBS";
+
 fn remote(url: &str) -> Remote {
-    Remote::new(url)
-        .expect("a valid URL")
-        .queue("bench")
-        .timeout(Duration::from_secs(30))
+    let mut config: toolgraft_jobs::RemoteConfig =
+        serde_json::from_value(json!({ "url": url })).expect("a config");
+    config.queue = "bench".to_owned();
+    config.timeout_ms = 30_000;
+    if std::env::var_os(RETENTION_JOBS).is_some() {
+        config.retention_s = 1;
+    }
+    <Remote as toolgraft::Configurable>::from_config(config).expect("a valid config")
 }
 
 fn worker_main(url: String) {
@@ -179,6 +186,77 @@ async fn measure(tier: &str, url: &str) {
     );
 }
 
+/// Redis memory while `jobs` relocated calls run (64 callers, 2 workers, a 1 s
+/// retention: finished jobs go after 6 s): printed every tenth of the run.
+async fn retention(url: &str, jobs: u64) {
+    let mut workers = Processes(Vec::new());
+    for _ in 0..2 {
+        workers.0.push(
+            Command::new(std::env::current_exe().expect("this binary"))
+                .env(WORKER_URL, url)
+                .env(RETENTION_JOBS, jobs.to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("a worker starts"),
+        );
+    }
+    let memory = || {
+        let out = Command::new("redis-cli")
+            .args(["-u", url, "info", "memory"])
+            .output()
+            .expect("redis-cli runs");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|line| {
+                line.strip_prefix("used_memory:")
+                    .map(|m| m.trim().to_owned())
+            })
+            .and_then(|m| m.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 1e6
+    };
+    let toolset = Arc::new(toolset(&remote(url)));
+    let started = Instant::now();
+    let done = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let callers: Vec<_> = (0..CONCURRENT)
+        .map(|_| {
+            let (toolset, done) = (toolset.clone(), done.clone());
+            tokio::spawn(async move {
+                loop {
+                    let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if n >= jobs {
+                        return;
+                    }
+                    let answer = toolset.call("echo_remote", json!({ "n": n })).await;
+                    assert_eq!(answer.expect("the call answers"), json!(n));
+                }
+            })
+        })
+        .collect();
+    let mut next = 0;
+    while callers.iter().any(|caller| !caller.is_finished()) {
+        let at = done.load(std::sync::atomic::Ordering::SeqCst).min(jobs);
+        if at >= next {
+            println!(
+                "{at:>7} jobs, {:>5.1} s: used_memory {:.2} MB",
+                started.elapsed().as_secs_f64(),
+                memory()
+            );
+            next += jobs / 10;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!(
+        "{jobs:>7} jobs, {:>5.1} s: used_memory {:.2} MB",
+        started.elapsed().as_secs_f64(),
+        memory()
+    );
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    println!("10 s later: used_memory {:.2} MB", memory());
+}
+
 fn main() {
     if let Ok(url) = std::env::var(WORKER_URL) {
         worker_main(url);
@@ -193,6 +271,19 @@ fn main() {
         .enable_all()
         .build()
         .expect("a runtime");
+    if let Some(jobs) = std::env::var(RETENTION_JOBS)
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        #[cfg(feature = "redis")]
+        {
+            let (url, server) = start_redis();
+            let _server = Processes(server.into_iter().collect());
+            runtime.block_on(retention(&url, jobs));
+        }
+        let _ = jobs;
+        return;
+    }
     println!("| tier | median | p99 | calls/s (64 callers) | idle CPU per worker |");
     println!("|---|---|---|---|---|");
     #[cfg(feature = "redis")]
