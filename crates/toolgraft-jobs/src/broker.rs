@@ -3,22 +3,46 @@
 //! stores results, but its waiting polls at 100 to 500 ms and reports retries as
 //! failures).
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use apalis::prelude::{TaskBuilder, TaskId, TaskSink};
+use tokio::sync::Notify;
+use tokio::sync::futures::OwnedNotified;
 
 use super::wire::{Job, Reply};
 
-/// How often an idle worker looks for jobs.
-pub(crate) const POLL: Duration = Duration::from_millis(10);
-/// Workers' liveness beat; a worker silent for `HEARTBEAT * MISSED_HEARTBEATS` is
-/// dead, and a live worker takes its jobs back into the queue.
-pub(crate) const HEARTBEAT: Duration = Duration::from_secs(1);
-/// Both engines stamp beats in whole seconds: two missed beats could be one late
-/// beat across a second boundary, and a live worker's jobs would run twice.
-pub(crate) const MISSED_HEARTBEATS: usize = 3;
-/// Replies nobody collected expire (a caller that gave up).
-const REPLY_TTL_SECONDS: i64 = 600;
+/// The engine settings of a `RemoteConfig`, checked, as durations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Engine {
+    pub(crate) poll: Duration,
+    pub(crate) heartbeat: Duration,
+    pub(crate) missed_heartbeats: u32,
+    pub(crate) retention: Duration,
+}
+
+impl Engine {
+    /// How long a silent worker (or fleet member) is taken for alive.
+    pub(crate) fn dead_after(&self) -> Duration {
+        self.heartbeat * self.missed_heartbeats
+    }
+
+    /// How old a finished job must be to go: the retention, and never before a
+    /// dead worker's jobs could have come back (they need their data).
+    pub(crate) fn keep_finished(&self) -> Duration {
+        self.retention.max(self.dead_after() * 2)
+    }
+}
+
+/// How many finished jobs one vacuum round removes at most.
+pub(crate) const VACUUM_BATCH: u64 = 1_000;
+
+/// A lost connection is tried again after this, then twice as long each time, up
+/// to `RECONNECT_LAST`.
+pub(crate) const RECONNECT_FIRST: Duration = Duration::from_millis(50);
+pub(crate) const RECONNECT_LAST: Duration = Duration::from_secs(1);
 
 /// Where jobs go, parsed from a URL: `redis://host:port[/db]` or
 /// `sqlite://path/to/jobs.db`.
@@ -61,16 +85,20 @@ impl Tier {
 }
 
 /// The engine settings both tiers share, on their two `Config` types: one job per
-/// fetch (idle workers share the load), the liveness beat, and no stored results
-/// (they travel on the reply channel).
+/// fetch (idle workers share the load) and the liveness beat. Results travel on
+/// the reply channel, but the engine must still record each job's end: without
+/// it (`persist_results(false)` skips the acknowledgement altogether) a finished
+/// job stays in its worker's in-flight set for good, and runs again when that
+/// worker is taken for dead. The recorded result is `null`; the vacuum removes it
+/// after the retention.
 macro_rules! engine_config {
-    ($config:ty, $queue:expr) => {
+    ($config:ty, $queue:expr, $engine:expr) => {
         <$config>::default()
             .queue($queue)
             .batch_size(1)
-            .heartbeat_interval(HEARTBEAT)
-            .missed_heartbeats(MISSED_HEARTBEATS)
-            .persist_results(false)
+            .heartbeat_interval($engine.heartbeat)
+            .missed_heartbeats($engine.missed_heartbeats as usize)
+            .persist_results(true)
     };
 }
 
@@ -84,19 +112,19 @@ pub(crate) enum Broker {
 }
 
 impl Broker {
-    pub(crate) async fn connect(tier: &Tier, queue: &str) -> Result<Self, String> {
+    pub(crate) async fn connect(tier: &Tier, queue: &str, engine: Engine) -> Result<Self, String> {
         match tier {
             #[cfg(feature = "redis")]
             Tier::Redis(url) => Ok(Self::Redis(Box::new(
-                redis_tier::Broker::connect(url, queue).await?,
+                redis_tier::Broker::connect(url, queue, engine).await?,
             ))),
             #[cfg(feature = "sqlite")]
             Tier::Sqlite(url) => Ok(Self::Sqlite(Box::new(
-                sqlite_tier::Broker::connect(url, queue).await?,
+                sqlite_tier::Broker::connect(url, queue, engine).await?,
             ))),
             #[allow(unreachable_patterns)]
             _ => {
-                let _ = queue;
+                let _ = (queue, engine);
                 Err("this build has no job-engine tier for that URL".into())
             }
         }
@@ -108,19 +136,39 @@ impl Broker {
             .build();
         match self {
             #[cfg(feature = "redis")]
-            Self::Redis(broker) => broker
-                .storage
-                .clone()
-                .push_task(task)
-                .await
-                .map_err(|error| error.to_string()),
+            Self::Redis(broker) => {
+                broker
+                    .storage
+                    .clone()
+                    .push_task(task)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                broker.wake_workers().await;
+                Ok(())
+            }
             #[cfg(feature = "sqlite")]
-            Self::Sqlite(broker) => broker
-                .storage
-                .clone()
-                .push_task(task)
-                .await
-                .map_err(|error| error.to_string()),
+            Self::Sqlite(broker) => {
+                broker
+                    .storage
+                    .clone()
+                    .push_task(task)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                broker.wake_workers().await;
+                Ok(())
+            }
+        }
+    }
+
+    /// Starts listening for callers' wake-ups: each one notifies `wake` (and so
+    /// does every reconnection, for the jobs enqueued meanwhile). The task runs
+    /// until aborted.
+    pub(crate) fn listen(&self, wake: Arc<Notify>) -> tokio::task::JoinHandle<()> {
+        match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(broker) => broker.listen(wake),
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(broker) => broker.listen(wake),
         }
     }
 
@@ -138,11 +186,22 @@ impl Broker {
         }
     }
 
+    /// Removes finished jobs (and their data) older than the retention, a batch
+    /// at a time; returns how many went.
+    pub(crate) async fn vacuum(&self) -> Result<u64, String> {
+        match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(broker) => broker.vacuum().await,
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(broker) => broker.vacuum().await,
+        }
+    }
+
     pub(crate) async fn send_reply(&self, reply_to: &str, reply: &Reply) -> Result<(), String> {
         let body = serde_json::to_string(reply).map_err(|error| error.to_string())?;
         match self {
             #[cfg(feature = "redis")]
-            Self::Redis(broker) => broker.send_reply(reply_to, &body).await,
+            Self::Redis(broker) => broker.send_reply(reply_to, &reply.job, &body).await,
             #[cfg(feature = "sqlite")]
             Self::Sqlite(broker) => broker.send_reply(reply_to, &reply.job, &body).await,
         }
@@ -162,26 +221,47 @@ fn decode_replies(bodies: Vec<String>) -> Vec<Reply> {
         .collect()
 }
 
-/// Polls on a `tokio` interval. apalis-core 1.0.0's `IntervalStrategy` can leave no
-/// timer armed after a fetch that completes in the same wake-up, so an idle worker
-/// would wait for its next heartbeat; this one drains the interval until it is
-/// pending, which always leaves the next tick registered.
+/// Polls on a `tokio` interval, and at once when a caller's wake-up arrives
+/// (`wake`, fed by the tier's listener): an idle worker costs next to nothing and
+/// still picks a job up within a round trip of its enqueueing.
+///
+/// apalis-core 1.0.0's `IntervalStrategy` can leave no timer armed after a fetch
+/// that completes in the same wake-up, so an idle worker would wait for its next
+/// heartbeat; this one drains the interval until it is pending, which always
+/// leaves the next tick registered.
+///
+/// A wake-up that arrives while a fetch is in flight can be spent on that fetch,
+/// which may have run before the job was enqueued; so each wake-up also arms a
+/// follow-up poll [`FOLLOW_UP`] later, and a missed job waits that long, not a
+/// whole tick.
 pub(crate) struct Ticks {
     period: Duration,
     interval: tokio::time::Interval,
+    wake: Arc<Notify>,
+    woken: Pin<Box<OwnedNotified>>,
+    follow_up: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
+/// How long after a wake-up a worker fetches once more (see [`Ticks`]).
+pub(crate) const FOLLOW_UP: Duration = Duration::from_millis(3);
+
 impl Ticks {
-    pub(crate) fn every(period: Duration) -> Self {
+    pub(crate) fn every(period: Duration, wake: Arc<Notify>) -> Self {
         let mut interval = tokio::time::interval(period);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        Self { period, interval }
+        Self {
+            period,
+            interval,
+            woken: Box::pin(wake.clone().notified_owned()),
+            wake,
+            follow_up: None,
+        }
     }
 }
 
 impl Clone for Ticks {
     fn clone(&self) -> Self {
-        Self::every(self.period)
+        Self::every(self.period, self.wake.clone())
     }
 }
 
@@ -194,6 +274,22 @@ impl apalis::prelude::PollStrategy for Ticks {
         let mut fired = false;
         while self.interval.poll_tick(cx).is_ready() {
             fired = true;
+        }
+        if let Some(follow_up) = &mut self.follow_up
+            && follow_up.as_mut().poll(cx).is_ready()
+        {
+            self.follow_up = None;
+            fired = true;
+        }
+        while self.woken.as_mut().poll(cx).is_ready() {
+            self.woken = Box::pin(self.wake.clone().notified_owned());
+            fired = true;
+            if self.follow_up.is_none() {
+                let mut follow_up = Box::pin(tokio::time::sleep(FOLLOW_UP));
+                // Registers the timer with this task.
+                let _ = follow_up.as_mut().poll(cx);
+                self.follow_up = Some(follow_up);
+            }
         }
         if fired {
             std::task::Poll::Ready(Some(()))
@@ -209,18 +305,26 @@ pub(crate) mod redis_tier {
     use std::time::Duration;
 
     use apalis_redis::{Config, RedisStorage};
+    use futures_util::StreamExt;
     use redis::AsyncCommands;
     use redis::aio::{ConnectionManager, MultiplexedConnection};
     use tokio::sync::Mutex;
+    use tokio::sync::Notify;
 
     use super::super::wire::{Job, Reply};
-    use super::{HEARTBEAT, MISSED_HEARTBEATS, REPLY_TTL_SECONDS};
+    use super::Engine;
 
     pub(crate) type Storage = RedisStorage<Job>;
 
     #[derive(Clone)]
     pub(crate) struct Broker {
         pub(crate) storage: Storage,
+        /// The pub/sub channel that wakes the queue's idle workers.
+        wake_channel: String,
+        /// Jobs answered, by when (ms): what the vacuum removes once old.
+        finished: String,
+        queue: String,
+        engine: Engine,
         commands: ConnectionManager,
         client: redis::Client,
         /// `BLPOP` blocks its connection: collecting replies gets one of its own,
@@ -229,21 +333,103 @@ pub(crate) mod redis_tier {
         blocking: Arc<Mutex<Option<MultiplexedConnection>>>,
     }
 
-    pub(crate) fn config(queue: &str) -> Config {
-        engine_config!(Config, queue)
+    pub(crate) fn config(queue: &str, engine: Engine) -> Config {
+        engine_config!(Config, queue, engine)
     }
 
+    /// Removes finished jobs answered before a cutoff: the engine's keys of each
+    /// (apalis-redis 1.0's layout: `<queue>:data`, `<queue>:meta:<id>`, the done
+    /// and dead sets) and its entry in ours.
+    const VACUUM: &str = r"
+        local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+        for _, id in ipairs(ids) do
+            redis.call('DEL', ARGV[2] .. id)
+            redis.call('HDEL', KEYS[2], id)
+            redis.call('SREM', KEYS[3], id)
+            redis.call('SREM', KEYS[4], id)
+            redis.call('ZREM', KEYS[1], id)
+        end
+        return #ids
+    ";
+
     impl Broker {
-        pub(crate) async fn connect(url: &str, queue: &str) -> Result<Self, String> {
+        pub(crate) async fn connect(
+            url: &str,
+            queue: &str,
+            engine: Engine,
+        ) -> Result<Self, String> {
             let failed = |error: redis::RedisError| format!("cannot connect to `{url}`: {error}");
             let commands = apalis_redis::connect(url).await.map_err(failed)?;
             let client = redis::Client::open(url).map_err(failed)?;
-            let storage = RedisStorage::new(commands.clone()).with_config(config(queue));
+            let storage = RedisStorage::new(commands.clone()).with_config(config(queue, engine));
             Ok(Self {
                 storage,
+                wake_channel: format!("toolgraft:wake:{queue}"),
+                finished: format!("toolgraft:finished:{queue}"),
+                queue: queue.to_owned(),
+                engine,
                 commands,
                 client,
                 blocking: Arc::default(),
+            })
+        }
+
+        pub(crate) async fn vacuum(&self) -> Result<u64, String> {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_millis() as u64);
+            let cutoff = now.saturating_sub(self.engine.keep_finished().as_millis() as u64);
+            redis::Script::new(VACUUM)
+                .key(&self.finished)
+                .key(format!("{}:data", self.queue))
+                .key(format!("{}:done", self.queue))
+                .key(format!("{}:dead", self.queue))
+                .arg(cutoff)
+                .arg(format!("{}:meta:", self.queue))
+                .arg(super::VACUUM_BATCH)
+                .invoke_async(&mut self.commands.clone())
+                .await
+                .map_err(|error| error.to_string())
+        }
+
+        /// Wakes the queue's idle workers. A lost wake-up only delays the job to
+        /// the workers' next poll, so a failure is logged, not returned.
+        pub(crate) async fn wake_workers(&self) {
+            let mut commands = self.commands.clone();
+            if let Err(error) = commands.publish::<_, _, ()>(&self.wake_channel, "").await {
+                tracing::warn!(%error, "could not wake the workers; they find the job at their next poll");
+            }
+        }
+
+        pub(crate) fn listen(&self, wake: Arc<Notify>) -> tokio::task::JoinHandle<()> {
+            let client = self.client.clone();
+            let channel = self.wake_channel.clone();
+            tokio::spawn(async move {
+                let mut backoff = super::RECONNECT_FIRST;
+                loop {
+                    match client.get_async_pubsub().await {
+                        Ok(mut pubsub) => match pubsub.subscribe(&channel).await {
+                            Ok(()) => {
+                                backoff = super::RECONNECT_FIRST;
+                                // Jobs may have come while nobody listened.
+                                wake.notify_one();
+                                let mut messages = pubsub.on_message();
+                                while messages.next().await.is_some() {
+                                    wake.notify_one();
+                                }
+                                tracing::warn!("the wake-up channel closed; listening again");
+                            }
+                            Err(error) => {
+                                tracing::warn!(%error, "cannot subscribe to wake-ups; retrying")
+                            }
+                        },
+                        Err(error) => {
+                            tracing::warn!(%error, "cannot connect for wake-ups; retrying")
+                        }
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(super::RECONNECT_LAST);
+                }
             })
         }
 
@@ -293,13 +479,26 @@ pub(crate) mod redis_tier {
             Ok(super::decode_replies(bodies))
         }
 
-        pub(crate) async fn send_reply(&self, reply_to: &str, body: &str) -> Result<(), String> {
+        pub(crate) async fn send_reply(
+            &self,
+            reply_to: &str,
+            job: &str,
+            body: &str,
+        ) -> Result<(), String> {
             let mut commands = self.commands.clone();
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_millis() as u64);
             redis::pipe()
                 .atomic()
+                .zadd(&self.finished, job, now)
+                .ignore()
                 .rpush(reply_to, body)
                 .ignore()
-                .expire(reply_to, REPLY_TTL_SECONDS)
+                .expire(
+                    reply_to,
+                    i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX),
+                )
                 .ignore()
                 .query_async::<()>(&mut commands)
                 .await
@@ -311,23 +510,34 @@ pub(crate) mod redis_tier {
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite_tier {
     use std::str::FromStr;
+    use std::sync::Arc;
     use std::time::{Duration, Instant};
+
+    use tokio::sync::Notify;
+
+    use super::super::doorbell::Doorbells;
 
     use apalis_sqlite::{Config, SqliteStorage};
     use sqlx::SqlitePool;
     use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 
     use super::super::wire::{Job, Reply};
-    use super::{HEARTBEAT, MISSED_HEARTBEATS, REPLY_TTL_SECONDS};
+    use super::Engine;
 
     pub(crate) type Storage = SqliteStorage<Job>;
 
-    /// How often a waiting caller looks for replies (a file has no blocking read).
-    const REPLY_POLL: Duration = Duration::from_millis(5);
+    /// How often a waiting caller looks for replies when no doorbell rings (a
+    /// file has no blocking read).
+    const REPLY_POLL: Duration = Duration::from_millis(50);
 
     #[derive(Clone)]
     pub(crate) struct Broker {
         pub(crate) storage: Storage,
+        /// Where the processes sharing the file wake each other (see [`Doorbells`]).
+        doorbells: Arc<Doorbells>,
+        engine: Engine,
+        jobs: SqlitePool,
+        queue: String,
         /// Replies live in a file of their own (`<jobs file>.replies`): SQLite locks
         /// a whole file, and apalis holds the jobs file's write lock at times (while
         /// a worker stops, for one), which must not hold up a reply.
@@ -374,18 +584,38 @@ pub(crate) mod sqlite_tier {
             .map_err(failed)
     }
 
-    pub(crate) fn config(queue: &str) -> Config {
-        engine_config!(Config, queue)
+    pub(crate) fn config(queue: &str, engine: Engine) -> Config {
+        engine_config!(Config, queue, engine)
+    }
+
+    /// The side file beside the jobs file (`<jobs file>.replies`), where replies
+    /// and the fleet's state live.
+    pub(crate) async fn side_file(url: &str) -> Result<SqlitePool, String> {
+        open(&replies_url(url)).await
     }
 
     impl Broker {
-        pub(crate) async fn connect(url: &str, queue: &str) -> Result<Self, String> {
+        pub(crate) async fn connect(
+            url: &str,
+            queue: &str,
+            engine: Engine,
+        ) -> Result<Self, String> {
             let pool = open(url).await?;
             // Processes starting together would race to migrate a new file (and
             // one would write into half-made tables): one at a time, under a file
             // lock beside it.
             let lock = lock_file(url).await?;
-            let setup = SqliteStorage::<()>::setup(&pool).await;
+            // Busy workers write all the time, and a transaction that reads before
+            // it writes gets "database is locked" at once (no busy wait) when
+            // another write slips in between: a few tries.
+            let mut setup = SqliteStorage::<()>::setup(&pool).await;
+            for attempt in 1..10u32 {
+                if setup.is_ok() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20) * attempt).await;
+                setup = SqliteStorage::<()>::setup(&pool).await;
+            }
             drop(lock);
             setup.map_err(|error| format!("cannot set up the job tables in `{url}`: {error}"))?;
             let replies_url = replies_url(url);
@@ -402,8 +632,40 @@ pub(crate) mod sqlite_tier {
             .execute(&replies)
             .await
             .map_err(|error| format!("cannot open `{replies_url}`: {error}"))?;
-            let storage = SqliteStorage::new(&pool).with_config(config(queue));
-            Ok(Self { storage, replies })
+            let storage = SqliteStorage::new(&pool).with_config(config(queue, engine));
+            Ok(Self {
+                storage,
+                doorbells: Arc::new(Doorbells::beside(url, queue)),
+                engine,
+                jobs: pool.clone(),
+                queue: queue.to_owned(),
+                replies,
+            })
+        }
+
+        pub(crate) async fn wake_workers(&self) {
+            self.doorbells.ring_workers().await;
+        }
+
+        pub(crate) async fn vacuum(&self) -> Result<u64, String> {
+            let keep = i64::try_from(self.engine.keep_finished().as_secs()).unwrap_or(i64::MAX);
+            sqlx::query(
+                "DELETE FROM Jobs WHERE rowid IN (
+                     SELECT rowid FROM Jobs WHERE job_type = ?1 AND status IN ('Done', 'Killed')
+                     AND done_at IS NOT NULL AND done_at < unixepoch() - ?2 LIMIT ?3)",
+            )
+            .bind(&self.queue)
+            .bind(keep)
+            .bind(super::VACUUM_BATCH as i64)
+            .execute(&self.jobs)
+            .await
+            .map(|done| done.rows_affected())
+            .map_err(|error| error.to_string())
+        }
+
+        pub(crate) fn listen(&self, wake: Arc<Notify>) -> tokio::task::JoinHandle<()> {
+            let doorbells = self.doorbells.clone();
+            tokio::spawn(async move { doorbells.listen_as_worker(wake).await })
         }
 
         pub(crate) async fn take_replies(
@@ -426,7 +688,9 @@ pub(crate) mod sqlite_tier {
                         "DELETE FROM toolgraft_replies WHERE (created < unixepoch() - ",
                     );
                     delete
-                        .push_bind(REPLY_TTL_SECONDS)
+                        .push_bind(
+                            i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX),
+                        )
                         .push(") OR (reply_to = ")
                         .push_bind(reply_to)
                         .push(" AND job IN (");
@@ -443,10 +707,15 @@ pub(crate) mod sqlite_tier {
                     let bodies = rows.into_iter().map(|(_, body)| body).collect();
                     return Ok(super::decode_replies(bodies));
                 }
-                if Instant::now() >= deadline {
+                let now = Instant::now();
+                if now >= deadline {
                     return Ok(Vec::new());
                 }
-                tokio::time::sleep(REPLY_POLL).await;
+                // The worker rings after writing the reply; the poll stays as a
+                // safety net (a doorbell that could not be made or rung).
+                self.doorbells
+                    .wait_for_reply(reply_to, REPLY_POLL.min(deadline - now))
+                    .await;
             }
         }
 
@@ -465,8 +734,9 @@ pub(crate) mod sqlite_tier {
             .bind(body)
             .execute(&self.replies)
             .await
-            .map(drop)
-            .map_err(|error| error.to_string())
+            .map_err(|error| error.to_string())?;
+            self.doorbells.ring_reply(reply_to).await;
+            Ok(())
         }
     }
 }

@@ -15,7 +15,7 @@
 //! What is guaranteed:
 //!
 //! * **At least once.** A worker that dies mid-job (SIGKILL, power) stops beating
-//!   (one beat a second); three missed beats later, at the next beat of a live
+//!   (one beat a second unless configured); three missed beats later, at the next beat of a live
 //!   worker, its jobs go back into the queue and run again: about 3 to 4 s after
 //!   the death. The caller gets exactly one result (the first reply; later ones are
 //!   dropped), but a body can run more than once: make relocated bodies idempotent.
@@ -26,8 +26,19 @@
 //!   enqueued; bad ones never reach a queue.
 //! * A caller that waits longer than the backend's timeout (connecting, enqueueing
 //!   and waiting for the reply) gets [`ToolError::TimedOut`] naming the job.
-//! * A worker whose engine stops it (a lost connection, a refused registration)
-//!   returns an error, so its process fails and a supervisor restarts it.
+//! * A worker whose engine stops it (a lost connection: a Redis restart) starts
+//!   again under the same name, with backoff (50 ms doubling to 1 s); registering
+//!   takes back the jobs it had in flight. A caller's call in flight gets its
+//!   result or [`ToolError::TimedOut`]; the next calls succeed once the server is
+//!   back (about 2 s after, measured). Only a worker that cannot connect when it
+//!   starts returns an error.
+//! * Idle workers do not poll often: a caller wakes its queue's workers when it
+//!   enqueues (Redis pub/sub; on SQLite, Unix datagram "doorbells" beside the
+//!   file, which also wake a caller at its reply). The poll (`poll_ms`, 500 ms) is
+//!   a safety net. The engine settings (poll, heartbeat, missed beats, retention
+//!   of uncollected replies) are [`RemoteConfig`] fields.
+//! * A [`Fleet`] keeps every process of a queue at the same combos: changes a
+//!   caller makes at run time reach the other callers and the workers.
 //!
 //! ```no_run
 //! use frunk::hlist;
@@ -68,10 +79,14 @@ compile_error!(
 );
 
 mod broker;
+#[cfg(feature = "sqlite")]
+mod doorbell;
+mod fleet;
 mod remote;
 mod wire;
 mod worker;
 
+pub use fleet::{Fleet, FleetError, FleetMember, Role};
 pub use remote::{MAX_TIMEOUT_MS, Remote, RemoteConfig, Remoted};
 pub use wire::RemoteFailure;
 pub use worker::{Worker, WorkerError};

@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::{Mutex as AsyncMutex, Notify, oneshot};
 use tokio::task::AbortHandle;
 
-use super::broker::{Broker, Tier};
+use super::broker::{Broker, Engine, Tier};
 use super::wire::{Job, Reply};
 use toolgraft::error::ArgsError;
 use toolgraft::extension::{Anywhere, Args, ConfigError, Configurable, LayerInput};
@@ -75,6 +75,41 @@ pub struct RemoteConfig {
     /// [`MAX_TIMEOUT_MS`], a day).
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,
+    /// How often an idle worker looks for jobs when no wake-up came, in
+    /// milliseconds (callers wake the queue's workers as they enqueue, so this is
+    /// a safety net; 500 unless told, 1 to 60,000).
+    #[serde(default = "default_poll_ms")]
+    pub poll_ms: u64,
+    /// The workers' liveness beat, in milliseconds (1,000 unless told; 100 to
+    /// 60,000; times `missed_heartbeats`, at least 3 s). Fleet members report at
+    /// this beat too.
+    #[serde(default = "default_heartbeat_ms")]
+    pub heartbeat_ms: u64,
+    /// After how many missed beats a worker is dead and its jobs run again
+    /// elsewhere (3 unless told; 2 to 100: both engines stamp beats in whole
+    /// seconds, so fewer could take a late beat for a death).
+    #[serde(default = "default_missed_heartbeats")]
+    pub missed_heartbeats: u32,
+    /// How long replies nobody collected (a caller that gave up) are kept, in
+    /// seconds (600 unless told; 1 to a day).
+    #[serde(default = "default_retention_s")]
+    pub retention_s: u64,
+}
+
+fn default_poll_ms() -> u64 {
+    500
+}
+
+fn default_heartbeat_ms() -> u64 {
+    1_000
+}
+
+fn default_missed_heartbeats() -> u32 {
+    3
+}
+
+fn default_retention_s() -> u64 {
+    600
 }
 
 /// The longest a caller may be configured to wait for a reply: a day.
@@ -118,6 +153,10 @@ impl Remote {
             url: url.into(),
             queue: default_queue(),
             timeout_ms: default_timeout_ms(),
+            poll_ms: default_poll_ms(),
+            heartbeat_ms: default_heartbeat_ms(),
+            missed_heartbeats: default_missed_heartbeats(),
+            retention_s: default_retention_s(),
         })
     }
 
@@ -188,6 +227,15 @@ impl Remote {
         &self.tier
     }
 
+    pub(crate) fn engine(&self) -> Engine {
+        Engine {
+            poll: Duration::from_millis(self.config.poll_ms),
+            heartbeat: Duration::from_millis(self.config.heartbeat_ms),
+            missed_heartbeats: self.config.missed_heartbeats,
+            retention: Duration::from_secs(self.config.retention_s),
+        }
+    }
+
     async fn client(&self) -> Result<Arc<Client>, String> {
         let mut slot = self.client.lock().await;
         if let Some(client) = &*slot
@@ -195,8 +243,30 @@ impl Remote {
         {
             return Ok(client.clone());
         }
-        let broker = Broker::connect(&self.tier, &self.config.queue).await?;
-        Ok(slot.insert(Client::start(broker)).clone())
+        // One connection per URL and queue in a process: backends made apart
+        // (each element of a manifest's combos is one) share it.
+        let key = (
+            self.config.url.clone(),
+            self.config.queue.clone(),
+            self.engine(),
+        );
+        let shared = shared_clients()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .and_then(Weak::upgrade)
+            .filter(|client| client.is_routing());
+        if let Some(client) = shared {
+            return Ok(slot.insert(client).clone());
+        }
+        let broker = Broker::connect(&self.tier, &self.config.queue, self.engine()).await?;
+        let client = Client::start(broker);
+        let mut clients = shared_clients()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        clients.retain(|_, client| client.strong_count() > 0);
+        clients.insert(key, Arc::downgrade(&client));
+        Ok(slot.insert(client).clone())
     }
 
     /// Runs the bound name `tool` in a worker with `args` and waits for its reply;
@@ -235,6 +305,7 @@ impl Remote {
             args,
             reply_to: client.reply_to.clone(),
             depth: toolgraft::__private::chain_depth(),
+            generation: super::fleet::generation_for(&self.config.url, &self.config.queue),
         };
         // Waiting before sending: a fast worker cannot answer before anyone listens.
         let pending = client.expect(id);
@@ -293,6 +364,35 @@ impl Configurable for Remote {
                 format!(
                     "{} ms is over the limit of {MAX_TIMEOUT_MS} (a day)",
                     config.timeout_ms
+                ),
+            ));
+        }
+        let ranges: [(&str, u64, u64, u64); 4] = [
+            ("poll_ms", config.poll_ms, 1, 60_000),
+            ("heartbeat_ms", config.heartbeat_ms, 100, 60_000),
+            (
+                "missed_heartbeats",
+                u64::from(config.missed_heartbeats),
+                2,
+                100,
+            ),
+            ("retention_s", config.retention_s, 1, 24 * 60 * 60),
+        ];
+        for (field, value, low, high) in ranges {
+            if !(low..=high).contains(&value) {
+                return Err(ConfigError::new(
+                    field,
+                    format!("{value} is out of range: use {low} to {high}"),
+                ));
+            }
+        }
+        if config.heartbeat_ms * u64::from(config.missed_heartbeats) < 3_000 {
+            return Err(ConfigError::new(
+                "missed_heartbeats",
+                format!(
+                    "{} beats of {} ms is under 3 s: both engines stamp beats in whole \
+                     seconds, so a live worker could be taken for dead",
+                    config.missed_heartbeats, config.heartbeat_ms
                 ),
             ));
         }
@@ -359,6 +459,13 @@ where
     type Output = S::Output;
 
     async fn call(&self, input: S::Input) -> Result<S::Output, ToolError> {
+        // Reached from inside a body-local layer's call (a tool body calling this
+        // branch under a proxy): relocating would leave that layer behind.
+        if let Some(refused) =
+            toolgraft::__private::refuse_outside_relocation(&self.below, &self.remote.name)
+        {
+            return Err(refused);
+        }
         let relocation = |reason: String| ToolError::Relocation {
             tool: self.below.clone(),
             backend: toolgraft::__private::name_unchecked(&self.remote.name),
@@ -377,6 +484,14 @@ where
     fn decode(&self, args: Args) -> Result<S::Input, ArgsError> {
         self.inner.decode(args)
     }
+}
+
+type SharedClients = Mutex<HashMap<(String, String, Engine), Weak<Client>>>;
+
+/// The process's clients by URL, queue and engine settings.
+fn shared_clients() -> &'static SharedClients {
+    static CLIENTS: std::sync::OnceLock<SharedClients> = std::sync::OnceLock::new();
+    CLIENTS.get_or_init(Mutex::default)
 }
 
 /// One connection's reply router: callers wait on one-shot channels keyed by job

@@ -22,6 +22,10 @@ pub(crate) struct Job {
     /// The caller's chain depth, so that a cycle through a worker still ends.
     #[serde(default)]
     pub depth: usize,
+    /// The fleet's binding generation the caller was at (0: no fleet); a worker
+    /// behind it catches up before running the job.
+    #[serde(default)]
+    pub generation: u64,
 }
 
 /// A worker's answer to one job.

@@ -6,15 +6,18 @@ use std::time::Duration;
 
 use apalis::prelude::{BackendExt, BoxDynError, Data, Monitor, WorkerBuilder, WorkerBuilderExt};
 
-use super::broker::{Broker, Ticks};
+use super::broker::{Broker, RECONNECT_FIRST, RECONNECT_LAST, Ticks};
+use super::fleet::Fleet;
 use super::remote::Remote;
 use super::wire::{Job, Reply, WireError};
-use toolgraft::Toolset;
+use toolgraft::{Registry, Toolset};
 
 /// How many jobs a worker runs at once unless told otherwise.
 const DEFAULT_CONCURRENCY: usize = 16;
 /// How long a stopping worker waits for jobs in flight.
 const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+/// How long a job from a newer binding generation waits for the worker.
+const DEFAULT_FLEET_WAIT: Duration = Duration::from_secs(5);
 
 /// A worker process's job loop: takes jobs from a [`Remote`]'s queue and runs each
 /// by name on `toolset`, which the process binds with the same code as its
@@ -37,6 +40,9 @@ pub struct Worker {
     concurrency: usize,
     grace: Duration,
     name: String,
+    /// Follows the queue's fleet with this registry (see [`Worker::fleet`]).
+    fleet: Option<Registry>,
+    fleet_wait: Duration,
 }
 
 /// Why a worker stopped other than by a shutdown signal.
@@ -67,6 +73,8 @@ struct State {
     toolset: Toolset,
     broker: Broker,
     worker: String,
+    fleet: Option<Fleet>,
+    fleet_wait: Duration,
 }
 
 impl Worker {
@@ -87,7 +95,41 @@ impl Worker {
             concurrency: DEFAULT_CONCURRENCY,
             grace: DEFAULT_GRACE,
             name: format!("toolgraft-{}-{}", std::process::id(), ulid::Ulid::new()),
+            fleet: None,
+            fleet_wait: DEFAULT_FLEET_WAIT,
         }
+    }
+
+    /// Follows the queue's [fleet](crate::Fleet): the worker catches up with the
+    /// fleet's binding generation when it starts, and rebinds its toolset by
+    /// name with `registry` at each change a caller broadcasts.
+    ///
+    /// ```
+    /// # let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
+    /// let mut registry = toolgraft::Registry::new();
+    /// registry.register(toolgraft::ext::Trace)?;
+    /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote).fleet(registry);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fleet(mut self, registry: Registry) -> Self {
+        self.fleet = Some(registry);
+        self
+    }
+
+    /// How long a job sent at a newer binding generation than the worker's waits
+    /// for the worker to catch up (5 s unless told); then it is refused with
+    /// [`ToolError::Relocation`](toolgraft::ToolError) naming both generations.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
+    /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote)
+    ///     .fleet_wait(Duration::from_secs(2));
+    /// # Ok::<(), toolgraft::extension::ConfigError>(())
+    /// ```
+    pub fn fleet_wait(mut self, wait: Duration) -> Self {
+        self.fleet_wait = wait;
+        self
     }
 
     /// Another name in the job engine (and in replies); it must differ from every
@@ -199,23 +241,37 @@ impl Worker {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), WorkerError> {
         let queue = self.remote.queue_name().to_owned();
-        let broker = Broker::connect(self.remote.tier(), &queue)
+        let engine = self.remote.engine();
+        let broker = Broker::connect(self.remote.tier(), &queue, engine)
             .await
             .map_err(WorkerError::Connect)?;
+        let fleet = match self.fleet {
+            Some(registry) => Some(
+                Fleet::follow(&self.remote, &self.toolset, registry, self.name.clone())
+                    .await
+                    .map_err(|error| WorkerError::Connect(error.to_string()))?,
+            ),
+            None => None,
+        };
         let state = Arc::new(State {
             toolset: self.toolset,
             broker: broker.clone(),
             worker: self.name.clone(),
+            fleet,
+            fleet_wait: self.fleet_wait,
         });
+        // Callers' wake-ups, so that an idle worker need not poll often.
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let _listener = AbortOnDrop(broker.listen(wake.clone()));
+        let _vacuum = AbortOnDrop(tokio::spawn(vacuum(broker.clone(), engine.heartbeat)));
         tracing::info!(worker = %self.name, %queue, "worker started");
-        let monitor = Monitor::new();
-        let name = self.name.clone();
         let concurrency = self.concurrency;
         // The two tiers' storages are different types with the same builder calls.
         macro_rules! serve {
             ($storage:expr) => {{
-                let backend = $storage.poll_with_strategy(Ticks::every(super::broker::POLL));
-                monitor.register(move |_| {
+                let backend = $storage.poll_with_strategy(Ticks::every(engine.poll, wake.clone()));
+                let (name, state) = (self.name.clone(), state.clone());
+                Monitor::new().register(move |_| {
                     WorkerBuilder::new(name.clone())
                         .backend(backend.clone())
                         .data(state.clone())
@@ -224,30 +280,48 @@ impl Worker {
                 })
             }};
         }
-        let monitor = match broker {
-            #[cfg(feature = "redis")]
-            Broker::Redis(broker) => serve!(broker.storage),
-            #[cfg(feature = "sqlite")]
-            Broker::Sqlite(broker) => serve!(broker.storage),
-        };
+        tokio::pin!(shutdown);
+        let mut backoff = RECONNECT_FIRST;
         // Not `run_with_signal`: with a grace period it reports success whatever
         // became of the worker, and without one it waits for the signal even after
-        // the worker died. A worker that dies must make the process fail, so that a
-        // supervisor restarts it.
-        let context = monitor.context();
-        let run = monitor.run();
-        tokio::pin!(run);
-        tokio::select! {
-            result = &mut run => {
-                let reason = match result {
-                    Err(error) => error.to_string(),
-                    Ok(()) => "the worker stopped on its own".to_owned(),
-                };
-                tracing::error!(worker = %self.name, %reason, "the job engine stopped the worker");
-                return Err(WorkerError::Engine(reason));
+        // the worker died. A worker the engine stops (a lost connection: a Redis
+        // restart) starts again, with backoff, under the same name: registering
+        // takes back the jobs it had in flight, so they run again (at least once).
+        let (context, run) = loop {
+            let monitor = match &broker {
+                #[cfg(feature = "redis")]
+                Broker::Redis(broker) => serve!(broker.storage.clone()),
+                #[cfg(feature = "sqlite")]
+                Broker::Sqlite(broker) => serve!(broker.storage.clone()),
+            };
+            let context = monitor.context();
+            let started = std::time::Instant::now();
+            let mut run = Box::pin(monitor.run());
+            tokio::select! {
+                result = &mut run => {
+                    let reason = match result {
+                        Err(error) => error.to_string(),
+                        Ok(()) => "the worker stopped on its own".to_owned(),
+                    };
+                    if started.elapsed() > RECONNECT_LAST * 5 {
+                        backoff = RECONNECT_FIRST;
+                    }
+                    tracing::warn!(
+                        worker = %self.name, %reason, ?backoff,
+                        "the job engine stopped the worker; starting it again"
+                    );
+                    tokio::select! {
+                        () = tokio::time::sleep(backoff) => {}
+                        () = &mut shutdown => {
+                            tracing::info!(worker = %self.name, "worker stopped");
+                            return Ok(());
+                        }
+                    }
+                    backoff = (backoff * 2).min(RECONNECT_LAST);
+                }
+                () = &mut shutdown => break (context, run),
             }
-            () = shutdown => {}
-        }
+        };
         tracing::info!(worker = %self.name, "stopping: finishing the jobs in flight");
         let _ = context.shutdown();
         let outcome = match tokio::time::timeout(self.grace, run).await {
@@ -264,8 +338,15 @@ impl Worker {
 /// the engine runs it again (at least once).
 async fn run_job(job: Job, state: Data<Arc<State>>) -> Result<(), BoxDynError> {
     tracing::info!(job = %job.id, tool = %job.tool, worker = %state.worker, "job started");
-    let call = state.toolset.call(&job.tool, job.args);
-    let result = toolgraft::__private::at_chain_depth(job.depth, call).await;
+    let result = match behind(&job, &state).await {
+        Some(refused) => Err(refused),
+        None => {
+            let call = state.toolset.call(&job.tool, job.args);
+            toolgraft::__private::at_chain_depth(job.depth, call)
+                .await
+                .map_err(|error| WireError::from_tool_error(&error, &job.tool))
+        }
+    };
     tracing::info!(
         job = %job.id, tool = %job.tool, worker = %state.worker, ok = result.is_ok(),
         "job finished"
@@ -273,8 +354,63 @@ async fn run_job(job: Job, state: Data<Arc<State>>) -> Result<(), BoxDynError> {
     let reply = Reply {
         job: job.id,
         worker: state.worker.clone(),
-        result: result.map_err(|error| WireError::from_tool_error(&error, &job.tool)),
+        result,
     };
     state.broker.send_reply(&job.reply_to, &reply).await?;
     Ok(())
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Waits (up to the worker's fleet wait) for the worker to reach the job's
+/// binding generation; the refusal if it does not.
+async fn behind(job: &Job, state: &State) -> Option<WireError> {
+    let fleet = state.fleet.as_ref()?;
+    if job.generation <= fleet.generation() {
+        return None;
+    }
+    fleet.kick();
+    if super::fleet::wait_for(fleet.generations(), job.generation, state.fleet_wait).await {
+        return None;
+    }
+    Some(WireError::Other {
+        tool: job.tool.clone(),
+        message: format!(
+            "the worker is at binding generation {} and the job was sent at generation {}; \
+             it did not catch up within {:?}",
+            fleet.generation(),
+            job.generation,
+            state.fleet_wait
+        ),
+    })
+}
+
+/// Removes the queue's old finished jobs every beat (retention): each worker
+/// does, the removal is idempotent.
+async fn vacuum(broker: Broker, every: Duration) {
+    let mut beat = tokio::time::interval(every);
+    beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        beat.tick().await;
+        // A backlog goes a batch at a time, a few batches a beat.
+        for _ in 0..10 {
+            match broker.vacuum().await {
+                Ok(removed) if removed >= super::broker::VACUUM_BATCH => continue,
+                Ok(removed) => {
+                    if removed > 0 {
+                        tracing::debug!(removed, "vacuumed finished jobs");
+                    }
+                }
+                Err(error) => tracing::debug!(%error, "vacuum failed; trying again next beat"),
+            }
+            break;
+        }
+    }
 }

@@ -17,12 +17,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgraft::error::BoxError;
-use toolgraft::ext::{Batch, Cache, Proxy, proxy};
+use toolgraft::ext::{Batch, Cache, Proxy, Trace, proxy};
+use toolgraft::extension::Configurable;
 use toolgraft::prelude::*;
-use toolgraft::runtime::manifest::Manifest;
+use toolgraft::runtime::manifest::{ElementSpec, Manifest};
 use toolgraft::toolset::BaseTools;
 use toolgraft::{BindError, Combo, Registry, ToolError};
-use toolgraft_jobs::{Remote, RemoteFailure, Worker};
+use toolgraft_jobs::{Fleet, Remote, RemoteFailure, Worker};
 
 // ---------------------------------------------------------------- the toolset
 
@@ -147,6 +148,29 @@ fn with_unknown_tool(toolset: &Toolset, remote: &Remote) {
 
 const WORKER_URL: &str = "TOOLGRAFT_TEST_WORKER_URL";
 const WORKER_QUEUE: &str = "TOOLGRAFT_TEST_WORKER_QUEUE";
+/// A JSON object of `RemoteConfig` fields the worker's remote takes over.
+const WORKER_ENGINE: &str = "TOOLGRAFT_TEST_WORKER_ENGINE";
+/// Set: the worker follows the queue's fleet with `registry()`.
+const WORKER_FLEET: &str = "TOOLGRAFT_TEST_WORKER_FLEET";
+/// The branch a caller process waits for, then calls.
+const CALLER_BRANCH: &str = "TOOLGRAFT_TEST_CALLER_BRANCH";
+
+/// The extensions every process of a fleet can rebind by name.
+fn registry() -> Registry {
+    let mut registry = Registry::new();
+    registry
+        .register(Trace)
+        .unwrap()
+        .register_configurable(Proxy::allow(["egress-eu", "egress-us"]))
+        .unwrap()
+        .register_configurable(Cache::default())
+        .unwrap()
+        .register_configurable(Batch::default())
+        .unwrap()
+        .register_from_config::<Remote>("remote")
+        .unwrap();
+    registry
+}
 
 /// The worker process the tests start: this binary, run as
 /// `jobs --exact worker_process --ignored` with the two variables above.
@@ -160,16 +184,68 @@ fn worker_process() {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .init();
+    let mut remote = Remote::new(url).unwrap().queue(queue);
+    if let Ok(engine) = std::env::var(WORKER_ENGINE) {
+        let mut config = serde_json::to_value(remote.settings()).unwrap();
+        let engine: serde_json::Map<String, Value> = serde_json::from_str(&engine).unwrap();
+        config.as_object_mut().unwrap().extend(engine);
+        remote = Remote::from_config(serde_json::from_value(config).unwrap()).unwrap();
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut worker = Worker::new(toolset(&remote), &remote).grace(Duration::from_secs(10));
+    if std::env::var_os(WORKER_FLEET).is_some() {
+        worker = worker.fleet(registry());
+    }
+    runtime.block_on(worker.run()).unwrap();
+    eprintln!("worker {} exited cleanly", std::process::id());
+}
+
+/// A caller process of a fleet: joins it, waits until its toolset binds
+/// `CALLER_BRANCH` (a change another caller made), calls it, and prints what
+/// answered.
+#[test]
+#[ignore = "a caller process: the fleet test starts it"]
+fn fleet_caller_process() {
+    let (Ok(url), Ok(queue), Ok(branch)) = (
+        std::env::var(WORKER_URL),
+        std::env::var(WORKER_QUEUE),
+        std::env::var(CALLER_BRANCH),
+    ) else {
+        return;
+    };
     let remote = Remote::new(url).unwrap().queue(queue);
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime
-        .block_on(
-            Worker::new(toolset(&remote), &remote)
-                .grace(Duration::from_secs(10))
-                .run(),
-        )
-        .unwrap();
-    eprintln!("worker {} exited cleanly", std::process::id());
+    runtime.block_on(async {
+        let toolset = toolset(&remote);
+        let fleet = Fleet::join(&remote, &toolset, registry()).await.unwrap();
+        eprintln!(
+            "caller {} joined at generation {}",
+            std::process::id(),
+            fleet.generation()
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !toolset.contains(&branch) {
+            assert!(Instant::now() < deadline, "`{branch}` never came");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        eprintln!(
+            "caller {} binds `{branch}` at generation {}",
+            std::process::id(),
+            fleet.generation()
+        );
+        let mut pids = BTreeSet::new();
+        for at in 0..10 {
+            let answer = toolset
+                .call(&branch, json!({"city": format!("b{at}")}))
+                .await
+                .unwrap_or_else(|error| panic!("`{branch}` failed: {error}"));
+            pids.insert(report(answer).pid);
+        }
+        eprintln!(
+            "caller {} answered 10 calls of `{branch}`, by worker pids {pids:?}",
+            std::process::id()
+        );
+    });
 }
 
 /// A running worker process and what it logged; killed when dropped.
@@ -180,8 +256,19 @@ struct WorkerProcess {
 
 impl WorkerProcess {
     fn start(env: &Env) -> Self {
+        Self::spawn(env, "worker_process", &[])
+    }
+
+    /// A worker that follows the queue's fleet.
+    fn start_in_fleet(env: &Env) -> Self {
+        Self::spawn(env, "worker_process", &[(WORKER_FLEET, "1")])
+    }
+
+    /// This binary run as the ignored test `test`, with the env's URL and queue.
+    fn spawn(env: &Env, test: &str, vars: &[(&str, &str)]) -> Self {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "worker_process", "--ignored", "--nocapture"])
+            .args(["--exact", test, "--ignored", "--nocapture"])
+            .envs(vars.iter().copied())
             .env(WORKER_URL, &env.url)
             .env(WORKER_QUEUE, &env.queue)
             .stdin(Stdio::null())
@@ -422,6 +509,9 @@ on_every_tier!(
     a_job_of_a_killed_worker_runs_again_on_another,
     two_workers_serve_many_concurrent_calls,
     a_manifest_relocates_with_the_same_workers,
+    a_change_on_one_caller_reaches_every_worker_and_caller,
+    finished_jobs_go_after_the_retention,
+    an_idle_worker_is_woken_by_each_job,
 );
 
 fn report(value: Value) -> Report {
@@ -794,4 +884,379 @@ async fn a_manifest_relocates_with_the_same_workers(env: Env) {
         }
         other => panic!("expected an invalid config, got {other:?}"),
     }
+}
+
+/// Two callers and three workers of one queue: a combo attached on one caller
+/// reaches the other caller and every worker (a late one too), which rebind it by
+/// name; calls of the new branch are answered from both callers.
+async fn a_change_on_one_caller_reaches_every_worker_and_caller(env: Env) {
+    let workers = [
+        WorkerProcess::start_in_fleet(&env),
+        WorkerProcess::start_in_fleet(&env),
+    ];
+    let remote = env.remote();
+    let toolset = toolset(&remote);
+    let registry = registry();
+    let fleet = Fleet::join(&remote, &toolset, registry.clone())
+        .await
+        .unwrap();
+    let branch = "whereami_trace_remote";
+    let caller_b = WorkerProcess::spawn(&env, "fleet_caller_process", &[(CALLER_BRANCH, branch)]);
+    // Before the change, no worker binds `whereami_trace`.
+    assert!(!toolset.contains(branch));
+
+    let before = fleet.generation();
+    let remote_spec =
+        ElementSpec::configured("remote", serde_json::to_value(remote.settings()).unwrap());
+    toolset
+        .attach(
+            &registry,
+            "whereami",
+            &[ElementSpec::named("trace"), remote_spec],
+        )
+        .unwrap();
+    let mut generations = fleet.generations();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        generations.wait_for(|at| *at > before),
+    )
+    .await
+    .expect("the change is broadcast")
+    .unwrap();
+    let generation = fleet.generation();
+    eprintln!("caller A attached [trace, remote]: generation {before} -> {generation}");
+    // At once, before any worker need have heard (on SQLite nothing announces:
+    // workers look each beat): the job carries the generation, and the worker
+    // that takes it catches up first instead of answering "no tool bound".
+    let first = toolset
+        .call(branch, json!({"city": "first"}))
+        .await
+        .unwrap_or_else(|error| panic!("the first call after the change: {error}"));
+    eprintln!(
+        "caller A's first call after the change answered by worker {}",
+        report(first).pid
+    );
+    let late = WorkerProcess::start_in_fleet(&env);
+
+    // Every member (2 callers, 3 workers) reports the generation.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let members = loop {
+        let members: Vec<_> = fleet
+            .status()
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|member| member.is_alive())
+            .collect();
+        if members.len() == 5 && members.iter().all(|member| member.generation >= generation) {
+            break members;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the fleet did not converge: {members:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    for member in &members {
+        eprintln!(
+            "  {:<40} {:?} at generation {}",
+            member.process, member.role, member.generation
+        );
+        assert!(member.refused.is_empty(), "{member:?}");
+    }
+
+    let pids: BTreeSet<u32> = workers
+        .iter()
+        .chain([&late])
+        .map(WorkerProcess::pid)
+        .collect();
+    let mut served = BTreeSet::new();
+    for at in 0..20 {
+        let answer = toolset
+            .call(branch, json!({"city": format!("a{at}")}))
+            .await
+            .unwrap();
+        let answer = report(answer);
+        assert!(pids.contains(&answer.pid), "{} is not a worker", answer.pid);
+        served.insert(answer.pid);
+    }
+    eprintln!("caller A answered 20 calls of `{branch}`, by worker pids {served:?}");
+    let line = caller_b.wait_for_line(&["answered 10 calls"]).await;
+    eprintln!("{line}");
+    let line = late.wait_for_line(&["fleet: applied generation"]).await;
+    assert!(line.contains(&format!("generation={generation}")), "{line}");
+    for worker in workers.iter().chain([&late]) {
+        assert!(worker.jobs_started("whereami_trace") <= 30);
+    }
+}
+
+/// A private `redis-server` on `port`, up when this returns.
+#[cfg(feature = "redis")]
+async fn redis_on(port: u16) -> Child {
+    let mut server = Command::new("redis-server")
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("this test needs redis-server");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "redis-server did not start");
+        assert!(server.try_wait().unwrap().is_none(), "redis-server exited");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server
+}
+
+/// Redis goes away mid-call and comes back empty (no persistence): the worker
+/// process stays up and reconnects, the call in flight gets its result or
+/// `TimedOut`, and calls succeed again within 5 s of the server's return.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_and_callers_survive_a_redis_restart() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = redis_on(port).await;
+    let env = Env {
+        url: format!("redis://127.0.0.1:{port}"),
+        queue: unique("restart"),
+        _guard: Guard::None,
+    };
+    let start = Instant::now();
+    let at = || format!("{:>6.0} ms", start.elapsed().as_secs_f64() * 1e3);
+    let mut worker = WorkerProcess::start(&env);
+    let remote = env.remote().timeout(Duration::from_secs(3));
+    let toolset = Arc::new(toolset(&remote));
+    let first = toolset.call("slow_remote", json!({"ms": 1})).await.unwrap();
+    eprintln!("{}: a call answered by worker {first}", at());
+
+    let in_flight = {
+        let toolset = toolset.clone();
+        tokio::spawn(async move { toolset.call("slow_remote", json!({"ms": 1500})).await })
+    };
+    worker.wait_for_line(&["job started", "tool=slow"]).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.kill().unwrap();
+    server.wait().unwrap();
+    eprintln!("{}: redis-server killed, a 1.5 s job in flight", at());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let server = redis_on(port).await;
+    let _server = Guard::Server(server);
+    let back = Instant::now();
+    eprintln!("{}: redis-server back, empty", at());
+
+    match in_flight.await.unwrap() {
+        Ok(pid) => eprintln!("{}: the call in flight got its result (worker {pid})", at()),
+        Err(ToolError::TimedOut { job, .. }) => {
+            eprintln!("{}: the call in flight timed out (job {job:?})", at())
+        }
+        Err(other) => panic!("the call in flight: {other}"),
+    }
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match toolset.call("slow_remote", json!({"ms": 1})).await {
+            Ok(pid) => {
+                eprintln!(
+                    "{}: calls succeed again, {:.2} s after the server came back ({attempts} attempts, worker {pid})",
+                    at(),
+                    back.elapsed().as_secs_f64()
+                );
+                assert_eq!(pid, json!(worker.pid()));
+                break;
+            }
+            Err(error) => {
+                assert!(
+                    back.elapsed() < Duration::from_secs(5),
+                    "no call succeeded within 5 s of Redis being back: {error}\n{}",
+                    worker.log_text()
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    assert!(
+        worker.child.try_wait().unwrap().is_none(),
+        "the worker process exited"
+    );
+    let restarted = worker.wait_for_line(&["starting it again"]).await;
+    eprintln!("worker log: {restarted}");
+}
+
+/// What the job engine still holds of the queue's jobs: Redis keys (each job's
+/// metadata, its data, the done set) or SQLite rows.
+async fn stored_jobs(env: &Env) -> usize {
+    if env.url.starts_with("redis://") {
+        #[cfg(feature = "redis")]
+        {
+            let client = ::redis::Client::open(env.url.as_str()).unwrap();
+            let mut redis = client.get_multiplexed_async_connection().await.unwrap();
+            let meta: Vec<String> = ::redis::cmd("KEYS")
+                .arg(format!("{}:meta:*", env.queue))
+                .query_async(&mut redis)
+                .await
+                .unwrap();
+            let (data, done, finished): (usize, usize, usize) = ::redis::pipe()
+                .hlen(format!("{}:data", env.queue))
+                .scard(format!("{}:done", env.queue))
+                .zcard(format!("toolgraft:finished:{}", env.queue))
+                .query_async(&mut redis)
+                .await
+                .unwrap();
+            // A finished job must leave its worker's in-flight set, or it runs
+            // again when that worker is taken for dead.
+            let inflight: Vec<String> = ::redis::cmd("KEYS")
+                .arg(format!("{}:inflight:*", env.queue))
+                .query_async(&mut redis)
+                .await
+                .unwrap();
+            let mut running = 0;
+            for set in inflight {
+                let members: usize = ::redis::cmd("SCARD")
+                    .arg(set)
+                    .query_async(&mut redis)
+                    .await
+                    .unwrap();
+                running += members;
+            }
+            return meta.len() + data + done + finished + running;
+        }
+    }
+    #[cfg(feature = "sqlite")]
+    {
+        let pool = sqlx::SqlitePool::connect(&env.url).await.unwrap();
+        let (rows,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM Jobs WHERE job_type = ?1")
+            .bind(&env.queue)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+        return rows as usize;
+    }
+    #[allow(unreachable_code)]
+    0
+}
+
+/// With a 1 s retention, the engine forgets finished jobs (after 6 s: never
+/// before a dead worker's jobs could come back): what 200 jobs left behind is
+/// vacuumed by the worker, so storage stays flat.
+async fn finished_jobs_go_after_the_retention(env: Env) {
+    let worker = WorkerProcess::spawn(
+        &env,
+        "worker_process",
+        &[(WORKER_ENGINE, r#"{"retention_s": 1}"#)],
+    );
+    let toolset = toolset(&env.remote());
+    for at in 0..200 {
+        toolset
+            .call("slow_remote", json!({"ms": 0}))
+            .await
+            .unwrap_or_else(|error| panic!("call {at}: {error}\n{}", worker.log_text()));
+    }
+    let left = stored_jobs(&env).await;
+    eprintln!("after 200 jobs the engine holds {left} keys or rows of them");
+    assert!(left >= 200, "the jobs were stored: {left}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let left = stored_jobs(&env).await;
+        if left == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{left} still stored after 20 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!("vacuumed within the retention and a beat: nothing of them is left");
+}
+
+/// A worker that neither polls nor beats for a minute still takes each job at
+/// once: the caller's wake-up fetches it (without one, every call here would wait
+/// for a poll and time out).
+async fn an_idle_worker_is_woken_by_each_job(env: Env) {
+    let worker = WorkerProcess::spawn(
+        &env,
+        "worker_process",
+        &[(
+            WORKER_ENGINE,
+            r#"{"poll_ms": 60000, "heartbeat_ms": 60000}"#,
+        )],
+    );
+    let toolset = toolset(&env.remote().timeout(Duration::from_secs(10)));
+    for at in 0..20 {
+        let pid = toolset
+            .call("slow_remote", json!({"ms": 0}))
+            .await
+            .unwrap_or_else(|error| panic!("call {at}: {error}\n{}", worker.log_text()));
+        assert_eq!(pid, json!(worker.pid()));
+        // Idle between calls: the worker parks on an empty queue each time.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Backends made apart (each element of a manifest's combos is one) share one
+/// connection per URL and queue: calling through three more of them opens no
+/// more connections to Redis than calling through one.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backends_of_one_url_share_their_connections() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let env = Env {
+        url: format!("redis://127.0.0.1:{port}"),
+        queue: unique("shared"),
+        _guard: Guard::Server(redis_on(port).await),
+    };
+    let worker = WorkerProcess::start(&env);
+    let connections = || async {
+        let client = ::redis::Client::open(env.url.as_str()).unwrap();
+        let mut redis = client.get_multiplexed_async_connection().await.unwrap();
+        let list: String = ::redis::cmd("CLIENT")
+            .arg("LIST")
+            .query_async(&mut redis)
+            .await
+            .unwrap();
+        // Not counting this connection itself.
+        list.lines().count() - 1
+    };
+    let settings = serde_json::to_value(env.remote().settings()).unwrap();
+    let remote = |_| json!({"name": "remote", "config": settings.clone()});
+    let whereami = whereami_tool();
+    let bases = BaseTools::new().with(&whereami);
+    let one = Manifest::from_value(&json!({"tools": {"whereami": [[remote(0)]]}})).unwrap();
+    let toolset = Toolset::new();
+    for (tool, outcome) in toolset.bind_manifest(&registry(), &bases, &one) {
+        outcome.unwrap_or_else(|error| panic!("{tool}: {error}"));
+    }
+    toolset
+        .call("whereami_remote", json!({"city": "Oslo"}))
+        .await
+        .unwrap();
+    let with_one = connections().await;
+
+    let four = Manifest::from_value(&json!({"tools": {"whereami": [
+        [remote(1)], ["proxy", remote(2)], [remote(3), "cache"]
+    ]}}))
+    .unwrap();
+    let other = Toolset::new();
+    for (tool, outcome) in other.bind_manifest(&registry(), &bases, &four) {
+        outcome.unwrap_or_else(|error| panic!("{tool}: {error}"));
+    }
+    for name in [
+        "whereami_remote",
+        "whereami_proxy_remote",
+        "whereami_remote_cache",
+    ] {
+        other
+            .call(name, json!({"city": "Oslo"}))
+            .await
+            .unwrap_or_else(|error| panic!("{name}: {error}\n{}", worker.log_text()));
+    }
+    let with_four = connections().await;
+    eprintln!("connections to Redis: {with_one} with one backend, {with_four} with four");
+    assert_eq!(with_one, with_four);
 }

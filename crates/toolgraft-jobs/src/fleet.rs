@@ -1,0 +1,794 @@
+//! Fleet convergence: live combo changes reach every process of a queue.
+//!
+//! A [`Fleet`] keeps one process's toolset at the queue's **binding generation**:
+//! the toolset's combos as a manifest, numbered, stored in the job engine (Redis,
+//! or the SQLite file), and announced. A caller that joined broadcasts its own
+//! changes (`attach`, `detach`, `replace`, `apply_manifest`: anything the
+//! toolset's [`changes`](Toolset::changes) report); every member (callers and
+//! workers) rebinds the same combos by name with its own [`Registry`]: no code
+//! travels ([relocation](toolgraft::rulebook#relocation)). A process started late
+//! catches up when it joins.
+//!
+//! Jobs carry the generation their caller was at; a worker behind it waits for it
+//! (up to [`Worker::fleet_wait`](crate::Worker::fleet_wait)) before running the
+//! job, and refuses it with a [`ToolError::Relocation`](toolgraft::ToolError)
+//! naming both generations if it cannot catch up.
+//!
+//! The whole toolset is the message, so two callers changing it at once end with
+//! the last one's combos everywhere (last writer wins), never with a mix.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use tokio::sync::{Notify, watch};
+use tokio::task::AbortHandle;
+
+use super::broker::{Engine, Tier};
+use super::remote::Remote;
+use toolgraft::runtime::manifest::Manifest;
+use toolgraft::toolset::WeakToolset;
+use toolgraft::{Registry, Toolset};
+
+/// Which side of the queue a member is on.
+///
+/// ```
+/// assert_eq!(serde_json::to_value(toolgraft_jobs::Role::Worker)?, "worker");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Sends jobs, and broadcasts its toolset's changes.
+    Caller,
+    /// Runs jobs; follows the fleet's changes, never broadcasts.
+    Worker,
+}
+
+/// One process of a fleet, as its last report says (see [`Fleet::status`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetMember {
+    /// The process's name (`<pid>-<ULID>`, or the worker's name).
+    pub process: String,
+    /// Caller or worker.
+    pub role: Role,
+    /// The binding generation its toolset is at (0: none applied yet).
+    pub generation: u64,
+    /// Tools of the fleet's manifest it could not rebind, each with the reason
+    /// (a tool it does not bind, an extension its registry lacks).
+    pub refused: Vec<String>,
+    /// When it last reported, in milliseconds since the Unix epoch.
+    pub seen_ms: u64,
+    /// How long after its last report it is gone: its heartbeat times its
+    /// missed beats (3 s unless its [`RemoteConfig`](crate::RemoteConfig) says).
+    pub dead_after_ms: u64,
+}
+
+impl FleetMember {
+    /// Whether the member reported within its last missed beats.
+    ///
+    /// ```
+    /// # use toolgraft_jobs::{FleetMember, Role};
+    /// let member = FleetMember { process: "w".into(), role: Role::Worker, generation: 3,
+    ///     refused: vec![], seen_ms: 0, dead_after_ms: 3_000 };
+    /// assert!(!member.is_alive());
+    /// ```
+    pub fn is_alive(&self) -> bool {
+        now_ms().saturating_sub(self.seen_ms) < self.dead_after_ms
+    }
+}
+
+/// Why a fleet could not be joined, changed or read.
+///
+/// ```
+/// let err = toolgraft_jobs::FleetError::Engine("connection refused".into());
+/// assert!(err.to_string().contains("connection refused"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FleetError {
+    /// The job engine could not be reached or answered with an error.
+    #[error("the fleet's job engine failed: {0}")]
+    Engine(String),
+    /// The toolset the fleet keeps is gone (dropped).
+    #[error("the fleet's toolset is gone")]
+    ToolsetGone,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
+/// The generations this process's fleets are at, by (URL, queue): what a
+/// [`Remote`] stamps on its jobs.
+type Generations = Mutex<HashMap<(String, String), watch::Receiver<u64>>>;
+
+fn generations() -> &'static Generations {
+    static GENERATIONS: OnceLock<Generations> = OnceLock::new();
+    GENERATIONS.get_or_init(Mutex::default)
+}
+
+/// The binding generation of this process's fleet on `url` and `queue` (0 if it
+/// joined none).
+pub(crate) fn generation_for(url: &str, queue: &str) -> u64 {
+    generations()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&(url.to_owned(), queue.to_owned()))
+        .map_or(0, |generation| *generation.borrow())
+}
+
+/// A process's membership in its queue's fleet; leaving (dropping it) stops
+/// following and broadcasting.
+///
+/// ```no_run
+/// use toolgraft::{Registry, Toolset};
+/// use toolgraft::ext::Trace;
+/// use toolgraft::runtime::manifest::ElementSpec;
+/// use toolgraft_jobs::{Fleet, Remote};
+/// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let remote = Remote::new("redis://127.0.0.1:6379")?.queue("weather");
+/// let toolset = Toolset::new(); // ... bound like the workers' ...
+/// let mut registry = Registry::new();
+/// registry.register(Trace)?.register_from_config::<Remote>("remote")?;
+/// let fleet = Fleet::join(&remote, &toolset, registry.clone()).await?;
+/// toolset.attach(&registry, "weather", &[ElementSpec::named("trace"), ElementSpec::configured(
+///     "remote", serde_json::to_value(remote.settings())?)])?;
+/// let generation = fleet.publish().await?; // (also done on its own, a moment later)
+/// for member in fleet.status().await? {
+///     println!("{} ({:?}) at generation {} of {generation}", member.process, member.role, member.generation);
+/// }
+/// # Ok(()) }
+/// ```
+pub struct Fleet {
+    inner: Arc<Inner>,
+    tasks: Vec<AbortHandle>,
+}
+
+struct Inner {
+    process: String,
+    role: Role,
+    key: (String, String),
+    store: Store,
+    toolset: WeakToolset,
+    registry: Registry,
+    generation: watch::Sender<u64>,
+    /// The toolset's change count right after the fleet's last rebinding here:
+    /// changes up to it are the fleet's, not this process's own.
+    applied_change: AtomicU64,
+    refused: Mutex<Vec<String>>,
+    engine: Engine,
+    /// Wakes the follower (an announcement, a job from a newer generation).
+    kick: Notify,
+    /// One catch-up or broadcast at a time.
+    busy: tokio::sync::Mutex<()>,
+}
+
+impl fmt::Debug for Fleet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Fleet")
+            .field("process", &self.inner.process)
+            .field("role", &self.inner.role)
+            .field("queue", &self.inner.key.1)
+            .field("generation", &*self.inner.generation.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Fleet {
+    /// Joins `remote`'s queue as a caller: catches `toolset` up with the fleet's
+    /// generation (rebinding with `registry`), then follows the fleet and
+    /// broadcasts every change made to `toolset` here.
+    pub async fn join(
+        remote: &Remote,
+        toolset: &Toolset,
+        registry: Registry,
+    ) -> Result<Self, FleetError> {
+        let process = format!("{}-{}", std::process::id(), ulid::Ulid::new());
+        Self::start(remote, toolset, registry, Role::Caller, process).await
+    }
+
+    /// Joins as a worker named `process`: follows, never broadcasts.
+    pub(crate) async fn follow(
+        remote: &Remote,
+        toolset: &Toolset,
+        registry: Registry,
+        process: String,
+    ) -> Result<Self, FleetError> {
+        Self::start(remote, toolset, registry, Role::Worker, process).await
+    }
+
+    async fn start(
+        remote: &Remote,
+        toolset: &Toolset,
+        registry: Registry,
+        role: Role,
+        process: String,
+    ) -> Result<Self, FleetError> {
+        let queue = remote.queue_name().to_owned();
+        let store = Store::connect(remote.tier(), &queue).await?;
+        let (generation, receiver) = watch::channel(0);
+        let key = (remote.settings().url.clone(), queue);
+        let inner = Arc::new(Inner {
+            process,
+            role,
+            key: key.clone(),
+            store,
+            toolset: toolset.downgrade(),
+            registry,
+            generation,
+            applied_change: AtomicU64::new(*toolset.changes().borrow()),
+            refused: Mutex::default(),
+            engine: remote.engine(),
+            kick: Notify::new(),
+            busy: tokio::sync::Mutex::new(()),
+        });
+        inner.catch_up().await?;
+        inner.report().await?;
+        generations()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, receiver);
+        let mut tasks = vec![inner.store.listen(Arc::downgrade(&inner)).abort_handle()];
+        tasks.push(tokio::spawn(follow(Arc::downgrade(&inner))).abort_handle());
+        if role == Role::Caller {
+            tasks.push(
+                tokio::spawn(broadcast(Arc::downgrade(&inner), toolset.changes())).abort_handle(),
+            );
+        }
+        Ok(Self { inner, tasks })
+    }
+
+    /// This process's name in the fleet.
+    pub fn process(&self) -> &str {
+        &self.inner.process
+    }
+
+    /// The binding generation this process is at.
+    pub fn generation(&self) -> u64 {
+        *self.inner.generation.borrow()
+    }
+
+    /// Watches this process's generation.
+    pub fn generations(&self) -> watch::Receiver<u64> {
+        self.inner.generation.subscribe()
+    }
+
+    /// Broadcasts the toolset's combos now, as the next generation, and returns
+    /// it (a caller's changes are broadcast on their own too, a moment after).
+    pub async fn publish(&self) -> Result<u64, FleetError> {
+        self.inner.publish().await
+    }
+
+    /// Waits up to `within` for this process to reach `generation`; whether it
+    /// did.
+    pub async fn wait_for(&self, generation: u64, within: Duration) -> bool {
+        wait_for(self.inner.generation.subscribe(), generation, within).await
+    }
+
+    /// Every member's last report, live ones and those gone silent (see
+    /// [`FleetMember::is_alive`]), by process name.
+    pub async fn status(&self) -> Result<Vec<FleetMember>, FleetError> {
+        let mut members = self.inner.store.members().await?;
+        members.sort_by(|a, b| a.process.cmp(&b.process));
+        Ok(members)
+    }
+
+    /// Removes this process from the fleet's status (a clean stop).
+    pub async fn leave(self) -> Result<(), FleetError> {
+        self.inner.store.leave(&self.inner.process).await
+    }
+
+    /// Asks the follower to look for a newer generation now.
+    pub(crate) fn kick(&self) {
+        self.inner.kick.notify_one();
+    }
+}
+
+pub(crate) async fn wait_for(
+    mut generations: watch::Receiver<u64>,
+    generation: u64,
+    within: Duration,
+) -> bool {
+    matches!(
+        tokio::time::timeout(within, generations.wait_for(|at| *at >= generation)).await,
+        Ok(Ok(_))
+    )
+}
+
+/// Follows announcements (and looks every heartbeat, in case one was lost), and
+/// reports this process's state every heartbeat.
+async fn follow(inner: std::sync::Weak<Inner>) {
+    let heartbeat = match inner.upgrade() {
+        Some(fleet) => fleet.engine.heartbeat,
+        None => return,
+    };
+    let mut beat = tokio::time::interval(heartbeat);
+    loop {
+        let Some(fleet) = inner.upgrade() else { return };
+        let kicked = fleet.kick.notified();
+        tokio::select! {
+            _ = beat.tick() => {
+                if let Err(error) = fleet.catch_up().await {
+                    tracing::warn!(%error, "fleet: cannot read the generation");
+                }
+                if let Err(error) = fleet.report().await {
+                    tracing::warn!(%error, "fleet: cannot report");
+                }
+            }
+            () = kicked => {
+                if let Err(error) = fleet.catch_up().await {
+                    tracing::warn!(%error, "fleet: cannot read the generation");
+                }
+            }
+        }
+    }
+}
+
+/// A caller's broadcaster: each change of its own becomes a generation.
+async fn broadcast(inner: std::sync::Weak<Inner>, mut changes: watch::Receiver<u64>) {
+    loop {
+        // A change made before this task first ran counts too: compared with
+        // the count at joining, not marked seen unread.
+        let change = *changes.borrow_and_update();
+        let Some(fleet) = inner.upgrade() else { return };
+        if change > fleet.applied_change.load(Ordering::SeqCst)
+            && let Err(error) = fleet.publish().await
+        {
+            tracing::warn!(%error, "fleet: cannot broadcast a change");
+        }
+        drop(fleet);
+        if changes.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+impl Inner {
+    fn toolset(&self) -> Result<Toolset, FleetError> {
+        self.toolset.upgrade().ok_or(FleetError::ToolsetGone)
+    }
+
+    async fn publish(&self) -> Result<u64, FleetError> {
+        let _busy = self.busy.lock().await;
+        let toolset = self.toolset()?;
+        let change = *toolset.changes().borrow();
+        let manifest = manifest_of(&toolset);
+        let generation = self.store.publish(&manifest.to_string()).await?;
+        self.applied_change.fetch_max(change, Ordering::SeqCst);
+        self.generation.send_if_modified(|at| {
+            let newer = generation > *at;
+            *at = (*at).max(generation);
+            newer
+        });
+        tracing::info!(process = %self.process, generation, "fleet: broadcast a change");
+        drop(_busy);
+        self.report().await?;
+        Ok(generation)
+    }
+
+    /// Rebinds to the fleet's generation if it is newer than this process's.
+    async fn catch_up(&self) -> Result<(), FleetError> {
+        let _busy = self.busy.lock().await;
+        let Some((generation, text)) = self.store.current().await? else {
+            return Ok(());
+        };
+        if generation <= *self.generation.borrow() {
+            return Ok(());
+        }
+        let toolset = self.toolset()?;
+        let refused = match Manifest::from_json(&text) {
+            Ok(manifest) => toolset
+                .apply_manifest(&self.registry, &manifest)
+                .into_iter()
+                .filter_map(|(tool, outcome)| {
+                    outcome
+                        .err()
+                        .map(|error| format!("{}: {error}", toolgraft::error::shorten(&tool)))
+                })
+                .collect(),
+            Err(error) => vec![format!("the fleet's manifest: {error}")],
+        };
+        self.applied_change
+            .fetch_max(*toolset.changes().borrow(), Ordering::SeqCst);
+        tracing::info!(
+            process = %self.process, role = ?self.role, generation, refused = ?refused,
+            "fleet: applied generation {generation}"
+        );
+        *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = refused;
+        self.generation.send_replace(generation);
+        drop(_busy);
+        self.report().await
+    }
+
+    async fn report(&self) -> Result<(), FleetError> {
+        let member = FleetMember {
+            process: self.process.clone(),
+            role: self.role,
+            generation: *self.generation.borrow(),
+            refused: self
+                .refused
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+            seen_ms: now_ms(),
+            dead_after_ms: u64::try_from(self.engine.dead_after().as_millis()).unwrap_or(u64::MAX),
+        };
+        self.store.report(&member).await
+    }
+}
+
+/// The toolset's combos as a manifest: every base tool, with the longest chains
+/// of its branches (a shorter chain is a prefix combo, whose names the longer one
+/// mints too). Configs travel as they were applied.
+fn manifest_of(toolset: &Toolset) -> Value {
+    let mut order: Vec<String> = Vec::new();
+    let mut chains: HashMap<String, Vec<Vec<Value>>> = HashMap::new();
+    for info in toolset.tools() {
+        let base = info.base.to_string();
+        if !chains.contains_key(&base) {
+            order.push(base.clone());
+        }
+        let combos = chains.entry(base).or_default();
+        if info.chain.is_empty() {
+            continue;
+        }
+        let chain: Vec<Value> = info
+            .chain
+            .iter()
+            .map(|link| match &link.config {
+                Some(config) => json!({"name": link.extension.to_string(), "config": config}),
+                None => json!(link.extension.to_string()),
+            })
+            .collect();
+        combos.push(chain);
+    }
+    let mut tools = Map::new();
+    for base in order {
+        let all = chains.remove(&base).unwrap_or_default();
+        let longest: Vec<Value> = all
+            .iter()
+            .filter(|chain| {
+                !all.iter()
+                    .any(|other| other.len() > chain.len() && other.starts_with(chain))
+            })
+            .map(|chain| Value::Array(chain.clone()))
+            .collect();
+        tools.insert(base, Value::Array(longest));
+    }
+    json!({ "tools": tools })
+}
+
+/// Where a fleet's state lives: beside the queue in the job engine.
+enum Store {
+    #[cfg(feature = "redis")]
+    Redis(Box<redis_store::Store>),
+    #[cfg(feature = "sqlite")]
+    Sqlite(sqlite_store::Store),
+}
+
+impl Store {
+    async fn connect(tier: &Tier, queue: &str) -> Result<Self, FleetError> {
+        match tier {
+            #[cfg(feature = "redis")]
+            Tier::Redis(url) => Ok(Self::Redis(Box::new(
+                redis_store::Store::connect(url, queue).await?,
+            ))),
+            #[cfg(feature = "sqlite")]
+            Tier::Sqlite(url) => Ok(Self::Sqlite(
+                sqlite_store::Store::connect(url, queue).await?,
+            )),
+            #[allow(unreachable_patterns)]
+            _ => {
+                let _ = queue;
+                Err(FleetError::Engine(
+                    "this build has no job-engine tier for that URL".into(),
+                ))
+            }
+        }
+    }
+
+    async fn publish(&self, manifest: &str) -> Result<u64, FleetError> {
+        match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(store) => store.publish(manifest).await,
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(store) => store.publish(manifest).await,
+        }
+    }
+
+    async fn current(&self) -> Result<Option<(u64, String)>, FleetError> {
+        match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(store) => store.current().await,
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(store) => store.current().await,
+        }
+    }
+
+    async fn report(&self, member: &FleetMember) -> Result<(), FleetError> {
+        let text =
+            serde_json::to_string(member).map_err(|error| FleetError::Engine(error.to_string()))?;
+        match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(store) => store.report(&member.process, &text).await,
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(store) => store.report(&member.process, &text).await,
+        }
+    }
+
+    async fn members(&self) -> Result<Vec<FleetMember>, FleetError> {
+        let texts = match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(store) => store.members().await?,
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(store) => store.members().await?,
+        };
+        Ok(texts
+            .iter()
+            .filter_map(|text| serde_json::from_str(text).ok())
+            .collect())
+    }
+
+    async fn leave(&self, process: &str) -> Result<(), FleetError> {
+        match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(store) => store.leave(process).await,
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(store) => store.leave(process).await,
+        }
+    }
+
+    /// Kicks the follower at each announcement, until aborted.
+    fn listen(&self, inner: std::sync::Weak<Inner>) -> tokio::task::JoinHandle<()> {
+        match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(store) => store.listen(inner),
+            // A file announces nothing: the follower looks every heartbeat, and
+            // a job from a newer generation kicks it.
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(_) => {
+                drop(inner);
+                tokio::spawn(async {})
+            }
+        }
+    }
+}
+
+fn engine(error: impl fmt::Display) -> FleetError {
+    FleetError::Engine(error.to_string())
+}
+
+#[cfg(feature = "redis")]
+mod redis_store {
+    use futures_util::StreamExt;
+    use redis::AsyncCommands;
+    use redis::aio::ConnectionManager;
+
+    use super::{FleetError, Inner, engine};
+    use crate::broker::{RECONNECT_FIRST, RECONNECT_LAST};
+
+    pub(super) struct Store {
+        client: redis::Client,
+        commands: ConnectionManager,
+        generation: String,
+        state: String,
+        members: String,
+        channel: String,
+    }
+
+    const PUBLISH: &str = r"
+        local generation = redis.call('INCR', KEYS[1])
+        redis.call('SET', KEYS[2], generation .. '\n' .. ARGV[1])
+        redis.call('PUBLISH', KEYS[3], generation)
+        return generation
+    ";
+
+    impl Store {
+        pub(super) async fn connect(url: &str, queue: &str) -> Result<Self, FleetError> {
+            let client = redis::Client::open(url).map_err(engine)?;
+            let commands = client.get_connection_manager().await.map_err(engine)?;
+            Ok(Self {
+                client,
+                commands,
+                generation: format!("toolgraft:fleet:{queue}:generation"),
+                state: format!("toolgraft:fleet:{queue}:state"),
+                members: format!("toolgraft:fleet:{queue}:members"),
+                channel: format!("toolgraft:fleet:{queue}"),
+            })
+        }
+
+        pub(super) async fn publish(&self, manifest: &str) -> Result<u64, FleetError> {
+            redis::Script::new(PUBLISH)
+                .key(&self.generation)
+                .key(&self.state)
+                .key(&self.channel)
+                .arg(manifest)
+                .invoke_async(&mut self.commands.clone())
+                .await
+                .map_err(engine)
+        }
+
+        pub(super) async fn current(&self) -> Result<Option<(u64, String)>, FleetError> {
+            let state: Option<String> = self
+                .commands
+                .clone()
+                .get(&self.state)
+                .await
+                .map_err(engine)?;
+            Ok(state.and_then(|state| {
+                let (generation, manifest) = state.split_once('\n')?;
+                Some((generation.parse().ok()?, manifest.to_owned()))
+            }))
+        }
+
+        pub(super) async fn report(&self, process: &str, member: &str) -> Result<(), FleetError> {
+            self.commands
+                .clone()
+                .hset::<_, _, _, ()>(&self.members, process, member)
+                .await
+                .map_err(engine)
+        }
+
+        pub(super) async fn members(&self) -> Result<Vec<String>, FleetError> {
+            self.commands
+                .clone()
+                .hvals(&self.members)
+                .await
+                .map_err(engine)
+        }
+
+        pub(super) async fn leave(&self, process: &str) -> Result<(), FleetError> {
+            self.commands
+                .clone()
+                .hdel::<_, _, ()>(&self.members, process)
+                .await
+                .map_err(engine)
+        }
+
+        pub(super) fn listen(&self, inner: std::sync::Weak<Inner>) -> tokio::task::JoinHandle<()> {
+            let client = self.client.clone();
+            let channel = self.channel.clone();
+            tokio::spawn(async move {
+                let mut backoff = RECONNECT_FIRST;
+                loop {
+                    if let Ok(mut pubsub) = client.get_async_pubsub().await
+                        && pubsub.subscribe(&channel).await.is_ok()
+                    {
+                        backoff = RECONNECT_FIRST;
+                        let mut messages = pubsub.on_message();
+                        // Announcements may have come while nobody listened.
+                        let mut next = Some(());
+                        while next.is_some() {
+                            let Some(fleet) = inner.upgrade() else { return };
+                            fleet.kick.notify_one();
+                            drop(fleet);
+                            next = messages.next().await.map(drop);
+                        }
+                    }
+                    if inner.strong_count() == 0 {
+                        return;
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(RECONNECT_LAST);
+                }
+            })
+        }
+    }
+}
+
+#[cfg(feature = "sqlite")]
+mod sqlite_store {
+    use sqlx::SqlitePool;
+
+    use super::{FleetError, engine};
+
+    pub(super) struct Store {
+        pool: SqlitePool,
+        queue: String,
+    }
+
+    impl Store {
+        pub(super) async fn connect(url: &str, queue: &str) -> Result<Self, FleetError> {
+            let pool = crate::broker::sqlite_tier::side_file(url)
+                .await
+                .map_err(FleetError::Engine)?;
+            for table in [
+                "CREATE TABLE IF NOT EXISTS toolgraft_fleet (
+                     queue TEXT PRIMARY KEY,
+                     generation INTEGER NOT NULL,
+                     manifest TEXT NOT NULL
+                 )",
+                "CREATE TABLE IF NOT EXISTS toolgraft_fleet_members (
+                     queue TEXT NOT NULL,
+                     process TEXT NOT NULL,
+                     member TEXT NOT NULL,
+                     PRIMARY KEY (queue, process)
+                 )",
+            ] {
+                sqlx::query(table).execute(&pool).await.map_err(engine)?;
+            }
+            Ok(Self {
+                pool,
+                queue: queue.to_owned(),
+            })
+        }
+
+        pub(super) async fn publish(&self, manifest: &str) -> Result<u64, FleetError> {
+            let (generation,): (i64,) = sqlx::query_as(
+                "INSERT INTO toolgraft_fleet (queue, generation, manifest) VALUES (?1, 1, ?2)
+                 ON CONFLICT (queue) DO UPDATE SET generation = generation + 1, manifest = excluded.manifest
+                 RETURNING generation",
+            )
+            .bind(&self.queue)
+            .bind(manifest)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(engine)?;
+            Ok(u64::try_from(generation).unwrap_or(0))
+        }
+
+        pub(super) async fn current(&self) -> Result<Option<(u64, String)>, FleetError> {
+            let row: Option<(i64, String)> =
+                sqlx::query_as("SELECT generation, manifest FROM toolgraft_fleet WHERE queue = ?1")
+                    .bind(&self.queue)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(engine)?;
+            Ok(
+                row.map(|(generation, manifest)| {
+                    (u64::try_from(generation).unwrap_or(0), manifest)
+                }),
+            )
+        }
+
+        pub(super) async fn report(&self, process: &str, member: &str) -> Result<(), FleetError> {
+            sqlx::query(
+                "INSERT OR REPLACE INTO toolgraft_fleet_members (queue, process, member) VALUES (?1, ?2, ?3)",
+            )
+            .bind(&self.queue)
+            .bind(process)
+            .bind(member)
+            .execute(&self.pool)
+            .await
+            .map(drop)
+            .map_err(engine)
+        }
+
+        pub(super) async fn members(&self) -> Result<Vec<String>, FleetError> {
+            let rows: Vec<(String,)> =
+                sqlx::query_as("SELECT member FROM toolgraft_fleet_members WHERE queue = ?1")
+                    .bind(&self.queue)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(engine)?;
+            Ok(rows.into_iter().map(|(member,)| member).collect())
+        }
+
+        pub(super) async fn leave(&self, process: &str) -> Result<(), FleetError> {
+            sqlx::query("DELETE FROM toolgraft_fleet_members WHERE queue = ?1 AND process = ?2")
+                .bind(&self.queue)
+                .bind(process)
+                .execute(&self.pool)
+                .await
+                .map(drop)
+                .map_err(engine)
+        }
+    }
+}
