@@ -68,6 +68,9 @@ impl Extension for Metrics {
     }
 }
 
+// Not listed among "the types that implement `Layer`" in compile errors: the list
+// would then depend on the crate's features.
+#[diagnostic::do_not_recommend]
 impl<S: Stack> Layer<S> for Metrics {
     type Branch = Wrapped<Self, S>;
 
