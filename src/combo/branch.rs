@@ -4,6 +4,8 @@
 use std::fmt;
 use std::future::Future;
 
+use futures_util::future::{self, Either};
+
 use super::Combo;
 use crate::error::{ArgsError, ToolError};
 use crate::name::Name;
@@ -60,11 +62,20 @@ impl<S: Stack> Branch<S> {
     /// branch's whole input (`WithParams<.., ..>`) is accepted too.
     ///
     /// See the type's example.
-    pub async fn call<Core, Index>(&self, input: Core) -> Result<S::Output, ToolError>
+    pub fn call<Core, Index>(
+        &self,
+        input: Core,
+    ) -> impl Future<Output = Result<S::Output, ToolError>> + Send + '_
     where
         S::Input: Assemble<Core, Index>,
     {
-        self.calling().call(input).await
+        // Assembled before the call's future exists, with no params given: for a
+        // branch without reserved params this is the input itself, and the future
+        // is the stack's own.
+        match assemble::<S::Input, _, _>(input, &mut ParamBag::default()) {
+            Ok(input) => Either::Left(self.stack.call(input)),
+            Err(error) => Either::Right(future::ready(Err(error.for_tool(&self.name)))),
+        }
     }
 
     /// Starts a call with the reserved params `params`, found by type among the

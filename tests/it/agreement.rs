@@ -1,9 +1,12 @@
 //! The run-time path agrees with the rules: random combos drawn from a catalogue of
 //! wrappers, transformers, backends and a body-locality wrapper, some with config
 //! and some with unknown names, are accepted exactly when the rules computed from
-//! the kind properties accept them (rules 3 to 7 and 9), bind the names those rules
-//! predict with the output schemas rule `output-schema` predicts, and are refused with the error
-//! the spec names, first error first (rule `unknown-extension`, then 5, then per layer 6, 7, 9).
+//! the kind properties accept them (rules `one-branch-per-prefix`, `unknown-extension`,
+//! `cardinality`, `locality-inside-relocation`, `config` and `reserved-params`), bind
+//! the names those rules predict with the output schemas rule `output-schema`
+//! predicts, and are refused with the error the rulebook names, first error first
+//! (`unknown-extension`, then `cardinality`, then per layer
+//! `locality-inside-relocation`, `config`, `reserved-params`).
 
 use crate::common;
 
