@@ -4,14 +4,12 @@
 use std::fmt;
 use std::future::Future;
 
-use futures_util::future::{self, Either};
-
 use super::Combo;
 use crate::error::{ArgsError, ToolError};
 use crate::name::Name;
 use crate::schema::Args;
 use crate::stack::Stack;
-use crate::stack::params::{Assemble, ParamBag, Params, ReservedIn, assemble};
+use crate::stack::params::{Assemble, AssembleDefault, ParamBag, Params, ReservedIn, assemble};
 use crate::tool::BaseTool;
 
 /// A bound combo's outermost branch, for typed calls: its name and its stack. A
@@ -58,8 +56,9 @@ impl<S> fmt::Debug for Branch<S> {
 
 impl<S: Stack> Branch<S> {
     /// Calls the branch with `input`, the input of the base tool (or of the
-    /// transformer nearest the top), every reserved param at its default. The
-    /// branch's whole input (`WithParams<.., ..>`) is accepted too.
+    /// transformer nearest the top), every reserved param at its `Default`. The
+    /// branch's whole input (`WithParams<.., ..>`) is accepted too. The call is the
+    /// stack's own: static dispatch, nothing added.
     ///
     /// See the type's example.
     pub fn call<Core, Index>(
@@ -67,15 +66,10 @@ impl<S: Stack> Branch<S> {
         input: Core,
     ) -> impl Future<Output = Result<S::Output, ToolError>> + Send + '_
     where
-        S::Input: Assemble<Core, Index>,
+        S::Input: AssembleDefault<Core, Index>,
     {
-        // Assembled before the call's future exists, with no params given: for a
-        // branch without reserved params this is the input itself, and the future
-        // is the stack's own.
-        match assemble::<S::Input, _, _>(input, &mut ParamBag::default()) {
-            Ok(input) => Either::Left(self.stack.call(input)),
-            Err(error) => Either::Right(future::ready(Err(error.for_tool(&self.name)))),
-        }
+        // The stack's own future: nothing is added to the call.
+        self.stack.call(S::Input::assemble_default(input))
     }
 
     /// Starts a call with the reserved params `params`, found by type among the

@@ -267,6 +267,36 @@ impl<P: Params, I: Assemble<C, Index>, C, Index> Assemble<C, There<Index>> for W
     }
 }
 
+/// A branch input built from its core input with every reserved param at its
+/// `Default`: what [`Branch::call`](crate::Branch::call) does, with no work at run
+/// time beyond building the values (a branch without reserved params passes its
+/// input through untouched).
+#[diagnostic::on_unimplemented(
+    message = "this branch cannot be called with `{Core}` alone",
+    label = "the branch's input is `{Self}`",
+    note = "pass the input of the base tool (or of the transformer nearest the top); reserved params take their `Default` (a params type without one is set with `.params(..)`)"
+)]
+pub trait AssembleDefault<Core, Index>: Sized {
+    #[doc(hidden)]
+    fn assemble_default(core: Core) -> Self;
+}
+
+impl<C> AssembleDefault<C, Here> for C {
+    #[inline(always)]
+    fn assemble_default(core: C) -> C {
+        core
+    }
+}
+
+impl<P: Params + Default, I: AssembleDefault<C, Index>, C, Index> AssembleDefault<C, There<Index>>
+    for WithParams<P, I>
+{
+    #[inline]
+    fn assemble_default(core: C) -> Self {
+        WithParams::new(P::default(), I::assemble_default(core))
+    }
+}
+
 /// Builds `Input` from `core` and the params in `bag`.
 pub(crate) fn assemble<Input: Assemble<C, Index>, C, Index>(
     core: C,
