@@ -225,7 +225,7 @@ impl ParamBag {
 
 /// A branch input built from its core input (what the base, or the nearest
 /// transformer, takes) and the reserved params of every wrapper above it, each
-/// taken by type or, when not given, read from no arguments (its defaults).
+/// taken by type or, when not given, at its `Default`.
 ///
 /// `Index` is inferred: it says how many wrappers sit above the core.
 #[diagnostic::on_unimplemented(
@@ -257,12 +257,11 @@ impl<C> Assemble<C, Here> for C {
     }
 }
 
-impl<P: Params, I: Assemble<C, Index>, C, Index> Assemble<C, There<Index>> for WithParams<P, I> {
+impl<P: Params + Default, I: Assemble<C, Index>, C, Index> Assemble<C, There<Index>>
+    for WithParams<P, I>
+{
     fn assemble(core: C, bag: &mut ParamBagRef<'_>) -> Result<Self, ArgsError> {
-        let params = match bag.0.take::<P>() {
-            Some(params) => params,
-            None => crate::stack::decode_args(Args::new())?,
-        };
+        let params = bag.0.take::<P>().unwrap_or_default();
         Ok(WithParams::new(params, I::assemble(core, bag)?))
     }
 }
