@@ -9,7 +9,7 @@ use crate::error::{ArgsError, ToolError};
 use crate::name::Name;
 use crate::schema::Args;
 use crate::stack::Stack;
-use crate::stack::params::{Assemble, AssembleDefault, ParamBag, Params, ReservedIn, assemble};
+use crate::stack::params::{Assemble, ParamBag, Params, ReservedIn, assemble, assemble_defaults};
 use crate::tool::BaseTool;
 
 /// A bound combo's outermost branch, for typed calls: its name and its stack. A
@@ -66,10 +66,10 @@ impl<S: Stack> Branch<S> {
         input: Core,
     ) -> impl Future<Output = Result<S::Output, ToolError>> + Send + '_
     where
-        S::Input: AssembleDefault<Core, Index>,
+        S::Input: Assemble<Core, Index>,
     {
         // The stack's own future: nothing is added to the call.
-        self.stack.call(S::Input::assemble_default(input))
+        self.stack.call(assemble_defaults::<S::Input, _, _>(input))
     }
 
     /// Starts a call with the reserved params `params`, found by type among the

@@ -30,7 +30,7 @@ use crate::kind::property::{
 };
 use crate::kind::{Kind, Succ, Zero};
 use crate::stack::Stack;
-pub use crate::stack::params::{Assemble, AssembleDefault, Here, ReservedIn, There};
+pub use crate::stack::params::{Assemble, Here, ReservedIn, There};
 use crate::stack::params::{Forwards, ReservedParams};
 use crate::stack::segment::{SEGMENT, Segment};
 

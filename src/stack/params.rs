@@ -231,11 +231,11 @@ impl ParamBag {
 #[diagnostic::on_unimplemented(
     message = "this branch does not take `{Core}` as its input",
     label = "the branch's input is `{Self}`",
-    note = "pass the input of the base tool (or of the transformer nearest the top), and set reserved params with `.params(..)`"
+    note = "pass the input of the base tool (or of the transformer nearest the top), and set reserved params with `.params(..)`; those not set take their `Default`"
 )]
 pub trait Assemble<Core, Index>: Sized {
     #[doc(hidden)]
-    fn assemble(core: Core, bag: &mut ParamBagRef<'_>) -> Result<Self, ArgsError>;
+    fn assemble(core: Core, bag: &mut ParamBagRef<'_>) -> Self;
 }
 
 /// The bag [`Assemble`] reads from (opaque).
@@ -251,57 +251,35 @@ impl std::fmt::Debug for ParamBagRef<'_> {
 }
 
 impl<C> Assemble<C, Here> for C {
-    #[inline]
-    fn assemble(core: C, _: &mut ParamBagRef<'_>) -> Result<C, ArgsError> {
-        Ok(core)
+    #[inline(always)]
+    fn assemble(core: C, _: &mut ParamBagRef<'_>) -> C {
+        core
     }
 }
 
 impl<P: Params + Default, I: Assemble<C, Index>, C, Index> Assemble<C, There<Index>>
     for WithParams<P, I>
 {
-    fn assemble(core: C, bag: &mut ParamBagRef<'_>) -> Result<Self, ArgsError> {
-        let params = bag.0.take::<P>().unwrap_or_default();
-        Ok(WithParams::new(params, I::assemble(core, bag)?))
-    }
-}
-
-/// A branch input built from its core input with every reserved param at its
-/// `Default`: what [`Branch::call`](crate::Branch::call) does, with no work at run
-/// time beyond building the values (a branch without reserved params passes its
-/// input through untouched).
-#[diagnostic::on_unimplemented(
-    message = "this branch cannot be called with `{Core}` alone",
-    label = "the branch's input is `{Self}`",
-    note = "pass the input of the base tool (or of the transformer nearest the top); reserved params take their `Default` (a params type without one is set with `.params(..)`)"
-)]
-pub trait AssembleDefault<Core, Index>: Sized {
-    #[doc(hidden)]
-    fn assemble_default(core: Core) -> Self;
-}
-
-impl<C> AssembleDefault<C, Here> for C {
-    #[inline(always)]
-    fn assemble_default(core: C) -> C {
-        core
-    }
-}
-
-impl<P: Params + Default, I: AssembleDefault<C, Index>, C, Index> AssembleDefault<C, There<Index>>
-    for WithParams<P, I>
-{
     #[inline]
-    fn assemble_default(core: C) -> Self {
-        WithParams::new(P::default(), I::assemble_default(core))
+    fn assemble(core: C, bag: &mut ParamBagRef<'_>) -> Self {
+        let params = bag.0.take::<P>().unwrap_or_default();
+        WithParams::new(params, I::assemble(core, bag))
     }
 }
 
-/// Builds `Input` from `core` and the params in `bag`.
+/// Builds `Input` from `core` with every reserved param at its `Default`: for a
+/// branch without reserved params, the input itself (no work at run time).
+#[inline(always)]
+pub(crate) fn assemble_defaults<Input: Assemble<C, Index>, C, Index>(core: C) -> Input {
+    Input::assemble(core, &mut ParamBagRef(&mut ParamBag::default()))
+}
+
+/// Builds `Input` from `core` and the params in `bag`, all of which must be taken.
 pub(crate) fn assemble<Input: Assemble<C, Index>, C, Index>(
     core: C,
     bag: &mut ParamBag,
 ) -> Result<Input, ArgsError> {
-    let input = Input::assemble(core, &mut ParamBagRef(bag))?;
+    let input = Input::assemble(core, &mut ParamBagRef(bag));
     match bag.0.len() {
         0 => Ok(input),
         // Only a params type that two layers reserve can be left over (the first
