@@ -5,6 +5,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use futures_util::FutureExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -31,6 +32,7 @@ const TOOLS: usize = 10_000;
 
 fn bind(c: &mut Criterion) {
     let mut bases = BaseTools::new();
+    let mut first_two = BaseTools::new();
     for at in 0..TOOLS {
         let tool = Tool::builder()
             .name(format!("lookup{at}"))
@@ -39,6 +41,9 @@ fn bind(c: &mut Criterion) {
             .build()
             .unwrap();
         bases.add(&tool);
+        if at < 2 {
+            first_two.add(&tool);
+        }
     }
     let mut registry = Registry::new();
     registry
@@ -63,13 +68,47 @@ fn bind(c: &mut Criterion) {
     let mut group = c.benchmark_group("bind");
     group.sample_size(10);
     group.bench_function("10,000 tools x 4 combos, from a manifest", |b| {
-        // Tearing the 50,000 names down again is not binding: dropped untimed.
         b.iter_with_large_drop(|| {
             let toolset = Toolset::new();
             black_box(toolset.bind_manifest(&registry, &bases, black_box(&manifest)));
             toolset
         })
     });
+    group.bench_function("10,000 tools x 4 combos, bind and drop", |b| {
+        b.iter(|| {
+            let toolset = Toolset::new();
+            black_box(toolset.bind_manifest(&registry, &bases, black_box(&manifest)));
+            drop(black_box(toolset));
+        })
+    });
+    group.finish();
+
+    // The same call among 50,000 bound names and among 10.
+    let few = Toolset::new();
+    let two_tools =
+        Manifest::from_value(&json!({"tools": {"lookup0": combos, "lookup1": combos}})).unwrap();
+    let outcome = few.bind_manifest(&registry, &first_two, &two_tools);
+    assert!(outcome.iter().all(|(_, result)| result.is_ok()));
+    assert_eq!(few.names().len(), 10);
+    let args = json!({"key": "k"});
+    let mut group = c.benchmark_group("lookup");
+    for (names, toolset) in [("10 names", &few), ("50,000 names", &toolset)] {
+        assert_eq!(
+            toolset
+                .call("lookup1_trace", args.clone())
+                .now_or_never()
+                .unwrap()
+                .unwrap(),
+            json!("k")
+        );
+        group.bench_function(format!("call among {names}"), |b| {
+            b.iter(|| {
+                toolset
+                    .call(black_box("lookup1_trace"), black_box(args.clone()))
+                    .now_or_never()
+            })
+        });
+    }
     group.finish();
 }
 

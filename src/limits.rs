@@ -225,15 +225,36 @@ pub struct LimitError {
 }
 
 /// Whether `value` nests deeper than `limit` (a scalar is 0 deep, `[]` and `{}` are
-/// 1). One pass with an explicit stack, no recursion, and it stops at the first
-/// container past the limit; scalars cost nothing.
+/// 1). It stops at the first container past the limit; scalars cost nothing.
 pub(crate) fn deeper_than(value: &Value, limit: usize) -> bool {
-    if !matches!(value, Value::Array(_) | Value::Object(_)) {
-        return false;
-    }
+    is_container(value) && exceeds(value, limit, SHALLOW)
+}
+
+/// How far [`deeper_than`] recurses before it walks on with an explicit stack:
+/// most arguments nest a few levels, and recursing that far allocates nothing
+/// (this runs on every call by name), while hostile depth never recurses.
+const SHALLOW: usize = 16;
+
+fn is_container(value: &Value) -> bool {
+    matches!(value, Value::Array(_) | Value::Object(_))
+}
+
+/// Whether the container `value` (1 deep) nests deeper than `limit`.
+fn exceeds(value: &Value, limit: usize, recursions_left: usize) -> bool {
     if limit == 0 {
         return true;
     }
+    if recursions_left == 0 {
+        return exceeds_flat(value, limit);
+    }
+    Children::of(value)
+        .into_iter()
+        .flatten()
+        .any(|child| is_container(child) && exceeds(child, limit - 1, recursions_left - 1))
+}
+
+/// [`exceeds`] in one pass with an explicit stack, for `limit >= 1`.
+fn exceeds_flat(value: &Value, limit: usize) -> bool {
     // One iterator per open container: the stack holds the path, never the width.
     let mut open: Vec<Children<'_>> = Vec::new();
     open.extend(Children::of(value));
@@ -242,7 +263,7 @@ pub(crate) fn deeper_than(value: &Value, limit: usize) -> bool {
             None => {
                 open.pop();
             }
-            Some(child @ (Value::Array(_) | Value::Object(_))) => {
+            Some(child) if is_container(child) => {
                 // `open.len()` containers enclose `child`, which is one deeper.
                 if open.len() + 1 > limit {
                     return true;
@@ -321,6 +342,27 @@ mod tests {
         let value = nested(10);
         assert!(!deeper_than(&value, 10) && deeper_than(&value, 9));
         drop_flat(value);
+    }
+
+    #[test]
+    fn depth_is_exact_on_both_sides_of_the_recursion_budget() {
+        for depth in 0..3 * SHALLOW {
+            // A sibling array at every level, one deeper than its object: the walk
+            // must look past the first child, and `depth` objects nest `depth + 1` deep.
+            let mut value = json!(1);
+            for _ in 0..depth {
+                value = json!({"flat": [1, 2], "deeper": value});
+            }
+            let nests = if depth == 0 { 0 } else { depth + 1 };
+            for limit in 0..3 * SHALLOW {
+                let expected = nests > limit;
+                assert_eq!(
+                    deeper_than(&value, limit),
+                    expected,
+                    "depth {depth}, limit {limit}"
+                );
+            }
+        }
     }
 
     #[test]

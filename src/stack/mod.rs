@@ -348,27 +348,33 @@ fn call_erased<'a, S: Stack>(
 /// other input.
 fn decode_shared<S: Stack>(stack: &S, args: Args) -> Result<Result<DynInput, ArgsError>, Args> {
     let input = TypeId::of::<S::Input>();
-    if input == TypeId::of::<DynInput>() {
-        let decoded: Box<dyn Any> = match stack.decode(args) {
-            Ok(decoded) => Box::new(decoded),
-            Err(err) => return Ok(Err(err)),
-        };
-        return Ok(decoded
-            .downcast::<DynInput>()
-            .map(|input| *input)
-            .map_err(|_| ArgsError::whole("a layer decoded into another type")));
+    if input != TypeId::of::<DynInput>() && input != TypeId::of::<Args>() {
+        return Err(args);
     }
-    if input == TypeId::of::<Args>() {
-        let decoded: Box<dyn Any> = match stack.decode(args) {
-            Ok(decoded) => Box::new(decoded),
-            Err(err) => return Ok(Err(err)),
-        };
-        return Ok(decoded
-            .downcast::<Args>()
-            .map(|args| DynInput::raw(*args))
-            .map_err(|_| ArgsError::whole("a layer decoded into another type")));
+    let decoded = match stack.decode(args) {
+        Ok(decoded) => decoded,
+        Err(err) => return Ok(Err(err)),
+    };
+    let decoded = match cast::<S::Input, DynInput>(decoded) {
+        Ok(input) => return Ok(Ok(input)),
+        Err(decoded) => decoded,
+    };
+    Ok(cast::<S::Input, Args>(decoded)
+        .map(DynInput::raw)
+        .map_err(|_| ArgsError::whole("a layer decoded into another type")))
+}
+
+/// `value` as a `U`, when `T` is `U`; `value` back otherwise. A move: downcasting
+/// through a `Box<dyn Any>` would allocate, once per run-time layer per call.
+pub(crate) fn cast<T: 'static, U: 'static>(value: T) -> Result<U, T> {
+    let mut slot = Some(value);
+    let as_u = (&mut slot as &mut dyn Any).downcast_mut::<Option<U>>();
+    match (as_u.and_then(Option::take), slot) {
+        (Some(value), _) => Ok(value),
+        (None, Some(value)) => Err(value),
+        // Taken only by the downcast, which then returned it.
+        (None, None) => unreachable!("a value taken by a failed downcast"),
     }
-    Err(args)
 }
 
 /// A base tool seen through JSON, for run-time layers: decoding keeps the
@@ -466,14 +472,7 @@ fn output_json<O: Serialize + 'static>(tool: &Name, output: O) -> Result<Value, 
 /// result), serialized otherwise. `serde_json::to_value` would copy a `Value`
 /// whole, once per layer.
 pub(crate) fn to_json<O: Serialize + 'static>(output: O) -> Result<Value, serde_json::Error> {
-    if TypeId::of::<O>() == TypeId::of::<Value>() {
-        let output: Box<dyn Any> = Box::new(output);
-        if let Ok(value) = output.downcast::<Value>() {
-            return Ok(*value);
-        }
-        return Err(serde::ser::Error::custom("a JSON value that is not one"));
-    }
-    serde_json::to_value(output)
+    cast::<O, Value>(output).or_else(|output| serde_json::to_value(output))
 }
 
 /// Arguments decoded by a stack seen through JSON: the JSON as given (what it
@@ -485,6 +484,12 @@ pub(crate) fn to_json<O: Serialize + 'static>(output: O) -> Result<Value, serde_
 /// them as given, or turns its decoded input back into JSON the first time
 /// [`DynInput::args`] is asked.
 pub struct DynInput {
+    /// Boxed: the input moves up through every run-time layer's decode and down
+    /// through every call, and a pointer moves for free.
+    parts: Box<Parts>,
+}
+
+struct Parts {
     /// The arguments as given, once known.
     args: OnceCell<Args>,
     /// Reserved params a run-time wrapper took out before the layer below decoded
@@ -510,8 +515,14 @@ enum Decoded {
 }
 
 impl DynInput {
-    fn kept<I: Send + 'static>(args: Args, decoded: I) -> Self {
+    fn of(parts: Parts) -> Self {
         Self {
+            parts: Box::new(parts),
+        }
+    }
+
+    fn kept<I: Send + 'static>(args: Args, decoded: I) -> Self {
+        Self::of(Parts {
             args: OnceCell::from(args),
             reserved: Args::new(),
             restored: Vec::new(),
@@ -519,16 +530,16 @@ impl DynInput {
                 value: Box::new(decoded),
                 rebuild: None,
             },
-        }
+        })
     }
 
     fn raw(args: Args) -> Self {
-        Self {
+        Self::of(Parts {
             args: OnceCell::from(args),
             reserved: Args::new(),
             restored: Vec::new(),
             decoded: Decoded::Args,
-        }
+        })
     }
 
     fn rebuilt<I: Serialize + Send + 'static>(decoded: I) -> Self {
@@ -538,7 +549,7 @@ impl DynInput {
                 _ => Args::new(),
             }
         }
-        Self {
+        Self::of(Parts {
             args: OnceCell::new(),
             reserved: Args::new(),
             restored: Vec::new(),
@@ -546,7 +557,7 @@ impl DynInput {
                 value: Box::new(decoded),
                 rebuild: Some(rebuild::<I>),
             },
-        }
+        })
     }
 
     /// The arguments as given.
@@ -561,15 +572,16 @@ impl DynInput {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn args(&self) -> &Args {
-        self.args.get_or_init(|| {
-            let mut args = match &self.decoded {
+        let parts = &*self.parts;
+        parts.args.get_or_init(|| {
+            let mut args = match &parts.decoded {
                 Decoded::Typed {
                     value,
                     rebuild: Some(rebuild),
                 } => rebuild(value.as_ref()),
                 _ => Args::new(),
             };
-            args.extend(self.reserved.iter().map(|(k, v)| (k.clone(), v.clone())));
+            args.extend(parts.reserved.iter().map(|(k, v)| (k.clone(), v.clone())));
             args
         })
     }
@@ -577,34 +589,35 @@ impl DynInput {
     /// Puts back reserved params a run-time wrapper took out before the layer below
     /// decoded, so the wrapper sees its arguments as given.
     pub(crate) fn restore(&mut self, reserved: Args) {
-        match self.args.get_mut() {
+        let parts = &mut *self.parts;
+        match parts.args.get_mut() {
             Some(args) => {
-                self.restored.extend(reserved.keys().cloned());
+                parts.restored.extend(reserved.keys().cloned());
                 args.extend(reserved);
             }
-            None => self.reserved.extend(reserved),
+            None => parts.reserved.extend(reserved),
         }
     }
 
     /// The decoded input of a stack taking `T`: this very input, for a stack that
     /// takes a `DynInput`.
     fn into_input<T: 'static>(self) -> Option<T> {
-        if TypeId::of::<T>() == TypeId::of::<DynInput>() {
-            let whole: Box<dyn Any> = Box::new(self);
-            return whole.downcast::<T>().ok().map(|input| *input);
-        }
-        let decoded: Box<dyn Any> = match self.decoded {
+        let this = match cast::<Self, T>(self) {
+            Ok(whole) => return Some(whole),
+            Err(this) => this,
+        };
+        let parts = *this.parts;
+        match parts.decoded {
             Decoded::Args => {
-                let mut args = self.args.into_inner().unwrap_or_default();
+                let mut args = parts.args.into_inner().unwrap_or_default();
                 // Put back last, so taking them out last-first keeps the order.
-                for name in self.restored.iter().rev() {
+                for name in parts.restored.iter().rev() {
                     args.remove(name);
                 }
-                Box::new(args)
+                cast::<Args, T>(args).ok()
             }
-            Decoded::Typed { value, .. } => value,
-        };
-        decoded.downcast::<T>().ok().map(|input| *input)
+            Decoded::Typed { value, .. } => value.downcast::<T>().ok().map(|input| *input),
+        }
     }
 }
 
