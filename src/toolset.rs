@@ -969,26 +969,44 @@ impl BaseTools {
     }
 }
 
-/// FNV-1a over a bound name: every by-name call hashes the name once, and SipHash's
-/// flooding resistance buys nothing here (the keys are the bound names, chosen by
-/// whoever binds; a caller's unknown name only misses).
-#[derive(Clone, Copy)]
+/// A multiply-rotate hash over a bound name, eight bytes at a time (as rustc's
+/// FxHash): every by-name call hashes the name once, and SipHash's flooding
+/// resistance buys nothing here (the keys are the bound names, chosen by whoever
+/// binds; a caller's unknown name only misses).
+#[derive(Clone, Copy, Default)]
 struct NameHasher(u64);
 
-impl Default for NameHasher {
-    fn default() -> Self {
-        Self(0xcbf2_9ce4_8422_2325)
+impl NameHasher {
+    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::SEED);
     }
 }
 
 impl Hasher for NameHasher {
     fn finish(&self) -> u64 {
-        self.0
+        // The table picks buckets by the low bits and tags by the high ones: fold
+        // the well-mixed high half into the low.
+        self.0 ^ (self.0 >> 32)
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            let mut buffer = [0; 8];
+            buffer.copy_from_slice(word);
+            self.add(u64::from_le_bytes(buffer));
         }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut buffer = [0; 8];
+            buffer[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(buffer));
+        }
+    }
+
+    fn write_u8(&mut self, byte: u8) {
+        self.add(u64::from(byte));
     }
 }

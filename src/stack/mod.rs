@@ -484,12 +484,13 @@ pub(crate) fn to_json<O: Serialize + 'static>(output: O) -> Result<Value, serde_
 /// them as given, or turns its decoded input back into JSON the first time
 /// [`DynInput::args`] is asked.
 pub struct DynInput {
-    /// Boxed: the input moves up through every run-time layer's decode and down
-    /// through every call, and a pointer moves for free.
-    parts: Box<Parts>,
+    /// Boxed, decoded input included: the input moves up through every run-time
+    /// layer's decode and down through every call, and a pointer moves for free;
+    /// one allocation per call, whatever the input's type.
+    parts: Box<Parts<dyn Any + Send>>,
 }
 
-struct Parts {
+struct Parts<Decoded: ?Sized> {
     /// The arguments as given, once known.
     args: OnceCell<Args>,
     /// Reserved params a run-time wrapper took out before the layer below decoded
@@ -499,65 +500,51 @@ struct Parts {
     /// The reserved params put back into `args` once it was known: a stack that
     /// takes the arguments themselves must not see them.
     restored: Vec<String>,
+    /// Whether the layer took the arguments themselves (a stack over raw JSON):
+    /// then they are in `args`, and `decoded` holds nothing.
+    raw: bool,
+    /// Turns `decoded` back into the arguments when they were not kept.
+    rebuild: Option<fn(&(dyn Any + Send)) -> Args>,
+    /// What the layer decoded the arguments into, as an `Option<Input>` (taken
+    /// when the layer is called).
     decoded: Decoded,
 }
 
-/// What a layer decoded the arguments into.
-enum Decoded {
-    /// The arguments themselves (a stack over raw JSON): they are in `args`.
-    Args,
-    /// A typed input; `rebuild` turns it back into the arguments when they were not
-    /// kept.
-    Typed {
-        value: Box<dyn Any + Send>,
-        rebuild: Option<fn(&(dyn Any + Send)) -> Args>,
-    },
-}
-
 impl DynInput {
-    fn of(parts: Parts) -> Self {
+    fn of<I: Send + 'static>(
+        args: OnceCell<Args>,
+        decoded: Option<I>,
+        rebuild: Option<fn(&(dyn Any + Send)) -> Args>,
+    ) -> Self {
         Self {
-            parts: Box::new(parts),
+            parts: Box::new(Parts {
+                args,
+                reserved: Args::new(),
+                restored: Vec::new(),
+                raw: decoded.is_none(),
+                rebuild,
+                decoded,
+            }),
         }
     }
 
     fn kept<I: Send + 'static>(args: Args, decoded: I) -> Self {
-        Self::of(Parts {
-            args: OnceCell::from(args),
-            reserved: Args::new(),
-            restored: Vec::new(),
-            decoded: Decoded::Typed {
-                value: Box::new(decoded),
-                rebuild: None,
-            },
-        })
+        Self::of(OnceCell::from(args), Some(decoded), None)
     }
 
     fn raw(args: Args) -> Self {
-        Self::of(Parts {
-            args: OnceCell::from(args),
-            reserved: Args::new(),
-            restored: Vec::new(),
-            decoded: Decoded::Args,
-        })
+        Self::of::<()>(OnceCell::from(args), None, None)
     }
 
     fn rebuilt<I: Serialize + Send + 'static>(decoded: I) -> Self {
         fn rebuild<I: Serialize + 'static>(decoded: &(dyn Any + Send)) -> Args {
-            match decoded.downcast_ref::<I>().map(serde_json::to_value) {
+            let decoded = decoded.downcast_ref::<Option<I>>().and_then(Option::as_ref);
+            match decoded.map(serde_json::to_value) {
                 Some(Ok(Value::Object(args))) => args,
                 _ => Args::new(),
             }
         }
-        Self::of(Parts {
-            args: OnceCell::new(),
-            reserved: Args::new(),
-            restored: Vec::new(),
-            decoded: Decoded::Typed {
-                value: Box::new(decoded),
-                rebuild: Some(rebuild::<I>),
-            },
-        })
+        Self::of(OnceCell::new(), Some(decoded), Some(rebuild::<I>))
     }
 
     /// The arguments as given.
@@ -574,12 +561,9 @@ impl DynInput {
     pub fn args(&self) -> &Args {
         let parts = &*self.parts;
         parts.args.get_or_init(|| {
-            let mut args = match &parts.decoded {
-                Decoded::Typed {
-                    value,
-                    rebuild: Some(rebuild),
-                } => rebuild(value.as_ref()),
-                _ => Args::new(),
+            let mut args = match parts.rebuild {
+                Some(rebuild) => rebuild(&parts.decoded),
+                None => Args::new(),
             };
             args.extend(parts.reserved.iter().map(|(k, v)| (k.clone(), v.clone())));
             args
@@ -602,22 +586,20 @@ impl DynInput {
     /// The decoded input of a stack taking `T`: this very input, for a stack that
     /// takes a `DynInput`.
     fn into_input<T: 'static>(self) -> Option<T> {
-        let this = match cast::<Self, T>(self) {
+        let mut parts = match cast::<Self, T>(self) {
             Ok(whole) => return Some(whole),
-            Err(this) => this,
+            Err(this) => this.parts,
         };
-        let parts = *this.parts;
-        match parts.decoded {
-            Decoded::Args => {
-                let mut args = parts.args.into_inner().unwrap_or_default();
-                // Put back last, so taking them out last-first keeps the order.
-                for name in parts.restored.iter().rev() {
-                    args.remove(name);
-                }
-                cast::<Args, T>(args).ok()
+        if parts.raw {
+            let mut args = parts.args.take().unwrap_or_default();
+            // Put back last, so taking them out last-first keeps the order.
+            for name in parts.restored.iter().rev() {
+                args.remove(name);
             }
-            Decoded::Typed { value, .. } => value.downcast::<T>().ok().map(|input| *input),
+            return cast::<Args, T>(args).ok();
         }
+        let decoded: &mut (dyn Any + Send) = &mut parts.decoded;
+        decoded.downcast_mut::<Option<T>>().and_then(Option::take)
     }
 }
 

@@ -23,6 +23,10 @@ use crate::name::Name;
 use crate::stack::params::Params;
 use crate::stack::{Next, Stack};
 
+mod key;
+
+use key::cache_key;
+
 /// The operator's side of a cache.
 ///
 /// Both bounds hold at once: the least recently used result goes first when the
@@ -113,7 +117,8 @@ impl Params for CacheParams {}
 /// [`CacheConfig`]).
 ///
 /// A stored result keeps the TTL it was stored with: a later, shorter `exp` does
-/// not shorten it. The key is the input's JSON with object keys sorted.
+/// not shorten it. The key is the input's JSON with the entries of every map
+/// sorted by key, so arguments given in another order hit the same result.
 ///
 /// ```
 /// use frunk::hlist;
@@ -376,28 +381,6 @@ fn ttl_of(seconds: f64) -> Result<Option<Duration>, String> {
         return Err(format!("must be a number of seconds >= 0, not {seconds}"));
     }
     Ok(Duration::try_from_secs_f64(seconds).ok())
-}
-
-/// The input's JSON with object keys sorted, so that arguments given in another
-/// order (or a map field's unordered entries) hit the same result.
-fn cache_key<I: Serialize>(input: &I) -> Result<String, serde_json::Error> {
-    fn sorted(value: Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let mut entries: Vec<(String, Value)> = map.into_iter().collect();
-                entries.sort_by(|a, b| a.0.cmp(&b.0));
-                Value::Object(
-                    entries
-                        .into_iter()
-                        .map(|(key, value)| (key, sorted(value)))
-                        .collect(),
-                )
-            }
-            Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
-            other => other,
-        }
-    }
-    Ok(sorted(serde_json::to_value(input)?).to_string())
 }
 
 /// Results by key, plus the runs in flight.

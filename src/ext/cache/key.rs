@@ -1,0 +1,511 @@
+//! Cache keys: an input's JSON, written straight into one buffer, with the entries
+//! of every map sorted by key.
+//!
+//! A map's entries come in whatever order it iterates (a `HashMap` field's changes
+//! from one instance to the next; a run-time layer's arguments come in the
+//! caller's order), so they are sorted: equal inputs give equal keys. A struct's
+//! fields are written in declaration order, which is the same for every value of
+//! the type, so they need no sorting, and a typed input is serialized without
+//! building a `serde_json::Value` first: a cache hit costs what its key costs.
+
+use serde::Serialize;
+use serde::ser;
+
+type Error = serde_json::Error;
+
+/// `input`'s key (see the module docs).
+pub(super) fn cache_key<I: Serialize + ?Sized>(input: &I) -> Result<String, Error> {
+    let mut out = Vec::with_capacity(64);
+    input.serialize(Canonical { out: &mut out })?;
+    // Only `serde_json` writes into `out`, and it writes UTF-8.
+    String::from_utf8(out).map_err(ser::Error::custom)
+}
+
+/// Writes one value's JSON into `out`.
+struct Canonical<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl Canonical<'_> {
+    fn scalar<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Error> {
+        serde_json::to_writer(&mut *self.out, value)
+    }
+}
+
+/// Writes `text` as a JSON string. Most strings (every field name) need no
+/// escaping, and go out as they are; the others through `serde_json`.
+fn write_str(out: &mut Vec<u8>, text: &str) -> Result<(), Error> {
+    if text
+        .bytes()
+        .any(|byte| byte < 0x20 || byte == b'"' || byte == b'\\')
+    {
+        return serde_json::to_writer(out, text);
+    }
+    out.reserve(text.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(text.as_bytes());
+    out.push(b'"');
+    Ok(())
+}
+
+/// Writes an integer, without `serde_json`'s serializer around its formatter.
+fn write_int<I: itoa::Integer>(out: &mut Vec<u8>, value: I) -> Result<(), Error> {
+    out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+    Ok(())
+}
+
+/// A sequence being written: `[` is out, `,` goes before every item but the first.
+struct Seq<'a> {
+    out: &'a mut Vec<u8>,
+    first: bool,
+    /// What closes it: `]`, or `]}` for a tuple variant (`{"Variant":[...]}`).
+    close: &'static [u8],
+}
+
+impl Seq<'_> {
+    fn item<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        if !std::mem::take(&mut self.first) {
+            self.out.push(b',');
+        }
+        value.serialize(Canonical { out: self.out })
+    }
+
+    fn close(self) -> Result<(), Error> {
+        self.out.extend_from_slice(self.close);
+        Ok(())
+    }
+}
+
+/// A struct being written, fields in declaration order.
+struct Struct<'a> {
+    out: &'a mut Vec<u8>,
+    first: bool,
+    close: &'static [u8],
+}
+
+impl Struct<'_> {
+    fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), Error> {
+        if !std::mem::take(&mut self.first) {
+            self.out.push(b',');
+        }
+        write_str(self.out, key)?;
+        self.out.push(b':');
+        value.serialize(Canonical { out: self.out })
+    }
+}
+
+/// A map being written: entries go out as they come, and are put in key order at
+/// the end if they did not come in it.
+struct Map<'a> {
+    out: &'a mut Vec<u8>,
+    /// Where the first entry starts (just after `{`).
+    start: usize,
+    /// Each entry's key (its JSON string) and its end, as offsets into `out`.
+    entries: Vec<Entry>,
+}
+
+#[derive(Clone, Copy)]
+struct Entry {
+    key_start: usize,
+    key_end: usize,
+    end: usize,
+}
+
+impl Map<'_> {
+    fn key_of(&self, entry: Entry) -> &[u8] {
+        &self.out[entry.key_start..entry.key_end]
+    }
+
+    fn sorted(&self) -> bool {
+        self.entries
+            .windows(2)
+            .all(|pair| self.key_of(pair[0]) <= self.key_of(pair[1]))
+    }
+
+    fn close(mut self) -> Result<(), Error> {
+        if !self.sorted() {
+            let written = self.out.split_off(self.start);
+            let mut entries = std::mem::take(&mut self.entries);
+            let base = self.start;
+            entries.sort_by(|a, b| {
+                written[a.key_start - base..a.key_end - base]
+                    .cmp(&written[b.key_start - base..b.key_end - base])
+            });
+            for (at, entry) in entries.iter().enumerate() {
+                if at > 0 {
+                    self.out.push(b',');
+                }
+                self.out
+                    .extend_from_slice(&written[entry.key_start - base..entry.end - base]);
+            }
+        }
+        self.out.push(b'}');
+        Ok(())
+    }
+}
+
+impl ser::SerializeMap for Map<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
+        if !self.entries.is_empty() {
+            self.out.push(b',');
+        }
+        let key_start = self.out.len();
+        key.serialize(Canonical { out: self.out })?;
+        // JSON keys are strings: a number or a bool key is quoted, as `serde_json`
+        // does.
+        if self.out.get(key_start) != Some(&b'"') {
+            self.out.insert(key_start, b'"');
+            self.out.push(b'"');
+        }
+        let key_end = self.out.len();
+        self.entries.push(Entry {
+            key_start,
+            key_end,
+            end: key_end,
+        });
+        Ok(())
+    }
+
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.out.push(b':');
+        value.serialize(Canonical { out: self.out })?;
+        if let Some(entry) = self.entries.last_mut() {
+            entry.end = self.out.len();
+        }
+        Ok(())
+    }
+
+    fn end(self) -> Result<(), Error> {
+        self.close()
+    }
+}
+
+impl ser::SerializeSeq for Seq<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.item(value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        self.close()
+    }
+}
+
+impl ser::SerializeTuple for Seq<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.item(value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        self.close()
+    }
+}
+
+impl ser::SerializeTupleStruct for Seq<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.item(value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        self.close()
+    }
+}
+
+impl ser::SerializeTupleVariant for Seq<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.item(value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        self.close()
+    }
+}
+
+impl ser::SerializeStruct for Struct<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        self.field(key, value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        self.out.extend_from_slice(self.close);
+        Ok(())
+    }
+}
+
+impl ser::SerializeStructVariant for Struct<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        self.field(key, value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        self.out.extend_from_slice(self.close);
+        Ok(())
+    }
+}
+
+impl<'a> ser::Serializer for Canonical<'a> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Seq<'a>;
+    type SerializeTuple = Seq<'a>;
+    type SerializeTupleStruct = Seq<'a>;
+    type SerializeTupleVariant = Seq<'a>;
+    type SerializeMap = Map<'a>;
+    type SerializeStruct = Struct<'a>;
+    type SerializeStructVariant = Struct<'a>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), Error> {
+        self.scalar(&v)
+    }
+    fn serialize_i8(self, v: i8) -> Result<(), Error> {
+        write_int(self.out, v)
+    }
+    fn serialize_i16(self, v: i16) -> Result<(), Error> {
+        write_int(self.out, v)
+    }
+    fn serialize_i32(self, v: i32) -> Result<(), Error> {
+        write_int(self.out, v)
+    }
+    fn serialize_i64(self, v: i64) -> Result<(), Error> {
+        write_int(self.out, v)
+    }
+    fn serialize_i128(self, v: i128) -> Result<(), Error> {
+        write_int(self.out, v)
+    }
+    fn serialize_u8(self, v: u8) -> Result<(), Error> {
+        write_int(self.out, v)
+    }
+    fn serialize_u16(self, v: u16) -> Result<(), Error> {
+        write_int(self.out, v)
+    }
+    fn serialize_u32(self, v: u32) -> Result<(), Error> {
+        write_int(self.out, v)
+    }
+    fn serialize_u64(self, v: u64) -> Result<(), Error> {
+        write_int(self.out, v)
+    }
+    fn serialize_u128(self, v: u128) -> Result<(), Error> {
+        write_int(self.out, v)
+    }
+    fn serialize_f32(self, v: f32) -> Result<(), Error> {
+        self.scalar(&v)
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), Error> {
+        self.scalar(&v)
+    }
+    fn serialize_char(self, v: char) -> Result<(), Error> {
+        self.scalar(&v)
+    }
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        write_str(self.out, v)
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), Error> {
+        self.scalar(v)
+    }
+    fn serialize_none(self) -> Result<(), Error> {
+        self.scalar(&())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Error> {
+        value.serialize(self)
+    }
+    fn serialize_unit(self) -> Result<(), Error> {
+        self.scalar(&())
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Error> {
+        self.scalar(&())
+    }
+    fn serialize_unit_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+    ) -> Result<(), Error> {
+        self.scalar(variant)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        self.out.push(b'{');
+        serde_json::to_writer(&mut *self.out, variant)?;
+        self.out.push(b':');
+        value.serialize(Canonical { out: self.out })?;
+        self.out.push(b'}');
+        Ok(())
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Seq<'a>, Error> {
+        self.out.push(b'[');
+        Ok(Seq {
+            out: self.out,
+            first: true,
+            close: b"]",
+        })
+    }
+    fn serialize_tuple(self, len: usize) -> Result<Seq<'a>, Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_struct(self, _: &'static str, len: usize) -> Result<Seq<'a>, Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        _: usize,
+    ) -> Result<Seq<'a>, Error> {
+        self.out.push(b'{');
+        serde_json::to_writer(&mut *self.out, variant)?;
+        self.out.extend_from_slice(b":[");
+        Ok(Seq {
+            out: self.out,
+            first: true,
+            close: b"]}",
+        })
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Map<'a>, Error> {
+        self.out.push(b'{');
+        let start = self.out.len();
+        Ok(Map {
+            out: self.out,
+            start,
+            entries: Vec::new(),
+        })
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Struct<'a>, Error> {
+        self.out.push(b'{');
+        Ok(Struct {
+            out: self.out,
+            first: true,
+            close: b"}",
+        })
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        _: usize,
+    ) -> Result<Struct<'a>, Error> {
+        self.out.push(b'{');
+        serde_json::to_writer(&mut *self.out, variant)?;
+        self.out.extend_from_slice(b":{");
+        Ok(Struct {
+            out: self.out,
+            first: true,
+            close: b"}}",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, HashMap};
+
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(Serialize)]
+    struct Query {
+        text: String,
+        limit: Option<u32>,
+        tags: HashMap<String, i64>,
+        nested: Vec<Shape>,
+    }
+
+    #[derive(Serialize)]
+    enum Shape {
+        Dot,
+        Circle(f64),
+        Pair(i8, i8),
+        Rect { w: u8, h: u8 },
+    }
+
+    #[test]
+    fn equal_inputs_give_equal_keys_whatever_their_maps_order() {
+        let tags = |pairs: &[(&str, i64)]| pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        let one = Query {
+            text: "a \"quoted\" é".into(),
+            limit: None,
+            tags: tags(&[("z", 1), ("a", 2), ("m", 3)]),
+            nested: vec![
+                Shape::Dot,
+                Shape::Circle(1.5),
+                Shape::Pair(1, -2),
+                Shape::Rect { w: 3, h: 4 },
+            ],
+        };
+        let two = Query {
+            tags: tags(&[("m", 3), ("z", 1), ("a", 2)]),
+            ..one
+        };
+        let key = cache_key(&two).unwrap();
+        assert_eq!(
+            key,
+            r#"{"text":"a \"quoted\" é","limit":null,"tags":{"a":2,"m":3,"z":1},"nested":["Dot",{"Circle":1.5},{"Pair":[1,-2]},{"Rect":{"w":3,"h":4}}]}"#
+        );
+        // The key is JSON, and says what serde_json says of the same value.
+        let parsed: serde_json::Value = serde_json::from_str(&key).unwrap();
+        assert_eq!(parsed, serde_json::to_value(&two).unwrap());
+    }
+
+    #[test]
+    fn arguments_in_any_order_give_one_key() {
+        let a = json!({"b": {"y": [1, {"q": 1, "p": 2}], "x": null}, "a": "s"});
+        let b = json!({"a": "s", "b": {"x": null, "y": [1, {"p": 2, "q": 1}]}});
+        assert_eq!(cache_key(&a).unwrap(), cache_key(&b).unwrap());
+        assert_eq!(
+            cache_key(&a).unwrap(),
+            r#"{"a":"s","b":{"x":null,"y":[1,{"p":2,"q":1}]}}"#
+        );
+    }
+
+    #[test]
+    fn non_string_map_keys_are_quoted_as_serde_json_quotes_them() {
+        let map: BTreeMap<i32, bool> = [(2, true), (-1, false)].into();
+        assert_eq!(
+            cache_key(&map).unwrap(),
+            serde_json::to_string(&map).unwrap()
+        );
+        assert_eq!(cache_key(&map).unwrap(), r#"{"-1":false,"2":true}"#);
+    }
+}
