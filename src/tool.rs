@@ -16,7 +16,7 @@ use crate::error::{ArgsError, BoxError, ToolError, panic_message};
 use crate::name::{InvalidName, Name};
 use crate::schema::Args;
 use crate::schema::{self, ArgNames};
-use crate::stack::{Stack, decode_args};
+use crate::stack::{Stack, decode_args, decode_args_keeping};
 
 pub(crate) mod sealed {
     /// The seal of [`BaseTool`](super::BaseTool).
@@ -168,6 +168,7 @@ pub struct Tool<I, O, F> {
     // function: a `Stack` impl requiring it would make every layer's `Stack` proof
     // depend on regions (`for<'de> Deserialize<'de>`), proven again in each query.
     decode: fn(Args) -> Result<I, ArgsError>,
+    decode_keeping: fn(Args) -> Result<(I, Args), ArgsError>,
     types: PhantomData<fn(I) -> O>,
 }
 
@@ -184,6 +185,7 @@ impl<I, O, F: Clone> Clone for Tool<I, O, F> {
             args: self.args.clone(),
             body: self.body.clone(),
             decode: self.decode,
+            decode_keeping: self.decode_keeping,
             types: PhantomData,
         }
     }
@@ -241,6 +243,7 @@ where
             spec: Arc::new(spec),
             body: parts.body,
             decode: decode_args::<I>,
+            decode_keeping: decode_args_keeping::<I>,
             types: PhantomData,
         })
     }
@@ -318,6 +321,11 @@ where
         // serde would ignore an unknown argument; the schema says it is not one.
         self.args.check(&args)?;
         (self.decode)(args)
+    }
+
+    fn decode_keeping(&self, args: Args) -> Result<(I, Args), ArgsError> {
+        self.args.check(&args)?;
+        (self.decode_keeping)(args)
     }
 }
 

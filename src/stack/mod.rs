@@ -57,6 +57,15 @@ pub trait Stack: Clone + Send + Sync + 'static {
 
     /// Decodes JSON arguments into `Input`.
     fn decode(&self, args: Args) -> Result<Self::Input, ArgsError>;
+
+    /// Decodes, and gives the arguments back as they were: what a run-time layer
+    /// over this stack keeps (a cache key, a run-time wrapper's view). The default
+    /// decodes a copy; a typed tool decodes by reference and copies nothing.
+    #[doc(hidden)]
+    fn decode_keeping(&self, args: Args) -> Result<(Self::Input, Args), ArgsError> {
+        let input = self.decode(args.clone())?;
+        Ok((input, args))
+    }
 }
 
 /// The layer below, as the wrapper `W` sees it: callable, and named.
@@ -161,12 +170,24 @@ impl<'a, S: Stack, W: ?Sized> Next<'a, S, W> {
 /// assert_eq!(err.field.as_deref(), Some("text"));
 /// ```
 pub fn decode_args<T: DeserializeOwned>(args: Args) -> Result<T, ArgsError> {
-    let hand_back = handback::take_request();
+    decode_value(&Value::Object(args))
+}
+
+/// [`decode_args`], giving the arguments back as they were.
+pub(crate) fn decode_args_keeping<T: DeserializeOwned>(args: Args) -> Result<(T, Args), ArgsError> {
     let args = Value::Object(args);
+    let decoded = decode_value(&args)?;
+    match args {
+        Value::Object(args) => Ok((decoded, args)),
+        _ => Err(ArgsError::whole("the arguments are not an object")),
+    }
+}
+
+fn decode_value<T: DeserializeOwned>(args: &Value) -> Result<T, ArgsError> {
     // Tracking the path costs an allocation per field: only pay it to explain a
     // failure.
-    let decoded = T::deserialize(&args)
-        .or_else(|_| serde_path_to_error::deserialize(&args))
+    T::deserialize(args)
+        .or_else(|_| serde_path_to_error::deserialize(args))
         .map_err(|err| {
             let path = shorten(&err.path().to_string()).into_owned();
             let problem = err.inner().to_string();
@@ -182,91 +203,13 @@ pub fn decode_args<T: DeserializeOwned>(args: Args) -> Result<T, ArgsError> {
                 kind,
                 problem: shorten(&problem).into_owned(),
             }
-        });
-    if hand_back && let Value::Object(args) = args {
-        handback::give(args);
-    }
-    decoded
+        })
 }
 
 /// serde reports a missing field at the parent's path; the field is in the message.
 fn missing_field(problem: &str) -> Option<String> {
     let rest = problem.strip_prefix("missing field `")?;
     Some(shorten(&rest[..rest.find('`')?]).into_owned())
-}
-
-/// How a base tool's decoding hands its arguments back to the run-time layer that
-/// asked, so the layer keeps them as given without a copy.
-///
-/// `Stack::decode` takes the arguments by value, and a typed tool decodes them by
-/// reference and drops them; a run-time layer right above needs them as given (a
-/// cache key, a run-time wrapper's view), and copying them would double a large
-/// argument on every call. So the layer asks, on this thread, and [`decode_args`]
-/// (what a typed tool decodes with) leaves them here instead of dropping them.
-/// Decoding is synchronous, so nothing else runs on the thread in between.
-mod handback {
-    use std::cell::RefCell;
-
-    use super::Args;
-
-    enum State {
-        Off,
-        Asked,
-        Given(Args),
-    }
-
-    thread_local! {
-        static STATE: RefCell<State> = const { RefCell::new(State::Off) };
-    }
-
-    /// Whether a layer asked for the arguments of the decode starting now; the
-    /// request is used up, so nested decodes (reserved params) never see it.
-    pub(super) fn take_request() -> bool {
-        STATE.with(|state| {
-            let mut state = state.borrow_mut();
-            let asked = matches!(*state, State::Asked);
-            if asked {
-                *state = State::Off;
-            }
-            asked
-        })
-    }
-
-    pub(super) fn give(args: Args) {
-        STATE.with(|state| *state.borrow_mut() = State::Given(args));
-    }
-
-    /// A request for the arguments of the next decode on this thread; dropped, it
-    /// leaves the thread as it found it, even if decoding panicked.
-    pub(super) struct Request {
-        previous: Option<State>,
-    }
-
-    impl Request {
-        pub(super) fn new() -> Self {
-            let previous = STATE.with(|state| state.replace(State::Asked));
-            Self {
-                previous: Some(previous),
-            }
-        }
-
-        /// The arguments handed back, if the decode went through `decode_args`.
-        pub(super) fn finish(mut self) -> Option<Args> {
-            let previous = self.previous.take().unwrap_or(State::Off);
-            match STATE.with(|state| state.replace(previous)) {
-                State::Given(args) => Some(args),
-                State::Off | State::Asked => None,
-            }
-        }
-    }
-
-    impl Drop for Request {
-        fn drop(&mut self) {
-            if let Some(previous) = self.previous.take() {
-                STATE.with(|state| *state.borrow_mut() = previous);
-            }
-        }
-    }
 }
 
 /// A stack seen through JSON: what the toolset stores for every bound name, and
@@ -302,9 +245,10 @@ impl<S: Stack> ErasedStack for S {
 
     fn decode_erased(&self, args: Args) -> Result<DynInput, ArgsError> {
         decode_shared(self, args).unwrap_or_else(|args| {
-            // A typed input that cannot be turned back into JSON: the only case
-            // that keeps a copy (a `DynStack::new` over a stack of one's own).
-            let decoded = self.decode(args.clone())?;
+            // A typed input that cannot be turned back into JSON (a `DynStack::new`
+            // over a stack of one's own): kept as given, copied only if the stack
+            // cannot give them back.
+            let (decoded, args) = self.decode_keeping(args)?;
             Ok(DynInput::kept(args, decoded))
         })
     }
@@ -378,23 +322,15 @@ pub(crate) fn cast<T: 'static, U: 'static>(value: T) -> Result<U, T> {
 }
 
 /// A base tool seen through JSON, for run-time layers: decoding keeps the
-/// arguments as given without a copy (see `handback`).
+/// arguments as given, without a copy for a typed tool
+/// ([`Stack::decode_keeping`]).
 pub(crate) struct BaseStack<B> {
     base: B,
-    /// Whether `B` decodes through [`decode_args`], which hands the arguments back.
-    hands_back: bool,
 }
 
 impl<B: Stack> BaseStack<B> {
     pub(crate) fn new(base: B) -> Self {
-        // Asked once, on no arguments: a typed tool always decodes through
-        // `decode_args`, whatever the arguments say.
-        let request = handback::Request::new();
-        let probe = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            drop(base.decode(Args::new()));
-        }));
-        let hands_back = probe.is_ok() && request.finish().is_some();
-        Self { base, hands_back }
+        Self { base }
     }
 }
 
@@ -408,17 +344,10 @@ impl<B: Stack> ErasedStack for BaseStack<B> {
     }
 
     fn decode_erased(&self, args: Args) -> Result<DynInput, ArgsError> {
-        if !self.hands_back {
-            return self.base.decode_erased(args);
-        }
-        let request = handback::Request::new();
-        let decoded = self.base.decode(args)?;
-        match request.finish() {
-            Some(args) => Ok(DynInput::kept(args, decoded)),
-            None => Err(ArgsError::whole(
-                "the tool decoded its arguments without handing them back",
-            )),
-        }
+        decode_shared(&self.base, args).unwrap_or_else(|args| {
+            let (decoded, args) = self.base.decode_keeping(args)?;
+            Ok(DynInput::kept(args, decoded))
+        })
     }
 
     fn call_erased<'a>(
