@@ -88,6 +88,8 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
 
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Mutex, PoisonError};
 
 use rmcp::model::{
@@ -103,7 +105,7 @@ use tokio::sync::watch;
 
 use toolgraft::error::ArgsErrorKind;
 use toolgraft::toolset::ToolInfo;
-use toolgraft::{ToolError, Toolset};
+use toolgraft::{Name, ToolError, Toolset};
 
 /// Which output schemas and structured results a client can take, by the protocol
 /// version it negotiated.
@@ -319,9 +321,69 @@ pub struct ToolsetServer {
     toolset: Toolset,
     info: ServerConfig,
     notifier: Mutex<Notifier>,
+    /// Watches the bound names, for `structuring` to know when it is stale.
+    changes: watch::Receiver<u64>,
+    structuring: Mutex<Structuring>,
     /// Dropped with the server, which rmcp does when its connection ends: that ends
     /// this connection's notifier task (its receivers see the sender gone).
     connection: watch::Sender<()>,
+}
+
+/// Whether results of each name called so far are structured, for the toolset as
+/// it was at `version`: a call needs only that bit, and getting it from a clone of
+/// the name's `ToolInfo` (its chain, its description) on every call cost more the
+/// deeper the branch.
+#[derive(Default)]
+struct Structuring {
+    version: u64,
+    /// Bound names only: a name not bound is not kept, so callers cannot grow it.
+    names: HashMap<Name, Structured, BuildHasherDefault<NameHasher>>,
+}
+
+/// FNV-1a over a bound name, as the toolset hashes its own: every call hashes its
+/// name, and SipHash's flooding resistance buys nothing for keys that are all bound
+/// names (a caller's unknown name only misses).
+struct NameHasher(u64);
+
+impl Default for NameHasher {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for NameHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// Whether a name's results are structured, for each [`OutputShape`].
+#[derive(Clone, Copy)]
+struct Structured {
+    object_only: bool,
+    any_json: bool,
+}
+
+impl Structured {
+    fn of(info: &ToolInfo) -> Self {
+        Self {
+            object_only: structured_schema(info, OutputShape::ObjectOnly).is_some(),
+            any_json: structured_schema(info, OutputShape::AnyJson).is_some(),
+        }
+    }
+
+    fn for_shape(self, shape: OutputShape) -> bool {
+        match shape {
+            OutputShape::ObjectOnly => self.object_only,
+            OutputShape::AnyJson => self.any_json,
+        }
+    }
 }
 
 /// The list-changed notifier of a session opened with `initialize`.
@@ -364,9 +426,11 @@ impl ToolsetServer {
         let info = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolgraft", env!("CARGO_PKG_VERSION")));
         Self {
+            changes: toolset.changes(),
             toolset,
             info,
             notifier: Mutex::new(Notifier::Idle),
+            structuring: Mutex::default(),
             connection: watch::channel(()).0,
         }
     }
@@ -379,6 +443,8 @@ impl ToolsetServer {
             toolset: self.toolset.clone(),
             info: self.info.clone(),
             notifier: Mutex::new(Notifier::Idle),
+            changes: self.toolset.changes(),
+            structuring: Mutex::default(),
             connection: watch::channel(()).0,
         }
     }
@@ -488,12 +554,33 @@ impl ToolsetServer {
     ) -> Result<CallToolResult, ErrorData> {
         // Whether to structure follows the listing the client read; a name changed
         // meanwhile is looked up again by the call, which reports it if it is gone.
-        let structured = self
-            .toolset
-            .info(name)
-            .is_some_and(|info| structured_schema(&info, shape).is_some());
+        let structured = self.structured(name, shape);
         let arguments = arguments.map_or(Value::Null, Value::Object);
         to_mcp(self.toolset.call(name, arguments).await, structured)
+    }
+
+    /// Whether results of `name` are structured for a client on `shape`, as the
+    /// toolset is now.
+    fn structured(&self, name: &str, shape: OutputShape) -> bool {
+        // Read before the toolset: a change after this is seen by the next call.
+        let version = *self.changes.borrow();
+        let mut structuring = self
+            .structuring
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if structuring.version != version {
+            structuring.version = version;
+            structuring.names.clear();
+        }
+        if let Some(structured) = structuring.names.get(name) {
+            return structured.for_shape(shape);
+        }
+        let Some(info) = self.toolset.info(name) else {
+            return false;
+        };
+        let structured = Structured::of(&info);
+        structuring.names.insert(info.name, structured);
+        structured.for_shape(shape)
     }
 
     /// Sends `notifications/tools/list_changed` to `peer` after each change of the
@@ -572,7 +659,11 @@ impl ServerHandler for ToolsetServer {
         let shape = OutputShape::for_protocol(context.protocol_version().as_ref());
         // rmcp drops the answer to a cancelled request but lets the handler run on;
         // dropping the call stops the tool (a pool job is aborted with its caller).
+        // The call is polled first: a tool that answers at once never registers with
+        // the cancellation token (which costs a waiter in its list and its removal),
+        // and rmcp drops an answer to a cancelled request anyway.
         tokio::select! {
+            biased;
             result = self.call(&request.name, request.arguments, shape) => result.map(Into::into),
             () = context.ct.cancelled() => Err(ErrorData::internal_error(
                 format!("the call to `{}` was cancelled", request.name),

@@ -589,6 +589,37 @@ async fn live_changes_show_in_tools_list_and_are_announced() {
     client.cancel().await.unwrap();
 }
 
+/// The server remembers per name whether results are structured, until the bound
+/// names change: a name unknown at one call and bound at the next is structured.
+#[tokio::test]
+async fn structured_results_follow_live_changes() {
+    let (toolset, registry) = toolset();
+    let client = legacy(&toolset).await;
+    let city = json!({"city": "Porto"});
+    let unknown = call_err(&client, "weather_cache", city.clone()).await;
+    assert_eq!(unknown.code, ErrorCode::INVALID_PARAMS);
+
+    toolset
+        .attach(&registry, "weather", &[ElementSpec::named("cache")])
+        .unwrap();
+    let cached = call_ok(&client, "weather_cache", city.clone()).await;
+    assert_eq!(cached.structured_content.unwrap()["city"], "Porto");
+
+    toolset
+        .detach("weather", &[ElementSpec::named("cache")])
+        .unwrap();
+    let gone = call_err(&client, "weather_cache", city.clone()).await;
+    assert_eq!(gone.code, ErrorCode::INVALID_PARAMS);
+    // Names never bound stay protocol errors beside remembered ones.
+    for n in 0..3 {
+        let missing = call_err(&client, &format!("nothing_{n}"), json!({})).await;
+        assert_eq!(missing.code, ErrorCode::INVALID_PARAMS);
+    }
+    let base = call_ok(&client, "weather", city).await;
+    assert!(base.structured_content.is_some());
+    client.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn each_connection_is_told_of_changes() {
     let (toolset, registry) = toolset();

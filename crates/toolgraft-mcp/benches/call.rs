@@ -1,0 +1,209 @@
+//! A `tools/call` round trip in process: rmcp's client and a server joined by
+//! `tokio::io::duplex`, the client sending the request and awaiting the reply.
+//!
+//! Served by `ToolsetServer` for a base tool and a 4-layer branch of it, and, as the
+//! floor, by a hand-written rmcp `ServerHandler` answering the same tool with no
+//! toolgraft at all: the ratio of the two is what toolgraft adds to rmcp. Each on a
+//! current-thread runtime and on a multi-thread runtime with 2 workers.
+//!
+//! Run: `cargo bench -p toolgraft-mcp --bench call`.
+
+use std::future::Future;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use frunk::hlist;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::{RequestContext, RunningService};
+use rmcp::{ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::runtime::Runtime;
+use toolgraft::ToolError;
+use toolgraft::error::BoxError;
+use toolgraft::extension::{Anywhere, Next};
+use toolgraft::prelude::*;
+use toolgraft_mcp::ToolsetServer;
+
+#[derive(Deserialize, JsonSchema)]
+struct Add {
+    a: i64,
+    b: i64,
+}
+
+/// An object, so that results are structured for every client (the path with the
+/// most work: the value and its JSON text).
+#[derive(Serialize, JsonSchema)]
+struct Sum {
+    sum: i64,
+}
+
+async fn add(input: Add) -> Result<Sum, BoxError> {
+    Ok(Sum {
+        sum: input.a + input.b,
+    })
+}
+
+/// A wrapper that only forwards.
+#[derive(Clone)]
+struct Pass;
+
+impl Wrap for Pass {
+    type Locality = Anywhere;
+    type Params = ();
+    fn name(&self) -> &str {
+        "pass"
+    }
+
+    fn around<S: Stack>(
+        &self,
+        next: Next<'_, S, Self>,
+        (): (),
+        input: S::Input,
+    ) -> impl Future<Output = Result<S::Output, ToolError>> + Send {
+        next.call(input)
+    }
+}
+
+fn toolset() -> Toolset {
+    let tool = Tool::builder()
+        .name("add")
+        .description("Add two numbers.")
+        .body(add)
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind(
+            &tool,
+            hlist![tool.combo().with(Pass).with(Pass).with(Pass).with(Pass)],
+        )
+        .unwrap();
+    toolset
+}
+
+/// The same tool answered by rmcp alone: decode the arguments, add, return the
+/// same structured result, the least any handler does.
+struct Raw;
+
+impl ServerHandler for Raw {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name != "add" {
+            return Err(ErrorData::invalid_params("unknown tool", None));
+        }
+        let args = request.arguments.map_or(Value::Null, Value::Object);
+        let input: Add = serde_json::from_value(args)
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        let output = add(input).await.map_err(|error| {
+            ErrorData::internal_error(error.to_string(), None) // never: `add` cannot fail
+        })?;
+        let value = serde_json::to_value(output)
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        Ok(CallToolResult::structured(value).into())
+    }
+}
+
+/// Serves `server` on one end of a pipe and connects rmcp's client (a session
+/// opened with `initialize`, what today's clients do) on the other.
+async fn connect<S: ServerHandler>(server: S) -> RunningService<RoleClient, ()> {
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    ().serve(client_io).await.unwrap()
+}
+
+fn runtimes() -> [(&'static str, Runtime); 2] {
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    [("current-thread", current), ("multi-thread", multi)]
+}
+
+fn params(name: &str) -> CallToolRequestParams {
+    let args: JsonObject = json!({"a": 2, "b": 3}).as_object().cloned().unwrap();
+    CallToolRequestParams::new(name.to_owned()).with_arguments(args)
+}
+
+/// `iters` round trips, timed inside one `block_on`: what criterion's `to_async`
+/// does, without its per-sample `block_on` cost landing in every iteration (as
+/// `b.iter(|| rt.block_on(..))` would). On the multi-thread runtime the loop is a
+/// task on a worker, like the server's own tasks, so nothing runs on a third thread
+/// of a 2-core machine; the `block_on` around it is outside the timed span.
+fn round_trips(
+    rt: &Runtime,
+    client: &RunningService<RoleClient, ()>,
+    params: &CallToolRequestParams,
+    iters: u64,
+) -> Duration {
+    let peer = client.peer().clone();
+    let params = params.clone();
+    rt.block_on(async move {
+        tokio::spawn(async move {
+            let start = Instant::now();
+            for _ in 0..iters {
+                let result = peer.call_tool(params.clone()).await;
+                black_box(result.unwrap());
+            }
+            start.elapsed()
+        })
+        .await
+        .unwrap()
+    })
+}
+
+fn call(c: &mut Criterion) {
+    let mut group = c.benchmark_group("mcp-call");
+    for (flavor, rt) in runtimes() {
+        let toolset = toolset();
+        let served = [
+            (
+                "base",
+                "add",
+                rt.block_on(connect(ToolsetServer::new(toolset.clone()))),
+            ),
+            (
+                "4-layer",
+                "add_pass_pass_pass_pass",
+                rt.block_on(connect(ToolsetServer::new(toolset))),
+            ),
+            ("raw-rmcp", "add", rt.block_on(connect(Raw))),
+        ];
+        for (what, name, client) in &served {
+            let params = params(name);
+            let result = rt.block_on(client.call_tool(params.clone())).unwrap();
+            assert_eq!(result.structured_content, Some(json!({"sum": 5})), "{what}");
+            group.bench_function(format!("{what}/{flavor}"), |b| {
+                b.iter_custom(|iters| round_trips(&rt, client, &params, iters))
+            });
+        }
+        for (_, _, client) in served {
+            rt.block_on(client.cancel()).unwrap();
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, call);
+criterion_main!(benches);
