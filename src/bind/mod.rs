@@ -218,11 +218,12 @@ pub(crate) struct Element {
     pub problem: Option<Problem>,
     /// The name of the branch this element mints.
     pub branch: Name,
-    pub reserved: Option<Schema>,
+    /// Schemas are shared, not copied: the same few are bound into many branches.
+    pub reserved: Option<Arc<Schema>>,
     /// Parameters a non-wrapper adds on top of its layer input's (rule `reserved-params` applies).
     pub own_params: Vec<String>,
-    pub presented_input: Option<Schema>,
-    pub declared_output: Option<Schema>,
+    pub presented_input: Option<Arc<Schema>>,
+    pub declared_output: Option<Arc<Schema>>,
     pub description: Option<String>,
 }
 
@@ -259,14 +260,17 @@ pub(crate) enum Problem {
 }
 
 /// The layer input of the next element: what has been folded so far.
+///
+/// Shared parts throughout: a running view is cloned into every branch it mints
+/// and every plan, and most of it is the layer input's as is.
 #[derive(Clone, Debug)]
 pub(crate) struct Running {
     pub name: Name,
     pub base: Name,
-    pub description: String,
+    pub description: Arc<str>,
     pub input_schema: Arc<Schema>,
     pub output_schema: Option<Arc<Schema>>,
-    pub chain: Vec<Link>,
+    pub chain: Arc<[Link]>,
 }
 
 impl Running {
@@ -274,10 +278,10 @@ impl Running {
         Self {
             name: spec.name.clone(),
             base: spec.name.clone(),
-            description: spec.description.clone(),
-            input_schema: Arc::new(spec.input_schema.clone()),
-            output_schema: spec.output_schema.clone().map(Arc::new),
-            chain: Vec::new(),
+            description: spec.description.as_str().into(),
+            input_schema: spec.input_schema.clone(),
+            output_schema: spec.output_schema.clone(),
+            chain: Arc::new([]),
         }
     }
 
@@ -301,12 +305,12 @@ impl Running {
         let input_schema = rules::input_schema(self, element)?;
         let output_schema = rules::output_schema(self, element)?;
         let description = rules::description(self, element);
-        let mut chain = self.chain.clone();
-        chain.push(Link {
+        let link = Link {
             extension: element.name.clone(),
             kind: element.kind,
             config: element.config.clone(),
-        });
+        };
+        let chain = self.chain.iter().cloned().chain([link]).collect();
         Ok(Running {
             name: element.branch.clone(),
             base: self.base.clone(),
@@ -324,9 +328,12 @@ impl Running {
             Some("chain")
         } else if self.description != other.description {
             Some("description")
-        } else if self.input_schema != other.input_schema {
+        } else if !same_schema(&self.input_schema, &other.input_schema) {
             Some("input schema")
-        } else if self.output_schema != other.output_schema {
+        } else if !match (&self.output_schema, &other.output_schema) {
+            (Some(this), Some(other)) => same_schema(this, other),
+            (this, other) => this.is_none() && other.is_none(),
+        } {
             Some("output schema")
         } else {
             None
@@ -346,12 +353,18 @@ impl Running {
         ToolInfo {
             name: self.name,
             base: self.base,
-            chain: self.chain,
-            description: self.description,
+            chain: self.chain.to_vec(),
+            description: self.description.to_string(),
             input_schema: self.input_schema,
             output_schema: self.output_schema,
         }
     }
+}
+
+/// Whether two shared schemas are equal: the same one, mostly (comparing a schema
+/// with itself would walk all of it).
+fn same_schema(this: &Arc<Schema>, other: &Arc<Schema>) -> bool {
+    Arc::ptr_eq(this, other) || this == other
 }
 
 /// A bound name: what clients see, and the stack that serves it.
@@ -610,8 +623,8 @@ mod tests {
         Name::new(text).unwrap()
     }
 
-    fn schema(value: Value) -> Schema {
-        Schema::try_from(value).unwrap()
+    fn schema(value: Value) -> Arc<Schema> {
+        Arc::new(Schema::try_from(value).unwrap())
     }
 
     fn shout() -> Running {
@@ -824,7 +837,7 @@ mod tests {
             "type": "object", "properties": {"other": {"type": "integer"}},
         })));
         let branch = base.apply(&backend).unwrap();
-        assert_eq!(*branch.input_schema, backend.presented_input.unwrap());
+        assert_eq!(branch.input_schema, backend.presented_input.unwrap());
     }
 
     #[test]
@@ -860,7 +873,7 @@ mod tests {
                 .unwrap()
                 .output_schema
                 .as_deref(),
-            declaring.declared_output.as_ref()
+            declaring.declared_output.as_deref()
         );
     }
 
@@ -921,7 +934,7 @@ mod tests {
             .unwrap()
             .insert("mode".into(), json!({"type": "string"}));
         flipped.insert("required".into(), json!(["mode", "text"]));
-        two.presented_input = Some(flipped);
+        two.presented_input = Some(Arc::new(flipped));
         assert!(
             base.apply(&two).is_ok(),
             "`required` in another order is the same schema"

@@ -274,13 +274,15 @@ impl Extension for Batch {
     fn input_schema(&self, below: &LayerInput<'_, Self>) -> Option<schemars::Schema> {
         let mut nest = Nest::default();
         let item = nest.nested(below.input_schema);
-        Some(nest.root(json!({
+        // `json!` copies what it interpolates (it serializes it): the item schema,
+        // the largest part, is moved in afterwards instead.
+        let mut body = json!({
             "type": "object",
             "properties": {
                 "items": {
                     "type": "array",
-                    "description": format!("Arguments of `{}`, one object per item.", below.name),
-                    "items": item,
+                    "description": null,
+                    "items": null,
                     "maxItems": self.config.max_items,
                 },
                 "parallel": {
@@ -300,17 +302,24 @@ impl Extension for Batch {
                 },
             },
             "required": ["items"],
-        })))
+        });
+        let items = &mut body["properties"]["items"];
+        items["description"] = Value::String(format!(
+            "Arguments of `{}`, one object per item.",
+            below.name
+        ));
+        items["items"] = item;
+        Some(nest.root(body))
     }
 
     fn output_schema(&self, below: &LayerInput<'_, Self>) -> Option<schemars::Schema> {
         let mut nest = Nest::default();
         let item = nest.nested(below.output_schema?);
-        Some(nest.root(json!({
+        let mut body = json!({
             "type": "array",
             "items": {
                 "anyOf": [
-                    item,
+                    null,
                     {
                         "type": "object",
                         "properties": {"error": {"type": "string"}},
@@ -318,7 +327,9 @@ impl Extension for Batch {
                     },
                 ],
             },
-        })))
+        });
+        body["items"]["anyOf"][0] = item;
+        Some(nest.root(body))
     }
 }
 
