@@ -67,9 +67,7 @@ pub(crate) fn names_cached<T: JsonSchema + 'static>() -> Arc<[String]> {
     {
         return names.clone();
     }
-    let names: Arc<[String]> = property_names(&of_cached::<T>())
-        .unwrap_or_default()
-        .into();
+    let names: Arc<[String]> = property_names(&of_cached::<T>()).unwrap_or_default().into();
     let mut cache = cache.write().unwrap_or_else(PoisonError::into_inner);
     cache.entry(id).or_insert(names).clone()
 }
@@ -227,46 +225,60 @@ pub(crate) fn with_reserved(below: &Schema, reserved: &Schema) -> Result<Schema,
 /// [`with_reserved`] of shared schemas, shared: binding the same reserved params
 /// over the same layer schema (every tool of one input type, every combo of one
 /// tool) derives the merged schema once, and every branch holds that one.
-///
-/// Remembered by the identity of the two inputs. The memo holds them (and the
-/// result) weakly: a `Weak` keeps its allocation, so an address it remembers
-/// cannot be handed to another schema while it is remembered, and a value under a
-/// live `Arc` never changes; nothing outlives the branches that use it but a few
-/// empty allocations, and the memo is a short ring, so it cannot grow.
 pub(crate) fn with_reserved_shared(
     below: &Arc<Schema>,
     reserved: &Arc<Schema>,
 ) -> Result<Arc<Schema>, ReservedConflict> {
-    static MEMO: Mutex<Derived> = Mutex::new(Derived::new());
-    if let Some(merged) = MEMO
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(below, reserved)
-    {
-        return Ok(merged);
-    }
-    // Merged outside the lock: a panic in it cannot poison the memo for the rest.
-    let merged = Arc::new(with_reserved(below, reserved)?);
-    MEMO.lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .put(below, reserved, &merged);
-    Ok(merged)
+    derived("with-reserved", below, Some(reserved), || {
+        with_reserved(below, reserved)
+    })
 }
 
-/// How many derivations [`with_reserved_shared`] remembers: the distinct (layer
-/// schema, reserved params) pairs one binding runs through in a row.
+/// The schema `derive` makes of `from` (and `and`), made once while it is in use:
+/// `what` names the derivation, which must depend on nothing else.
+///
+/// Remembered by the identity of the inputs. The memo holds them (and the result)
+/// weakly: a `Weak` keeps its allocation, so an address it remembers cannot be
+/// handed to another schema while it is remembered, and a value under a live `Arc`
+/// never changes; nothing outlives the branches that use it but a few empty
+/// allocations, and the memo is a short ring, so it cannot grow.
+pub(crate) fn derived<E>(
+    what: &'static str,
+    from: &Arc<Schema>,
+    and: Option<&Arc<Schema>>,
+    derive: impl FnOnce() -> Result<Schema, E>,
+) -> Result<Arc<Schema>, E> {
+    static MEMO: Mutex<Derived> = Mutex::new(Derived::new());
+    if let Some(known) = MEMO
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(what, from, and)
+    {
+        return Ok(known);
+    }
+    // Derived outside the lock: a panic in it cannot poison the memo for the rest.
+    let made = Arc::new(derive()?);
+    MEMO.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .put(what, from, and, &made);
+    Ok(made)
+}
+
+/// How many derivations [`derived`] remembers: the distinct ones one binding runs
+/// through in a row.
 const DERIVED: usize = 16;
 
-/// A ring of derived schemas, by the identity of their two inputs.
+/// A ring of derived schemas, by the identity of their inputs.
 struct Derived {
     slots: [Option<DerivedSlot>; DERIVED],
     next: usize,
 }
 
 struct DerivedSlot {
-    below: Weak<Schema>,
-    reserved: Weak<Schema>,
-    derived: Weak<Schema>,
+    what: &'static str,
+    from: Weak<Schema>,
+    and: Option<Weak<Schema>>,
+    made: Weak<Schema>,
 }
 
 impl Derived {
@@ -277,19 +289,35 @@ impl Derived {
         }
     }
 
-    fn get(&self, below: &Arc<Schema>, reserved: &Arc<Schema>) -> Option<Arc<Schema>> {
+    fn get(
+        &self,
+        what: &str,
+        from: &Arc<Schema>,
+        and: Option<&Arc<Schema>>,
+    ) -> Option<Arc<Schema>> {
         self.slots.iter().flatten().find_map(|slot| {
-            let same = std::ptr::eq(slot.below.as_ptr(), Arc::as_ptr(below))
-                && std::ptr::eq(slot.reserved.as_ptr(), Arc::as_ptr(reserved));
-            same.then(|| slot.derived.upgrade()).flatten()
+            let same = slot.what == what
+                && std::ptr::eq(slot.from.as_ptr(), Arc::as_ptr(from))
+                && match (&slot.and, and) {
+                    (Some(slot), Some(and)) => std::ptr::eq(slot.as_ptr(), Arc::as_ptr(and)),
+                    (slot, and) => slot.is_none() && and.is_none(),
+                };
+            same.then(|| slot.made.upgrade()).flatten()
         })
     }
 
-    fn put(&mut self, below: &Arc<Schema>, reserved: &Arc<Schema>, derived: &Arc<Schema>) {
+    fn put(
+        &mut self,
+        what: &'static str,
+        from: &Arc<Schema>,
+        and: Option<&Arc<Schema>>,
+        made: &Arc<Schema>,
+    ) {
         self.slots[self.next] = Some(DerivedSlot {
-            below: Arc::downgrade(below),
-            reserved: Arc::downgrade(reserved),
-            derived: Arc::downgrade(derived),
+            what,
+            from: Arc::downgrade(from),
+            and: and.map(Arc::downgrade),
+            made: Arc::downgrade(made),
         });
         self.next = (self.next + 1) % DERIVED;
     }

@@ -292,7 +292,7 @@ impl Running {
             &self.base,
             &self.description,
             &self.input_schema,
-            self.output_schema.as_deref(),
+            self.output_schema.as_ref(),
         )
     }
 
@@ -416,7 +416,9 @@ pub(crate) struct Attached {
 pub struct ComboDraft {
     base: Name,
     running: Running,
-    elements: Vec<Element>,
+    /// What a finished combo needs of its elements (the whole elements are large,
+    /// and binding makes one list per combo).
+    elements: Vec<Folded>,
     branches: Vec<Minted>,
     refused: Option<BindError>,
     /// The base tool a typed combo was started from, to bind it from its combos.
@@ -440,8 +442,8 @@ impl ComboDraft {
         Self {
             base: base.base.clone(),
             running: base.clone(),
-            elements: Vec::new(),
-            branches: Vec::new(),
+            elements: Vec::with_capacity(4),
+            branches: Vec::with_capacity(4),
             refused: None,
             origin: None,
         }
@@ -495,7 +497,11 @@ impl ComboDraft {
             }
         };
         self.running = next;
-        self.elements.push(element);
+        self.elements.push(Folded {
+            name: element.name,
+            kind: element.kind,
+            written: element.written,
+        });
     }
 
     /// How many elements the combo has.
@@ -533,10 +539,10 @@ impl ComboDraft {
         }
         let elements = self
             .elements
-            .iter()
+            .into_iter()
             .map(|element| ElementSpec {
-                name: element.name.to_string(),
-                config: element.written.clone(),
+                name: element.name.as_str().to_owned(),
+                config: element.written,
             })
             .collect();
         Ok(Attached {
@@ -544,6 +550,23 @@ impl ComboDraft {
             branches: self.branches,
         })
     }
+}
+
+/// An element folded into a draft, as [`ComboDraft::finish`] needs it.
+struct Folded {
+    name: Name,
+    kind: ExtensionKind,
+    written: Option<Map<String, Value>>,
+}
+
+/// Whether `spec` is the combo `key` (a [`combo_key`]), without making its key.
+pub(crate) fn is_combo(key: &[ElementSpec], spec: &[ElementSpec]) -> bool {
+    key.len() == spec.len()
+        && key.iter().zip(spec).all(|(key, element)| {
+            key.name == element.name
+                && key.config.as_ref()
+                    == element.config.as_ref().filter(|config| !config.is_empty())
+        })
 }
 
 /// Config as written, for identity and rule `config`: an empty mapping is no config.
@@ -575,13 +598,24 @@ pub(crate) fn combo_key(elements: &[ElementSpec]) -> ComboSpec {
 /// whole tool (rule `all-or-nothing`).
 pub(crate) fn plan_tool(base: &Minted, combos: &[Attached]) -> Result<Vec<Entry>, BindError> {
     let tool = &base.running.base;
-    let mut planned = vec![base.clone()];
-    let mut index: HashMap<Name, usize> = HashMap::new();
-    index.insert(tool.clone(), 0);
-    for minted in combos.iter().flat_map(|combo| &combo.branches) {
+    let branches = combos.iter().flat_map(|combo| &combo.branches);
+    let names = 1 + branches.clone().count();
+    let mut planned = Vec::with_capacity(names);
+    planned.push(base.clone());
+    // A tool mostly mints a handful of names, which a scan finds sooner than a hash
+    // map (and its allocations) would; many combos get the map.
+    let mut index: Option<HashMap<Name, usize>> =
+        (names > 32).then(|| HashMap::from_iter([(tool.clone(), 0)]));
+    for minted in branches {
         let running = &minted.running;
-        match index.get(&running.name) {
-            Some(&at) => {
+        let found = match &index {
+            Some(index) => index.get(&running.name).copied(),
+            None => planned
+                .iter()
+                .position(|planned| planned.running.name == running.name),
+        };
+        match found {
+            Some(at) => {
                 if let Some(what) = planned[at].running.difference(running) {
                     let (first, second) = (
                         crate::error::listed(&planned[at].running.chain),
@@ -601,7 +635,9 @@ pub(crate) fn plan_tool(base: &Minted, combos: &[Attached]) -> Result<Vec<Entry>
                 }
             }
             None => {
-                index.insert(running.name.clone(), planned.len());
+                if let Some(index) = &mut index {
+                    index.insert(running.name.clone(), planned.len());
+                }
                 planned.push(minted.clone());
             }
         }

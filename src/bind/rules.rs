@@ -20,16 +20,13 @@ pub(crate) fn cardinality<'a>(
     elements: impl Iterator<Item = (&'a Name, ExtensionKind)> + Clone,
 ) -> Result<(), BindError> {
     for kind in ExtensionKind::iter().filter(|kind| !kind.multiple()) {
-        let of_kind: Vec<Name> = elements
-            .clone()
-            .filter(|(_, of)| *of == kind)
-            .map(|(name, _)| name.clone())
-            .collect();
-        if of_kind.len() > 1 {
+        let of_kind = elements.clone().filter(|(_, of)| *of == kind);
+        // Counted before anything is collected: every combo passes through here.
+        if of_kind.clone().nth(1).is_some() {
             return Err(BindError::MultipleOfKind {
                 tool: tool.clone(),
                 kind,
-                extensions: of_kind,
+                extensions: of_kind.map(|(name, _)| name.clone()).collect(),
             });
         }
     }

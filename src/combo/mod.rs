@@ -268,7 +268,7 @@ where
             .collect(),
         reserved,
         presented_input: extension.input_schema(&layer_input).map(Arc::new),
-        declared_output: extension.output_schema(&layer_input).map(Arc::new),
+        declared_output: extension.shared_output_schema(&layer_input),
         description: extension.describe(&below.description),
         branch: branch.clone(),
         name,

@@ -31,8 +31,8 @@ use crate::kind::property::{
 };
 use crate::kind::{Kind, Succ, Zero};
 use crate::stack::Stack;
-pub use crate::stack::params::{Assemble, Here, ReservedIn, There};
 use crate::stack::params::{self, Forwards};
+pub use crate::stack::params::{Assemble, Here, ReservedIn, There};
 use crate::stack::segment::{SEGMENT, Segment};
 
 mod sealed {
