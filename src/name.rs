@@ -93,6 +93,18 @@ impl Name {
     /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
     pub fn branch(&self, extension: &Name) -> Name {
+        // Joined on the stack, so the name costs one allocation (its own), not two:
+        // binding mints one per element of every combo.
+        let (left, right) = (self.0.as_bytes(), extension.0.as_bytes());
+        let mut joined = [0; 256];
+        if let Some(buffer) = joined.get_mut(..left.len() + 1 + right.len()) {
+            buffer[..left.len()].copy_from_slice(left);
+            buffer[left.len()] = b'_';
+            buffer[left.len() + 1..].copy_from_slice(right);
+            if let Ok(joined) = std::str::from_utf8(buffer) {
+                return Name(joined.into());
+            }
+        }
         Name(format!("{self}_{extension}").into())
     }
 

@@ -5,7 +5,7 @@
 
 use std::any::TypeId;
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, Weak};
 
 pub use schemars::Schema;
 use schemars::{JsonSchema, SchemaGenerator};
@@ -35,10 +35,11 @@ pub fn of<T: JsonSchema>() -> Schema {
     SchemaGenerator::default().into_root_schema_for::<T>()
 }
 
-/// [`of`], computed once per type: what wrappers use for their reserved params,
-/// which every branch over every tool asks for again.
-pub(crate) fn of_cached<T: JsonSchema + 'static>() -> Schema {
-    static CACHE: OnceLock<RwLock<HashMap<TypeId, Schema>>> = OnceLock::new();
+/// [`of`], computed once per type and shared: every tool of one input type, and
+/// every wrapper reserving one params type, holds the same schema, which is also
+/// what lets [`with_reserved_shared`] find what it derived from it.
+pub(crate) fn of_cached<T: JsonSchema + 'static>() -> Arc<Schema> {
+    static CACHE: OnceLock<RwLock<HashMap<TypeId, Arc<Schema>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let id = TypeId::of::<T>();
     if let Some(schema) = cache
@@ -48,9 +49,27 @@ pub(crate) fn of_cached<T: JsonSchema + 'static>() -> Schema {
     {
         return schema.clone();
     }
-    let schema = of::<T>();
+    let schema = Arc::new(of::<T>());
     let mut cache = cache.write().unwrap_or_else(PoisonError::into_inner);
     cache.entry(id).or_insert(schema).clone()
+}
+
+/// The top-level property names of [`of_cached`]'s schema for `T`, computed once
+/// per type: what a wrapper strips from the arguments, asked again by every branch.
+pub(crate) fn names_cached<T: JsonSchema + 'static>() -> Arc<[String]> {
+    static CACHE: OnceLock<RwLock<HashMap<TypeId, Arc<[String]>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let id = TypeId::of::<T>();
+    if let Some(names) = cache
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&id)
+    {
+        return names.clone();
+    }
+    let names: Arc<[String]> = property_names(&of_cached::<T>()).unwrap_or_default().into();
+    let mut cache = cache.write().unwrap_or_else(PoisonError::into_inner);
+    cache.entry(id).or_insert(names).clone()
 }
 
 /// The top-level property names of an object schema (`None` for other schemas).
@@ -201,6 +220,107 @@ pub(crate) fn with_reserved(below: &Schema, reserved: &Schema) -> Result<Schema,
         target_required.extend(required.iter().cloned());
     }
     Ok(merged)
+}
+
+/// [`with_reserved`] of shared schemas, shared: binding the same reserved params
+/// over the same layer schema (every tool of one input type, every combo of one
+/// tool) derives the merged schema once, and every branch holds that one.
+pub(crate) fn with_reserved_shared(
+    below: &Arc<Schema>,
+    reserved: &Arc<Schema>,
+) -> Result<Arc<Schema>, ReservedConflict> {
+    derived("with-reserved", below, Some(reserved), || {
+        with_reserved(below, reserved)
+    })
+}
+
+/// The schema `derive` makes of `from` (and `and`), made once while it is in use:
+/// `what` names the derivation, which must depend on nothing else.
+///
+/// Remembered by the identity of the inputs. The memo holds them (and the result)
+/// weakly: a `Weak` keeps its allocation, so an address it remembers cannot be
+/// handed to another schema while it is remembered, and a value under a live `Arc`
+/// never changes; nothing outlives the branches that use it but a few empty
+/// allocations, and the memo is a short ring, so it cannot grow.
+pub(crate) fn derived<E>(
+    what: &'static str,
+    from: &Arc<Schema>,
+    and: Option<&Arc<Schema>>,
+    derive: impl FnOnce() -> Result<Schema, E>,
+) -> Result<Arc<Schema>, E> {
+    static MEMO: Mutex<Derived> = Mutex::new(Derived::new());
+    if let Some(known) = MEMO
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(what, from, and)
+    {
+        return Ok(known);
+    }
+    // Derived outside the lock: a panic in it cannot poison the memo for the rest.
+    let made = Arc::new(derive()?);
+    MEMO.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .put(what, from, and, &made);
+    Ok(made)
+}
+
+/// How many derivations [`derived`] remembers: the distinct ones one binding runs
+/// through in a row.
+const DERIVED: usize = 16;
+
+/// A ring of derived schemas, by the identity of their inputs.
+struct Derived {
+    slots: [Option<DerivedSlot>; DERIVED],
+    next: usize,
+}
+
+struct DerivedSlot {
+    what: &'static str,
+    from: Weak<Schema>,
+    and: Option<Weak<Schema>>,
+    made: Weak<Schema>,
+}
+
+impl Derived {
+    const fn new() -> Self {
+        Self {
+            slots: [const { None }; DERIVED],
+            next: 0,
+        }
+    }
+
+    fn get(
+        &self,
+        what: &str,
+        from: &Arc<Schema>,
+        and: Option<&Arc<Schema>>,
+    ) -> Option<Arc<Schema>> {
+        self.slots.iter().flatten().find_map(|slot| {
+            let same = slot.what == what
+                && std::ptr::eq(slot.from.as_ptr(), Arc::as_ptr(from))
+                && match (&slot.and, and) {
+                    (Some(slot), Some(and)) => std::ptr::eq(slot.as_ptr(), Arc::as_ptr(and)),
+                    (slot, and) => slot.is_none() && and.is_none(),
+                };
+            same.then(|| slot.made.upgrade()).flatten()
+        })
+    }
+
+    fn put(
+        &mut self,
+        what: &'static str,
+        from: &Arc<Schema>,
+        and: Option<&Arc<Schema>>,
+        made: &Arc<Schema>,
+    ) {
+        self.slots[self.next] = Some(DerivedSlot {
+            what,
+            from: Arc::downgrade(from),
+            and: and.map(Arc::downgrade),
+            made: Arc::downgrade(made),
+        });
+        self.next = (self.next + 1) % DERIVED;
+    }
 }
 
 /// `presented` minus the properties (and `required` entries) named in `reserved`.

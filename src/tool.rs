@@ -55,10 +55,11 @@ pub struct ToolSpec {
     pub name: Name,
     /// What the tool does, for a model or a person.
     pub description: String,
-    /// The JSON Schema of the arguments.
-    pub input_schema: Schema,
+    /// The JSON Schema of the arguments (shared: every tool of one input type holds
+    /// the same one, and so does every branch that presents it).
+    pub input_schema: Arc<Schema>,
     /// The JSON Schema of the result, when the tool declares one.
-    pub output_schema: Option<Schema>,
+    pub output_schema: Option<Arc<Schema>>,
 }
 
 /// A tool that no extension produced: the start of every combo.
@@ -203,8 +204,8 @@ impl<I, O, F: Clone> Clone for Tool<I, O, F> {
 )]
 pub struct ToolParts<I, O, F, Fut>
 where
-    I: DeserializeOwned + JsonSchema,
-    O: JsonSchema,
+    I: DeserializeOwned + JsonSchema + 'static,
+    O: JsonSchema + 'static,
     F: Fn(I) -> Fut + Body<I, O>,
     Fut: Future<Output = Result<O, BoxError>>,
 {
@@ -228,15 +229,18 @@ impl<I, O, F, Fut> From<ToolParts<I, O, F, Fut>> for Result<Tool<I, O, F>, Inval
 where
     F: Fn(I) -> Fut + Body<I, O>,
     Fut: Future<Output = Result<O, BoxError>>,
-    I: DeserializeOwned + JsonSchema,
-    O: JsonSchema,
+    I: DeserializeOwned + JsonSchema + 'static,
+    O: JsonSchema + 'static,
 {
     fn from(parts: ToolParts<I, O, F, Fut>) -> Self {
+        // Per type, shared: binding derives a branch's schema once for every tool
+        // of one input type (why `I` and `O` are `'static` here: a tool is only
+        // callable with `'static` types anyway).
         let spec = ToolSpec {
             name: Name::new(&parts.name)?,
             description: parts.description,
-            input_schema: schema::of::<I>(),
-            output_schema: Some(schema::of::<O>()),
+            input_schema: schema::of_cached::<I>(),
+            output_schema: Some(schema::of_cached::<O>()),
         };
         Ok(Tool {
             args: ArgNames::of(&spec.input_schema),
@@ -265,8 +269,8 @@ impl Tool<(), (), ()> {
     #[allow(clippy::type_complexity)]
     pub fn builder<I, O, F, Fut>() -> ToolBuilder<I, O, F, Fut, ((), (), ())>
     where
-        I: DeserializeOwned + JsonSchema,
-        O: JsonSchema,
+        I: DeserializeOwned + JsonSchema + 'static,
+        O: JsonSchema + 'static,
         F: Fn(I) -> Fut + Body<I, O>,
         Fut: Future<Output = Result<O, BoxError>>,
     {

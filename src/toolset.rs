@@ -567,7 +567,7 @@ impl Toolset {
                     };
                     self.install(group, None).map(drop)
                 });
-                (tool.to_string(), bound)
+                (tool.as_str().to_owned(), bound)
             })
             .collect();
         let offered: std::collections::HashSet<&str> = bases
@@ -907,11 +907,13 @@ fn build_combos(
 ) -> Result<Vec<Attached>, BindError> {
     let mut attached: Vec<Attached> = Vec::with_capacity(combos.len());
     for combo in combos {
-        let key = bind::combo_key(combo);
-        if attached.iter().any(|other| other.elements == key) {
+        if attached
+            .iter()
+            .any(|other| bind::is_combo(&other.elements, combo))
+        {
             return Err(BindError::AlreadyAttached {
                 tool: base.running.base.clone(),
-                combo: listed(&key),
+                combo: listed(&bind::combo_key(combo)),
             });
         }
         attached.push(registry.combo(base, combo, limits)?);

@@ -218,11 +218,12 @@ pub(crate) struct Element {
     pub problem: Option<Problem>,
     /// The name of the branch this element mints.
     pub branch: Name,
-    pub reserved: Option<Schema>,
+    /// Schemas are shared, not copied: the same few are bound into many branches.
+    pub reserved: Option<Arc<Schema>>,
     /// Parameters a non-wrapper adds on top of its layer input's (rule `reserved-params` applies).
     pub own_params: Vec<String>,
-    pub presented_input: Option<Schema>,
-    pub declared_output: Option<Schema>,
+    pub presented_input: Option<Arc<Schema>>,
+    pub declared_output: Option<Arc<Schema>>,
     pub description: Option<String>,
 }
 
@@ -259,14 +260,17 @@ pub(crate) enum Problem {
 }
 
 /// The layer input of the next element: what has been folded so far.
+///
+/// Shared parts throughout: a running view is cloned into every branch it mints
+/// and every plan, and most of it is the layer input's as is.
 #[derive(Clone, Debug)]
 pub(crate) struct Running {
     pub name: Name,
     pub base: Name,
-    pub description: String,
+    pub description: Arc<str>,
     pub input_schema: Arc<Schema>,
     pub output_schema: Option<Arc<Schema>>,
-    pub chain: Vec<Link>,
+    pub chain: Arc<[Link]>,
 }
 
 impl Running {
@@ -274,10 +278,10 @@ impl Running {
         Self {
             name: spec.name.clone(),
             base: spec.name.clone(),
-            description: spec.description.clone(),
-            input_schema: Arc::new(spec.input_schema.clone()),
-            output_schema: spec.output_schema.clone().map(Arc::new),
-            chain: Vec::new(),
+            description: spec.description.as_str().into(),
+            input_schema: spec.input_schema.clone(),
+            output_schema: spec.output_schema.clone(),
+            chain: Arc::new([]),
         }
     }
 
@@ -288,7 +292,7 @@ impl Running {
             &self.base,
             &self.description,
             &self.input_schema,
-            self.output_schema.as_deref(),
+            self.output_schema.as_ref(),
         )
     }
 
@@ -301,12 +305,12 @@ impl Running {
         let input_schema = rules::input_schema(self, element)?;
         let output_schema = rules::output_schema(self, element)?;
         let description = rules::description(self, element);
-        let mut chain = self.chain.clone();
-        chain.push(Link {
+        let link = Link {
             extension: element.name.clone(),
             kind: element.kind,
             config: element.config.clone(),
-        });
+        };
+        let chain = self.chain.iter().cloned().chain([link]).collect();
         Ok(Running {
             name: element.branch.clone(),
             base: self.base.clone(),
@@ -324,9 +328,12 @@ impl Running {
             Some("chain")
         } else if self.description != other.description {
             Some("description")
-        } else if self.input_schema != other.input_schema {
+        } else if !same_schema(&self.input_schema, &other.input_schema) {
             Some("input schema")
-        } else if self.output_schema != other.output_schema {
+        } else if !match (&self.output_schema, &other.output_schema) {
+            (Some(this), Some(other)) => same_schema(this, other),
+            (this, other) => this.is_none() && other.is_none(),
+        } {
             Some("output schema")
         } else {
             None
@@ -346,12 +353,18 @@ impl Running {
         ToolInfo {
             name: self.name,
             base: self.base,
-            chain: self.chain,
-            description: self.description,
+            chain: self.chain.to_vec(),
+            description: self.description.to_string(),
             input_schema: self.input_schema,
             output_schema: self.output_schema,
         }
     }
+}
+
+/// Whether two shared schemas are equal: the same one, mostly (comparing a schema
+/// with itself would walk all of it).
+fn same_schema(this: &Arc<Schema>, other: &Arc<Schema>) -> bool {
+    Arc::ptr_eq(this, other) || this == other
 }
 
 /// A bound name: what clients see, and the stack that serves it.
@@ -403,7 +416,9 @@ pub(crate) struct Attached {
 pub struct ComboDraft {
     base: Name,
     running: Running,
-    elements: Vec<Element>,
+    /// What a finished combo needs of its elements (the whole elements are large,
+    /// and binding makes one list per combo).
+    elements: Vec<Folded>,
     branches: Vec<Minted>,
     refused: Option<BindError>,
     /// The base tool a typed combo was started from, to bind it from its combos.
@@ -427,8 +442,8 @@ impl ComboDraft {
         Self {
             base: base.base.clone(),
             running: base.clone(),
-            elements: Vec::new(),
-            branches: Vec::new(),
+            elements: Vec::with_capacity(4),
+            branches: Vec::with_capacity(4),
             refused: None,
             origin: None,
         }
@@ -482,7 +497,11 @@ impl ComboDraft {
             }
         };
         self.running = next;
-        self.elements.push(element);
+        self.elements.push(Folded {
+            name: element.name,
+            kind: element.kind,
+            written: element.written,
+        });
     }
 
     /// How many elements the combo has.
@@ -520,10 +539,10 @@ impl ComboDraft {
         }
         let elements = self
             .elements
-            .iter()
+            .into_iter()
             .map(|element| ElementSpec {
-                name: element.name.to_string(),
-                config: element.written.clone(),
+                name: element.name.as_str().to_owned(),
+                config: element.written,
             })
             .collect();
         Ok(Attached {
@@ -531,6 +550,23 @@ impl ComboDraft {
             branches: self.branches,
         })
     }
+}
+
+/// An element folded into a draft, as [`ComboDraft::finish`] needs it.
+struct Folded {
+    name: Name,
+    kind: ExtensionKind,
+    written: Option<Map<String, Value>>,
+}
+
+/// Whether `spec` is the combo `key` (a [`combo_key`]), without making its key.
+pub(crate) fn is_combo(key: &[ElementSpec], spec: &[ElementSpec]) -> bool {
+    key.len() == spec.len()
+        && key.iter().zip(spec).all(|(key, element)| {
+            key.name == element.name
+                && key.config.as_ref()
+                    == element.config.as_ref().filter(|config| !config.is_empty())
+        })
 }
 
 /// Config as written, for identity and rule `config`: an empty mapping is no config.
@@ -562,13 +598,24 @@ pub(crate) fn combo_key(elements: &[ElementSpec]) -> ComboSpec {
 /// whole tool (rule `all-or-nothing`).
 pub(crate) fn plan_tool(base: &Minted, combos: &[Attached]) -> Result<Vec<Entry>, BindError> {
     let tool = &base.running.base;
-    let mut planned = vec![base.clone()];
-    let mut index: HashMap<Name, usize> = HashMap::new();
-    index.insert(tool.clone(), 0);
-    for minted in combos.iter().flat_map(|combo| &combo.branches) {
+    let branches = combos.iter().flat_map(|combo| &combo.branches);
+    let names = 1 + branches.clone().count();
+    let mut planned = Vec::with_capacity(names);
+    planned.push(base.clone());
+    // A tool mostly mints a handful of names, which a scan finds sooner than a hash
+    // map (and its allocations) would; many combos get the map.
+    let mut index: Option<HashMap<Name, usize>> =
+        (names > 32).then(|| HashMap::from_iter([(tool.clone(), 0)]));
+    for minted in branches {
         let running = &minted.running;
-        match index.get(&running.name) {
-            Some(&at) => {
+        let found = match &index {
+            Some(index) => index.get(&running.name).copied(),
+            None => planned
+                .iter()
+                .position(|planned| planned.running.name == running.name),
+        };
+        match found {
+            Some(at) => {
                 if let Some(what) = planned[at].running.difference(running) {
                     let (first, second) = (
                         crate::error::listed(&planned[at].running.chain),
@@ -588,7 +635,9 @@ pub(crate) fn plan_tool(base: &Minted, combos: &[Attached]) -> Result<Vec<Entry>
                 }
             }
             None => {
-                index.insert(running.name.clone(), planned.len());
+                if let Some(index) = &mut index {
+                    index.insert(running.name.clone(), planned.len());
+                }
                 planned.push(minted.clone());
             }
         }
@@ -610,8 +659,8 @@ mod tests {
         Name::new(text).unwrap()
     }
 
-    fn schema(value: Value) -> Schema {
-        Schema::try_from(value).unwrap()
+    fn schema(value: Value) -> Arc<Schema> {
+        Arc::new(Schema::try_from(value).unwrap())
     }
 
     fn shout() -> Running {
@@ -824,7 +873,7 @@ mod tests {
             "type": "object", "properties": {"other": {"type": "integer"}},
         })));
         let branch = base.apply(&backend).unwrap();
-        assert_eq!(*branch.input_schema, backend.presented_input.unwrap());
+        assert_eq!(branch.input_schema, backend.presented_input.unwrap());
     }
 
     #[test]
@@ -860,7 +909,7 @@ mod tests {
                 .unwrap()
                 .output_schema
                 .as_deref(),
-            declaring.declared_output.as_ref()
+            declaring.declared_output.as_deref()
         );
     }
 
@@ -921,7 +970,7 @@ mod tests {
             .unwrap()
             .insert("mode".into(), json!({"type": "string"}));
         flipped.insert("required".into(), json!(["mode", "text"]));
-        two.presented_input = Some(flipped);
+        two.presented_input = Some(Arc::new(flipped));
         assert!(
             base.apply(&two).is_ok(),
             "`required` in another order is the same schema"

@@ -20,16 +20,13 @@ pub(crate) fn cardinality<'a>(
     elements: impl Iterator<Item = (&'a Name, ExtensionKind)> + Clone,
 ) -> Result<(), BindError> {
     for kind in ExtensionKind::iter().filter(|kind| !kind.multiple()) {
-        let of_kind: Vec<Name> = elements
-            .clone()
-            .filter(|(_, of)| *of == kind)
-            .map(|(name, _)| name.clone())
-            .collect();
-        if of_kind.len() > 1 {
+        let of_kind = elements.clone().filter(|(_, of)| *of == kind);
+        // Counted before anything is collected: every combo passes through here.
+        if of_kind.clone().nth(1).is_some() {
             return Err(BindError::MultipleOfKind {
                 tool: tool.clone(),
                 kind,
-                extensions: of_kind,
+                extensions: of_kind.map(|(name, _)| name.clone()).collect(),
             });
         }
     }
@@ -104,15 +101,14 @@ pub(crate) fn input_schema(below: &Running, element: &Element) -> Result<Arc<Sch
     if kind.preserves_schema() {
         let expected = match &element.reserved {
             None => below.input_schema.clone(),
-            Some(reserved) => schema::with_reserved(&below.input_schema, reserved)
-                .map(Arc::new)
+            Some(reserved) => schema::with_reserved_shared(&below.input_schema, reserved)
                 .map_err(|conflict| reserved_conflict(below, element, conflict))?,
         };
         if let Some(presented) = &element.presented_input {
             let reserved = element
                 .reserved
                 .as_ref()
-                .and_then(schema::property_names)
+                .and_then(|reserved| schema::property_names(reserved))
                 .unwrap_or_default();
             let stripped = schema::without(presented, &reserved);
             if let Some(difference) = schema::difference(&below.input_schema, &stripped) {
@@ -138,7 +134,7 @@ pub(crate) fn input_schema(below: &Running, element: &Element) -> Result<Arc<Sch
         })
     } else if kind.declares_schema() {
         let verdict = match &element.presented_input {
-            Some(schema) => schema::concrete_object(schema).map(|()| Arc::new(schema.clone())),
+            Some(schema) => schema::concrete_object(schema).map(|()| schema.clone()),
             None => Err("no input schema".to_owned()),
         };
         verdict.map_err(|presented| BindError::TransformerSchemaNotConcrete {
@@ -150,7 +146,6 @@ pub(crate) fn input_schema(below: &Running, element: &Element) -> Result<Arc<Sch
         Ok(element
             .presented_input
             .clone()
-            .map(Arc::new)
             .unwrap_or_else(|| below.input_schema.clone()))
     }
 }
@@ -191,22 +186,24 @@ pub(crate) fn output_schema(
 ) -> Result<Option<Arc<Schema>>, BindError> {
     let preserves = element.kind.preserves_output_shape();
     match (&element.declared_output, &below.output_schema) {
-        (Some(declared), Some(layer)) if preserves && declared != layer.as_ref() => {
+        (Some(declared), Some(layer))
+            if preserves && !Arc::ptr_eq(declared, layer) && declared != layer =>
+        {
             Err(BindError::OutputSchemaContradicts {
                 tool: below.base.clone(),
                 extension: element.name.clone(),
                 below: below.name.clone(),
             })
         }
-        (Some(declared), _) => Ok(Some(Arc::new(declared.clone()))),
+        (Some(declared), _) => Ok(Some(declared.clone())),
         (None, layer) => Ok(layer.clone().filter(|_| preserves)),
     }
 }
 
 /// Rule `description-carry-forward`: the running description, replaced by an element that sets one.
-pub(crate) fn description(below: &Running, element: &Element) -> String {
+pub(crate) fn description(below: &Running, element: &Element) -> Arc<str> {
     element
         .description
-        .clone()
-        .unwrap_or_else(|| below.description.clone())
+        .as_deref()
+        .map_or_else(|| below.description.clone(), Arc::from)
 }

@@ -157,7 +157,6 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
     pub fn with<E: Joins<S, St>>(mut self, extension: E) -> Combo<E::Branch, Then<St, E>> {
-        let below = self.draft.running().clone();
         let name = match Name::new(extension.name()) {
             Ok(name) => name,
             Err(invalid) => {
@@ -167,7 +166,8 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
         };
         let inner = <St::Depth as Depth>::close(self.stack);
         let reserved = E::reserved(typestate::token());
-        let (element, stack) = apply_typed(extension, name, &below, inner, true, reserved);
+        let below = self.draft.running();
+        let (element, stack) = apply_typed(extension, name, below, inner, true, reserved);
         self.draft.push(element, Some(Arc::new(stack.clone())));
         Combo {
             stack,
@@ -246,7 +246,7 @@ pub(crate) fn apply_typed<E, S>(
     below: &Running,
     inner: S,
     accepts_config: bool,
-    reserved: Option<Schema>,
+    reserved: Option<Arc<Schema>>,
 ) -> (Element, E::Branch)
 where
     S: Stack,
@@ -267,8 +267,8 @@ where
             .map(|param| (*param).to_owned())
             .collect(),
         reserved,
-        presented_input: extension.input_schema(&layer_input),
-        declared_output: extension.output_schema(&layer_input),
+        presented_input: extension.input_schema(&layer_input).map(Arc::new),
+        declared_output: extension.shared_output_schema(&layer_input),
         description: extension.describe(&below.description),
         branch: branch.clone(),
         name,

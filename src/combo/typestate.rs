@@ -19,6 +19,7 @@
 //! above the one that reserves the params.
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use frunk::{HCons, HNil};
 use schemars::Schema;
@@ -30,8 +31,8 @@ use crate::kind::property::{
 };
 use crate::kind::{Kind, Succ, Zero};
 use crate::stack::Stack;
+use crate::stack::params::{self, Forwards};
 pub use crate::stack::params::{Assemble, Here, ReservedIn, There};
-use crate::stack::params::{Forwards, ReservedParams};
 use crate::stack::segment::{SEGMENT, Segment};
 
 mod sealed {
@@ -253,26 +254,26 @@ impl MayRunOutside for Anywhere {}
 pub trait InputContract<E, Below, Branch> {
     /// The reserved params the branch adds, as a schema.
     #[doc(hidden)]
-    fn reserved(_: sealed::Token) -> Option<Schema>;
+    fn reserved(_: sealed::Token) -> Option<Arc<Schema>>;
 }
 
 #[diagnostic::do_not_recommend]
 impl<E, Below, Branch: Forwards<Below>> InputContract<E, Below, Branch> for Preserved {
-    fn reserved(_: sealed::Token) -> Option<Schema> {
-        <Branch::Reserved as ReservedParams>::schema()
+    fn reserved(_: sealed::Token) -> Option<Arc<Schema>> {
+        <Branch::Reserved as params::sealed::ReservedParams>::shared_schema()
     }
 }
 
 #[diagnostic::do_not_recommend]
 impl<E, Below, Branch> InputContract<E, Below, Branch> for Declared {
-    fn reserved(_: sealed::Token) -> Option<Schema> {
+    fn reserved(_: sealed::Token) -> Option<Arc<Schema>> {
         None
     }
 }
 
 #[diagnostic::do_not_recommend]
 impl<E, Below, Branch> InputContract<E, Below, Branch> for Unconstrained {
-    fn reserved(_: sealed::Token) -> Option<Schema> {
+    fn reserved(_: sealed::Token) -> Option<Arc<Schema>> {
         None
     }
 }
@@ -393,7 +394,7 @@ pub(crate) fn token() -> sealed::Token {
 pub trait Joins<S: Stack, St: ComboState>: Layer<Closed<St, S>> {
     /// The reserved params the branch adds, as a schema.
     #[doc(hidden)]
-    fn reserved(_: sealed::Token) -> Option<Schema>;
+    fn reserved(_: sealed::Token) -> Option<Arc<Schema>>;
 }
 
 // No `do_not_recommend` here: the compiler looks through this impl and reports the
@@ -410,14 +411,14 @@ where
     <E::Kind as Kind>::InputRule: BranchContract<E, Closed<St, S>, E::Branch>,
     <E::Kind as Kind>::OutputRule: OutputContract<E, S::Output, <E::Branch as Stack>::Output>,
 {
-    fn reserved(token: sealed::Token) -> Option<Schema> {
+    fn reserved(token: sealed::Token) -> Option<Arc<Schema>> {
         <<E::Kind as Kind>::InputRule as InputContract<E, S::Input, <E::Branch as Stack>::Input>>::reserved(token)
     }
 }
 
 /// The reserved params of a branch, as a schema (for the engine; the typestate
 /// checked the contract already).
-pub(crate) fn reserved_schema<E, Below, Branch, Rule>() -> Option<Schema>
+pub(crate) fn reserved_schema<E, Below, Branch, Rule>() -> Option<Arc<Schema>>
 where
     Rule: InputContract<E, Below, Branch>,
 {

@@ -1,5 +1,8 @@
 //! `batch`: one call runs a list of inputs through the layer below.
 
+use std::convert::Infallible;
+use std::sync::{Arc, OnceLock};
+
 use futures_util::{StreamExt, stream};
 use serde::de::DeserializeOwned;
 use serde::ser::SerializeMap;
@@ -11,8 +14,7 @@ use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput};
 use crate::kind::Transformer;
 use crate::kind::property::Anywhere;
 use crate::name::Name;
-use crate::schema::Args;
-use crate::schema::Nest;
+use crate::schema::{self, Args, Nest, Schema};
 use crate::stack::{Stack, decode_args};
 
 /// The operator's side of a batch: at most `max_items` items per call (1 to
@@ -274,14 +276,63 @@ impl Extension for Batch {
     fn input_schema(&self, below: &LayerInput<'_, Self>) -> Option<schemars::Schema> {
         let mut nest = Nest::default();
         let item = nest.nested(below.input_schema);
-        Some(nest.root(json!({
+        let mut body = input_template().clone();
+        if let Some(items) = field(&mut body, &["properties", "items"]) {
+            set(
+                items,
+                "description",
+                Value::String(format!(
+                    "Arguments of `{}`, one object per item.",
+                    below.name
+                )),
+            );
+            set(items, "items", item);
+            set(items, "maxItems", Value::from(self.config.max_items));
+        }
+        Some(nest.root(body))
+    }
+
+    fn output_schema(&self, below: &LayerInput<'_, Self>) -> Option<schemars::Schema> {
+        below.output_schema.map(output_schema)
+    }
+
+    fn shared_output_schema(&self, below: &LayerInput<'_, Self>) -> Option<Arc<Schema>> {
+        // It depends on the layer's output schema alone: one per schema, shared.
+        let layer = below.shared_output_schema()?;
+        schema::derived("batch-output", layer, None, || {
+            Ok::<_, Infallible>(output_schema(layer))
+        })
+        .ok()
+    }
+}
+
+/// A batch branch's output schema over a layer's `output`.
+fn output_schema(output: &Schema) -> Schema {
+    let mut nest = Nest::default();
+    let item = nest.nested(output);
+    let mut body = output_template().clone();
+    if let Some(Value::Array(any_of)) = field(&mut body, &["items", "anyOf"])
+        && let Some(slot) = any_of.first_mut()
+    {
+        *slot = item;
+    }
+    nest.root(body)
+}
+
+/// A batch branch's input schema but for what depends on the layer (its name, its
+/// schema) and the config: built once and cloned for every branch, since building
+/// it hashes and allocates every key again.
+fn input_template() -> &'static Value {
+    static TEMPLATE: OnceLock<Value> = OnceLock::new();
+    TEMPLATE.get_or_init(|| {
+        json!({
             "type": "object",
             "properties": {
                 "items": {
                     "type": "array",
-                    "description": format!("Arguments of `{}`, one object per item.", below.name),
-                    "items": item,
-                    "maxItems": self.config.max_items,
+                    "description": null,
+                    "items": null,
+                    "maxItems": null,
                 },
                 "parallel": {
                     "type": "boolean",
@@ -300,17 +351,19 @@ impl Extension for Batch {
                 },
             },
             "required": ["items"],
-        })))
-    }
+        })
+    })
+}
 
-    fn output_schema(&self, below: &LayerInput<'_, Self>) -> Option<schemars::Schema> {
-        let mut nest = Nest::default();
-        let item = nest.nested(below.output_schema?);
-        Some(nest.root(json!({
+/// A batch branch's output schema but for the item's (see [`input_template`]).
+fn output_template() -> &'static Value {
+    static TEMPLATE: OnceLock<Value> = OnceLock::new();
+    TEMPLATE.get_or_init(|| {
+        json!({
             "type": "array",
             "items": {
                 "anyOf": [
-                    item,
+                    null,
                     {
                         "type": "object",
                         "properties": {"error": {"type": "string"}},
@@ -318,7 +371,21 @@ impl Extension for Batch {
                     },
                 ],
             },
-        })))
+        })
+    })
+}
+
+/// The value at `path` (object keys) in `value`.
+fn field<'v>(value: &'v mut Value, path: &[&str]) -> Option<&'v mut Value> {
+    path.iter()
+        .try_fold(value, |value, key| value.as_object_mut()?.get_mut(*key))
+}
+
+/// Replaces the value of `key`, in place (`value[key] = ..` would allocate the key
+/// again, to insert it if it were missing).
+fn set(object: &mut Value, key: &str, new: Value) {
+    if let Some(slot) = object.as_object_mut().and_then(|map| map.get_mut(key)) {
+        *slot = new;
     }
 }
 

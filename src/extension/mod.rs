@@ -23,6 +23,7 @@
 //! [`WithParams`], [`Segment`]) and the [`Locality`] markers are re-exported here.
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use schemars::Schema;
 use serde_json::Value;
@@ -80,6 +81,8 @@ pub struct LayerInput<'a, E: ?Sized> {
     pub input_schema: &'a Schema,
     /// The layer input's output schema, when it has one.
     pub output_schema: Option<&'a Schema>,
+    /// The same, shared: what a derived schema is remembered by.
+    shared_output_schema: Option<&'a Arc<Schema>>,
     extension: PhantomData<fn() -> *const E>,
 }
 
@@ -91,7 +94,7 @@ impl<'a, E: ?Sized> LayerInput<'a, E> {
         base: &'a Name,
         description: &'a str,
         input_schema: &'a Schema,
-        output_schema: Option<&'a Schema>,
+        output_schema: Option<&'a Arc<Schema>>,
     ) -> Self {
         Self {
             name,
@@ -99,9 +102,15 @@ impl<'a, E: ?Sized> LayerInput<'a, E> {
             base,
             description,
             input_schema,
-            output_schema,
+            output_schema: output_schema.map(|schema| &**schema),
+            shared_output_schema: output_schema,
             extension: PhantomData,
         }
+    }
+
+    /// The layer input's output schema as the engine shares it.
+    pub(crate) fn shared_output_schema(&self) -> Option<&'a Arc<Schema>> {
+        self.shared_output_schema
     }
 }
 
@@ -241,6 +250,14 @@ pub trait Extension: Send + Sync + 'static {
     fn output_schema(&self, below: &LayerInput<'_, Self>) -> Option<Schema> {
         let _ = below;
         None
+    }
+
+    /// [`output_schema`](Extension::output_schema), as binding keeps it: a
+    /// built-in whose output schema depends on its layer's alone shares one per
+    /// layer schema.
+    #[doc(hidden)]
+    fn shared_output_schema(&self, below: &LayerInput<'_, Self>) -> Option<Arc<Schema>> {
+        self.output_schema(below).map(Arc::new)
     }
 }
 

@@ -16,8 +16,8 @@ use crate::error::{ArgsError, ToolError};
 use crate::kind::Wrapper;
 use crate::kind::property::{Anywhere, Locality};
 use crate::name::Name;
-use crate::schema::{self, Args};
-use crate::stack::params::ReservedParams;
+use crate::schema::Args;
+use crate::stack::params::{self, ReservedParams};
 use crate::stack::{Next, Stack};
 
 /// A wrapper, in one trait: its name and locality, its reserved params, and what it
@@ -240,15 +240,12 @@ impl<W: Around<S>, S: Stack> Wrapped<W, S> {
     /// [`Layer`] returns. `below` is made by binding for `wrapper`'s own layer, so a
     /// wrapper's branch is only ever minted by the wrapper itself.
     pub fn new(wrapper: W, inner: S, below: &LayerInput<'_, W>) -> Self {
-        let reserved = W::Params::schema()
-            .and_then(|schema| schema::property_names(&schema))
-            .unwrap_or_default();
         Self {
             wrapper,
             inner,
             below: below.name.clone(),
             branch: below.branch.clone(),
-            reserved: reserved.into(),
+            reserved: <W::Params as params::sealed::ReservedParams>::names(),
         }
     }
 

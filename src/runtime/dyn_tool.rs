@@ -99,8 +99,8 @@ impl From<DynToolParts> for Result<DynTool, InvalidName> {
             spec: Arc::new(ToolSpec {
                 name,
                 description: parts.description,
-                input_schema: parts.input_schema,
-                output_schema: parts.output_schema,
+                input_schema: Arc::new(parts.input_schema),
+                output_schema: parts.output_schema.map(Arc::new),
             }),
             stack,
         })

@@ -293,9 +293,9 @@ impl Registry {
             if draft.is_refused() {
                 break;
             }
-            let running = draft.running().clone();
             let written = written_config(element.config.clone().map(Value::Object).as_ref());
-            let (element, stack) = factory.apply(name, written.as_ref(), &running, below.clone());
+            let (element, stack) =
+                factory.apply(name, written.as_ref(), draft.running(), below.clone());
             if let Some(stack) = &stack {
                 below = DynStack::erased(element.branch.clone(), stack.clone());
             }
@@ -465,8 +465,8 @@ pub struct DynExtension {
     #[builder(default)]
     body_local: bool,
     /// Its reserved params (wrappers), as an object schema.
-    #[builder(default, setter(strip_option))]
-    reserved: Option<Schema>,
+    #[builder(default, setter(transform = |reserved: Schema| Some(Arc::new(reserved))))]
+    reserved: Option<Arc<Schema>>,
     /// Whether an element may give it config.
     #[builder(default)]
     accepts_config: bool,
@@ -567,7 +567,7 @@ impl Factory for DynExtension {
             .reserved
             .as_ref()
             .filter(|_| self.kind.preserves_schema())
-            .and_then(crate::schema::property_names)
+            .and_then(|reserved| crate::schema::property_names(reserved))
             .unwrap_or_default();
         let below_stack = if reserved.is_empty() {
             stack
@@ -589,8 +589,8 @@ impl Factory for DynExtension {
                         Err(invalid) => element.problem = Some(Problem::BranchName(invalid)),
                     }
                 }
-                element.presented_input = branch.input_schema;
-                element.declared_output = branch.output_schema;
+                element.presented_input = branch.input_schema.map(Arc::new);
+                element.declared_output = branch.output_schema.map(Arc::new);
                 element.description = branch.description;
                 let stack = if self.body_local {
                     branch

@@ -4,6 +4,8 @@
 //! input takes `I`: the branch's input schema is the layer's plus `P`'s properties,
 //! and `P`'s fields are stripped from the arguments before the layer below sees them.
 
+use std::sync::{Arc, OnceLock};
+
 use schemars::{JsonSchema, Schema};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -67,14 +69,25 @@ impl<P, I> WithParams<P, I> {
     }
 }
 
-mod sealed {
-    /// The seal of [`ReservedParams`](super::ReservedParams).
+pub(crate) mod sealed {
+    use std::sync::Arc;
+
+    use schemars::Schema;
+
+    /// The seal of [`ReservedParams`](super::ReservedParams), with what binding
+    /// asks of them for every branch: computed once per type and shared.
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot be a wrapper's reserved params: use `()` or a struct that implements `Params`",
         label = "not `()` and not `Params`",
         note = "implement `toolgraft::extension::Params` for a `Deserialize + Serialize + JsonSchema` struct whose fields are all optional"
     )]
-    pub trait ReservedParams {}
+    pub trait ReservedParams {
+        /// [`ReservedParams::schema`](super::ReservedParams::schema), shared.
+        fn shared_schema() -> Option<Arc<Schema>>;
+
+        /// The names of the reserved params (the schema's properties).
+        fn names() -> Arc<[String]>;
+    }
 
     /// The seal of [`Forwards`](super::Forwards).
     #[diagnostic::on_unimplemented(
@@ -113,8 +126,27 @@ pub trait ReservedParams: sealed::ReservedParams + Sized + Send + Sync + 'static
     fn take(args: &mut Args, names: &[String]) -> Result<Self, ArgsError>;
 }
 
-impl sealed::ReservedParams for () {}
-impl<P: Params> sealed::ReservedParams for P {}
+impl sealed::ReservedParams for () {
+    fn shared_schema() -> Option<Arc<Schema>> {
+        None
+    }
+
+    fn names() -> Arc<[String]> {
+        // One empty list for every branch, rather than an allocation each.
+        static NONE: OnceLock<Arc<[String]>> = OnceLock::new();
+        NONE.get_or_init(|| Arc::new([])).clone()
+    }
+}
+
+impl<P: Params> sealed::ReservedParams for P {
+    fn shared_schema() -> Option<Arc<Schema>> {
+        Some(schema::of_cached::<P>())
+    }
+
+    fn names() -> Arc<[String]> {
+        schema::names_cached::<P>()
+    }
+}
 
 impl ReservedParams for () {
     type With<I: Send + 'static> = I;
@@ -141,7 +173,7 @@ impl<P: Params> ReservedParams for P {
     type With<I: Send + 'static> = WithParams<P, I>;
 
     fn schema() -> Option<Schema> {
-        Some(schema::of_cached::<P>())
+        Some(Schema::clone(&schema::of_cached::<P>()))
     }
 
     #[inline]

@@ -354,7 +354,7 @@ trait AnyStore: Any + Send + Sync {
 
 impl<O: Send + 'static> AnyStore for Store<O> {
     fn len(&self) -> usize {
-        self.lock().ready.len()
+        self.lock().ready.as_ref().map_or(0, LruCache::len)
     }
 
     fn bytes(&self) -> usize {
@@ -393,8 +393,9 @@ struct Store<O> {
 struct StoreState<O> {
     /// Results with the instant they go stale (`None`: never) and what they cost
     /// in bytes. Unbounded as an `LruCache` (which would allocate its capacity up
-    /// front): `put` evicts by both bounds.
-    ready: LruCache<String, Ready<O>>,
+    /// front): `put` evicts by both bounds. Made at the first `put`: an empty one
+    /// allocates already, and most branches of a large toolset are never called.
+    ready: Option<LruCache<String, Ready<O>>>,
     /// What `ready` holds, in bytes.
     bytes: usize,
     running: HashMap<String, Arc<Flight<O>>>,
@@ -409,7 +410,7 @@ struct Ready<O> {
 
 impl<O> StoreState<O> {
     fn pop(&mut self, key: &str) {
-        if let Some(ready) = self.ready.pop(key) {
+        if let Some(ready) = self.ready.as_mut().and_then(|ready| ready.pop(key)) {
             self.bytes -= ready.bytes;
         }
     }
@@ -444,7 +445,7 @@ impl<O> Store<O> {
     fn new(config: &CacheConfig) -> Self {
         Self {
             state: Mutex::new(StoreState {
-                ready: LruCache::unbounded(),
+                ready: None,
                 bytes: 0,
                 running: HashMap::new(),
             }),
@@ -462,10 +463,16 @@ impl<O> Store<O> {
             return;
         }
         state.bytes += ready.bytes;
-        state.ready.put(key, ready);
-        while state.ready.len() > self.capacity || state.bytes > self.max_bytes {
-            match state.ready.pop_lru() {
-                Some((_, evicted)) => state.bytes -= evicted.bytes,
+        let StoreState {
+            ready: stored,
+            bytes,
+            ..
+        } = &mut *state;
+        let stored = stored.get_or_insert_with(LruCache::unbounded);
+        stored.put(key, ready);
+        while stored.len() > self.capacity || *bytes > self.max_bytes {
+            match stored.pop_lru() {
+                Some((_, evicted)) => *bytes -= evicted.bytes,
                 None => break,
             }
         }
@@ -484,7 +491,7 @@ impl<O> Store<O> {
 impl<O: Clone + Serialize> Store<O> {
     fn look_up(&self, key: &str) -> LookUp<O> {
         let mut state = self.lock();
-        if let Some(ready) = state.ready.get(key) {
+        if let Some(ready) = state.ready.as_mut().and_then(|ready| ready.get(key)) {
             if ready
                 .stale_at
                 .is_none_or(|stale_at| Instant::now() < stale_at)
