@@ -83,11 +83,16 @@ mod broker;
 mod doorbell;
 mod fleet;
 mod remote;
+mod submit;
 mod wire;
 mod worker;
 
 pub use fleet::{Fleet, FleetError, FleetMember, Role};
 pub use remote::{MAX_TIMEOUT_MS, Remote, RemoteConfig, Remoted};
+pub use submit::{
+    JobError, JobResult, JobState, JobTicket, PAST_SLACK, RemoteBranch, Submission, Submit,
+    Submitted,
+};
 pub use wire::RemoteFailure;
 pub use worker::{Worker, WorkerError};
 
