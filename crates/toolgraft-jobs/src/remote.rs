@@ -678,24 +678,22 @@ where
     S::Input: Serialize,
     S::Output: DeserializeOwned,
 {
-    fn submit_job(
+    async fn submit_job(
         &self,
         input: S::Input,
         run_at: Option<u64>,
-    ) -> impl std::future::Future<Output = Result<JobTicket, ToolError>> + Send {
-        async move {
-            if let Some(refused) =
-                toolgraft::__private::refuse_outside_relocation(&self.below, &self.remote.name)
-            {
-                return Err(refused);
-            }
-            let args = serde_json::to_value(&input).map_err(|error| ToolError::Relocation {
-                tool: self.below.clone(),
-                backend: toolgraft::__private::name_unchecked(&self.remote.name),
-                reason: format!("the arguments do not serialize: {error}"),
-            })?;
-            self.remote.submit(&self.below, args, run_at).await
+    ) -> Result<JobTicket, ToolError> {
+        if let Some(refused) =
+            toolgraft::__private::refuse_outside_relocation(&self.below, &self.remote.name)
+        {
+            return Err(refused);
         }
+        let args = serde_json::to_value(&input).map_err(|error| ToolError::Relocation {
+            tool: self.below.clone(),
+            backend: toolgraft::__private::name_unchecked(&self.remote.name),
+            reason: format!("the arguments do not serialize: {error}"),
+        })?;
+        self.remote.submit(&self.below, args, run_at).await
     }
 }
 

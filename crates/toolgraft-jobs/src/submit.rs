@@ -1,24 +1,6 @@
-//! Submit and schedule: a branch that enqueues its `remote` layer's job and
-//! answers at once with a [`JobTicket`]; the job's status, result and
-//! cancellation are reachable from Rust ([`Remote::job_status`],
-//! [`Remote::job_result`], [`Remote::cancel`]) and as tools
-//! ([`Remote::job_tools`]).
-//!
-//! # Why `submit` is a transformer, not a backend
-//!
-//! A backend preserves output shape: its branch returns what the layer below
-//! returns, and inherits its output schema (rule
-//! [`output-schema`](toolgraft::rulebook#output-schema)). A branch that answers
-//! with a job ticket instead of the tool's result does not, so it is a
-//! transformer: it declares its own input schema (the layer's, plus `delay_ms` and
-//! `at`) and its own output schema (the ticket). The relocation itself stays the
-//! job of the `remote` backend just inside it: `submit` only sits right outside a
-//! `remote` branch (`[.., remote, submit]` binds `tool_remote_submit`), and
-//! enqueues the very job that branch would send, on the same queue, at the same
-//! binding generation, with the same at-least-once delivery. A typed combo that
-//! puts it anywhere else does not compile; a run-time one is refused at binding
-//! ([`BindError::ExtensionFailed`](toolgraft::BindError::ExtensionFailed), naming
-//! the tool and the fix).
+//! Submit and schedule: a transformer right outside `remote` that enqueues its
+//! job and answers with a ticket; the job tools (see the crate docs, "Submit and
+//! schedule", for why it is a transformer and not a backend).
 
 use std::fmt;
 use std::future::Future;
@@ -195,7 +177,8 @@ pub(crate) fn rfc3339(ms: u64) -> String {
 }
 
 /// An extension that submits its `remote` layer's job and answers at once with a
-/// [`JobTicket`]; `delay_ms` or `at` schedules it (see the [module docs](self)).
+/// [`JobTicket`]; `delay_ms` or `at` schedules it (see the
+/// [crate docs](crate#submit-and-schedule)).
 ///
 /// A transformer that sits right outside a [`Remote`] (`[.., remote, submit]`).
 /// Its branch takes the layer's arguments plus, optionally, `delay_ms` (a whole
@@ -533,10 +516,15 @@ impl<S: RemoteBranch> Stack for Submitted<S> {
     }
 }
 
-impl<S: RemoteBranch> Layer<S> for Submit {
-    type Branch = Submitted<S>;
+// Over `Remoted` only: a combo that puts `submit` over anything else fails to
+// compile, the compiler saying that `Submit` layers over `Remoted<S>`.
+impl<S> Layer<Remoted<S>> for Submit
+where
+    Remoted<S>: RemoteBranch,
+{
+    type Branch = Submitted<Remoted<S>>;
 
-    fn layer(self, inner: S, _: &LayerInput<'_, Self>) -> Submitted<S> {
+    fn layer(self, inner: Remoted<S>, _: &LayerInput<'_, Self>) -> Submitted<Remoted<S>> {
         Submitted {
             submit: self,
             remoted: inner,
