@@ -788,19 +788,111 @@ pub(crate) mod sqlite_tier {
         }
     }
 
-    async fn open(url: &str) -> Result<SqlitePool, String> {
-        let failed = |error: sqlx::Error| format!("cannot open `{url}`: {error}");
-        let options = SqliteConnectOptions::from_str(url)
-            .map_err(failed)?
+    fn options(url: &str) -> Result<SqliteConnectOptions, String> {
+        Ok(SqliteConnectOptions::from_str(url)
+            .map_err(|error| format!("cannot open `{url}`: {error}"))?
             .create_if_missing(true)
             // Many processes share the file: readers do not block the writer.
             .journal_mode(SqliteJournalMode::Wal)
-            .busy_timeout(Duration::from_secs(5));
+            .busy_timeout(Duration::from_secs(5)))
+    }
+
+    /// A pool on a file [`prepare`] has made ready: every connection it opens
+    /// reads the whole schema.
+    async fn open(url: &str) -> Result<SqlitePool, String> {
         SqlitePoolOptions::new()
             .max_connections(4)
-            .connect_with(options)
+            .connect_with(options(url)?)
             .await
-            .map_err(failed)
+            .map_err(|error| format!("cannot open `{url}`: {error}"))
+    }
+
+    /// One connection, for [`prepare`]: closed before the lock is let go.
+    async fn open_one(url: &str) -> Result<SqlitePool, String> {
+        SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options(url)?)
+            .await
+            .map_err(|error| format!("cannot open `{url}`: {error}"))
+    }
+
+    /// The side file's tables: replies to callers, submitted jobs (the caller's
+    /// record, the first reply, the end) and the fleet's state.
+    const SIDE_TABLES: [&str; 4] = [
+        "CREATE TABLE IF NOT EXISTS toolgraft_replies (
+             reply_to TEXT NOT NULL,
+             job TEXT NOT NULL,
+             body TEXT NOT NULL,
+             created INTEGER NOT NULL DEFAULT (unixepoch()),
+             PRIMARY KEY (reply_to, job)
+         )",
+        "CREATE TABLE IF NOT EXISTS toolgraft_jobs (
+             queue TEXT NOT NULL,
+             job TEXT NOT NULL,
+             record TEXT NOT NULL,
+             result TEXT,
+             cancelled INTEGER,
+             ended INTEGER,
+             PRIMARY KEY (queue, job)
+         )",
+        "CREATE TABLE IF NOT EXISTS toolgraft_fleet (
+             queue TEXT PRIMARY KEY,
+             generation INTEGER NOT NULL,
+             manifest TEXT NOT NULL
+         )",
+        "CREATE TABLE IF NOT EXISTS toolgraft_fleet_members (
+             queue TEXT NOT NULL,
+             process TEXT NOT NULL,
+             member TEXT NOT NULL,
+             PRIMARY KEY (queue, process)
+         )",
+    ];
+
+    /// Makes the jobs file and its side file ready (both in WAL mode, apalis's
+    /// tables migrated, the side file's tables made) before this process opens
+    /// its pools on them. Processes starting together on a new file take turns,
+    /// under a lock on `<jobs file>.lock`, each on one connection per file of its
+    /// own, closed before the lock is let go:
+    ///
+    /// * turning a new file to WAL takes an exclusive lock that SQLite does not
+    ///   wait for (the busy timeout does not apply): a process opening the file
+    ///   meanwhile would get "database is locked";
+    /// * apalis migrates in steps, a transaction each, and an SQLite connection
+    ///   compiles statements against the schema it read last: one that read the
+    ///   file half-migrated (opened while another process was migrating) keeps
+    ///   that schema until a statement of its own checks it, and apalis's
+    ///   `INSERT INTO Jobs VALUES (..)` fails with "table Jobs has 12 columns but
+    ///   14 values were supplied" (a column count that does not match is not a
+    ///   reason for SQLite to read the schema again). Pools opened after this
+    ///   returns read the whole schema.
+    async fn prepare(url: &str) -> Result<(), String> {
+        let lock = lock_file(url).await?;
+        let jobs = open_one(url).await?;
+        // Busy workers write all the time, and a transaction that reads before
+        // it writes gets "database is locked" at once (no busy wait) when
+        // another write slips in between: a few tries.
+        let mut setup = SqliteStorage::<()>::setup(&jobs).await;
+        for attempt in 1..10u32 {
+            if setup.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20) * attempt).await;
+            setup = SqliteStorage::<()>::setup(&jobs).await;
+        }
+        jobs.close().await;
+        setup.map_err(|error| format!("cannot set up the job tables in `{url}`: {error}"))?;
+        let replies_url = replies_url(url);
+        let replies = open_one(&replies_url).await?;
+        let mut made = Ok(());
+        for table in SIDE_TABLES {
+            made = sqlx::query(table).execute(&replies).await.map(drop);
+            if made.is_err() {
+                break;
+            }
+        }
+        replies.close().await;
+        drop(lock);
+        made.map_err(|error| format!("cannot set up `{replies_url}`: {error}"))
     }
 
     pub(crate) fn config(queue: &str, engine: Engine) -> Config {
@@ -810,6 +902,7 @@ pub(crate) mod sqlite_tier {
     /// The side file beside the jobs file (`<jobs file>.replies`), where replies
     /// and the fleet's state live.
     pub(crate) async fn side_file(url: &str) -> Result<SqlitePool, String> {
+        prepare(url).await?;
         open(&replies_url(url)).await
     }
 
@@ -819,53 +912,9 @@ pub(crate) mod sqlite_tier {
             queue: &str,
             engine: Engine,
         ) -> Result<Self, String> {
+            prepare(url).await?;
             let pool = open(url).await?;
-            // Processes starting together would race to migrate a new file (and
-            // one would write into half-made tables): one at a time, under a file
-            // lock beside it.
-            let lock = lock_file(url).await?;
-            // Busy workers write all the time, and a transaction that reads before
-            // it writes gets "database is locked" at once (no busy wait) when
-            // another write slips in between: a few tries.
-            let mut setup = SqliteStorage::<()>::setup(&pool).await;
-            for attempt in 1..10u32 {
-                if setup.is_ok() {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(20) * attempt).await;
-                setup = SqliteStorage::<()>::setup(&pool).await;
-            }
-            drop(lock);
-            setup.map_err(|error| format!("cannot set up the job tables in `{url}`: {error}"))?;
-            let replies_url = replies_url(url);
-            let replies = open(&replies_url).await?;
-            sqlx::query(
-                "CREATE TABLE IF NOT EXISTS toolgraft_replies (
-                     reply_to TEXT NOT NULL,
-                     job TEXT NOT NULL,
-                     body TEXT NOT NULL,
-                     created INTEGER NOT NULL DEFAULT (unixepoch()),
-                     PRIMARY KEY (reply_to, job)
-                 )",
-            )
-            .execute(&replies)
-            .await
-            .map_err(|error| format!("cannot open `{replies_url}`: {error}"))?;
-            // Submitted jobs: the caller's record, the first reply, the end.
-            sqlx::query(
-                "CREATE TABLE IF NOT EXISTS toolgraft_jobs (
-                     queue TEXT NOT NULL,
-                     job TEXT NOT NULL,
-                     record TEXT NOT NULL,
-                     result TEXT,
-                     cancelled INTEGER,
-                     ended INTEGER,
-                     PRIMARY KEY (queue, job)
-                 )",
-            )
-            .execute(&replies)
-            .await
-            .map_err(|error| format!("cannot open `{replies_url}`: {error}"))?;
+            let replies = open(&replies_url(url)).await?;
             let storage = SqliteStorage::new(&pool).with_config(config(queue, engine));
             Ok(Self {
                 storage,
@@ -1104,6 +1153,132 @@ pub(crate) mod sqlite_tier {
             .map_err(|error| error.to_string())?;
             self.doorbells.ring_reply(reply_to).await;
             Ok(())
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use std::time::Duration;
+
+        use apalis::prelude::{TaskBuilder, TaskId, TaskSink};
+        use apalis_sqlite::SqliteStorage;
+        use tokio::task::JoinSet;
+
+        use super::super::super::wire::Job;
+        use super::super::Engine;
+        use super::{Broker, lock_file, open};
+
+        const ENGINE: Engine = Engine {
+            poll: Duration::from_millis(500),
+            heartbeat: Duration::from_secs(1),
+            missed_heartbeats: 3,
+            retention: Duration::from_secs(60),
+        };
+
+        /// A new file's URL, and its files removed when dropped.
+        struct NewFile(String);
+
+        impl NewFile {
+            fn new(test: &str) -> Self {
+                let path = std::env::temp_dir().join(format!(
+                    "{test}-{}.db",
+                    ulid::Ulid::new().to_string().to_lowercase()
+                ));
+                Self(format!("sqlite://{}", path.display()))
+            }
+        }
+
+        impl Drop for NewFile {
+            fn drop(&mut self) {
+                let path = self.0.trim_start_matches("sqlite://");
+                for suffix in ["", "-wal", "-shm", ".lock"] {
+                    for file in [path.to_owned(), format!("{path}.replies")] {
+                        let _ = std::fs::remove_file(format!("{file}{suffix}"));
+                    }
+                }
+            }
+        }
+
+        /// Enqueues `jobs` jobs at once through `broker` (so on several of its
+        /// connections).
+        async fn push_many(broker: &Broker, jobs: usize) -> Result<(), String> {
+            let mut pushes = JoinSet::new();
+            for _ in 0..jobs {
+                let id = ulid::Ulid::new().to_string();
+                let job = Job {
+                    id: id.clone(),
+                    tool: "t".to_owned(),
+                    args: serde_json::Value::Null,
+                    reply_to: "r".to_owned(),
+                    depth: 0,
+                    generation: 0,
+                };
+                let task = TaskBuilder::new(job)
+                    .task_id(TaskId::from_string(id))
+                    .build();
+                let mut storage = broker.storage.clone();
+                pushes.spawn(async move { storage.push_task(task).await });
+            }
+            while let Some(pushed) = pushes.join_next().await {
+                pushed
+                    .map_err(|error| error.to_string())?
+                    .map_err(|error| error.to_string())?;
+            }
+            Ok(())
+        }
+
+        /// Processes that start together on a new file (each connects with pools
+        /// of its own, as these do) all connect and enqueue: none is refused with
+        /// "database is locked" while another turns the new file to WAL, and none
+        /// keeps a schema read half-way through another's migration.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn processes_starting_together_on_a_new_file_all_connect() {
+            for _ in 0..5 {
+                let file = NewFile::new("starting-together");
+                let mut connecting = JoinSet::new();
+                for _ in 0..6 {
+                    let url = file.0.clone();
+                    connecting.spawn(async move { Broker::connect(&url, "q", ENGINE).await });
+                }
+                while let Some(broker) = connecting.join_next().await {
+                    let broker = broker.unwrap().unwrap_or_else(|error| panic!("{error}"));
+                    push_many(&broker, 4).await.unwrap();
+                }
+            }
+        }
+
+        /// A process that starts while another is half-way through migrating the
+        /// file (apalis migrates in steps, each a transaction of its own) can
+        /// enqueue on every connection once it has connected: none of them keeps
+        /// the schema of a step in between (SQLite compiles a statement against
+        /// the schema its connection read last, and a column count that does not
+        /// match is not a reason for it to read the schema again).
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_process_starting_during_a_migration_sees_the_whole_schema() {
+            let file = NewFile::new("during-a-migration");
+            // The other process: it holds the lock and has made the first step.
+            let lock = lock_file(&file.0).await.unwrap();
+            let other = open(&file.0).await.unwrap();
+            let migrator = SqliteStorage::<()>::migrations();
+            let first = migrator.iter().next().unwrap().version;
+            migrator.run_to(first, &other).await.unwrap();
+            let mut connecting = JoinSet::new();
+            for _ in 0..4 {
+                let url = file.0.clone();
+                connecting.spawn(async move { Broker::connect(&url, "q", ENGINE).await });
+            }
+            // Time for them to reach the lock (the test passes without it too:
+            // it only gives them the chance to look at the half-made file).
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            migrator.run(&other).await.unwrap();
+            other.close().await;
+            drop(lock);
+            while let Some(broker) = connecting.join_next().await {
+                let broker = broker.unwrap().unwrap_or_else(|error| panic!("{error}"));
+                push_many(&broker, 8)
+                    .await
+                    .unwrap_or_else(|error| panic!("{error}"));
+            }
         }
     }
 }

@@ -758,11 +758,21 @@ async fn a_caller_timeout_names_the_job(env: Env) {
 async fn sigterm_finishes_the_jobs_in_flight(env: Env) {
     let mut worker = WorkerProcess::start(&env);
     let toolset = toolset(&env.remote());
-    let call = tokio::spawn({
+    let mut call = tokio::spawn({
         let toolset = toolset.clone();
         async move { toolset.call("slow_remote", json!({"ms": 1500})).await }
     });
-    worker.wait_for_line(&["job started", "tool=slow "]).await;
+    // The job starts (the worker logs it), or the call ends first: then it never
+    // reached the worker (it could not be enqueued, say), and waiting for the
+    // line until the deadline would only hide why.
+    tokio::select! {
+        _ = worker.wait_for_line(&["job started", "tool=slow "]) => {}
+        ended = &mut call => panic!(
+            "the call ended before its job started: {:?}\n{}",
+            ended.unwrap(),
+            worker.log_text()
+        ),
+    }
     worker.signal("-TERM");
     let answer = call.await.unwrap();
     let answer = answer.unwrap_or_else(|error| {
@@ -1187,15 +1197,33 @@ async fn finished_jobs_go_after_the_retention(env: Env) {
         &[(WORKER_ENGINE, r#"{"retention_s": 1}"#)],
     );
     let toolset = toolset(&env.remote());
+    let started = Instant::now();
+    let mut answered = Vec::with_capacity(200);
     for at in 0..200 {
         toolset
             .call("slow_remote", json!({"ms": 0}))
             .await
             .unwrap_or_else(|error| panic!("call {at}: {error}\n{}", worker.log_text()));
+        answered.push(Instant::now());
     }
+    // The jobs that ended less than 6 s ago are still stored. A loaded machine
+    // can take longer than that for the 200 calls, and then the first ones have
+    // rightly gone already: count only those answered in the last 3 s (the rest
+    // of the 6 s covers the job's end before its answer, and the count).
+    let now = Instant::now();
+    let recent = answered
+        .iter()
+        .filter(|at| now - **at < Duration::from_secs(3))
+        .count();
     let left = stored_jobs(&env).await;
-    eprintln!("after 200 jobs the engine holds {left} keys or rows of them");
-    assert!(left >= 200, "the jobs were stored: {left}");
+    eprintln!(
+        "after 200 jobs in {:?} the engine holds {left} keys or rows of them ({recent} answered in the last 3 s)",
+        now - started
+    );
+    assert!(
+        left >= recent.max(1),
+        "the jobs were stored: {left}, {recent} answered in the last 3 s"
+    );
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let left = stored_jobs(&env).await;
