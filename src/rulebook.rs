@@ -105,7 +105,10 @@
 //! inside it) and the JSON arguments to a worker that has the same tools bound, and
 //! the worker runs that inner stack. Everything inside the backend runs on the
 //! worker, everything outside where the call arrived; task-locals, thread-locals and
-//! in-memory caches do not cross.
+//! in-memory caches do not cross. A backend's branch answers with its layer's result
+//! ([output-schema](#output-schema)): one that answers with something else, a job
+//! ticket, is a transformer over the backend's branch (`toolgraft-jobs`' `submit`
+//! sits right outside its `remote`).
 //!
 //! # manifest-shape
 //! A manifest maps base tool names to combos: `{"tools": {"weather": [["cache",

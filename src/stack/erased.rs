@@ -142,6 +142,25 @@ impl DynStack {
     pub fn name(&self) -> &Name {
         &self.name
     }
+
+    /// The typed stack this one erases, if it is a `T`: how a run-time
+    /// extension learns what the layer below is (a job backend's branch, say)
+    /// when it can only sit over some. A run-time layer's own stack (made with
+    /// [`DynStack::around`] or [`DynStack::from_fn`]) is none of the caller's types.
+    ///
+    /// ```
+    /// use toolgraft::{Name, Tool};
+    /// use toolgraft::runtime::DynStack;
+    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Ping {}
+    /// let ping = Tool::builder().name("ping").description("Answer pong.")
+    ///     .body(|_: Ping| async { Ok("pong".to_owned()) }).build()?;
+    /// let erased = DynStack::new(Name::new("ping")?, ping);
+    /// assert!(erased.downcast_ref::<DynStack>().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn downcast_ref<T: Stack>(&self) -> Option<&T> {
+        self.stack.as_any()?.downcast_ref::<T>()
+    }
 }
 
 impl DynStack {
@@ -315,5 +334,10 @@ impl ErasedStack for BodyLocal {
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         let call = self.inner.call_erased(tool, input);
         Box::pin(crate::context::in_body_local(self.scope.clone(), call))
+    }
+
+    // Not the stack inside: called directly, it would run outside the scope.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
     }
 }

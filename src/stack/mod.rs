@@ -232,6 +232,9 @@ pub(crate) trait ErasedStack: Send + Sync + 'static {
         tool: &'a Name,
         input: DynInput,
     ) -> BoxFuture<'a, Result<Value, ToolError>>;
+
+    /// The typed stack behind this one, for [`DynStack::downcast_ref`](crate::DynStack::downcast_ref).
+    fn as_any(&self) -> Option<&dyn Any>;
 }
 
 impl<S: Stack> ErasedStack for S {
@@ -259,6 +262,10 @@ impl<S: Stack> ErasedStack for S {
         input: DynInput,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         call_erased(self, tool, input)
+    }
+
+    fn as_any(&self) -> Option<&dyn Any> {
+        Some(self)
     }
 }
 
@@ -357,6 +364,10 @@ impl<B: Stack> ErasedStack for BaseStack<B> {
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         call_erased(&self.base, tool, input)
     }
+
+    fn as_any(&self) -> Option<&dyn Any> {
+        Some(&self.base)
+    }
 }
 
 /// A layer whose input serializes back into its arguments (every built-in
@@ -387,6 +398,10 @@ where
         input: DynInput,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         call_erased(&self.0, tool, input)
+    }
+
+    fn as_any(&self) -> Option<&dyn Any> {
+        Some(&self.0)
     }
 }
 

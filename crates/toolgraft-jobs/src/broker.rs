@@ -131,9 +131,17 @@ impl Broker {
     }
 
     pub(crate) async fn push(&self, job: Job) -> Result<(), String> {
-        let task = TaskBuilder::new(job.clone())
-            .task_id(TaskId::from_string(job.id.clone()))
-            .build();
+        self.push_at(job, None).await
+    }
+
+    /// Enqueues `job`, runnable from `run_at` (whole seconds since the Unix epoch;
+    /// `None`: now). Both engines keep time in whole seconds.
+    async fn push_at(&self, job: Job, run_at: Option<u64>) -> Result<(), String> {
+        let mut task = TaskBuilder::new(job.clone()).task_id(TaskId::from_string(job.id.clone()));
+        if let Some(run_at) = run_at {
+            task = task.run_at_timestamp(run_at);
+        }
+        let task = task.build();
         match self {
             #[cfg(feature = "redis")]
             Self::Redis(broker) => {
@@ -157,6 +165,47 @@ impl Broker {
                 broker.wake_workers().await;
                 Ok(())
             }
+        }
+    }
+
+    /// Records a submitted job (`record`, the caller's JSON about it), then
+    /// enqueues it, runnable from `run_at` (seconds; `None`: now). Its reply goes
+    /// to [`job_key`], which the worker's [`Broker::send_reply`] stores in the
+    /// record.
+    pub(crate) async fn submit(
+        &self,
+        job: Job,
+        record: &str,
+        run_at: Option<u64>,
+    ) -> Result<(), String> {
+        match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(broker) => broker.record(&job.id, record).await?,
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(broker) => broker.record(&job.id, record).await?,
+        }
+        self.push_at(job, run_at).await
+    }
+
+    /// What the engine knows of the submitted job `id`; `None` if it has no
+    /// record of it (never submitted on this queue, or past the retention).
+    pub(crate) async fn stored(&self, id: &str) -> Result<Option<Stored>, String> {
+        match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(broker) => broker.stored(id).await,
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(broker) => broker.stored(id).await,
+        }
+    }
+
+    /// Takes the submitted job `id` out of the queue if no worker has taken it
+    /// yet (scheduled or queued): then it never runs.
+    pub(crate) async fn cancel(&self, id: &str) -> Result<Cancel, String> {
+        match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(broker) => broker.cancel(id).await,
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(broker) => broker.cancel(id).await,
         }
     }
 
@@ -206,6 +255,57 @@ impl Broker {
             Self::Sqlite(broker) => broker.send_reply(reply_to, &reply.job, &body).await,
         }
     }
+}
+
+/// Where a submitted job's record lives, and where its worker replies: the
+/// worker stores the reply in the record instead of a caller's reply channel.
+pub(crate) fn job_key(queue: &str, id: &str) -> String {
+    format!("{JOB_KEY_PREFIX}{queue}:{id}")
+}
+
+const JOB_KEY_PREFIX: &str = "toolgraft:job:";
+
+/// Whether a job's `reply_to` is a submitted job's record.
+fn is_job_key(reply_to: &str) -> bool {
+    reply_to.starts_with(JOB_KEY_PREFIX)
+}
+
+/// A submitted job as stored: the caller's record, the worker's reply once there
+/// is one, whether it was cancelled, and where the engine has it otherwise.
+#[derive(Clone, Debug)]
+pub(crate) struct Stored {
+    pub(crate) record: String,
+    pub(crate) reply: Option<Reply>,
+    pub(crate) cancelled: bool,
+    pub(crate) engine: Waiting,
+}
+
+/// Where an unfinished job is in the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Waiting {
+    /// Runnable later.
+    Scheduled,
+    /// Runnable, not taken by a worker yet (or taken back, to run again).
+    Queued,
+    /// Taken by a worker.
+    Running,
+}
+
+/// What a cancellation did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cancel {
+    /// No record of the job.
+    Unknown,
+    /// Taken out of the queue now, or earlier: it never runs.
+    Cancelled,
+    /// A worker has it, or had it: too late.
+    TooLate,
+}
+
+fn decode_reply(body: &str) -> Option<Reply> {
+    serde_json::from_str(body)
+        .inspect_err(|error| tracing::warn!(%error, "a stored reply is not a toolgraft reply"))
+        .ok()
 }
 
 fn decode_replies(bodies: Vec<String>) -> Vec<Reply> {
@@ -352,6 +452,54 @@ pub(crate) mod redis_tier {
         return #ids
     ";
 
+    /// A submitted job's record, reply and cancellation, and where the engine
+    /// has it (apalis-redis 1.0's layout: every job passes through the scheduled
+    /// set, scored by its run time in seconds, then the active list, then a
+    /// worker's in-flight set).
+    const STORED: &str = r"
+        local found = redis.call('HMGET', KEYS[1], 'record', 'result', 'cancelled')
+        if not found[1] then return false end
+        local state = 'queued'
+        if not found[2] and not found[3] then
+            local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
+            if score then
+                if tonumber(score) > tonumber(ARGV[2]) then state = 'scheduled' end
+            elseif redis.call('LPOS', KEYS[3], ARGV[1]) then
+                state = 'queued'
+            elseif redis.call('EXISTS', KEYS[4]) == 1 then
+                state = 'running'
+            end
+        end
+        return {found[1], found[2] or '', found[3] or '', state}
+    ";
+
+    /// Takes a submitted job out of the scheduled set or the active list, where
+    /// no worker has it: atomically with a worker's fetch, so it either runs or
+    /// is cancelled. The record is kept for the retention; the engine's keys go
+    /// with the vacuum, as a finished job's.
+    const CANCEL: &str = r"
+        if redis.call('HEXISTS', KEYS[1], 'record') == 0 then return 'unknown' end
+        if redis.call('HEXISTS', KEYS[1], 'cancelled') == 1 then return 'cancelled' end
+        if redis.call('HEXISTS', KEYS[1], 'result') == 1 then return 'late' end
+        local removed = redis.call('ZREM', KEYS[2], ARGV[1]) + redis.call('LREM', KEYS[3], 0, ARGV[1])
+        if removed == 0 then return 'late' end
+        redis.call('HSET', KEYS[1], 'cancelled', ARGV[2])
+        redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
+        redis.call('HSET', KEYS[4], 'status', 'Killed')
+        redis.call('ZADD', KEYS[5], ARGV[2], ARGV[1])
+        return 'cancelled'
+    ";
+
+    fn now_ms() -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis() as u64)
+    }
+
+    fn now_s() -> u64 {
+        now_ms() / 1000
+    }
+
     impl Broker {
         pub(crate) async fn connect(
             url: &str,
@@ -479,6 +627,61 @@ pub(crate) mod redis_tier {
             Ok(super::decode_replies(bodies))
         }
 
+        pub(crate) async fn record(&self, id: &str, record: &str) -> Result<(), String> {
+            let mut commands = self.commands.clone();
+            commands
+                .hset::<_, _, _, ()>(super::job_key(&self.queue, id), "record", record)
+                .await
+                .map_err(|error| error.to_string())
+        }
+
+        pub(crate) async fn stored(&self, id: &str) -> Result<Option<super::Stored>, String> {
+            let found: Option<(String, String, String, String)> = redis::Script::new(STORED)
+                .key(super::job_key(&self.queue, id))
+                .key(format!("{}:scheduled", self.queue))
+                .key(format!("{}:active", self.queue))
+                .key(format!("{}:meta:{id}", self.queue))
+                .arg(id)
+                .arg(now_s())
+                .invoke_async(&mut self.commands.clone())
+                .await
+                .map_err(|error| error.to_string())?;
+            Ok(
+                found.map(|(record, reply, cancelled, engine)| super::Stored {
+                    record,
+                    reply: Some(reply)
+                        .filter(|reply| !reply.is_empty())
+                        .and_then(|reply| super::decode_reply(&reply)),
+                    cancelled: !cancelled.is_empty(),
+                    engine: match engine.as_str() {
+                        "scheduled" => super::Waiting::Scheduled,
+                        "running" => super::Waiting::Running,
+                        _ => super::Waiting::Queued,
+                    },
+                }),
+            )
+        }
+
+        pub(crate) async fn cancel(&self, id: &str) -> Result<super::Cancel, String> {
+            let outcome: String = redis::Script::new(CANCEL)
+                .key(super::job_key(&self.queue, id))
+                .key(format!("{}:scheduled", self.queue))
+                .key(format!("{}:active", self.queue))
+                .key(format!("{}:meta:{id}", self.queue))
+                .key(&self.finished)
+                .arg(id)
+                .arg(now_ms())
+                .arg(self.engine.retention.as_secs())
+                .invoke_async(&mut self.commands.clone())
+                .await
+                .map_err(|error| error.to_string())?;
+            Ok(match outcome.as_str() {
+                "unknown" => super::Cancel::Unknown,
+                "cancelled" => super::Cancel::Cancelled,
+                _ => super::Cancel::TooLate,
+            })
+        }
+
         pub(crate) async fn send_reply(
             &self,
             reply_to: &str,
@@ -489,6 +692,22 @@ pub(crate) mod redis_tier {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |since| since.as_millis() as u64);
+            let retention = i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX);
+            if super::is_job_key(reply_to) {
+                // A submitted job: the first reply stays in its record, which is
+                // kept for the retention from now.
+                return redis::pipe()
+                    .atomic()
+                    .zadd(&self.finished, job, now)
+                    .ignore()
+                    .hset_nx(reply_to, "result", body)
+                    .ignore()
+                    .expire(reply_to, retention)
+                    .ignore()
+                    .query_async::<()>(&mut commands)
+                    .await
+                    .map_err(|error| error.to_string());
+            }
             redis::pipe()
                 .atomic()
                 .zadd(&self.finished, job, now)
@@ -569,19 +788,111 @@ pub(crate) mod sqlite_tier {
         }
     }
 
-    async fn open(url: &str) -> Result<SqlitePool, String> {
-        let failed = |error: sqlx::Error| format!("cannot open `{url}`: {error}");
-        let options = SqliteConnectOptions::from_str(url)
-            .map_err(failed)?
+    fn options(url: &str) -> Result<SqliteConnectOptions, String> {
+        Ok(SqliteConnectOptions::from_str(url)
+            .map_err(|error| format!("cannot open `{url}`: {error}"))?
             .create_if_missing(true)
             // Many processes share the file: readers do not block the writer.
             .journal_mode(SqliteJournalMode::Wal)
-            .busy_timeout(Duration::from_secs(5));
+            .busy_timeout(Duration::from_secs(5)))
+    }
+
+    /// A pool on a file [`prepare`] has made ready: every connection it opens
+    /// reads the whole schema.
+    async fn open(url: &str) -> Result<SqlitePool, String> {
         SqlitePoolOptions::new()
             .max_connections(4)
-            .connect_with(options)
+            .connect_with(options(url)?)
             .await
-            .map_err(failed)
+            .map_err(|error| format!("cannot open `{url}`: {error}"))
+    }
+
+    /// One connection, for [`prepare`]: closed before the lock is let go.
+    async fn open_one(url: &str) -> Result<SqlitePool, String> {
+        SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options(url)?)
+            .await
+            .map_err(|error| format!("cannot open `{url}`: {error}"))
+    }
+
+    /// The side file's tables: replies to callers, submitted jobs (the caller's
+    /// record, the first reply, the end) and the fleet's state.
+    const SIDE_TABLES: [&str; 4] = [
+        "CREATE TABLE IF NOT EXISTS toolgraft_replies (
+             reply_to TEXT NOT NULL,
+             job TEXT NOT NULL,
+             body TEXT NOT NULL,
+             created INTEGER NOT NULL DEFAULT (unixepoch()),
+             PRIMARY KEY (reply_to, job)
+         )",
+        "CREATE TABLE IF NOT EXISTS toolgraft_jobs (
+             queue TEXT NOT NULL,
+             job TEXT NOT NULL,
+             record TEXT NOT NULL,
+             result TEXT,
+             cancelled INTEGER,
+             ended INTEGER,
+             PRIMARY KEY (queue, job)
+         )",
+        "CREATE TABLE IF NOT EXISTS toolgraft_fleet (
+             queue TEXT PRIMARY KEY,
+             generation INTEGER NOT NULL,
+             manifest TEXT NOT NULL
+         )",
+        "CREATE TABLE IF NOT EXISTS toolgraft_fleet_members (
+             queue TEXT NOT NULL,
+             process TEXT NOT NULL,
+             member TEXT NOT NULL,
+             PRIMARY KEY (queue, process)
+         )",
+    ];
+
+    /// Makes the jobs file and its side file ready (both in WAL mode, apalis's
+    /// tables migrated, the side file's tables made) before this process opens
+    /// its pools on them. Processes starting together on a new file take turns,
+    /// under a lock on `<jobs file>.lock`, each on one connection per file of its
+    /// own, closed before the lock is let go:
+    ///
+    /// * turning a new file to WAL takes an exclusive lock that SQLite does not
+    ///   wait for (the busy timeout does not apply): a process opening the file
+    ///   meanwhile would get "database is locked";
+    /// * apalis migrates in steps, a transaction each, and an SQLite connection
+    ///   compiles statements against the schema it read last: one that read the
+    ///   file half-migrated (opened while another process was migrating) keeps
+    ///   that schema until a statement of its own checks it, and apalis's
+    ///   `INSERT INTO Jobs VALUES (..)` fails with "table Jobs has 12 columns but
+    ///   14 values were supplied" (a column count that does not match is not a
+    ///   reason for SQLite to read the schema again). Pools opened after this
+    ///   returns read the whole schema.
+    async fn prepare(url: &str) -> Result<(), String> {
+        let lock = lock_file(url).await?;
+        let jobs = open_one(url).await?;
+        // Busy workers write all the time, and a transaction that reads before
+        // it writes gets "database is locked" at once (no busy wait) when
+        // another write slips in between: a few tries.
+        let mut setup = SqliteStorage::<()>::setup(&jobs).await;
+        for attempt in 1..10u32 {
+            if setup.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20) * attempt).await;
+            setup = SqliteStorage::<()>::setup(&jobs).await;
+        }
+        jobs.close().await;
+        setup.map_err(|error| format!("cannot set up the job tables in `{url}`: {error}"))?;
+        let replies_url = replies_url(url);
+        let replies = open_one(&replies_url).await?;
+        let mut made = Ok(());
+        for table in SIDE_TABLES {
+            made = sqlx::query(table).execute(&replies).await.map(drop);
+            if made.is_err() {
+                break;
+            }
+        }
+        replies.close().await;
+        drop(lock);
+        made.map_err(|error| format!("cannot set up `{replies_url}`: {error}"))
     }
 
     pub(crate) fn config(queue: &str, engine: Engine) -> Config {
@@ -591,6 +902,7 @@ pub(crate) mod sqlite_tier {
     /// The side file beside the jobs file (`<jobs file>.replies`), where replies
     /// and the fleet's state live.
     pub(crate) async fn side_file(url: &str) -> Result<SqlitePool, String> {
+        prepare(url).await?;
         open(&replies_url(url)).await
     }
 
@@ -600,38 +912,9 @@ pub(crate) mod sqlite_tier {
             queue: &str,
             engine: Engine,
         ) -> Result<Self, String> {
+            prepare(url).await?;
             let pool = open(url).await?;
-            // Processes starting together would race to migrate a new file (and
-            // one would write into half-made tables): one at a time, under a file
-            // lock beside it.
-            let lock = lock_file(url).await?;
-            // Busy workers write all the time, and a transaction that reads before
-            // it writes gets "database is locked" at once (no busy wait) when
-            // another write slips in between: a few tries.
-            let mut setup = SqliteStorage::<()>::setup(&pool).await;
-            for attempt in 1..10u32 {
-                if setup.is_ok() {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(20) * attempt).await;
-                setup = SqliteStorage::<()>::setup(&pool).await;
-            }
-            drop(lock);
-            setup.map_err(|error| format!("cannot set up the job tables in `{url}`: {error}"))?;
-            let replies_url = replies_url(url);
-            let replies = open(&replies_url).await?;
-            sqlx::query(
-                "CREATE TABLE IF NOT EXISTS toolgraft_replies (
-                     reply_to TEXT NOT NULL,
-                     job TEXT NOT NULL,
-                     body TEXT NOT NULL,
-                     created INTEGER NOT NULL DEFAULT (unixepoch()),
-                     PRIMARY KEY (reply_to, job)
-                 )",
-            )
-            .execute(&replies)
-            .await
-            .map_err(|error| format!("cannot open `{replies_url}`: {error}"))?;
+            let replies = open(&replies_url(url)).await?;
             let storage = SqliteStorage::new(&pool).with_config(config(queue, engine));
             Ok(Self {
                 storage,
@@ -647,9 +930,117 @@ pub(crate) mod sqlite_tier {
             self.doorbells.ring_workers().await;
         }
 
+        pub(crate) async fn record(&self, id: &str, record: &str) -> Result<(), String> {
+            sqlx::query("INSERT INTO toolgraft_jobs (queue, job, record) VALUES (?1, ?2, ?3)")
+                .bind(&self.queue)
+                .bind(id)
+                .bind(record)
+                .execute(&self.replies)
+                .await
+                .map(drop)
+                .map_err(|error| error.to_string())
+        }
+
+        pub(crate) async fn stored(&self, id: &str) -> Result<Option<super::Stored>, String> {
+            let retention = i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX);
+            let row: Option<(String, Option<String>, Option<i64>)> = sqlx::query_as(
+                "SELECT record, result, cancelled FROM toolgraft_jobs WHERE queue = ?1 AND job = ?2
+                 AND (ended IS NULL OR ended >= unixepoch() - ?3)",
+            )
+            .bind(&self.queue)
+            .bind(id)
+            .bind(retention)
+            .fetch_optional(&self.replies)
+            .await
+            .map_err(|error| error.to_string())?;
+            let Some((record, result, cancelled)) = row else {
+                return Ok(None);
+            };
+            let mut engine = super::Waiting::Queued;
+            if result.is_none() && cancelled.is_none() {
+                let job: Option<(String, Option<i64>)> = sqlx::query_as(
+                    "SELECT status, run_at FROM Jobs WHERE id = ?1 AND job_type = ?2",
+                )
+                .bind(id)
+                .bind(&self.queue)
+                .fetch_optional(&self.jobs)
+                .await
+                .map_err(|error| error.to_string())?;
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |since| since.as_secs() as i64);
+                engine = match job {
+                    Some((status, run_at)) if status == "Pending" => {
+                        if run_at.is_some_and(|run_at| run_at > now) {
+                            super::Waiting::Scheduled
+                        } else {
+                            super::Waiting::Queued
+                        }
+                    }
+                    // To run again: its reply could not be sent.
+                    Some((status, _)) if status == "Failed" => super::Waiting::Queued,
+                    Some(_) => super::Waiting::Running,
+                    // Recorded, not enqueued yet.
+                    None => super::Waiting::Queued,
+                };
+            }
+            Ok(Some(super::Stored {
+                record,
+                reply: result.as_deref().and_then(super::decode_reply),
+                cancelled: cancelled.is_some(),
+                engine,
+            }))
+        }
+
+        pub(crate) async fn cancel(&self, id: &str) -> Result<super::Cancel, String> {
+            let row: Option<(Option<String>, Option<i64>)> = sqlx::query_as(
+                "SELECT result, cancelled FROM toolgraft_jobs WHERE queue = ?1 AND job = ?2",
+            )
+            .bind(&self.queue)
+            .bind(id)
+            .fetch_optional(&self.replies)
+            .await
+            .map_err(|error| error.to_string())?;
+            match row {
+                None => return Ok(super::Cancel::Unknown),
+                Some((_, Some(_))) => return Ok(super::Cancel::Cancelled),
+                Some((Some(_), None)) => return Ok(super::Cancel::TooLate),
+                Some((None, None)) => {}
+            }
+            // One statement: a worker's fetch takes `Pending` rows with no lock,
+            // so the job either runs or is cancelled, never both.
+            let taken = sqlx::query(
+                "UPDATE Jobs SET status = 'Killed', done_at = strftime('%s', 'now')
+                 WHERE id = ?1 AND job_type = ?2 AND status = 'Pending' AND lock_by IS NULL",
+            )
+            .bind(id)
+            .bind(&self.queue)
+            .execute(&self.jobs)
+            .await
+            .map_err(|error| error.to_string())?
+            .rows_affected();
+            if taken == 0 {
+                return Ok(super::Cancel::TooLate);
+            }
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_millis() as i64);
+            sqlx::query(
+                "UPDATE toolgraft_jobs SET cancelled = ?3, ended = unixepoch()
+                 WHERE queue = ?1 AND job = ?2",
+            )
+            .bind(&self.queue)
+            .bind(id)
+            .bind(now)
+            .execute(&self.replies)
+            .await
+            .map_err(|error| error.to_string())?;
+            Ok(super::Cancel::Cancelled)
+        }
+
         pub(crate) async fn vacuum(&self) -> Result<u64, String> {
             let keep = i64::try_from(self.engine.keep_finished().as_secs()).unwrap_or(i64::MAX);
-            sqlx::query(
+            let removed = sqlx::query(
                 "DELETE FROM Jobs WHERE rowid IN (
                      SELECT rowid FROM Jobs WHERE job_type = ?1 AND status IN ('Done', 'Killed')
                      AND done_at IS NOT NULL AND done_at < unixepoch() - ?2 LIMIT ?3)",
@@ -660,7 +1051,18 @@ pub(crate) mod sqlite_tier {
             .execute(&self.jobs)
             .await
             .map(|done| done.rows_affected())
-            .map_err(|error| error.to_string())
+            .map_err(|error| error.to_string())?;
+            // Submitted jobs' records, past the retention since they ended.
+            sqlx::query(
+                "DELETE FROM toolgraft_jobs WHERE queue = ?1 AND ended IS NOT NULL
+                 AND ended < unixepoch() - ?2",
+            )
+            .bind(&self.queue)
+            .bind(i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX))
+            .execute(&self.replies)
+            .await
+            .map_err(|error| error.to_string())?;
+            Ok(removed)
         }
 
         pub(crate) fn listen(&self, wake: Arc<Notify>) -> tokio::task::JoinHandle<()> {
@@ -725,6 +1127,20 @@ pub(crate) mod sqlite_tier {
             job: &str,
             body: &str,
         ) -> Result<(), String> {
+            if super::is_job_key(reply_to) {
+                // A submitted job: the first reply stays in its record.
+                return sqlx::query(
+                    "UPDATE toolgraft_jobs SET result = ?3, ended = unixepoch()
+                     WHERE queue = ?1 AND job = ?2 AND result IS NULL",
+                )
+                .bind(&self.queue)
+                .bind(job)
+                .bind(body)
+                .execute(&self.replies)
+                .await
+                .map(drop)
+                .map_err(|error| error.to_string());
+            }
             // A job run twice (at least once) answers once: the first reply stays.
             sqlx::query(
                 "INSERT OR IGNORE INTO toolgraft_replies (reply_to, job, body) VALUES (?1, ?2, ?3)",
@@ -737,6 +1153,132 @@ pub(crate) mod sqlite_tier {
             .map_err(|error| error.to_string())?;
             self.doorbells.ring_reply(reply_to).await;
             Ok(())
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use std::time::Duration;
+
+        use apalis::prelude::{TaskBuilder, TaskId, TaskSink};
+        use apalis_sqlite::SqliteStorage;
+        use tokio::task::JoinSet;
+
+        use super::super::super::wire::Job;
+        use super::super::Engine;
+        use super::{Broker, lock_file, open};
+
+        const ENGINE: Engine = Engine {
+            poll: Duration::from_millis(500),
+            heartbeat: Duration::from_secs(1),
+            missed_heartbeats: 3,
+            retention: Duration::from_secs(60),
+        };
+
+        /// A new file's URL, and its files removed when dropped.
+        struct NewFile(String);
+
+        impl NewFile {
+            fn new(test: &str) -> Self {
+                let path = std::env::temp_dir().join(format!(
+                    "{test}-{}.db",
+                    ulid::Ulid::new().to_string().to_lowercase()
+                ));
+                Self(format!("sqlite://{}", path.display()))
+            }
+        }
+
+        impl Drop for NewFile {
+            fn drop(&mut self) {
+                let path = self.0.trim_start_matches("sqlite://");
+                for suffix in ["", "-wal", "-shm", ".lock"] {
+                    for file in [path.to_owned(), format!("{path}.replies")] {
+                        let _ = std::fs::remove_file(format!("{file}{suffix}"));
+                    }
+                }
+            }
+        }
+
+        /// Enqueues `jobs` jobs at once through `broker` (so on several of its
+        /// connections).
+        async fn push_many(broker: &Broker, jobs: usize) -> Result<(), String> {
+            let mut pushes = JoinSet::new();
+            for _ in 0..jobs {
+                let id = ulid::Ulid::new().to_string();
+                let job = Job {
+                    id: id.clone(),
+                    tool: "t".to_owned(),
+                    args: serde_json::Value::Null,
+                    reply_to: "r".to_owned(),
+                    depth: 0,
+                    generation: 0,
+                };
+                let task = TaskBuilder::new(job)
+                    .task_id(TaskId::from_string(id))
+                    .build();
+                let mut storage = broker.storage.clone();
+                pushes.spawn(async move { storage.push_task(task).await });
+            }
+            while let Some(pushed) = pushes.join_next().await {
+                pushed
+                    .map_err(|error| error.to_string())?
+                    .map_err(|error| error.to_string())?;
+            }
+            Ok(())
+        }
+
+        /// Processes that start together on a new file (each connects with pools
+        /// of its own, as these do) all connect and enqueue: none is refused with
+        /// "database is locked" while another turns the new file to WAL, and none
+        /// keeps a schema read half-way through another's migration.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn processes_starting_together_on_a_new_file_all_connect() {
+            for _ in 0..5 {
+                let file = NewFile::new("starting-together");
+                let mut connecting = JoinSet::new();
+                for _ in 0..6 {
+                    let url = file.0.clone();
+                    connecting.spawn(async move { Broker::connect(&url, "q", ENGINE).await });
+                }
+                while let Some(broker) = connecting.join_next().await {
+                    let broker = broker.unwrap().unwrap_or_else(|error| panic!("{error}"));
+                    push_many(&broker, 4).await.unwrap();
+                }
+            }
+        }
+
+        /// A process that starts while another is half-way through migrating the
+        /// file (apalis migrates in steps, each a transaction of its own) can
+        /// enqueue on every connection once it has connected: none of them keeps
+        /// the schema of a step in between (SQLite compiles a statement against
+        /// the schema its connection read last, and a column count that does not
+        /// match is not a reason for it to read the schema again).
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_process_starting_during_a_migration_sees_the_whole_schema() {
+            let file = NewFile::new("during-a-migration");
+            // The other process: it holds the lock and has made the first step.
+            let lock = lock_file(&file.0).await.unwrap();
+            let other = open(&file.0).await.unwrap();
+            let migrator = SqliteStorage::<()>::migrations();
+            let first = migrator.iter().next().unwrap().version;
+            migrator.run_to(first, &other).await.unwrap();
+            let mut connecting = JoinSet::new();
+            for _ in 0..4 {
+                let url = file.0.clone();
+                connecting.spawn(async move { Broker::connect(&url, "q", ENGINE).await });
+            }
+            // Time for them to reach the lock (the test passes without it too:
+            // it only gives them the chance to look at the half-made file).
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            migrator.run(&other).await.unwrap();
+            other.close().await;
+            drop(lock);
+            while let Some(broker) = connecting.join_next().await {
+                let broker = broker.unwrap().unwrap_or_else(|error| panic!("{error}"));
+                push_many(&broker, 8)
+                    .await
+                    .unwrap_or_else(|error| panic!("{error}"));
+            }
         }
     }
 }

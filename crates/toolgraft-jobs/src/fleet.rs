@@ -706,24 +706,11 @@ mod sqlite_store {
 
     impl Store {
         pub(super) async fn connect(url: &str, queue: &str) -> Result<Self, FleetError> {
+            // Its tables (`toolgraft_fleet`, `toolgraft_fleet_members`) are made
+            // with the side file's others, before it opens.
             let pool = crate::broker::sqlite_tier::side_file(url)
                 .await
                 .map_err(FleetError::Engine)?;
-            for table in [
-                "CREATE TABLE IF NOT EXISTS toolgraft_fleet (
-                     queue TEXT PRIMARY KEY,
-                     generation INTEGER NOT NULL,
-                     manifest TEXT NOT NULL
-                 )",
-                "CREATE TABLE IF NOT EXISTS toolgraft_fleet_members (
-                     queue TEXT NOT NULL,
-                     process TEXT NOT NULL,
-                     member TEXT NOT NULL,
-                     PRIMARY KEY (queue, process)
-                 )",
-            ] {
-                sqlx::query(table).execute(&pool).await.map_err(engine)?;
-            }
             Ok(Self {
                 pool,
                 queue: queue.to_owned(),

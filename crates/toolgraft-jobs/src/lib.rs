@@ -40,6 +40,32 @@
 //! * A [`Fleet`] keeps every process of a queue at the same combos: changes a
 //!   caller makes at run time reach the other callers and the workers.
 //!
+//! # Submit and schedule
+//!
+//! [`Submit`] sits right outside a `remote` element: `[remote, submit]` on `tool`
+//! binds `tool_remote_submit`, which enqueues the job `tool_remote` would send
+//! (the same queue, binding generation and at-least-once delivery) and answers at
+//! once with a [`JobTicket`] `{job_id, queue, tool, state, run_at}`. Its
+//! arguments are the tool's plus, optionally, `delay_ms` or `at` (an RFC 3339 time),
+//! which schedule the job. [`Remote::job_status`], [`Remote::job_result`] and
+//! [`Remote::cancel`] follow a job from Rust; [`Remote::job_tools`] are the same as
+//! tools (`job_status`, `job_result`, `job_cancel`, taking `{job_id}`) for an agent.
+//! Results, and the [`ToolError`] a job failed with, are kept for the retention
+//! (`retention_s`). A scheduled or queued job that is cancelled never runs; one a
+//! worker has taken cannot be stopped: it runs to its end and its result is kept
+//! ([`JobError::NotCancellable`]).
+//!
+//! **Why `submit` is a transformer, not a backend.** A backend preserves output
+//! shape: its branch returns what the layer below returns, and inherits its output
+//! schema (rule [`output-schema`](toolgraft::rulebook#output-schema)). A branch that
+//! answers with a ticket instead of the tool's result does not, so `submit` is a
+//! transformer: it declares its own input schema (the layer's, plus `delay_ms` and
+//! `at`) and its own output schema (the ticket), and leaves the relocation to the
+//! `remote` backend right inside it. Over anything else a typed combo does not
+//! compile (`Submit` layers over [`Remoted`] only), and a manifest is refused when
+//! bound ([`BindError::ExtensionFailed`](toolgraft::BindError::ExtensionFailed),
+//! naming the tool and the fix; register it with [`Submit::dynamic`]).
+//!
 //! ```no_run
 //! use frunk::hlist;
 //! use serde_json::json;
@@ -83,11 +109,16 @@ mod broker;
 mod doorbell;
 mod fleet;
 mod remote;
+mod submit;
 mod wire;
 mod worker;
 
 pub use fleet::{Fleet, FleetError, FleetMember, Role};
 pub use remote::{MAX_TIMEOUT_MS, Remote, RemoteConfig, Remoted};
+pub use submit::{
+    JobError, JobResult, JobState, JobTicket, PAST_SLACK, RemoteBranch, Submission, Submit,
+    Submitted,
+};
 pub use wire::RemoteFailure;
 pub use worker::{Worker, WorkerError};
 

@@ -11,7 +11,10 @@ use serde_json::Value;
 use tokio::sync::{Mutex as AsyncMutex, Notify, oneshot};
 use tokio::task::AbortHandle;
 
-use super::broker::{Broker, Engine, Tier};
+use super::broker::{Broker, Cancel, Engine, Stored, Tier, Waiting, job_key};
+use super::submit::{
+    JobError, JobResult, JobState, JobTicket, Record, RemoteBranch, now_ms, rfc3339,
+};
 use super::wire::{Job, Reply};
 use toolgraft::error::ArgsError;
 use toolgraft::extension::{Anywhere, Args, ConfigError, Configurable, LayerInput};
@@ -269,6 +272,176 @@ impl Remote {
         Ok(slot.insert(client).clone())
     }
 
+    /// The connection's broker (connecting at the first use).
+    async fn broker(&self) -> Result<Broker, String> {
+        Ok(self.client().await?.broker.clone())
+    }
+
+    /// Enqueues the bound name `tool` with `args` as a submitted job, runnable
+    /// from `run_at` (ms; `None`: now), and returns its ticket; the timeout
+    /// covers connecting and enqueueing.
+    async fn submit(
+        &self,
+        tool: &Name,
+        args: Value,
+        run_at: Option<u64>,
+    ) -> Result<JobTicket, ToolError> {
+        let backend = toolgraft::__private::name_unchecked(&self.name);
+        let relocation = |reason: String| ToolError::Relocation {
+            tool: tool.clone(),
+            backend: backend.clone(),
+            reason,
+        };
+        let id = ulid::Ulid::new().to_string();
+        let now = now_ms();
+        let ticket = JobTicket {
+            job_id: id.clone(),
+            queue: self.config.queue.clone(),
+            tool: tool.to_string(),
+            state: if run_at.is_some_and(|at| at > now) {
+                JobState::Scheduled
+            } else {
+                JobState::Queued
+            },
+            run_at: rfc3339(run_at.unwrap_or(now)),
+        };
+        let record = serde_json::to_string(&Record {
+            ticket: ticket.clone(),
+            backend: self.name.clone(),
+        })
+        .map_err(|error| relocation(error.to_string()))?;
+        let job = Job {
+            id: id.clone(),
+            tool: tool.to_string(),
+            args,
+            reply_to: job_key(&self.config.queue, &id),
+            depth: toolgraft::__private::chain_depth(),
+            generation: super::fleet::generation_for(&self.config.url, &self.config.queue),
+        };
+        // Whole seconds, rounded up: a job never runs before its time.
+        let run_at_s = run_at.map(|ms| ms.div_ceil(1000));
+        let send = async {
+            let broker = self.broker().await?;
+            broker.submit(job, &record, run_at_s).await
+        };
+        match tokio::time::timeout(self.timeout_after(), send).await {
+            Ok(Ok(())) => Ok(ticket),
+            Ok(Err(error)) => Err(relocation(format!("cannot enqueue job `{id}`: {error}"))),
+            Err(_) => Err(ToolError::TimedOut {
+                tool: tool.clone(),
+                extension: backend,
+                job: Some(id),
+                after: self.timeout_after(),
+            }),
+        }
+    }
+
+    async fn stored(&self, id: &str) -> Result<(Stored, Record), JobError> {
+        let unknown = || JobError::Unknown {
+            job: toolgraft::error::shorten(id).into_owned(),
+            queue: self.config.queue.clone(),
+        };
+        // Not an id this crate makes: no need to ask (and no odd key to build).
+        if ulid::Ulid::from_string(id).is_err() {
+            return Err(unknown());
+        }
+        let broker = self.broker().await.map_err(JobError::Engine)?;
+        let stored = broker
+            .stored(id)
+            .await
+            .map_err(JobError::Engine)?
+            .ok_or_else(unknown)?;
+        let record: Record = serde_json::from_str(&stored.record)
+            .map_err(|error| JobError::Engine(format!("job `{id}`'s record: {error}")))?;
+        Ok((stored, record))
+    }
+
+    /// Where the job `id`, submitted on this queue, is now.
+    ///
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let remote = toolgraft_jobs::Remote::new("redis://127.0.0.1:6379")?;
+    /// let ticket = remote.job_status("01JZ6M3Q0000000000000000AA").await?;
+    /// println!("{} is {}", ticket.job_id, ticket.state);
+    /// # Ok(()) }
+    /// ```
+    pub async fn job_status(&self, id: &str) -> Result<JobTicket, JobError> {
+        let (stored, record) = self.stored(id).await?;
+        Ok(ticket_of(&stored, record.ticket))
+    }
+
+    /// The job `id`'s result once it finished (kept for the retention,
+    /// `retention_s`), the [`ToolError`] it failed with, or where it is until then.
+    ///
+    /// ```no_run
+    /// use toolgraft_jobs::JobResult;
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let remote = toolgraft_jobs::Remote::new("redis://127.0.0.1:6379")?;
+    /// match remote.job_result("01JZ6M3Q0000000000000000AA").await? {
+    ///     JobResult::Finished(value) => println!("{value}"),
+    ///     JobResult::Failed(error) => println!("failed: {error}"),
+    ///     JobResult::NotFinished(ticket) => println!("still {}", ticket.state),
+    ///     _ => {}
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn job_result(&self, id: &str) -> Result<JobResult, JobError> {
+        let (stored, record) = self.stored(id).await?;
+        let Some(reply) = &stored.reply else {
+            return Ok(JobResult::NotFinished(ticket_of(&stored, record.ticket)));
+        };
+        let name = |text: &str| toolgraft::__private::name_unchecked(text);
+        Ok(match reply.result.clone() {
+            Ok(value) => JobResult::Finished(value),
+            Err(error) => JobResult::Failed(error.into_tool_error(
+                &name(&record.ticket.tool),
+                &name(&record.backend),
+                &reply.worker,
+            )),
+        })
+    }
+
+    /// Cancels the job `id` if no worker has taken it yet (it is scheduled or
+    /// queued): it then never runs, and its ticket says `cancelled`. Cancelling
+    /// it again answers the same.
+    ///
+    /// A job a worker has taken cannot be cancelled
+    /// ([`JobError::NotCancellable`]): nothing stops a body midway in another
+    /// process, so it runs to its end and its result is kept as any other's.
+    ///
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let remote = toolgraft_jobs::Remote::new("redis://127.0.0.1:6379")?;
+    /// match remote.cancel("01JZ6M3Q0000000000000000AA").await {
+    ///     Ok(ticket) => println!("{} will not run", ticket.job_id),
+    ///     Err(toolgraft_jobs::JobError::NotCancellable { state, .. }) => println!("too late: {state}"),
+    ///     Err(error) => return Err(error.into()),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn cancel(&self, id: &str) -> Result<JobTicket, JobError> {
+        // Known first: an unknown id is that, not a refusal.
+        self.stored(id).await?;
+        let broker = self.broker().await.map_err(JobError::Engine)?;
+        let outcome = broker.cancel(id).await.map_err(JobError::Engine)?;
+        let ticket = self.job_status(id).await?;
+        match outcome {
+            Cancel::Cancelled => Ok(ticket),
+            Cancel::Unknown => Err(JobError::Unknown {
+                job: id.to_owned(),
+                queue: self.config.queue.clone(),
+            }),
+            Cancel::TooLate => Err(JobError::NotCancellable {
+                job: id.to_owned(),
+                // Taken by a worker, not answered yet: running.
+                state: match ticket.state {
+                    JobState::Scheduled | JobState::Queued => JobState::Running,
+                    state => state,
+                },
+            }),
+        }
+    }
+
     /// Runs the bound name `tool` in a worker with `args` and waits for its reply;
     /// the timeout covers connecting and enqueueing too.
     async fn run(&self, tool: &Name, args: Value) -> Result<Value, ToolError> {
@@ -483,6 +656,44 @@ where
 
     fn decode(&self, args: Args) -> Result<S::Input, ArgsError> {
         self.inner.decode(args)
+    }
+}
+
+/// The ticket as stored, at the state the engine reports.
+fn ticket_of(stored: &Stored, mut ticket: JobTicket) -> JobTicket {
+    ticket.state = match (&stored.reply, stored.cancelled, stored.engine) {
+        (Some(reply), _, _) if reply.result.is_ok() => JobState::Finished,
+        (Some(_), _, _) => JobState::Failed,
+        (None, true, _) => JobState::Cancelled,
+        (None, false, Waiting::Scheduled) => JobState::Scheduled,
+        (None, false, Waiting::Queued) => JobState::Queued,
+        (None, false, Waiting::Running) => JobState::Running,
+    };
+    ticket
+}
+
+impl<S> RemoteBranch for Remoted<S>
+where
+    S: Stack,
+    S::Input: Serialize,
+    S::Output: DeserializeOwned,
+{
+    async fn submit_job(
+        &self,
+        input: S::Input,
+        run_at: Option<u64>,
+    ) -> Result<JobTicket, ToolError> {
+        if let Some(refused) =
+            toolgraft::__private::refuse_outside_relocation(&self.below, &self.remote.name)
+        {
+            return Err(refused);
+        }
+        let args = serde_json::to_value(&input).map_err(|error| ToolError::Relocation {
+            tool: self.below.clone(),
+            backend: toolgraft::__private::name_unchecked(&self.remote.name),
+            reason: format!("the arguments do not serialize: {error}"),
+        })?;
+        self.remote.submit(&self.below, args, run_at).await
     }
 }
 

@@ -1,0 +1,724 @@
+//! Submit and schedule: a transformer right outside `remote` that enqueues its
+//! job and answers with a ticket; the job tools (see the crate docs, "Submit and
+//! schedule", for why it is a transformer and not a backend).
+
+use std::fmt;
+use std::future::Future;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use schemars::{JsonSchema, Schema};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::remote::{Remote, Remoted};
+use toolgraft::ToolError;
+use toolgraft::error::ArgsError;
+use toolgraft::extension::{
+    Anywhere, Args, ConfigError, Extension, Layer, LayerInput, Stack, Transformer,
+};
+use toolgraft::kind::ExtensionKind;
+use toolgraft::runtime::{DynBranch, DynExtension, DynLayer, DynStack, DynTool};
+use toolgraft::schema::Nest;
+
+/// How far in the past an `at` may be and still mean "now" (clocks differ).
+pub const PAST_SLACK: Duration = Duration::from_secs(5);
+
+/// How far ahead a job may be scheduled unless told otherwise: a week.
+const DEFAULT_MAX_AHEAD: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+
+/// The params `submit` adds beside its layer input's.
+const OWN_PARAMS: &[&str] = &["delay_ms", "at"];
+
+/// Where a submitted job is.
+///
+/// ```
+/// assert_eq!(serde_json::to_value(toolgraft_jobs::JobState::Scheduled)?, "scheduled");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum JobState {
+    /// Waiting for its time (`run_at`).
+    Scheduled,
+    /// Runnable, waiting for a worker (or taken back from a dead one, to run again).
+    Queued,
+    /// A worker has it.
+    Running,
+    /// Done: its result is kept for the retention.
+    Finished,
+    /// Done with an error: the error is kept for the retention.
+    Failed,
+    /// Taken out of the queue before any worker had it: it never runs.
+    Cancelled,
+}
+
+impl JobState {
+    /// Whether the job has ended (finished, failed or cancelled).
+    ///
+    /// ```
+    /// use toolgraft_jobs::JobState;
+    /// assert!(JobState::Cancelled.is_done() && !JobState::Running.is_done());
+    /// ```
+    pub fn is_done(self) -> bool {
+        matches!(self, Self::Finished | Self::Failed | Self::Cancelled)
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Scheduled => "scheduled",
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Finished => "finished",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        })
+    }
+}
+
+/// A submitted job, as `submit` answers and `job_status` reports it.
+///
+/// ```
+/// use toolgraft_jobs::{JobState, JobTicket};
+/// let ticket: JobTicket = serde_json::from_value(serde_json::json!({
+///     "job_id": "01JZ", "queue": "weather", "tool": "forecast",
+///     "state": "scheduled", "run_at": "2030-01-01T00:00:00Z"}))?;
+/// assert_eq!(ticket.state, JobState::Scheduled);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct JobTicket {
+    /// The job's id: what `job_status`, `job_result` and `job_cancel` take.
+    pub job_id: String,
+    /// The queue it is on.
+    pub queue: String,
+    /// The tool the worker runs (the layer inside `remote`).
+    pub tool: String,
+    /// Where it is now.
+    pub state: JobState,
+    /// When it becomes runnable, as an RFC 3339 time (UTC). Workers take it within
+    /// about a second and a poll period after: the engines keep whole seconds.
+    pub run_at: String,
+}
+
+/// A submitted job's result, as [`Remote::job_result`] finds it.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum JobResult {
+    /// The tool's result.
+    Finished(Value),
+    /// The error the tool failed with, as the waiting `remote` branch would have
+    /// returned it (the same [`ToolError`] variant).
+    Failed(ToolError),
+    /// Not finished (scheduled, queued, running) or cancelled: where it is.
+    NotFinished(JobTicket),
+}
+
+/// Why a job could not be looked up or cancelled.
+///
+/// ```
+/// let err = toolgraft_jobs::JobError::Unknown { job: "01JZ".into(), queue: "weather".into() };
+/// assert!(err.to_string().contains("no job `01JZ` on queue `weather`"));
+/// ```
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JobError {
+    /// No job of that id on the queue: never submitted there, or ended longer
+    /// ago than the retention (`retention_s`).
+    #[error(
+        "no job `{job}` on queue `{queue}`: it was never submitted there, or it ended longer ago than the retention"
+    )]
+    Unknown {
+        /// The id asked for.
+        job: String,
+        /// The queue asked.
+        queue: String,
+    },
+    /// The job is running or has ended: it can no longer be cancelled.
+    #[error(
+        "job `{job}` is {state}: only a scheduled or queued job can be cancelled{}",
+        if *.state == JobState::Running { "; a running job runs to its end, and its result is kept" } else { "" }
+    )]
+    NotCancellable {
+        /// The job.
+        job: String,
+        /// Where it is.
+        state: JobState,
+    },
+    /// The job engine could not be reached or answered with an error.
+    #[error("the job engine failed: {0}")]
+    Engine(String),
+}
+
+/// What a job's record holds beside the engine's own data.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Record {
+    /// The ticket as submitted.
+    pub(crate) ticket: JobTicket,
+    /// The backend's name (for the errors the job's reply turns into).
+    pub(crate) backend: String,
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
+/// `ms` since the Unix epoch as an RFC 3339 time in UTC.
+pub(crate) fn rfc3339(ms: u64) -> String {
+    i64::try_from(ms)
+        .ok()
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+        .map_or_else(|| ms.to_string(), |time| time.to_string())
+}
+
+/// An extension that submits its `remote` layer's job and answers at once with a
+/// [`JobTicket`]; `delay_ms` or `at` schedules it (see the
+/// [crate docs](crate#submit-and-schedule)).
+///
+/// A transformer that sits right outside a [`Remote`] (`[.., remote, submit]`).
+/// Its branch takes the layer's arguments plus, optionally, `delay_ms` (a whole
+/// number of milliseconds) or `at` (an RFC 3339 time with an offset, like
+/// `2030-01-01T09:00:00Z`), not both; an `at` more than [`PAST_SLACK`] in the past,
+/// or either one further ahead than [`Submit::max_ahead`], is refused as invalid
+/// arguments naming the field.
+///
+/// ```no_run
+/// use frunk::hlist;
+/// use serde_json::json;
+/// use toolgraft::prelude::*;
+/// use toolgraft_jobs::{JobResult, Remote, Submit};
+///
+/// #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+/// struct Shout { text: String }
+///
+/// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let remote = Remote::new("redis://127.0.0.1:6379")?.queue("shouts");
+/// let shout = Tool::builder().name("shout").description("Return the text, loud.")
+///     .body(|i: Shout| async move { Ok(i.text.to_uppercase()) }).build()?;
+/// let toolset = Toolset::new();
+/// toolset.bind(&shout, hlist![shout.combo().with(remote.clone()).with(Submit::new())])?;
+/// for tool in remote.job_tools() {
+///     toolset.bind_tool(&tool)?; // job_status, job_result, job_cancel
+/// }
+/// let ticket = toolset.call("shout_remote_submit", json!({"text": "hi", "delay_ms": 2000})).await?;
+/// let id = ticket["job_id"].as_str().unwrap();
+/// // ... two seconds and a worker later:
+/// if let JobResult::Finished(answer) = remote.job_result(id).await? {
+///     assert_eq!(answer, json!("HI"));
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Submit {
+    name: String,
+    max_ahead: Duration,
+}
+
+impl Default for Submit {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Submit {
+    /// `submit`, scheduling up to a week ahead.
+    ///
+    /// ```
+    /// use toolgraft::Extension;
+    /// assert_eq!(toolgraft_jobs::Submit::new().name(), "submit");
+    /// ```
+    pub fn new() -> Self {
+        Self {
+            name: "submit".to_owned(),
+            max_ahead: DEFAULT_MAX_AHEAD,
+        }
+    }
+
+    /// The same extension under another name (branches end in `_<name>`).
+    ///
+    /// ```
+    /// use toolgraft::Extension;
+    /// assert_eq!(toolgraft_jobs::Submit::new().named("later").name(), "later");
+    /// ```
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// How far ahead a job may be scheduled (a week unless told).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let submit = toolgraft_jobs::Submit::new().max_ahead(Duration::from_secs(3600));
+    /// assert_eq!(submit.scheduling_horizon(), Duration::from_secs(3600));
+    /// ```
+    pub fn max_ahead(mut self, max: Duration) -> Self {
+        self.max_ahead = max;
+        self
+    }
+
+    /// How far ahead a job may be scheduled (see [`Submit::max_ahead`]).
+    pub fn scheduling_horizon(&self) -> Duration {
+        self.max_ahead
+    }
+
+    /// This extension for a [`Registry`](toolgraft::Registry), so that manifests
+    /// can name it: it binds only right outside a `remote` element, and refuses
+    /// any other layer input with
+    /// [`BindError::ExtensionFailed`](toolgraft::BindError::ExtensionFailed)
+    /// naming the tool and the fix.
+    ///
+    /// ```
+    /// let mut registry = toolgraft::Registry::new();
+    /// registry
+    ///     .register_from_config::<toolgraft_jobs::Remote>("remote")?
+    ///     .register_dynamic(toolgraft_jobs::Submit::new().dynamic())?;
+    /// # Ok::<(), toolgraft::runtime::RegistryError>(())
+    /// ```
+    pub fn dynamic(&self) -> DynExtension {
+        let submit = self.clone();
+        DynExtension::builder()
+            .name(self.name.clone())
+            .kind(ExtensionKind::Transformer)
+            .factory(move |layer: DynLayer<'_>| submit.dyn_branch(layer))
+            .build()
+    }
+
+    fn dyn_branch(&self, layer: DynLayer<'_>) -> Result<DynBranch, ConfigError> {
+        let input = &layer.input;
+        let Some(remoted) = layer.below.downcast_ref::<Remoted<DynStack>>() else {
+            return Err(ConfigError::new(
+                "layer input",
+                format!(
+                    "`{}` is not a `remote` branch; `{name}` sits right outside a remote backend \
+                     and enqueues its job: place `remote` right before `{name}`, as in \
+                     [.., remote, {name}]",
+                    input.name,
+                    name = self.name
+                ),
+            ));
+        };
+        // Rule `reserved-params`, as the engine applies it to a typed transformer.
+        if let Some(names) = toolgraft::schema::property_names(input.input_schema)
+            && let Some(taken) = OWN_PARAMS
+                .iter()
+                .find(|param| names.iter().any(|name| name == *param))
+        {
+            return Err(ConfigError::new(
+                *taken,
+                format!(
+                    "`{}` already takes `{taken}`, which `{}` adds for scheduling",
+                    input.name, self.name
+                ),
+            ));
+        }
+        let stack = DynStack::new(
+            input.branch.clone(),
+            Submitted {
+                submit: self.clone(),
+                remoted: remoted.clone(),
+            },
+        );
+        Ok(DynBranch::builder()
+            .stack(stack)
+            .input_schema(with_schedule(input.input_schema))
+            .output_schema(toolgraft::schema::of::<JobTicket>())
+            .description(describe(input.description))
+            .build())
+    }
+
+    /// Takes `delay_ms` and `at` out of `args`: when the job becomes runnable
+    /// (`None`: now).
+    fn take_schedule(&self, args: &mut Args) -> Result<Option<u64>, ArgsError> {
+        let delay = args.remove("delay_ms").filter(|value| !value.is_null());
+        let at = args.remove("at").filter(|value| !value.is_null());
+        let now = now_ms();
+        let horizon = u64::try_from(self.max_ahead.as_millis()).unwrap_or(u64::MAX);
+        let run_at = match (delay, at) {
+            (Some(_), Some(_)) => {
+                return Err(ArgsError::field("at", "give `delay_ms` or `at`, not both"));
+            }
+            (Some(delay), None) => {
+                let delay = delay.as_u64().ok_or_else(|| {
+                    ArgsError::field(
+                        "delay_ms",
+                        format!("expected a whole number of milliseconds, 0 or more, got {delay}"),
+                    )
+                })?;
+                if delay > horizon {
+                    return Err(ArgsError::field(
+                        "delay_ms",
+                        format!(
+                            "{delay} ms is further ahead than this branch schedules ({horizon} ms)"
+                        ),
+                    ));
+                }
+                now.saturating_add(delay)
+            }
+            (None, Some(at)) => {
+                let text = at.as_str().ok_or_else(|| {
+                    ArgsError::field("at", format!("expected an RFC 3339 time, got {at}"))
+                })?;
+                let time: jiff::Timestamp = text.parse().map_err(|error| {
+                    ArgsError::field(
+                        "at",
+                        format!(
+                            "`{}` is not an RFC 3339 time with an offset, like \
+                             `2030-01-01T09:00:00Z`: {error}",
+                            toolgraft::error::shorten(text)
+                        ),
+                    )
+                })?;
+                let at = u64::try_from(time.as_millisecond()).unwrap_or(0);
+                let slack = PAST_SLACK.as_millis() as u64;
+                if at.saturating_add(slack) < now {
+                    return Err(ArgsError::field(
+                        "at",
+                        format!(
+                            "`{text}` is {} s in the past; give a time to come, or no `at` to run now",
+                            (now - at) / 1000
+                        ),
+                    ));
+                }
+                if at > now.saturating_add(horizon) {
+                    return Err(ArgsError::field(
+                        "at",
+                        format!(
+                            "`{text}` is further ahead than this branch schedules ({} s)",
+                            horizon / 1000
+                        ),
+                    ));
+                }
+                at
+            }
+            (None, None) => return Ok(None),
+        };
+        Ok((run_at > now).then_some(run_at))
+    }
+}
+
+/// The layer's input schema, plus `delay_ms` and `at`.
+fn with_schedule(below: &Schema) -> Schema {
+    let mut nest = Nest::default();
+    let mut own = nest.nested(below);
+    if let Some(object) = own.as_object_mut() {
+        let properties = object.entry("properties").or_insert_with(|| json!({}));
+        if let Some(properties) = properties.as_object_mut() {
+            properties.insert(
+                "delay_ms".to_owned(),
+                json!({"type": ["integer", "null"], "minimum": 0,
+                       "description": "Run the job this many milliseconds from now (instead of `at`)."}),
+            );
+            properties.insert(
+                "at".to_owned(),
+                json!({"type": ["string", "null"], "format": "date-time",
+                       "description": "Run the job at this RFC 3339 time, like `2030-01-01T09:00:00Z` (instead of `delay_ms`)."}),
+            );
+        }
+    }
+    nest.root(own)
+}
+
+fn describe(running: &str) -> String {
+    format!(
+        "{running} (Submitted as a job: answers at once with a ticket; `job_status`, \
+         `job_result` and `job_cancel` take its `job_id`. `delay_ms` or `at` runs it later.)"
+    )
+}
+
+impl Extension for Submit {
+    type Kind = Transformer;
+    type Locality = Anywhere;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn describe(&self, running: &str) -> Option<String> {
+        Some(describe(running))
+    }
+
+    fn own_params(&self) -> &[&'static str] {
+        OWN_PARAMS
+    }
+
+    fn input_schema(&self, below: &LayerInput<'_, Self>) -> Option<Schema> {
+        Some(with_schedule(below.input_schema))
+    }
+
+    fn output_schema(&self, _: &LayerInput<'_, Self>) -> Option<Schema> {
+        Some(toolgraft::schema::of::<JobTicket>())
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+impl<S> sealed::Sealed for Remoted<S> {}
+
+/// A `remote` branch: the only layer [`Submit`] goes over.
+///
+/// Sealed: implemented for [`Remoted`] only.
+#[diagnostic::on_unimplemented(
+    message = "`submit` must sit right outside `remote`, but its layer input is `{Self}`",
+    label = "not a `remote` branch",
+    note = "`submit` enqueues the job its layer input, a `remote` branch, would send, and answers with a ticket at once",
+    note = "place `remote` right before `submit`: `.with(remote).with(Submit::new())`"
+)]
+pub trait RemoteBranch: Stack + sealed::Sealed {
+    /// Enqueues the job this branch would send, runnable from `run_at` (ms since
+    /// the Unix epoch; `None`: now), and returns its ticket.
+    #[doc(hidden)]
+    fn submit_job(
+        &self,
+        input: Self::Input,
+        run_at: Option<u64>,
+    ) -> impl Future<Output = Result<JobTicket, ToolError>> + Send;
+}
+
+/// What a [`Submit`] branch takes: the layer's input, and when to run it.
+#[derive(Debug)]
+pub struct Submission<I> {
+    input: I,
+    run_at: Option<u64>,
+}
+
+/// The branch [`Submit`] mints over a `remote` branch.
+#[derive(Clone, Debug)]
+pub struct Submitted<S> {
+    submit: Submit,
+    remoted: S,
+}
+
+impl<S: RemoteBranch> Stack for Submitted<S> {
+    type Input = Submission<S::Input>;
+    type Output = JobTicket;
+
+    fn call(
+        &self,
+        input: Submission<S::Input>,
+    ) -> impl Future<Output = Result<JobTicket, ToolError>> + Send {
+        self.remoted.submit_job(input.input, input.run_at)
+    }
+
+    fn decode(&self, mut args: Args) -> Result<Submission<S::Input>, ArgsError> {
+        let run_at = self.submit.take_schedule(&mut args)?;
+        Ok(Submission {
+            input: self.remoted.decode(args)?,
+            run_at,
+        })
+    }
+}
+
+// Over `Remoted` only: a combo that puts `submit` over anything else fails to
+// compile, the compiler saying that `Submit` layers over `Remoted<S>`.
+impl<S> Layer<Remoted<S>> for Submit
+where
+    Remoted<S>: RemoteBranch,
+{
+    type Branch = Submitted<Remoted<S>>;
+
+    fn layer(self, inner: Remoted<S>, _: &LayerInput<'_, Self>) -> Submitted<Remoted<S>> {
+        Submitted {
+            submit: self,
+            remoted: inner,
+        }
+    }
+}
+
+// ------------------------------------------------------------------ job tools
+
+/// The one argument of the job tools.
+#[derive(Deserialize, JsonSchema)]
+struct JobId {
+    /// The `job_id` of a ticket that a submit branch returned.
+    job_id: String,
+}
+
+/// What `job_result` answers when the job has not failed.
+#[derive(Serialize, JsonSchema)]
+struct ResultView {
+    /// The job.
+    job_id: String,
+    /// Where it is: `finished` (then `result` is there), or not yet.
+    state: JobState,
+    /// The tool's result, once finished.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<Value>,
+}
+
+impl Remote {
+    /// The job tools of this backend's queue, to bind as base tools so that an
+    /// agent can follow its submitted jobs: `job_status`, `job_result` and
+    /// `job_cancel`, each taking `{"job_id": ..}`.
+    ///
+    /// `job_status` answers with the [`JobTicket`]; `job_result` with `{job_id,
+    /// state, result}` (`result` once finished), or fails with the job's own
+    /// error (the source of its [`ToolError::Body`] is that [`ToolError`]);
+    /// `job_cancel` with the ticket of the cancelled job, or fails (source: a
+    /// [`JobError`]) when it is running or done. An id it does not know fails
+    /// with [`JobError::Unknown`] as the source.
+    ///
+    /// ```
+    /// let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
+    /// let toolset = toolgraft::Toolset::new();
+    /// for tool in remote.job_tools() {
+    ///     toolset.bind_tool(&tool)?;
+    /// }
+    /// assert_eq!(toolset.names(), ["job_cancel", "job_result", "job_status"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn job_tools(&self) -> Vec<DynTool> {
+        let input = toolgraft::schema::of::<JobId>();
+        let parse = |args: Args| -> Result<String, toolgraft::error::BoxError> {
+            let JobId { job_id } = toolgraft::extension::decode_args(args)?;
+            Ok(job_id)
+        };
+        let status = {
+            let remote = self.clone();
+            DynTool::builder()
+                .name("job_status")
+                .description(format!(
+                    "Where a job submitted on queue `{}` is: scheduled, queued, running, finished, failed or cancelled.",
+                    self.queue_name()
+                ))
+                .input_schema(input.clone())
+                .output_schema(toolgraft::schema::of::<JobTicket>())
+                .body(move |args| {
+                    let remote = remote.clone();
+                    async move {
+                        let ticket = remote.job_status(&parse(args)?).await?;
+                        Ok(serde_json::to_value(ticket)?)
+                    }
+                })
+                .build()
+        };
+        let result = {
+            let remote = self.clone();
+            DynTool::builder()
+                .name("job_result")
+                .description(format!(
+                    "The result of a job submitted on queue `{}` once it finished (its error if it failed), or where it is until then.",
+                    self.queue_name()
+                ))
+                .input_schema(input.clone())
+                .output_schema(toolgraft::schema::of::<ResultView>())
+                .body(move |args| {
+                    let remote = remote.clone();
+                    async move {
+                        let job_id = parse(args)?;
+                        let view = match remote.job_result(&job_id).await? {
+                            JobResult::Finished(result) => ResultView {
+                                job_id,
+                                state: JobState::Finished,
+                                result: Some(result),
+                            },
+                            JobResult::Failed(error) => return Err(error.into()),
+                            JobResult::NotFinished(ticket) => ResultView {
+                                job_id,
+                                state: ticket.state,
+                                result: None,
+                            },
+                        };
+                        Ok(serde_json::to_value(view)?)
+                    }
+                })
+                .build()
+        };
+        let cancel = {
+            let remote = self.clone();
+            DynTool::builder()
+                .name("job_cancel")
+                .description(format!(
+                    "Cancel a job submitted on queue `{}` that no worker has taken yet (scheduled or queued): it never runs. A running job cannot be stopped.",
+                    self.queue_name()
+                ))
+                .input_schema(input)
+                .output_schema(toolgraft::schema::of::<JobTicket>())
+                .body(move |args| {
+                    let remote = remote.clone();
+                    async move {
+                        let ticket = remote.cancel(&parse(args)?).await?;
+                        Ok(serde_json::to_value(ticket)?)
+                    }
+                })
+                .build()
+        };
+        [status, result, cancel]
+            .into_iter()
+            .map(|tool| tool.expect("the job tools' names are valid"))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(value: Value) -> Args {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn a_schedule_is_a_delay_or_a_time_never_both() {
+        let submit = Submit::new();
+        let mut plain = args(json!({"city": "Oslo"}));
+        assert_eq!(submit.take_schedule(&mut plain).unwrap(), None);
+        assert_eq!(plain, args(json!({"city": "Oslo"})));
+
+        let mut delayed = args(json!({"city": "Oslo", "delay_ms": 2000}));
+        let before = now_ms();
+        let run_at = submit.take_schedule(&mut delayed).unwrap().unwrap();
+        assert!((before + 2000..=now_ms() + 2000).contains(&run_at));
+        assert_eq!(delayed, args(json!({"city": "Oslo"})), "taken out");
+
+        let both = submit
+            .take_schedule(&mut args(
+                json!({"delay_ms": 1, "at": "2030-01-01T00:00:00Z"}),
+            ))
+            .unwrap_err();
+        assert_eq!(both.field.as_deref(), Some("at"));
+
+        let past = submit
+            .take_schedule(&mut args(json!({"at": "2001-01-01T00:00:00Z"})))
+            .unwrap_err();
+        assert!(past.problem.contains("in the past"), "{past}");
+        let far = submit
+            .take_schedule(&mut args(json!({"at": "2999-01-01T00:00:00+02:00"})))
+            .unwrap_err();
+        assert!(far.problem.contains("further ahead"), "{far}");
+        let far = Submit::new()
+            .max_ahead(Duration::from_secs(1))
+            .take_schedule(&mut args(json!({"delay_ms": 5000})))
+            .unwrap_err();
+        assert_eq!(far.field.as_deref(), Some("delay_ms"));
+        let garbled = submit
+            .take_schedule(&mut args(json!({"at": "tomorrow"})))
+            .unwrap_err();
+        assert!(garbled.problem.contains("RFC 3339"), "{garbled}");
+        let negative = submit
+            .take_schedule(&mut args(json!({"delay_ms": -5})))
+            .unwrap_err();
+        assert_eq!(negative.field.as_deref(), Some("delay_ms"));
+        // Within the slack, a past time means now.
+        let just_now = rfc3339(now_ms() - 1000);
+        assert_eq!(
+            submit
+                .take_schedule(&mut args(json!({"at": just_now})))
+                .unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn times_are_rfc3339_in_utc() {
+        assert_eq!(rfc3339(1_900_000_000_123), "2030-03-17T17:46:40.123Z");
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+    }
+}
