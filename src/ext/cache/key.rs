@@ -500,6 +500,23 @@ mod tests {
     }
 
     #[test]
+    fn a_long_map_in_reverse_order_is_sorted() {
+        let mut args = serde_json::Map::new();
+        for n in (0..20).rev() {
+            args.insert(format!("k{n:02}"), json!({"z": n, "a": [n]}));
+        }
+        let sorted: BTreeMap<String, BTreeMap<String, serde_json::Value>> = args
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::from_value(v.clone()).unwrap()))
+            .collect();
+        let args = serde_json::Value::Object(args);
+        assert_eq!(
+            cache_key(&args).unwrap(),
+            serde_json::to_string(&sorted).unwrap()
+        );
+    }
+
+    #[test]
     fn non_string_map_keys_are_quoted_as_serde_json_quotes_them() {
         let map: BTreeMap<i32, bool> = [(2, true), (-1, false)].into();
         assert_eq!(
