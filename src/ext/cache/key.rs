@@ -8,6 +8,8 @@
 //! the type, so they need no sorting, and a typed input is serialized without
 //! building a `serde_json::Value` first: a cache hit costs what its key costs.
 
+use std::cell::RefCell;
+
 use serde::Serialize;
 use serde::ser;
 
@@ -16,7 +18,11 @@ type Error = serde_json::Error;
 /// `input`'s key (see the module docs).
 pub(super) fn cache_key<I: Serialize + ?Sized>(input: &I) -> Result<String, Error> {
     let mut out = Vec::with_capacity(64);
-    input.serialize(Canonical { out: &mut out })?;
+    let base = ENTRIES.with(|entries| entries.borrow().len());
+    let written = input.serialize(Canonical { out: &mut out });
+    // A failed write leaves its maps' entries behind.
+    ENTRIES.with(|entries| entries.borrow_mut().truncate(base));
+    written?;
     // Only `serde_json` writes into `out`, and it writes UTF-8.
     String::from_utf8(out).map_err(ser::Error::custom)
 }
@@ -100,10 +106,21 @@ struct Map<'a> {
     out: &'a mut Vec<u8>,
     /// Where the first entry starts (just after `{`).
     start: usize,
-    /// Each entry's key (its JSON string) and its end, as offsets into `out`.
-    entries: Vec<Entry>,
+    /// Where this map's entries start in [`ENTRIES`].
+    base: usize,
+    /// How many entries it has.
+    len: usize,
 }
 
+thread_local! {
+    /// The entries of the maps being written on this thread, innermost last: one
+    /// buffer, kept between keys, so keying a call's arguments allocates nothing
+    /// for them. A map's entries sit above its parent's and are gone before the
+    /// parent's next entry starts.
+    static ENTRIES: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
+}
+
+/// One entry's key (its JSON string) and its end, as offsets into `out`.
 #[derive(Clone, Copy)]
 struct Entry {
     key_start: usize,
@@ -112,34 +129,28 @@ struct Entry {
 }
 
 impl Map<'_> {
-    fn key_of(&self, entry: Entry) -> &[u8] {
-        &self.out[entry.key_start..entry.key_end]
-    }
-
-    fn sorted(&self) -> bool {
-        self.entries
-            .windows(2)
-            .all(|pair| self.key_of(pair[0]) <= self.key_of(pair[1]))
-    }
-
-    fn close(mut self) -> Result<(), Error> {
-        if !self.sorted() {
-            let written = self.out.split_off(self.start);
-            let mut entries = std::mem::take(&mut self.entries);
-            let base = self.start;
-            entries.sort_by(|a, b| {
-                written[a.key_start - base..a.key_end - base]
-                    .cmp(&written[b.key_start - base..b.key_end - base])
+    fn close(self) -> Result<(), Error> {
+        let (out, start, base) = (self.out, self.start, self.base);
+        ENTRIES.with(|entries| {
+            let mut entries = entries.borrow_mut();
+            let mine = entries.get_mut(base..).unwrap_or_default();
+            let sorted = mine.windows(2).all(|pair| {
+                out[pair[0].key_start..pair[0].key_end] <= out[pair[1].key_start..pair[1].key_end]
             });
-            for (at, entry) in entries.iter().enumerate() {
-                if at > 0 {
-                    self.out.push(b',');
+            if !sorted {
+                let written = out.split_off(start);
+                let key = |entry: &Entry| &written[entry.key_start - start..entry.key_end - start];
+                mine.sort_by(|a, b| key(a).cmp(key(b)));
+                for (at, entry) in mine.iter().enumerate() {
+                    if at > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(&written[entry.key_start - start..entry.end - start]);
                 }
-                self.out
-                    .extend_from_slice(&written[entry.key_start - base..entry.end - base]);
             }
-        }
-        self.out.push(b'}');
+            entries.truncate(base);
+        });
+        out.push(b'}');
         Ok(())
     }
 }
@@ -149,7 +160,7 @@ impl ser::SerializeMap for Map<'_> {
     type Error = Error;
 
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
-        if !self.entries.is_empty() {
+        if self.len > 0 {
             self.out.push(b',');
         }
         let key_start = self.out.len();
@@ -161,20 +172,26 @@ impl ser::SerializeMap for Map<'_> {
             self.out.push(b'"');
         }
         let key_end = self.out.len();
-        self.entries.push(Entry {
+        let entry = Entry {
             key_start,
             key_end,
             end: key_end,
-        });
+        };
+        ENTRIES.with(|entries| entries.borrow_mut().push(entry));
+        self.len += 1;
         Ok(())
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
         self.out.push(b':');
         value.serialize(Canonical { out: self.out })?;
-        if let Some(entry) = self.entries.last_mut() {
-            entry.end = self.out.len();
-        }
+        let end = self.out.len();
+        // The value's own maps are closed: this map's entry is the last one.
+        ENTRIES.with(|entries| {
+            if let Some(entry) = entries.borrow_mut().last_mut() {
+                entry.end = end;
+            }
+        });
         Ok(())
     }
 
@@ -404,10 +421,12 @@ impl<'a> ser::Serializer for Canonical<'a> {
     fn serialize_map(self, _: Option<usize>) -> Result<Map<'a>, Error> {
         self.out.push(b'{');
         let start = self.out.len();
+        let base = ENTRIES.with(|entries| entries.borrow().len());
         Ok(Map {
             out: self.out,
             start,
-            entries: Vec::new(),
+            base,
+            len: 0,
         })
     }
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<Struct<'a>, Error> {
@@ -514,6 +533,30 @@ mod tests {
             cache_key(&args).unwrap(),
             serde_json::to_string(&sorted).unwrap()
         );
+    }
+
+    /// Fails halfway through a nested map.
+    struct Broken;
+
+    impl Serialize for Broken {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut map = serializer.serialize_map(None)?;
+            map.serialize_entry("b", &1)?;
+            map.serialize_entry("a", &json!({"y": 1, "x": 2}))?;
+            Err(ser::Error::custom("broken on purpose"))
+        }
+    }
+
+    #[test]
+    fn a_failed_key_leaves_nothing_behind() {
+        assert!(cache_key(&json!({"outer": [1, {}], "z": null})).is_ok());
+        assert!(cache_key(&vec![json!(1), json!({"k": 1})]).is_ok());
+        let err = cache_key(&BTreeMap::from([("p", Broken)])).unwrap_err();
+        assert!(err.to_string().contains("broken on purpose"));
+        assert_eq!(ENTRIES.with(|entries| entries.borrow().len()), 0);
+        let again = json!({"b": {"d": 1, "c": 2}, "a": 0});
+        assert_eq!(cache_key(&again).unwrap(), r#"{"a":0,"b":{"c":2,"d":1}}"#);
     }
 
     #[test]
