@@ -19,8 +19,8 @@ use crate::extension::{ConfigError, LayerInput};
 use crate::kind::ExtensionKind;
 use crate::name::InvalidName;
 use crate::name::Name;
+use crate::stack::ErasedStack;
 use crate::stack::erased::DynStack;
-use crate::stack::{BaseStack, ErasedStack};
 use crate::tool::{BaseTool, ToolSpec};
 
 pub(crate) mod element;
@@ -386,7 +386,9 @@ impl Minted {
     pub(crate) fn base<B: BaseTool>(base: &B) -> Self {
         Self {
             running: Running::of_base(base.spec()),
-            stack: Arc::new(BaseStack::new(base.clone())),
+            // Decoding through `ErasedStack` keeps the arguments as given, without a
+            // copy for a typed tool (`Stack::decode_keeping`).
+            stack: Arc::new(base.clone()),
         }
     }
 

@@ -248,9 +248,9 @@ impl<S: Stack> ErasedStack for S {
 
     fn decode_erased(&self, args: Args) -> Result<DynInput, ArgsError> {
         decode_shared(self, args).unwrap_or_else(|args| {
-            // A typed input that cannot be turned back into JSON (a `DynStack::new`
-            // over a stack of one's own): kept as given, copied only if the stack
-            // cannot give them back.
+            // A typed input (a base tool's, or a stack of one's own under
+            // `DynStack::new`): the arguments are kept as given, by reference for a
+            // typed tool, copied only by a stack that cannot give them back.
             let (decoded, args) = self.decode_keeping(args)?;
             Ok(DynInput::kept(args, decoded))
         })
@@ -325,48 +325,6 @@ pub(crate) fn cast<T: 'static, U: 'static>(value: T) -> Result<U, T> {
         (None, Some(value)) => Err(value),
         // Taken only by the downcast, which then returned it.
         (None, None) => unreachable!("a value taken by a failed downcast"),
-    }
-}
-
-/// A base tool seen through JSON, for run-time layers: decoding keeps the
-/// arguments as given, without a copy for a typed tool
-/// ([`Stack::decode_keeping`]).
-pub(crate) struct BaseStack<B> {
-    base: B,
-}
-
-impl<B: Stack> BaseStack<B> {
-    pub(crate) fn new(base: B) -> Self {
-        Self { base }
-    }
-}
-
-impl<B: Stack> ErasedStack for BaseStack<B> {
-    fn call_json<'a>(
-        &'a self,
-        tool: &'a Name,
-        args: Args,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        call_json(&self.base, tool, args)
-    }
-
-    fn decode_erased(&self, args: Args) -> Result<DynInput, ArgsError> {
-        decode_shared(&self.base, args).unwrap_or_else(|args| {
-            let (decoded, args) = self.base.decode_keeping(args)?;
-            Ok(DynInput::kept(args, decoded))
-        })
-    }
-
-    fn call_erased<'a>(
-        &'a self,
-        tool: &'a Name,
-        input: DynInput,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        call_erased(&self.base, tool, input)
-    }
-
-    fn as_any(&self) -> Option<&dyn Any> {
-        Some(&self.base)
     }
 }
 
