@@ -200,92 +200,63 @@ impl ser::SerializeMap for Map<'_> {
     }
 }
 
-impl ser::SerializeSeq for Seq<'_> {
-    type Ok = ();
-    type Error = Error;
+/// The four sequence-like compounds write the same way: items, then the close.
+macro_rules! seq_like {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for Seq<'_> {
+            type Ok = ();
+            type Error = Error;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.item(value)
-    }
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+                self.item(value)
+            }
 
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
+            fn end(self) -> Result<(), Error> {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Seq<'_> {
-    type Ok = ();
-    type Error = Error;
+seq_like!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.item(value)
-    }
+/// A struct and a struct variant write the same way: fields, then the close.
+macro_rules! struct_like {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Struct<'_> {
+            type Ok = ();
+            type Error = Error;
 
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), Error> {
+                self.field(key, value)
+            }
+
+            fn end(self) -> Result<(), Error> {
+                self.out.extend_from_slice(self.close);
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTupleStruct for Seq<'_> {
-    type Ok = ();
-    type Error = Error;
+struct_like!(SerializeStruct, SerializeStructVariant);
 
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.item(value)
-    }
-
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleVariant for Seq<'_> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.item(value)
-    }
-
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
-}
-
-impl ser::SerializeStruct for Struct<'_> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Error> {
-        self.field(key, value)
-    }
-
-    fn end(self) -> Result<(), Error> {
-        self.out.extend_from_slice(self.close);
-        Ok(())
-    }
-}
-
-impl ser::SerializeStructVariant for Struct<'_> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Error> {
-        self.field(key, value)
-    }
-
-    fn end(self) -> Result<(), Error> {
-        self.out.extend_from_slice(self.close);
-        Ok(())
-    }
+/// Every integer goes out through `itoa`.
+macro_rules! integers {
+    ($($method:ident: $int:ty),*) => {$(
+        fn $method(self, v: $int) -> Result<(), Error> {
+            write_int(self.out, v)
+        }
+    )*};
 }
 
 impl<'a> ser::Serializer for Canonical<'a> {
@@ -302,36 +273,18 @@ impl<'a> ser::Serializer for Canonical<'a> {
     fn serialize_bool(self, v: bool) -> Result<(), Error> {
         self.scalar(&v)
     }
-    fn serialize_i8(self, v: i8) -> Result<(), Error> {
-        write_int(self.out, v)
-    }
-    fn serialize_i16(self, v: i16) -> Result<(), Error> {
-        write_int(self.out, v)
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), Error> {
-        write_int(self.out, v)
-    }
-    fn serialize_i64(self, v: i64) -> Result<(), Error> {
-        write_int(self.out, v)
-    }
-    fn serialize_i128(self, v: i128) -> Result<(), Error> {
-        write_int(self.out, v)
-    }
-    fn serialize_u8(self, v: u8) -> Result<(), Error> {
-        write_int(self.out, v)
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), Error> {
-        write_int(self.out, v)
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), Error> {
-        write_int(self.out, v)
-    }
-    fn serialize_u64(self, v: u64) -> Result<(), Error> {
-        write_int(self.out, v)
-    }
-    fn serialize_u128(self, v: u128) -> Result<(), Error> {
-        write_int(self.out, v)
-    }
+    integers!(
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_i128: i128,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+        serialize_u128: u128
+    );
     fn serialize_f32(self, v: f32) -> Result<(), Error> {
         self.scalar(&v)
     }
