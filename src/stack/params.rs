@@ -189,10 +189,11 @@ impl<P: Params> ReservedParams for P {
         let mut own = Args::new();
         // A call's few arguments are scanned faster than each reserved name is
         // hashed (with SipHash) to be looked up, and most calls give none.
-        let given = args.len() > 8 || args.keys().any(|arg| names.contains(arg));
-        for name in names.iter().filter(|_| given) {
-            if let Some(value) = args.remove(name) {
-                own.insert(name.clone(), value);
+        if args.len() > 8 || args.keys().any(|arg| names.contains(arg)) {
+            for name in names {
+                if let Some(value) = args.remove(name) {
+                    own.insert(name.clone(), value);
+                }
             }
         }
         // Most calls give no reserved param: decoding nothing needs none of the

@@ -634,11 +634,9 @@ async fn batch_inside_remote_is_one_job_and_outside_one_per_item(env: Env) {
     assert_eq!(worker.jobs_started("whereami_batch"), 1);
 }
 
-async fn failures_come_back_typed_and_the_worker_survives(env: Env) {
-    let mut worker = WorkerProcess::start(&env);
-    let toolset = toolset(&env.remote());
-
-    match toolset.call("fail_remote", json!({})).await.unwrap_err() {
+/// `error` is `fail`'s body error, come back typed from `worker`.
+fn assert_failed_on_purpose(error: &ToolError, worker: &WorkerProcess) {
+    match error {
         ToolError::Body { tool, source } => {
             assert_eq!(tool.as_str(), "fail");
             let remote = source
@@ -650,6 +648,14 @@ async fn failures_come_back_typed_and_the_worker_survives(env: Env) {
         }
         other => panic!("expected a body error, got {other:?}"),
     }
+}
+
+async fn failures_come_back_typed_and_the_worker_survives(env: Env) {
+    let mut worker = WorkerProcess::start(&env);
+    let toolset = toolset(&env.remote());
+
+    let failed = toolset.call("fail_remote", json!({})).await.unwrap_err();
+    assert_failed_on_purpose(&failed, &worker);
     match toolset.call("boom_remote", json!({})).await.unwrap_err() {
         ToolError::Panicked { tool, message } => {
             assert_eq!(
@@ -1508,18 +1514,7 @@ async fn a_submitted_failure_comes_back_typed_and_unknown_ids_are_errors(env: En
         remote.job_status(&id).await.unwrap().state,
         JobState::Failed
     );
-    let check = |error: &ToolError| match error {
-        ToolError::Body { tool, source } => {
-            assert_eq!(tool.as_str(), "fail");
-            let remote = source
-                .downcast_ref::<RemoteFailure>()
-                .expect("a remote failure");
-            assert_eq!(remote.message, "the body failed on purpose");
-            let prefix = format!("toolgraft-{}-", worker.pid());
-            assert!(remote.worker.starts_with(&prefix), "{}", remote.worker);
-        }
-        other => panic!("expected a body error, got {other:?}"),
-    };
+    let check = |error: &ToolError| assert_failed_on_purpose(error, &worker);
     match remote.job_result(&id).await.unwrap() {
         JobResult::Failed(error) => check(&error),
         other => panic!("expected the failure, got {other:?}"),
