@@ -414,3 +414,103 @@ async fn vacuum(broker: Broker, every: Duration) {
         }
     }
 }
+
+#[cfg(all(test, feature = "sqlite"))]
+mod tests {
+    use std::time::Instant;
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// A fresh SQLite queue in the temp directory, its files removed when dropped.
+    struct Queue(std::path::PathBuf);
+
+    impl Drop for Queue {
+        fn drop(&mut self) {
+            for suffix in ["", "-wal", "-shm", ".lock"] {
+                for file in [self.0.clone(), self.0.with_extension("db.replies")] {
+                    let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+                }
+            }
+        }
+    }
+
+    fn job_at(generation: u64) -> Job {
+        Job {
+            id: ulid::Ulid::new().to_string(),
+            tool: "weather".into(),
+            args: json!({}),
+            reply_to: "nobody".into(),
+            depth: 0,
+            generation,
+        }
+    }
+
+    /// A worker that follows the fleet and one that cannot reach a job's
+    /// generation: it waits its fleet wait, no longer, then refuses the job with
+    /// both generations named (the job is replied to, not run on a stale binding).
+    #[tokio::test]
+    async fn a_worker_behind_a_job_catches_up_or_refuses_it_after_its_wait() {
+        let path = std::env::temp_dir().join(format!(
+            "behind-{}.db",
+            ulid::Ulid::new().to_string().to_lowercase()
+        ));
+        let _queue = Queue(path.clone());
+        let remote = Remote::new(format!("sqlite://{}", path.display())).unwrap();
+        let engine = remote.engine();
+        let worker_toolset = Toolset::new();
+        let fleet = Fleet::follow(&remote, &worker_toolset, Registry::new(), "w".into())
+            .await
+            .unwrap();
+        let state = State {
+            toolset: worker_toolset,
+            broker: Broker::connect(remote.tier(), remote.queue_name(), engine)
+                .await
+                .unwrap(),
+            worker: "w".into(),
+            fleet: Some(fleet),
+            fleet_wait: Duration::from_millis(300),
+        };
+        assert_eq!(state.fleet.as_ref().unwrap().generation(), 0);
+
+        // A caller publishes generation 1: a job sent at it wakes the worker's
+        // follower, which catches up well within the wait.
+        let caller_toolset = Toolset::new();
+        let caller = Fleet::join(&remote, &caller_toolset, Registry::new())
+            .await
+            .unwrap();
+        let published = caller.publish().await.unwrap();
+        assert_eq!(published, 1);
+        let started = Instant::now();
+        assert!(behind(&job_at(published), &state).await.is_none());
+        let caught_up = started.elapsed();
+        assert!(caught_up < state.fleet_wait, "{caught_up:?}");
+        assert_eq!(state.fleet.as_ref().unwrap().generation(), 1);
+
+        // A generation nobody published (a caller ahead of the store the worker
+        // reads): refused once the wait is over.
+        let started = Instant::now();
+        let refused = behind(&job_at(published + 1), &state).await;
+        let waited = started.elapsed();
+        assert!(waited >= state.fleet_wait, "{waited:?}");
+        assert!(waited < state.fleet_wait * 4, "bounded: {waited:?}");
+        match refused {
+            Some(WireError::Other { tool, message }) => {
+                assert_eq!(tool, "weather");
+                assert_eq!(
+                    message,
+                    "the worker is at binding generation 1 and the job was sent at \
+                     generation 2; it did not catch up within 300ms"
+                );
+            }
+            other => panic!("not refused as behind: {other:?}"),
+        }
+
+        // A job from the worker's own generation or an older one runs at once.
+        let started = Instant::now();
+        assert!(behind(&job_at(0), &state).await.is_none());
+        assert!(behind(&job_at(1), &state).await.is_none());
+        assert!(started.elapsed() < Duration::from_millis(50));
+    }
+}
