@@ -49,7 +49,9 @@
 //! arguments are the tool's plus, optionally, `delay_ms` or `at` (an RFC 3339 time),
 //! which schedule the job. [`Remote::job_status`], [`Remote::job_result`] and
 //! [`Remote::cancel`] follow a job from Rust; [`Remote::job_tools`] are the same as
-//! tools (`job_status`, `job_result`, `job_cancel`, taking `{job_id}`) for an agent.
+//! tools (`job_status`, `job_result`, `job_cancel`, taking `{job_id}`) for an agent;
+//! [`Remote::job_tools_named`] names them after a prefix of your own, one set per
+//! queue.
 //! Results, and the [`ToolError`] a job failed with, are kept for the retention
 //! (`retention_s`). A scheduled or queued job that is cancelled never runs; one a
 //! worker has taken cannot be stopped: it runs to its end and its result is kept

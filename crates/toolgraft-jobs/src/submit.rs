@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::remote::{Remote, Remoted};
 use toolgraft::ToolError;
-use toolgraft::error::ArgsError;
+use toolgraft::error::{ArgsError, InvalidName};
 use toolgraft::extension::{
     Anywhere, Args, ConfigError, Extension, Layer, LayerInput, Stack, Transformer,
 };
@@ -575,6 +575,25 @@ impl Remote {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn job_tools(&self) -> Vec<DynTool> {
+        self.job_tools_named("job")
+            .expect("the job tools' names are valid")
+    }
+
+    /// The same job tools as [`Remote::job_tools`], named `<prefix>_status`,
+    /// `<prefix>_result` and `<prefix>_cancel`: a toolset that follows the jobs of
+    /// several queues needs one set per queue, under names of its own. A prefix
+    /// that makes an invalid tool name is refused.
+    ///
+    /// ```
+    /// use toolgraft::tool::BaseTool;
+    /// let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.queue("weather");
+    /// let tools = remote.job_tools_named("weather_job")?;
+    /// let names: Vec<_> = tools.iter().map(|tool| tool.spec().name.as_str()).collect();
+    /// assert_eq!(names, ["weather_job_status", "weather_job_result", "weather_job_cancel"]);
+    /// assert!(remote.job_tools_named("weather job").is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn job_tools_named(&self, prefix: &str) -> Result<Vec<DynTool>, InvalidName> {
         let input = toolgraft::schema::of::<JobId>();
         let parse = |args: Args| -> Result<String, toolgraft::error::BoxError> {
             let JobId { job_id } = toolgraft::extension::decode_args(args)?;
@@ -583,7 +602,7 @@ impl Remote {
         let status = {
             let remote = self.clone();
             DynTool::builder()
-                .name("job_status")
+                .name(format!("{prefix}_status"))
                 .description(format!(
                     "Where a job submitted on queue `{}` is: scheduled, queued, running, finished, failed or cancelled.",
                     self.queue_name()
@@ -602,7 +621,7 @@ impl Remote {
         let result = {
             let remote = self.clone();
             DynTool::builder()
-                .name("job_result")
+                .name(format!("{prefix}_result"))
                 .description(format!(
                     "The result of a job submitted on queue `{}` once it finished (its error if it failed), or where it is until then.",
                     self.queue_name()
@@ -634,7 +653,7 @@ impl Remote {
         let cancel = {
             let remote = self.clone();
             DynTool::builder()
-                .name("job_cancel")
+                .name(format!("{prefix}_cancel"))
                 .description(format!(
                     "Cancel a job submitted on queue `{}` that no worker has taken yet (scheduled or queued): it never runs. A running job cannot be stopped.",
                     self.queue_name()
@@ -650,10 +669,7 @@ impl Remote {
                 })
                 .build()
         };
-        [status, result, cancel]
-            .into_iter()
-            .map(|tool| tool.expect("the job tools' names are valid"))
-            .collect()
+        Ok(vec![status?, result?, cancel?])
     }
 }
 

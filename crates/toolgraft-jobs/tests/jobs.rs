@@ -549,6 +549,7 @@ on_every_tier!(
     a_submitted_failure_comes_back_typed_and_unknown_ids_are_errors,
     a_running_job_is_not_cancelled,
     a_manifest_submits_only_right_outside_remote,
+    two_queues_have_job_tools_under_names_of_their_own,
 );
 
 fn report(value: Value) -> Report {
@@ -1544,6 +1545,61 @@ async fn a_submitted_failure_comes_back_typed_and_unknown_ids_are_errors(env: En
             );
         }
     }
+}
+
+/// Two queues' job tools in one toolset, under names of their own: each follows
+/// its own queue's jobs. Under the default names they collide, and binding the
+/// second set says so.
+async fn two_queues_have_job_tools_under_names_of_their_own(env: Env) {
+    let weather = env.remote();
+    let other = env.remote().queue(format!("{}-other", env.queue));
+    let toolset = toolset(&weather);
+    let tools = [
+        weather.job_tools_named("weather_job").unwrap(),
+        other.job_tools_named("other_job").unwrap(),
+    ];
+    for tool in tools.iter().flatten() {
+        toolset.bind_tool(tool).unwrap();
+    }
+    // No worker: the job stays queued.
+    let ticket = toolset
+        .call("slow_remote_submit", json!({"ms": 1}))
+        .await
+        .unwrap();
+    let id = ticket["job_id"].as_str().unwrap().to_owned();
+    let status = toolset
+        .call("weather_job_status", json!({"job_id": id}))
+        .await
+        .unwrap();
+    assert_eq!(status["state"], "queued", "{status}");
+    assert_eq!(status["queue"], weather.queue_name(), "{status}");
+    let error = toolset
+        .call("other_job_status", json!({"job_id": id}))
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        job_tool_source::<JobError>(&error),
+        JobError::Unknown { .. }
+    ));
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("on queue `{}`", other.queue_name())),
+        "{error}"
+    );
+    let cancelled = toolset
+        .call("weather_job_cancel", json!({"job_id": id}))
+        .await
+        .unwrap();
+    assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
+
+    let clash = Toolset::new();
+    for tool in weather.job_tools() {
+        clash.bind_tool(&tool).unwrap();
+    }
+    let refused = clash.bind_tool(&other.job_tools()[0]).unwrap_err();
+    assert!(refused.to_string().contains("`job_status`"), "{refused}");
+    assert!(weather.job_tools_named("weather job").is_err());
 }
 
 /// A job a worker has taken is not cancelled: it runs to its end, and its result
