@@ -18,12 +18,19 @@ use crate::tool::{BaseTool, ToolSpec};
 /// A base tool defined at run time: JSON schemas and a closure over JSON values.
 ///
 /// Arguments are checked against the input schema's property names (strictly, as
-/// everywhere); the body validates the rest.
+/// everywhere); the body validates the rest. A body that fails with an
+/// [`ArgsError`](crate::error::ArgsError) (as [`decode_args`](crate::extension::decode_args)
+/// returns) is reported as [`ToolError::InvalidArguments`](crate::ToolError), as a
+/// typed tool's would be; any other error as [`ToolError::Body`](crate::ToolError).
 ///
 /// ```
 /// use serde_json::json;
-/// use toolgraft::Stack;
+/// use toolgraft::{Stack, ToolError};
+/// use toolgraft::extension::decode_args;
 /// use toolgraft::runtime::DynTool;
+///
+/// #[derive(serde::Deserialize)]
+/// struct Pair { a: f64, b: f64 }
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let add = DynTool::builder()
@@ -35,12 +42,15 @@ use crate::tool::{BaseTool, ToolSpec};
 ///         "required": ["a", "b"],
 ///     }))
 ///     .body(|args| async move {
-///         let number = |key: &str| args.get(key).and_then(|v| v.as_f64()).ok_or("not a number");
-///         Ok(json!(number("a")? + number("b")?))
+///         let Pair { a, b } = decode_args(args)?;
+///         Ok(json!(a + b))
 ///     })
 ///     .build()?;
 /// let args = json!({"a": 1, "b": 2}).as_object().unwrap().clone();
 /// assert_eq!(add.call(args).await?, json!(3.0));
+/// let wrong = json!({"a": 1, "b": "two"}).as_object().unwrap().clone();
+/// let Err(ToolError::InvalidArguments { field, .. }) = add.call(wrong).await else { panic!() };
+/// assert_eq!(field.as_deref(), Some("b"));
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]

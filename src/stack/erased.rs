@@ -217,9 +217,13 @@ where
             let run = std::panic::AssertUnwindSafe(async move { body(input).await });
             match futures_util::FutureExt::catch_unwind(run).await {
                 Ok(Ok(value)) => Ok(value),
-                Ok(Err(source)) => Err(ToolError::Body {
-                    tool: name,
-                    source: source.into_inner().into(),
+                Ok(Err(source)) => Err(match source.into_inner().downcast::<ArgsError>() {
+                    // The body refused its arguments: what a typed tool's decode says.
+                    Ok(refused) => refused.for_tool(&name),
+                    Err(source) => ToolError::Body {
+                        tool: name,
+                        source: source.into(),
+                    },
                 }),
                 Err(panic) => Err(ToolError::Panicked {
                     tool: name,
