@@ -16,7 +16,7 @@ use toolgraft_jobs::Remote;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = remote_toolset::url();
     let remote = Remote::new(&url)?
-        .queue("weather")
+        .queue("weather")?
         .timeout(Duration::from_secs(10));
     let toolset = remote_toolset::toolset(&remote)?;
     println!("caller pid {}, jobs on {url}\n", std::process::id());

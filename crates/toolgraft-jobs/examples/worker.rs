@@ -16,7 +16,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_writer(std::io::stderr)
         .init();
     let url = remote_toolset::url();
-    let remote = Remote::new(&url)?.queue("weather");
+    let remote = Remote::new(&url)?.queue("weather")?;
     let toolset = remote_toolset::toolset(&remote)?;
     eprintln!(
         "worker pid {} serving queue `weather` on {url}",

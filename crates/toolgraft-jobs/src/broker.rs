@@ -184,7 +184,27 @@ impl Broker {
             #[cfg(feature = "sqlite")]
             Self::Sqlite(broker) => broker.record(&job.id, record).await?,
         }
-        self.push_at(job, run_at).await
+        let id = job.id.clone();
+        let pushed = self.push_at(job, run_at).await;
+        if pushed.is_err() {
+            self.abandon(&id).await;
+        }
+        pushed
+    }
+
+    /// Marks the record of a job whose submit failed to go after the retention,
+    /// as an ended job's does (were it enqueued after all, its reply keeps it
+    /// again). Best effort: a failure is logged.
+    pub(crate) async fn abandon(&self, id: &str) {
+        let outcome = match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(broker) => broker.abandon(id).await,
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(broker) => broker.abandon(id).await,
+        };
+        if let Err(error) = outcome {
+            tracing::warn!(job = %id, %error, "cannot mark an unsubmitted job's record to expire");
+        }
     }
 
     /// What the engine knows of the submitted job `id`; `None` if it has no
@@ -289,6 +309,9 @@ pub(crate) enum Waiting {
     Queued,
     /// Taken by a worker.
     Running,
+    /// Recorded, but the engine has no job: its submit is still enqueueing it, or
+    /// failed or timed out between the record and the enqueueing.
+    NotEnqueued,
 }
 
 /// What a cancellation did.
@@ -468,6 +491,8 @@ pub(crate) mod redis_tier {
                 state = 'queued'
             elseif redis.call('EXISTS', KEYS[4]) == 1 then
                 state = 'running'
+            else
+                state = 'not_enqueued'
             end
         end
         return {found[1], found[2] or '', found[3] or '', state}
@@ -635,6 +660,15 @@ pub(crate) mod redis_tier {
                 .map_err(|error| error.to_string())
         }
 
+        pub(crate) async fn abandon(&self, id: &str) -> Result<(), String> {
+            let retention = i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX);
+            let mut commands = self.commands.clone();
+            commands
+                .expire::<_, ()>(super::job_key(&self.queue, id), retention)
+                .await
+                .map_err(|error| error.to_string())
+        }
+
         pub(crate) async fn stored(&self, id: &str) -> Result<Option<super::Stored>, String> {
             let found: Option<(String, String, String, String)> = redis::Script::new(STORED)
                 .key(super::job_key(&self.queue, id))
@@ -656,6 +690,7 @@ pub(crate) mod redis_tier {
                     engine: match engine.as_str() {
                         "scheduled" => super::Waiting::Scheduled,
                         "running" => super::Waiting::Running,
+                        "not_enqueued" => super::Waiting::NotEnqueued,
                         _ => super::Waiting::Queued,
                     },
                 }),
@@ -770,6 +805,7 @@ pub(crate) mod sqlite_tier {
             "{}.lock",
             path.split_once('?').map_or(path, |(path, _)| path)
         );
+        let shown = toolgraft::error::shorten(&path).into_owned();
         tokio::task::spawn_blocking(move || {
             let file = std::fs::File::create(&path)?;
             file.lock()?;
@@ -777,7 +813,7 @@ pub(crate) mod sqlite_tier {
         })
         .await
         .map_err(|error| error.to_string())?
-        .map_err(|error| format!("cannot lock the job file: {error}"))
+        .map_err(|error| format!("cannot lock the job file with `{shown}`: {error}"))
     }
 
     /// The replies file's URL beside the jobs file's.
@@ -941,6 +977,19 @@ pub(crate) mod sqlite_tier {
                 .map_err(|error| error.to_string())
         }
 
+        pub(crate) async fn abandon(&self, id: &str) -> Result<(), String> {
+            sqlx::query(
+                "UPDATE toolgraft_jobs SET ended = unixepoch()
+                 WHERE queue = ?1 AND job = ?2 AND ended IS NULL",
+            )
+            .bind(&self.queue)
+            .bind(id)
+            .execute(&self.replies)
+            .await
+            .map(drop)
+            .map_err(|error| error.to_string())
+        }
+
         pub(crate) async fn stored(&self, id: &str) -> Result<Option<super::Stored>, String> {
             let retention = i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX);
             let row: Option<(String, Option<String>, Option<i64>)> = sqlx::query_as(
@@ -957,7 +1006,8 @@ pub(crate) mod sqlite_tier {
                 return Ok(None);
             };
             let mut engine = super::Waiting::Queued;
-            if result.is_none() && cancelled.is_none() {
+            let mut cancelled = cancelled.is_some();
+            if result.is_none() && !cancelled {
                 let job: Option<(String, Option<i64>)> = sqlx::query_as(
                     "SELECT status, run_at FROM Jobs WHERE id = ?1 AND job_type = ?2",
                 )
@@ -979,15 +1029,19 @@ pub(crate) mod sqlite_tier {
                     }
                     // To run again: its reply could not be sent.
                     Some((status, _)) if status == "Failed" => super::Waiting::Queued,
+                    // A cancel took it; its record is being marked.
+                    Some((status, _)) if status == "Killed" => {
+                        cancelled = true;
+                        super::Waiting::Queued
+                    }
                     Some(_) => super::Waiting::Running,
-                    // Recorded, not enqueued yet.
-                    None => super::Waiting::Queued,
+                    None => super::Waiting::NotEnqueued,
                 };
             }
             Ok(Some(super::Stored {
                 record,
                 reply: result.as_deref().and_then(super::decode_reply),
-                cancelled: cancelled.is_some(),
+                cancelled,
                 engine,
             }))
         }
@@ -1020,13 +1074,25 @@ pub(crate) mod sqlite_tier {
             .map_err(|error| error.to_string())?
             .rows_affected();
             if taken == 0 {
-                return Ok(super::Cancel::TooLate);
+                // Another cancel may have taken it first: then it is cancelled
+                // for this one too (the record is marked below, by both).
+                let status: Option<(String,)> =
+                    sqlx::query_as("SELECT status FROM Jobs WHERE id = ?1 AND job_type = ?2")
+                        .bind(id)
+                        .bind(&self.queue)
+                        .fetch_optional(&self.jobs)
+                        .await
+                        .map_err(|error| error.to_string())?;
+                if status.is_none_or(|(status,)| status != "Killed") {
+                    return Ok(super::Cancel::TooLate);
+                }
             }
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |since| since.as_millis() as i64);
             sqlx::query(
-                "UPDATE toolgraft_jobs SET cancelled = ?3, ended = unixepoch()
+                "UPDATE toolgraft_jobs SET cancelled = COALESCE(cancelled, ?3),
+                 ended = COALESCE(ended, unixepoch())
                  WHERE queue = ?1 AND job = ?2",
             )
             .bind(&self.queue)

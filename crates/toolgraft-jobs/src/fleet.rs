@@ -108,22 +108,29 @@ fn now_ms() -> u64 {
 }
 
 /// The generations this process's fleets are at, by (URL, queue): what a
-/// [`Remote`] stamps on its jobs.
-type Generations = Mutex<HashMap<(String, String), watch::Receiver<u64>>>;
+/// [`Remote`] stamps on its jobs. A process may join one queue's fleet more than
+/// once; a fleet that left drops out (its sender is gone).
+type Generations = Mutex<HashMap<(String, String), Vec<watch::Receiver<u64>>>>;
 
 fn generations() -> &'static Generations {
     static GENERATIONS: OnceLock<Generations> = OnceLock::new();
     GENERATIONS.get_or_init(Mutex::default)
 }
 
-/// The binding generation of this process's fleet on `url` and `queue` (0 if it
-/// joined none).
+/// The newest binding generation of this process's fleets on `url` and `queue`
+/// (0 if it joined none).
 pub(crate) fn generation_for(url: &str, queue: &str) -> u64 {
-    generations()
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&(url.to_owned(), queue.to_owned()))
-        .map_or(0, |generation| *generation.borrow())
+    let mut generations = generations().lock().unwrap_or_else(PoisonError::into_inner);
+    let key = (url.to_owned(), queue.to_owned());
+    let Some(fleets) = generations.get_mut(&key) else {
+        return 0;
+    };
+    fleets.retain(|fleet| fleet.has_changed().is_ok());
+    let newest = fleets.iter().map(|fleet| *fleet.borrow()).max();
+    if fleets.is_empty() {
+        generations.remove(&key);
+    }
+    newest.unwrap_or(0)
 }
 
 /// A process's membership in its queue's fleet; leaving (dropping it) stops
@@ -135,7 +142,7 @@ pub(crate) fn generation_for(url: &str, queue: &str) -> u64 {
 /// use toolgraft::runtime::manifest::ElementSpec;
 /// use toolgraft_jobs::{Fleet, Remote};
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let remote = Remote::new("redis://127.0.0.1:6379")?.queue("weather");
+/// let remote = Remote::new("redis://127.0.0.1:6379")?.queue("weather")?;
 /// let toolset = Toolset::new(); // ... bound like the workers' ...
 /// let mut registry = Registry::new();
 /// registry.register(Trace)?.register_from_config::<Remote>("remote")?;
@@ -244,7 +251,9 @@ impl Fleet {
         generations()
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, receiver);
+            .entry(key)
+            .or_default()
+            .push(receiver);
         let mut tasks = vec![inner.store.listen(Arc::downgrade(&inner)).abort_handle()];
         tasks.push(tokio::spawn(follow(Arc::downgrade(&inner))).abort_handle());
         if role == Role::Caller {
@@ -776,6 +785,59 @@ mod sqlite_store {
                 .await
                 .map(drop)
                 .map_err(engine)
+        }
+    }
+}
+
+#[cfg(all(test, feature = "sqlite"))]
+mod tests {
+    use super::*;
+
+    /// A process that joins a queue's fleet twice stamps its jobs with the newer
+    /// of the two generations, and a fleet that left stops counting.
+    #[tokio::test]
+    async fn jobs_carry_the_newest_generation_of_the_fleets_still_joined() {
+        let path = std::env::temp_dir().join(format!(
+            "fleets-{}.db",
+            ulid::Ulid::new().to_string().to_lowercase()
+        ));
+        let url = format!("sqlite://{}", path.display());
+        let remote = Remote::new(&url).unwrap();
+        let queue = remote.queue_name().to_owned();
+        let (first_toolset, second_toolset) = (Toolset::new(), Toolset::new());
+        let first = Fleet::join(&remote, &first_toolset, Registry::new())
+            .await
+            .unwrap();
+        let second = Fleet::join(&remote, &second_toolset, Registry::new())
+            .await
+            .unwrap();
+        assert_eq!(generation_for(&url, &queue), 0);
+        let published = second.publish().await.unwrap();
+        assert_eq!(generation_for(&url, &queue), published);
+        drop(second);
+        let newer = first.publish().await.unwrap();
+        assert!(newer > published);
+        assert_eq!(generation_for(&url, &queue), newer);
+        drop(first);
+        // Its tasks end at their next poll, and the fleet with them.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while generation_for(&url, &queue) != 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a fleet that left still counts"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        for suffix in [
+            "",
+            "-wal",
+            "-shm",
+            ".lock",
+            ".replies",
+            ".replies-wal",
+            ".replies-shm",
+        ] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
         }
     }
 }

@@ -87,7 +87,7 @@
 //! }
 //!
 //! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let remote = Remote::new("redis://127.0.0.1:6379")?.queue("shouts");
+//! let remote = Remote::new("redis://127.0.0.1:6379")?.queue("shouts")?;
 //! if std::env::args().any(|arg| arg == "--worker") {
 //!     // Runs jobs until SIGTERM, then finishes the ones in flight.
 //!     Worker::new(toolset(&remote)?, &remote).run().await?;
@@ -118,8 +118,8 @@ mod worker;
 pub use fleet::{Fleet, FleetError, FleetMember, Role};
 pub use remote::{MAX_TIMEOUT_MS, Remote, RemoteConfig, Remoted};
 pub use submit::{
-    JobError, JobResult, JobState, JobTicket, PAST_SLACK, RemoteBranch, Submission, Submit,
-    Submitted,
+    JobError, JobResult, JobState, JobTicket, MAX_SCHEDULING_HORIZON, PAST_SLACK, RemoteBranch,
+    Submission, Submit, Submitted,
 };
 pub use wire::RemoteFailure;
 pub use worker::{Worker, WorkerError};

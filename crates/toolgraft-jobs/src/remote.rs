@@ -42,7 +42,7 @@ const REPLY_WAIT: Duration = Duration::from_secs(1);
 /// use toolgraft_jobs::Remote;
 ///
 /// let remote = Remote::new("sqlite:///var/lib/toolgraft/jobs.db")?
-///     .queue("weather")
+///     .queue("weather")?
 ///     .timeout(Duration::from_secs(5));
 /// assert_eq!((remote.name(), remote.queue_name()), ("remote", "weather"));
 /// assert!(Remote::new("http://example.com").is_err());
@@ -163,17 +163,22 @@ impl Remote {
         })
     }
 
-    /// The same backend on another queue.
+    /// The same backend on another queue: a non-empty name without `:` (the
+    /// engines' keys are made of it), as in a config.
     ///
     /// ```
-    /// let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.queue("gpu");
+    /// use toolgraft_jobs::Remote;
+    /// let remote = Remote::new("sqlite://jobs.db")?.queue("gpu")?;
     /// assert_eq!(remote.queue_name(), "gpu");
+    /// assert_eq!(Remote::new("sqlite://jobs.db")?.queue("a:b").unwrap_err().field, "queue");
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
-    pub fn queue(mut self, queue: impl Into<String>) -> Self {
-        self.config.queue = queue.into();
+    pub fn queue(mut self, queue: impl Into<String>) -> Result<Self, ConfigError> {
+        let queue = queue.into();
+        check_queue(&queue)?;
+        self.config.queue = queue;
         self.client = Arc::default();
-        self
+        Ok(self)
     }
 
     /// How long a caller waits for a reply before [`ToolError::TimedOut`].
@@ -305,9 +310,11 @@ impl Remote {
             },
             run_at: rfc3339(run_at.unwrap_or(now)),
         };
+        let after = self.timeout_after();
         let record = serde_json::to_string(&Record {
             ticket: ticket.clone(),
             backend: self.name.clone(),
+            enqueue_by: now.saturating_add(after.as_millis() as u64 + ENQUEUE_SLACK_MS),
         })
         .map_err(|error| relocation(error.to_string()))?;
         let job = Job {
@@ -324,15 +331,26 @@ impl Remote {
             let broker = self.broker().await?;
             broker.submit(job, &record, run_at_s).await
         };
-        match tokio::time::timeout(self.timeout_after(), send).await {
+        match tokio::time::timeout(after, send).await {
             Ok(Ok(())) => Ok(ticket),
             Ok(Err(error)) => Err(relocation(format!("cannot enqueue job `{id}`: {error}"))),
-            Err(_) => Err(ToolError::TimedOut {
-                tool: tool.clone(),
-                extension: backend,
-                job: Some(id),
-                after: self.timeout_after(),
-            }),
+            Err(_) => {
+                // The record may be written: let it expire, as an ended job's.
+                let remote = self.clone();
+                let job = id.clone();
+                tokio::spawn(async move {
+                    let abandon = async { remote.broker().await.map(|broker| (broker, job)) };
+                    if let Ok(Ok((broker, job))) =
+                        tokio::time::timeout(ABANDON_WITHIN, abandon).await
+                    {
+                        let _ = tokio::time::timeout(ABANDON_WITHIN, broker.abandon(&job)).await;
+                    }
+                });
+                Err(relocation(format!(
+                    "cannot enqueue job `{id}`: the job engine did not answer within {after:?} \
+                     (it may still enqueue it: `job_status` says)"
+                )))
+            }
         }
     }
 
@@ -342,14 +360,14 @@ impl Remote {
             queue: self.config.queue.clone(),
         };
         // Not an id this crate makes: no need to ask (and no odd key to build).
-        if ulid::Ulid::from_string(id).is_err() {
+        let Ok(ulid) = ulid::Ulid::from_string(id) else {
             return Err(unknown());
-        }
-        let broker = self.broker().await.map_err(JobError::Engine)?;
-        let stored = broker
-            .stored(id)
-            .await
-            .map_err(JobError::Engine)?
+        };
+        // Ids are written in upper case; a ULID reads the same in either.
+        let id = &ulid.to_string();
+        let stored = self
+            .within_timeout(async { self.broker().await?.stored(id).await })
+            .await?
             .ok_or_else(unknown)?;
         let record: Record = serde_json::from_str(&stored.record)
             .map_err(|error| JobError::Engine(format!("job `{id}`'s record: {error}")))?;
@@ -367,7 +385,22 @@ impl Remote {
     /// ```
     pub async fn job_status(&self, id: &str) -> Result<JobTicket, JobError> {
         let (stored, record) = self.stored(id).await?;
-        Ok(ticket_of(&stored, record.ticket))
+        Ok(ticket_of(&stored, record))
+    }
+
+    /// The job engine's answer within the backend's timeout.
+    async fn within_timeout<T>(
+        &self,
+        ask: impl Future<Output = Result<T, String>>,
+    ) -> Result<T, JobError> {
+        let after = self.timeout_after();
+        match tokio::time::timeout(after, ask).await {
+            Ok(answer) => answer.map_err(JobError::Engine),
+            Err(_) => Err(JobError::Engine(format!(
+                "`{}` did not answer within {after:?}",
+                toolgraft::error::shorten(&self.config.url)
+            ))),
+        }
     }
 
     /// The job `id`'s result once it finished (kept for the retention,
@@ -387,10 +420,21 @@ impl Remote {
     /// ```
     pub async fn job_result(&self, id: &str) -> Result<JobResult, JobError> {
         let (stored, record) = self.stored(id).await?;
-        let Some(reply) = &stored.reply else {
-            return Ok(JobResult::NotFinished(ticket_of(&stored, record.ticket)));
-        };
         let name = |text: &str| toolgraft::__private::name_unchecked(text);
+        let Some(reply) = &stored.reply else {
+            if never_enqueued(&stored, &record) {
+                return Ok(JobResult::Failed(ToolError::Relocation {
+                    tool: name(&record.ticket.tool),
+                    backend: name(&record.backend),
+                    reason: format!(
+                        "job `{}` was never enqueued: its submit failed or timed out after \
+                         recording it; submit it again",
+                        record.ticket.job_id
+                    ),
+                }));
+            }
+            return Ok(JobResult::NotFinished(ticket_of(&stored, record)));
+        };
         Ok(match reply.result.clone() {
             Ok(value) => JobResult::Finished(value),
             Err(error) => JobResult::Failed(error.into_tool_error(
@@ -421,9 +465,11 @@ impl Remote {
     /// ```
     pub async fn cancel(&self, id: &str) -> Result<JobTicket, JobError> {
         // Known first: an unknown id is that, not a refusal.
-        self.stored(id).await?;
-        let broker = self.broker().await.map_err(JobError::Engine)?;
-        let outcome = broker.cancel(id).await.map_err(JobError::Engine)?;
+        let (_, record) = self.stored(id).await?;
+        let id = record.ticket.job_id.as_str();
+        let outcome = self
+            .within_timeout(async { self.broker().await?.cancel(id).await })
+            .await?;
         let ticket = self.job_status(id).await?;
         match outcome {
             Cancel::Cancelled => Ok(ticket),
@@ -511,20 +557,26 @@ impl Extension for Remote {
     }
 }
 
+/// A queue name's rule, for a config and for [`Remote::queue`] alike.
+fn check_queue(queue: &str) -> Result<(), ConfigError> {
+    if queue.is_empty() || queue.contains(':') {
+        return Err(ConfigError::new(
+            "queue",
+            format!(
+                "`{}` is not a queue name; use a non-empty name without `:`",
+                toolgraft::error::shorten(queue)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl Configurable for Remote {
     type Config = RemoteConfig;
 
     fn from_config(config: RemoteConfig) -> Result<Self, ConfigError> {
         let tier = Tier::parse(&config.url).map_err(|problem| ConfigError::new("url", problem))?;
-        if config.queue.is_empty() || config.queue.contains(':') {
-            return Err(ConfigError::new(
-                "queue",
-                format!(
-                    "`{}` is not a queue name; use a non-empty name without `:`",
-                    toolgraft::error::shorten(&config.queue)
-                ),
-            ));
-        }
+        check_queue(&config.queue)?;
         if config.timeout_ms == 0 {
             return Err(ConfigError::new(
                 "timeout_ms",
@@ -660,7 +712,9 @@ where
 }
 
 /// The ticket as stored, at the state the engine reports.
-fn ticket_of(stored: &Stored, mut ticket: JobTicket) -> JobTicket {
+fn ticket_of(stored: &Stored, record: Record) -> JobTicket {
+    let never_enqueued = never_enqueued(stored, &record);
+    let mut ticket = record.ticket;
     ticket.state = match (&stored.reply, stored.cancelled, stored.engine) {
         (Some(reply), _, _) if reply.result.is_ok() => JobState::Finished,
         (Some(_), _, _) => JobState::Failed,
@@ -668,9 +722,27 @@ fn ticket_of(stored: &Stored, mut ticket: JobTicket) -> JobTicket {
         (None, false, Waiting::Scheduled) => JobState::Scheduled,
         (None, false, Waiting::Queued) => JobState::Queued,
         (None, false, Waiting::Running) => JobState::Running,
+        (None, false, Waiting::NotEnqueued) if never_enqueued => JobState::Failed,
+        // Its submit is still enqueueing it.
+        (None, false, Waiting::NotEnqueued) => JobState::Queued,
     };
     ticket
 }
+
+/// Whether the job was recorded and never enqueued: its submit failed or timed
+/// out in between (past the time that submit could have taken).
+fn never_enqueued(stored: &Stored, record: &Record) -> bool {
+    stored.reply.is_none()
+        && !stored.cancelled
+        && stored.engine == Waiting::NotEnqueued
+        && now_ms() > record.enqueue_by
+}
+
+/// How long past its timeout a submit's enqueueing may still land.
+const ENQUEUE_SLACK_MS: u64 = 2_000;
+
+/// How long the marking of an abandoned submit's record may take.
+const ABANDON_WITHIN: Duration = Duration::from_secs(30);
 
 impl<S> RemoteBranch for Remoted<S>
 where

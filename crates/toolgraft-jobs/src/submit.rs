@@ -26,6 +26,10 @@ pub const PAST_SLACK: Duration = Duration::from_secs(5);
 /// How far ahead a job may be scheduled unless told otherwise: a week.
 const DEFAULT_MAX_AHEAD: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
+/// The furthest a job can be scheduled at all: ten years (every time within it
+/// is an RFC 3339 time, and fits both engines' clocks).
+pub const MAX_SCHEDULING_HORIZON: Duration = Duration::from_secs(10 * 366 * 24 * 60 * 60);
+
 /// The params `submit` adds beside its layer input's.
 const OWN_PARAMS: &[&str] = &["delay_ms", "at"];
 
@@ -46,7 +50,9 @@ pub enum JobState {
     Running,
     /// Done: its result is kept for the retention.
     Finished,
-    /// Done with an error: the error is kept for the retention.
+    /// Done with an error: the error is kept for the retention. Also a job whose
+    /// submit recorded it and then failed or timed out before enqueueing it: it
+    /// never runs (its result says so).
     Failed,
     /// Taken out of the queue before any worker had it: it never runs.
     Cancelled,
@@ -158,6 +164,10 @@ pub(crate) struct Record {
     pub(crate) ticket: JobTicket,
     /// The backend's name (for the errors the job's reply turns into).
     pub(crate) backend: String,
+    /// When (ms since the epoch) the submit had given up on enqueueing it: an
+    /// engine with no job of it by then never got it.
+    #[serde(default)]
+    pub(crate) enqueue_by: u64,
 }
 
 pub(crate) fn now_ms() -> u64 {
@@ -197,7 +207,7 @@ pub(crate) fn rfc3339(ms: u64) -> String {
 /// struct Shout { text: String }
 ///
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let remote = Remote::new("redis://127.0.0.1:6379")?.queue("shouts");
+/// let remote = Remote::new("redis://127.0.0.1:6379")?.queue("shouts")?;
 /// let shout = Tool::builder().name("shout").description("Return the text, loud.")
 ///     .body(|i: Shout| async move { Ok(i.text.to_uppercase()) }).build()?;
 /// let toolset = Toolset::new();
@@ -250,15 +260,18 @@ impl Submit {
         self
     }
 
-    /// How far ahead a job may be scheduled (a week unless told).
+    /// How far ahead a job may be scheduled (a week unless told; at most
+    /// [`MAX_SCHEDULING_HORIZON`], which a longer one is taken as).
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let submit = toolgraft_jobs::Submit::new().max_ahead(Duration::from_secs(3600));
+    /// use toolgraft_jobs::{MAX_SCHEDULING_HORIZON, Submit};
+    /// let submit = Submit::new().max_ahead(Duration::from_secs(3600));
     /// assert_eq!(submit.scheduling_horizon(), Duration::from_secs(3600));
+    /// assert_eq!(Submit::new().max_ahead(Duration::MAX).scheduling_horizon(), MAX_SCHEDULING_HORIZON);
     /// ```
     pub fn max_ahead(mut self, max: Duration) -> Self {
-        self.max_ahead = max;
+        self.max_ahead = max.min(MAX_SCHEDULING_HORIZON);
         self
     }
 
@@ -344,12 +357,21 @@ impl Submit {
                 return Err(ArgsError::field("at", "give `delay_ms` or `at`, not both"));
             }
             (Some(delay), None) => {
-                let delay = delay.as_u64().ok_or_else(|| {
-                    ArgsError::field(
-                        "delay_ms",
-                        format!("expected a whole number of milliseconds, 0 or more, got {delay}"),
-                    )
-                })?;
+                // JSON Schema's `integer` takes `1000.0` too.
+                let whole = delay
+                    .as_f64()
+                    .filter(|ms| ms.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(ms));
+                let delay = delay
+                    .as_u64()
+                    .or(whole.map(|ms| ms as u64))
+                    .ok_or_else(|| {
+                        ArgsError::field(
+                            "delay_ms",
+                            format!(
+                                "expected a whole number of milliseconds, 0 or more, got {delay}"
+                            ),
+                        )
+                    })?;
                 if delay > horizon {
                     return Err(ArgsError::field(
                         "delay_ms",
@@ -586,7 +608,7 @@ impl Remote {
     ///
     /// ```
     /// use toolgraft::tool::BaseTool;
-    /// let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.queue("weather");
+    /// let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.queue("weather")?;
     /// let tools = remote.job_tools_named("weather_job")?;
     /// let names: Vec<_> = tools.iter().map(|tool| tool.spec().name.as_str()).collect();
     /// assert_eq!(names, ["weather_job_status", "weather_job_result", "weather_job_cancel"]);
@@ -722,6 +744,19 @@ mod tests {
             .take_schedule(&mut args(json!({"delay_ms": -5})))
             .unwrap_err();
         assert_eq!(negative.field.as_deref(), Some("delay_ms"));
+        // A whole number written with a fraction is one; a fraction is not.
+        let before = now_ms();
+        let run_at = submit
+            .take_schedule(&mut args(json!({"delay_ms": 2000.0})))
+            .unwrap()
+            .unwrap();
+        assert!((before + 2000..=now_ms() + 2000).contains(&run_at));
+        for odd in [json!(1.5), json!(-1.0), json!(1e300)] {
+            let refused = submit
+                .take_schedule(&mut args(json!({"delay_ms": odd})))
+                .unwrap_err();
+            assert_eq!(refused.field.as_deref(), Some("delay_ms"), "{odd}");
+        }
         // Within the slack, a past time means now.
         let just_now = rfc3339(now_ms() - 1000);
         assert_eq!(

@@ -28,7 +28,7 @@ const DEFAULT_FLEET_WAIT: Duration = Duration::from_secs(5);
 /// use toolgraft::Toolset;
 /// use toolgraft_jobs::{Remote, Worker};
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let remote = Remote::new("sqlite:///tmp/jobs.db")?.queue("weather");
+/// let remote = Remote::new("sqlite:///tmp/jobs.db")?.queue("weather")?;
 /// let toolset = Toolset::new(); // ... bound like the callers' ...
 /// Worker::new(toolset, &remote).concurrency(32).run().await?;
 /// # Ok(()) }

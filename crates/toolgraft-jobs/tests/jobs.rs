@@ -216,7 +216,7 @@ fn worker_process() {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .init();
-    let mut remote = Remote::new(url).unwrap().queue(queue);
+    let mut remote = Remote::new(url).unwrap().queue(queue).unwrap();
     if let Ok(engine) = std::env::var(WORKER_ENGINE) {
         let mut config = serde_json::to_value(remote.settings()).unwrap();
         let engine: serde_json::Map<String, Value> = serde_json::from_str(&engine).unwrap();
@@ -245,7 +245,7 @@ fn fleet_caller_process() {
     ) else {
         return;
     };
-    let remote = Remote::new(url).unwrap().queue(queue);
+    let remote = Remote::new(url).unwrap().queue(queue).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let toolset = toolset(&remote);
@@ -502,6 +502,7 @@ impl Env {
         Remote::new(&self.url)
             .unwrap()
             .queue(&self.queue)
+            .unwrap()
             .timeout(Duration::from_secs(30))
     }
 }
@@ -550,6 +551,7 @@ on_every_tier!(
     a_running_job_is_not_cancelled,
     a_manifest_submits_only_right_outside_remote,
     two_queues_have_job_tools_under_names_of_their_own,
+    concurrent_cancels_of_a_queued_job_all_cancel_it,
 );
 
 fn report(value: Value) -> Report {
@@ -1552,7 +1554,7 @@ async fn a_submitted_failure_comes_back_typed_and_unknown_ids_are_errors(env: En
 /// second set says so.
 async fn two_queues_have_job_tools_under_names_of_their_own(env: Env) {
     let weather = env.remote();
-    let other = env.remote().queue(format!("{}-other", env.queue));
+    let other = env.remote().queue(format!("{}-other", env.queue)).unwrap();
     let toolset = toolset(&weather);
     let tools = [
         weather.job_tools_named("weather_job").unwrap(),
@@ -1573,6 +1575,23 @@ async fn two_queues_have_job_tools_under_names_of_their_own(env: Env) {
         .unwrap();
     assert_eq!(status["state"], "queued", "{status}");
     assert_eq!(status["queue"], weather.queue_name(), "{status}");
+    // A ULID reads the same in lower case.
+    let lower = toolset
+        .call("weather_job_status", json!({"job_id": id.to_lowercase()}))
+        .await
+        .unwrap();
+    assert_eq!(lower, status);
+    // Arguments of the wrong type are refused as arguments, not as a failure.
+    for args in [json!({"job_id": 5}), json!({})] {
+        let refused = toolset
+            .call("weather_job_status", args.clone())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&refused, ToolError::InvalidArguments { field, .. } if field.as_deref() == Some("job_id")),
+            "{args}: {refused:?}"
+        );
+    }
     let error = toolset
         .call("other_job_status", json!({"job_id": id}))
         .await
@@ -1600,6 +1619,35 @@ async fn two_queues_have_job_tools_under_names_of_their_own(env: Env) {
     let refused = clash.bind_tool(&other.job_tools()[0]).unwrap_err();
     assert!(refused.to_string().contains("`job_status`"), "{refused}");
     assert!(weather.job_tools_named("weather job").is_err());
+}
+
+/// Cancels racing each other over the same queued jobs all answer that the job
+/// is cancelled ("cancelling it again answers the same"), and none of them runs.
+async fn concurrent_cancels_of_a_queued_job_all_cancel_it(env: Env) {
+    let remote = env.remote();
+    let toolset = toolset(&remote);
+    for _ in 0..5 {
+        let ticket = toolset
+            .call("slow_remote_submit", json!({"ms": 1}))
+            .await
+            .unwrap();
+        let id = ticket["job_id"].as_str().unwrap().to_owned();
+        let mut cancels = tokio::task::JoinSet::new();
+        for _ in 0..8 {
+            let (remote, id) = (remote.clone(), id.clone());
+            cancels.spawn(async move { remote.cancel(&id).await });
+        }
+        while let Some(outcome) = cancels.join_next().await {
+            let ticket = outcome
+                .unwrap()
+                .unwrap_or_else(|error| panic!("{id}: {error}"));
+            assert_eq!(ticket.state, JobState::Cancelled);
+        }
+        assert_eq!(
+            remote.job_status(&id).await.unwrap().state,
+            JobState::Cancelled
+        );
+    }
 }
 
 /// A job a worker has taken is not cancelled: it runs to its end, and its result
@@ -1706,4 +1754,115 @@ async fn a_manifest_submits_only_right_outside_remote(env: Env) {
             other => panic!("expected a refusal, got {other:?}"),
         }
     }
+}
+
+/// A submit that recorded its job but could not enqueue it (the jobs file locked
+/// by another process past the timeout): the caller gets a relocation error
+/// naming the job; the job reads `queued` while that submit could still land,
+/// then `failed` with the reason, and is no more cancellable than a failed job.
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submit_that_never_enqueued_reads_failed_not_queued_forever() {
+    let env = Env::sqlite("never_enqueued").await;
+    let remote = env.remote().timeout(Duration::from_millis(1500));
+    let toolset = toolset(&remote);
+    // Connects, and makes the files.
+    toolset
+        .call("slow_remote_submit", json!({"ms": 1}))
+        .await
+        .unwrap();
+    let path = env.url.trim_start_matches("sqlite://").to_owned();
+    let mut lock = Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3, sys, time\n\
+             db = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
+             db.execute('BEGIN EXCLUSIVE')\n\
+             print('locked', flush=True)\n\
+             time.sleep(30)",
+            &path,
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 holds the lock");
+    let mut line = String::new();
+    BufReader::new(lock.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "locked");
+    let refused = toolset
+        .call("slow_remote_submit", json!({"ms": 1}))
+        .await
+        .unwrap_err();
+    let _ = lock.kill();
+    let _ = lock.wait();
+    let ToolError::Relocation { reason, .. } = &refused else {
+        panic!("expected a relocation error, got {refused:?}");
+    };
+    eprintln!("the submit: {refused}");
+    let id = reason
+        .split('`')
+        .nth(1)
+        .expect("the reason names the job")
+        .to_owned();
+    assert!(reason.contains("did not answer within 1.5s"), "{reason}");
+
+    // Until the submit's deadline and its slack, it may still land.
+    let early = remote.job_status(&id).await.unwrap();
+    assert_eq!(early.state, JobState::Queued);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let late = remote.job_status(&id).await.unwrap();
+    assert_eq!(late.state, JobState::Failed);
+    match remote.job_result(&id).await.unwrap() {
+        JobResult::Failed(ToolError::Relocation { reason, .. }) => {
+            eprintln!("its result: {reason}");
+            assert!(reason.contains("was never enqueued"), "{reason}");
+        }
+        other => panic!("expected a relocation failure, got {other:?}"),
+    }
+    match remote.cancel(&id).await {
+        Err(JobError::NotCancellable { state, .. }) => assert_eq!(state, JobState::Failed),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// An engine that accepts connections and never answers: a submit and the job
+/// queries each give up at the backend's timeout, naming it.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_engine_costs_the_timeout_not_more() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    // Accepts (the kernel's backlog does), never reads or writes.
+    let remote = Remote::new(format!("redis://127.0.0.1:{port}"))
+        .unwrap()
+        .queue("silent")
+        .unwrap()
+        .timeout(Duration::from_millis(400));
+    let toolset = toolset(&remote);
+    let started = Instant::now();
+    let refused = toolset
+        .call("slow_remote_submit", json!({"ms": 1}))
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("did not answer within 400ms"),
+        "{refused}"
+    );
+    let id = ulid::Ulid::new().to_string();
+    for outcome in [
+        remote.job_status(&id).await.map(drop),
+        remote.job_result(&id).await.map(drop),
+        remote.cancel(&id).await.map(drop),
+    ] {
+        match outcome {
+            Err(JobError::Engine(message)) => {
+                assert!(message.contains("did not answer within 400ms"), "{message}")
+            }
+            other => panic!("expected the engine's timeout, got {other:?}"),
+        }
+    }
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(4), "{took:?} for four calls");
+    drop(silent);
 }
