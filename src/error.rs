@@ -404,7 +404,7 @@ pub enum BindError {
 
     /// The tool is bound already.
     #[error(
-        "`{tool}` is already bound; bind all of a tool's combos in one call, or change them with `attach`, `detach`, `replace` or `apply_manifest`"
+        "a base tool named `{tool}` is already bound; if it is this tool, bind all of its combos in one call, or change them with `attach`, `detach`, `replace` or `apply_manifest`; if it is another tool, give one of the two another name"
     )]
     AlreadyBound {
         /// The tool.
