@@ -229,7 +229,16 @@ impl Fleet {
         process: String,
     ) -> Result<Self, FleetError> {
         let queue = remote.queue_name().to_owned();
-        let store = Store::connect(remote.tier(), &queue).await?;
+        let at_url = |error: FleetError| match error {
+            FleetError::Engine(problem) => FleetError::Engine(format!(
+                "`{}`: {problem}",
+                toolgraft::error::shorten(&remote.settings().url)
+            )),
+            other => other,
+        };
+        let store = Store::connect(remote.tier(), &queue)
+            .await
+            .map_err(at_url)?;
         let (generation, receiver) = watch::channel(0);
         let key = (remote.settings().url.clone(), queue);
         let inner = Arc::new(Inner {
@@ -246,8 +255,8 @@ impl Fleet {
             kick: Notify::new(),
             busy: tokio::sync::Mutex::new(()),
         });
-        inner.catch_up().await?;
-        inner.report().await?;
+        inner.catch_up().await.map_err(at_url)?;
+        inner.report().await.map_err(at_url)?;
         generations()
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -792,6 +801,22 @@ mod sqlite_store {
 #[cfg(all(test, feature = "sqlite"))]
 mod tests {
     use super::*;
+
+    /// A fleet that cannot reach its engine says which one.
+    #[tokio::test]
+    async fn a_fleet_that_cannot_join_names_the_url() {
+        let remote = Remote::new("sqlite:///proc/toolgraft-nowhere/jobs.db").unwrap();
+        let toolset = Toolset::new();
+        let error = Fleet::join(&remote, &toolset, Registry::new())
+            .await
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("`sqlite:///proc/toolgraft-nowhere/jobs.db`: "),
+            "{error}"
+        );
+    }
 
     /// A process that joins a queue's fleet twice stamps its jobs with the newer
     /// of the two generations, and a fleet that left stops counting.
