@@ -201,7 +201,8 @@ impl Drop for Fleet {
 impl Fleet {
     /// Joins `remote`'s queue as a caller: catches `toolset` up with the fleet's
     /// generation (rebinding with `registry`), then follows the fleet and
-    /// broadcasts every change made to `toolset` here.
+    /// broadcasts every change made to `toolset` here. Connecting, and catching
+    /// up, each give up after `remote`'s timeout.
     pub async fn join(
         remote: &Remote,
         toolset: &Toolset,
@@ -229,16 +230,7 @@ impl Fleet {
         process: String,
     ) -> Result<Self, FleetError> {
         let queue = remote.queue_name().to_owned();
-        let at_url = |error: FleetError| match error {
-            FleetError::Engine(problem) => FleetError::Engine(format!(
-                "`{}`: {problem}",
-                toolgraft::error::shorten(&remote.settings().url)
-            )),
-            other => other,
-        };
-        let store = Store::connect(remote.tier(), &queue)
-            .await
-            .map_err(at_url)?;
+        let store = within(remote, Store::connect(remote.tier(), &queue)).await?;
         let (generation, receiver) = watch::channel(0);
         let key = (remote.settings().url.clone(), queue);
         let inner = Arc::new(Inner {
@@ -255,8 +247,11 @@ impl Fleet {
             kick: Notify::new(),
             busy: tokio::sync::Mutex::new(()),
         });
-        inner.catch_up().await.map_err(at_url)?;
-        inner.report().await.map_err(at_url)?;
+        within(remote, async {
+            inner.catch_up().await?;
+            inner.report().await
+        })
+        .await?;
         generations()
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -317,6 +312,23 @@ impl Fleet {
     pub(crate) fn kick(&self) {
         self.inner.kick.notify_one();
     }
+}
+
+/// `step` within `remote`'s timeout; a failure names the engine's URL.
+async fn within<T>(
+    remote: &Remote,
+    step: impl Future<Output = Result<T, FleetError>>,
+) -> Result<T, FleetError> {
+    let after = remote.timeout_after();
+    let problem = match tokio::time::timeout(after, step).await {
+        Ok(Err(FleetError::Engine(problem))) => problem,
+        Ok(outcome) => return outcome,
+        Err(_) => format!("did not answer within {after:?}"),
+    };
+    Err(FleetError::Engine(format!(
+        "`{}`: {problem}",
+        toolgraft::error::shorten(&remote.settings().url)
+    )))
 }
 
 pub(crate) async fn wait_for(
@@ -815,6 +827,31 @@ mod tests {
                 .to_string()
                 .contains("`sqlite:///proc/toolgraft-nowhere/jobs.db`: "),
             "{error}"
+        );
+    }
+
+    /// An engine that never answers costs the backend's timeout, not more.
+    #[cfg(feature = "redis")]
+    #[tokio::test]
+    async fn a_fleet_on_a_silent_engine_gives_up_at_the_timeout() {
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("redis://{}", silent.local_addr().unwrap());
+        let remote = Remote::new(&url)
+            .unwrap()
+            .timeout(Duration::from_millis(300));
+        let toolset = Toolset::new();
+        let started = std::time::Instant::now();
+        let error = Fleet::join(&remote, &toolset, Registry::new())
+            .await
+            .unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(
+            error.to_string(),
+            format!("the fleet's job engine failed: `{url}`: did not answer within 300ms")
         );
     }
 

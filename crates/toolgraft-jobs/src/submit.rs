@@ -613,9 +613,12 @@ impl Remote {
     /// let names: Vec<_> = tools.iter().map(|tool| tool.spec().name.as_str()).collect();
     /// assert_eq!(names, ["weather_job_status", "weather_job_result", "weather_job_cancel"]);
     /// assert!(remote.job_tools_named("weather job").is_err());
+    /// assert!(remote.job_tools_named("").is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn job_tools_named(&self, prefix: &str) -> Result<Vec<DynTool>, InvalidName> {
+        // A name itself (an empty one would leave `_status`).
+        toolgraft::Name::new(prefix)?;
         let input = toolgraft::schema::of::<JobId>();
         let parse = |args: Args| -> Result<String, toolgraft::error::BoxError> {
             let JobId { job_id } = toolgraft::extension::decode_args(args)?;
