@@ -293,14 +293,18 @@ impl Stack for Without {
     type Input = DynInput;
     type Output = Value;
 
-    fn call(&self, input: DynInput) -> impl Future<Output = Result<Value, ToolError>> + Send {
+    fn call(&self, mut input: DynInput) -> impl Future<Output = Result<Value, ToolError>> + Send {
+        // The layers below see the arguments as they were given them: the input
+        // is theirs too when they take it whole (a run-time layer does).
+        input.take_back(&self.names);
         self.below.call(input)
     }
 
     fn decode(&self, mut args: Args) -> Result<DynInput, ArgsError> {
         let mut reserved = Args::new();
         for name in self.names.iter() {
-            if let Some((name, value)) = args.remove_entry(name) {
+            // Shifted, not swapped out: the rest keep the caller's order.
+            if let Some((name, value)) = args.shift_remove_entry(name) {
                 reserved.insert(name, value);
             }
         }

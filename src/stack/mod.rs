@@ -485,6 +485,24 @@ impl DynInput {
         }
     }
 
+    /// Takes reserved params put back by [`DynInput::restore`] out again, as the
+    /// wrapper that reserves them passes the input down.
+    pub(crate) fn take_back(&mut self, names: &[String]) {
+        let parts = &mut *self.parts;
+        for name in names {
+            let held = parts.reserved.shift_remove(name).is_some();
+            let at = parts.restored.iter().position(|restored| restored == name);
+            if let Some(at) = at {
+                parts.restored.remove(at);
+            }
+            if (held || at.is_some())
+                && let Some(args) = parts.args.get_mut()
+            {
+                args.shift_remove(name);
+            }
+        }
+    }
+
     /// The decoded input of a stack taking `T`: this very input, for a stack that
     /// takes a `DynInput`.
     fn into_input<T: 'static>(self) -> Option<T> {

@@ -191,7 +191,8 @@ impl<P: Params> ReservedParams for P {
         // hashed (with SipHash) to be looked up, and most calls give none.
         if args.len() > 8 || args.keys().any(|arg| names.contains(arg)) {
             for name in names {
-                if let Some(value) = args.remove(name) {
+                // Shifted, not swapped out: the rest keep the caller's order.
+                if let Some(value) = args.shift_remove(name) {
                     own.insert(name.clone(), value);
                 }
             }

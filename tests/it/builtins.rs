@@ -412,6 +412,47 @@ async fn proxy_picks_an_allowed_route_for_the_body_only() {
     assert_eq!(toolset.call("fetch", json!({})).await.unwrap(), json!(null));
 }
 
+/// A cache inside a proxy keys the route with the arguments: the proxy changes
+/// the answer without changing what the cache is given.
+#[tokio::test]
+async fn a_cache_inside_a_proxy_keeps_one_answer_per_route() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counter = runs.clone();
+    let fetch = Tool::builder()
+        .name("fetch")
+        .description("Report the route.")
+        .body(move |_: common::Ping| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async { Ok(proxy::current_route()) }
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind(
+            &fetch,
+            hlist![
+                fetch
+                    .combo()
+                    .with(Cache::default())
+                    .with(Proxy::allow(["eu", "us"]))
+            ],
+        )
+        .unwrap();
+    for (route, runs_after) in [("eu", 1), ("us", 2), ("eu", 2), ("us", 2)] {
+        let answer = toolset
+            .call("fetch_cache_proxy", json!({"proxies": [route]}))
+            .await
+            .unwrap();
+        assert_eq!(answer, json!(route));
+        assert_eq!(runs.load(Ordering::SeqCst), runs_after, "{route}");
+    }
+    // Without a proxy around it, the cache keys the arguments alone.
+    toolset.call("fetch_cache", json!({})).await.unwrap();
+    toolset.call("fetch_cache", json!({})).await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
 /// Records every `tool_call` span: its `tool` field, and its `error` once recorded.
 #[derive(Clone, Default)]
 struct Spans(Arc<Mutex<Vec<Recorded>>>);

@@ -1265,3 +1265,91 @@ fn a_json_manifest_that_writes_a_tool_twice_is_refused() {
         "{err}"
     );
 }
+
+/// A run-time wrapper reserving `param`: it records the arguments it sees, then
+/// passes its input down, or (`again`) calls the layer below by JSON with them.
+fn recording(
+    name: &'static str,
+    param: &'static str,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(&'static str, Value)>>>,
+    again: bool,
+) -> DynExtension {
+    let reserved = json!({"type": "object", "properties": {param: {"type": "string"}}});
+    DynExtension::builder()
+        .name(name)
+        .kind(ExtensionKind::Wrapper)
+        .reserved(schemars::Schema::try_from(reserved).unwrap())
+        .factory(move |layer| {
+            let seen = seen.clone();
+            let stack = DynStack::around(
+                layer.input.branch.clone(),
+                layer.below.clone(),
+                move |input, below| {
+                    let seen = seen.clone();
+                    async move {
+                        let args = input.args().clone();
+                        seen.lock()
+                            .unwrap()
+                            .push((name, Value::Object(args.clone())));
+                        if again {
+                            below.call_json(args).await
+                        } else {
+                            below.call(input).await
+                        }
+                    }
+                },
+            );
+            Ok(DynBranch::builder().stack(stack).build())
+        })
+        .build()
+}
+
+/// Rule `reserved-params` with run-time wrappers stacked: each sees its own
+/// params and none of the wrappers' above it, whether it passes its input down or
+/// calls the layer below again with what it saw; a raw body gets the arguments
+/// in the caller's order, reserved params taken out.
+#[tokio::test]
+async fn stacked_run_time_wrappers_see_only_their_own_reserved_params() {
+    for again in [false, true] {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut registry = registry();
+        registry
+            .register_dynamic(recording("wa", "ra", seen.clone(), again))
+            .unwrap()
+            .register_dynamic(recording("wb", "rb", seen.clone(), again))
+            .unwrap()
+            .register_dynamic(presenting(
+                "echo",
+                ExtensionKind::Transformer,
+                json!({"type": "object", "properties": {
+                    "x": {"type": "integer"}, "y": {"type": "integer"}, "z": {"type": "integer"}
+                }}),
+            ))
+            .unwrap();
+        let (toolset, bound) = bind_shout(&registry, json!([["wb", "wa"], ["echo", "wb", "wa"]]));
+        bound.unwrap();
+        let answer = toolset
+            .call("shout_wb_wa", json!({"text": "hi", "ra": "A", "rb": "B"}))
+            .await
+            .unwrap();
+        assert_eq!(answer, "hi");
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                ("wa", json!({"text": "hi", "ra": "A", "rb": "B"})),
+                ("wb", json!({"text": "hi", "rb": "B"})),
+            ],
+            "again: {again}"
+        );
+        seen.lock().unwrap().clear();
+        let echoed = toolset
+            .call(
+                "shout_echo_wb_wa",
+                json!({"x": 1, "ra": "A", "y": 2, "rb": "B", "z": 3}),
+            )
+            .await
+            .unwrap();
+        let keys: Vec<&String> = echoed.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["x", "y", "z"], "again: {again}: {echoed}");
+    }
+}

@@ -7,6 +7,12 @@
 //! fields are written in declaration order, which is the same for every value of
 //! the type, so they need no sorting, and a typed input is serialized without
 //! building a `serde_json::Value` first: a cache hit costs what its key costs.
+//!
+//! Keys are JSON but for two cases that JSON cannot tell apart: a non-finite
+//! float is written `NaN`, `Infinity` or `-Infinity` (JSON writes `null`, the
+//! same as `None`), and a map key that is not a string, a number or a bool (a
+//! `None`, a sequence) is refused, as `serde_json` refuses it (quoted, `null`
+//! would be the string key `"null"`).
 
 use std::cell::RefCell;
 
@@ -17,11 +23,19 @@ type Error = serde_json::Error;
 
 /// `input`'s key (see the module docs).
 pub(super) fn cache_key<I: Serialize + ?Sized>(input: &I) -> Result<String, Error> {
+    /// Drops the entries a write left behind: a failed one (an error, or a
+    /// panicking `Serialize`) leaves its maps' entries on the thread's list.
+    struct Truncate(usize);
+    impl Drop for Truncate {
+        fn drop(&mut self) {
+            ENTRIES.with(|entries| entries.borrow_mut().truncate(self.0));
+        }
+    }
     let mut out = Vec::with_capacity(64);
-    let base = ENTRIES.with(|entries| entries.borrow().len());
-    let written = input.serialize(Canonical { out: &mut out });
-    // A failed write leaves its maps' entries behind.
-    ENTRIES.with(|entries| entries.borrow_mut().truncate(base));
+    let written = {
+        let _truncate = Truncate(ENTRIES.with(|entries| entries.borrow().len()));
+        input.serialize(Canonical { out: &mut out })
+    };
     written?;
     // Only `serde_json` writes into `out`, and it writes UTF-8.
     String::from_utf8(out).map_err(ser::Error::custom)
@@ -52,6 +66,12 @@ fn write_str(out: &mut Vec<u8>, text: &str) -> Result<(), Error> {
     out.extend_from_slice(text.as_bytes());
     out.push(b'"');
     Ok(())
+}
+
+/// Quotes what was written from `start` on (a number or a bool as a map key).
+fn quote_from(out: &mut Vec<u8>, start: usize) {
+    out.insert(start, b'"');
+    out.push(b'"');
 }
 
 /// Writes an integer, without `serde_json`'s serializer around its formatter.
@@ -166,10 +186,18 @@ impl ser::SerializeMap for Map<'_> {
         let key_start = self.out.len();
         key.serialize(Canonical { out: self.out })?;
         // JSON keys are strings: a number or a bool key is quoted, as `serde_json`
-        // does.
-        if self.out.get(key_start) != Some(&b'"') {
-            self.out.insert(key_start, b'"');
-            self.out.push(b'"');
+        // does; any other is refused, as it refuses it.
+        match self.out.get(key_start) {
+            Some(b'"') => {}
+            Some(b'0'..=b'9' | b't' | b'f') => quote_from(self.out, key_start),
+            Some(b'-') if self.out[key_start..] != *b"-Infinity" => {
+                quote_from(self.out, key_start);
+            }
+            _ => {
+                return Err(ser::Error::custom(
+                    "key must be a string, a number or a bool",
+                ));
+            }
         }
         let key_end = self.out.len();
         let entry = Entry {
@@ -286,10 +314,22 @@ impl<'a> ser::Serializer for Canonical<'a> {
         serialize_u128: u128
     );
     fn serialize_f32(self, v: f32) -> Result<(), Error> {
-        self.scalar(&v)
+        if v.is_finite() {
+            return self.scalar(&v);
+        }
+        self.serialize_f64(f64::from(v))
     }
     fn serialize_f64(self, v: f64) -> Result<(), Error> {
-        self.scalar(&v)
+        if v.is_finite() {
+            return self.scalar(&v);
+        }
+        // JSON has no such number (`serde_json` writes `null`, which `None` is).
+        self.out.extend_from_slice(match v {
+            f64::INFINITY => b"Infinity",
+            f64::NEG_INFINITY => b"-Infinity",
+            _ => b"NaN",
+        });
+        Ok(())
     }
     fn serialize_char(self, v: char) -> Result<(), Error> {
         self.scalar(&v)
@@ -520,5 +560,103 @@ mod tests {
             serde_json::to_string(&map).unwrap()
         );
         assert_eq!(cache_key(&map).unwrap(), r#"{"-1":false,"2":true}"#);
+        let bools: BTreeMap<bool, u8> = [(true, 1)].into();
+        assert_eq!(cache_key(&bools).unwrap(), r#"{"true":1}"#);
+    }
+
+    /// Quoted, a `None` key would be the string key `"null"`, and a sequence one
+    /// not JSON at all: they are refused, as `serde_json` refuses them.
+    #[test]
+    fn keys_json_cannot_quote_are_refused_not_mistaken_for_strings() {
+        let none: HashMap<Option<String>, u8> = [(None, 1)].into();
+        let null: HashMap<Option<String>, u8> = [(Some("null".into()), 1)].into();
+        assert!(cache_key(&none).is_err());
+        assert_eq!(cache_key(&null).unwrap(), r#"{"null":1}"#);
+        let unit: HashMap<(), u8> = [((), 1)].into();
+        assert!(cache_key(&unit).is_err());
+        let pair: BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        assert!(cache_key(&pair).is_err());
+        for float in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            assert!(
+                cache_key(&BTreeMap::from([(Float(float), 1)])).is_err(),
+                "{float}"
+            );
+        }
+        assert_eq!(
+            cache_key(&BTreeMap::from([(Float(-0.5), 1)])).unwrap(),
+            r#"{"-0.5":1}"#
+        );
+        // Nothing is left behind by the refusals.
+        assert_eq!(ENTRIES.with(|entries| entries.borrow().len()), 0);
+    }
+
+    /// A float as a map key (`f64` is not `Ord`).
+    struct Float(f64);
+
+    impl PartialEq for Float {
+        fn eq(&self, other: &Self) -> bool {
+            self.cmp(other).is_eq()
+        }
+    }
+
+    impl Eq for Float {}
+
+    impl PartialOrd for Float {
+        fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+
+    impl Ord for Float {
+        fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+            self.0.total_cmp(&other.0)
+        }
+    }
+
+    impl Serialize for Float {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.serialize_f64(self.0)
+        }
+    }
+
+    /// JSON writes every non-finite float as `null`, the same as `None`: keys
+    /// tell them apart.
+    #[test]
+    fn non_finite_floats_have_keys_of_their_own() {
+        let keys: Vec<String> = [
+            None,
+            Some(f64::NAN),
+            Some(f64::INFINITY),
+            Some(f64::NEG_INFINITY),
+            Some(0.0),
+            Some(-0.0),
+            Some(1.5),
+        ]
+        .iter()
+        .map(|value| cache_key(value).unwrap())
+        .collect();
+        assert_eq!(
+            keys,
+            ["null", "NaN", "Infinity", "-Infinity", "0.0", "-0.0", "1.5"]
+        );
+        assert_eq!(cache_key(&f32::NAN).unwrap(), "NaN");
+        assert_eq!(cache_key(&1.25f32).unwrap(), "1.25");
+    }
+
+    /// A panicking `Serialize` leaves nothing on the thread's list either.
+    #[test]
+    fn a_panicking_input_leaves_nothing_behind() {
+        struct Panics;
+        impl Serialize for Panics {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap;
+                let mut map = serializer.serialize_map(None)?;
+                map.serialize_entry("b", &1)?;
+                panic!("on purpose");
+            }
+        }
+        let panicked = std::panic::catch_unwind(|| cache_key(&BTreeMap::from([("p", Panics)])));
+        assert!(panicked.is_err());
+        assert_eq!(ENTRIES.with(|entries| entries.borrow().len()), 0);
     }
 }

@@ -280,7 +280,7 @@ impl<S: Cacheable> Around<S> for Cache {
         if ttl == Some(Duration::ZERO) {
             return next.call(input).await;
         }
-        let key = cache_key(&input).map_err(|err| ToolError::Refused {
+        let mut key = cache_key(&input).map_err(|err| ToolError::Refused {
             tool: next.branch().clone(),
             extension: Name::unchecked("cache"),
             reason: format!(
@@ -288,6 +288,15 @@ impl<S: Cacheable> Around<S> for Cache {
                 shorten(&err.to_string())
             ),
         })?;
+        // A proxy outside the cache changes the answer without changing the
+        // input: its route is part of the key. A key never holds a raw NUL, so
+        // the suffix cannot be mistaken for arguments.
+        crate::ext::proxy::with_route(|route| {
+            if let Some(route) = route {
+                key.push('\0');
+                key.push_str(route);
+            }
+        });
         // A key the store could never keep would only pin memory while it runs.
         if key.len() + ENTRY_OVERHEAD > store.max_bytes {
             return next.call(input).await;
