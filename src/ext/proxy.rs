@@ -31,13 +31,12 @@ pub fn current_route() -> Option<String> {
     ROUTE.try_with(Clone::clone).ok()
 }
 
-/// Calls `f` with the current route, without copying it.
-pub(crate) fn with_route<R>(f: impl FnOnce(Option<&str>) -> R) -> R {
-    let mut f = Some(f);
-    match ROUTE.try_with(|route| (f.take().expect("called once"))(Some(route))) {
-        Ok(done) => done,
-        Err(_) => (f.take().expect("not called"))(None),
-    }
+/// Appends `separator` and the current route to `key`, if a proxy set one.
+pub(crate) fn append_route(key: &mut String, separator: char) {
+    let _outside_any_proxy = ROUTE.try_with(|route| {
+        key.push(separator);
+        key.push_str(route);
+    });
 }
 
 /// The operator's side of a proxy: which routes callers may pick. The first one is

@@ -291,12 +291,7 @@ impl<S: Cacheable> Around<S> for Cache {
         // A proxy outside the cache changes the answer without changing the
         // input: its route is part of the key. A key never holds a raw NUL, so
         // the suffix cannot be mistaken for arguments.
-        crate::ext::proxy::with_route(|route| {
-            if let Some(route) = route {
-                key.push('\0');
-                key.push_str(route);
-            }
-        });
+        crate::ext::proxy::append_route(&mut key, '\0');
         // A key the store could never keep would only pin memory while it runs.
         if key.len() + ENTRY_OVERHEAD > store.max_bytes {
             return next.call(input).await;
