@@ -235,7 +235,7 @@ pub enum ArgsErrorKind {
     /// An argument (or the arguments as a whole) has the wrong shape or value.
     InvalidValue,
     /// The arguments nest deeper than the toolset's
-    /// [`Limits::max_depth`](crate::Limits::max_depth).
+    /// [`Limits::max_depth`](crate::limits::Limits::max_depth).
     TooDeep,
 }
 
@@ -419,7 +419,7 @@ pub enum BindError {
     },
 
     /// A combo has more elements than the toolset's
-    /// [`Limits::max_combo_len`](crate::Limits::max_combo_len).
+    /// [`Limits::max_combo_len`](crate::limits::Limits::max_combo_len).
     #[error(
         "a combo of `{tool}` has {len} elements, over the limit of {limit}; shorten it, or raise the limit with `Limits::with_max_combo_len`"
     )]
@@ -433,7 +433,7 @@ pub enum BindError {
     },
 
     /// A name the tool would bind is longer than the toolset's
-    /// [`Limits::max_name_len`](crate::Limits::max_name_len) (MCP clients expect at
+    /// [`Limits::max_name_len`](crate::limits::Limits::max_name_len) (MCP clients expect at
     /// most 128 bytes).
     #[error(
         "`{tool}` would bind `{name}`, {len} bytes long, over the limit of {limit}; shorten the combo or the extension names, or raise the limit with `Limits::with_max_name_len`"

@@ -3,7 +3,7 @@
 //! Typed combos are checked by the compiler, where a rule can be a trait bound;
 //! combos that only exist at run time (a manifest, [`Toolset::attach`]) are checked
 //! when they are bound, by the same binding engine, in the order below, and each
-//! refusal is a [`BindError`] whose [`rule`](BindError::rule) names its section
+//! refusal is a [`BindError`] whose [`rule`](crate::error::BindError::rule) names its section
 //! here. Errors, diagnostics and docs across the crate point to these names.
 //!
 //! [`Toolset::attach`]: crate::Toolset::attach
@@ -17,7 +17,7 @@
 //! *branch* beside it. A *combo* is an ordered, non-empty list of extensions on one
 //! *base* tool; `[a, b]` is `b(a(tool))`. Its *kind* is `wrapper`, `transformer` or
 //! `backend`, and kinds differ only in five properties (see
-//! [`ExtensionKind`](crate::ExtensionKind)): generic machinery reads a property,
+//! [`ExtensionKind`](crate::kind::ExtensionKind)): generic machinery reads a property,
 //! never a kind's name.
 //!
 //! # branch-by-rename

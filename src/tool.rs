@@ -75,7 +75,7 @@ pub struct ToolSpec {
 /// # Ok::<(), toolgraft::error::InvalidName>(())
 /// ```
 ///
-/// Sealed: toolgraft implements it for [`Tool`] and [`DynTool`](crate::DynTool)
+/// Sealed: toolgraft implements it for [`Tool`] and [`DynTool`](crate::runtime::DynTool)
 /// only. A base is where a combo's rules start counting, so a type that could claim
 /// to be one (a newtype around a bound branch, say) could hide a backend from the
 /// rules of the combos built on it.

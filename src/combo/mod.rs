@@ -31,7 +31,7 @@ use typestate::{ComboState, Depth, Joins, Start, Then};
 
 /// A combo under construction: the typed stack `S` and the typestate `St`.
 ///
-/// Start one with [`BaseTool::combo`], add extensions with [`Combo::with`], and bind
+/// Start one with [`StartCombo::combo`], add extensions with [`Combo::with`], and bind
 /// the tool with its combos with [`Toolset::bind`](crate::Toolset::bind).
 ///
 /// ```
@@ -177,7 +177,7 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     }
 
     /// Closes the layers added so far into one [`Segment`] now, instead of after
-    /// [`SEGMENT`](crate::SEGMENT) layers: for wrappers whose own futures are heavy
+    /// [`SEGMENT`](crate::extension::SEGMENT) layers: for wrappers whose own futures are heavy
     /// (several nested `async` blocks, a timeout, a `catch_unwind` each), a few of
     /// which already nest past what the compiler walks by default ("queries
     /// overflow the depth limit"). Calls then pay one allocation more; the rules and

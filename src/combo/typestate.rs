@@ -5,7 +5,7 @@
 //! A combo's type carries a [`State`]: the extensions of kinds that allow one per
 //! combo (rule `cardinality` in the [rulebook](crate::rulebook)), the first
 //! extension that relocates execution (rule `locality-inside-relocation`), and how
-//! many layers are stacked by value since the last [`Segment`](crate::extension::Segment).
+//! many layers are stacked by value since the last [`Segment`].
 //! `.with(e)` asks one trait per rule of the state and of `e`'s [`Kind`]:
 //! [`OneOfKindPerCombo`], [`InsideRelocation`], [`InputContract`] and
 //! [`OutputContract`]. Each carries a `#[diagnostic::on_unimplemented]` message that
@@ -66,7 +66,7 @@ impl sealed::Machinery for BodyLocal {}
 
 /// A combo's state: `Seen` lists the extensions of kinds whose `multiple` is false,
 /// `Relocated` is the first relocating extension (or [`NotRelocated`]), `Depth`
-/// counts the layers since the last [`Segment`](crate::Segment).
+/// counts the layers since the last [`Segment`].
 #[derive(Debug)]
 pub struct State<Seen, Relocated, Depth = Layers<0>>(PhantomData<Marker<(Seen, Relocated, Depth)>>);
 
@@ -112,7 +112,7 @@ impl<Seen, R: Relocator, D: Depth> ComboState for State<Seen, R, D> {
 }
 
 /// The stack `S` of a combo in state `St`, as its next extension receives it: `S`
-/// itself, or `S` closed into a [`Segment`](crate::Segment).
+/// itself, or `S` closed into a [`Segment`].
 pub type Closed<St, S> = <<St as ComboState>::Depth as Depth>::Close<S>;
 
 impl<B: Extension> property::sealed::Relocator for B {}

@@ -193,9 +193,9 @@ impl ConfigError {
 /// assert_eq!(Audit.describe("Return the text.").unwrap(), "Return the text. (audited)");
 /// ```
 pub trait Extension: Send + Sync + 'static {
-    /// [`Wrapper`], [`Transformer`](crate::Transformer) or [`Backend`](crate::Backend).
+    /// [`Wrapper`], [`Transformer`] or [`Backend`].
     type Kind: Kind;
-    /// [`Anywhere`](crate::Anywhere), or [`BodyLocal`](crate::BodyLocal) when the
+    /// [`Anywhere`], or [`BodyLocal`] when the
     /// extension only works in the thread/task that runs the tool body.
     type Locality: Locality;
 
@@ -286,7 +286,7 @@ pub trait Configurable: Extension + Sized {
 /// backends build their own branch.
 /// The typestate checks the branch against the kind's contract: a kind that
 /// preserves the input schema must take `S::Input` (optionally
-/// [`WithParams`](crate::WithParams)), one that preserves output shape must return
+/// [`WithParams`]), one that preserves output shape must return
 /// `S::Output`.
 ///
 /// ```

@@ -426,7 +426,7 @@ where
 /// The factory runs when a combo is bound (again, if a concurrent change makes the
 /// toolset retry); a panic in it refuses the tool. A factory or branch that holds a
 /// strong [`Toolset`](crate::Toolset) keeps it alive: hold a
-/// [`WeakToolset`](crate::WeakToolset) instead.
+/// [`WeakToolset`](crate::toolset::WeakToolset) instead.
 ///
 /// The factory presents whatever schema it likes, so the binding engine checks what
 /// the typed path proves: a wrapper must present its layer input's schema (plus its

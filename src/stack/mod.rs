@@ -159,7 +159,7 @@ impl<'a, S: Stack, W: ?Sized> Next<'a, S, W> {
 /// Decodes arguments with serde, naming the offending field on error.
 ///
 /// The field path and serde's message are shortened (see
-/// [`shorten`](crate::shorten)): serde quotes the offending value whole.
+/// [`shorten`](crate::error::shorten)): serde quotes the offending value whole.
 ///
 /// ```
 /// use toolgraft::extension::decode_args;

@@ -1,4 +1,4 @@
-//! Backends for [toolgraft](toolgraft) that run the body in **other processes**, on
+//! Backends for [toolgraft] that run the body in **other processes**, on
 //! the apalis job engine (features `redis` and `sqlite`, the default).
 //!
 //! [`Remote`] is a backend: its branch enqueues a job carrying the NAME of its

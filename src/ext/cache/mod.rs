@@ -118,7 +118,10 @@ impl Params for CacheParams {}
 ///
 /// A stored result keeps the TTL it was stored with: a later, shorter `exp` does
 /// not shorten it. The key is the input's JSON with the entries of every map
-/// sorted by key, so arguments given in another order hit the same result.
+/// sorted by key, so arguments given in another order hit the same result. Inside
+/// a [`Proxy`](crate::ext::Proxy), the route is part of the key too: a proxy
+/// changes the answer without changing the input. An input JSON cannot key (a map
+/// with `None` or sequence keys) is refused, never mistaken for another.
 ///
 /// ```
 /// use frunk::hlist;
