@@ -515,11 +515,7 @@ pub(crate) mod redis_tier {
         return 'cancelled'
     ";
 
-    fn now_ms() -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| since.as_millis() as u64)
-    }
+    use super::super::now_ms;
 
     fn now_s() -> u64 {
         now_ms() / 1000
@@ -548,9 +544,7 @@ pub(crate) mod redis_tier {
         }
 
         pub(crate) async fn vacuum(&self) -> Result<u64, String> {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |since| since.as_millis() as u64);
+            let now = now_ms();
             let cutoff = now.saturating_sub(self.engine.keep_finished().as_millis() as u64);
             redis::Script::new(VACUUM)
                 .key(&self.finished)
@@ -724,9 +718,7 @@ pub(crate) mod redis_tier {
             body: &str,
         ) -> Result<(), String> {
             let mut commands = self.commands.clone();
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |since| since.as_millis() as u64);
+            let now = now_ms();
             let retention = i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX);
             if super::is_job_key(reply_to) {
                 // A submitted job: the first reply stays in its record, which is
@@ -1016,9 +1008,7 @@ pub(crate) mod sqlite_tier {
                 .fetch_optional(&self.jobs)
                 .await
                 .map_err(|error| error.to_string())?;
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |since| since.as_secs() as i64);
+                let now = i64::try_from(super::super::now_ms() / 1000).unwrap_or(i64::MAX);
                 engine = match job {
                     Some((status, run_at)) if status == "Pending" => {
                         if run_at.is_some_and(|run_at| run_at > now) {
@@ -1087,9 +1077,7 @@ pub(crate) mod sqlite_tier {
                     return Ok(super::Cancel::TooLate);
                 }
             }
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |since| since.as_millis() as i64);
+            let now = i64::try_from(super::super::now_ms()).unwrap_or(i64::MAX);
             sqlx::query(
                 "UPDATE toolgraft_jobs SET cancelled = COALESCE(cancelled, ?3),
                  ended = COALESCE(ended, unixepoch())

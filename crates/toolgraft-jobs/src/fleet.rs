@@ -21,7 +21,9 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use super::now_ms;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -97,14 +99,6 @@ pub enum FleetError {
     /// The toolset the fleet keeps is gone (dropped).
     #[error("the fleet's toolset is gone")]
     ToolsetGone,
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| {
-            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-        })
 }
 
 /// The generations this process's fleets are at, by (URL, queue): what a

@@ -115,6 +115,16 @@ mod submit;
 mod wire;
 mod worker;
 
+/// Milliseconds since the Unix epoch: the one clock of jobs, tickets, retention
+/// and fleet reports (0 before the epoch).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
 pub use fleet::{Fleet, FleetError, FleetMember, Role};
 pub use remote::{MAX_TIMEOUT_MS, Remote, RemoteConfig, Remoted};
 pub use submit::{

@@ -12,9 +12,8 @@ use tokio::sync::{Mutex as AsyncMutex, Notify, oneshot};
 use tokio::task::AbortHandle;
 
 use super::broker::{Broker, Cancel, Engine, Stored, Tier, Waiting, job_key};
-use super::submit::{
-    JobError, JobResult, JobState, JobTicket, Record, RemoteBranch, now_ms, rfc3339,
-};
+use super::now_ms;
+use super::submit::{JobError, JobResult, JobState, JobTicket, Record, RemoteBranch, rfc3339};
 use super::wire::{Job, Reply};
 use toolgraft::error::ArgsError;
 use toolgraft::extension::{Anywhere, Args, ConfigError, Configurable, LayerInput};

@@ -4,7 +4,9 @@
 
 use std::fmt;
 use std::future::Future;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use super::now_ms;
 
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
@@ -168,14 +170,6 @@ pub(crate) struct Record {
     /// engine with no job of it by then never got it.
     #[serde(default)]
     pub(crate) enqueue_by: u64,
-}
-
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| {
-            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-        })
 }
 
 /// `ms` since the Unix epoch as an RFC 3339 time in UTC.
