@@ -1218,6 +1218,7 @@ pub(crate) mod sqlite_tier {
         use apalis_sqlite::SqliteStorage;
         use tokio::task::JoinSet;
 
+        use super::super::super::scratch::NewFile;
         use super::super::super::wire::Job;
         use super::super::Engine;
         use super::{Broker, lock_file, open};
@@ -1228,30 +1229,6 @@ pub(crate) mod sqlite_tier {
             missed_heartbeats: 3,
             retention: Duration::from_secs(60),
         };
-
-        /// A new file's URL, and its files removed when dropped.
-        struct NewFile(String);
-
-        impl NewFile {
-            fn new(test: &str) -> Self {
-                let path = std::env::temp_dir().join(format!(
-                    "{test}-{}.db",
-                    ulid::Ulid::new().to_string().to_lowercase()
-                ));
-                Self(format!("sqlite://{}", path.display()))
-            }
-        }
-
-        impl Drop for NewFile {
-            fn drop(&mut self) {
-                let path = self.0.trim_start_matches("sqlite://");
-                for suffix in ["", "-wal", "-shm", ".lock"] {
-                    for file in [path.to_owned(), format!("{path}.replies")] {
-                        let _ = std::fs::remove_file(format!("{file}{suffix}"));
-                    }
-                }
-            }
-        }
 
         /// Enqueues `jobs` jobs at once through `broker` (so on several of its
         /// connections).

@@ -807,6 +807,7 @@ mod sqlite_store {
 #[cfg(all(test, feature = "sqlite"))]
 mod tests {
     use super::*;
+    use crate::scratch::NewFile;
 
     /// A fleet that cannot reach its engine says which one.
     #[tokio::test]
@@ -853,11 +854,8 @@ mod tests {
     /// of the two generations, and a fleet that left stops counting.
     #[tokio::test]
     async fn jobs_carry_the_newest_generation_of_the_fleets_still_joined() {
-        let path = std::env::temp_dir().join(format!(
-            "fleets-{}.db",
-            ulid::Ulid::new().to_string().to_lowercase()
-        ));
-        let url = format!("sqlite://{}", path.display());
+        let file = NewFile::new("fleets");
+        let url = file.0.clone();
         let remote = Remote::new(&url).unwrap();
         let queue = remote.queue_name().to_owned();
         let (first_toolset, second_toolset) = (Toolset::new(), Toolset::new());
@@ -883,17 +881,6 @@ mod tests {
                 "a fleet that left still counts"
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        for suffix in [
-            "",
-            "-wal",
-            "-shm",
-            ".lock",
-            ".replies",
-            ".replies-wal",
-            ".replies-shm",
-        ] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
         }
     }
 }

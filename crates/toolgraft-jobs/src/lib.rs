@@ -111,6 +111,8 @@ mod broker;
 mod doorbell;
 mod fleet;
 mod remote;
+#[cfg(all(test, feature = "sqlite"))]
+mod scratch;
 mod submit;
 mod wire;
 mod worker;

@@ -422,19 +422,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    /// A fresh SQLite queue in the temp directory, its files removed when dropped.
-    struct Queue(std::path::PathBuf);
-
-    impl Drop for Queue {
-        fn drop(&mut self) {
-            for suffix in ["", "-wal", "-shm", ".lock"] {
-                for file in [self.0.clone(), self.0.with_extension("db.replies")] {
-                    let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
-                }
-            }
-        }
-    }
+    use crate::scratch::NewFile;
 
     fn job_at(generation: u64) -> Job {
         Job {
@@ -452,12 +440,8 @@ mod tests {
     /// both generations named (the job is replied to, not run on a stale binding).
     #[tokio::test]
     async fn a_worker_behind_a_job_catches_up_or_refuses_it_after_its_wait() {
-        let path = std::env::temp_dir().join(format!(
-            "behind-{}.db",
-            ulid::Ulid::new().to_string().to_lowercase()
-        ));
-        let _queue = Queue(path.clone());
-        let remote = Remote::new(format!("sqlite://{}", path.display())).unwrap();
+        let file = NewFile::new("behind");
+        let remote = Remote::new(&file.0).unwrap();
         let engine = remote.engine();
         let worker_toolset = Toolset::new();
         let fleet = Fleet::follow(&remote, &worker_toolset, Registry::new(), "w".into())
