@@ -613,82 +613,74 @@ impl Remote {
     pub fn job_tools_named(&self, prefix: &str) -> Result<Vec<DynTool>, InvalidName> {
         // A name itself (an empty one would leave `_status`).
         toolgraft::Name::new(prefix)?;
-        let input = toolgraft::schema::of::<JobId>();
-        let parse = |args: Args| -> Result<String, toolgraft::error::BoxError> {
-            let JobId { job_id } = toolgraft::extension::decode_args(args)?;
-            Ok(job_id)
-        };
-        let status = {
-            let remote = self.clone();
-            DynTool::builder()
-                .name(format!("{prefix}_status"))
-                .description(format!(
-                    "Where a job submitted on queue `{}` is: scheduled, queued, running, finished, failed or cancelled.",
-                    self.queue_name()
-                ))
-                .input_schema(input.clone())
-                .output_schema(toolgraft::schema::of::<JobTicket>())
-                .body(move |args| {
-                    let remote = remote.clone();
-                    async move {
-                        let ticket = remote.job_status(&parse(args)?).await?;
-                        Ok(serde_json::to_value(ticket)?)
-                    }
-                })
-                .build()
-        };
-        let result = {
-            let remote = self.clone();
-            DynTool::builder()
-                .name(format!("{prefix}_result"))
-                .description(format!(
-                    "The result of a job submitted on queue `{}` once it finished (its error if it failed), or where it is until then.",
-                    self.queue_name()
-                ))
-                .input_schema(input.clone())
-                .output_schema(toolgraft::schema::of::<ResultView>())
-                .body(move |args| {
-                    let remote = remote.clone();
-                    async move {
-                        let job_id = parse(args)?;
-                        let view = match remote.job_result(&job_id).await? {
-                            JobResult::Finished(result) => ResultView {
-                                job_id,
-                                state: JobState::Finished,
-                                result: Some(result),
-                            },
-                            JobResult::Failed(error) => return Err(error.into()),
-                            JobResult::NotFinished(ticket) => ResultView {
-                                job_id,
-                                state: ticket.state,
-                                result: None,
-                            },
-                        };
-                        Ok(serde_json::to_value(view)?)
-                    }
-                })
-                .build()
-        };
-        let cancel = {
-            let remote = self.clone();
-            DynTool::builder()
-                .name(format!("{prefix}_cancel"))
-                .description(format!(
-                    "Cancel a job submitted on queue `{}` that no worker has taken yet (scheduled or queued): it never runs. A running job cannot be stopped.",
-                    self.queue_name()
-                ))
-                .input_schema(input)
-                .output_schema(toolgraft::schema::of::<JobTicket>())
-                .body(move |args| {
-                    let remote = remote.clone();
-                    async move {
-                        let ticket = remote.cancel(&parse(args)?).await?;
-                        Ok(serde_json::to_value(ticket)?)
-                    }
-                })
-                .build()
-        };
-        Ok(vec![status?, result?, cancel?])
+        let queue = self.queue_name();
+        Ok(vec![
+            self.job_tool(
+                format!("{prefix}_status"),
+                format!(
+                    "Where a job submitted on queue `{queue}` is: scheduled, queued, running, finished, failed or cancelled."
+                ),
+                |remote, job_id| async move { Ok(remote.job_status(&job_id).await?) },
+            )?,
+            self.job_tool(
+                format!("{prefix}_result"),
+                format!(
+                    "The result of a job submitted on queue `{queue}` once it finished (its error if it failed), or where it is until then."
+                ),
+                |remote, job_id| async move {
+                    Ok(match remote.job_result(&job_id).await? {
+                        JobResult::Finished(result) => ResultView {
+                            job_id,
+                            state: JobState::Finished,
+                            result: Some(result),
+                        },
+                        JobResult::Failed(error) => return Err(error.into()),
+                        JobResult::NotFinished(ticket) => ResultView {
+                            job_id,
+                            state: ticket.state,
+                            result: None,
+                        },
+                    })
+                },
+            )?,
+            self.job_tool(
+                format!("{prefix}_cancel"),
+                format!(
+                    "Cancel a job submitted on queue `{queue}` that no worker has taken yet (scheduled or queued): it never runs. A running job cannot be stopped."
+                ),
+                |remote, job_id| async move { Ok(remote.cancel(&job_id).await?) },
+            )?,
+        ])
+    }
+
+    /// A job tool: takes `{job_id}`, answers what `answer` makes of it on this
+    /// queue; bad arguments are refused as arguments.
+    fn job_tool<O, F, Fut>(
+        &self,
+        name: String,
+        description: String,
+        answer: F,
+    ) -> Result<DynTool, InvalidName>
+    where
+        O: Serialize + JsonSchema,
+        F: Fn(Remote, String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, toolgraft::error::BoxError>> + Send + 'static,
+    {
+        let remote = self.clone();
+        let answer = std::sync::Arc::new(answer);
+        DynTool::builder()
+            .name(name)
+            .description(description)
+            .input_schema(toolgraft::schema::of::<JobId>())
+            .output_schema(toolgraft::schema::of::<O>())
+            .body(move |args| {
+                let (remote, answer) = (remote.clone(), answer.clone());
+                async move {
+                    let JobId { job_id } = toolgraft::extension::decode_args(args)?;
+                    Ok(serde_json::to_value(answer(remote, job_id).await?)?)
+                }
+            })
+            .build()
     }
 }
 
