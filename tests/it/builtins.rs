@@ -355,19 +355,25 @@ async fn batch_limits_are_checked_before_any_item_runs() {
     );
 }
 
-#[tokio::test]
-async fn proxy_picks_an_allowed_route_for_the_body_only() {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let counter = runs.clone();
-    let fetch = Tool::builder()
+/// `fetch {} -> route`: the proxy route its body sees, counting its runs.
+fn route_reporter(
+    runs: Arc<AtomicUsize>,
+) -> impl BaseTool<Input = common::Ping, Output = Option<String>> {
+    Tool::builder()
         .name("fetch")
         .description("Report the route.")
         .body(move |_: common::Ping| {
-            counter.fetch_add(1, Ordering::SeqCst);
+            runs.fetch_add(1, Ordering::SeqCst);
             async { Ok(proxy::current_route()) }
         })
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test]
+async fn proxy_picks_an_allowed_route_for_the_body_only() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let fetch = route_reporter(runs.clone());
     let toolset = Toolset::new();
     toolset
         .bind(&fetch, hlist![fetch.combo().with(Proxy::allow(["A"]))])
@@ -417,16 +423,7 @@ async fn proxy_picks_an_allowed_route_for_the_body_only() {
 #[tokio::test]
 async fn a_cache_inside_a_proxy_keeps_one_answer_per_route() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let counter = runs.clone();
-    let fetch = Tool::builder()
-        .name("fetch")
-        .description("Report the route.")
-        .body(move |_: common::Ping| {
-            counter.fetch_add(1, Ordering::SeqCst);
-            async { Ok(proxy::current_route()) }
-        })
-        .build()
-        .unwrap();
+    let fetch = route_reporter(runs.clone());
     let toolset = Toolset::new();
     toolset
         .bind(
