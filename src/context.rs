@@ -1,47 +1,650 @@
-//! What the current task is inside of, carried by tokio task-locals: how deep in
-//! tool-calls-tool it is (a chain calling a chain, over any number of backends),
-//! and which body-local layer's call it is in. A relocating backend reads both: it
-//! carries the depth to where it runs the layer below, so a cycle still ends, and it
-//! refuses to relocate a body from inside a body-local layer, which would then not
-//! apply to the body (rule `locality-inside-relocation` in the
-//! [rulebook](crate::rulebook), at run time, for the compositions types cannot see:
-//! a tool body that calls a branch, say).
+//! The call context: what a call carries besides its input, as entries found by
+//! type (like `http::Extensions`), read by bodies and extensions and extended by
+//! the layers a call passes through.
+//!
+//! Each [`Entry`] declares two things beside its name:
+//!
+//! - how it crosses a relocation ([`Entry::Travel`]): it [`Stays`] with the
+//!   caller, reaches worker threads as it is ([`InProcess`]), reaches worker
+//!   processes too, serialized ([`Serialized`]), or makes any relocation from
+//!   inside it a refusal ([`Pinned`]: what a body-local layer's call is);
+//! - whether a [`Cache`](crate::ext::Cache) inside it keys on it
+//!   ([`Entry::Key`]: [`Keyed`] or [`Unkeyed`]): an entry that changes the answer
+//!   without changing the input (an egress route, a caller's identity) is keyed.
+//!
+//! Bodies and extensions read it with [`get`]; a layer adds an entry for the
+//! layers below with [`with`]. A backend carries what travels through a
+//! [`Departure`](crate::relocation::Departure) (see [`relocation`](crate::relocation)).
+//!
+//! ```
+//! use toolgraft::context::{self, Entry, InProcess, Unkeyed};
+//!
+//! /// Which tenant a call is for.
+//! #[derive(Clone, Debug, PartialEq)]
+//! struct Tenant(&'static str);
+//!
+//! impl Entry for Tenant {
+//!     const NAME: &'static str = "example.tenant";
+//!     type Travel = InProcess;
+//!     type Key = Unkeyed;
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! assert_eq!(context::get::<Tenant>(), None);
+//! let seen = context::with(Tenant("acme"), async { context::get::<Tenant>() }).await;
+//! assert_eq!(seen, Some(Tenant("acme")));
+//! # }
+//! ```
+
+use std::any::{Any, TypeId};
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use crate::name::Name;
 
+mod sealed {
+    pub trait Travel {}
+    pub trait Key {}
+}
+
+/// An entry of the call context: a value found by its type.
+///
+/// `NAME` is the entry's identity where types are not: on the wire to a worker
+/// process, in cache keys and in errors. Make it unique (prefix it with your
+/// crate's name, as the built-ins use `toolgraft.`).
+///
+/// See the [module docs](self) for an example.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a call-context entry",
+    label = "not an `Entry`",
+    note = "implement `toolgraft::context::Entry` for `{Self}`: its `NAME`, how it crosses a relocation (`Travel`) and whether a cache keys on it (`Key`)"
+)]
+pub trait Entry: Clone + Send + Sync + fmt::Debug + 'static {
+    /// The entry's name: unique, stable, what a worker process finds it by.
+    const NAME: &'static str;
+    /// How the entry crosses a relocation: [`Stays`], [`InProcess`],
+    /// [`Serialized`] or [`Pinned`].
+    type Travel: Travel<Self>;
+    /// Whether a cache inside it keys on it: [`Keyed`] or [`Unkeyed`].
+    type Key: Key<Self>;
+}
+
+/// How an entry crosses a relocation, as a value (see [`Entry::Travel`]).
+///
+/// ```
+/// use toolgraft::context::{Carried, InProcess, Travel};
+/// assert_eq!(<InProcess as Travel<u8>>::CARRIED, Carried::InProcess);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Carried {
+    /// Not carried: the relocated body does not see it.
+    Stays,
+    /// As it is, to worker threads; not to worker processes.
+    InProcess,
+    /// As it is to worker threads, serialized to worker processes.
+    Serialized,
+    /// Never: a relocation from inside it is refused.
+    Pinned,
+}
+
+/// How an entry of type `E` crosses a relocation: one of [`Stays`],
+/// [`InProcess`], [`Serialized`], [`Pinned`] (sealed).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot carry `{E}` across a relocation",
+    label = "`{E}`'s `Travel`",
+    note = "an entry that travels `Serialized` to worker processes must be `serde::Serialize + serde::de::DeserializeOwned`; derive both, or choose `InProcess` (worker threads only) or `Stays`"
+)]
+pub trait Travel<E>: sealed::Travel + Send + Sync + 'static {
+    /// The same, as a value.
+    const CARRIED: Carried;
+    #[doc(hidden)]
+    fn encode(_entry: &E) -> Option<Result<Value, serde_json::Error>> {
+        None
+    }
+    #[doc(hidden)]
+    fn decode(_value: &Value) -> Option<E> {
+        None
+    }
+}
+
+/// The entry stays with the caller: a relocated body does not see it.
+#[derive(Debug)]
+pub struct Stays;
+/// The entry reaches worker threads as it is, and stays behind at a process
+/// boundary.
+#[derive(Debug)]
+pub struct InProcess;
+/// The entry reaches worker threads as it is and worker processes serialized
+/// (it must be `Serialize + DeserializeOwned`).
+#[derive(Debug)]
+pub struct Serialized;
+/// The entry pins the call where it is: a backend reached from inside it refuses
+/// to relocate the body (rule `locality-inside-relocation` in the
+/// [rulebook](crate::rulebook), at run time). What a body-local layer's call is.
+#[derive(Debug)]
+pub struct Pinned;
+
+impl sealed::Travel for Stays {}
+impl sealed::Travel for InProcess {}
+impl sealed::Travel for Serialized {}
+impl sealed::Travel for Pinned {}
+
+impl<E> Travel<E> for Stays {
+    const CARRIED: Carried = Carried::Stays;
+}
+
+impl<E> Travel<E> for InProcess {
+    const CARRIED: Carried = Carried::InProcess;
+}
+
+impl<E> Travel<E> for Pinned {
+    const CARRIED: Carried = Carried::Pinned;
+}
+
+impl<E: Serialize + DeserializeOwned> Travel<E> for Serialized {
+    const CARRIED: Carried = Carried::Serialized;
+
+    fn encode(entry: &E) -> Option<Result<Value, serde_json::Error>> {
+        Some(serde_json::to_value(entry))
+    }
+
+    fn decode(value: &Value) -> Option<E> {
+        E::deserialize(value).ok()
+    }
+}
+
+/// Whether a cache keys on an entry of type `E`: [`Keyed`] or [`Unkeyed`]
+/// (sealed).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot key a cache on `{E}`",
+    label = "`{E}`'s `Key`",
+    note = "a `Keyed` entry is written into cache keys, so it must be `serde::Serialize`; derive it, or choose `Unkeyed`"
+)]
+pub trait Key<E>: sealed::Key + Send + Sync + 'static {
+    /// Whether a cache keys on it.
+    const KEYED: bool;
+    #[doc(hidden)]
+    fn write(_entry: &E, _key: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        Ok(())
+    }
+}
+
+/// A cache inside the entry keys on it: the entry changes the answer.
+#[derive(Debug)]
+pub struct Keyed;
+/// A cache ignores the entry.
+#[derive(Debug)]
+pub struct Unkeyed;
+
+impl sealed::Key for Keyed {}
+impl sealed::Key for Unkeyed {}
+
+impl<E: Serialize> Key<E> for Keyed {
+    const KEYED: bool = true;
+
+    fn write(entry: &E, key: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        serde_json::to_writer(key, entry)
+    }
+}
+
+impl<E> Key<E> for Unkeyed {
+    const KEYED: bool = false;
+}
+
+/// A call's context: its entries, newest first. Cloning shares them.
+///
+/// Most code reads the current call's context through [`get`] and extends it
+/// with [`with`]; a `Context` value is what crosses to where a call runs.
+///
+/// ```
+/// use toolgraft::context::{self, CallName, Context};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let context = Context::current().with(CallName(toolgraft::Name::new("fetch")?));
+/// let name = context.scope(async { context::get::<CallName>() }).await;
+/// assert_eq!(name.unwrap().0.as_str(), "fetch");
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Default)]
+pub struct Context {
+    head: Option<Arc<dyn Link>>,
+}
+
 tokio::task_local! {
-    static DEPTH: usize;
-    static BODY_LOCAL: BodyLocalScope;
+    static CURRENT: Context;
 }
 
-/// How deep in chains the current task is (0 outside any).
-pub(crate) fn current() -> usize {
-    DEPTH.try_with(|depth| *depth).unwrap_or(0)
+impl Context {
+    /// An empty context.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The current call's context (empty outside any).
+    pub fn current() -> Self {
+        CURRENT.try_with(Clone::clone).unwrap_or_default()
+    }
+
+    /// This context with `entry` added (replacing an entry of its type).
+    pub fn with<E: Entry>(&self, entry: E) -> Self {
+        Self {
+            head: Some(Arc::new(Node {
+                entry,
+                parent: self.head.clone(),
+            })),
+        }
+    }
+
+    /// The entry of type `E`, if the context has one: one set in this process,
+    /// or one that arrived serialized from the caller's process.
+    pub fn get<E: Entry>(&self) -> Option<E> {
+        let mut link = self.head.as_deref();
+        while let Some(node) = link {
+            if node.entry_type() == TypeId::of::<E>() {
+                return node.as_any().downcast_ref::<E>().cloned();
+            }
+            if let Some(arrived) = node.as_any().downcast_ref::<Arrived>()
+                && arrived.entry.name == E::NAME
+            {
+                return E::Travel::decode(&arrived.entry.value);
+            }
+            link = node.parent();
+        }
+        None
+    }
+
+    /// Runs `future` with this context as the current one.
+    pub fn scope<F: Future>(self, future: F) -> impl Future<Output = F::Output> {
+        CURRENT.scope(self, future)
+    }
+
+    /// Each entry (the newest of each type or name), newest first.
+    fn entries(&self) -> impl Iterator<Item = &dyn Link> {
+        let mut seen: Vec<(TypeId, &str)> = Vec::new();
+        let mut link = self.head.as_deref();
+        std::iter::from_fn(move || {
+            while let Some(node) = link {
+                link = node.parent();
+                let id = (node.entry_type(), node.name());
+                if !seen.iter().any(|(ty, name)| *ty == id.0 || *name == id.1) {
+                    seen.push(id);
+                    return Some(node);
+                }
+            }
+            None
+        })
+    }
+
+    /// Whether the context has no entry.
+    pub fn is_empty(&self) -> bool {
+        self.head.is_none()
+    }
+
+    /// The names of the entries in this context, newest first.
+    ///
+    /// ```
+    /// use toolgraft::context::{ChainDepth, Context};
+    /// let context = Context::new().with(ChainDepth(1));
+    /// assert_eq!(context.names(), ["toolgraft.chain_depth"]);
+    /// ```
+    pub fn names(&self) -> Vec<&str> {
+        self.entries().map(Link::name).collect()
+    }
+
+    /// The name of the innermost entry that pins the call (see [`Pinned`]).
+    pub(crate) fn pinned(&self) -> Option<String> {
+        self.entries()
+            .find(|entry| entry.carried() == Carried::Pinned)
+            .map(|entry| entry.name().to_owned())
+    }
+
+    /// The entries that cross to a worker thread.
+    pub(crate) fn for_threads(&self) -> Context {
+        self.filtered(|carried| matches!(carried, Carried::InProcess | Carried::Serialized))
+    }
+
+    fn filtered(&self, keep: impl Fn(Carried) -> bool) -> Context {
+        if self.is_empty() {
+            return Context::new();
+        }
+        let kept: Vec<&dyn Link> = self.entries().filter(|e| keep(e.carried())).collect();
+        let mut context = Context::new();
+        for entry in kept.into_iter().rev() {
+            context.head = Some(entry.relink(context.head.take()));
+        }
+        context
+    }
+
+    /// The entries that cross to a worker process, serialized, by name.
+    pub(crate) fn for_processes(&self) -> Result<Vec<WireEntry>, (String, String)> {
+        let mut wire = Vec::new();
+        for entry in self.entries() {
+            if entry.carried() != Carried::Serialized {
+                continue;
+            }
+            if let Some(value) = entry.encode() {
+                let value = value.map_err(|error| (entry.name().to_owned(), error.to_string()))?;
+                wire.push(WireEntry {
+                    name: entry.name().to_owned(),
+                    value,
+                    keyed: entry.keyed(),
+                });
+            }
+        }
+        // Oldest first, so that arriving adds them in the order they were set.
+        wire.reverse();
+        Ok(wire)
+    }
+
+    /// This context with the entries that arrived serialized from a caller's
+    /// process added, in their order.
+    pub(crate) fn with_arrived(&self, wire: Vec<WireEntry>) -> Context {
+        let mut context = self.clone();
+        for entry in wire {
+            context.head = Some(Arc::new(Arrived {
+                entry,
+                parent: context.head.take(),
+            }));
+        }
+        context
+    }
+
+    /// Writes the [`Keyed`] entries for a cache key, each as `\0"name":value`
+    /// (the name and the value in JSON, so no entry can pass for another, nor
+    /// for arguments, which never hold a raw NUL), sorted by name; nothing when
+    /// there are none. What [`Cache`](crate::ext::Cache) appends to its keys; a
+    /// cache of one's own does the same.
+    ///
+    /// ```
+    /// use toolgraft::context::Context;
+    /// use toolgraft::ext::proxy::Route;
+    /// let mut key = b"{}".to_vec();
+    /// Context::new().with(Route("eu".into())).write_keyed(&mut key)?;
+    /// assert_eq!(key, b"{}\0\"toolgraft.proxy.route\":\"eu\"");
+    /// # Ok::<(), toolgraft::context::EntryError>(())
+    /// ```
+    pub fn write_keyed(&self, key: &mut Vec<u8>) -> Result<(), EntryError> {
+        let mut keyed: Vec<&dyn Link> = self.entries().filter(|e| e.keyed()).collect();
+        keyed.sort_unstable_by(|a, b| a.name().cmp(b.name()));
+        for entry in keyed {
+            key.push(0);
+            serde_json::to_writer(&mut *key, entry.name())
+                .and_then(|()| {
+                    key.push(b':');
+                    entry.write_key(key)
+                })
+                .map_err(|error| EntryError {
+                    entry: entry.name().to_owned(),
+                    problem: error.to_string(),
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Whether a cache keys on any entry of this context.
+    pub fn has_keyed(&self) -> bool {
+        self.entries().any(|entry| entry.keyed())
+    }
 }
 
-/// Runs `future` at chain depth `depth`.
-pub(crate) async fn at<F: Future>(depth: usize, future: F) -> F::Output {
-    DEPTH.scope(depth, future).await
+/// An entry that could not be written (for a cache key, or to a worker
+/// process).
+///
+/// ```
+/// let error = toolgraft::context::EntryError { entry: "my.entry".into(), problem: "no".into() };
+/// assert_eq!(error.to_string(), "the context entry `my.entry` cannot be written: no");
+/// ```
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("the context entry `{entry}` cannot be written: {problem}")]
+pub struct EntryError {
+    /// The entry's name.
+    pub entry: String,
+    /// Why.
+    pub problem: String,
 }
 
-/// The body-local layer whose call the current task is in.
-#[derive(Clone, Debug)]
-pub(crate) struct BodyLocalScope {
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.entries().map(Link::shown))
+            .finish()
+    }
+}
+
+/// The entry of type `E` in the current call's context (see the
+/// [module docs](self)).
+pub fn get<E: Entry>() -> Option<E> {
+    CURRENT
+        .try_with(|context| context.get::<E>())
+        .ok()
+        .flatten()
+}
+
+/// [`Context::write_keyed`] for the current call's context.
+pub fn write_keyed(key: &mut Vec<u8>) -> Result<(), EntryError> {
+    CURRENT
+        .try_with(|context| context.write_keyed(key))
+        .unwrap_or(Ok(()))
+}
+
+/// Whether a cache keys on any entry of the current call's context.
+pub fn has_keyed() -> bool {
+    CURRENT.try_with(Context::has_keyed).unwrap_or(false)
+}
+
+/// Runs `future` with `entry` added to the current call's context (see the
+/// [module docs](self)).
+pub fn with<E: Entry, F: Future>(entry: E, future: F) -> impl Future<Output = F::Output> {
+    Context::current().with(entry).scope(future)
+}
+
+/// The bound name a call came in by (`fetch_proxy_cache`): set by every call by
+/// name ([`Toolset::call`](crate::Toolset::call)), so a body or an extension deep
+/// in a combo knows what the caller asked for.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgraft::{context::{self, CallName}, Tool, Toolset};
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let ping = Tool::builder().name("ping").description("Say which name was called.")
+///     .body(|_: Ping| async { Ok(context::get::<CallName>().map(|name| name.0.to_string())) })
+///     .build()?;
+/// let toolset = Toolset::new();
+/// toolset.bind_tool(&ping)?;
+/// assert_eq!(toolset.call("ping", json!({})).await?, json!("ping"));
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct CallName(pub Name);
+
+impl Entry for CallName {
+    const NAME: &'static str = "toolgraft.call_name";
+    type Travel = Serialized;
+    type Key = Unkeyed;
+}
+
+/// How deep in tool-calls-tool the call is (a chain calling a chain, over any
+/// number of backends); absent means 0. It travels to every worker, so a cycle
+/// through a backend still ends at
+/// [`MAX_CHAIN_DEPTH`](crate::ext::chain::MAX_CHAIN_DEPTH).
+///
+/// ```
+/// use toolgraft::context::{self, ChainDepth};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// assert_eq!(ChainDepth::current(), 0);
+/// assert_eq!(context::with(ChainDepth(3), async { ChainDepth::current() }).await, 3);
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct ChainDepth(pub usize);
+
+impl ChainDepth {
+    /// The current call's depth (0 outside any chain).
+    pub fn current() -> usize {
+        get::<ChainDepth>().map_or(0, |depth| depth.0)
+    }
+}
+
+impl Entry for ChainDepth {
+    const NAME: &'static str = "toolgraft.chain_depth";
+    type Travel = Serialized;
+    type Key = Unkeyed;
+}
+
+/// The body-local layer whose call this is: the extension (`proxy`) and the
+/// branch it runs in (`fetch_proxy`). Every call through a body-local wrapper
+/// has it; it pins the call ([`Pinned`]), so a backend reached from inside it (a
+/// tool body calling a branch that relocates) refuses, naming the layer.
+///
+/// ```
+/// use toolgraft::context::{self, BodyLocalCall};
+/// assert!(context::get::<BodyLocalCall>().is_none());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BodyLocalCall {
     /// The extension (`proxy`).
-    pub(crate) extension: Name,
+    pub extension: Name,
     /// The branch it runs in (`fetch_proxy`).
-    pub(crate) branch: Name,
+    pub branch: Name,
 }
 
-/// The innermost body-local layer the current task is in, if any.
-pub(crate) fn body_local() -> Option<BodyLocalScope> {
-    BODY_LOCAL.try_with(Clone::clone).ok()
+impl Entry for BodyLocalCall {
+    const NAME: &'static str = "toolgraft.body_local_call";
+    type Travel = Pinned;
+    type Key = Unkeyed;
 }
 
-/// Runs `future` inside the body-local layer `scope`.
-pub(crate) fn in_body_local<F: Future>(
-    scope: BodyLocalScope,
-    future: F,
-) -> impl Future<Output = F::Output> {
-    BODY_LOCAL.scope(scope, future)
+/// One entry and the rest of the context behind it.
+trait Link: Send + Sync + 'static {
+    fn entry_type(&self) -> TypeId;
+    fn name(&self) -> &str;
+    fn carried(&self) -> Carried;
+    fn keyed(&self) -> bool;
+    fn encode(&self) -> Option<Result<Value, serde_json::Error>>;
+    fn write_key(&self, key: &mut Vec<u8>) -> Result<(), serde_json::Error>;
+    fn shown(&self) -> String;
+    fn as_any(&self) -> &dyn Any;
+    fn parent(&self) -> Option<&dyn Link>;
+    /// The same entry in front of `parent`.
+    fn relink(&self, parent: Option<Arc<dyn Link>>) -> Arc<dyn Link>;
+}
+
+struct Node<E> {
+    entry: E,
+    parent: Option<Arc<dyn Link>>,
+}
+
+impl<E: Entry> Link for Node<E> {
+    fn entry_type(&self) -> TypeId {
+        TypeId::of::<E>()
+    }
+
+    fn name(&self) -> &str {
+        E::NAME
+    }
+
+    fn carried(&self) -> Carried {
+        E::Travel::CARRIED
+    }
+
+    fn keyed(&self) -> bool {
+        E::Key::KEYED
+    }
+
+    fn encode(&self) -> Option<Result<Value, serde_json::Error>> {
+        E::Travel::encode(&self.entry)
+    }
+
+    fn write_key(&self, key: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        E::Key::write(&self.entry, key)
+    }
+
+    fn shown(&self) -> String {
+        crate::quote::shorten(&format!("{}: {:?}", E::NAME, self.entry)).into_owned()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        &self.entry
+    }
+
+    fn parent(&self) -> Option<&dyn Link> {
+        self.parent.as_deref()
+    }
+
+    fn relink(&self, parent: Option<Arc<dyn Link>>) -> Arc<dyn Link> {
+        Arc::new(Node {
+            entry: self.entry.clone(),
+            parent,
+        })
+    }
+}
+
+/// An entry that arrived serialized from the caller's process, found by name
+/// until someone asks for it by type. It travels on as it came.
+struct Arrived {
+    entry: WireEntry,
+    parent: Option<Arc<dyn Link>>,
+}
+
+impl Link for Arrived {
+    fn entry_type(&self) -> TypeId {
+        TypeId::of::<Arrived>()
+    }
+
+    fn name(&self) -> &str {
+        &self.entry.name
+    }
+
+    fn carried(&self) -> Carried {
+        Carried::Serialized
+    }
+
+    fn keyed(&self) -> bool {
+        self.entry.keyed
+    }
+
+    fn encode(&self) -> Option<Result<Value, serde_json::Error>> {
+        Some(Ok(self.entry.value.clone()))
+    }
+
+    fn write_key(&self, key: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        serde_json::to_writer(key, &self.entry.value)
+    }
+
+    fn shown(&self) -> String {
+        crate::quote::shorten(&format!("{}: {}", self.entry.name, self.entry.value)).into_owned()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn parent(&self) -> Option<&dyn Link> {
+        self.parent.as_deref()
+    }
+
+    fn relink(&self, parent: Option<Arc<dyn Link>>) -> Arc<dyn Link> {
+        Arc::new(Arrived {
+            entry: self.entry.clone(),
+            parent,
+        })
+    }
+}
+
+/// One entry on the wire to a worker process (see
+/// [`WireContext`](crate::relocation::WireContext)).
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub(crate) struct WireEntry {
+    pub(crate) name: String,
+    pub(crate) value: Value,
+    /// Whether a cache keys on it, in the worker as in the caller.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) keyed: bool,
 }

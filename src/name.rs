@@ -84,6 +84,33 @@ impl Name {
         }
     }
 
+    /// A name from text that should be one but comes from elsewhere (a name a
+    /// worker process sends back, one read from a job store): each character a
+    /// name does not allow becomes `_`, an empty text `_`, a long one is cut to
+    /// the limit. A name that was valid comes back as it was.
+    ///
+    /// ```
+    /// # use toolgraft::Name;
+    /// assert_eq!(Name::lossy("fetch_proxy"), "fetch_proxy");
+    /// assert_eq!(Name::lossy("a b/c"), "a_b_c");
+    /// assert_eq!(Name::lossy(""), "_");
+    /// assert_eq!(Name::lossy(&"x".repeat(500)).as_str().len(), 128);
+    /// ```
+    pub fn lossy(text: &str) -> Name {
+        if let Ok(name) = Self::new(text) {
+            return name;
+        }
+        let mut name: String = text
+            .chars()
+            .map(|c| if Self::allowed(c) { c } else { '_' })
+            .take(MAX_NAME_LEN)
+            .collect();
+        if name.is_empty() {
+            name.push('_');
+        }
+        Name(name.into())
+    }
+
     /// The conventional branch name `<self>_<extension>`.
     ///
     /// ```

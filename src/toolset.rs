@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::bind::{self, Attached, ComboDraft, Entry, Minted};
 pub use crate::bind::{Link, Site, ToolInfo};
 use crate::combo::Combos;
+use crate::context::CallName;
 use crate::error::panic_message;
 use crate::error::{ArgsError, ArgsErrorKind, BindError, ToolError, listed, shorten, shorten_json};
 use crate::limits::{LimitError, Limits, deeper_than, drop_flat};
@@ -709,7 +710,12 @@ impl Toolset {
                 return Err(ArgsError::whole(problem).for_tool(tool));
             }
         };
-        let call = AssertUnwindSafe(entry.stack.call_json(tool, args)).catch_unwind();
+        // The bound name called is part of the call's context, for the layers and
+        // the body (and their errors) deep in the combo.
+        let call = crate::context::with(
+            CallName(tool.clone()),
+            AssertUnwindSafe(entry.stack.call_json(tool, args)).catch_unwind(),
+        );
         match call.await {
             Ok(Err(ToolError::InvalidArguments {
                 tool,

@@ -5,6 +5,7 @@ use schemars::Schema;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::context::{self, ChainDepth};
 use crate::error::{ArgsError, ArgsErrorKind, ChainErrorKind, ToolError, shorten, shorten_json};
 #[cfg(feature = "jq")]
 use crate::extension::ConfigError;
@@ -454,7 +455,7 @@ impl<S: Stack> Stack for Chained<S> {
         // A caller's jq expression is checked before anything runs.
         #[cfg(feature = "jq")]
         let jq = self.jq_for(input.jq.as_deref(), &input.select).await?;
-        let depth = crate::context::current();
+        let depth = ChainDepth::current();
         if depth >= MAX_CHAIN_DEPTH {
             let problem = format!("chains called chains {MAX_CHAIN_DEPTH} deep; is there a cycle?");
             return Err(self.stop(ChainErrorKind::TooDeep, problem));
@@ -479,7 +480,11 @@ impl<S: Stack> Stack for Chained<S> {
                 );
                 return Err(self.stop(ChainErrorKind::NotArguments, problem));
             }
-            return crate::context::at(depth + 1, toolset.call(&input.next_tool, selected)).await;
+            return context::with(
+                ChainDepth(depth + 1),
+                toolset.call(&input.next_tool, selected),
+            )
+            .await;
         }
         let Some(selected) = first.pointer(&input.select) else {
             let problem = format!(
@@ -498,7 +503,11 @@ impl<S: Stack> Stack for Chained<S> {
             );
             return Err(self.stop(ChainErrorKind::NotArguments, problem));
         }
-        crate::context::at(depth + 1, toolset.call(&input.next_tool, selected.clone())).await
+        context::with(
+            ChainDepth(depth + 1),
+            toolset.call(&input.next_tool, selected.clone()),
+        )
+        .await
     }
 
     fn decode(&self, mut args: Args) -> Result<Self::Input, ArgsError> {

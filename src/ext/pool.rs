@@ -15,12 +15,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::runtime::{Handle, Runtime};
 use tokio::task::AbortHandle;
 
-use crate::error::panic_message;
 use crate::error::{ArgsError, ToolError};
 use crate::extension::{Extension, Layer, LayerInput};
 use crate::kind::Backend;
 use crate::kind::property::Anywhere;
 use crate::name::Name;
+use crate::relocation::Departure;
 use crate::schema::Args;
 use crate::stack::Stack;
 
@@ -217,55 +217,28 @@ impl<S: Stack> Stack for Pooled<S> {
     type Output = S::Output;
 
     async fn call(&self, input: S::Input) -> Result<S::Output, ToolError> {
-        if let Some(outside) = crate::context::body_local() {
-            return Err(outside_relocation(&outside, &self.below, &self.pool.name));
-        }
+        let departure = Departure::new(&self.pool.name, &self.below)?;
         let inner = self.inner.clone();
         let shared = self.pool.shared.clone();
-        // toolgraft's own call context crosses the hop (chain depth, so that a
-        // cycle through a pool still ends); nothing else of the caller's task does.
-        let depth = crate::context::current();
+        // The call's context crosses the hop as it is (the chain depth, so that a
+        // cycle through a pool still ends; a proxy's route); nothing else of the
+        // caller's task does.
+        let call = departure.in_process(async move { inner.call(input).await });
         let job = self.pool.shared.handle.spawn(async move {
             shared.jobs.fetch_add(1, Ordering::SeqCst);
-            crate::context::at(depth, inner.call(input)).await
+            call.await
         });
         // A caller that gives up (a timeout, a fail-fast batch) takes the job with it.
         let _abort_if_dropped = AbortOnDrop(job.abort_handle());
         match job.await {
             Ok(result) => result,
-            Err(failure) if failure.is_panic() => Err(ToolError::Panicked {
-                tool: self.below.clone(),
-                message: panic_message(failure.into_panic().as_ref()),
-            }),
-            Err(_) => Err(ToolError::Relocation {
-                tool: self.below.clone(),
-                backend: Name::unchecked(&self.pool.name),
-                reason: "the pool shut down before the job finished".to_owned(),
-            }),
+            Err(failure) if failure.is_panic() => Err(departure.panicked(failure.into_panic())),
+            Err(_) => Err(departure.failed("the pool shut down before the job finished")),
         }
     }
 
     fn decode(&self, args: Args) -> Result<S::Input, ArgsError> {
         self.inner.decode(args)
-    }
-}
-
-/// The refusal of a backend reached from inside a body-local layer's call: the
-/// layer would not apply to the body it relocates. Combos cannot be written so (the
-/// typestate and the engine refuse them); code can, when a tool body or an
-/// extension calls a branch that relocates.
-pub(crate) fn outside_relocation(
-    outside: &crate::context::BodyLocalScope,
-    below: &Name,
-    backend: &str,
-) -> ToolError {
-    ToolError::Refused {
-        tool: below.clone(),
-        extension: Name::unchecked(backend),
-        reason: format!(
-            "`{}` (in `{}`) needs to run beside the tool body, but this call would run the body of `{below}` elsewhere from inside it, where `{}` does not apply; place `{}` inside `{backend}` in one combo (rule `locality-inside-relocation` in `toolgraft::rulebook`)",
-            outside.extension, outside.branch, outside.extension, outside.extension
-        ),
     }
 }
 

@@ -1,7 +1,8 @@
 //! `proxy`: routes the body's egress through a proxy chosen from an allow-list.
 //!
-//! The route is a task-local of the task that runs the body, which is why `proxy`
-//! requires body locality: it must sit inside any backend.
+//! The route is a [call-context](crate::context) entry ([`Route`]) of the call
+//! that runs the body; `proxy` requires body locality, so it sits inside any
+//! backend, which then carries the route to the body.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::context::{self, Entry, Keyed, Serialized};
 use crate::error::{ToolError, shorten};
 use crate::extension::{ConfigError, Configurable, Wrap};
 use crate::kind::property::BodyLocal;
@@ -17,26 +19,37 @@ use crate::name::Name;
 use crate::stack::params::Params;
 use crate::stack::{Next, Stack};
 
-tokio::task_local! {
-    static ROUTE: String;
+/// The egress route a [`Proxy`] chose for the call: a call-context entry. It
+/// travels with the body to any worker, and a cache inside the proxy keys on it
+/// (the route changes the answer without changing the input).
+///
+/// ```
+/// use toolgraft::context;
+/// use toolgraft::ext::proxy::{self, Route};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let route = context::with(Route("eu".into()), async { proxy::current_route() }).await;
+/// assert_eq!(route.as_deref(), Some("eu"));
+/// # }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Route(pub String);
+
+impl Entry for Route {
+    const NAME: &'static str = "toolgraft.proxy.route";
+    type Travel = Serialized;
+    type Key = Keyed;
 }
 
-/// The egress route the current tool body should use, set by [`Proxy`]; `None`
-/// outside a proxy branch (or where a proxy does not reach: across a backend).
+/// The egress route the current tool body should use, set by [`Proxy`] (the
+/// [`Route`] entry of the call's context, carried to the body by any backend
+/// outside the proxy); `None` outside a proxy branch.
 ///
 /// ```
 /// assert_eq!(toolgraft::ext::proxy::current_route(), None);
 /// ```
 pub fn current_route() -> Option<String> {
-    ROUTE.try_with(Clone::clone).ok()
-}
-
-/// Appends `separator` and the current route to `key`, if a proxy set one.
-pub(crate) fn append_route(key: &mut String, separator: char) {
-    let _outside_any_proxy = ROUTE.try_with(|route| {
-        key.push(separator);
-        key.push_str(route);
-    });
+    context::get::<Route>().map(|route| route.0)
 }
 
 /// The operator's side of a proxy: which routes callers may pick. The first one is
@@ -196,7 +209,7 @@ impl Wrap for Proxy {
                 extension: Name::unchecked("proxy"),
                 reason,
             })?;
-            ROUTE.scope(route, next.call(input)).await
+            context::with(Route(route), next.call(input)).await
         }
     }
 }

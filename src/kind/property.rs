@@ -25,7 +25,7 @@ pub(crate) mod sealed {
 
 use frunk::HCons;
 
-use crate::context::{BodyLocalScope, in_body_local};
+use crate::context::{self, BodyLocalCall};
 use crate::name::Name;
 
 /// Type-level `multiple`.
@@ -200,11 +200,11 @@ impl Locality for BodyLocal {
         branch: &Name,
         call: F,
     ) -> impl Future<Output = F::Output> + Send {
-        let scope = BodyLocalScope {
+        let call_in = BodyLocalCall {
             extension: Name::unchecked(extension),
             branch: branch.clone(),
         };
-        in_body_local(scope, call)
+        context::with(call_in, call)
     }
 }
 

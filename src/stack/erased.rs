@@ -128,7 +128,7 @@ impl DynStack {
     /// that layer, so a backend reached from there refuses to relocate (as a typed
     /// body-local wrapper's do).
     pub(crate) fn body_local(self, extension: Name, branch: Name) -> DynStack {
-        let scope = crate::context::BodyLocalScope { extension, branch };
+        let scope = crate::context::BodyLocalCall { extension, branch };
         DynStack {
             name: self.name,
             stack: Arc::new(BodyLocal {
@@ -318,7 +318,7 @@ impl Stack for Without {
 /// A run-time body-local layer's branch (see [`DynStack::body_local`]).
 struct BodyLocal {
     inner: Arc<dyn ErasedStack>,
-    scope: crate::context::BodyLocalScope,
+    scope: crate::context::BodyLocalCall,
 }
 
 impl ErasedStack for BodyLocal {
@@ -328,7 +328,7 @@ impl ErasedStack for BodyLocal {
         args: Args,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         let call = self.inner.call_json(tool, args);
-        Box::pin(crate::context::in_body_local(self.scope.clone(), call))
+        Box::pin(crate::context::with(self.scope.clone(), call))
     }
 
     fn decode_erased(&self, args: Args) -> Result<DynInput, ArgsError> {
@@ -341,7 +341,7 @@ impl ErasedStack for BodyLocal {
         input: DynInput,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         let call = self.inner.call_erased(tool, input);
-        Box::pin(crate::context::in_body_local(self.scope.clone(), call))
+        Box::pin(crate::context::with(self.scope.clone(), call))
     }
 
     // Not the stack inside: called directly, it would run outside the scope.

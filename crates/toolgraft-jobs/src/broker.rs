@@ -1241,7 +1241,7 @@ pub(crate) mod sqlite_tier {
                     tool: "t".to_owned(),
                     args: serde_json::Value::Null,
                     reply_to: "r".to_owned(),
-                    depth: 0,
+                    context: Default::default(),
                     generation: 0,
                 };
                 let task = TaskBuilder::new(job)

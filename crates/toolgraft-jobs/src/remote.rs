@@ -18,6 +18,7 @@ use super::wire::{Job, Reply};
 use toolgraft::error::ArgsError;
 use toolgraft::extension::{Anywhere, Args, ConfigError, Configurable, LayerInput};
 use toolgraft::kind::Backend;
+use toolgraft::relocation::Departure;
 use toolgraft::{Extension, Layer, Name, Stack, ToolError};
 
 /// The queue jobs go to unless told otherwise.
@@ -286,16 +287,12 @@ impl Remote {
     /// covers connecting and enqueueing.
     async fn submit(
         &self,
-        tool: &Name,
+        departure: &Departure,
         args: Value,
         run_at: Option<u64>,
     ) -> Result<JobTicket, ToolError> {
-        let backend = toolgraft::__private::name_unchecked(&self.name);
-        let relocation = |reason: String| ToolError::Relocation {
-            tool: tool.clone(),
-            backend: backend.clone(),
-            reason,
-        };
+        let tool = departure.below();
+        let relocation = |reason: String| departure.failed(reason);
         let id = ulid::Ulid::new().to_string();
         let now = now_ms();
         let ticket = JobTicket {
@@ -321,7 +318,7 @@ impl Remote {
             tool: tool.to_string(),
             args,
             reply_to: job_key(&self.config.queue, &id),
-            depth: toolgraft::__private::chain_depth(),
+            context: departure.to_wire()?,
             generation: super::fleet::generation_for(&self.config.url, &self.config.queue),
         };
         // Whole seconds, rounded up: a job never runs before its time.
@@ -419,7 +416,7 @@ impl Remote {
     /// ```
     pub async fn job_result(&self, id: &str) -> Result<JobResult, JobError> {
         let (stored, record) = self.stored(id).await?;
-        let name = |text: &str| toolgraft::__private::name_unchecked(text);
+        let name = Name::lossy;
         let Some(reply) = &stored.reply else {
             if never_enqueued(&stored, &record) {
                 return Ok(JobResult::Failed(ToolError::Relocation {
@@ -489,15 +486,14 @@ impl Remote {
 
     /// Runs the bound name `tool` in a worker with `args` and waits for its reply;
     /// the timeout covers connecting and enqueueing too.
-    async fn run(&self, tool: &Name, args: Value) -> Result<Value, ToolError> {
-        let backend = toolgraft::__private::name_unchecked(&self.name);
+    async fn run(&self, departure: &Departure, args: Value) -> Result<Value, ToolError> {
         let id = ulid::Ulid::new().to_string();
         let after = self.timeout_after();
-        match tokio::time::timeout(after, self.send_and_wait(tool, &backend, &id, args)).await {
+        match tokio::time::timeout(after, self.send_and_wait(departure, &id, args)).await {
             Ok(outcome) => outcome,
             Err(_) => Err(ToolError::TimedOut {
-                tool: tool.clone(),
-                extension: backend,
+                tool: departure.below().clone(),
+                extension: departure.backend().clone(),
                 job: Some(id),
                 after,
             }),
@@ -506,23 +502,19 @@ impl Remote {
 
     async fn send_and_wait(
         &self,
-        tool: &Name,
-        backend: &Name,
+        departure: &Departure,
         id: &str,
         args: Value,
     ) -> Result<Value, ToolError> {
-        let relocation = |reason: String| ToolError::Relocation {
-            tool: tool.clone(),
-            backend: backend.clone(),
-            reason,
-        };
+        let (tool, backend) = (departure.below(), departure.backend());
+        let relocation = |reason: String| departure.failed(reason);
         let client = self.client().await.map_err(relocation)?;
         let job = Job {
             id: id.to_owned(),
             tool: tool.to_string(),
             args,
             reply_to: client.reply_to.clone(),
-            depth: toolgraft::__private::chain_depth(),
+            context: departure.to_wire()?,
             generation: super::fleet::generation_for(&self.config.url, &self.config.queue),
         };
         // Waiting before sending: a fast worker cannot answer before anyone listens.
@@ -683,23 +675,15 @@ where
     type Output = S::Output;
 
     async fn call(&self, input: S::Input) -> Result<S::Output, ToolError> {
-        // Reached from inside a body-local layer's call (a tool body calling this
+        // Refused from inside a body-local layer's call (a tool body calling this
         // branch under a proxy): relocating would leave that layer behind.
-        if let Some(refused) =
-            toolgraft::__private::refuse_outside_relocation(&self.below, &self.remote.name)
-        {
-            return Err(refused);
-        }
-        let relocation = |reason: String| ToolError::Relocation {
-            tool: self.below.clone(),
-            backend: toolgraft::__private::name_unchecked(&self.remote.name),
-            reason,
-        };
-        let args = serde_json::to_value(&input)
-            .map_err(|error| relocation(format!("the arguments do not serialize: {error}")))?;
-        let output = self.remote.run(&self.below, args).await?;
+        let departure = Departure::new(&self.remote.name, &self.below)?;
+        let args = serde_json::to_value(&input).map_err(|error| {
+            departure.failed(format!("the arguments do not serialize: {error}"))
+        })?;
+        let output = self.remote.run(&departure, args).await?;
         serde_json::from_value(output).map_err(|error| {
-            relocation(format!(
+            departure.failed(format!(
                 "the worker's result does not fit the output type: {error}"
             ))
         })
@@ -754,17 +738,11 @@ where
         input: S::Input,
         run_at: Option<u64>,
     ) -> Result<JobTicket, ToolError> {
-        if let Some(refused) =
-            toolgraft::__private::refuse_outside_relocation(&self.below, &self.remote.name)
-        {
-            return Err(refused);
-        }
-        let args = serde_json::to_value(&input).map_err(|error| ToolError::Relocation {
-            tool: self.below.clone(),
-            backend: toolgraft::__private::name_unchecked(&self.remote.name),
-            reason: format!("the arguments do not serialize: {error}"),
+        let departure = Departure::new(&self.remote.name, &self.below)?;
+        let args = serde_json::to_value(&input).map_err(|error| {
+            departure.failed(format!("the arguments do not serialize: {error}"))
         })?;
-        self.remote.submit(&self.below, args, run_at).await
+        self.remote.submit(&departure, args, run_at).await
     }
 }
 

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use toolgraft::error::{ArgsErrorKind, ChainErrorKind};
+use toolgraft::relocation::WireContext;
 use toolgraft::{Name, ToolError};
 
 /// One relocated call: run the bound name `tool` with `args`, answer on `reply_to`.
@@ -19,9 +20,10 @@ pub(crate) struct Job {
     pub args: Value,
     /// The caller's reply channel.
     pub reply_to: String,
-    /// The caller's chain depth, so that a cycle through a worker still ends.
+    /// The caller's call context, as far as it crosses processes (the chain
+    /// depth, so that a cycle through a worker still ends; a user's entries).
     #[serde(default)]
-    pub depth: usize,
+    pub context: WireContext,
     /// The fleet's binding generation the caller was at (0: no fleet); a worker
     /// behind it catches up before running the job.
     #[serde(default)]
@@ -186,7 +188,9 @@ impl WireError {
     /// the backend that sent it; `worker` names the process.
     pub(crate) fn into_tool_error(self, below: &Name, backend: &Name, worker: &str) -> ToolError {
         // Names were valid in the worker, which binds the same tools and extensions.
-        let name = |text: String| toolgraft::__private::name_unchecked(&text);
+        // Names were valid in the worker, which binds the same tools and extensions;
+        // one that is not (a store written by something else) is shown as near as can be.
+        let name = |text: String| Name::lossy(&text);
         match self {
             Self::UnknownTool { name: missing } => ToolError::Relocation {
                 tool: below.clone(),

@@ -342,7 +342,8 @@ async fn run_job(job: Job, state: Data<Arc<State>>) -> Result<(), BoxDynError> {
         Some(refused) => Err(refused),
         None => {
             let call = state.toolset.call(&job.tool, job.args);
-            toolgraft::__private::at_chain_depth(job.depth, call)
+            job.context
+                .arrive(call)
                 .await
                 .map_err(|error| WireError::from_tool_error(&error, &job.tool))
         }
@@ -430,7 +431,7 @@ mod tests {
             tool: "weather".into(),
             args: json!({}),
             reply_to: "nobody".into(),
-            depth: 0,
+            context: Default::default(),
             generation,
         }
     }

@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::context;
 use crate::error::{ArgsError, ToolError, shorten};
 use crate::extension::{Around, ConfigError, Configurable, Extension, Layer, LayerInput, Wrapped};
 use crate::kind::Wrapper;
@@ -291,10 +292,21 @@ impl<S: Cacheable> Around<S> for Cache {
                 shorten(&err.to_string())
             ),
         })?;
-        // A proxy outside the cache changes the answer without changing the
-        // input: its route is part of the key. A key never holds a raw NUL, so
-        // the suffix cannot be mistaken for arguments.
-        crate::ext::proxy::append_route(&mut key, '\0');
+        // What the context says changes the answer without changing the input
+        // (a proxy's route, any keyed entry of a layer outside) is part of the key.
+        if context::has_keyed() {
+            let mut bytes = key.into_bytes();
+            context::write_keyed(&mut bytes).map_err(|err| ToolError::Refused {
+                tool: next.branch().clone(),
+                extension: Name::unchecked("cache"),
+                reason: err.to_string(),
+            })?;
+            key = String::from_utf8(bytes).map_err(|_| ToolError::Refused {
+                tool: next.branch().clone(),
+                extension: Name::unchecked("cache"),
+                reason: "a context entry wrote a key that is not UTF-8".to_owned(),
+            })?;
+        }
         // A key the store could never keep would only pin memory while it runs.
         if key.len() + ENTRY_OVERHEAD > store.max_bytes {
             return next.call(input).await;
