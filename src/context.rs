@@ -271,7 +271,12 @@ impl Context {
             while let Some(node) = link {
                 link = node.parent();
                 let id = (node.entry_type(), node.name());
-                if !seen.iter().any(|(ty, name)| *ty == id.0 || *name == id.1) {
+                // Arrived entries share one type: they are told apart by name.
+                let by_type = id.0 != TypeId::of::<Arrived>();
+                if !seen
+                    .iter()
+                    .any(|(ty, name)| (by_type && *ty == id.0) || *name == id.1)
+                {
                     seen.push(id);
                     return Some(node);
                 }
@@ -439,8 +444,11 @@ pub fn has_keyed() -> bool {
 
 /// Runs `future` with `entry` added to the current call's context (see the
 /// [module docs](self)).
+///
+/// The context is read when the future first runs, not when it is made: a layer
+/// makes the future of the layer below before its own scope is entered.
 pub fn with<E: Entry, F: Future>(entry: E, future: F) -> impl Future<Output = F::Output> {
-    Context::current().with(entry).scope(future)
+    async move { Context::current().with(entry).scope(future).await }
 }
 
 /// The bound name a call came in by (`fetch_proxy_cache`): set by every call by

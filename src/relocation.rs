@@ -178,7 +178,7 @@ impl WireContext {
     /// Runs `future` (the worker's call of the layer) with the entries that
     /// arrived added to the current context (see [`Departure::to_wire`]).
     pub fn arrive<F: Future>(self, future: F) -> impl Future<Output = F::Output> {
-        Context::current().with_arrived(self.0).scope(future)
+        async move { Context::current().with_arrived(self.0).scope(future).await }
     }
 
     /// The names of the entries, in the order they were set.

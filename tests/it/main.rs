@@ -20,4 +20,5 @@ mod naming;
 mod pass;
 mod relocation;
 mod schemas;
+mod third_party;
 mod timeout;
