@@ -447,8 +447,8 @@ pub fn has_keyed() -> bool {
 ///
 /// The context is read when the future first runs, not when it is made: a layer
 /// makes the future of the layer below before its own scope is entered.
-pub fn with<E: Entry, F: Future>(entry: E, future: F) -> impl Future<Output = F::Output> {
-    async move { Context::current().with(entry).scope(future).await }
+pub async fn with<E: Entry, F: Future>(entry: E, future: F) -> F::Output {
+    Context::current().with(entry).scope(future).await
 }
 
 /// The bound name a call came in by (`fetch_proxy_cache`): set by every call by

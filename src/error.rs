@@ -328,8 +328,16 @@ impl ArgsError {
         }
     }
 
-    /// Attaches the called name.
-    pub(crate) fn for_tool(self, tool: &Name) -> ToolError {
+    /// Attaches the called name: the error an extension returns for an argument
+    /// of its own.
+    ///
+    /// ```
+    /// use toolgraft::{Name, ToolError, error::ArgsError};
+    /// let error = ArgsError::field("exp", "must be >= 0").for_tool(&Name::new("shout_cache")?);
+    /// assert!(matches!(error, ToolError::InvalidArguments { field: Some(f), .. } if f == "exp"));
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn for_tool(self, tool: &Name) -> ToolError {
         let problem = match &self.field {
             Some(field) if !self.problem.contains(&format!("`{field}`")) => {
                 format!("`{field}`: {}", self.problem)
@@ -766,7 +774,12 @@ pub(crate) fn listed<T: fmt::Display>(items: &[T]) -> String {
 }
 
 /// The text of a panic payload (`panic!("..")` carries a `&str` or a `String`).
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+///
+/// ```
+/// let payload = std::panic::catch_unwind(|| panic!("boom {}", 1)).unwrap_err();
+/// assert_eq!(toolgraft::error::panic_message(payload.as_ref()), "boom 1");
+/// ```
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(text) = payload.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = payload.downcast_ref::<String>() {

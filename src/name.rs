@@ -152,9 +152,15 @@ impl Name {
         &self.0
     }
 
-    /// The name's shared text (a reference count, no copy).
-    #[cfg(feature = "metrics")]
-    pub(crate) fn shared(&self) -> Arc<str> {
+    /// The name's shared text (a reference count, no copy): for a label that
+    /// outlives the name (a metric's, say).
+    ///
+    /// ```
+    /// let name = toolgraft::Name::new("ping")?;
+    /// assert_eq!(&*name.shared(), "ping");
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn shared(&self) -> Arc<str> {
         self.0.clone()
     }
 

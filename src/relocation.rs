@@ -177,8 +177,8 @@ pub struct WireContext(Vec<WireEntry>);
 impl WireContext {
     /// Runs `future` (the worker's call of the layer) with the entries that
     /// arrived added to the current context (see [`Departure::to_wire`]).
-    pub fn arrive<F: Future>(self, future: F) -> impl Future<Output = F::Output> {
-        async move { Context::current().with_arrived(self.0).scope(future).await }
+    pub async fn arrive<F: Future>(self, future: F) -> F::Output {
+        Context::current().with_arrived(self.0).scope(future).await
     }
 
     /// The names of the entries, in the order they were set.

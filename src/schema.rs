@@ -242,7 +242,21 @@ pub(crate) fn with_reserved_shared(
 /// handed to another schema while it is remembered, and a value under a live `Arc`
 /// never changes; nothing outlives the branches that use it but a few empty
 /// allocations, and the memo is a short ring, so it cannot grow.
-pub(crate) fn derived<E>(
+///
+/// What a transformer that derives its schema from the layer's (as `batch` does)
+/// uses, so that a thousand tools of one input type derive it once:
+///
+/// ```
+/// use std::sync::Arc;
+/// use toolgraft::schema::{derived, Schema};
+/// let item: Arc<Schema> = Arc::new(schemars::json_schema!({"type": "string"}));
+/// let list = || Ok::<_, std::convert::Infallible>(schemars::json_schema!({"type": "array"}));
+/// let once = derived("example-list", &item, None, list)?;
+/// let again = derived("example-list", &item, None, list)?;
+/// assert!(Arc::ptr_eq(&once, &again));
+/// # Ok::<(), std::convert::Infallible>(())
+/// ```
+pub fn derived<E>(
     what: &'static str,
     from: &Arc<Schema>,
     and: Option<&Arc<Schema>>,

@@ -9,13 +9,13 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Value, json};
 
+use crate::Name;
 use crate::error::{ArgsError, ToolError, shorten_json};
 use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput};
+use crate::extension::{Stack, decode_args};
 use crate::kind::Transformer;
 use crate::kind::property::Anywhere;
-use crate::name::Name;
 use crate::schema::{self, Args, Nest, Schema};
-use crate::stack::{Stack, decode_args};
 
 /// The operator's side of a batch: at most `max_items` items per call (1 to
 /// [`MAX_ITEMS`], default 100), checked before any item is decoded or copied.

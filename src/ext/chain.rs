@@ -5,17 +5,17 @@ use schemars::Schema;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::Name;
 use crate::context::{self, ChainDepth};
 use crate::error::{ArgsError, ArgsErrorKind, ChainErrorKind, ToolError, shorten, shorten_json};
 #[cfg(feature = "jq")]
 use crate::extension::ConfigError;
+use crate::extension::Stack;
 use crate::extension::{Extension, Layer, LayerInput};
 use crate::kind::Transformer;
 use crate::kind::property::Anywhere;
-use crate::name::Name;
 use crate::schema::Args;
 use crate::schema::Nest;
-use crate::stack::Stack;
 use crate::toolset::{Toolset, WeakToolset};
 
 /// How deep chains may call chains in one task, so a cycle (`a` chaining into `b`
@@ -461,7 +461,7 @@ impl<S: Stack> Stack for Chained<S> {
             return Err(self.stop(ChainErrorKind::TooDeep, problem));
         }
         let first = self.inner.call(input.input).await?;
-        let first = crate::stack::to_json(first).map_err(|source| ToolError::Output {
+        let first = crate::extension::to_json(first).map_err(|source| ToolError::Output {
             tool: self.branch.clone(),
             source: source.into(),
         })?;

@@ -23,9 +23,9 @@ use metrics::{Label, SharedString};
 
 use crate::error::ToolError;
 use crate::extension::{Around, Extension, Layer, LayerInput, Wrapped};
+use crate::extension::{Next, Stack};
 use crate::kind::Wrapper;
 use crate::kind::property::Anywhere;
-use crate::stack::{Next, Stack};
 
 /// Calls by `tool` and `outcome`.
 pub const CALLS: &str = "toolgraft_tool_calls_total";

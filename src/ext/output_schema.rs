@@ -11,10 +11,10 @@ use crate::error::{ArgsError, ToolError, shorten};
 use crate::extension::{
     ConfigError, Configurable, Extension, Layer, LayerInput, Transform, Transformed,
 };
+use crate::extension::{Next, Stack};
 use crate::kind::Transformer;
 use crate::kind::property::Anywhere;
 use crate::schema::Args;
-use crate::stack::{Next, Stack};
 
 /// The config: `{"schema": <JSON Schema>}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -123,7 +123,7 @@ impl<S: Stack> Transform<S> for OutputSchema {
 
     async fn call(&self, next: Next<'_, S, Self>, input: S::Input) -> Result<Value, ToolError> {
         let output = next.call(input).await?;
-        let value = crate::stack::to_json(output).map_err(|source| ToolError::Output {
+        let value = crate::extension::to_json(output).map_err(|source| ToolError::Output {
             tool: next.branch().clone(),
             source: source.into(),
         })?;

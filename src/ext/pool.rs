@@ -15,14 +15,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::runtime::{Handle, Runtime};
 use tokio::task::AbortHandle;
 
+use crate::Name;
 use crate::error::{ArgsError, ToolError};
+use crate::extension::Stack;
 use crate::extension::{Extension, Layer, LayerInput};
 use crate::kind::Backend;
 use crate::kind::property::Anywhere;
-use crate::name::Name;
 use crate::relocation::Departure;
 use crate::schema::Args;
-use crate::stack::Stack;
 
 /// A pool of worker threads running its own tokio runtime; as an extension, a
 /// backend that runs its layer input there.
@@ -244,70 +244,7 @@ impl<S: Stack> Stack for Pooled<S> {
 
 #[cfg(test)]
 mod tests {
-    use schemars::JsonSchema;
-    use serde::{Deserialize, Serialize};
-
     use super::*;
-    use crate::bind::Running;
-    use crate::ext::{Proxy, ProxyParams, proxy};
-    use crate::stack::params::WithParams;
-    use crate::tool::Tool;
-
-    #[derive(Deserialize, Serialize, JsonSchema)]
-    struct Fetch {
-        url: String,
-    }
-
-    /// The bug the typestate prevents, built by hand below the typestate: with
-    /// `[pool, proxy]` the proxy would set its route around the submitting side
-    /// only, and the body, on a pool thread, would never see it. The pool refuses
-    /// to relocate from inside the proxy's call.
-    #[tokio::test]
-    async fn a_route_set_around_the_submitting_side_is_refused_at_run_time() {
-        let fetch = Tool::builder()
-            .name("fetch")
-            .description("Report the route the body sees.")
-            .body(|_: Fetch| async { Ok(proxy::current_route()) })
-            .build()
-            .unwrap();
-        let base = Running::of_base(fetch.spec());
-        let pool_branch = Name::new("fetch_pool").unwrap();
-        let proxy_branch = Name::new("fetch_pool_proxy").unwrap();
-
-        let pooled = Pool::new(1)
-            .unwrap()
-            .layer(fetch.clone(), &base.layer_input(&pool_branch));
-        let below_proxy = Running {
-            name: pool_branch.clone(),
-            ..base.clone()
-        };
-        let misplaced =
-            Proxy::allow(["egress-a"]).layer(pooled, &below_proxy.layer_input(&proxy_branch));
-
-        let input = WithParams::new(ProxyParams::default(), Fetch { url: "/".into() });
-        let refused = misplaced.call(input).await.unwrap_err();
-        assert!(
-            matches!(&refused, ToolError::Refused { extension, .. } if extension.as_str() == "pool"),
-            "{refused}"
-        );
-        assert!(
-            refused
-                .to_string()
-                .contains("`proxy` (in `fetch_pool_proxy`)"),
-            "{refused}"
-        );
-
-        // The right order, `[proxy, pool]`, carries the route to the body.
-        let proxied = Proxy::allow(["egress-a"]).layer(fetch, &base.layer_input(&pool_branch));
-        let pooled = Pool::new(1)
-            .unwrap()
-            .layer(proxied, &below_proxy.layer_input(&proxy_branch));
-        let input = WithParams::new(ProxyParams::default(), Fetch { url: "/".into() });
-        assert_eq!(
-            pooled.call(input).await.unwrap().as_deref(),
-            Some("egress-a")
-        );
-    }
 
     #[tokio::test]
     async fn a_pool_dropped_inside_async_code_shuts_down_without_panicking() {

@@ -13,11 +13,10 @@ use serde_json::Value;
 
 use crate::context::{self, Entry, Keyed, Serialized};
 use crate::error::{ToolError, shorten};
+use crate::extension::Params;
 use crate::extension::{ConfigError, Configurable, Wrap};
+use crate::extension::{Next, Stack};
 use crate::kind::property::BodyLocal;
-use crate::name::Name;
-use crate::stack::params::Params;
-use crate::stack::{Next, Stack};
 
 /// The egress route a [`Proxy`] chose for the call: a call-context entry. It
 /// travels with the body to any worker, and a cache inside the proxy keys on it
@@ -204,11 +203,7 @@ impl Wrap for Proxy {
     ) -> impl Future<Output = Result<S::Output, ToolError>> + Send {
         let route = self.choose(params.proxies);
         async move {
-            let route = route.map_err(|reason| ToolError::Refused {
-                tool: next.branch().clone(),
-                extension: Name::unchecked("proxy"),
-                reason,
-            })?;
+            let route = route.map_err(|reason| next.refuse(reason))?;
             context::with(Route(route), next.call(input)).await
         }
     }

@@ -10,11 +10,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::Name;
 use crate::error::ToolError;
 use crate::extension::{ConfigError, Configurable, Wrap};
+use crate::extension::{Next, Stack};
 use crate::kind::property::Anywhere;
-use crate::name::Name;
-use crate::stack::{Next, Stack};
 
 /// The operator's side of a timeout: the limit, in milliseconds.
 ///
@@ -156,7 +156,7 @@ impl Wrap for Timeout {
             Ok(result) => result,
             Err(_) => Err(ToolError::TimedOut {
                 tool: next.name().clone(),
-                extension: Name::unchecked("timeout"),
+                extension: Name::lossy(next.extension()),
                 job: None,
                 after: self.after,
             }),

@@ -5,8 +5,8 @@ use tracing::field::{Empty, display};
 
 use crate::error::ToolError;
 use crate::extension::Wrap;
+use crate::extension::{Next, Stack};
 use crate::kind::property::Anywhere;
-use crate::stack::{Next, Stack};
 
 /// Wraps each call in an `INFO` span named `tool_call`, whose `tool` field is the
 /// layer input's name; a failed call records its error in the span's `error` field

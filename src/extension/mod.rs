@@ -39,7 +39,7 @@ pub use crate::kind::{Backend, Transformer, Wrapper};
 pub use crate::schema::Args;
 pub use crate::stack::params::{Forwards, Params, ReservedParams, WithParams};
 pub use crate::stack::segment::{SEGMENT, Segment};
-pub use crate::stack::{DynInput, Next, Stack, decode_args};
+pub use crate::stack::{DynInput, Next, Stack, decode_args, to_json};
 pub use transform::{Transform, Transformed};
 pub use wrap::{Around, Call, Done, Wrap, WrapFn, Wrapped, wrap_fn};
 

@@ -140,8 +140,15 @@ impl<T: Transform<S>, S: Stack> Stack for Transformed<T, S> {
 
     #[inline]
     fn call(&self, input: T::Input) -> impl Future<Output = Result<T::Output, ToolError>> + Send {
-        self.transform
-            .call(Next::new(&self.inner, &self.below, &self.branch), input)
+        self.transform.call(
+            Next::new(
+                &self.inner,
+                &self.below,
+                &self.branch,
+                self.transform.name(),
+            ),
+            input,
+        )
     }
 
     fn decode(&self, args: Args) -> Result<T::Input, ArgsError> {

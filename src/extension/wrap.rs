@@ -268,7 +268,7 @@ impl<W: Around<S>, S: Stack> Stack for Wrapped<W, S> {
     ) -> impl Future<Output = Result<S::Output, ToolError>> + Send {
         let (params, input) = W::Params::split(input);
         let call = self.wrapper.around(
-            Next::new(&self.inner, &self.below, &self.branch),
+            Next::new(&self.inner, &self.below, &self.branch, self.wrapper.name()),
             params,
             input,
         );

@@ -98,6 +98,7 @@ pub struct Next<'a, S, W: ?Sized> {
     stack: &'a S,
     name: &'a Name,
     branch: &'a Name,
+    extension: &'a str,
     wrapper: PhantomData<fn() -> *const W>,
 }
 
@@ -121,11 +122,12 @@ impl<S, W: ?Sized> std::fmt::Debug for Next<'_, S, W> {
 impl<'a, S: Stack, W: ?Sized> Next<'a, S, W> {
     /// The layer below, named `name`, as seen from the branch `branch`.
     #[inline]
-    pub(crate) fn new(stack: &'a S, name: &'a Name, branch: &'a Name) -> Self {
+    pub(crate) fn new(stack: &'a S, name: &'a Name, branch: &'a Name, extension: &'a str) -> Self {
         Self {
             stack,
             name,
             branch,
+            extension,
             wrapper: PhantomData,
         }
     }
@@ -139,6 +141,39 @@ impl<'a, S: Stack, W: ?Sized> Next<'a, S, W> {
     /// [`Next`]'s example).
     pub fn branch(&self) -> &'a Name {
         self.branch
+    }
+
+    /// The name of the extension whose branch this is (`cache`).
+    pub fn extension(&self) -> &'a str {
+        self.extension
+    }
+
+    /// The error of the extension refusing the call before the layer below
+    /// runs: [`ToolError::Refused`] naming the branch and the extension.
+    ///
+    /// ```
+    /// use toolgraft::{Stack, ToolError, Wrap};
+    /// use toolgraft::extension::{Anywhere, Next};
+    ///
+    /// #[derive(Clone)]
+    /// struct Closed;
+    /// impl Wrap for Closed {
+    ///     type Locality = Anywhere;
+    ///     type Params = ();
+    ///     fn name(&self) -> &str { "closed" }
+    ///     async fn around<S: Stack>(&self, next: Next<'_, S, Self>, (): (), _: S::Input)
+    ///         -> Result<S::Output, ToolError>
+    ///     {
+    ///         Err(next.refuse("closed for maintenance"))
+    ///     }
+    /// }
+    /// ```
+    pub fn refuse(&self, reason: impl Into<String>) -> ToolError {
+        ToolError::Refused {
+            tool: self.branch.clone(),
+            extension: Name::lossy(self.extension),
+            reason: reason.into(),
+        }
     }
 
     /// The layer below itself (see [`Next`]'s example).
@@ -373,7 +408,14 @@ fn output_json<O: Serialize + 'static>(tool: &Name, output: O) -> Result<Value, 
 /// A result as JSON: moved when it already is JSON (every run-time layer's
 /// result), serialized otherwise. `serde_json::to_value` would copy a `Value`
 /// whole, once per layer.
-pub(crate) fn to_json<O: Serialize + 'static>(output: O) -> Result<Value, serde_json::Error> {
+///
+/// ```
+/// use serde_json::json;
+/// assert_eq!(toolgraft::extension::to_json(json!({"a": 1}))?, json!({"a": 1}));
+/// assert_eq!(toolgraft::extension::to_json("hi")?, json!("hi"));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+pub fn to_json<O: Serialize + 'static>(output: O) -> Result<Value, serde_json::Error> {
     cast::<O, Value>(output).or_else(|output| serde_json::to_value(output))
 }
 

@@ -17,12 +17,11 @@ use tokio::time::Instant;
 
 use crate::context;
 use crate::error::{ArgsError, ToolError, shorten};
+use crate::extension::Params;
 use crate::extension::{Around, ConfigError, Configurable, Extension, Layer, LayerInput, Wrapped};
+use crate::extension::{Next, Stack};
 use crate::kind::Wrapper;
 use crate::kind::property::Anywhere;
-use crate::name::Name;
-use crate::stack::params::Params;
-use crate::stack::{Next, Stack};
 
 mod key;
 
@@ -284,28 +283,19 @@ impl<S: Cacheable> Around<S> for Cache {
         if ttl == Some(Duration::ZERO) {
             return next.call(input).await;
         }
-        let mut key = cache_key(&input).map_err(|err| ToolError::Refused {
-            tool: next.branch().clone(),
-            extension: Name::unchecked("cache"),
-            reason: format!(
+        let mut key = cache_key(&input).map_err(|err| {
+            next.refuse(format!(
                 "the arguments cannot be used as a cache key: {}",
                 shorten(&err.to_string())
-            ),
+            ))
         })?;
         // What the context says changes the answer without changing the input
         // (a proxy's route, any keyed entry of a layer outside) is part of the key.
         if context::has_keyed() {
             let mut bytes = key.into_bytes();
-            context::write_keyed(&mut bytes).map_err(|err| ToolError::Refused {
-                tool: next.branch().clone(),
-                extension: Name::unchecked("cache"),
-                reason: err.to_string(),
-            })?;
-            key = String::from_utf8(bytes).map_err(|_| ToolError::Refused {
-                tool: next.branch().clone(),
-                extension: Name::unchecked("cache"),
-                reason: "a context entry wrote a key that is not UTF-8".to_owned(),
-            })?;
+            context::write_keyed(&mut bytes).map_err(|err| next.refuse(err.to_string()))?;
+            key = String::from_utf8(bytes)
+                .map_err(|_| next.refuse("a context entry wrote a key that is not UTF-8"))?;
         }
         // A key the store could never keep would only pin memory while it runs.
         if key.len() + ENTRY_OVERHEAD > store.max_bytes {
