@@ -104,8 +104,12 @@
 //! A backend ships no code: it hands the name of its layer input (the branch just
 //! inside it) and the JSON arguments to a worker that has the same tools bound, and
 //! the worker runs that inner stack. Everything inside the backend runs on the
-//! worker, everything outside where the call arrived; task-locals, thread-locals and
-//! in-memory caches do not cross. A backend's branch answers with its layer's result
+//! worker, everything outside where the call arrived; thread-locals and in-memory
+//! caches do not cross. The call's [context](crate::context) does, as each entry
+//! says: as it is to worker threads, serialized to worker processes, or not at all;
+//! a relocation from inside a pinned entry (a body-local layer's call) is refused.
+//! Backends do this through [`Departure`](crate::relocation::Departure), the one
+//! way, public, the built-in ones included. A backend's branch answers with its layer's result
 //! ([output-schema](#output-schema)): one that answers with something else, a job
 //! ticket, is a transformer over the backend's branch (`toolgraft-jobs`' `submit`
 //! sits right outside its `remote`).

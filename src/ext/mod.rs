@@ -4,7 +4,7 @@
 //! |---|---|---|---|---|
 //! | [`Trace`] | wrapper | no | — | a `tracing` span per call, recording failure |
 //! | [`Cache`] | wrapper | no | `exp` | per-branch LRU store with a TTL; concurrent identical calls run once |
-//! | [`Proxy`] | wrapper | **yes** | `proxies` | a task-local egress route from an allow-list |
+//! | [`Proxy`] | wrapper | **yes** | `proxies` | an egress route from an allow-list (the context entry [`proxy::Route`]) |
 //! | [`Batch`] | transformer | no | — | runs a list of inputs, sequentially or in parallel |
 //! | [`Pool`] | backend | no | — | runs the layer below on a dedicated pool of worker threads |
 //! | [`OutputSchema`] | transformer | no | — | declares an output schema and validates every result against it |

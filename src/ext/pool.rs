@@ -1,6 +1,7 @@
 //! `pool`: the in-process backend. The layer below runs on a dedicated pool of
 //! worker threads with its own runtime, so nothing of the caller's task (its
-//! task-locals, its thread-locals) is there.
+//! thread-locals) is there but the call context that travels (see
+//! [`relocation`](crate::relocation)).
 //!
 //! A backend ships no code ([relocation](crate::rulebook#relocation)): it names its layer input to a worker that
 //! has the same tools bound. In-process, the pool's threads share the caller's

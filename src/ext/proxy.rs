@@ -83,7 +83,7 @@ pub struct ProxyParams {
 
 impl Params for ProxyParams {}
 
-/// Sets a task-local egress route for the body, from an operator allow-list; a
+/// Sets the body's egress route (the [`Route`] context entry), from an operator allow-list; a
 /// requested route not on the list is refused before the body runs. Read the route
 /// in the body with [`current_route`].
 ///

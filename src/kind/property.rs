@@ -171,7 +171,8 @@ pub trait Locality: sealed::Sealed + Send + Sync + 'static {
 /// The extension works wherever it runs.
 #[derive(Debug)]
 pub struct Anywhere;
-/// The extension only works beside the tool body (it sets a task-local, say), so it
+/// The extension only works beside the tool body (it sets a context entry the body
+/// reads, say), so it
 /// must sit inside any relocating extension.
 #[derive(Debug)]
 pub struct BodyLocal;

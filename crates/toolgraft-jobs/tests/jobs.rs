@@ -16,6 +16,7 @@ use frunk::hlist;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use toolgraft::context::{self, ChainDepth, Entry, InProcess, Keyed, Serialized, Unkeyed};
 use toolgraft::error::BoxError;
 use toolgraft::ext::{Batch, Cache, Proxy, Trace, proxy};
 use toolgraft::extension::Configurable;
@@ -38,6 +39,33 @@ struct Report {
     city: String,
     pid: u32,
     route: Option<String>,
+    /// The caller's own context entries, where they reached.
+    #[serde(default)]
+    tenant: Option<String>,
+    #[serde(default)]
+    in_process: Option<u32>,
+    #[serde(default)]
+    depth: usize,
+}
+
+/// A user's own context entry that travels to worker processes.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+struct Tenant(String);
+
+impl Entry for Tenant {
+    const NAME: &'static str = "jobs_test.tenant";
+    type Travel = Serialized;
+    type Key = Keyed;
+}
+
+/// One that reaches worker threads only.
+#[derive(Clone, Debug)]
+struct ThreadsOnly(u32);
+
+impl Entry for ThreadsOnly {
+    const NAME: &'static str = "jobs_test.threads_only";
+    type Travel = InProcess;
+    type Key = Unkeyed;
 }
 
 #[derive(Deserialize, Serialize, JsonSchema)]
@@ -53,6 +81,9 @@ async fn whereami(input: City) -> Result<Report, BoxError> {
         city: input.city,
         pid: std::process::id(),
         route: proxy::current_route(),
+        tenant: context::get::<Tenant>().map(|tenant| tenant.0),
+        in_process: context::get::<ThreadsOnly>().map(|entry| entry.0),
+        depth: ChainDepth::current(),
     })
 }
 
@@ -550,6 +581,7 @@ on_every_tier!(
     a_submitted_failure_comes_back_typed_and_unknown_ids_are_errors,
     a_running_job_is_not_cancelled,
     a_manifest_submits_only_right_outside_remote,
+    the_callers_context_reaches_the_worker_as_each_entry_says,
     two_queues_have_job_tools_under_names_of_their_own,
     concurrent_cancels_of_a_queued_job_all_cancel_it,
 );
@@ -581,6 +613,27 @@ async fn proxy_inside_remote_runs_the_body_in_the_worker_with_the_route(env: Env
     assert_ne!(answer.pid, std::process::id());
     assert_eq!(answer.route.as_deref(), Some("egress-us"));
     assert_eq!(worker.settled_jobs("whereami_proxy", 1).await, 1);
+}
+
+async fn the_callers_context_reaches_the_worker_as_each_entry_says(env: Env) {
+    let worker = WorkerProcess::start(&env);
+    let toolset = toolset(&env.remote());
+    let call = toolset.call(
+        "whereami_proxy_remote",
+        json!({"city": "Porto", "proxies": ["egress-eu"]}),
+    );
+    let call = context::with(Tenant("acme".into()), call);
+    let call = context::with(ThreadsOnly(7), call);
+    let answer = report(context::with(ChainDepth(3), call).await.unwrap());
+    assert_eq!(answer.pid, worker.pid(), "the body ran in the worker");
+    assert_eq!(
+        answer.tenant.as_deref(),
+        Some("acme"),
+        "serialized: it arrives"
+    );
+    assert_eq!(answer.in_process, None, "in-process only: it stays behind");
+    assert_eq!(answer.depth, 3, "the chain depth arrives");
+    assert_eq!(answer.route.as_deref(), Some("egress-eu"));
 }
 
 async fn a_cache_outside_remote_stays_in_the_caller(env: Env) {
