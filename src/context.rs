@@ -327,6 +327,22 @@ impl Context {
 
     /// The entries that cross to a worker process, serialized, by name.
     pub(crate) fn for_processes(&self) -> Result<Vec<WireEntry>, (String, String)> {
+        // A worker finds entries by name: two types under one name would arrive
+        // as one, read as the other's type.
+        let mut named: Vec<(&str, TypeId)> = Vec::new();
+        for link in self
+            .links()
+            .filter(|link| link.entry_type() != TypeId::of::<Arrived>())
+        {
+            let (name, ty) = (link.name(), link.entry_type());
+            if named.iter().any(|(n, t)| *n == name && *t != ty) {
+                return Err((
+                    name.to_owned(),
+                    "two entries of different types have this name; give each type a `NAME` of its own".to_owned(),
+                ));
+            }
+            named.push((name, ty));
+        }
         let mut wire = Vec::new();
         for entry in self.entries() {
             if entry.carried() != Carried::Serialized {
@@ -374,8 +390,11 @@ impl Context {
     /// # Ok::<(), toolgraft::context::EntryError>(())
     /// ```
     pub fn write_keyed(&self, key: &mut Vec<u8>) -> Result<(), EntryError> {
-        let mut keyed: Vec<&dyn Link> = self.entries().filter(|e| e.keyed()).collect();
-        keyed.sort_unstable_by(|a, b| a.name().cmp(b.name()));
+        // Every keyed entry, shadowed ones too: an entry of another type under
+        // the same name must not hide one that changes the answer. Extra parts
+        // only cost hits, never a wrong answer.
+        let mut keyed: Vec<&dyn Link> = self.links().filter(|e| e.keyed()).collect();
+        keyed.sort_by(|a, b| a.name().cmp(b.name()));
         for entry in keyed {
             key.push(0);
             serde_json::to_writer(&mut *key, entry.name())
@@ -393,7 +412,17 @@ impl Context {
 
     /// Whether a cache keys on any entry of this context.
     pub fn has_keyed(&self) -> bool {
-        self.entries().any(|entry| entry.keyed())
+        self.links().any(|entry| entry.keyed())
+    }
+
+    /// Every link, shadowed ones too, newest first.
+    fn links(&self) -> impl Iterator<Item = &dyn Link> {
+        let mut link = self.head.as_deref();
+        std::iter::from_fn(move || {
+            let node = link?;
+            link = node.parent();
+            Some(node)
+        })
     }
 }
 

@@ -133,7 +133,7 @@ impl Departure {
             .map(WireContext)
             .map_err(|(entry, error)| {
                 self.failed(format!(
-                    "the context entry `{entry}` does not serialize: {error}"
+                    "the context entry `{entry}` cannot cross to a worker process: {error}"
                 ))
             })
     }

@@ -344,3 +344,40 @@ async fn a_third_party_backend_from_a_manifest_carries_the_same_context() {
     // Refused whole: the previous binding still answers.
     assert!(toolset.contains("probe_lane_hop"));
 }
+
+/// An entry of its own type under the name of `Lane`: a mistake a user can make.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Impostor(String);
+
+impl Entry for Impostor {
+    const NAME: &'static str = "thirdparty.lane";
+    type Travel = Serialized;
+    type Key = Keyed;
+}
+
+#[tokio::test]
+async fn an_entry_under_another_types_name_hides_nothing() {
+    use toolgraft::context::Context;
+    // A cache keys on both: the impostor cannot hide the lane that changes the answer.
+    let context = Context::new()
+        .with(Lane("a".into()))
+        .with(Impostor("x".into()));
+    let mut key = Vec::new();
+    context.write_keyed(&mut key).unwrap();
+    let key = String::from_utf8(key).unwrap();
+    assert!(key.contains(r#""a""#) && key.contains(r#""x""#), "{key:?}");
+    // Read by type, each is itself.
+    assert_eq!(context.get::<Lane>(), Some(Lane("a".into())));
+    // A worker process would find them by name, so a relocation refuses them.
+    let below = Name::new("probe").unwrap();
+    let refused = context
+        .scope(async { Departure::new("remote", &below).unwrap().to_wire() })
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("entries of different types have this name"),
+        "{refused}"
+    );
+}
