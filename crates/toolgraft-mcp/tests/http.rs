@@ -602,6 +602,67 @@ async fn hostile_bodies_get_http_errors_and_the_server_goes_on() {
 }
 
 #[tokio::test]
+async fn hostile_headers_get_400_401_403_or_431_and_the_server_goes_on() {
+    use reqwest::header::HeaderValue;
+    let (toolset, _) = toolset();
+    let token = "s3cret-t0ken-0123456789a";
+    let server = serve(mcp(&toolset, Guard::bearer(token).unwrap())).await;
+    let url = server.url();
+    let bearer = format!("Bearer {token}");
+    let send = |headers: Vec<(&'static str, HeaderValue)>| {
+        let mut request = reqwest::Client::new()
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", ACCEPT)
+            .json(&initialize_body());
+        for (name, value) in headers {
+            // `header` appends: a name given twice is sent twice.
+            request = request.header(name, value);
+        }
+        async move { within("a hostile request", request.send()).await }
+    };
+    let value = |text: &str| HeaderValue::from_str(text).unwrap();
+    let huge = "a".repeat(1 << 20);
+    for (headers, expected) in [
+        (
+            vec![("host", HeaderValue::from_bytes(b"local\xffhost").unwrap())],
+            400,
+        ),
+        (vec![("host", value("local host"))], 400),
+        (
+            vec![
+                ("authorization", value(&bearer)),
+                ("authorization", value(&bearer)),
+            ],
+            400,
+        ),
+        (
+            vec![("authorization", value(&bearer)), ("origin", value("null"))],
+            403,
+        ),
+        (
+            vec![(
+                "authorization",
+                HeaderValue::from_bytes(b"Bearer \xff").unwrap(),
+            )],
+            401,
+        ),
+        // Past hyper's header limit: refused before the guard reads it.
+        (
+            vec![("authorization", value(&format!("Bearer {huge}")))],
+            431,
+        ),
+    ] {
+        let names: Vec<_> = headers.iter().map(|(name, _)| *name).collect();
+        let answer = send(headers).await.expect("the server answers");
+        assert_eq!(answer.status(), expected, "{names:?}");
+    }
+    let fine = send(vec![("authorization", value(&bearer))]).await.unwrap();
+    assert_eq!(fine.status(), 200);
+    within("shutdown", server.shutdown()).await.unwrap();
+}
+
+#[tokio::test]
 async fn shutdown_ends_open_sessions_and_streams() {
     let (toolset, _) = toolset();
     let server = serve(mcp(&toolset, Guard::off())).await;
