@@ -9,13 +9,15 @@
 //! Without `--manifest` it writes a copy of its built-in manifest to the temporary
 //! directory and uses that. It listens on 127.0.0.1 (`--port 0`, the default, picks
 //! a free port) and prints the address, then the page is at `http://127.0.0.1:PORT/`.
-//! The token comes from `TOOLGRAFT_TOKEN`; without one, `--no-auth` must say so.
+//! The token comes from `TOOLGRAFT_TOKEN`; without one, `--no-auth` must say so
+//! (`Guard::off()`). Either way the guard's Host and Origin allow-lists name only
+//! the loopback addresses.
 //!
 //! An embedding server mounts the router beside its own routes, and beside MCP over
-//! HTTP: with rmcp's streamable HTTP service (a tower service) that is
-//! `axum::Router::new().nest_service("/mcp", mcp_service).merge(authoring_router)`,
-//! or `.nest("/authoring", authoring_router)` to keep the page under a prefix (open
-//! it as `/authoring/`, with the slash). An MCP server over the same `Toolset`
+//! HTTP behind the same guard: `McpHttp::new(server, guard.clone()).router()` (from
+//! `toolgraft_mcp::http`) merged with it, `authoring_router.merge(mcp_router)`, or
+//! `.nest("/authoring", authoring_router)` to keep the page under a prefix (open it
+//! as `/authoring/`, with the slash). An MCP server over the same `Toolset`
 //! announces each change with `notifications/tools/list_changed`.
 
 use std::path::PathBuf;
@@ -26,7 +28,7 @@ use toolgraft::runtime::NameTable;
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::toolset::BaseTools;
 use toolgraft::{Registry, Tool, Toolset};
-use toolgraft_http::Authoring;
+use toolgraft_http::{Authoring, Guard};
 
 #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
 struct City {
@@ -127,9 +129,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     eprint!("{}", NameTable(&toolset.tools()));
 
     let authoring = Authoring::new(toolset, registry).manifest_file(&manifest);
-    let router = match (std::env::var("TOOLGRAFT_TOKEN"), options.no_auth) {
-        (Ok(token), false) => authoring.bearer_token(token).router()?,
-        (Err(_), true) => authoring.without_auth().router()?,
+    let guard = match (std::env::var("TOOLGRAFT_TOKEN"), options.no_auth) {
+        (Ok(token), false) => Guard::bearer(token)?,
+        (Err(_), true) => Guard::off(),
         (Ok(_), true) => return Err("both TOOLGRAFT_TOKEN and --no-auth; choose one".into()),
         (Err(_), false) => {
             return Err(
@@ -137,6 +139,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     };
+    let router = authoring.guard(guard).router()?;
 
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", options.port)).await?;
     eprintln!("manifest: {}", manifest.display());

@@ -49,6 +49,9 @@ curl -s -H "Authorization: Bearer $TOOLGRAFT_TOKEN" "$url/tools" |
     python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)[:2], indent=1)[:1500])'
 echo; echo '$ curl -X GET /tools   (no token)'
 curl -s -w '\nHTTP %{http_code}\n' "$url/tools"
+echo; echo '$ curl -X GET /tools   (a page on evil.example, its name re-pointed at 127.0.0.1)'
+curl -s -w '\nHTTP %{http_code}\n' -H "Authorization: Bearer $TOOLGRAFT_TOKEN" \
+    -H 'Host: evil.example' -H 'Origin: http://evil.example' "$url/tools"
 call POST /tools/weather/extensions/combos '{"add": [["proxy", "pool"]]}'
 call POST /tools/weather/extensions/combos '{"add": [["pool", "proxy"]]}'
 call POST /tools/weather/extensions/combos '{"add": [["trace"], ["pool", "pool"]]}'

@@ -1,70 +1,46 @@
-//! Bearer-token authentication: an `Authorization: Bearer` header for programs,
-//! and for the page a cookie set by signing in with the same token.
+//! The authoring surface's use of the shared guard (`toolgraft-guard`): the page's
+//! sign-in cookie, the sign-in route, and refusals written as the API's errors or,
+//! for the page, as the sign-in form.
 
 use axum::Form;
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
-use axum::middleware::Next;
+use axum::extract::State;
+use axum::http::request::Parts;
+use axum::http::{Method, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
+use toolgraft_guard::{Guard, GuardLayer, Refusal};
 
 use crate::Shared;
 use crate::problem::Problem;
 
+/// The cookie the page signs in with; it carries the token itself (a token is
+/// `token68`, which is a valid cookie value).
 const COOKIE: &str = "toolgraft_token";
 
-/// Lets a request through when authentication is off or it carries the token;
-/// otherwise the page answers with a sign-in form and the API with a 401.
-pub(crate) async fn require(State(state): State<Shared>, request: Request, next: Next) -> Response {
-    let Some(token) = &state.token else {
-        return next.run(request).await;
-    };
-    let path = request.uri().path();
-    let signing_in = request.method() == Method::POST && path.ends_with("/login");
-    if signing_in || carries(request.headers(), token) {
-        return next.run(request).await;
+/// The guard in front of every route: Host and Origin always, the token in the
+/// header or the page's cookie, except on `POST /login`, which checks the token in
+/// its form (and still gets the Host and Origin checks: a foreign page cannot sign
+/// a browser in).
+pub(crate) fn layer(guard: &Guard) -> GuardLayer {
+    guard
+        .layer()
+        .token_cookie(COOKIE)
+        .skip_token_for(|request| request.method == Method::POST && is_login(request))
+        .respond_with(refusal)
+}
+
+/// `/login` wherever the router is nested (the path ends with it).
+fn is_login(request: &Parts) -> bool {
+    request.uri.path().ends_with("/login")
+}
+
+/// The page without a token gets the sign-in form; everything else the API's JSON
+/// error. (The guard keeps the status and the `WWW-Authenticate` challenge.)
+fn refusal(refusal: &Refusal, request: &Parts) -> Response {
+    let page = request.method == Method::GET && matches!(request.uri.path(), "/" | "");
+    if page && refusal.status() == StatusCode::UNAUTHORIZED {
+        return Html(crate::page::sign_in(None)).into_response();
     }
-    if request.method() == Method::GET && (path == "/" || path.is_empty()) {
-        return (StatusCode::UNAUTHORIZED, Html(crate::page::sign_in(None))).into_response();
-    }
-    let mut response = Problem::new(
-        StatusCode::UNAUTHORIZED,
-        "send `Authorization: Bearer <token>` with the server's token",
-    )
-    .into_response();
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        header::HeaderValue::from_static("Bearer"),
-    );
-    response
-}
-
-/// Whether the request carries the token, in the header or the page's cookie.
-fn carries(headers: &HeaderMap, token: &str) -> bool {
-    let bearer = headers
-        .get_all(header::AUTHORIZATION)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .filter_map(|value| value.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .any(|(_, given)| same(given.trim().as_bytes(), token.as_bytes()));
-    let cookie = headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().strip_prefix(COOKIE)?.strip_prefix('='))
-        .any(|given| same(given.as_bytes(), hex(token).as_bytes()));
-    bearer || cookie
-}
-
-/// Compares in time that depends on the length only, not on where they differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
-}
-
-/// The cookie carries the token hex-encoded: any token is then a valid cookie value.
-fn hex(token: &str) -> String {
-    token.bytes().map(|byte| format!("{byte:02x}")).collect()
+    Problem::new(refusal.status(), refusal.message()).into_response()
 }
 
 #[derive(serde::Deserialize)]
@@ -78,12 +54,15 @@ pub(crate) async fn login(
     State(state): State<Shared>,
     form: Result<Form<SignIn>, axum::extract::rejection::FormRejection>,
 ) -> Response {
-    let Some(token) = &state.token else {
+    if !state.guard.requires_token() {
         return redirect_to_page(None);
-    };
+    }
     match form {
-        Ok(Form(SignIn { token: given })) if same(given.trim().as_bytes(), token.as_bytes()) => {
-            let cookie = format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", hex(token));
+        Ok(Form(SignIn { token })) if state.guard.accepts_token(token.trim()) => {
+            let cookie = format!(
+                "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+                token.trim()
+            );
             redirect_to_page(Some(cookie))
         }
         _ => (
@@ -102,17 +81,4 @@ fn redirect_to_page(cookie: Option<String>) -> Response {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
     response
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn compares_whole_tokens() {
-        assert!(same(b"secret", b"secret"));
-        assert!(!same(b"secret", b"secreT"));
-        assert!(!same(b"secret", b"secret2"));
-        assert_eq!(hex("a;b"), "613b62");
-    }
 }

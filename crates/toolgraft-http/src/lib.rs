@@ -32,14 +32,20 @@
 //! byte (JSON and TOML, comments included), and the file is replaced atomically
 //! (a temporary file in the same directory, renamed over it).
 //!
-//! Every route needs `Authorization: Bearer <token>` unless the server is
-//! explicitly built [`without_auth`](Authoring::without_auth); the page signs in
-//! with the token once and keeps it in an HTTP-only, same-site cookie.
+//! Every route is behind a [`Guard`] (the `toolgraft-guard` crate's, the one the
+//! MCP endpoint of `toolgraft-mcp` takes too), which [`Authoring::guard`] requires:
+//! a request whose `Host` is not on its host allow-list, or whose `Origin` is not
+//! on its origin allow-list, gets `403` (both lists name only the loopback
+//! addresses unless set, so a page on another site cannot reach a local server by
+//! DNS rebinding); with [`Guard::bearer`], one without `Authorization: Bearer
+//! <token>` gets `401`, and the page signs in with the token once and keeps it in
+//! an HTTP-only, same-site cookie. [`Guard::off`] is the written-out choice of no
+//! token.
 //!
 //! ```
 //! use toolgraft::ext::{Pool, Trace};
 //! use toolgraft::{Registry, Tool, Toolset};
-//! use toolgraft_http::Authoring;
+//! use toolgraft_http::{Authoring, Guard};
 //!
 //! # #[derive(serde::Deserialize, schemars::JsonSchema)] struct City { city: String }
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -51,7 +57,7 @@
 //! registry.register(Trace)?.register(Pool::new(2)?)?;
 //!
 //! let router: axum::Router = Authoring::new(toolset, registry)
-//!     .bearer_token("a long random token from the operator's secrets")
+//!     .guard(Guard::bearer("a-long-random-token-from-the-operators-secrets")?)
 //!     .router()?;
 //! // axum::serve(tokio::net::TcpListener::bind("127.0.0.1:8080").await?, router).await?;
 //! # Ok(()) }
@@ -80,65 +86,79 @@ use toolgraft::{Registry, Toolset};
 /// rarely passes a few kilobytes).
 pub const MAX_BODY: usize = 256 * 1024;
 
-/// The shortest bearer token accepted: a token is a secret, not a password.
-pub const MIN_TOKEN_LEN: usize = 16;
+/// The guard's vocabulary, re-exported: [`Authoring::guard`] takes a [`Guard`], as
+/// `toolgraft_mcp::http::McpHttp::new` does.
+pub use toolgraft_guard::{Guard, GuardError};
 
 /// Builds the authoring router for a toolset and the registry its combos are bound
 /// from (see the [crate docs](crate)).
 ///
-/// `A` records whether authentication was chosen: [`router`](Authoring::router)
-/// exists only after [`bearer_token`](Authoring::bearer_token) or
-/// [`without_auth`](Authoring::without_auth), so a server cannot lose its
+/// `G` records whether the guard was chosen: [`router`](Authoring::router) exists
+/// only after [`guard`](Authoring::guard), so a server cannot lose its
 /// authentication by forgetting a line.
 ///
 /// ```
 /// # use toolgraft::{Registry, Toolset};
-/// let authoring = toolgraft_http::Authoring::new(Toolset::new(), Registry::new())
+/// use toolgraft_http::{Authoring, Guard};
+/// let authoring = Authoring::new(Toolset::new(), Registry::new())
 ///     .manifest_file("combos.toml")
-///     .without_auth();
+///     .guard(Guard::off());
 /// assert!(format!("{authoring:?}").contains("combos.toml"));
 /// ```
 #[derive(Debug)]
-pub struct Authoring<A = AuthNotChosen> {
+pub struct Authoring<G = GuardNotChosen> {
     toolset: Toolset,
     registry: Registry,
     manifest: Option<PathBuf>,
-    auth: A,
+    guard: G,
 }
 
-/// The state of an [`Authoring`] whose authentication is not chosen yet.
+/// The state of an [`Authoring`] whose [`Guard`] is not chosen yet.
+///
+/// ```
+/// # use toolgraft::{Registry, Toolset};
+/// let _: toolgraft_http::Authoring<toolgraft_http::GuardNotChosen> =
+///     toolgraft_http::Authoring::new(Toolset::new(), Registry::new());
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
-pub struct AuthNotChosen;
+pub struct GuardNotChosen;
 
-/// The state of an [`Authoring`] whose authentication is chosen: a bearer token,
-/// or none (explicitly).
-#[derive(Clone)]
-pub struct AuthChosen(Option<String>);
-
-impl std::fmt::Debug for AuthChosen {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never the token itself.
-        match &self.0 {
-            Some(_) => f.write_str("AuthChosen(bearer token)"),
-            None => f.write_str("AuthChosen(none)"),
-        }
-    }
-}
-
-impl Authoring<AuthNotChosen> {
+impl Authoring<GuardNotChosen> {
     /// The authoring API over `toolset`, binding combos with the extensions of
-    /// `registry`; choose authentication next.
+    /// `registry`; choose the [`guard`](Authoring::guard) next.
     pub fn new(toolset: Toolset, registry: Registry) -> Self {
         Self {
             toolset,
             registry,
             manifest: None,
-            auth: AuthNotChosen,
+            guard: GuardNotChosen,
+        }
+    }
+
+    /// The guard every route is behind: [`Guard::bearer`] (the page signs in with
+    /// the same token) or, explicitly, [`Guard::off`]; with its Host and Origin
+    /// allow-lists, the loopback ones unless set.
+    ///
+    /// ```
+    /// # use toolgraft::{Registry, Toolset};
+    /// use toolgraft_http::{Authoring, Guard};
+    /// let guard = Guard::bearer("0123456789abcdef0123456789abcdef")?
+    ///     .allow_hosts(["authoring.example.com"])?
+    ///     .allow_origins(["https://authoring.example.com"])?;
+    /// let router = Authoring::new(Toolset::new(), Registry::new()).guard(guard).router()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn guard(self, guard: Guard) -> Authoring<Guard> {
+        Authoring {
+            toolset: self.toolset,
+            registry: self.registry,
+            manifest: self.manifest,
+            guard,
         }
     }
 }
 
-impl<A> Authoring<A> {
+impl<G> Authoring<G> {
     /// The manifest file (`.json` or `.toml`) the toolset's combos were loaded
     /// from: every change is written back to it, so a restart keeps it.
     ///
@@ -152,47 +172,20 @@ impl<A> Authoring<A> {
         self.manifest = Some(path.into());
         self
     }
-
-    /// Every route requires `Authorization: Bearer <token>` (or the page's cookie,
-    /// set by signing in with the token); at least [`MIN_TOKEN_LEN`] bytes.
-    pub fn bearer_token(self, token: impl Into<String>) -> Authoring<AuthChosen> {
-        self.with_auth(AuthChosen(Some(token.into())))
-    }
-
-    /// No authentication: anyone who reaches the server may change the combos.
-    /// For a server bound to loopback on a single-user machine, or behind a proxy
-    /// that authenticates.
-    pub fn without_auth(self) -> Authoring<AuthChosen> {
-        self.with_auth(AuthChosen(None))
-    }
-
-    fn with_auth(self, auth: AuthChosen) -> Authoring<AuthChosen> {
-        Authoring {
-            toolset: self.toolset,
-            registry: self.registry,
-            manifest: self.manifest,
-            auth,
-        }
-    }
 }
 
-impl Authoring<AuthChosen> {
-    /// The router. Refused when the token is shorter than [`MIN_TOKEN_LEN`] or the
-    /// manifest file cannot be read as a manifest (checked now, not at the first
-    /// change).
+impl Authoring<Guard> {
+    /// The router. Refused when the manifest file cannot be read as a manifest
+    /// (checked now, not at the first change); a bad token was refused already,
+    /// by [`Guard::bearer`].
     ///
     /// ```
     /// # use toolgraft::{Registry, Toolset};
-    /// let err = toolgraft_http::Authoring::new(Toolset::new(), Registry::new())
-    ///     .bearer_token("short").router().unwrap_err();
-    /// assert!(err.to_string().contains("at least 16 bytes"));
+    /// use toolgraft_http::{Authoring, Guard};
+    /// let router = Authoring::new(Toolset::new(), Registry::new()).guard(Guard::off()).router();
+    /// assert!(router.is_ok());
     /// ```
     pub fn router(self) -> Result<Router, SetupError> {
-        if let Some(token) = &self.auth.0
-            && token.len() < MIN_TOKEN_LEN
-        {
-            return Err(SetupError::ShortToken { len: token.len() });
-        }
         if let Some(path) = &self.manifest {
             check_manifest(path)?;
         }
@@ -200,7 +193,7 @@ impl Authoring<AuthChosen> {
             toolset: self.toolset,
             registry: self.registry,
             manifest: self.manifest,
-            token: self.auth.0,
+            guard: self.guard,
             changing: tokio::sync::Mutex::new(()),
         });
         let router = Router::new()
@@ -213,10 +206,7 @@ impl Authoring<AuthChosen> {
             )
             .route("/tools/{name}/extensions/combos", post(api::edit))
             .fallback(api::not_found)
-            .layer(axum::middleware::from_fn_with_state(
-                state.clone(),
-                auth::require,
-            ))
+            .layer(auth::layer(&state.guard))
             .layer(DefaultBodyLimit::max(MAX_BODY))
             .with_state(state);
         Ok(router)
@@ -236,20 +226,15 @@ fn check_manifest(path: &Path) -> Result<(), SetupError> {
 /// ```
 /// # use toolgraft::{Registry, Toolset};
 /// let err = toolgraft_http::Authoring::new(Toolset::new(), Registry::new())
-///     .manifest_file("/nonexistent/combos.json").without_auth().router().unwrap_err();
+///     .manifest_file("/nonexistent/combos.json")
+///     .guard(toolgraft_http::Guard::off())
+///     .router()
+///     .unwrap_err();
 /// assert!(matches!(err, toolgraft_http::SetupError::Manifest { .. }));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SetupError {
-    /// The bearer token is too short to be a secret.
-    #[error(
-        "the bearer token has {len} bytes; use at least 16 bytes of random text (or `without_auth()` to run without one)"
-    )]
-    ShortToken {
-        /// Its length.
-        len: usize,
-    },
     /// The manifest file cannot be read as a manifest.
     #[error("{problem}")]
     Manifest {
@@ -263,7 +248,7 @@ pub(crate) struct State {
     pub toolset: Toolset,
     pub registry: Registry,
     pub manifest: Option<PathBuf>,
-    pub token: Option<String>,
+    pub guard: Guard,
     /// One change at a time, so the file is written in the order changes apply.
     pub changing: tokio::sync::Mutex<()>,
 }

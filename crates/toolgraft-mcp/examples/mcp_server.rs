@@ -15,8 +15,10 @@
 //! on `ADDR` (default `127.0.0.1:8931`; port 0 takes a free one), and prints the
 //! endpoint's URL on stderr:
 //! `cargo run -p toolgraft-mcp --features http --example mcp_server -- --http`.
-//! Clients must send `Authorization: Bearer $MCP_TOKEN` when `MCP_TOKEN` is set;
-//! without it there is no token (and the server only listens on loopback anyway).
+//! Clients must send `Authorization: Bearer $MCP_TOKEN` when `MCP_TOKEN` is set (16
+//! bytes or more: `openssl rand -hex 16`); without it there is no token (and the
+//! server only listens on loopback anyway). Either way, the Host and Origin
+//! allow-lists name only the loopback addresses.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -184,16 +186,18 @@ fn parse_args() -> Result<Args, String> {
 /// Serves over Streamable HTTP until the process is stopped.
 #[cfg(feature = "http")]
 async fn serve_http(server: ToolsetServer, addr: &str) -> Result<(), Box<dyn std::error::Error>> {
-    use toolgraft_mcp::http::{Auth, McpHttp};
+    use toolgraft_mcp::http::{Guard, McpHttp};
     let addr: std::net::SocketAddr = addr.parse().map_err(|e| format!("--http {addr}: {e}"))?;
-    let auth = match std::env::var("MCP_TOKEN") {
-        Ok(token) => Auth::bearer(token)?,
-        Err(_) => Auth::off(),
+    // The loopback Host and Origin allow-lists either way; a token when one is set.
+    let guard = match std::env::var("MCP_TOKEN") {
+        Ok(token) => Guard::bearer(token)?,
+        Err(_) => Guard::off(),
     };
-    let running = McpHttp::new(server, auth.clone()).serve(addr).await?;
+    let requires_token = guard.requires_token();
+    let running = McpHttp::new(server, guard).serve(addr).await?;
     // Scripts read this line for the URL (with the port chosen for port 0).
     eprintln!("mcp_server: MCP over HTTP at {}", running.url());
-    if !auth.requires_token() {
+    if !requires_token {
         eprintln!("mcp_server: no bearer token (set MCP_TOKEN to require one)");
     }
     running.wait().await?;

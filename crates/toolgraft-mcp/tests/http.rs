@@ -24,7 +24,7 @@ use toolgraft::ext::{Cache, Trace};
 use toolgraft::prelude::*;
 use toolgraft::runtime::manifest::ElementSpec;
 use toolgraft_mcp::ToolsetServer;
-use toolgraft_mcp::http::{Auth, HttpError, McpHttp, Serving};
+use toolgraft_mcp::http::{Guard, GuardError, HttpError, McpHttp, Serving};
 
 // ---------------------------------------------------------------- fixtures
 
@@ -66,8 +66,8 @@ async fn serve(mcp: McpHttp) -> Serving {
         .expect("serves on a loopback port")
 }
 
-fn mcp(toolset: &Toolset, auth: Auth) -> McpHttp {
-    McpHttp::new(ToolsetServer::new(toolset.clone()), auth)
+fn mcp(toolset: &Toolset, guard: Guard) -> McpHttp {
+    McpHttp::new(ToolsetServer::new(toolset.clone()), guard)
 }
 
 /// A client that counts `notifications/tools/list_changed`.
@@ -196,7 +196,7 @@ async fn first_message(response: reqwest::Response) -> Value {
 #[tokio::test]
 async fn an_http_client_lists_and_calls_every_bound_name() {
     let (toolset, _) = toolset();
-    let server = serve(mcp(&toolset, Auth::off())).await;
+    let server = serve(mcp(&toolset, Guard::off())).await;
     let client = connect(&server.url()).await;
 
     assert_eq!(names(&client).await, ["shout", "shout_trace"]);
@@ -223,7 +223,7 @@ async fn an_http_client_lists_and_calls_every_bound_name() {
 #[tokio::test]
 async fn list_changed_reaches_every_http_session() {
     let (toolset, registry) = toolset();
-    let server = serve(mcp(&toolset, Auth::off())).await;
+    let server = serve(mcp(&toolset, Guard::off())).await;
     let first = connect(&server.url()).await;
     let second = connect(&server.url()).await;
     assert_eq!(names(&first).await, ["shout", "shout_trace"]);
@@ -270,7 +270,7 @@ async fn the_router_mounts_beside_an_applications_routes() {
     let (toolset, _) = toolset();
     let app = axum::Router::new()
         .route("/health", get(|| async { "ok" }))
-        .merge(mcp(&toolset, Auth::off()).router());
+        .merge(mcp(&toolset, Guard::off()).router());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let served = tokio::spawn(async move { axum::serve(listener, app).await });
@@ -288,7 +288,7 @@ async fn the_router_mounts_beside_an_applications_routes() {
 #[tokio::test]
 async fn sessions_have_ids_are_separate_and_end_with_delete() {
     let (toolset, _) = toolset();
-    let server = serve(mcp(&toolset, Auth::off())).await;
+    let server = serve(mcp(&toolset, Guard::off())).await;
     let url = server.url();
     let http = reqwest::Client::new();
 
@@ -365,7 +365,7 @@ async fn sessions_have_ids_are_separate_and_end_with_delete() {
 #[tokio::test]
 async fn foreign_hosts_and_origins_are_refused_loopback_ones_accepted() {
     let (toolset, _) = toolset();
-    let server = serve(mcp(&toolset, Auth::off())).await;
+    let server = serve(mcp(&toolset, Guard::off())).await;
     let url = server.url();
     let own = server.local_addr().to_string();
     let loopback_origin = format!("http://{own}");
@@ -403,13 +403,14 @@ async fn foreign_hosts_and_origins_are_refused_loopback_ones_accepted() {
 #[tokio::test]
 async fn the_allow_lists_are_the_operators_to_set() {
     let (toolset, _) = toolset();
-    let server = serve(
-        mcp(&toolset, Auth::off())
+    let server = serve(mcp(
+        &toolset,
+        Guard::off()
             .allow_hosts(["mcp.example.com"])
             .unwrap()
             .allow_origins(["https://app.example.com"])
             .unwrap(),
-    )
+    ))
     .await;
     let url = server.url();
     let app = [
@@ -428,14 +429,14 @@ async fn the_allow_lists_are_the_operators_to_set() {
 
     // Entries that could never match are refused when configuring.
     for refused in [
-        mcp(&toolset, Auth::off()).allow_hosts(["https://mcp.example.com"]),
-        mcp(&toolset, Auth::off()).allow_hosts([""]),
-        mcp(&toolset, Auth::off()).allow_origins(["app.example.com"]),
-        mcp(&toolset, Auth::off()).allow_origins(["https://app.example.com/path"]),
+        Guard::off().allow_hosts(["https://mcp.example.com"]),
+        Guard::off().allow_hosts([""]),
+        Guard::off().allow_origins(["app.example.com"]),
+        Guard::off().allow_origins(["https://app.example.com/path"]),
     ] {
         let error = refused.unwrap_err();
         assert!(
-            matches!(error, HttpError::BadAllowListEntry { .. }),
+            matches!(error, GuardError::BadAllowListEntry { .. }),
             "{error}"
         );
         assert!(error.to_string().contains("allow-list entry"), "{error}");
@@ -446,7 +447,7 @@ async fn the_allow_lists_are_the_operators_to_set() {
 async fn serve_stays_on_loopback_unless_told_otherwise() {
     let (toolset, _) = toolset();
     for addr in [[0, 0, 0, 0], [192, 0, 2, 1]] {
-        let refused = mcp(&toolset, Auth::off()).serve((addr, 0)).await;
+        let refused = mcp(&toolset, Guard::off()).serve((addr, 0)).await;
         match refused {
             Err(HttpError::NotLoopback { addr: refused }) => {
                 assert_eq!(
@@ -458,7 +459,7 @@ async fn serve_stays_on_loopback_unless_told_otherwise() {
         }
     }
     // Every loopback address is fine.
-    let server = mcp(&toolset, Auth::off())
+    let server = mcp(&toolset, Guard::off())
         .serve(([127, 0, 0, 2], 0))
         .await
         .unwrap();
@@ -466,8 +467,8 @@ async fn serve_stays_on_loopback_unless_told_otherwise() {
     server.shutdown().await.unwrap();
 
     // A port in use is a typed error naming the address.
-    let taken = serve(mcp(&toolset, Auth::off())).await;
-    let again = mcp(&toolset, Auth::off()).serve(taken.local_addr()).await;
+    let taken = serve(mcp(&toolset, Guard::off())).await;
+    let again = mcp(&toolset, Guard::off()).serve(taken.local_addr()).await;
     assert!(
         matches!(&again, Err(HttpError::Bind { addr, .. }) if *addr == taken.local_addr()),
         "{again:?}"
@@ -480,15 +481,19 @@ async fn serve_stays_on_loopback_unless_told_otherwise() {
 #[tokio::test]
 async fn a_bearer_token_is_required_when_configured() {
     let (toolset, _) = toolset();
-    let server = serve(mcp(&toolset, Auth::bearer("s3cret-t0ken").unwrap())).await;
+    let server = serve(mcp(
+        &toolset,
+        Guard::bearer("s3cret-t0ken-0123456789a").unwrap(),
+    ))
+    .await;
     let url = server.url();
 
     for headers in [
         vec![],
         vec![("authorization", "Bearer wrong")],
-        vec![("authorization", "Bearer s3cret-t0ke")],
+        vec![("authorization", "Bearer s3cret-t0ken-0123456789")],
         vec![("authorization", "Basic czNjcmV0LXQwa2Vu")],
-        vec![("authorization", "s3cret-t0ken")],
+        vec![("authorization", "s3cret-t0ken-0123456789a")],
     ] {
         let refused = raw_initialize(&url, &headers).await;
         assert_eq!(refused.status(), 401, "{headers:?}");
@@ -501,12 +506,16 @@ async fn a_bearer_token_is_required_when_configured() {
         assert!(challenge.starts_with("Bearer "), "{challenge}");
     }
     // The scheme's case does not matter (RFC 9110).
-    let ok = raw_initialize(&url, &[("authorization", "bearer s3cret-t0ken")]).await;
+    let ok = raw_initialize(
+        &url,
+        &[("authorization", "bearer s3cret-t0ken-0123456789a")],
+    )
+    .await;
     assert_eq!(ok.status(), 200);
 
     // rmcp's client with the token lists and calls.
-    let config =
-        StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header("s3cret-t0ken");
+    let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
+        .auth_header("s3cret-t0ken-0123456789a");
     let client = connect_with(config).await;
     assert_eq!(names(&client).await, ["shout", "shout_trace"]);
     client.cancel().await.unwrap();
@@ -515,7 +524,7 @@ async fn a_bearer_token_is_required_when_configured() {
     let attack = raw_initialize(
         &url,
         &[
-            ("authorization", "Bearer s3cret-t0ken"),
+            ("authorization", "Bearer s3cret-t0ken-0123456789a"),
             ("origin", "http://evil.example"),
         ],
     )
@@ -531,11 +540,11 @@ async fn a_bearer_token_is_required_when_configured() {
         "=",
         &"x".repeat(4097),
     ] {
-        let error = Auth::bearer(bad).unwrap_err();
-        assert!(matches!(error, HttpError::BadToken { .. }), "{error}");
+        let error = Guard::bearer(bad).unwrap_err();
+        assert!(matches!(error, GuardError::BadToken { .. }), "{error}");
     }
     // The token is never quoted.
-    let error = Auth::bearer("my secret").unwrap_err().to_string();
+    let error = Guard::bearer("my secret").unwrap_err().to_string();
     assert!(!error.contains("secret"), "{error}");
 }
 
@@ -544,7 +553,7 @@ async fn a_bearer_token_is_required_when_configured() {
 #[tokio::test]
 async fn hostile_bodies_get_http_errors_and_the_server_goes_on() {
     let (toolset, _) = toolset();
-    let server = serve(mcp(&toolset, Auth::off())).await;
+    let server = serve(mcp(&toolset, Guard::off())).await;
     let url = server.url();
     let http = reqwest::Client::new();
     let post = |body: Vec<u8>| {
@@ -593,9 +602,70 @@ async fn hostile_bodies_get_http_errors_and_the_server_goes_on() {
 }
 
 #[tokio::test]
+async fn hostile_headers_get_400_401_403_or_431_and_the_server_goes_on() {
+    use reqwest::header::HeaderValue;
+    let (toolset, _) = toolset();
+    let token = "s3cret-t0ken-0123456789a";
+    let server = serve(mcp(&toolset, Guard::bearer(token).unwrap())).await;
+    let url = server.url();
+    let bearer = format!("Bearer {token}");
+    let send = |headers: Vec<(&'static str, HeaderValue)>| {
+        let mut request = reqwest::Client::new()
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", ACCEPT)
+            .json(&initialize_body());
+        for (name, value) in headers {
+            // `header` appends: a name given twice is sent twice.
+            request = request.header(name, value);
+        }
+        async move { within("a hostile request", request.send()).await }
+    };
+    let value = |text: &str| HeaderValue::from_str(text).unwrap();
+    let huge = "a".repeat(1 << 20);
+    for (headers, expected) in [
+        (
+            vec![("host", HeaderValue::from_bytes(b"local\xffhost").unwrap())],
+            400,
+        ),
+        (vec![("host", value("local host"))], 400),
+        (
+            vec![
+                ("authorization", value(&bearer)),
+                ("authorization", value(&bearer)),
+            ],
+            400,
+        ),
+        (
+            vec![("authorization", value(&bearer)), ("origin", value("null"))],
+            403,
+        ),
+        (
+            vec![(
+                "authorization",
+                HeaderValue::from_bytes(b"Bearer \xff").unwrap(),
+            )],
+            401,
+        ),
+        // Past hyper's header limit: refused before the guard reads it.
+        (
+            vec![("authorization", value(&format!("Bearer {huge}")))],
+            431,
+        ),
+    ] {
+        let names: Vec<_> = headers.iter().map(|(name, _)| *name).collect();
+        let answer = send(headers).await.expect("the server answers");
+        assert_eq!(answer.status(), expected, "{names:?}");
+    }
+    let fine = send(vec![("authorization", value(&bearer))]).await.unwrap();
+    assert_eq!(fine.status(), 200);
+    within("shutdown", server.shutdown()).await.unwrap();
+}
+
+#[tokio::test]
 async fn shutdown_ends_open_sessions_and_streams() {
     let (toolset, _) = toolset();
-    let server = serve(mcp(&toolset, Auth::off())).await;
+    let server = serve(mcp(&toolset, Guard::off())).await;
     let addr = server.local_addr();
     // rmcp's client keeps a GET stream open for server messages.
     let client = connect(&server.url()).await;
@@ -612,11 +682,11 @@ async fn the_embedders_token_stops_the_server_and_shutdown_leaves_it_alone() {
     use tokio_util::sync::CancellationToken;
     let (toolset, _) = toolset();
     let token = CancellationToken::new();
-    let first = serve(mcp(&toolset, Auth::off()).with_cancellation(token.clone())).await;
+    let first = serve(mcp(&toolset, Guard::off()).with_cancellation(token.clone())).await;
     within("shutdown", first.shutdown()).await.unwrap();
     assert!(!token.is_cancelled(), "shutdown stops its own server only");
 
-    let second = serve(mcp(&toolset, Auth::off()).with_cancellation(token.clone())).await;
+    let second = serve(mcp(&toolset, Guard::off()).with_cancellation(token.clone())).await;
     let addr = second.local_addr();
     let client = connect(&second.url()).await;
     assert_eq!(names(&client).await.len(), 2);

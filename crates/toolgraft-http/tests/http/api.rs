@@ -633,7 +633,8 @@ async fn a_token_guards_every_route_and_the_page_signs_in() {
     ] {
         let answer = send(&server.router, method, uri, None, None).await;
         assert_eq!(answer.status, 401, "{method} {uri}");
-        assert_eq!(answer.headers[header::WWW_AUTHENTICATE], "Bearer");
+        let challenge = answer.headers[header::WWW_AUTHENTICATE].to_str().unwrap();
+        assert!(challenge.starts_with("Bearer"), "{challenge}");
         assert!(
             answer.body["error"]
                 .as_str()
@@ -706,15 +707,114 @@ async fn a_token_guards_every_route_and_the_page_signs_in() {
             .contains(r#"<tr data-name="weather_trace_cache""#)
     );
 
-    // Short tokens are refused when the router is built.
-    let err = toolgraft_http::Authoring::new(server.toolset.clone(), crate::common::registry())
-        .bearer_token("short")
+    // Short tokens are refused when the guard is made, before any router.
+    let err = toolgraft_http::Guard::bearer("short").unwrap_err();
+    assert!(
+        matches!(err, toolgraft_http::GuardError::BadToken { .. }),
+        "{err}"
+    );
+}
+
+/// A request with `headers`, as a browser on another site (or a rebound name) sends it.
+fn from(method: &str, uri: &str, headers: &[(&str, &str)]) -> Request<Body> {
+    let mut request = Request::builder().method(method).uri(uri);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.body(Body::empty()).unwrap()
+}
+
+#[tokio::test]
+async fn foreign_hosts_and_origins_get_403_on_every_route_with_or_without_a_token() {
+    for token in [None, Some(TOKEN)] {
+        let server = server("json", JSON_MANIFEST, token);
+        let bearer = format!("Bearer {TOKEN}");
+        let with_token = |mut headers: Vec<(&'static str, String)>| {
+            headers.push(("authorization", bearer.clone()));
+            headers
+        };
+        for (method, uri) in [
+            ("GET", "/"),
+            ("GET", "/tools"),
+            ("GET", "/tools/weather/extensions"),
+            ("DELETE", "/tools/weather/extensions"),
+            ("POST", "/tools/weather/extensions/combos"),
+            ("POST", "/login"),
+            ("GET", "/no/such/route"),
+        ] {
+            for headers in [
+                // DNS rebinding: evil.example re-pointed at the server's address.
+                vec![("host", "evil.example:8080".to_owned())],
+                vec![("origin", "http://evil.example".to_owned())],
+                vec![
+                    ("host", "evil.example".to_owned()),
+                    ("origin", "http://evil.example".to_owned()),
+                ],
+                vec![("origin", "null".to_owned())],
+            ] {
+                let headers = with_token(headers);
+                let pairs: Vec<(&str, &str)> =
+                    headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+                let answer = crate::common::answer(&server.router, from(method, uri, &pairs)).await;
+                assert_eq!(answer.status, 403, "{method} {uri} {pairs:?} {token:?}");
+                let error = answer.body["error"].as_str().unwrap();
+                assert!(error.contains("allow-list"), "{error}");
+            }
+        }
+        // Nothing changed, and loopback pages are let through.
+        assert_eq!(server.toolset.combos("weather").unwrap().len(), 2);
+        let local = with_token(vec![
+            ("host", "127.0.0.1:8080".to_owned()),
+            ("origin", "http://127.0.0.1:8080".to_owned()),
+        ]);
+        let pairs: Vec<(&str, &str)> = local.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let answer = crate::common::answer(&server.router, from("GET", "/tools", &pairs)).await;
+        assert_eq!(answer.status, 200, "{token:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_operator_sets_the_lists_and_hostile_headers_get_400() {
+    let (toolset, manifest) = {
+        let server = server("json", JSON_MANIFEST, None);
+        (server.toolset, server.manifest)
+    };
+    let guard = toolgraft_http::Guard::bearer(TOKEN)
+        .and_then(|guard| guard.allow_hosts(["authoring.example.com"]))
+        .and_then(|guard| guard.allow_origins(["https://authoring.example.com"]))
+        .unwrap();
+    let router = toolgraft_http::Authoring::new(toolset, crate::common::registry())
+        .manifest_file(&manifest)
+        .guard(guard)
         .router()
-        .unwrap_err();
-    assert!(matches!(
-        err,
-        toolgraft_http::SetupError::ShortToken { len: 5 }
-    ));
+        .unwrap();
+    let bearer = format!("Bearer {TOKEN}");
+    let site = [
+        ("host", "authoring.example.com"),
+        ("origin", "https://authoring.example.com"),
+        ("authorization", bearer.as_str()),
+    ];
+    let answer = crate::common::answer(&router, from("GET", "/tools", &site)).await;
+    assert_eq!(answer.status, 200);
+    // The loopback names are no longer on the lists.
+    let local = [("host", "localhost"), ("authorization", bearer.as_str())];
+    let answer = crate::common::answer(&router, from("GET", "/tools", &local)).await;
+    assert_eq!(answer.status, 403);
+
+    let twice = [
+        ("host", "authoring.example.com"),
+        ("authorization", bearer.as_str()),
+        ("authorization", bearer.as_str()),
+    ];
+    let answer = crate::common::answer(&router, from("GET", "/tools", &twice)).await;
+    assert_eq!(answer.status, 400);
+    assert!(answer.headers.contains_key(header::WWW_AUTHENTICATE));
+    let mut unreadable = from("GET", "/tools", &[]);
+    unreadable.headers_mut().insert(
+        header::HOST,
+        header::HeaderValue::from_bytes(b"authoring\xff.example.com").unwrap(),
+    );
+    assert_eq!(crate::common::answer(&router, unreadable).await.status, 400);
 }
 
 #[tokio::test]

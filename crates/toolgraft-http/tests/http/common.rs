@@ -12,7 +12,7 @@ use toolgraft::ext::{Batch, Cache, Pool, Proxy, Trace, proxy};
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::toolset::BaseTools;
 use toolgraft::{Registry, Tool, Toolset};
-use toolgraft_http::Authoring;
+use toolgraft_http::{Authoring, Guard};
 use tower::ServiceExt;
 
 #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
@@ -113,11 +113,11 @@ pub fn server(ext: &str, text: &str, token: Option<&str>) -> Server {
     std::fs::write(&manifest, text).expect("writing the manifest");
     let toolset = restart(&manifest);
     let authoring = Authoring::new(toolset.clone(), registry()).manifest_file(&manifest);
-    let router = match token {
-        Some(token) => authoring.bearer_token(token).router(),
-        None => authoring.without_auth().router(),
-    }
-    .expect("the router");
+    let guard = match token {
+        Some(token) => Guard::bearer(token).expect("a good token"),
+        None => Guard::off(),
+    };
+    let router = authoring.guard(guard).router().expect("the router");
     Server {
         toolset,
         manifest,
@@ -162,7 +162,13 @@ pub async fn send(
     answer(router, request).await
 }
 
-pub async fn answer(router: &Router, request: Request<Body>) -> Answer {
+/// The router's answer to `request`; one without a `Host` gets `localhost`, as
+/// from a browser on the machine (the guard refuses a request naming no host).
+pub async fn answer(router: &Router, mut request: Request<Body>) -> Answer {
+    if !request.headers().contains_key(header::HOST) {
+        let localhost = header::HeaderValue::from_static("localhost");
+        request.headers_mut().insert(header::HOST, localhost);
+    }
     let response = router
         .clone()
         .oneshot(request)

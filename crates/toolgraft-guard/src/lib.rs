@@ -1,0 +1,60 @@
+//! The one HTTP guard of toolgraft's servers: a [`Guard`] (bearer token, Host and
+//! Origin allow-lists) and the tower layer that applies it, [`GuardLayer`], shared by
+//! the MCP endpoint (`toolgraft-mcp`, feature `http`) and the authoring API
+//! (`toolgraft-http`), so both check the same things the same way.
+//!
+//! Every request is checked in this order, and a refused one never reaches the
+//! service:
+//!
+//! 1. **`Host`** (or HTTP/2's `:authority`) on the host allow-list, else `403`;
+//!    missing, repeated or unreadable, `400`.
+//! 2. **`Origin`**, when there is one, on the origin allow-list, else `403`
+//!    (`Origin: null` included, unless listed); repeated, `400`. Clients that are
+//!    not browsers send none.
+//! 3. **The bearer token**, unless the guard is [`Guard::off`]: one
+//!    `Authorization: Bearer <token>`, compared in constant time; missing or wrong,
+//!    `401` with a `WWW-Authenticate: Bearer` challenge; repeated, `400`.
+//!
+//! Both lists name only the loopback addresses (`localhost`, `127.0.0.1`, `[::1]`)
+//! by default: a page on another site whose name its owner re-points at `127.0.0.1`
+//! (DNS rebinding) sends its own `Host` and `Origin`, and is refused. Checking the
+//! Host and Origin before the token tells such a page nothing about the token.
+//!
+//! Why a crate of its own: both servers need it and neither should depend on the
+//! other (the MCP one pulls in rmcp, the authoring one a TOML editor), and the core
+//! has no HTTP at all; this one depends on `http`, `axum-core` (the body type) and
+//! tower's two traits only.
+//!
+//! ```
+//! use axum::{Router, body::Body, routing::get};
+//! use tower::ServiceExt;
+//! use toolgraft_guard::Guard;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let guard = Guard::bearer("0123456789abcdef0123456789abcdef")?; // or Guard::off()
+//! let app = Router::new().route("/", get(|| async { "hi" })).layer(guard.layer());
+//!
+//! // A page on evil.example, its name re-pointed at 127.0.0.1:
+//! let rebound = http::Request::get("/")
+//!     .header("host", "evil.example:8080")
+//!     .header("origin", "http://evil.example:8080")
+//!     .body(Body::empty())?;
+//! assert_eq!(app.oneshot(rebound).await?.status(), 403);
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+#![warn(missing_debug_implementations)]
+
+mod allow;
+mod error;
+mod guard;
+mod layer;
+mod refusal;
+mod token;
+
+pub use error::{AllowList, GuardError, TokenProblem};
+pub use guard::Guard;
+pub use layer::{GuardFuture, GuardLayer, GuardService};
+pub use refusal::{Reason, Refusal};
+pub use token::{MAX_TOKEN_LEN, MIN_TOKEN_LEN};

@@ -1,0 +1,135 @@
+//! The bearer token: what a valid one is, where a request carries it, and the one
+//! constant-time comparison of both servers.
+
+use std::fmt;
+
+use http::HeaderMap;
+use http::header::{AUTHORIZATION, COOKIE};
+
+use crate::error::{GuardError, TokenProblem};
+use crate::refusal::Reason;
+
+/// The shortest token [`Guard::bearer`](crate::Guard::bearer) accepts: a token is a
+/// random secret, not a password; 16 bytes of hex are 64 bits.
+///
+/// ```
+/// assert_eq!(toolgraft_guard::MIN_TOKEN_LEN, 16);
+/// ```
+pub const MIN_TOKEN_LEN: usize = 16;
+
+/// The longest token [`Guard::bearer`](crate::Guard::bearer) accepts, so that the
+/// header carrying it stays well within what servers read.
+///
+/// ```
+/// assert_eq!(toolgraft_guard::MAX_TOKEN_LEN, 4096);
+/// ```
+pub const MAX_TOKEN_LEN: usize = 4096;
+
+/// A checked token; never printed.
+#[derive(Clone)]
+pub(crate) struct Token(Box<str>);
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token(..)")
+    }
+}
+
+impl Token {
+    /// The token if it fits in a header as it is: `token68` (RFC 9110 §11.2), which
+    /// is also a valid cookie value, so the page's cookie can carry it unencoded.
+    pub(crate) fn new(token: String) -> Result<Self, GuardError> {
+        let body = token.trim_end_matches('=');
+        let problem = if token.is_empty() {
+            Some(TokenProblem::Empty)
+        } else if !body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b))
+            || body.is_empty()
+        {
+            Some(TokenProblem::NotToken68)
+        } else if token.len() < MIN_TOKEN_LEN {
+            Some(TokenProblem::TooShort { len: token.len() })
+        } else if token.len() > MAX_TOKEN_LEN {
+            Some(TokenProblem::TooLong { len: token.len() })
+        } else {
+            None
+        };
+        match problem {
+            Some(problem) => Err(GuardError::BadToken { problem }),
+            None => Ok(Self(token.into())),
+        }
+    }
+
+    /// Whether `given` is this token, in time that depends on the lengths only.
+    pub(crate) fn matches(&self, given: &[u8]) -> bool {
+        same(given, self.0.as_bytes())
+    }
+
+    /// Lets the request through when it carries the token: in its one
+    /// `Authorization: Bearer` header, or (when `cookie` names one) in that cookie.
+    pub(crate) fn check(&self, headers: &HeaderMap, cookie: Option<&str>) -> Result<(), Reason> {
+        let mut authorizations = headers.get_all(AUTHORIZATION).iter();
+        let authorization = authorizations.next();
+        if authorizations.next().is_some() {
+            // Two credentials: which one counts would be the guess of each server.
+            return Err(Reason::Repeated(AUTHORIZATION));
+        }
+        let bearer = authorization.and_then(|value| {
+            let (scheme, credentials) = value.to_str().ok()?.trim().split_once(' ')?;
+            scheme
+                .eq_ignore_ascii_case("bearer")
+                .then(|| credentials.trim())
+        });
+        let from_cookie = cookie.and_then(|name| cookie_value(headers, name));
+        if bearer.is_some_and(|given| self.matches(given.as_bytes()))
+            || from_cookie.is_some_and(|given| self.matches(given.as_bytes()))
+        {
+            return Ok(());
+        }
+        Err(match (bearer, from_cookie) {
+            (None, None) => Reason::NoToken,
+            _ => Reason::WrongToken,
+        })
+    }
+}
+
+/// The value of the cookie `name`, in any `Cookie` header (HTTP/2 may send several).
+fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .find_map(|pair| pair.trim().strip_prefix(name)?.strip_prefix('='))
+}
+
+/// Equality whose time depends on the lengths only, not on where the bytes differ:
+/// the lengths are not the secret (tokens are long and random), their bytes are.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    // black_box: keeps the optimiser from turning the fold into an early exit.
+    std::hint::black_box(diff) == 0 && a.len() == b.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compares_whole_tokens() {
+        assert!(same(b"secret", b"secret"));
+        assert!(!same(b"secret", b"secreT"));
+        assert!(!same(b"secret", b"secret2"));
+        assert!(!same(b"", b"x"));
+    }
+
+    #[test]
+    fn finds_the_named_cookie_only() {
+        let mut headers = HeaderMap::new();
+        headers.append(COOKIE, "a=1; tok=abc".parse().unwrap());
+        headers.append(COOKIE, "tokx=no".parse().unwrap());
+        assert_eq!(cookie_value(&headers, "tok"), Some("abc"));
+        assert_eq!(cookie_value(&headers, "b"), None);
+    }
+}
