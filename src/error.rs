@@ -1,7 +1,11 @@
 //! The crate's errors: [`ToolError`] at call time, [`BindError`] at bind time.
 //!
 //! Both are shared by the typed and the run-time (manifest) paths: the same rule gives
-//! the same variant wherever it is checked.
+//! the same variant wherever it is checked, and [`BindError::rule`] names it as a
+//! [`Rule`]. Errors of a single built-in live with it
+//! ([`ChainError`](crate::ext::chain::ChainError),
+//! [`OutputSchemaError`](crate::ext::output_schema::OutputSchemaError)), inside
+//! [`ToolError::Extension`].
 
 use std::fmt;
 use std::sync::Arc;
@@ -12,6 +16,7 @@ use crate::kind::ExtensionKind;
 pub use crate::name::InvalidName;
 use crate::name::Name;
 pub use crate::quote::{QUOTE_LEN, shorten, shorten_json};
+use crate::rulebook::Rule;
 
 /// The error type of tool bodies: any `std::error::Error` converts into it with
 /// `?`, and so does a `&str` or `String` with `.into()`.
@@ -63,6 +68,12 @@ impl fmt::Display for BoxError {
 }
 
 /// Why a call failed.
+///
+/// The variants are what any tool or extension can meet; an error of one
+/// extension alone (a chain's, an output schema's, a third party's) is
+/// [`ToolError::Extension`], matched with [`downcast_ref`](ToolError::downcast_ref).
+/// [`rule`](ToolError::rule) names the [rulebook](crate::rulebook) section an
+/// error cites.
 ///
 /// Cloning is cheap (sources are shared), so one failure can be handed to every
 /// caller waiting on it.
@@ -154,27 +165,22 @@ pub enum ToolError {
         /// The error's message.
         message: String,
     },
-    /// A result does not match the output schema the branch declares.
-    #[error("the result of `{tool}` does not match its output schema at `{path}`: {problem}")]
-    OutputMismatch {
-        /// The branch that validated the result.
+    /// An extension's own error: a built-in's
+    /// ([`ChainError`](crate::ext::chain::ChainError),
+    /// [`OutputSchemaError`](crate::ext::output_schema::OutputSchemaError)) or a third
+    /// party's, matched with [`ToolError::downcast_ref`]. Its message is the error's
+    /// own, which names the branch (as the built-ins' do).
+    ///
+    /// The error is in a field of its own rather than the [`source`](std::error::Error::source)
+    /// chain, where reporters would print its message twice.
+    #[error("{error}")]
+    Extension {
+        /// The branch whose extension failed.
         tool: Name,
-        /// Where in the result, as a JSON Pointer (`/name`; empty for the whole).
-        path: String,
-        /// The offending value (shared: results can be large).
-        value: Arc<serde_json::Value>,
-        /// What is wrong with it.
-        problem: String,
-    },
-    /// A chain could not go on to its next tool.
-    #[error("chain `{tool}` stopped: {problem}")]
-    Chain {
-        /// The chain branch.
-        tool: Name,
-        /// Why, as a kind.
-        kind: ChainErrorKind,
-        /// Why, in words.
-        problem: String,
+        /// The extension.
+        extension: Name,
+        /// Its error (shared, so that the `ToolError` stays cheap to clone).
+        error: Arc<dyn std::error::Error + Send + Sync + 'static>,
     },
     /// A result could not be turned into JSON.
     #[error("the result of `{tool}` is not valid JSON: {source}")]
@@ -185,37 +191,6 @@ pub enum ToolError {
         #[source]
         source: Arc<serde_json::Error>,
     },
-}
-
-/// Why a chain stopped.
-///
-/// ```
-/// use toolgraft::ToolError;
-/// use toolgraft::error::ChainErrorKind;
-/// # fn kind(err: &ToolError) -> Option<ChainErrorKind> {
-/// match err {
-///     ToolError::Chain { kind, .. } => Some(*kind),
-///     _ => None,
-/// }
-/// # }
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ChainErrorKind {
-    /// The toolset the chain calls into was dropped.
-    ToolsetGone,
-    /// `next_tool` would run this chain again.
-    IntoItself,
-    /// Chains called chains too deep: a cycle through tool results.
-    TooDeep,
-    /// `select` points at nothing in the first result.
-    SelectsNothing,
-    /// `select` (or a jq expression) picks something that is not an arguments object.
-    NotArguments,
-    /// A jq expression failed on the first result, or ran out of its bounds
-    /// (feature `jq`).
-    Jq,
 }
 
 /// What kind of argument problem an [`ArgsError`] is.
@@ -374,7 +349,7 @@ impl fmt::Display for ArgsError {
 ///     relocating: Name::new("pool")?,
 /// };
 /// assert!(err.to_string().contains("place `proxy` before `pool`"));
-/// assert_eq!(err.rule(), Some("locality-inside-relocation"));
+/// assert_eq!(err.rule(), Some(toolgraft::rulebook::Rule::LocalityInsideRelocation));
 /// # Ok::<(), toolgraft::error::InvalidName>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Error)]
@@ -698,35 +673,37 @@ pub enum BindError {
 
 impl BindError {
     /// The section of the [rulebook](crate::rulebook) this refusal enforces, such
-    /// as `"cardinality"`; `None` for a refusal that is not one of the rules (a
+    /// as [`Rule::Cardinality`]; `None` for a refusal that is not one of the rules (a
     /// limit, an unknown tool, a live change that does not apply).
     ///
     /// ```
     /// use toolgraft::{BindError, Name};
+    /// use toolgraft::rulebook::Rule;
     /// let err = BindError::EmptyCombo { tool: Name::new("fetch")? };
-    /// assert_eq!(err.rule(), Some("manifest-shape"));
+    /// assert_eq!(err.rule(), Some(Rule::ManifestShape));
+    /// assert_eq!(err.rule().map(Rule::as_str), Some("manifest-shape"));
     /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
-    pub fn rule(&self) -> Option<&'static str> {
+    pub fn rule(&self) -> Option<Rule> {
         Some(match self {
             Self::InvalidName(_) | Self::SameName { .. } | Self::InvalidBranchName { .. } => {
-                "branch-by-rename"
+                Rule::BranchByRename
             }
-            Self::NameClash { .. } | Self::NameTaken { .. } => "one-branch-per-prefix",
-            Self::EmptyCombo { .. } => "manifest-shape",
-            Self::NotABase { .. } => "branch-bookkeeping",
-            Self::UnknownExtensions { .. } => "unknown-extension",
-            Self::MultipleOfKind { .. } => "cardinality",
-            Self::LocalityOutsideRelocation { .. } => "locality-inside-relocation",
+            Self::NameClash { .. } | Self::NameTaken { .. } => Rule::OneBranchPerPrefix,
+            Self::EmptyCombo { .. } => Rule::ManifestShape,
+            Self::NotABase { .. } => Rule::BranchBookkeeping,
+            Self::UnknownExtensions { .. } => Rule::UnknownExtension,
+            Self::MultipleOfKind { .. } => Rule::Cardinality,
+            Self::LocalityOutsideRelocation { .. } => Rule::LocalityInsideRelocation,
             Self::ExtensionFailed { .. }
             | Self::ConfigNotAccepted { .. }
-            | Self::InvalidConfig { .. } => "config",
-            Self::WrapperChangedSchema { .. } => "wrapper-input-schema",
+            | Self::InvalidConfig { .. } => Rule::Config,
+            Self::WrapperChangedSchema { .. } => Rule::WrapperInputSchema,
             Self::ReservedParamExists { .. }
             | Self::ReservedParamNotInline { .. }
-            | Self::MalformedSchema { .. } => "reserved-params",
-            Self::TransformerSchemaNotConcrete { .. } => "transformer-input-schema",
-            Self::OutputSchemaContradicts { .. } => "output-schema",
+            | Self::MalformedSchema { .. } => Rule::ReservedParams,
+            Self::TransformerSchemaNotConcrete { .. } => Rule::TransformerInputSchema,
+            Self::OutputSchemaContradicts { .. } => Rule::OutputSchema,
             // Limits and live-change bookkeeping, not rules of a combo.
             Self::AlreadyBound { .. }
             | Self::ComboTooLong { .. }
@@ -737,6 +714,99 @@ impl BindError {
             | Self::ForeignCombo { .. }
             | Self::NoCombo => return None,
         })
+    }
+}
+
+impl ToolError {
+    /// An extension's own error, as [`ToolError::Extension`]: what a third-party
+    /// extension returns for a failure of its own that no other variant describes.
+    ///
+    /// ```
+    /// use toolgraft::{Name, ToolError};
+    /// #[derive(Debug, thiserror::Error)]
+    /// #[error("`{0}` has no quota left")]
+    /// struct OverQuota(Name);
+    ///
+    /// let tool = Name::new("fetch_quota")?;
+    /// let err = ToolError::extension(tool.clone(), Name::new("quota")?, OverQuota(tool));
+    /// assert_eq!(err.to_string(), "`fetch_quota` has no quota left");
+    /// assert!(err.downcast_ref::<OverQuota>().is_some());
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn extension(
+        tool: Name,
+        extension: Name,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Extension {
+            tool,
+            extension,
+            error: Arc::new(error),
+        }
+    }
+
+    /// The error of type `E` inside: an extension's ([`ToolError::Extension`]) or a
+    /// tool body's ([`ToolError::Body`]); `None` for another type or variant.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use toolgraft::{Name, ToolError};
+    /// let err = ToolError::Body {
+    ///     tool: Name::new("read")?,
+    ///     source: Arc::new(std::io::Error::other("disk full")),
+    /// };
+    /// assert_eq!(err.downcast_ref::<std::io::Error>().map(|e| e.kind()), Some(std::io::ErrorKind::Other));
+    /// assert!(err.downcast_ref::<std::fmt::Error>().is_none());
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        match self {
+            Self::Extension { error, .. } => error.downcast_ref(),
+            Self::Body { source, .. } => source.downcast_ref(),
+            _ => None,
+        }
+    }
+
+    /// The section of the [rulebook](crate::rulebook) the error cites, when it
+    /// cites one: a refusal whose reason names a rule as [`Rule::cited`] writes it
+    /// (a backend reached from inside a body-local layer's call refuses by
+    /// [`Rule::LocalityInsideRelocation`]), an extension's error that does, or a
+    /// body's error that is a toolgraft error citing one (a body that called such
+    /// a backend).
+    ///
+    /// ```
+    /// use toolgraft::{Name, ToolError};
+    /// use toolgraft::rulebook::Rule;
+    /// let refused = ToolError::Refused {
+    ///     tool: Name::new("fetch_pool")?,
+    ///     extension: Name::new("pool")?,
+    ///     reason: format!("place `proxy` inside `pool` ({})", Rule::LocalityInsideRelocation.cited()),
+    /// };
+    /// assert_eq!(refused.rule(), Some(Rule::LocalityInsideRelocation));
+    /// assert_eq!(ToolError::UnknownTool { name: "nope".into() }.rule(), None);
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn rule(&self) -> Option<Rule> {
+        match self {
+            Self::Refused { reason, .. } | Self::Relocation { reason, .. } => {
+                Rule::cited_in(reason)
+            }
+            Self::Extension { error, .. } => rule_of(error.as_ref()),
+            Self::Body { source, .. } => rule_of(source.as_ref()),
+            _ => None,
+        }
+    }
+}
+
+/// The rule an error from a body or an extension cites: a toolgraft error's own
+/// (a body that called a branch, or bound a combo), or one its message cites.
+fn rule_of(error: &(dyn std::error::Error + 'static)) -> Option<Rule> {
+    if let Some(inner) = error.downcast_ref::<ToolError>() {
+        inner.rule()
+    } else if let Some(refused) = error.downcast_ref::<BindError>() {
+        refused.rule()
+    } else {
+        Rule::cited_in(&error.to_string())
     }
 }
 

@@ -7,6 +7,7 @@
 // The modules, bottom to top: a module imports only from the ones above it in
 // this list (`scripts/module-graph` checks it). See the README's "Layout".
 mod quote;
+pub mod rulebook;
 mod name;
 pub mod context;
 pub mod kind;
@@ -24,7 +25,6 @@ pub mod toolset;
 pub mod ext;
 
 pub mod prelude;
-pub mod rulebook;
 
 pub use combo::{Branch, Combo};
 pub use error::{BindError, ToolError};

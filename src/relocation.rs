@@ -52,6 +52,7 @@ use serde::{Deserialize, Serialize};
 use crate::context::{BodyLocalCall, Context, Entry, WireEntry};
 use crate::error::{ToolError, panic_message};
 use crate::name::Name;
+use crate::rulebook::Rule;
 
 /// A call on its way to where a backend runs the layer below: the backend, the
 /// layer, and the part of the caller's context that travels (see the
@@ -203,14 +204,15 @@ impl WireContext {
 /// (the typestate and the engine refuse them); code can, when a tool body or an
 /// extension calls a branch that relocates.
 fn refusal(context: &Context, pinned: &str, below: &Name, backend: &str) -> ToolError {
+    let rule = Rule::LocalityInsideRelocation.cited();
     let reason = match context.get::<BodyLocalCall>() {
         Some(BodyLocalCall { extension, branch }) if pinned == <BodyLocalCall as Entry>::NAME => {
             format!(
-                "`{extension}` (in `{branch}`) needs to run beside the tool body, but this call would run the body of `{below}` elsewhere from inside it, where `{extension}` does not apply; place `{extension}` inside `{backend}` in one combo (rule `locality-inside-relocation` in `toolgraft::rulebook`)"
+                "`{extension}` (in `{branch}`) needs to run beside the tool body, but this call would run the body of `{below}` elsewhere from inside it, where `{extension}` does not apply; place `{extension}` inside `{backend}` in one combo ({rule})"
             )
         }
         _ => format!(
-            "the call context entry `{pinned}` pins this call where it runs, but this call would run the body of `{below}` elsewhere from inside it; call `{below}` from outside it (rule `locality-inside-relocation` in `toolgraft::rulebook`)"
+            "the call context entry `{pinned}` pins this call where it runs, but this call would run the body of `{below}` elsewhere from inside it; call `{below}` from outside it ({rule})"
         ),
     };
     ToolError::Refused {

@@ -4,7 +4,8 @@
 //! combos that only exist at run time (a manifest, [`Toolset::attach`]) are checked
 //! when they are bound, by the same binding engine, in the order below, and each
 //! refusal is a [`BindError`] whose [`rule`](crate::error::BindError::rule) names its section
-//! here. Errors, diagnostics and docs across the crate point to these names.
+//! here as a [`Rule`]. Errors, diagnostics and docs across the crate point to these names;
+//! a message that cites one writes it as [`Rule::cited`] does.
 //!
 //! [`Toolset::attach`]: crate::Toolset::attach
 //! [`BindError`]: crate::BindError
@@ -120,3 +121,277 @@
 //! value that is not a list, an empty list or combo, flat elements mixed with
 //! combos, and an element that is neither a non-empty name nor `{name, config}`
 //! with a mapping config and no other keys.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A section of the [rulebook](self): the rule an error cites, by its anchor name.
+///
+/// [`BindError::rule`](crate::BindError::rule) and
+/// [`ToolError::rule`](crate::ToolError::rule) return one, the integration crates
+/// report it (`toolgraft-http`'s `{"error": ..., "rule": ...}`, `toolgraft-mcp`'s
+/// error data), and it serializes as [`as_str`](Rule::as_str), the section's stable
+/// anchor name.
+///
+/// ```
+/// use toolgraft::rulebook::Rule;
+/// let rule: Rule = "locality-inside-relocation".parse()?;
+/// assert_eq!(rule, Rule::LocalityInsideRelocation);
+/// assert_eq!(rule.to_string(), "locality-inside-relocation");
+/// assert_eq!(serde_json::to_value(rule)?, "locality-inside-relocation");
+/// assert_eq!(serde_json::from_str::<Rule>(r#""cardinality""#)?, Rule::Cardinality);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Rule {
+    /// [branch-by-rename](self#branch-by-rename): every element mints a new-named branch.
+    BranchByRename,
+    /// [order](self#order): `[a, b]` applies `a` first; `b` sees the call first.
+    Order,
+    /// [one-branch-per-prefix](self#one-branch-per-prefix): each prefix of a combo
+    /// binds one name, and two different stacks may not mint the same one.
+    OneBranchPerPrefix,
+    /// [unknown-extension](self#unknown-extension): every name in a run-time combo
+    /// is registered.
+    UnknownExtension,
+    /// [cardinality](self#cardinality): at most one extension of a kind that is not
+    /// `multiple` (a backend) per combo.
+    Cardinality,
+    /// [locality-inside-relocation](self#locality-inside-relocation): an extension
+    /// that needs body locality sits inside every relocating one.
+    LocalityInsideRelocation,
+    /// [config](self#config): config reaches only an extension that accepts it, and
+    /// must be one it can work with.
+    Config,
+    /// [wrapper-input-schema](self#wrapper-input-schema): a wrapper presents its layer
+    /// input's input schema unchanged.
+    WrapperInputSchema,
+    /// [reserved-params](self#reserved-params): a reserved param masks no parameter
+    /// of the layer input, and is an inline JSON type.
+    ReservedParams,
+    /// [transformer-input-schema](self#transformer-input-schema): a transformer
+    /// presents a concrete input schema of its own.
+    TransformerInputSchema,
+    /// [backend-input-schema](self#backend-input-schema): no rule; a backend may add
+    /// task options.
+    BackendInputSchema,
+    /// [output-schema](self#output-schema): which branches inherit the base's output
+    /// schema, and what a shape-preserving kind may declare.
+    OutputSchema,
+    /// [description-carry-forward](self#description-carry-forward): the running
+    /// description, replaced by an element that sets one.
+    DescriptionCarryForward,
+    /// [all-or-nothing](self#all-or-nothing): a refused combo leaves nothing of its
+    /// tool bound or changed.
+    AllOrNothing,
+    /// [registry](self#registry): an extension name is registered once.
+    Registry,
+    /// [branch-bookkeeping](self#branch-bookkeeping): a branch is never the target
+    /// of a combo.
+    BranchBookkeeping,
+    /// [relocation](self#relocation): what a backend carries to where the body runs,
+    /// and what stays behind.
+    Relocation,
+    /// [manifest-shape](self#manifest-shape): how a manifest writes tools and combos.
+    ManifestShape,
+}
+
+impl Rule {
+    /// Every rule, in the rulebook's order.
+    ///
+    /// ```
+    /// use toolgraft::rulebook::Rule;
+    /// assert_eq!(Rule::ALL[0], Rule::BranchByRename);
+    /// assert_eq!(Rule::ALL.last(), Some(&Rule::ManifestShape));
+    /// ```
+    pub const ALL: [Rule; 18] = [
+        Self::BranchByRename,
+        Self::Order,
+        Self::OneBranchPerPrefix,
+        Self::UnknownExtension,
+        Self::Cardinality,
+        Self::LocalityInsideRelocation,
+        Self::Config,
+        Self::WrapperInputSchema,
+        Self::ReservedParams,
+        Self::TransformerInputSchema,
+        Self::BackendInputSchema,
+        Self::OutputSchema,
+        Self::DescriptionCarryForward,
+        Self::AllOrNothing,
+        Self::Registry,
+        Self::BranchBookkeeping,
+        Self::Relocation,
+        Self::ManifestShape,
+    ];
+
+    /// The section's anchor name, as the rulebook heads it (`cardinality`): stable,
+    /// and what [`Display`](fmt::Display), serde and [`FromStr`] use.
+    ///
+    /// ```
+    /// use toolgraft::rulebook::Rule;
+    /// assert_eq!(Rule::OneBranchPerPrefix.as_str(), "one-branch-per-prefix");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::BranchByRename => "branch-by-rename",
+            Self::Order => "order",
+            Self::OneBranchPerPrefix => "one-branch-per-prefix",
+            Self::UnknownExtension => "unknown-extension",
+            Self::Cardinality => "cardinality",
+            Self::LocalityInsideRelocation => "locality-inside-relocation",
+            Self::Config => "config",
+            Self::WrapperInputSchema => "wrapper-input-schema",
+            Self::ReservedParams => "reserved-params",
+            Self::TransformerInputSchema => "transformer-input-schema",
+            Self::BackendInputSchema => "backend-input-schema",
+            Self::OutputSchema => "output-schema",
+            Self::DescriptionCarryForward => "description-carry-forward",
+            Self::AllOrNothing => "all-or-nothing",
+            Self::Registry => "registry",
+            Self::BranchBookkeeping => "branch-bookkeeping",
+            Self::Relocation => "relocation",
+            Self::ManifestShape => "manifest-shape",
+        }
+    }
+
+    /// The rule as a message cites it: ``rule `cardinality` in `toolgraft::rulebook` ``.
+    /// [`ToolError::rule`](crate::ToolError::rule) finds a rule cited so in a
+    /// refusal's reason.
+    ///
+    /// ```
+    /// use toolgraft::rulebook::Rule;
+    /// let reason = format!("place `proxy` inside `pool` ({})", Rule::LocalityInsideRelocation.cited());
+    /// assert_eq!(reason, "place `proxy` inside `pool` (rule `locality-inside-relocation` in `toolgraft::rulebook`)");
+    /// ```
+    pub fn cited(self) -> String {
+        format!("rule `{}` in `toolgraft::rulebook`", self.as_str())
+    }
+
+    /// The first rule `text` cites as [`cited`](Rule::cited) writes it.
+    pub(crate) fn cited_in(text: &str) -> Option<Rule> {
+        text.match_indices("rule `").find_map(|(at, opening)| {
+            let rest = &text[at + opening.len()..];
+            let (name, after) = rest.split_once('`')?;
+            let rule = name.parse().ok()?;
+            after
+                .starts_with(" in `toolgraft::rulebook`")
+                .then_some(rule)
+        })
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A string that names no [`Rule`].
+///
+/// ```
+/// use toolgraft::rulebook::Rule;
+/// let err = "at-most-one-backend".parse::<Rule>().unwrap_err();
+/// assert_eq!(err.to_string(),
+///     "no rule `at-most-one-backend` in the rulebook; see `toolgraft::rulebook` for the section names");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no rule `{}` in the rulebook; see `toolgraft::rulebook` for the section names",
+    crate::quote::shorten(.input)
+)]
+pub struct UnknownRule {
+    /// The rejected input, verbatim.
+    pub input: String,
+}
+
+impl FromStr for Rule {
+    type Err = UnknownRule;
+
+    fn from_str(input: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|rule| rule.as_str() == input)
+            .ok_or_else(|| UnknownRule {
+                input: input.to_owned(),
+            })
+    }
+}
+
+impl serde::Serialize for Rule {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Rule {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rule;
+
+    /// The sections this file heads, in order (the vocabulary is not a rule).
+    fn sections() -> Vec<&'static str> {
+        include_str!("rulebook.rs")
+            .lines()
+            .filter_map(|line| line.strip_prefix("//! # "))
+            .filter(|heading| *heading != "Vocabulary")
+            .collect()
+    }
+
+    #[test]
+    fn every_rule_has_a_section_and_every_section_a_rule() {
+        let names: Vec<&str> = Rule::ALL.iter().map(|rule| rule.as_str()).collect();
+        assert_eq!(names, sections());
+        for rule in Rule::ALL {
+            assert_eq!(rule.as_str().parse::<Rule>(), Ok(rule));
+        }
+    }
+
+    /// Every rule the workspace's messages and compiler notes cite, as
+    /// [`Rule::cited`] writes it, is a section of the rulebook.
+    #[test]
+    fn every_rule_cited_in_the_sources_is_a_rule() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = vec![root.join("src"), root.join("crates")];
+        let mut cited = 0;
+        while let Some(path) = files.pop() {
+            if path.is_dir() {
+                if path.ends_with("target") {
+                    continue;
+                }
+                files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            if path.ends_with("rulebook.rs") || path.extension().is_none_or(|ext| ext != "rs") {
+                continue; // The rulebook's own examples cite made-up names.
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (at, _) in text.match_indices("` in `toolgraft::rulebook`") {
+                let name = text[..at].rsplit('`').next().unwrap_or_default();
+                assert!(
+                    name.parse::<Rule>().is_ok(),
+                    "{} cites `{name}`, which is no rule",
+                    path.display()
+                );
+                cited += 1;
+            }
+        }
+        assert!(cited > 5, "found only {cited} citations");
+    }
+
+    #[test]
+    fn a_cited_rule_is_found_in_a_message() {
+        let message = format!("no; {} and more", Rule::Registry.cited());
+        assert_eq!(Rule::cited_in(&message), Some(Rule::Registry));
+        assert_eq!(Rule::cited_in("rule `registry` elsewhere"), None);
+        assert_eq!(Rule::cited_in("rule `nope` in `toolgraft::rulebook`"), None);
+        assert_eq!(Rule::cited_in("rule `"), None);
+    }
+}

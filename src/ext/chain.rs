@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::Name;
 use crate::context::{self, ChainDepth};
-use crate::error::{ArgsError, ArgsErrorKind, ChainErrorKind, ToolError, shorten, shorten_json};
+use crate::error::{ArgsError, ArgsErrorKind, ToolError, shorten, shorten_json};
 #[cfg(feature = "jq")]
 use crate::extension::ConfigError;
 use crate::extension::Stack;
@@ -21,6 +21,104 @@ use crate::toolset::{Toolset, WeakToolset};
 /// How deep chains may call chains in one task, so a cycle (`a` chaining into `b`
 /// chaining into `a`) ends with an error instead of exhausting the stack.
 pub const MAX_CHAIN_DEPTH: usize = 16;
+
+/// Why a chain could not go on to its next tool: the error a [`Chain`] branch
+/// returns, as [`ToolError::Extension`] (arguments it refuses are
+/// [`ToolError::InvalidArguments`]).
+///
+/// ```
+/// use serde_json::json;
+/// use toolgraft::{Name, Tool, ToolError, Toolset};
+/// use toolgraft::ext::Chain;
+/// use toolgraft::ext::chain::{ChainError, ChainErrorKind};
+/// use toolgraft::tool::BaseTool;
+/// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Find { city: String }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let find = Tool::builder().name("find").description("Locate a city.")
+///     .body(|input: Find| async move { Ok(json!({"city": input.city})) })
+///     .build()?;
+/// let toolset = Toolset::new();
+/// toolset.bind_combos((find.combo().with(Chain::new(&toolset)),))?;
+/// let err = toolset
+///     .call("find_chain", json!({"city": "Lisbon", "next_tool": "find", "select": "/at"}))
+///     .await
+///     .unwrap_err();
+/// let stopped = err.downcast_ref::<ChainError>().expect("a chain's error");
+/// assert_eq!(stopped.kind, ChainErrorKind::SelectsNothing);
+/// assert_eq!(stopped.tool.as_str(), "find_chain");
+/// assert!(matches!(&err, ToolError::Extension { extension, .. } if extension.as_str() == "chain"));
+/// assert_eq!(err.to_string(), r#"chain `find_chain` stopped: `select` "/at" selects nothing in {"city":"Lisbon"}"#);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("chain `{tool}` stopped: {problem}")]
+#[non_exhaustive]
+pub struct ChainError {
+    /// The chain branch.
+    pub tool: Name,
+    /// Why, as a kind.
+    pub kind: ChainErrorKind,
+    /// Why, in words.
+    pub problem: String,
+}
+
+impl ChainError {
+    /// A chain's error: what a backend rebuilds from one reported by another
+    /// process.
+    ///
+    /// ```
+    /// use toolgraft::Name;
+    /// use toolgraft::ext::chain::{ChainError, ChainErrorKind};
+    /// let err = ChainError::new(Name::new("find_chain")?, ChainErrorKind::TooDeep, "too deep");
+    /// assert_eq!(err.to_string(), "chain `find_chain` stopped: too deep");
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn new(tool: Name, kind: ChainErrorKind, problem: impl Into<String>) -> Self {
+        Self {
+            tool,
+            kind,
+            problem: problem.into(),
+        }
+    }
+}
+
+impl From<ChainError> for ToolError {
+    /// [`ToolError::Extension`], from extension `chain`.
+    fn from(error: ChainError) -> Self {
+        ToolError::extension(error.tool.clone(), Name::lossy("chain"), error)
+    }
+}
+
+/// Why a chain stopped, as [`ChainError::kind`] says it.
+///
+/// ```
+/// use toolgraft::ToolError;
+/// use toolgraft::ext::chain::{ChainError, ChainErrorKind};
+/// fn kind(err: &ToolError) -> Option<ChainErrorKind> {
+///     err.downcast_ref::<ChainError>().map(|stopped| stopped.kind)
+/// }
+/// assert_eq!(kind(&ToolError::UnknownTool { name: "x".into() }), None);
+/// assert_eq!(serde_json::to_value(ChainErrorKind::IntoItself)?, "into_itself");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ChainErrorKind {
+    /// The toolset the chain calls into was dropped.
+    ToolsetGone,
+    /// `next_tool` would run this chain again.
+    IntoItself,
+    /// Chains called chains too deep: a cycle through tool results.
+    TooDeep,
+    /// `select` points at nothing in the first result.
+    SelectsNothing,
+    /// `select` (or a jq expression) picks something that is not an arguments object.
+    NotArguments,
+    /// A jq expression failed on the first result, or ran out of its bounds
+    /// (feature `jq`).
+    Jq,
+}
 
 /// A chain call: the layer input's arguments, the tool to call next, and what of
 /// the first result to pass it.
@@ -379,11 +477,7 @@ impl<S: Clone> Clone for Chained<S> {
 
 impl<S: Stack> Chained<S> {
     fn stop(&self, kind: ChainErrorKind, problem: String) -> ToolError {
-        ToolError::Chain {
-            tool: self.branch.clone(),
-            kind,
-            problem,
-        }
+        ChainError::new(self.branch.clone(), kind, problem).into()
     }
 
     /// Whether calling `next` would run this chain again: `next` is this branch, or

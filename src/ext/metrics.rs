@@ -160,8 +160,7 @@ pub fn error_kind(error: &ToolError) -> &'static str {
         ToolError::Relocation { .. } => "relocation",
         ToolError::TimedOut { .. } => "timed_out",
         ToolError::Reported { .. } => "reported",
-        ToolError::OutputMismatch { .. } => "output_mismatch",
-        ToolError::Chain { .. } => "chain",
+        ToolError::Extension { .. } => "extension",
         ToolError::Output { .. } => "output",
     }
 }

@@ -7,6 +7,7 @@ use schemars::Schema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::Name;
 use crate::error::{ArgsError, ToolError, shorten};
 use crate::extension::{
     ConfigError, Configurable, Extension, Layer, LayerInput, Transform, Transformed,
@@ -15,6 +16,69 @@ use crate::extension::{Next, Stack};
 use crate::kind::Transformer;
 use crate::kind::property::Anywhere;
 use crate::schema::Args;
+
+/// A result that does not match the output schema its branch declares: the error
+/// an [`OutputSchema`] branch returns, as [`ToolError::Extension`], with the JSON
+/// Pointer and the offending value.
+///
+/// ```
+/// use std::sync::Arc;
+/// use toolgraft::{Name, ToolError};
+/// use toolgraft::ext::output_schema::OutputSchemaError;
+/// let err: ToolError = OutputSchemaError::new(
+///     Name::new("get_user_output_schema")?, "/name", Arc::new("Al".into()), "\"Al\" is shorter than 3 characters",
+/// ).into();
+/// assert_eq!(err.to_string(),
+///     r#"the result of `get_user_output_schema` does not match its output schema at `/name`: "Al" is shorter than 3 characters"#);
+/// assert_eq!(err.downcast_ref::<OutputSchemaError>().map(|e| e.path.as_str()), Some("/name"));
+/// # Ok::<(), toolgraft::error::InvalidName>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("the result of `{tool}` does not match its output schema at `{path}`: {problem}")]
+#[non_exhaustive]
+pub struct OutputSchemaError {
+    /// The branch that validated the result.
+    pub tool: Name,
+    /// Where in the result, as a JSON Pointer (`/name`; empty for the whole).
+    pub path: String,
+    /// The offending value (shared: results can be large).
+    pub value: Arc<Value>,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+impl OutputSchemaError {
+    /// A mismatch at `path`: what a backend rebuilds from one reported by another
+    /// process.
+    ///
+    /// ```
+    /// use toolgraft::Name;
+    /// use toolgraft::ext::output_schema::OutputSchemaError;
+    /// let err = OutputSchemaError::new(Name::new("f")?, "", Default::default(), "null is not an object");
+    /// assert!(err.to_string().ends_with("at ``: null is not an object"));
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn new(
+        tool: Name,
+        path: impl Into<String>,
+        value: Arc<Value>,
+        problem: impl Into<String>,
+    ) -> Self {
+        Self {
+            tool,
+            path: path.into(),
+            value,
+            problem: problem.into(),
+        }
+    }
+}
+
+impl From<OutputSchemaError> for ToolError {
+    /// [`ToolError::Extension`], from extension `output_schema`.
+    fn from(error: OutputSchemaError) -> Self {
+        ToolError::extension(error.tool.clone(), Name::lossy("output_schema"), error)
+    }
+}
 
 /// The config: `{"schema": <JSON Schema>}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -25,9 +89,9 @@ pub struct OutputSchemaConfig {
 }
 
 /// A transformer whose branch advertises `schema` as its output schema and
-/// validates each result against it; a result that does not match is an error
-/// carrying the JSON Pointer and the offending value. An invalid schema is refused
-/// when binding.
+/// validates each result against it; a result that does not match is an
+/// [`OutputSchemaError`] carrying the JSON Pointer and the offending value. An
+/// invalid schema is refused when binding.
 ///
 /// ```
 /// use frunk::hlist;
@@ -35,6 +99,7 @@ pub struct OutputSchemaConfig {
 /// use toolgraft::{Tool, ToolError, Toolset};
 /// use toolgraft::tool::BaseTool;
 /// use toolgraft::ext::OutputSchema;
+/// use toolgraft::ext::output_schema::OutputSchemaError;
 /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct GetUser { user_id: i64 }
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let get_user = Tool::builder().name("get_user").description("Look a user up.")
@@ -48,7 +113,8 @@ pub struct OutputSchemaConfig {
 /// toolset.bind(&get_user, hlist![get_user.combo().with(OutputSchema::new(schema)?)])?;
 /// assert_eq!(toolset.call("get_user_output_schema", json!({"user_id": 1})).await?, json!({"name": "Alice"}));
 /// let err = toolset.call("get_user_output_schema", json!({"user_id": 2})).await.unwrap_err();
-/// assert!(matches!(err, ToolError::OutputMismatch { ref path, ref value, .. } if path == "/name" && **value == "Al"));
+/// let mismatch = err.downcast_ref::<OutputSchemaError>().expect("a mismatch");
+/// assert!(mismatch.path == "/name" && *mismatch.value == "Al");
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -128,12 +194,13 @@ impl<S: Stack> Transform<S> for OutputSchema {
             source: source.into(),
         })?;
         if let Err(mismatch) = self.validator.validate(&value) {
-            return Err(ToolError::OutputMismatch {
-                tool: next.branch().clone(),
-                path: mismatch.instance_path().to_string(),
-                value: Arc::new(mismatch.instance().clone().into_owned()),
-                problem: shorten(&mismatch.to_string()).into_owned(),
-            });
+            return Err(OutputSchemaError::new(
+                next.branch().clone(),
+                mismatch.instance_path().to_string(),
+                Arc::new(mismatch.instance().clone().into_owned()),
+                shorten(&mismatch.to_string()),
+            )
+            .into());
         }
         Ok(value)
     }

@@ -90,6 +90,28 @@ pub enum ManifestError {
     },
 }
 
+impl ManifestError {
+    /// The section of the [rulebook](crate::rulebook) this error enforces:
+    /// [`Rule::ManifestShape`](crate::rulebook::Rule::ManifestShape) for a manifest
+    /// of the wrong shape; `None` for text that does not parse, a limit, or a file.
+    ///
+    /// ```
+    /// use toolgraft::rulebook::Rule;
+    /// use toolgraft::runtime::manifest::Manifest;
+    /// let err = Manifest::from_json(r#"{"tools": {"x": "chain"}}"#).unwrap_err();
+    /// assert_eq!(err.rule(), Some(Rule::ManifestShape));
+    /// assert_eq!(Manifest::from_json("{").unwrap_err().rule(), None);
+    /// ```
+    pub fn rule(&self) -> Option<crate::rulebook::Rule> {
+        match self {
+            Self::TopLevel { .. } | Self::Shape { .. } => {
+                Some(crate::rulebook::Rule::ManifestShape)
+            }
+            Self::Syntax { .. } | Self::TooDeep { .. } | Self::File { .. } => None,
+        }
+    }
+}
+
 impl Manifest {
     /// Parses a JSON manifest.
     ///

@@ -92,6 +92,27 @@ pub enum RegistryError {
     InvalidName(#[from] InvalidName),
 }
 
+impl RegistryError {
+    /// The section of the [rulebook](crate::rulebook) this refusal enforces:
+    /// [`Rule::Registry`](crate::rulebook::Rule::Registry) for a name registered
+    /// twice.
+    ///
+    /// ```
+    /// use toolgraft::rulebook::Rule;
+    /// let mut registry = toolgraft::Registry::new();
+    /// registry.register(toolgraft::ext::Trace)?;
+    /// let err = registry.register(toolgraft::ext::Trace).unwrap_err();
+    /// assert_eq!(err.rule(), Some(Rule::Registry));
+    /// # Ok::<(), toolgraft::runtime::RegistryError>(())
+    /// ```
+    pub fn rule(&self) -> Option<crate::rulebook::Rule> {
+        match self {
+            Self::AlreadyRegistered { .. } => Some(crate::rulebook::Rule::Registry),
+            Self::InvalidName(_) => None,
+        }
+    }
+}
+
 impl Registry {
     /// An empty registry.
     pub fn new() -> Self {

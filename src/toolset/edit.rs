@@ -71,7 +71,7 @@ impl Toolset {
     /// // A refused combo refuses the whole change: `pool` stays attached.
     /// let outside = vec![ElementSpec::named("pool"), ElementSpec::named("proxy")];
     /// let err = toolset.edit(&registry, "shout", &[pool], &[outside]).unwrap_err();
-    /// assert_eq!(err.rule(), Some("locality-inside-relocation"));
+    /// assert_eq!(err.rule(), Some(toolgraft::rulebook::Rule::LocalityInsideRelocation));
     /// assert_eq!(toolset.names(), ["shout", "shout_pool"]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -6,7 +6,8 @@ use crate::common;
 use common::{describing, marker, ping, report, shout};
 use serde_json::{Value, json};
 use toolgraft::combo::StartCombo;
-use toolgraft::error::ChainErrorKind;
+use toolgraft::ext::chain::{ChainError, ChainErrorKind};
+use toolgraft::ext::output_schema::OutputSchemaError;
 use toolgraft::ext::{Batch, Cache, Chain, OutputSchema, Pool, Proxy, Trace, proxy};
 use toolgraft::kind::ExtensionKind;
 use toolgraft::runtime::manifest::{ComboSpec, ElementSpec, Manifest};
@@ -513,20 +514,21 @@ async fn output_schema_is_checked_at_bind_and_enforced_at_call() {
         .call("get_user_output_schema", json!({"user_id": 2}))
         .await
         .unwrap_err();
-    match err {
-        ToolError::OutputMismatch {
+    match err.downcast_ref::<OutputSchemaError>() {
+        Some(OutputSchemaError {
             tool,
             path,
             value,
             problem,
-        } => {
+            ..
+        }) => {
             assert_eq!(
-                (tool.as_str(), path.as_str(), &*value),
+                (tool.as_str(), path.as_str(), &**value),
                 ("get_user_output_schema", "/name", &json!("Al"))
             );
             assert!(problem.contains("shorter than 3"), "{problem}");
         }
-        other => panic!("expected an output mismatch, got {other:?}"),
+        None => panic!("expected an output mismatch, got {err:?}"),
     }
 }
 
@@ -598,7 +600,7 @@ async fn chain_calls_the_next_tool_by_name() {
     let err =
         chain_error(json!({"text": "hello", "next_tool": "shout_a", "select": "/missing"})).await;
     assert!(
-        matches!(err, ToolError::Chain { .. }) && err.to_string().contains("selects nothing"),
+        err.downcast_ref::<ChainError>().is_some() && err.to_string().contains("selects nothing"),
         "{err:?}"
     );
     let err =
@@ -791,13 +793,8 @@ async fn a_chain_into_a_branch_that_runs_it_again_is_refused() {
         .await
         .unwrap_err();
     assert!(
-        matches!(
-            err,
-            ToolError::Chain {
-                kind: ChainErrorKind::IntoItself,
-                ..
-            }
-        ),
+        err.downcast_ref::<ChainError>().map(|stopped| stopped.kind)
+            == Some(ChainErrorKind::IntoItself),
         "an outer branch of the chain runs the chain again: {err:?}"
     );
     let err = toolset
@@ -805,13 +802,8 @@ async fn a_chain_into_a_branch_that_runs_it_again_is_refused() {
         .await
         .unwrap_err();
     assert!(
-        matches!(
-            err,
-            ToolError::Chain {
-                kind: ChainErrorKind::IntoItself,
-                ..
-            }
-        ),
+        err.downcast_ref::<ChainError>().map(|stopped| stopped.kind)
+            == Some(ChainErrorKind::IntoItself),
         "{err:?}"
     );
 }
@@ -844,13 +836,8 @@ async fn a_cycle_through_other_tools_and_a_pool_ends_at_the_depth_limit() {
         .expect("the cycle ends")
         .unwrap_err();
     assert!(
-        matches!(
-            err,
-            ToolError::Chain {
-                kind: ChainErrorKind::TooDeep,
-                ..
-            }
-        ),
+        err.downcast_ref::<ChainError>().map(|stopped| stopped.kind)
+            == Some(ChainErrorKind::TooDeep),
         "{err:?}"
     );
 }

@@ -105,7 +105,10 @@ fn checks_come_in_order_and_a_refusal_changes_nothing() {
             &[combo(&["cache"]), broken],
         )
         .unwrap_err();
-    assert_eq!(err.rule(), Some("locality-inside-relocation"));
+    assert_eq!(
+        err.rule(),
+        Some(toolgraft::rulebook::Rule::LocalityInsideRelocation)
+    );
     assert_eq!(toolset.names(), before);
     assert!(!changes.has_changed().unwrap());
     // Removing and adding the same combo rebuilds it.

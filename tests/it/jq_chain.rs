@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use toolgraft::error::{ArgsErrorKind, ChainErrorKind};
+use toolgraft::error::ArgsErrorKind;
 use toolgraft::ext::Chain;
+use toolgraft::ext::chain::{ChainError, ChainErrorKind};
 use toolgraft::prelude::*;
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::toolset::BaseTools;
@@ -186,18 +187,19 @@ async fn hostile_and_failing_expressions_stop_the_chain_with_a_typed_error() {
                 )
                 .await
                 .unwrap_err();
-            match &err {
-                ToolError::Chain {
+            match err.downcast_ref::<ChainError>() {
+                Some(ChainError {
                     tool,
                     kind: found,
                     problem,
-                } => {
+                    ..
+                }) => {
                     assert_eq!(tool.as_str(), "find_chain");
                     assert_eq!(*found, kind, "{jq}: {problem}");
                     assert!(problem.contains(says), "{jq}: {problem}");
                     println!("{jq}: {err}");
                 }
-                other => panic!("{jq}: expected a chain error, got {other:?}"),
+                None => panic!("{jq}: expected a chain error, got {err:?}"),
             }
         }
     }
@@ -272,7 +274,7 @@ fn the_operators_bad_expression_is_refused_when_binding() {
         matches!(err, BindError::InvalidConfig { ref field, ref extension, .. } if field == "jq" && extension == "chain"),
         "{err:?}"
     );
-    assert_eq!(err.rule(), Some("config"));
+    assert_eq!(err.rule(), Some(toolgraft::rulebook::Rule::Config));
     assert!(typed.names().is_empty());
     for config in [
         json!({"jq": "{lat: .at.lat"}),

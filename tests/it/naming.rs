@@ -326,7 +326,11 @@ fn every_refusal_of_a_rule_names_its_rulebook_section() {
             &[toolgraft::runtime::manifest::ElementSpec::named("nope")],
         )
         .unwrap_err();
-    assert_eq!(clash.rule(), Some("unknown-extension"), "{clash}");
+    assert_eq!(
+        clash.rule(),
+        Some(toolgraft::rulebook::Rule::UnknownExtension),
+        "{clash}"
+    );
 }
 
 #[tokio::test]

@@ -453,6 +453,11 @@ async fn a_backend_reached_from_inside_a_body_local_layer_refuses_to_relocate() 
             && message.contains("locality-inside-relocation"),
         "{message}"
     );
+    // The body's error is the pool's refusal, which cites the rule.
+    assert_eq!(
+        refused.rule(),
+        Some(toolgraft::rulebook::Rule::LocalityInsideRelocation)
+    );
     let by_name = toolset
         .call("launder_proxy", serde_json::json!({"text": "d"}))
         .await
@@ -462,5 +467,9 @@ async fn a_backend_reached_from_inside_a_body_local_layer_refuses_to_relocate() 
             .to_string()
             .contains("needs to run beside the tool body"),
         "{by_name}"
+    );
+    assert_eq!(
+        by_name.rule(),
+        Some(toolgraft::rulebook::Rule::LocalityInsideRelocation)
     );
 }

@@ -269,7 +269,7 @@ fn the_limit_is_checked_when_binding_on_both_paths() {
             matches!(err, BindError::InvalidConfig { ref field, ref extension, .. } if field == "ms" && extension == "timeout"),
             "{err:?}"
         );
-        assert_eq!(err.rule(), Some("config"));
+        assert_eq!(err.rule(), Some(toolgraft::rulebook::Rule::Config));
     }
     let pool = Pool::new(1).unwrap();
     for config in [

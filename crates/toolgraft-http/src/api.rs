@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use toolgraft::Name;
 use toolgraft::error::shorten;
 use toolgraft::kind::ExtensionKind;
+use toolgraft::rulebook::Rule;
 use toolgraft::runtime::manifest::ComboSpec;
 use toolgraft::schema::Schema;
 use toolgraft::toolset::{Site, ToolInfo};
@@ -196,7 +197,7 @@ async fn change(state: &Shared, tool: &str, change: Change) -> Result<Response, 
                 Change::Edit { add, .. } => add,
             };
             writeback::representable(file.format, added)
-                .map_err(|problem| Problem::bad_request(problem).with_rule("manifest-shape"))?;
+                .map_err(|problem| Problem::bad_request(problem).with_rule(Rule::ManifestShape))?;
             Some(file)
         }
         None => None,

@@ -106,9 +106,8 @@ fn combos_of(tool: &str, key: &str, value: &Value) -> Result<Vec<ComboSpec>, Pro
     if value.as_array().is_some_and(Vec::is_empty) {
         return Ok(Vec::new());
     }
-    let manifest = Manifest::from_value(&json!({ "tools": { tool: value } })).map_err(|err| {
-        Problem::bad_request(format!("`{key}`: {err}")).with_rule("manifest-shape")
-    })?;
+    let manifest = Manifest::from_value(&json!({ "tools": { tool: value } }))
+        .map_err(|err| Problem::bad_request(format!("`{key}`: {err}")).with_rule(err.rule()))?;
     Ok(manifest
         .tools
         .into_iter()

@@ -4,6 +4,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use toolgraft::BindError;
+use toolgraft::rulebook::Rule;
 
 /// A refused request.
 #[derive(Debug, Serialize)]
@@ -12,7 +13,7 @@ pub(crate) struct Problem {
     pub status: StatusCode,
     pub error: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rule: Option<&'static str>,
+    pub rule: Option<Rule>,
 }
 
 impl Problem {
@@ -28,8 +29,9 @@ impl Problem {
         Self::new(StatusCode::BAD_REQUEST, error)
     }
 
-    pub fn with_rule(mut self, rule: &'static str) -> Self {
-        self.rule = Some(rule);
+    /// The rule that refused it, when one did.
+    pub fn with_rule(mut self, rule: impl Into<Option<Rule>>) -> Self {
+        self.rule = rule.into();
         self
     }
 }

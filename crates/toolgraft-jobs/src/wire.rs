@@ -6,7 +6,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use toolgraft::error::{ArgsErrorKind, ChainErrorKind};
+use toolgraft::error::ArgsErrorKind;
+use toolgraft::ext::chain::{ChainError, ChainErrorKind};
+use toolgraft::ext::output_schema::OutputSchemaError;
 use toolgraft::relocation::WireContext;
 use toolgraft::{Name, ToolError};
 
@@ -142,26 +144,27 @@ impl WireError {
                 backend: text(backend),
                 reason: reason.clone(),
             },
-            ToolError::OutputMismatch {
-                tool,
-                path,
-                value,
-                problem,
-            } => Self::OutputMismatch {
-                tool: text(tool),
-                path: path.clone(),
-                value: Value::clone(value),
-                problem: problem.clone(),
-            },
-            ToolError::Chain {
-                tool,
-                kind,
-                problem,
-            } => Self::Chain {
-                tool: text(tool),
-                kind: *kind,
-                problem: problem.clone(),
-            },
+            ToolError::Extension { error: inner, .. } => {
+                if let Some(mismatch) = inner.downcast_ref::<OutputSchemaError>() {
+                    Self::OutputMismatch {
+                        tool: text(&mismatch.tool),
+                        path: mismatch.path.clone(),
+                        value: Value::clone(&mismatch.value),
+                        problem: mismatch.problem.clone(),
+                    }
+                } else if let Some(stopped) = inner.downcast_ref::<ChainError>() {
+                    Self::Chain {
+                        tool: text(&stopped.tool),
+                        kind: stopped.kind,
+                        problem: stopped.problem.clone(),
+                    }
+                } else {
+                    Self::Other {
+                        tool: tool.to_owned(),
+                        message: error.to_string(),
+                    }
+                }
+            }
             ToolError::TimedOut {
                 tool,
                 extension: backend,
@@ -176,7 +179,8 @@ impl WireError {
             ToolError::Reported { message } => Self::Reported {
                 message: message.clone(),
             },
-            // `Output`, and variants newer than this crate.
+            // `Output`, and variants newer than this crate; another extension's
+            // error crosses as its message.
             _ => Self::Other {
                 tool: tool.to_owned(),
                 message: error.to_string(),
@@ -245,21 +249,12 @@ impl WireError {
                 path,
                 value,
                 problem,
-            } => ToolError::OutputMismatch {
-                tool: name(tool),
-                path,
-                value: Arc::new(value),
-                problem,
-            },
+            } => OutputSchemaError::new(name(tool), path, Arc::new(value), problem).into(),
             Self::Chain {
                 tool,
                 kind,
                 problem,
-            } => ToolError::Chain {
-                tool: name(tool),
-                kind,
-                problem,
-            },
+            } => ChainError::new(name(tool), kind, problem).into(),
             Self::TimedOut {
                 tool,
                 backend,
@@ -329,13 +324,22 @@ mod tests {
             invalid,
             ToolError::InvalidArguments { kind: ArgsErrorKind::MissingField, field: Some(f), .. } if f == "text"
         ));
-        let mismatch = round_trip(ToolError::OutputMismatch {
-            tool: name,
-            path: "/name".into(),
-            value: Arc::new(Value::from("Al")),
-            problem: "too short".into(),
-        });
-        assert!(matches!(mismatch, ToolError::OutputMismatch { value, .. } if *value == "Al"));
+        let mismatch = round_trip(
+            OutputSchemaError::new(
+                name.clone(),
+                "/name",
+                Arc::new(Value::from("Al")),
+                "too short",
+            )
+            .into(),
+        );
+        let mismatch = mismatch.downcast_ref::<OutputSchemaError>();
+        assert!(matches!(mismatch, Some(mismatch) if *mismatch.value == "Al"));
+        let stopped = round_trip(ChainError::new(name, ChainErrorKind::TooDeep, "too deep").into());
+        assert_eq!(
+            stopped.downcast_ref::<ChainError>().map(|e| e.kind),
+            Some(ChainErrorKind::TooDeep)
+        );
     }
 
     #[test]

@@ -32,7 +32,11 @@
 //! |---|---|
 //! | `InvalidArguments` | JSON-RPC error `-32602` (invalid params); `data` = `{tool, field, kind}` |
 //! | `UnknownTool` | JSON-RPC error `-32602` (invalid params); `data` = `{tool}` |
-//! | `Body`, `Panicked`, `Refused`, `Relocation`, `TimedOut`, `Reported`, `OutputMismatch`, `Chain`, `Output` | a result with `isError: true` and the error's message as text |
+//! | `Body`, `Panicked`, `Refused`, `Relocation`, `TimedOut`, `Reported`, `Extension`, `Output` | a result with `isError: true` and the error's message as text |
+//!
+//! An error that cites a section of the [rulebook](toolgraft::rulebook)
+//! ([`ToolError::rule`]) names it too, as its [`Rule`] string: in the error's `data`
+//! as `rule`, or in the result's `_meta` under [`RULE_META`] (`"toolgraft/rule"`).
 //!
 //! Bad arguments and unknown names are the caller's request being wrong, which MCP
 //! reports as protocol errors; everything else happened while running the tool, and
@@ -94,8 +98,9 @@ use std::sync::{Mutex, PoisonError};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -104,6 +109,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use toolgraft::error::ArgsErrorKind;
+use toolgraft::rulebook::Rule;
 use toolgraft::toolset::ToolInfo;
 use toolgraft::{Name, ToolError, Toolset};
 
@@ -259,6 +265,14 @@ fn to_mcp(
         Err(error) => error,
     };
     let message = error.to_string();
+    // The rulebook's section the error cites, where it cites one.
+    let rule = error.rule();
+    let with_rule = |mut data: Value| {
+        if let (Some(rule), Some(fields)) = (rule, data.as_object_mut()) {
+            fields.insert("rule".to_owned(), json!(rule));
+        }
+        Some(data)
+    };
     match error {
         ToolError::InvalidArguments {
             tool, field, kind, ..
@@ -271,19 +285,40 @@ fn to_mcp(
                 _ => "invalid_value",
             };
             let data = json!({"tool": tool.as_str(), "field": field, "kind": kind});
-            Err(ErrorData::invalid_params(message, Some(data)))
+            Err(ErrorData::invalid_params(message, with_rule(data)))
         }
         // MCP lists an unknown tool among the invalid-params protocol errors.
         ToolError::UnknownTool { name } => Err(ErrorData::invalid_params(
             message,
-            Some(json!({"tool": name})),
+            with_rule(json!({"tool": name})),
         )),
         // `Body`, `Panicked`, `Refused`, `Relocation`, `TimedOut`, `Reported`,
-        // `OutputMismatch`, `Chain`, `Output` (and variants newer than this crate):
-        // the tool ran and failed, which MCP reports in the result.
-        _ => Ok(CallToolResult::error(vec![ContentBlock::text(message)])),
+        // `Extension`, `Output` (and variants newer than this crate): the tool ran
+        // and failed, which MCP reports in the result.
+        _ => {
+            let result = CallToolResult::error(vec![ContentBlock::text(message)]);
+            Ok(match rule {
+                Some(rule) => result.with_meta(Some(rule_meta(rule))),
+                None => result,
+            })
+        }
     }
 }
+
+/// The `_meta` of a failed call's result that cites a rule of the rulebook.
+fn rule_meta(rule: Rule) -> MetaObject {
+    let mut meta = JsonObject::new();
+    meta.insert(RULE_META.to_owned(), json!(rule));
+    MetaObject(meta)
+}
+
+/// The `_meta` key of a failed call's result that names the rule it cites:
+/// `{"_meta": {"toolgraft/rule": "locality-inside-relocation"}}`.
+///
+/// ```
+/// assert_eq!(toolgraft_mcp::RULE_META, "toolgraft/rule");
+/// ```
+pub const RULE_META: &str = "toolgraft/rule";
 
 /// An MCP server for a [`Toolset`]: an rmcp [`ServerHandler`] that lists every
 /// bound name as a tool and calls them by name, as the toolset is at each request.

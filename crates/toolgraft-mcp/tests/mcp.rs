@@ -517,9 +517,57 @@ async fn failures_are_tool_results_with_is_error() {
         "{message}"
     );
 
+    // None of them cites a rule of the rulebook, so none names one.
+    for result in [&failed, &remote, &panicked, &refused] {
+        assert_eq!(result.meta, None, "{result:?}");
+    }
+
     // The connection is still fine after all that.
     let ok = call_ok(&client, "weather", json!({"city": "Lima"})).await;
     assert_eq!(ok.is_error, Some(false));
+    client.cancel().await.unwrap();
+}
+
+/// A failure that cites a section of the rulebook names it in the result's
+/// `_meta`: a tool body that calls a pooled branch from inside a proxy.
+#[tokio::test]
+async fn a_failure_that_cites_a_rule_names_it_in_meta() {
+    let toolset = Toolset::new();
+    let (pooled,) = toolset
+        .bind_combos((Tool::builder()
+            .name("fetch")
+            .description("Look a city up.")
+            .body(forecast)
+            .build()
+            .unwrap()
+            .combo()
+            .with(Pool::new(1).unwrap()),))
+        .unwrap();
+    let launder = Tool::builder()
+        .name("launder")
+        .description("Look a city up through the pool.")
+        .body(move |input: City| {
+            let pooled = pooled.clone();
+            async move { pooled.call(input).await.map_err(Into::into) }
+        })
+        .build()
+        .unwrap();
+    toolset
+        .bind_combos((launder.combo().with(Proxy::allow(["egress-eu"])),))
+        .unwrap();
+    let client = legacy(&toolset).await;
+
+    let refused = call_ok(&client, "launder_proxy", json!({"city": "Oslo"})).await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(
+        text(&refused).contains("rule `locality-inside-relocation`"),
+        "{refused:?}"
+    );
+    let meta = refused.meta.as_ref().expect("a rule in `_meta`");
+    assert_eq!(
+        meta.0.get(toolgraft_mcp::RULE_META),
+        Some(&json!("locality-inside-relocation"))
+    );
     client.cancel().await.unwrap();
 }
 
