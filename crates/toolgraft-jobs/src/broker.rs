@@ -12,7 +12,7 @@ use apalis::prelude::{TaskBuilder, TaskId, TaskSink};
 use tokio::sync::Notify;
 use tokio::sync::futures::OwnedNotified;
 
-use super::wire::{Job, Reply};
+use super::job::{Job, Reply};
 
 /// The engine settings of a `RemoteConfig`, checked, as durations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -277,19 +277,6 @@ impl Broker {
     }
 }
 
-/// Where a submitted job's record lives, and where its worker replies: the
-/// worker stores the reply in the record instead of a caller's reply channel.
-pub(crate) fn job_key(queue: &str, id: &str) -> String {
-    format!("{JOB_KEY_PREFIX}{queue}:{id}")
-}
-
-const JOB_KEY_PREFIX: &str = "toolgraft:job:";
-
-/// Whether a job's `reply_to` is a submitted job's record.
-fn is_job_key(reply_to: &str) -> bool {
-    reply_to.starts_with(JOB_KEY_PREFIX)
-}
-
 /// A submitted job as stored: the caller's record, the worker's reply once there
 /// is one, whether it was cancelled, and where the engine has it otherwise.
 #[derive(Clone, Debug)]
@@ -434,7 +421,7 @@ pub(crate) mod redis_tier {
     use tokio::sync::Mutex;
     use tokio::sync::Notify;
 
-    use super::super::wire::{Job, Reply};
+    use super::super::job::{Job, Reply, is_job_key, job_key};
     use super::Engine;
 
     pub(crate) type Storage = RedisStorage<Job>;
@@ -649,7 +636,7 @@ pub(crate) mod redis_tier {
         pub(crate) async fn record(&self, id: &str, record: &str) -> Result<(), String> {
             let mut commands = self.commands.clone();
             commands
-                .hset::<_, _, _, ()>(super::job_key(&self.queue, id), "record", record)
+                .hset::<_, _, _, ()>(job_key(&self.queue, id), "record", record)
                 .await
                 .map_err(|error| error.to_string())
         }
@@ -658,14 +645,14 @@ pub(crate) mod redis_tier {
             let retention = i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX);
             let mut commands = self.commands.clone();
             commands
-                .expire::<_, ()>(super::job_key(&self.queue, id), retention)
+                .expire::<_, ()>(job_key(&self.queue, id), retention)
                 .await
                 .map_err(|error| error.to_string())
         }
 
         pub(crate) async fn stored(&self, id: &str) -> Result<Option<super::Stored>, String> {
             let found: Option<(String, String, String, String)> = redis::Script::new(STORED)
-                .key(super::job_key(&self.queue, id))
+                .key(job_key(&self.queue, id))
                 .key(format!("{}:scheduled", self.queue))
                 .key(format!("{}:active", self.queue))
                 .key(format!("{}:meta:{id}", self.queue))
@@ -693,7 +680,7 @@ pub(crate) mod redis_tier {
 
         pub(crate) async fn cancel(&self, id: &str) -> Result<super::Cancel, String> {
             let outcome: String = redis::Script::new(CANCEL)
-                .key(super::job_key(&self.queue, id))
+                .key(job_key(&self.queue, id))
                 .key(format!("{}:scheduled", self.queue))
                 .key(format!("{}:active", self.queue))
                 .key(format!("{}:meta:{id}", self.queue))
@@ -720,7 +707,7 @@ pub(crate) mod redis_tier {
             let mut commands = self.commands.clone();
             let now = now_ms();
             let retention = i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX);
-            if super::is_job_key(reply_to) {
+            if is_job_key(reply_to) {
                 // A submitted job: the first reply stays in its record, which is
                 // kept for the retention from now.
                 return redis::pipe()
@@ -767,7 +754,7 @@ pub(crate) mod sqlite_tier {
     use sqlx::SqlitePool;
     use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 
-    use super::super::wire::{Job, Reply};
+    use super::super::job::{Job, Reply, is_job_key};
     use super::Engine;
 
     pub(crate) type Storage = SqliteStorage<Job>;
@@ -1181,7 +1168,7 @@ pub(crate) mod sqlite_tier {
             job: &str,
             body: &str,
         ) -> Result<(), String> {
-            if super::is_job_key(reply_to) {
+            if is_job_key(reply_to) {
                 // A submitted job: the first reply stays in its record.
                 return sqlx::query(
                     "UPDATE toolgraft_jobs SET result = ?3, ended = unixepoch()
@@ -1218,8 +1205,8 @@ pub(crate) mod sqlite_tier {
         use apalis_sqlite::SqliteStorage;
         use tokio::task::JoinSet;
 
+        use super::super::super::job::Job;
         use super::super::super::scratch::NewFile;
-        use super::super::super::wire::Job;
         use super::super::Engine;
         use super::{Broker, lock_file, open};
 

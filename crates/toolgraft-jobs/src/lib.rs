@@ -110,6 +110,7 @@ mod broker;
 #[cfg(feature = "sqlite")]
 mod doorbell;
 mod fleet;
+mod job;
 mod remote;
 #[cfg(all(test, feature = "sqlite"))]
 mod scratch;
@@ -128,11 +129,9 @@ fn now_ms() -> u64 {
 }
 
 pub use fleet::{Fleet, FleetError, FleetMember, Role};
+pub use job::{JobError, JobResult, JobState, JobTicket};
 pub use remote::{MAX_TIMEOUT_MS, Remote, RemoteConfig, Remoted};
-pub use submit::{
-    JobError, JobResult, JobState, JobTicket, MAX_SCHEDULING_HORIZON, PAST_SLACK, RemoteBranch,
-    Submission, Submit, Submitted,
-};
+pub use submit::{MAX_SCHEDULING_HORIZON, PAST_SLACK, RemoteBranch, Submission, Submit, Submitted};
 pub use wire::RemoteFailure;
 pub use worker::{Worker, WorkerError};
 

@@ -11,10 +11,9 @@ use serde_json::Value;
 use tokio::sync::{Mutex as AsyncMutex, Notify, oneshot};
 use tokio::task::AbortHandle;
 
-use super::broker::{Broker, Cancel, Engine, Stored, Tier, Waiting, job_key};
+use super::broker::{Broker, Cancel, Engine, Stored, Tier, Waiting};
+use super::job::{Job, JobError, JobResult, JobState, JobTicket, Record, Reply, job_key, rfc3339};
 use super::now_ms;
-use super::submit::{JobError, JobResult, JobState, JobTicket, Record, RemoteBranch, rfc3339};
-use super::wire::{Job, Reply};
 use toolgraft::error::ArgsError;
 use toolgraft::extension::{Anywhere, Args, ConfigError, Configurable, LayerInput};
 use toolgraft::kind::Backend;
@@ -743,13 +742,15 @@ const ENQUEUE_SLACK_MS: u64 = 2_000;
 /// How long the marking of an abandoned submit's record may take.
 const ABANDON_WITHIN: Duration = Duration::from_secs(30);
 
-impl<S> RemoteBranch for Remoted<S>
+impl<S> Remoted<S>
 where
     S: Stack,
     S::Input: Serialize,
     S::Output: DeserializeOwned,
 {
-    async fn submit_job(
+    /// Enqueues the job this branch would send, runnable from `run_at` (ms;
+    /// `None`: now), and returns its ticket: what `submit` answers with.
+    pub(crate) async fn submit(
         &self,
         input: S::Input,
         run_at: Option<u64>,

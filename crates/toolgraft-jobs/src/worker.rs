@@ -8,8 +8,9 @@ use apalis::prelude::{BackendExt, BoxDynError, Data, Monitor, WorkerBuilder, Wor
 
 use super::broker::{Broker, RECONNECT_FIRST, RECONNECT_LAST, Ticks};
 use super::fleet::Fleet;
+use super::job::{Job, Reply};
 use super::remote::Remote;
-use super::wire::{Job, Reply, WireError};
+use super::wire::WireError;
 use toolgraft::{Registry, Toolset};
 
 /// How many jobs a worker runs at once unless told otherwise.
