@@ -106,15 +106,13 @@ compile_error!(
     "toolgraft-jobs needs a tier: enable its feature `sqlite` (the default) or `redis`, or both"
 );
 
-mod broker;
-#[cfg(feature = "sqlite")]
-mod doorbell;
 mod fleet;
 mod job;
 mod remote;
 #[cfg(all(test, feature = "sqlite"))]
 mod scratch;
 mod submit;
+mod tier;
 mod wire;
 mod worker;
 

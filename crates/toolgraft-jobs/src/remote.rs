@@ -11,9 +11,9 @@ use serde_json::Value;
 use tokio::sync::{Mutex as AsyncMutex, Notify, oneshot};
 use tokio::task::AbortHandle;
 
-use super::broker::{Broker, Cancel, Engine, Stored, Tier, Waiting};
 use super::job::{Job, JobError, JobResult, JobState, JobTicket, Record, Reply, job_key, rfc3339};
 use super::now_ms;
+use super::tier::{Broker, Cancel, Engine, Stored, TierUrl, Waiting};
 use toolgraft::error::ArgsError;
 use toolgraft::extension::{Anywhere, Args, ConfigError, Configurable, LayerInput};
 use toolgraft::kind::Backend;
@@ -50,7 +50,7 @@ const REPLY_WAIT: Duration = Duration::from_secs(1);
 pub struct Remote {
     name: String,
     config: RemoteConfig,
-    tier: Tier,
+    tier: TierUrl,
     /// Made at the first call; made again if its router's runtime is gone.
     client: Arc<AsyncMutex<Option<Arc<Client>>>>,
 }
@@ -229,7 +229,7 @@ impl Remote {
         &self.config
     }
 
-    pub(super) fn tier(&self) -> &Tier {
+    pub(super) fn tier(&self) -> &TierUrl {
         &self.tier
     }
 
@@ -573,7 +573,8 @@ impl Configurable for Remote {
     type Config = RemoteConfig;
 
     fn from_config(config: RemoteConfig) -> Result<Self, ConfigError> {
-        let tier = Tier::parse(&config.url).map_err(|problem| ConfigError::new("url", problem))?;
+        let tier =
+            TierUrl::parse(&config.url).map_err(|problem| ConfigError::new("url", problem))?;
         check_queue(&config.queue)?;
         if config.timeout_ms == 0 {
             return Err(ConfigError::new(
