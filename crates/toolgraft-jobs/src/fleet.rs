@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::now_ms;
@@ -30,6 +30,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, watch};
 use tokio::task::AbortHandle;
 
+use super::queues;
 use super::remote::Remote;
 use super::tier::{Broker, Engine};
 use toolgraft::runtime::manifest::Manifest;
@@ -99,32 +100,6 @@ pub enum FleetError {
     /// The toolset the fleet keeps is gone (dropped).
     #[error("the fleet's toolset is gone")]
     ToolsetGone,
-}
-
-/// The generations this process's fleets are at, by (URL, queue): what a
-/// [`Remote`] stamps on its jobs. A process may join one queue's fleet more than
-/// once; a fleet that left drops out (its sender is gone).
-type Generations = Mutex<HashMap<(String, String), Vec<watch::Receiver<u64>>>>;
-
-fn generations() -> &'static Generations {
-    static GENERATIONS: OnceLock<Generations> = OnceLock::new();
-    GENERATIONS.get_or_init(Mutex::default)
-}
-
-/// The newest binding generation of this process's fleets on `url` and `queue`
-/// (0 if it joined none).
-pub(crate) fn generation_for(url: &str, queue: &str) -> u64 {
-    let mut generations = generations().lock().unwrap_or_else(PoisonError::into_inner);
-    let key = (url.to_owned(), queue.to_owned());
-    let Some(fleets) = generations.get_mut(&key) else {
-        return 0;
-    };
-    fleets.retain(|fleet| fleet.has_changed().is_ok());
-    let newest = fleets.iter().map(|fleet| *fleet.borrow()).max();
-    if fleets.is_empty() {
-        generations.remove(&key);
-    }
-    newest.unwrap_or(0)
 }
 
 /// A process's membership in its queue's fleet; leaving (dropping it) stops
@@ -252,12 +227,7 @@ impl Fleet {
             inner.report().await
         })
         .await?;
-        generations()
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(key)
-            .or_default()
-            .push(receiver);
+        queues::join_fleet(&key.0, &key.1, receiver);
         // Kicks the follower at each announcement.
         let mut tasks = vec![
             inner
@@ -522,6 +492,7 @@ fn manifest_of(toolset: &Toolset) -> Value {
 #[cfg(all(test, feature = "sqlite"))]
 mod tests {
     use super::*;
+    use crate::queues::generation_for;
     use crate::scratch::NewFile;
 
     /// A fleet that cannot reach its engine says which one.

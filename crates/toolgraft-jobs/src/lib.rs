@@ -106,14 +106,20 @@ compile_error!(
     "toolgraft-jobs needs a tier: enable its feature `sqlite` (the default) or `redis`, or both"
 );
 
-mod fleet;
-mod job;
-mod remote;
+// The modules, bottom to top: a module imports only from the ones above it in
+// this list (`scripts/module-graph` checks it). The job vocabulary, then the
+// tiers that carry it, the process's per-queue state, and the three sides on
+// top: the caller's (`remote`, `submit`), the fleet, the worker.
 #[cfg(all(test, feature = "sqlite"))]
 mod scratch;
-mod submit;
-mod tier;
 mod wire;
+mod job;
+mod tier;
+mod client;
+mod queues;
+mod remote;
+mod submit;
+mod fleet;
 mod worker;
 
 /// Milliseconds since the Unix epoch: the one clock of jobs, tickets, retention

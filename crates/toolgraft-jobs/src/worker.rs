@@ -267,7 +267,8 @@ impl Worker {
         let _vacuum = AbortOnDrop(tokio::spawn(vacuum(broker.clone(), engine.heartbeat)));
         tracing::info!(worker = %self.name, %queue, "worker started");
         let concurrency = self.concurrency;
-        let run: RunJob = {
+        // Each job, on this worker's state (a tier runs it; the tier knows no state).
+        let runner: RunJob = {
             let state = state.clone();
             Arc::new(move |job| Box::pin(run_job(job, state.clone())))
         };
@@ -280,7 +281,7 @@ impl Worker {
         // takes back the jobs it had in flight, so they run again (at least once).
         let (context, run) = loop {
             let ticks = Ticks::every(engine.poll, wake.clone());
-            let monitor = broker.serve(&self.name, ticks, concurrency, run.clone());
+            let monitor = broker.serve(&self.name, ticks, concurrency, runner.clone());
             let context = monitor.context();
             let started = std::time::Instant::now();
             let mut run = Box::pin(monitor.run());
