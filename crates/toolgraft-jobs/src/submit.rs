@@ -449,8 +449,9 @@ impl Remote {
     /// state, result}` (`result` once finished), or fails with the job's own
     /// error (the source of its [`ToolError::Body`] is that [`ToolError`]);
     /// `job_cancel` with the ticket of the cancelled job, or fails (source: a
-    /// [`JobError`]) when it is running or done. An id it does not know fails
-    /// with [`JobError::Unknown`] as the source.
+    /// [`JobError`](crate::JobError)) when it is running or done. An id it does
+    /// not know fails with [`JobError::Unknown`](crate::JobError::Unknown) as the
+    /// source.
     ///
     /// ```
     /// let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
