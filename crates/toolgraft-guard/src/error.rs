@@ -2,7 +2,21 @@
 
 use std::fmt;
 
-use crate::token::{MAX_TOKEN_LEN, MIN_TOKEN_LEN};
+/// The shortest token [`Guard::bearer`](crate::Guard::bearer) accepts: a token is a
+/// random secret, not a password; 16 bytes of hex are 64 bits.
+///
+/// ```
+/// assert_eq!(toolgraft_guard::MIN_TOKEN_LEN, 16);
+/// ```
+pub const MIN_TOKEN_LEN: usize = 16;
+
+/// The longest token [`Guard::bearer`](crate::Guard::bearer) accepts, so that the
+/// header carrying it stays well within what servers read.
+///
+/// ```
+/// assert_eq!(toolgraft_guard::MAX_TOKEN_LEN, 4096);
+/// ```
+pub const MAX_TOKEN_LEN: usize = 4096;
 
 /// A token or an allow-list entry the guard refuses when it is configured, so that
 /// a mistake shows at start-up rather than as requests refused later.

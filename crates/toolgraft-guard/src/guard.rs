@@ -7,7 +7,6 @@ use http::{HeaderMap, Request, Uri};
 
 use crate::allow::{self, HostRule, LOOPBACK_HOSTS, LOOPBACK_ORIGINS, OriginRule};
 use crate::error::GuardError;
-use crate::layer::GuardLayer;
 use crate::refusal::Refusal;
 use crate::token::Token;
 
@@ -224,17 +223,5 @@ impl Guard {
                 _ => Ok(()),
             })
             .map_err(Refusal::new)
-    }
-
-    /// The tower layer that checks every request against this guard; see
-    /// [`GuardLayer`].
-    ///
-    /// ```
-    /// # use axum::{Router, routing::get};
-    /// let guard = toolgraft_guard::Guard::off();
-    /// let app: Router = Router::new().route("/", get(|| async { "hi" })).layer(guard.layer());
-    /// ```
-    pub fn layer(&self) -> GuardLayer {
-        GuardLayer::new(self.clone())
     }
 }

@@ -21,6 +21,20 @@ use crate::refusal::Refusal;
 type Skip = dyn Fn(&Parts) -> bool + Send + Sync;
 type Respond = dyn Fn(&Refusal, &Parts) -> Response<Body> + Send + Sync;
 
+impl Guard {
+    /// The tower layer that checks every request against this guard; see
+    /// [`GuardLayer`].
+    ///
+    /// ```
+    /// # use axum::{Router, routing::get};
+    /// let guard = toolgraft_guard::Guard::off();
+    /// let app: Router = Router::new().route("/", get(|| async { "hi" })).layer(guard.layer());
+    /// ```
+    pub fn layer(&self) -> GuardLayer {
+        GuardLayer::new(self.clone())
+    }
+}
+
 /// Checks every request against a [`Guard`] before the inner service sees it;
 /// a refused request gets `400`, `401` or `403` and never reaches it. Made by
 /// [`Guard::layer`]; for an axum `Router`, `.layer(guard.layer())` (every route and

@@ -46,15 +46,17 @@
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
 
-mod allow;
+// The modules, bottom to top: each imports only from the ones above it
+// (`scripts/module-graph` checks it).
 mod error;
-mod guard;
-mod layer;
 mod refusal;
 mod token;
+mod allow;
+mod guard;
+mod layer;
 
 pub use error::{AllowList, GuardError, TokenProblem};
+pub use error::{MAX_TOKEN_LEN, MIN_TOKEN_LEN};
 pub use guard::Guard;
 pub use layer::{GuardFuture, GuardLayer, GuardService};
 pub use refusal::{Reason, Refusal};
-pub use token::{MAX_TOKEN_LEN, MIN_TOKEN_LEN};

@@ -6,24 +6,8 @@ use std::fmt;
 use http::HeaderMap;
 use http::header::{AUTHORIZATION, COOKIE};
 
-use crate::error::{GuardError, TokenProblem};
+use crate::error::{GuardError, MAX_TOKEN_LEN, MIN_TOKEN_LEN, TokenProblem};
 use crate::refusal::Reason;
-
-/// The shortest token [`Guard::bearer`](crate::Guard::bearer) accepts: a token is a
-/// random secret, not a password; 16 bytes of hex are 64 bits.
-///
-/// ```
-/// assert_eq!(toolgraft_guard::MIN_TOKEN_LEN, 16);
-/// ```
-pub const MIN_TOKEN_LEN: usize = 16;
-
-/// The longest token [`Guard::bearer`](crate::Guard::bearer) accepts, so that the
-/// header carrying it stays well within what servers read.
-///
-/// ```
-/// assert_eq!(toolgraft_guard::MAX_TOKEN_LEN, 4096);
-/// ```
-pub const MAX_TOKEN_LEN: usize = 4096;
 
 /// A checked token; never printed.
 #[derive(Clone)]

@@ -66,12 +66,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
 
-mod api;
-mod auth;
+// The modules, bottom to top: each imports only from the ones above it
+// (`scripts/module-graph` checks it).
+mod problem;
 mod body;
 mod page;
-mod problem;
 mod writeback;
+mod api;
+mod auth;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::now_ms;
@@ -30,8 +30,9 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, watch};
 use tokio::task::AbortHandle;
 
-use super::broker::{Engine, Tier};
+use super::queues;
 use super::remote::Remote;
+use super::tier::{Broker, Engine};
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::toolset::WeakToolset;
 use toolgraft::{Registry, Toolset};
@@ -101,32 +102,6 @@ pub enum FleetError {
     ToolsetGone,
 }
 
-/// The generations this process's fleets are at, by (URL, queue): what a
-/// [`Remote`] stamps on its jobs. A process may join one queue's fleet more than
-/// once; a fleet that left drops out (its sender is gone).
-type Generations = Mutex<HashMap<(String, String), Vec<watch::Receiver<u64>>>>;
-
-fn generations() -> &'static Generations {
-    static GENERATIONS: OnceLock<Generations> = OnceLock::new();
-    GENERATIONS.get_or_init(Mutex::default)
-}
-
-/// The newest binding generation of this process's fleets on `url` and `queue`
-/// (0 if it joined none).
-pub(crate) fn generation_for(url: &str, queue: &str) -> u64 {
-    let mut generations = generations().lock().unwrap_or_else(PoisonError::into_inner);
-    let key = (url.to_owned(), queue.to_owned());
-    let Some(fleets) = generations.get_mut(&key) else {
-        return 0;
-    };
-    fleets.retain(|fleet| fleet.has_changed().is_ok());
-    let newest = fleets.iter().map(|fleet| *fleet.borrow()).max();
-    if fleets.is_empty() {
-        generations.remove(&key);
-    }
-    newest.unwrap_or(0)
-}
-
 /// A process's membership in its queue's fleet; leaving (dropping it) stops
 /// following and broadcasting.
 ///
@@ -158,7 +133,8 @@ struct Inner {
     process: String,
     role: Role,
     key: (String, String),
-    store: Store,
+    /// The queue's tier, where the fleet's state lives.
+    store: Broker,
     toolset: WeakToolset,
     registry: Registry,
     generation: watch::Sender<u64>,
@@ -168,7 +144,7 @@ struct Inner {
     refused: Mutex<Vec<String>>,
     engine: Engine,
     /// Wakes the follower (an announcement, a job from a newer generation).
-    kick: Notify,
+    kick: Arc<Notify>,
     /// One catch-up or broadcast at a time.
     busy: tokio::sync::Mutex<()>,
 }
@@ -224,7 +200,12 @@ impl Fleet {
         process: String,
     ) -> Result<Self, FleetError> {
         let queue = remote.queue_name().to_owned();
-        let store = within(remote, Store::connect(remote.tier(), &queue)).await?;
+        let store = within(remote, async {
+            Broker::connect(remote.tier(), &queue, remote.engine())
+                .await
+                .map_err(FleetError::Engine)
+        })
+        .await?;
         let (generation, receiver) = watch::channel(0);
         let key = (remote.settings().url.clone(), queue);
         let inner = Arc::new(Inner {
@@ -238,7 +219,7 @@ impl Fleet {
             applied_change: AtomicU64::new(*toolset.changes().borrow()),
             refused: Mutex::default(),
             engine: remote.engine(),
-            kick: Notify::new(),
+            kick: Arc::new(Notify::new()),
             busy: tokio::sync::Mutex::new(()),
         });
         within(remote, async {
@@ -246,13 +227,14 @@ impl Fleet {
             inner.report().await
         })
         .await?;
-        generations()
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(key)
-            .or_default()
-            .push(receiver);
-        let mut tasks = vec![inner.store.listen(Arc::downgrade(&inner)).abort_handle()];
+        queues::join_fleet(&key.0, &key.1, receiver);
+        // Kicks the follower at each announcement.
+        let mut tasks = vec![
+            inner
+                .store
+                .announcements(Arc::downgrade(&inner.kick))
+                .abort_handle(),
+        ];
         tasks.push(tokio::spawn(follow(Arc::downgrade(&inner))).abort_handle());
         if role == Role::Caller {
             tasks.push(
@@ -292,14 +274,18 @@ impl Fleet {
     /// Every member's last report, live ones and those gone silent (see
     /// [`FleetMember::is_alive`]), by process name.
     pub async fn status(&self) -> Result<Vec<FleetMember>, FleetError> {
-        let mut members = self.inner.store.members().await?;
+        let mut members: Vec<FleetMember> = (self.inner.store.members().await)
+            .map_err(FleetError::Engine)?
+            .iter()
+            .filter_map(|text| serde_json::from_str(text).ok())
+            .collect();
         members.sort_by(|a, b| a.process.cmp(&b.process));
         Ok(members)
     }
 
     /// Removes this process from the fleet's status (a clean stop).
     pub async fn leave(self) -> Result<(), FleetError> {
-        self.inner.store.leave(&self.inner.process).await
+        (self.inner.store.leave(&self.inner.process).await).map_err(FleetError::Engine)
     }
 
     /// Asks the follower to look for a newer generation now.
@@ -394,7 +380,8 @@ impl Inner {
         let toolset = self.toolset()?;
         let change = *toolset.changes().borrow();
         let manifest = manifest_of(&toolset);
-        let generation = self.store.publish(&manifest.to_string()).await?;
+        let generation =
+            (self.store.publish(&manifest.to_string()).await).map_err(FleetError::Engine)?;
         self.applied_change.fetch_max(change, Ordering::SeqCst);
         self.generation.send_if_modified(|at| {
             let newer = generation > *at;
@@ -410,7 +397,8 @@ impl Inner {
     /// Rebinds to the fleet's generation if it is newer than this process's.
     async fn catch_up(&self) -> Result<(), FleetError> {
         let _busy = self.busy.lock().await;
-        let Some((generation, text)) = self.store.current().await? else {
+        let Some((generation, text)) = self.store.current().await.map_err(FleetError::Engine)?
+        else {
             return Ok(());
         };
         if generation <= *self.generation.borrow() {
@@ -454,7 +442,9 @@ impl Inner {
             seen_ms: now_ms(),
             dead_after_ms: u64::try_from(self.engine.dead_after().as_millis()).unwrap_or(u64::MAX),
         };
-        self.store.report(&member).await
+        let text = serde_json::to_string(&member)
+            .map_err(|error| FleetError::Engine(error.to_string()))?;
+        (self.store.report(&member.process, &text).await).map_err(FleetError::Engine)
     }
 }
 
@@ -499,314 +489,10 @@ fn manifest_of(toolset: &Toolset) -> Value {
     json!({ "tools": tools })
 }
 
-/// Where a fleet's state lives: beside the queue in the job engine.
-enum Store {
-    #[cfg(feature = "redis")]
-    Redis(Box<redis_store::Store>),
-    #[cfg(feature = "sqlite")]
-    Sqlite(sqlite_store::Store),
-}
-
-impl Store {
-    async fn connect(tier: &Tier, queue: &str) -> Result<Self, FleetError> {
-        match tier {
-            #[cfg(feature = "redis")]
-            Tier::Redis(url) => Ok(Self::Redis(Box::new(
-                redis_store::Store::connect(url, queue).await?,
-            ))),
-            #[cfg(feature = "sqlite")]
-            Tier::Sqlite(url) => Ok(Self::Sqlite(
-                sqlite_store::Store::connect(url, queue).await?,
-            )),
-            #[allow(unreachable_patterns)]
-            _ => {
-                let _ = queue;
-                Err(FleetError::Engine(
-                    "this build has no job-engine tier for that URL".into(),
-                ))
-            }
-        }
-    }
-
-    async fn publish(&self, manifest: &str) -> Result<u64, FleetError> {
-        match self {
-            #[cfg(feature = "redis")]
-            Self::Redis(store) => store.publish(manifest).await,
-            #[cfg(feature = "sqlite")]
-            Self::Sqlite(store) => store.publish(manifest).await,
-        }
-    }
-
-    async fn current(&self) -> Result<Option<(u64, String)>, FleetError> {
-        match self {
-            #[cfg(feature = "redis")]
-            Self::Redis(store) => store.current().await,
-            #[cfg(feature = "sqlite")]
-            Self::Sqlite(store) => store.current().await,
-        }
-    }
-
-    async fn report(&self, member: &FleetMember) -> Result<(), FleetError> {
-        let text =
-            serde_json::to_string(member).map_err(|error| FleetError::Engine(error.to_string()))?;
-        match self {
-            #[cfg(feature = "redis")]
-            Self::Redis(store) => store.report(&member.process, &text).await,
-            #[cfg(feature = "sqlite")]
-            Self::Sqlite(store) => store.report(&member.process, &text).await,
-        }
-    }
-
-    async fn members(&self) -> Result<Vec<FleetMember>, FleetError> {
-        let texts = match self {
-            #[cfg(feature = "redis")]
-            Self::Redis(store) => store.members().await?,
-            #[cfg(feature = "sqlite")]
-            Self::Sqlite(store) => store.members().await?,
-        };
-        Ok(texts
-            .iter()
-            .filter_map(|text| serde_json::from_str(text).ok())
-            .collect())
-    }
-
-    async fn leave(&self, process: &str) -> Result<(), FleetError> {
-        match self {
-            #[cfg(feature = "redis")]
-            Self::Redis(store) => store.leave(process).await,
-            #[cfg(feature = "sqlite")]
-            Self::Sqlite(store) => store.leave(process).await,
-        }
-    }
-
-    /// Kicks the follower at each announcement, until aborted.
-    fn listen(&self, inner: std::sync::Weak<Inner>) -> tokio::task::JoinHandle<()> {
-        match self {
-            #[cfg(feature = "redis")]
-            Self::Redis(store) => store.listen(inner),
-            // A file announces nothing: the follower looks every heartbeat, and
-            // a job from a newer generation kicks it.
-            #[cfg(feature = "sqlite")]
-            Self::Sqlite(_) => {
-                drop(inner);
-                tokio::spawn(async {})
-            }
-        }
-    }
-}
-
-fn engine(error: impl fmt::Display) -> FleetError {
-    FleetError::Engine(error.to_string())
-}
-
-#[cfg(feature = "redis")]
-mod redis_store {
-    use futures_util::StreamExt;
-    use redis::AsyncCommands;
-    use redis::aio::ConnectionManager;
-
-    use super::{FleetError, Inner, engine};
-    use crate::broker::{RECONNECT_FIRST, RECONNECT_LAST};
-
-    pub(super) struct Store {
-        client: redis::Client,
-        commands: ConnectionManager,
-        generation: String,
-        state: String,
-        members: String,
-        channel: String,
-    }
-
-    const PUBLISH: &str = r"
-        local generation = redis.call('INCR', KEYS[1])
-        redis.call('SET', KEYS[2], generation .. '\n' .. ARGV[1])
-        redis.call('PUBLISH', KEYS[3], generation)
-        return generation
-    ";
-
-    impl Store {
-        pub(super) async fn connect(url: &str, queue: &str) -> Result<Self, FleetError> {
-            let client = redis::Client::open(url).map_err(engine)?;
-            let commands = client.get_connection_manager().await.map_err(engine)?;
-            Ok(Self {
-                client,
-                commands,
-                generation: format!("toolgraft:fleet:{queue}:generation"),
-                state: format!("toolgraft:fleet:{queue}:state"),
-                members: format!("toolgraft:fleet:{queue}:members"),
-                channel: format!("toolgraft:fleet:{queue}"),
-            })
-        }
-
-        pub(super) async fn publish(&self, manifest: &str) -> Result<u64, FleetError> {
-            redis::Script::new(PUBLISH)
-                .key(&self.generation)
-                .key(&self.state)
-                .key(&self.channel)
-                .arg(manifest)
-                .invoke_async(&mut self.commands.clone())
-                .await
-                .map_err(engine)
-        }
-
-        pub(super) async fn current(&self) -> Result<Option<(u64, String)>, FleetError> {
-            let state: Option<String> = self
-                .commands
-                .clone()
-                .get(&self.state)
-                .await
-                .map_err(engine)?;
-            Ok(state.and_then(|state| {
-                let (generation, manifest) = state.split_once('\n')?;
-                Some((generation.parse().ok()?, manifest.to_owned()))
-            }))
-        }
-
-        pub(super) async fn report(&self, process: &str, member: &str) -> Result<(), FleetError> {
-            self.commands
-                .clone()
-                .hset::<_, _, _, ()>(&self.members, process, member)
-                .await
-                .map_err(engine)
-        }
-
-        pub(super) async fn members(&self) -> Result<Vec<String>, FleetError> {
-            self.commands
-                .clone()
-                .hvals(&self.members)
-                .await
-                .map_err(engine)
-        }
-
-        pub(super) async fn leave(&self, process: &str) -> Result<(), FleetError> {
-            self.commands
-                .clone()
-                .hdel::<_, _, ()>(&self.members, process)
-                .await
-                .map_err(engine)
-        }
-
-        pub(super) fn listen(&self, inner: std::sync::Weak<Inner>) -> tokio::task::JoinHandle<()> {
-            let client = self.client.clone();
-            let channel = self.channel.clone();
-            tokio::spawn(async move {
-                let mut backoff = RECONNECT_FIRST;
-                loop {
-                    if let Ok(mut pubsub) = client.get_async_pubsub().await
-                        && pubsub.subscribe(&channel).await.is_ok()
-                    {
-                        backoff = RECONNECT_FIRST;
-                        let mut messages = pubsub.on_message();
-                        // Announcements may have come while nobody listened.
-                        let mut next = Some(());
-                        while next.is_some() {
-                            let Some(fleet) = inner.upgrade() else { return };
-                            fleet.kick.notify_one();
-                            drop(fleet);
-                            next = messages.next().await.map(drop);
-                        }
-                    }
-                    if inner.strong_count() == 0 {
-                        return;
-                    }
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(RECONNECT_LAST);
-                }
-            })
-        }
-    }
-}
-
-#[cfg(feature = "sqlite")]
-mod sqlite_store {
-    use sqlx::SqlitePool;
-
-    use super::{FleetError, engine};
-
-    pub(super) struct Store {
-        pool: SqlitePool,
-        queue: String,
-    }
-
-    impl Store {
-        pub(super) async fn connect(url: &str, queue: &str) -> Result<Self, FleetError> {
-            // Its tables (`toolgraft_fleet`, `toolgraft_fleet_members`) are made
-            // with the side file's others, before it opens.
-            let pool = crate::broker::sqlite_tier::side_file(url)
-                .await
-                .map_err(FleetError::Engine)?;
-            Ok(Self {
-                pool,
-                queue: queue.to_owned(),
-            })
-        }
-
-        pub(super) async fn publish(&self, manifest: &str) -> Result<u64, FleetError> {
-            let (generation,): (i64,) = sqlx::query_as(
-                "INSERT INTO toolgraft_fleet (queue, generation, manifest) VALUES (?1, 1, ?2)
-                 ON CONFLICT (queue) DO UPDATE SET generation = generation + 1, manifest = excluded.manifest
-                 RETURNING generation",
-            )
-            .bind(&self.queue)
-            .bind(manifest)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(engine)?;
-            Ok(u64::try_from(generation).unwrap_or(0))
-        }
-
-        pub(super) async fn current(&self) -> Result<Option<(u64, String)>, FleetError> {
-            let row: Option<(i64, String)> =
-                sqlx::query_as("SELECT generation, manifest FROM toolgraft_fleet WHERE queue = ?1")
-                    .bind(&self.queue)
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(engine)?;
-            Ok(
-                row.map(|(generation, manifest)| {
-                    (u64::try_from(generation).unwrap_or(0), manifest)
-                }),
-            )
-        }
-
-        pub(super) async fn report(&self, process: &str, member: &str) -> Result<(), FleetError> {
-            sqlx::query(
-                "INSERT OR REPLACE INTO toolgraft_fleet_members (queue, process, member) VALUES (?1, ?2, ?3)",
-            )
-            .bind(&self.queue)
-            .bind(process)
-            .bind(member)
-            .execute(&self.pool)
-            .await
-            .map(drop)
-            .map_err(engine)
-        }
-
-        pub(super) async fn members(&self) -> Result<Vec<String>, FleetError> {
-            let rows: Vec<(String,)> =
-                sqlx::query_as("SELECT member FROM toolgraft_fleet_members WHERE queue = ?1")
-                    .bind(&self.queue)
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(engine)?;
-            Ok(rows.into_iter().map(|(member,)| member).collect())
-        }
-
-        pub(super) async fn leave(&self, process: &str) -> Result<(), FleetError> {
-            sqlx::query("DELETE FROM toolgraft_fleet_members WHERE queue = ?1 AND process = ?2")
-                .bind(&self.queue)
-                .bind(process)
-                .execute(&self.pool)
-                .await
-                .map(drop)
-                .map_err(engine)
-        }
-    }
-}
-
 #[cfg(all(test, feature = "sqlite"))]
 mod tests {
     use super::*;
+    use crate::queues::generation_for;
     use crate::scratch::NewFile;
 
     /// A fleet that cannot reach its engine says which one.

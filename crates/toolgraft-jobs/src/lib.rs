@@ -106,15 +106,20 @@ compile_error!(
     "toolgraft-jobs needs a tier: enable its feature `sqlite` (the default) or `redis`, or both"
 );
 
-mod broker;
-#[cfg(feature = "sqlite")]
-mod doorbell;
-mod fleet;
-mod remote;
+// The modules, bottom to top: a module imports only from the ones above it in
+// this list (`scripts/module-graph` checks it). The job vocabulary, then the
+// tiers that carry it, the process's per-queue state, and the three sides on
+// top: the caller's (`remote`, `submit`), the fleet, the worker.
 #[cfg(all(test, feature = "sqlite"))]
 mod scratch;
-mod submit;
 mod wire;
+mod job;
+mod tier;
+mod client;
+mod queues;
+mod remote;
+mod submit;
+mod fleet;
 mod worker;
 
 /// Milliseconds since the Unix epoch: the one clock of jobs, tickets, retention
@@ -128,11 +133,9 @@ fn now_ms() -> u64 {
 }
 
 pub use fleet::{Fleet, FleetError, FleetMember, Role};
+pub use job::{JobError, JobResult, JobState, JobTicket};
 pub use remote::{MAX_TIMEOUT_MS, Remote, RemoteConfig, Remoted};
-pub use submit::{
-    JobError, JobResult, JobState, JobTicket, MAX_SCHEDULING_HORIZON, PAST_SLACK, RemoteBranch,
-    Submission, Submit, Submitted,
-};
+pub use submit::{MAX_SCHEDULING_HORIZON, PAST_SLACK, RemoteBranch, Submission, Submit, Submitted};
 pub use wire::RemoteFailure;
 pub use worker::{Worker, WorkerError};
 

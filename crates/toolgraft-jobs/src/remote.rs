@@ -1,20 +1,19 @@
 //! The caller's side: the `remote` backend, its branch, and the reply router.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::{Mutex as AsyncMutex, Notify, oneshot};
-use tokio::task::AbortHandle;
+use tokio::sync::Mutex as AsyncMutex;
 
-use super::broker::{Broker, Cancel, Engine, Stored, Tier, Waiting, job_key};
+use super::client::Client;
+use super::job::{Job, JobError, JobResult, JobState, JobTicket, Record, job_key, rfc3339};
 use super::now_ms;
-use super::submit::{JobError, JobResult, JobState, JobTicket, Record, RemoteBranch, rfc3339};
-use super::wire::{Job, Reply};
+use super::queues;
+use super::tier::{Broker, Cancel, Engine, Stored, TierUrl, Waiting};
 use toolgraft::error::ArgsError;
 use toolgraft::extension::{Anywhere, Args, ConfigError, Configurable, LayerInput};
 use toolgraft::kind::Backend;
@@ -25,8 +24,6 @@ use toolgraft::{Extension, Layer, Name, Stack, ToolError};
 const DEFAULT_QUEUE: &str = "toolgraft";
 /// How long a caller waits for a reply unless told otherwise.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long one wait for replies blocks before the router checks it is still needed.
-const REPLY_WAIT: Duration = Duration::from_secs(1);
 
 /// A backend that runs its layer input in a worker process, through the apalis
 /// job engine (see the [module docs](super)).
@@ -52,7 +49,7 @@ const REPLY_WAIT: Duration = Duration::from_secs(1);
 pub struct Remote {
     name: String,
     config: RemoteConfig,
-    tier: Tier,
+    tier: TierUrl,
     /// Made at the first call; made again if its router's runtime is gone.
     client: Arc<AsyncMutex<Option<Arc<Client>>>>,
 }
@@ -231,7 +228,7 @@ impl Remote {
         &self.config
     }
 
-    pub(super) fn tier(&self) -> &Tier {
+    pub(super) fn tier(&self) -> &TierUrl {
         &self.tier
     }
 
@@ -253,27 +250,13 @@ impl Remote {
         }
         // One connection per URL and queue in a process: backends made apart
         // (each element of a manifest's combos is one) share it.
-        let key = (
-            self.config.url.clone(),
-            self.config.queue.clone(),
-            self.engine(),
-        );
-        let shared = shared_clients()
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&key)
-            .and_then(Weak::upgrade)
-            .filter(|client| client.is_routing());
-        if let Some(client) = shared {
+        let (url, queue, engine) = (&self.config.url, &self.config.queue, self.engine());
+        if let Some(client) = queues::client(url, queue, engine) {
             return Ok(slot.insert(client).clone());
         }
-        let broker = Broker::connect(&self.tier, &self.config.queue, self.engine()).await?;
+        let broker = Broker::connect(&self.tier, queue, engine).await?;
         let client = Client::start(broker);
-        let mut clients = shared_clients()
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        clients.retain(|_, client| client.strong_count() > 0);
-        clients.insert(key, Arc::downgrade(&client));
+        queues::share_client(url, queue, engine, &client);
         Ok(slot.insert(client).clone())
     }
 
@@ -319,7 +302,7 @@ impl Remote {
             args,
             reply_to: job_key(&self.config.queue, &id),
             context: departure.to_wire()?,
-            generation: super::fleet::generation_for(&self.config.url, &self.config.queue),
+            generation: queues::generation_for(&self.config.url, &self.config.queue),
         };
         // Whole seconds, rounded up: a job never runs before its time.
         let run_at_s = run_at.map(|ms| ms.div_ceil(1000));
@@ -515,7 +498,7 @@ impl Remote {
             args,
             reply_to: client.reply_to.clone(),
             context: departure.to_wire()?,
-            generation: super::fleet::generation_for(&self.config.url, &self.config.queue),
+            generation: queues::generation_for(&self.config.url, &self.config.queue),
         };
         // Waiting before sending: a fast worker cannot answer before anyone listens.
         let pending = client.expect(id);
@@ -566,7 +549,8 @@ impl Configurable for Remote {
     type Config = RemoteConfig;
 
     fn from_config(config: RemoteConfig) -> Result<Self, ConfigError> {
-        let tier = Tier::parse(&config.url).map_err(|problem| ConfigError::new("url", problem))?;
+        let tier =
+            TierUrl::parse(&config.url).map_err(|problem| ConfigError::new("url", problem))?;
         check_queue(&config.queue)?;
         if config.timeout_ms == 0 {
             return Err(ConfigError::new(
@@ -727,13 +711,15 @@ const ENQUEUE_SLACK_MS: u64 = 2_000;
 /// How long the marking of an abandoned submit's record may take.
 const ABANDON_WITHIN: Duration = Duration::from_secs(30);
 
-impl<S> RemoteBranch for Remoted<S>
+impl<S> Remoted<S>
 where
     S: Stack,
     S::Input: Serialize,
     S::Output: DeserializeOwned,
 {
-    async fn submit_job(
+    /// Enqueues the job this branch would send, runnable from `run_at` (ms;
+    /// `None`: now), and returns its ticket: what `submit` answers with.
+    pub(crate) async fn submit(
         &self,
         input: S::Input,
         run_at: Option<u64>,
@@ -743,154 +729,5 @@ where
             departure.failed(format!("the arguments do not serialize: {error}"))
         })?;
         self.remote.submit(&departure, args, run_at).await
-    }
-}
-
-type SharedClients = Mutex<HashMap<(String, String, Engine), Weak<Client>>>;
-
-/// The process's clients by URL, queue and engine settings.
-fn shared_clients() -> &'static SharedClients {
-    static CLIENTS: std::sync::OnceLock<SharedClients> = std::sync::OnceLock::new();
-    CLIENTS.get_or_init(Mutex::default)
-}
-
-/// One connection's reply router: callers wait on one-shot channels keyed by job
-/// id; one task collects replies from the caller's reply channel and routes them.
-struct Client {
-    broker: Broker,
-    reply_to: String,
-    pending: Mutex<HashMap<String, oneshot::Sender<Reply>>>,
-    /// Wakes the router when a first caller starts waiting (shared with the router,
-    /// which must not keep the client alive while it sleeps).
-    waiting: Arc<Notify>,
-    router: Mutex<Option<AbortHandle>>,
-}
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        if let Some(router) = self
-            .router
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        {
-            router.abort();
-        }
-    }
-}
-
-/// Drops the waiting callers' senders when the router ends.
-struct ReleaseWaiting(Weak<Client>);
-
-impl Drop for ReleaseWaiting {
-    fn drop(&mut self) {
-        if let Some(client) = self.0.upgrade() {
-            client.lock_pending().clear();
-        }
-    }
-}
-
-/// A caller's claim on one job's reply; dropping it (a caller that gave up)
-/// forgets the job, so a late reply is dropped instead of kept.
-struct Pending {
-    reply: oneshot::Receiver<Reply>,
-    id: String,
-    client: Arc<Client>,
-}
-
-impl Pending {
-    /// The reply, or `None` if the router is gone.
-    async fn reply(mut self) -> Option<Reply> {
-        (&mut self.reply).await.ok()
-    }
-}
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        self.client.lock_pending().remove(&self.id);
-    }
-}
-
-impl Client {
-    fn start(broker: Broker) -> Arc<Self> {
-        let client = Arc::new(Self {
-            broker,
-            reply_to: format!("toolgraft:replies:{}", ulid::Ulid::new()),
-            pending: Mutex::default(),
-            waiting: Arc::new(Notify::new()),
-            router: Mutex::default(),
-        });
-        // The router holds the client weakly: dropping the last `Remote` ends it.
-        let weak = Arc::downgrade(&client);
-        let notify = client.waiting.clone();
-        let router = tokio::spawn(async move {
-            // However the router ends (its runtime shut down), its waiting callers
-            // hear of it at once instead of at their timeout.
-            let _release = ReleaseWaiting(weak.clone());
-            loop {
-                let Some(client) = weak.upgrade() else { return };
-                if client.lock_pending().is_empty() {
-                    let waiting = notify.notified();
-                    drop(client);
-                    // Rechecked each second: the client may be gone meanwhile.
-                    let _ = tokio::time::timeout(REPLY_WAIT, waiting).await;
-                    continue;
-                }
-                match client
-                    .broker
-                    .take_replies(&client.reply_to, REPLY_WAIT)
-                    .await
-                {
-                    Ok(replies) => {
-                        for reply in replies {
-                            client.route(reply);
-                        }
-                    }
-                    Err(error) => {
-                        tracing::warn!(%error, "collecting job replies failed; retrying");
-                        drop(client);
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                }
-            }
-        });
-        *client.router.lock().unwrap_or_else(PoisonError::into_inner) = Some(router.abort_handle());
-        client
-    }
-
-    /// Whether the router still runs (it ends with the runtime that spawned it).
-    fn is_routing(&self) -> bool {
-        self.router
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .is_some_and(|router| !router.is_finished())
-    }
-
-    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Reply>>> {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn expect(self: &Arc<Self>, id: &str) -> Pending {
-        let (sender, reply) = oneshot::channel();
-        self.lock_pending().insert(id.to_owned(), sender);
-        self.waiting.notify_one();
-        Pending {
-            reply,
-            id: id.to_owned(),
-            client: self.clone(),
-        }
-    }
-
-    fn route(&self, reply: Reply) {
-        match self.lock_pending().remove(&reply.job) {
-            Some(waiting) => {
-                let _ = waiting.send(reply);
-            }
-            // A caller that timed out, or a second run of a re-delivered job.
-            None => {
-                tracing::debug!(job = %reply.job, worker = %reply.worker, "dropped a reply nobody waits for")
-            }
-        }
     }
 }

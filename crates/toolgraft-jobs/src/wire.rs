@@ -1,5 +1,6 @@
-//! What crosses the process boundary: a job names its layer input and carries JSON
-//! arguments; a reply carries a JSON result or the error, as data.
+//! Errors across the process boundary: a worker's [`ToolError`] as data, in its
+//! reply (the job and the reply themselves are in `job`), and the caller's
+//! [`RemoteFailure`] for a body's error from another process.
 
 use std::sync::Arc;
 
@@ -9,37 +10,7 @@ use serde_json::Value;
 use toolgraft::error::ArgsErrorKind;
 use toolgraft::ext::chain::{ChainError, ChainErrorKind};
 use toolgraft::ext::output_schema::OutputSchemaError;
-use toolgraft::relocation::WireContext;
 use toolgraft::{Name, ToolError};
-
-/// One relocated call: run the bound name `tool` with `args`, answer on `reply_to`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Job {
-    /// A ULID: the job engine's task id too.
-    pub id: String,
-    /// The backend's layer input, bound in the worker by the same binding code.
-    pub tool: String,
-    pub args: Value,
-    /// The caller's reply channel.
-    pub reply_to: String,
-    /// The caller's call context, as far as it crosses processes (the chain
-    /// depth, so that a cycle through a worker still ends; a user's entries).
-    #[serde(default)]
-    pub context: WireContext,
-    /// The fleet's binding generation the caller was at (0: no fleet); a worker
-    /// behind it catches up before running the job.
-    #[serde(default)]
-    pub generation: u64,
-}
-
-/// A worker's answer to one job.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Reply {
-    pub job: String,
-    /// `<name>-<pid>` of the worker that ran it.
-    pub worker: String,
-    pub result: Result<Value, WireError>,
-}
 
 /// A [`ToolError`] as data. Sources do not cross a process boundary; their
 /// messages do.

@@ -4,12 +4,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apalis::prelude::{BackendExt, BoxDynError, Data, Monitor, WorkerBuilder, WorkerBuilderExt};
+use apalis::prelude::BoxDynError;
 
-use super::broker::{Broker, RECONNECT_FIRST, RECONNECT_LAST, Ticks};
 use super::fleet::Fleet;
+use super::job::{Job, Reply};
 use super::remote::Remote;
-use super::wire::{Job, Reply, WireError};
+use super::tier::{Broker, RECONNECT_FIRST, RECONNECT_LAST, RunJob, Ticks, VACUUM_BATCH};
+use super::wire::WireError;
 use toolgraft::{Registry, Toolset};
 
 /// How many jobs a worker runs at once unless told otherwise.
@@ -266,20 +267,11 @@ impl Worker {
         let _vacuum = AbortOnDrop(tokio::spawn(vacuum(broker.clone(), engine.heartbeat)));
         tracing::info!(worker = %self.name, %queue, "worker started");
         let concurrency = self.concurrency;
-        // The two tiers' storages are different types with the same builder calls.
-        macro_rules! serve {
-            ($storage:expr) => {{
-                let backend = $storage.poll_with_strategy(Ticks::every(engine.poll, wake.clone()));
-                let (name, state) = (self.name.clone(), state.clone());
-                Monitor::new().register(move |_| {
-                    WorkerBuilder::new(name.clone())
-                        .backend(backend.clone())
-                        .data(state.clone())
-                        .concurrency(concurrency)
-                        .build(run_job)
-                })
-            }};
-        }
+        // Each job, on this worker's state (a tier runs it; the tier knows no state).
+        let runner: RunJob = {
+            let state = state.clone();
+            Arc::new(move |job| Box::pin(run_job(job, state.clone())))
+        };
         tokio::pin!(shutdown);
         let mut backoff = RECONNECT_FIRST;
         // Not `run_with_signal`: with a grace period it reports success whatever
@@ -288,12 +280,8 @@ impl Worker {
         // restart) starts again, with backoff, under the same name: registering
         // takes back the jobs it had in flight, so they run again (at least once).
         let (context, run) = loop {
-            let monitor = match &broker {
-                #[cfg(feature = "redis")]
-                Broker::Redis(broker) => serve!(broker.storage.clone()),
-                #[cfg(feature = "sqlite")]
-                Broker::Sqlite(broker) => serve!(broker.storage.clone()),
-            };
+            let ticks = Ticks::every(engine.poll, wake.clone());
+            let monitor = broker.serve(&self.name, ticks, concurrency, runner.clone());
             let context = monitor.context();
             let started = std::time::Instant::now();
             let mut run = Box::pin(monitor.run());
@@ -336,7 +324,7 @@ impl Worker {
 /// One job: run the named tool, reply. The tool's failure is a reply, not a job
 /// failure (it is not retried); only a reply that cannot be sent fails the job, and
 /// the engine runs it again (at least once).
-async fn run_job(job: Job, state: Data<Arc<State>>) -> Result<(), BoxDynError> {
+async fn run_job(job: Job, state: Arc<State>) -> Result<(), BoxDynError> {
     tracing::info!(job = %job.id, tool = %job.tool, worker = %state.worker, "job started");
     let result = match behind(&job, &state).await {
         Some(refused) => Err(refused),
@@ -403,7 +391,7 @@ async fn vacuum(broker: Broker, every: Duration) {
         // A backlog goes a batch at a time, a few batches a beat.
         for _ in 0..10 {
             match broker.vacuum().await {
-                Ok(removed) if removed >= super::broker::VACUUM_BATCH => continue,
+                Ok(removed) if removed >= VACUUM_BATCH => continue,
                 Ok(removed) => {
                     if removed > 0 {
                         tracing::debug!(removed, "vacuumed finished jobs");

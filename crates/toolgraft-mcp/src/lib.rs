@@ -88,6 +88,8 @@
 #![warn(missing_debug_implementations)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// The modules, bottom to top (`scripts/module-graph` checks it): the server
+// handler is this file; `http` serves it over Streamable HTTP.
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;

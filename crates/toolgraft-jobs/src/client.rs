@@ -1,0 +1,157 @@
+//! A caller's connection to its queue: the broker, and the reply router that
+//! hands each job's reply to the caller waiting for it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use tokio::sync::{Notify, oneshot};
+use tokio::task::AbortHandle;
+
+use super::job::Reply;
+use super::tier::Broker;
+
+/// How long one wait for replies blocks before the router checks it is still needed.
+const REPLY_WAIT: Duration = Duration::from_secs(1);
+
+/// One connection's reply router: callers wait on one-shot channels keyed by job
+/// id; one task collects replies from the caller's reply channel and routes them.
+pub(crate) struct Client {
+    pub(crate) broker: Broker,
+    /// The caller's reply channel, named in its jobs.
+    pub(crate) reply_to: String,
+    pending: Mutex<HashMap<String, oneshot::Sender<Reply>>>,
+    /// Wakes the router when a first caller starts waiting (shared with the router,
+    /// which must not keep the client alive while it sleeps).
+    waiting: Arc<Notify>,
+    router: Mutex<Option<AbortHandle>>,
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if let Some(router) = self
+            .router
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            router.abort();
+        }
+    }
+}
+
+/// Drops the waiting callers' senders when the router ends.
+struct ReleaseWaiting(Weak<Client>);
+
+impl Drop for ReleaseWaiting {
+    fn drop(&mut self) {
+        if let Some(client) = self.0.upgrade() {
+            client.lock_pending().clear();
+        }
+    }
+}
+
+/// A caller's claim on one job's reply; dropping it (a caller that gave up)
+/// forgets the job, so a late reply is dropped instead of kept.
+pub(crate) struct Pending {
+    reply: oneshot::Receiver<Reply>,
+    id: String,
+    client: Arc<Client>,
+}
+
+impl Pending {
+    /// The reply, or `None` if the router is gone.
+    pub(crate) async fn reply(mut self) -> Option<Reply> {
+        (&mut self.reply).await.ok()
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.client.lock_pending().remove(&self.id);
+    }
+}
+
+impl Client {
+    pub(crate) fn start(broker: Broker) -> Arc<Self> {
+        let client = Arc::new(Self {
+            broker,
+            reply_to: format!("toolgraft:replies:{}", ulid::Ulid::new()),
+            pending: Mutex::default(),
+            waiting: Arc::new(Notify::new()),
+            router: Mutex::default(),
+        });
+        // The router holds the client weakly: dropping the last `Remote` ends it.
+        let weak = Arc::downgrade(&client);
+        let notify = client.waiting.clone();
+        let router = tokio::spawn(async move {
+            // However the router ends (its runtime shut down), its waiting callers
+            // hear of it at once instead of at their timeout.
+            let _release = ReleaseWaiting(weak.clone());
+            loop {
+                let Some(client) = weak.upgrade() else { return };
+                if client.lock_pending().is_empty() {
+                    let waiting = notify.notified();
+                    drop(client);
+                    // Rechecked each second: the client may be gone meanwhile.
+                    let _ = tokio::time::timeout(REPLY_WAIT, waiting).await;
+                    continue;
+                }
+                match client
+                    .broker
+                    .take_replies(&client.reply_to, REPLY_WAIT)
+                    .await
+                {
+                    Ok(replies) => {
+                        for reply in replies {
+                            client.route(reply);
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "collecting job replies failed; retrying");
+                        drop(client);
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+        });
+        *client.router.lock().unwrap_or_else(PoisonError::into_inner) = Some(router.abort_handle());
+        client
+    }
+
+    /// Whether the router still runs (it ends with the runtime that spawned it).
+    pub(crate) fn is_routing(&self) -> bool {
+        self.router
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|router| !router.is_finished())
+    }
+
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Reply>>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn expect(self: &Arc<Self>, id: &str) -> Pending {
+        let (sender, reply) = oneshot::channel();
+        self.lock_pending().insert(id.to_owned(), sender);
+        self.waiting.notify_one();
+        Pending {
+            reply,
+            id: id.to_owned(),
+            client: self.clone(),
+        }
+    }
+
+    fn route(&self, reply: Reply) {
+        match self.lock_pending().remove(&reply.job) {
+            Some(waiting) => {
+                let _ = waiting.send(reply);
+            }
+            // A caller that timed out, or a second run of a re-delivered job.
+            None => {
+                tracing::debug!(job = %reply.job, worker = %reply.worker, "dropped a reply nobody waits for")
+            }
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! The job vocabulary: what a job is (its message, its reply, its ticket and
+//! state, the record kept of a submitted one) and the keys that name them, shared
+//! by the caller's side, the worker's and the tiers.
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::wire::WireError;
+use toolgraft::ToolError;
+use toolgraft::relocation::WireContext;
+
+/// One relocated call: run the bound name `tool` with `args`, answer on `reply_to`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Job {
+    /// A ULID: the job engine's task id too.
+    pub id: String,
+    /// The backend's layer input, bound in the worker by the same binding code.
+    pub tool: String,
+    pub args: Value,
+    /// The caller's reply channel.
+    pub reply_to: String,
+    /// The caller's call context, as far as it crosses processes (the chain
+    /// depth, so that a cycle through a worker still ends; a user's entries).
+    #[serde(default)]
+    pub context: WireContext,
+    /// The fleet's binding generation the caller was at (0: no fleet); a worker
+    /// behind it catches up before running the job.
+    #[serde(default)]
+    pub generation: u64,
+}
+
+/// A worker's answer to one job.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Reply {
+    pub job: String,
+    /// `<name>-<pid>` of the worker that ran it.
+    pub worker: String,
+    pub result: Result<Value, WireError>,
+}
+
+/// Where a submitted job is.
+///
+/// ```
+/// assert_eq!(serde_json::to_value(toolgraft_jobs::JobState::Scheduled)?, "scheduled");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum JobState {
+    /// Waiting for its time (`run_at`).
+    Scheduled,
+    /// Runnable, waiting for a worker (or taken back from a dead one, to run again).
+    Queued,
+    /// A worker has it.
+    Running,
+    /// Done: its result is kept for the retention.
+    Finished,
+    /// Done with an error: the error is kept for the retention. Also a job whose
+    /// submit recorded it and then failed or timed out before enqueueing it: it
+    /// never runs (its result says so).
+    Failed,
+    /// Taken out of the queue before any worker had it: it never runs.
+    Cancelled,
+}
+
+impl JobState {
+    /// Whether the job has ended (finished, failed or cancelled).
+    ///
+    /// ```
+    /// use toolgraft_jobs::JobState;
+    /// assert!(JobState::Cancelled.is_done() && !JobState::Running.is_done());
+    /// ```
+    pub fn is_done(self) -> bool {
+        matches!(self, Self::Finished | Self::Failed | Self::Cancelled)
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Scheduled => "scheduled",
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Finished => "finished",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        })
+    }
+}
+
+/// A submitted job, as `submit` answers and `job_status` reports it.
+///
+/// ```
+/// use toolgraft_jobs::{JobState, JobTicket};
+/// let ticket: JobTicket = serde_json::from_value(serde_json::json!({
+///     "job_id": "01JZ", "queue": "weather", "tool": "forecast",
+///     "state": "scheduled", "run_at": "2030-01-01T00:00:00Z"}))?;
+/// assert_eq!(ticket.state, JobState::Scheduled);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct JobTicket {
+    /// The job's id: what `job_status`, `job_result` and `job_cancel` take.
+    pub job_id: String,
+    /// The queue it is on.
+    pub queue: String,
+    /// The tool the worker runs (the layer inside `remote`).
+    pub tool: String,
+    /// Where it is now.
+    pub state: JobState,
+    /// When it becomes runnable, as an RFC 3339 time (UTC). Workers take it within
+    /// about a second and a poll period after: the engines keep whole seconds.
+    pub run_at: String,
+}
+
+/// A submitted job's result, as [`Remote::job_result`](crate::Remote::job_result) finds it.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum JobResult {
+    /// The tool's result.
+    Finished(Value),
+    /// The error the tool failed with, as the waiting `remote` branch would have
+    /// returned it (the same [`ToolError`] variant).
+    Failed(ToolError),
+    /// Not finished (scheduled, queued, running) or cancelled: where it is.
+    NotFinished(JobTicket),
+}
+
+/// Why a job could not be looked up or cancelled.
+///
+/// ```
+/// let err = toolgraft_jobs::JobError::Unknown { job: "01JZ".into(), queue: "weather".into() };
+/// assert!(err.to_string().contains("no job `01JZ` on queue `weather`"));
+/// ```
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JobError {
+    /// No job of that id on the queue: never submitted there, or ended longer
+    /// ago than the retention (`retention_s`).
+    #[error(
+        "no job `{job}` on queue `{queue}`: it was never submitted there, or it ended longer ago than the retention"
+    )]
+    Unknown {
+        /// The id asked for.
+        job: String,
+        /// The queue asked.
+        queue: String,
+    },
+    /// The job is running or has ended: it can no longer be cancelled.
+    #[error(
+        "job `{job}` is {state}: only a scheduled or queued job can be cancelled{}",
+        if *.state == JobState::Running { "; a running job runs to its end, and its result is kept" } else { "" }
+    )]
+    NotCancellable {
+        /// The job.
+        job: String,
+        /// Where it is.
+        state: JobState,
+    },
+    /// The job engine could not be reached or answered with an error.
+    #[error("the job engine failed: {0}")]
+    Engine(String),
+}
+
+/// What a job's record holds beside the engine's own data.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Record {
+    /// The ticket as submitted.
+    pub(crate) ticket: JobTicket,
+    /// The backend's name (for the errors the job's reply turns into).
+    pub(crate) backend: String,
+    /// When (ms since the epoch) the submit had given up on enqueueing it: an
+    /// engine with no job of it by then never got it.
+    #[serde(default)]
+    pub(crate) enqueue_by: u64,
+}
+
+/// `ms` since the Unix epoch as an RFC 3339 time in UTC.
+pub(crate) fn rfc3339(ms: u64) -> String {
+    i64::try_from(ms)
+        .ok()
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+        .map_or_else(|| ms.to_string(), |time| time.to_string())
+}
+
+/// Where a submitted job's record lives, and where its worker replies: the
+/// worker stores the reply in the record instead of a caller's reply channel.
+pub(crate) fn job_key(queue: &str, id: &str) -> String {
+    format!("{JOB_KEY_PREFIX}{queue}:{id}")
+}
+
+const JOB_KEY_PREFIX: &str = "toolgraft:job:";
+
+/// Whether a job's `reply_to` is a submitted job's record.
+pub(crate) fn is_job_key(reply_to: &str) -> bool {
+    reply_to.starts_with(JOB_KEY_PREFIX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rfc3339;
+
+    #[test]
+    fn times_are_rfc3339_in_utc() {
+        assert_eq!(rfc3339(1_900_000_000_123), "2030-03-17T17:46:40.123Z");
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+    }
+}

@@ -1,0 +1,374 @@
+//! The tiers: what a job engine does for one queue (one [`Tier`] trait), each
+//! tier in a module of its own (a Redis server, or an SQLite file the processes
+//! share), and the [`Broker`] the rest of the crate holds, whichever it is. Each
+//! tier carries jobs through apalis and replies through a channel of its own
+//! (apalis stores results, but its waiting polls at 100 to 500 ms and reports
+//! retries as failures).
+
+use std::future::Future;
+use std::ops::Deref;
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use apalis::prelude::{BoxDynError, Monitor, Task, TaskBuilder, TaskId};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use super::job::{Job, Reply};
+
+/// The engine settings both tiers share, on their two `Config` types: one job per
+/// fetch (idle workers share the load) and the liveness beat. Results travel on
+/// the reply channel, but the engine must still record each job's end: without
+/// it (`persist_results(false)` skips the acknowledgement altogether) a finished
+/// job stays in its worker's in-flight set for good, and runs again when that
+/// worker is taken for dead. The recorded result is `null`; the vacuum removes it
+/// after the retention.
+macro_rules! engine_config {
+    ($config:ty, $queue:expr, $engine:expr) => {
+        <$config>::default()
+            .queue($queue)
+            .batch_size(1)
+            .heartbeat_interval($engine.heartbeat)
+            .missed_heartbeats($engine.missed_heartbeats as usize)
+            .persist_results(true)
+    };
+}
+
+/// A worker on a tier's storage: the two tiers' storages are different types with
+/// the same builder calls.
+macro_rules! serve {
+    ($storage:expr, $worker:expr, $ticks:expr, $concurrency:expr, $run:expr) => {{
+        use apalis::prelude::{BackendExt as _, WorkerBuilder, WorkerBuilderExt as _};
+        let backend = $storage.poll_with_strategy($ticks);
+        let (name, run, concurrency) = ($worker.to_owned(), $run, $concurrency);
+        apalis::prelude::Monitor::new().register(move |_| {
+            let run = run.clone();
+            WorkerBuilder::new(name.clone())
+                .backend(backend.clone())
+                .concurrency(concurrency)
+                .build(move |job: Job| run(job))
+        })
+    }};
+}
+
+// The only place the features choose: a tier this build lacks is the stub in
+// `absent.rs`, which refuses its URLs (as `std` stubs a platform it lacks).
+#[cfg(feature = "redis")]
+mod redis;
+#[cfg(not(feature = "redis"))]
+#[path = "absent.rs"]
+mod redis;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+#[cfg(not(feature = "sqlite"))]
+#[path = "absent.rs"]
+mod sqlite;
+mod ticks;
+
+pub(crate) use ticks::Ticks;
+
+/// The engine settings of a `RemoteConfig`, checked, as durations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Engine {
+    pub(crate) poll: Duration,
+    pub(crate) heartbeat: Duration,
+    pub(crate) missed_heartbeats: u32,
+    pub(crate) retention: Duration,
+}
+
+impl Engine {
+    /// How long a silent worker (or fleet member) is taken for alive.
+    pub(crate) fn dead_after(&self) -> Duration {
+        self.heartbeat * self.missed_heartbeats
+    }
+
+    /// How old a finished job must be to go: the retention, and never before a
+    /// dead worker's jobs could have come back (they need their data).
+    pub(crate) fn keep_finished(&self) -> Duration {
+        self.retention.max(self.dead_after() * 2)
+    }
+}
+
+/// How many finished jobs one vacuum round removes at most.
+pub(crate) const VACUUM_BATCH: u64 = 1_000;
+
+/// A lost connection is tried again after this, then twice as long each time, up
+/// to `RECONNECT_LAST`.
+pub(crate) const RECONNECT_FIRST: Duration = Duration::from_millis(50);
+pub(crate) const RECONNECT_LAST: Duration = Duration::from_secs(1);
+
+/// Where jobs go, parsed from a URL: `redis://host:port[/db]` or
+/// `sqlite://path/to/jobs.db`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum TierUrl {
+    Redis(String),
+    Sqlite(String),
+}
+
+impl TierUrl {
+    pub(crate) fn parse(url: &str) -> Result<Self, String> {
+        if url.starts_with("rediss://") {
+            return Err(format!(
+                "`{url}`: TLS to Redis is not built in; use `redis://` (a local server or a tunnel)"
+            ));
+        }
+        if url.starts_with("redis://") {
+            if redis::BUILT {
+                return Ok(Self::Redis(url.to_owned()));
+            }
+            return Err(format!(
+                "`{url}` needs the `redis` feature of toolgraft-jobs, which this build lacks"
+            ));
+        }
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            if path.is_empty() {
+                return Err("an sqlite URL needs a file path: `sqlite://path/to/jobs.db`".into());
+            }
+            if sqlite::BUILT {
+                return Ok(Self::Sqlite(url.to_owned()));
+            }
+            return Err(format!(
+                "`{url}` needs the `sqlite` feature of toolgraft-jobs, which this build lacks"
+            ));
+        }
+        Err(format!(
+            "`{url}` is not a job-engine URL; use `redis://host:port` or `sqlite://path/to/jobs.db`"
+        ))
+    }
+}
+
+/// What a tier's operation answers: boxed, so that every tier fits behind one
+/// `dyn Tier`; an error is the engine's message.
+pub(crate) type Answer<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
+
+/// How a worker runs one job, its reply sent; an error fails the job, which the
+/// engine runs again (at least once).
+pub(crate) type RunJob =
+    Arc<dyn Fn(Job) -> Pin<Box<dyn Future<Output = Result<(), BoxDynError>> + Send>> + Send + Sync>;
+
+/// What a job engine does for one queue, connected: the jobs (apalis's), the
+/// replies to callers, the records of submitted jobs and the fleet's state.
+pub(crate) trait Tier: Send + Sync {
+    // ------------------------------------------------------------------ jobs
+
+    /// Enqueues `task`, then wakes the queue's idle workers (a lost wake-up only
+    /// delays the job to their next poll: logged, not returned).
+    fn enqueue(&self, task: Task<Job>) -> Answer<'_, ()>;
+
+    /// A worker named `worker` that takes the queue's jobs when `ticks` fire and
+    /// runs up to `concurrency` of them at once with `run`.
+    fn serve(&self, worker: &str, ticks: Ticks, concurrency: usize, run: RunJob) -> Monitor;
+
+    /// Starts listening for callers' wake-ups: each one notifies `wake` (and so
+    /// does every reconnection, for the jobs enqueued meanwhile). The task runs
+    /// until aborted.
+    fn listen(&self, wake: Arc<Notify>) -> JoinHandle<()>;
+
+    /// Removes finished jobs (and their data) older than the retention, a batch
+    /// at a time; returns how many went.
+    fn vacuum(&self) -> Answer<'_, u64>;
+
+    // --------------------------------------------------------------- replies
+
+    /// The replies waiting on `reply_to`, waiting up to `wait` for the first.
+    fn take_replies<'a>(&'a self, reply_to: &'a str, wait: Duration) -> Answer<'a, Vec<Reply>>;
+
+    /// Stores the reply `body` to `job` on `reply_to` (a caller's channel, or a
+    /// submitted job's record: see [`job_key`](super::job::job_key)); a job run
+    /// twice answers once.
+    fn put_reply<'a>(&'a self, reply_to: &'a str, job: &'a str, body: &'a str) -> Answer<'a, ()>;
+
+    // ------------------------------------------------------- submitted jobs
+
+    /// Records the submitted job `id` (`record`, the caller's JSON about it).
+    fn record<'a>(&'a self, id: &'a str, record: &'a str) -> Answer<'a, ()>;
+
+    /// Marks the record of `id`, whose submit failed, to go after the retention.
+    fn expire_record<'a>(&'a self, id: &'a str) -> Answer<'a, ()>;
+
+    /// What the engine knows of the submitted job `id`; `None` if it has no
+    /// record of it (never submitted on this queue, or past the retention).
+    fn stored<'a>(&'a self, id: &'a str) -> Answer<'a, Option<Stored>>;
+
+    /// Takes the submitted job `id` out of the queue if no worker has taken it
+    /// yet (scheduled or queued): then it never runs.
+    fn cancel<'a>(&'a self, id: &'a str) -> Answer<'a, Cancel>;
+
+    // ----------------------------------------------------------------- fleet
+
+    /// Stores `manifest` as the queue's next binding generation, announces it,
+    /// and returns its number.
+    fn publish<'a>(&'a self, manifest: &'a str) -> Answer<'a, u64>;
+
+    /// The queue's binding generation and its manifest, if one was published.
+    fn current(&self) -> Answer<'_, Option<(u64, String)>>;
+
+    /// Stores `member`, the report of `process`.
+    fn report<'a>(&'a self, process: &'a str, member: &'a str) -> Answer<'a, ()>;
+
+    /// Every member's last report.
+    fn members(&self) -> Answer<'_, Vec<String>>;
+
+    /// Removes `process`'s report.
+    fn leave<'a>(&'a self, process: &'a str) -> Answer<'a, ()>;
+
+    /// Notifies `kick` at each announcement (and at each reconnection), until
+    /// it is gone or the task is aborted; a tier that announces nothing returns
+    /// a finished task (its members look every heartbeat).
+    fn announcements(&self, kick: Weak<Notify>) -> JoinHandle<()>;
+}
+
+/// A connection to a queue's tier, whichever it is: the [`Tier`]'s operations
+/// (through `Deref`), and the few made of several.
+#[derive(Clone)]
+pub(crate) struct Broker(Arc<dyn Tier>);
+
+impl Deref for Broker {
+    type Target = dyn Tier;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
+impl Broker {
+    pub(crate) async fn connect(
+        url: &TierUrl,
+        queue: &str,
+        engine: Engine,
+    ) -> Result<Self, String> {
+        Ok(Self(match url {
+            TierUrl::Redis(url) => redis::connect(url, queue, engine).await?,
+            TierUrl::Sqlite(url) => sqlite::connect(url, queue, engine).await?,
+        }))
+    }
+
+    pub(crate) async fn push(&self, job: Job) -> Result<(), String> {
+        self.0.enqueue(task(job, None)).await
+    }
+
+    /// Records a submitted job (`record`, the caller's JSON about it), then
+    /// enqueues it, runnable from `run_at` (seconds; `None`: now). Its reply goes
+    /// to [`job_key`](super::job::job_key), which the worker's
+    /// [`Broker::send_reply`] stores in the record.
+    pub(crate) async fn submit(
+        &self,
+        job: Job,
+        record: &str,
+        run_at: Option<u64>,
+    ) -> Result<(), String> {
+        self.0.record(&job.id, record).await?;
+        let id = job.id.clone();
+        let pushed = self.0.enqueue(task(job, run_at)).await;
+        if pushed.is_err() {
+            self.abandon(&id).await;
+        }
+        pushed
+    }
+
+    /// Marks the record of a job whose submit failed to go after the retention,
+    /// as an ended job's does (were it enqueued after all, its reply keeps it
+    /// again). Best effort: a failure is logged.
+    pub(crate) async fn abandon(&self, id: &str) {
+        if let Err(error) = self.0.expire_record(id).await {
+            tracing::warn!(job = %id, %error, "cannot mark an unsubmitted job's record to expire");
+        }
+    }
+
+    pub(crate) async fn send_reply(&self, reply_to: &str, reply: &Reply) -> Result<(), String> {
+        let body = serde_json::to_string(reply).map_err(|error| error.to_string())?;
+        self.0.put_reply(reply_to, &reply.job, &body).await
+    }
+}
+
+/// `job` as the engine's task, runnable from `run_at` (whole seconds since the
+/// Unix epoch; `None`: now). Both engines keep time in whole seconds.
+fn task(job: Job, run_at: Option<u64>) -> Task<Job> {
+    let mut task = TaskBuilder::new(job.clone()).task_id(TaskId::from_string(job.id.clone()));
+    if let Some(run_at) = run_at {
+        task = task.run_at_timestamp(run_at);
+    }
+    task.build()
+}
+
+/// A submitted job as stored: the caller's record, the worker's reply once there
+/// is one, whether it was cancelled, and where the engine has it otherwise.
+#[derive(Clone, Debug)]
+pub(crate) struct Stored {
+    pub(crate) record: String,
+    pub(crate) reply: Option<Reply>,
+    pub(crate) cancelled: bool,
+    pub(crate) engine: Waiting,
+}
+
+/// Where an unfinished job is in the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Waiting {
+    /// Runnable later.
+    Scheduled,
+    /// Runnable, not taken by a worker yet (or taken back, to run again).
+    Queued,
+    /// Taken by a worker.
+    Running,
+    /// Recorded, but the engine has no job: its submit is still enqueueing it, or
+    /// failed or timed out between the record and the enqueueing.
+    NotEnqueued,
+}
+
+/// What a cancellation did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cancel {
+    /// No record of the job.
+    Unknown,
+    /// Taken out of the queue now, or earlier: it never runs.
+    Cancelled,
+    /// A worker has it, or had it: too late.
+    TooLate,
+}
+
+fn decode_reply(body: &str) -> Option<Reply> {
+    serde_json::from_str(body)
+        .inspect_err(|error| tracing::warn!(%error, "a stored reply is not a toolgraft reply"))
+        .ok()
+}
+
+fn decode_replies(bodies: Vec<String>) -> Vec<Reply> {
+    bodies
+        .into_iter()
+        .filter_map(|body| match serde_json::from_str(&body) {
+            Ok(reply) => Some(reply),
+            Err(error) => {
+                tracing::warn!(%error, "dropped a reply that is not a toolgraft reply");
+                None
+            }
+        })
+        .collect()
+}
+
+#[cfg(all(test, feature = "redis", feature = "sqlite"))]
+mod tests {
+    use super::TierUrl;
+
+    #[test]
+    fn the_url_picks_the_tier() {
+        assert!(matches!(
+            TierUrl::parse("redis://127.0.0.1:6379"),
+            Ok(TierUrl::Redis(_))
+        ));
+        assert!(matches!(
+            TierUrl::parse("sqlite:///tmp/jobs.db"),
+            Ok(TierUrl::Sqlite(_))
+        ));
+        let unknown = TierUrl::parse("amqp://broker").unwrap_err();
+        assert!(
+            unknown.contains("use `redis://host:port` or `sqlite://"),
+            "{unknown}"
+        );
+        assert!(
+            TierUrl::parse("sqlite://")
+                .unwrap_err()
+                .contains("needs a file path")
+        );
+    }
+}

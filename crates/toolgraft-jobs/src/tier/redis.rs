@@ -1,0 +1,403 @@
+//! The Redis tier (`redis://host:port[/db]`): apalis-redis carries the jobs, a
+//! list per caller its replies, a hash per submitted job its record, and pub/sub
+//! the wake-ups and the fleet's announcements.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use apalis::prelude::{Monitor, Task, TaskSink};
+use apalis_redis::{Config, RedisStorage};
+use futures_util::StreamExt;
+use redis::AsyncCommands;
+use redis::aio::{ConnectionManager, MultiplexedConnection};
+use tokio::sync::{Mutex, Notify};
+use tokio::task::JoinHandle;
+
+use super::super::job::{Job, Reply, is_job_key, job_key};
+use super::super::now_ms;
+use super::{
+    Answer, Cancel, Engine, RECONNECT_FIRST, RECONNECT_LAST, RunJob, Stored, Ticks, Tier,
+    VACUUM_BATCH, Waiting, decode_replies, decode_reply,
+};
+
+mod scripts;
+
+/// Whether this build has the tier.
+pub(super) const BUILT: bool = true;
+
+pub(super) async fn connect(
+    url: &str,
+    queue: &str,
+    engine: Engine,
+) -> Result<Arc<dyn Tier>, String> {
+    let failed = |error: redis::RedisError| format!("cannot connect to `{url}`: {error}");
+    let commands = apalis_redis::connect(url).await.map_err(failed)?;
+    let client = redis::Client::open(url).map_err(failed)?;
+    let storage = RedisStorage::new(commands.clone()).with_config(config(queue, engine));
+    Ok(Arc::new(Redis {
+        storage,
+        wake_channel: format!("toolgraft:wake:{queue}"),
+        finished: format!("toolgraft:finished:{queue}"),
+        fleet: FleetKeys {
+            generation: format!("toolgraft:fleet:{queue}:generation"),
+            state: format!("toolgraft:fleet:{queue}:state"),
+            members: format!("toolgraft:fleet:{queue}:members"),
+            channel: format!("toolgraft:fleet:{queue}"),
+        },
+        queue: queue.to_owned(),
+        engine,
+        commands,
+        client,
+        blocking: Arc::default(),
+    }))
+}
+
+struct Redis {
+    storage: RedisStorage<Job>,
+    /// The pub/sub channel that wakes the queue's idle workers.
+    wake_channel: String,
+    /// Jobs answered, by when (ms): what the vacuum removes once old.
+    finished: String,
+    fleet: FleetKeys,
+    queue: String,
+    engine: Engine,
+    commands: ConnectionManager,
+    client: redis::Client,
+    /// `BLPOP` blocks its connection: collecting replies gets one of its own,
+    /// without the client's default 500 ms response timeout. Only the reply
+    /// listener takes it, so the lock is never contended.
+    blocking: Arc<Mutex<Option<MultiplexedConnection>>>,
+}
+
+/// The keys of the queue's fleet: its generation counter, its state (the
+/// generation and its manifest), its members' reports, its announcements.
+struct FleetKeys {
+    generation: String,
+    state: String,
+    members: String,
+    channel: String,
+}
+
+fn config(queue: &str, engine: Engine) -> Config {
+    engine_config!(Config, queue, engine)
+}
+
+fn now_s() -> u64 {
+    now_ms() / 1000
+}
+
+fn text(error: impl std::fmt::Display) -> String {
+    error.to_string()
+}
+
+impl Redis {
+    /// Wakes the queue's idle workers. A lost wake-up only delays the job to
+    /// the workers' next poll, so a failure is logged, not returned.
+    async fn wake_workers(&self) {
+        let mut commands = self.commands.clone();
+        if let Err(error) = commands.publish::<_, _, ()>(&self.wake_channel, "").await {
+            tracing::warn!(%error, "could not wake the workers; they find the job at their next poll");
+        }
+    }
+}
+
+impl Tier for Redis {
+    fn enqueue(&self, task: Task<Job>) -> Answer<'_, ()> {
+        Box::pin(async move {
+            self.storage.clone().push_task(task).await.map_err(text)?;
+            self.wake_workers().await;
+            Ok(())
+        })
+    }
+
+    fn serve(&self, worker: &str, ticks: Ticks, concurrency: usize, run: RunJob) -> Monitor {
+        serve!(self.storage.clone(), worker, ticks, concurrency, run)
+    }
+
+    fn listen(&self, wake: Arc<Notify>) -> JoinHandle<()> {
+        let client = self.client.clone();
+        let channel = self.wake_channel.clone();
+        tokio::spawn(async move {
+            let mut backoff = RECONNECT_FIRST;
+            loop {
+                match client.get_async_pubsub().await {
+                    Ok(mut pubsub) => match pubsub.subscribe(&channel).await {
+                        Ok(()) => {
+                            backoff = RECONNECT_FIRST;
+                            // Jobs may have come while nobody listened.
+                            wake.notify_one();
+                            let mut messages = pubsub.on_message();
+                            while messages.next().await.is_some() {
+                                wake.notify_one();
+                            }
+                            tracing::warn!("the wake-up channel closed; listening again");
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, "cannot subscribe to wake-ups; retrying")
+                        }
+                    },
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot connect for wake-ups; retrying")
+                    }
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(RECONNECT_LAST);
+            }
+        })
+    }
+
+    fn vacuum(&self) -> Answer<'_, u64> {
+        Box::pin(async move {
+            let now = now_ms();
+            let cutoff = now.saturating_sub(self.engine.keep_finished().as_millis() as u64);
+            redis::Script::new(scripts::VACUUM)
+                .key(&self.finished)
+                .key(format!("{}:data", self.queue))
+                .key(format!("{}:done", self.queue))
+                .key(format!("{}:dead", self.queue))
+                .arg(cutoff)
+                .arg(format!("{}:meta:", self.queue))
+                .arg(VACUUM_BATCH)
+                .invoke_async(&mut self.commands.clone())
+                .await
+                .map_err(text)
+        })
+    }
+
+    fn take_replies<'a>(&'a self, reply_to: &'a str, wait: Duration) -> Answer<'a, Vec<Reply>> {
+        Box::pin(async move {
+            let mut slot = self.blocking.lock().await;
+            let connection = match &mut *slot {
+                Some(connection) => connection,
+                None => {
+                    // Longer than the longest BLPOP, so a connection that died
+                    // silently fails instead of hanging the router.
+                    let config = redis::AsyncConnectionConfig::new()
+                        .set_response_timeout(Some(wait + Duration::from_secs(5)));
+                    let connection = self
+                        .client
+                        .get_multiplexed_async_connection_with_config(&config)
+                        .await
+                        .map_err(text)?;
+                    slot.insert(connection)
+                }
+            };
+            let first: Option<(String, String)> =
+                match connection.blpop(reply_to, wait.as_secs_f64()).await {
+                    Ok(first) => first,
+                    Err(error) => {
+                        // A multiplexed connection does not come back: open a new one
+                        // next time.
+                        *slot = None;
+                        return Err(error.to_string());
+                    }
+                };
+            let Some((_, first)) = first else {
+                return Ok(Vec::new());
+            };
+            let mut bodies = vec![first];
+            match connection
+                .lpop::<_, Option<Vec<String>>>(reply_to, std::num::NonZeroUsize::new(256))
+                .await
+            {
+                Ok(more) => bodies.extend(more.unwrap_or_default()),
+                // The popped reply is kept; the rest wait for the next round.
+                Err(_) => *slot = None,
+            }
+            Ok(decode_replies(bodies))
+        })
+    }
+
+    fn put_reply<'a>(&'a self, reply_to: &'a str, job: &'a str, body: &'a str) -> Answer<'a, ()> {
+        Box::pin(async move {
+            let mut commands = self.commands.clone();
+            let now = now_ms();
+            let retention = i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX);
+            if is_job_key(reply_to) {
+                // A submitted job: the first reply stays in its record, which is
+                // kept for the retention from now.
+                return redis::pipe()
+                    .atomic()
+                    .zadd(&self.finished, job, now)
+                    .ignore()
+                    .hset_nx(reply_to, "result", body)
+                    .ignore()
+                    .expire(reply_to, retention)
+                    .ignore()
+                    .query_async::<()>(&mut commands)
+                    .await
+                    .map_err(text);
+            }
+            redis::pipe()
+                .atomic()
+                .zadd(&self.finished, job, now)
+                .ignore()
+                .rpush(reply_to, body)
+                .ignore()
+                .expire(reply_to, retention)
+                .ignore()
+                .query_async::<()>(&mut commands)
+                .await
+                .map_err(text)
+        })
+    }
+
+    fn record<'a>(&'a self, id: &'a str, record: &'a str) -> Answer<'a, ()> {
+        Box::pin(async move {
+            let mut commands = self.commands.clone();
+            commands
+                .hset::<_, _, _, ()>(job_key(&self.queue, id), "record", record)
+                .await
+                .map_err(text)
+        })
+    }
+
+    fn expire_record<'a>(&'a self, id: &'a str) -> Answer<'a, ()> {
+        Box::pin(async move {
+            let retention = i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX);
+            let mut commands = self.commands.clone();
+            commands
+                .expire::<_, ()>(job_key(&self.queue, id), retention)
+                .await
+                .map_err(text)
+        })
+    }
+
+    fn stored<'a>(&'a self, id: &'a str) -> Answer<'a, Option<Stored>> {
+        Box::pin(async move {
+            let found: Option<(String, String, String, String)> =
+                redis::Script::new(scripts::STORED)
+                    .key(job_key(&self.queue, id))
+                    .key(format!("{}:scheduled", self.queue))
+                    .key(format!("{}:active", self.queue))
+                    .key(format!("{}:meta:{id}", self.queue))
+                    .arg(id)
+                    .arg(now_s())
+                    .invoke_async(&mut self.commands.clone())
+                    .await
+                    .map_err(text)?;
+            Ok(found.map(|(record, reply, cancelled, engine)| Stored {
+                record,
+                reply: Some(reply)
+                    .filter(|reply| !reply.is_empty())
+                    .and_then(|reply| decode_reply(&reply)),
+                cancelled: !cancelled.is_empty(),
+                engine: match engine.as_str() {
+                    "scheduled" => Waiting::Scheduled,
+                    "running" => Waiting::Running,
+                    "not_enqueued" => Waiting::NotEnqueued,
+                    _ => Waiting::Queued,
+                },
+            }))
+        })
+    }
+
+    fn cancel<'a>(&'a self, id: &'a str) -> Answer<'a, Cancel> {
+        Box::pin(async move {
+            let outcome: String = redis::Script::new(scripts::CANCEL)
+                .key(job_key(&self.queue, id))
+                .key(format!("{}:scheduled", self.queue))
+                .key(format!("{}:active", self.queue))
+                .key(format!("{}:meta:{id}", self.queue))
+                .key(&self.finished)
+                .arg(id)
+                .arg(now_ms())
+                .arg(self.engine.retention.as_secs())
+                .invoke_async(&mut self.commands.clone())
+                .await
+                .map_err(text)?;
+            Ok(match outcome.as_str() {
+                "unknown" => Cancel::Unknown,
+                "cancelled" => Cancel::Cancelled,
+                _ => Cancel::TooLate,
+            })
+        })
+    }
+
+    fn publish<'a>(&'a self, manifest: &'a str) -> Answer<'a, u64> {
+        Box::pin(async move {
+            redis::Script::new(scripts::PUBLISH)
+                .key(&self.fleet.generation)
+                .key(&self.fleet.state)
+                .key(&self.fleet.channel)
+                .arg(manifest)
+                .invoke_async(&mut self.commands.clone())
+                .await
+                .map_err(text)
+        })
+    }
+
+    fn current(&self) -> Answer<'_, Option<(u64, String)>> {
+        Box::pin(async move {
+            let state: Option<String> = self
+                .commands
+                .clone()
+                .get(&self.fleet.state)
+                .await
+                .map_err(text)?;
+            Ok(state.and_then(|state| {
+                let (generation, manifest) = state.split_once('\n')?;
+                Some((generation.parse().ok()?, manifest.to_owned()))
+            }))
+        })
+    }
+
+    fn report<'a>(&'a self, process: &'a str, member: &'a str) -> Answer<'a, ()> {
+        Box::pin(async move {
+            self.commands
+                .clone()
+                .hset::<_, _, _, ()>(&self.fleet.members, process, member)
+                .await
+                .map_err(text)
+        })
+    }
+
+    fn members(&self) -> Answer<'_, Vec<String>> {
+        Box::pin(async move {
+            self.commands
+                .clone()
+                .hvals(&self.fleet.members)
+                .await
+                .map_err(text)
+        })
+    }
+
+    fn leave<'a>(&'a self, process: &'a str) -> Answer<'a, ()> {
+        Box::pin(async move {
+            self.commands
+                .clone()
+                .hdel::<_, _, ()>(&self.fleet.members, process)
+                .await
+                .map_err(text)
+        })
+    }
+
+    fn announcements(&self, kick: Weak<Notify>) -> JoinHandle<()> {
+        let client = self.client.clone();
+        let channel = self.fleet.channel.clone();
+        tokio::spawn(async move {
+            let mut backoff = RECONNECT_FIRST;
+            loop {
+                if let Ok(mut pubsub) = client.get_async_pubsub().await
+                    && pubsub.subscribe(&channel).await.is_ok()
+                {
+                    backoff = RECONNECT_FIRST;
+                    let mut messages = pubsub.on_message();
+                    // Announcements may have come while nobody listened.
+                    let mut next = Some(());
+                    while next.is_some() {
+                        let Some(kick) = kick.upgrade() else { return };
+                        kick.notify_one();
+                        drop(kick);
+                        next = messages.next().await.map(drop);
+                    }
+                }
+                if kick.strong_count() == 0 {
+                    return;
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(RECONNECT_LAST);
+            }
+        })
+    }
+}

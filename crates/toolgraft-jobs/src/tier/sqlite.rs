@@ -1,0 +1,426 @@
+//! The SQLite tier (`sqlite://path/to/jobs.db`): a file the processes of one
+//! machine share, no server. apalis-sqlite carries the jobs in it; a side file
+//! beside it holds the replies, the submitted jobs' records and the fleet's
+//! state; doorbells (Unix datagram sockets) wake workers and callers.
+
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use apalis::prelude::{Monitor, Task, TaskSink};
+use apalis_sqlite::{Config, SqliteStorage};
+use sqlx::SqlitePool;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use super::super::job::{Job, Reply, is_job_key};
+use super::super::now_ms;
+use super::{
+    Answer, Cancel, Engine, RunJob, Stored, Ticks, Tier, VACUUM_BATCH, Waiting, decode_replies,
+    decode_reply,
+};
+use doorbell::Doorbells;
+use file::{open, prepare, replies_url};
+
+mod doorbell;
+mod file;
+
+/// Whether this build has the tier.
+pub(super) const BUILT: bool = true;
+
+/// How often a waiting caller looks for replies when no doorbell rings (a
+/// file has no blocking read).
+const REPLY_POLL: Duration = Duration::from_millis(50);
+
+pub(super) async fn connect(
+    url: &str,
+    queue: &str,
+    engine: Engine,
+) -> Result<Arc<dyn Tier>, String> {
+    Ok(Arc::new(Sqlite::connect(url, queue, engine).await?))
+}
+
+struct Sqlite {
+    storage: SqliteStorage<Job>,
+    /// Where the processes sharing the file wake each other (see [`Doorbells`]).
+    doorbells: Arc<Doorbells>,
+    engine: Engine,
+    jobs: SqlitePool,
+    queue: String,
+    /// Replies live in a file of their own (`<jobs file>.replies`): SQLite locks
+    /// a whole file, and apalis holds the jobs file's write lock at times (while
+    /// a worker stops, for one), which must not hold up a reply. The fleet's
+    /// state lives there too.
+    replies: SqlitePool,
+}
+
+fn config(queue: &str, engine: Engine) -> Config {
+    engine_config!(Config, queue, engine)
+}
+
+fn text(error: impl std::fmt::Display) -> String {
+    error.to_string()
+}
+
+impl Sqlite {
+    async fn connect(url: &str, queue: &str, engine: Engine) -> Result<Self, String> {
+        prepare(url).await?;
+        let pool = open(url).await?;
+        let replies = open(&replies_url(url)).await?;
+        let storage = SqliteStorage::new(&pool).with_config(config(queue, engine));
+        Ok(Self {
+            storage,
+            doorbells: Arc::new(Doorbells::beside(url, queue)),
+            engine,
+            jobs: pool.clone(),
+            queue: queue.to_owned(),
+            replies,
+        })
+    }
+}
+
+impl Tier for Sqlite {
+    fn enqueue(&self, task: Task<Job>) -> Answer<'_, ()> {
+        Box::pin(async move {
+            self.storage.clone().push_task(task).await.map_err(text)?;
+            self.doorbells.ring_workers().await;
+            Ok(())
+        })
+    }
+
+    fn serve(&self, worker: &str, ticks: Ticks, concurrency: usize, run: RunJob) -> Monitor {
+        serve!(self.storage.clone(), worker, ticks, concurrency, run)
+    }
+
+    fn listen(&self, wake: Arc<Notify>) -> JoinHandle<()> {
+        let doorbells = self.doorbells.clone();
+        tokio::spawn(async move { doorbells.listen_as_worker(wake).await })
+    }
+
+    fn vacuum(&self) -> Answer<'_, u64> {
+        Box::pin(async move {
+            let keep = i64::try_from(self.engine.keep_finished().as_secs()).unwrap_or(i64::MAX);
+            let removed = sqlx::query(
+                "DELETE FROM Jobs WHERE rowid IN (
+                     SELECT rowid FROM Jobs WHERE job_type = ?1 AND status IN ('Done', 'Killed')
+                     AND done_at IS NOT NULL AND done_at < unixepoch() - ?2 LIMIT ?3)",
+            )
+            .bind(&self.queue)
+            .bind(keep)
+            .bind(VACUUM_BATCH as i64)
+            .execute(&self.jobs)
+            .await
+            .map(|done| done.rows_affected())
+            .map_err(text)?;
+            // Submitted jobs' records, past the retention since they ended.
+            sqlx::query(
+                "DELETE FROM toolgraft_jobs WHERE queue = ?1 AND ended IS NOT NULL
+                 AND ended < unixepoch() - ?2",
+            )
+            .bind(&self.queue)
+            .bind(i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX))
+            .execute(&self.replies)
+            .await
+            .map_err(text)?;
+            Ok(removed)
+        })
+    }
+
+    fn take_replies<'a>(&'a self, reply_to: &'a str, wait: Duration) -> Answer<'a, Vec<Reply>> {
+        Box::pin(async move {
+            let deadline = Instant::now() + wait;
+            loop {
+                // Read first: polling must not take the write lock the workers'
+                // replies need; only rows found are deleted.
+                let rows: Vec<(String, String)> =
+                    sqlx::query_as("SELECT job, body FROM toolgraft_replies WHERE reply_to = ?1")
+                        .bind(reply_to)
+                        .fetch_all(&self.replies)
+                        .await
+                        .map_err(text)?;
+                if !rows.is_empty() {
+                    let mut delete = sqlx::QueryBuilder::new(
+                        "DELETE FROM toolgraft_replies WHERE (created < unixepoch() - ",
+                    );
+                    delete
+                        .push_bind(
+                            i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX),
+                        )
+                        .push(") OR (reply_to = ")
+                        .push_bind(reply_to)
+                        .push(" AND job IN (");
+                    let mut jobs = delete.separated(", ");
+                    for (job, _) in &rows {
+                        jobs.push_bind(job);
+                    }
+                    delete.push("))");
+                    delete.build().execute(&self.replies).await.map_err(text)?;
+                    let bodies = rows.into_iter().map(|(_, body)| body).collect();
+                    return Ok(decode_replies(bodies));
+                }
+                let now = Instant::now();
+                if now >= deadline {
+                    return Ok(Vec::new());
+                }
+                // The worker rings after writing the reply; the poll stays as a
+                // safety net (a doorbell that could not be made or rung).
+                self.doorbells
+                    .wait_for_reply(reply_to, REPLY_POLL.min(deadline - now))
+                    .await;
+            }
+        })
+    }
+
+    fn put_reply<'a>(&'a self, reply_to: &'a str, job: &'a str, body: &'a str) -> Answer<'a, ()> {
+        Box::pin(async move {
+            if is_job_key(reply_to) {
+                // A submitted job: the first reply stays in its record.
+                return sqlx::query(
+                    "UPDATE toolgraft_jobs SET result = ?3, ended = unixepoch()
+                     WHERE queue = ?1 AND job = ?2 AND result IS NULL",
+                )
+                .bind(&self.queue)
+                .bind(job)
+                .bind(body)
+                .execute(&self.replies)
+                .await
+                .map(drop)
+                .map_err(text);
+            }
+            // A job run twice (at least once) answers once: the first reply stays.
+            sqlx::query(
+                "INSERT OR IGNORE INTO toolgraft_replies (reply_to, job, body) VALUES (?1, ?2, ?3)",
+            )
+            .bind(reply_to)
+            .bind(job)
+            .bind(body)
+            .execute(&self.replies)
+            .await
+            .map_err(text)?;
+            self.doorbells.ring_reply(reply_to).await;
+            Ok(())
+        })
+    }
+
+    fn record<'a>(&'a self, id: &'a str, record: &'a str) -> Answer<'a, ()> {
+        Box::pin(async move {
+            sqlx::query("INSERT INTO toolgraft_jobs (queue, job, record) VALUES (?1, ?2, ?3)")
+                .bind(&self.queue)
+                .bind(id)
+                .bind(record)
+                .execute(&self.replies)
+                .await
+                .map(drop)
+                .map_err(text)
+        })
+    }
+
+    fn expire_record<'a>(&'a self, id: &'a str) -> Answer<'a, ()> {
+        Box::pin(async move {
+            sqlx::query(
+                "UPDATE toolgraft_jobs SET ended = unixepoch()
+                 WHERE queue = ?1 AND job = ?2 AND ended IS NULL",
+            )
+            .bind(&self.queue)
+            .bind(id)
+            .execute(&self.replies)
+            .await
+            .map(drop)
+            .map_err(text)
+        })
+    }
+
+    fn stored<'a>(&'a self, id: &'a str) -> Answer<'a, Option<Stored>> {
+        Box::pin(async move {
+            let retention = i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX);
+            let row: Option<(String, Option<String>, Option<i64>)> = sqlx::query_as(
+                "SELECT record, result, cancelled FROM toolgraft_jobs WHERE queue = ?1 AND job = ?2
+                 AND (ended IS NULL OR ended >= unixepoch() - ?3)",
+            )
+            .bind(&self.queue)
+            .bind(id)
+            .bind(retention)
+            .fetch_optional(&self.replies)
+            .await
+            .map_err(text)?;
+            let Some((record, result, cancelled)) = row else {
+                return Ok(None);
+            };
+            let mut engine = Waiting::Queued;
+            let mut cancelled = cancelled.is_some();
+            if result.is_none() && !cancelled {
+                let job: Option<(String, Option<i64>)> = sqlx::query_as(
+                    "SELECT status, run_at FROM Jobs WHERE id = ?1 AND job_type = ?2",
+                )
+                .bind(id)
+                .bind(&self.queue)
+                .fetch_optional(&self.jobs)
+                .await
+                .map_err(text)?;
+                let now = i64::try_from(now_ms() / 1000).unwrap_or(i64::MAX);
+                engine = match job {
+                    Some((status, run_at)) if status == "Pending" => {
+                        if run_at.is_some_and(|run_at| run_at > now) {
+                            Waiting::Scheduled
+                        } else {
+                            Waiting::Queued
+                        }
+                    }
+                    // To run again: its reply could not be sent.
+                    Some((status, _)) if status == "Failed" => Waiting::Queued,
+                    // A cancel took it; its record is being marked.
+                    Some((status, _)) if status == "Killed" => {
+                        cancelled = true;
+                        Waiting::Queued
+                    }
+                    Some(_) => Waiting::Running,
+                    None => Waiting::NotEnqueued,
+                };
+            }
+            Ok(Some(Stored {
+                record,
+                reply: result.as_deref().and_then(decode_reply),
+                cancelled,
+                engine,
+            }))
+        })
+    }
+
+    fn cancel<'a>(&'a self, id: &'a str) -> Answer<'a, Cancel> {
+        Box::pin(async move {
+            let row: Option<(Option<String>, Option<i64>)> = sqlx::query_as(
+                "SELECT result, cancelled FROM toolgraft_jobs WHERE queue = ?1 AND job = ?2",
+            )
+            .bind(&self.queue)
+            .bind(id)
+            .fetch_optional(&self.replies)
+            .await
+            .map_err(text)?;
+            match row {
+                None => return Ok(Cancel::Unknown),
+                Some((_, Some(_))) => return Ok(Cancel::Cancelled),
+                Some((Some(_), None)) => return Ok(Cancel::TooLate),
+                Some((None, None)) => {}
+            }
+            // One statement: a worker's fetch takes `Pending` rows with no lock,
+            // so the job either runs or is cancelled, never both.
+            let taken = sqlx::query(
+                "UPDATE Jobs SET status = 'Killed', done_at = strftime('%s', 'now')
+                 WHERE id = ?1 AND job_type = ?2 AND status = 'Pending' AND lock_by IS NULL",
+            )
+            .bind(id)
+            .bind(&self.queue)
+            .execute(&self.jobs)
+            .await
+            .map_err(text)?
+            .rows_affected();
+            if taken == 0 {
+                // Another cancel may have taken it first: then it is cancelled
+                // for this one too (the record is marked below, by both).
+                let status: Option<(String,)> =
+                    sqlx::query_as("SELECT status FROM Jobs WHERE id = ?1 AND job_type = ?2")
+                        .bind(id)
+                        .bind(&self.queue)
+                        .fetch_optional(&self.jobs)
+                        .await
+                        .map_err(text)?;
+                if status.is_none_or(|(status,)| status != "Killed") {
+                    return Ok(Cancel::TooLate);
+                }
+            }
+            let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
+            sqlx::query(
+                "UPDATE toolgraft_jobs SET cancelled = COALESCE(cancelled, ?3),
+                 ended = COALESCE(ended, unixepoch())
+                 WHERE queue = ?1 AND job = ?2",
+            )
+            .bind(&self.queue)
+            .bind(id)
+            .bind(now)
+            .execute(&self.replies)
+            .await
+            .map_err(text)?;
+            Ok(Cancel::Cancelled)
+        })
+    }
+
+    fn publish<'a>(&'a self, manifest: &'a str) -> Answer<'a, u64> {
+        Box::pin(async move {
+            let (generation,): (i64,) = sqlx::query_as(
+                "INSERT INTO toolgraft_fleet (queue, generation, manifest) VALUES (?1, 1, ?2)
+                 ON CONFLICT (queue) DO UPDATE SET generation = generation + 1, manifest = excluded.manifest
+                 RETURNING generation",
+            )
+            .bind(&self.queue)
+            .bind(manifest)
+            .fetch_one(&self.replies)
+            .await
+            .map_err(text)?;
+            Ok(u64::try_from(generation).unwrap_or(0))
+        })
+    }
+
+    fn current(&self) -> Answer<'_, Option<(u64, String)>> {
+        Box::pin(async move {
+            let row: Option<(i64, String)> =
+                sqlx::query_as("SELECT generation, manifest FROM toolgraft_fleet WHERE queue = ?1")
+                    .bind(&self.queue)
+                    .fetch_optional(&self.replies)
+                    .await
+                    .map_err(text)?;
+            Ok(
+                row.map(|(generation, manifest)| {
+                    (u64::try_from(generation).unwrap_or(0), manifest)
+                }),
+            )
+        })
+    }
+
+    fn report<'a>(&'a self, process: &'a str, member: &'a str) -> Answer<'a, ()> {
+        Box::pin(async move {
+            sqlx::query(
+                "INSERT OR REPLACE INTO toolgraft_fleet_members (queue, process, member) VALUES (?1, ?2, ?3)",
+            )
+            .bind(&self.queue)
+            .bind(process)
+            .bind(member)
+            .execute(&self.replies)
+            .await
+            .map(drop)
+            .map_err(text)
+        })
+    }
+
+    fn members(&self) -> Answer<'_, Vec<String>> {
+        Box::pin(async move {
+            let rows: Vec<(String,)> =
+                sqlx::query_as("SELECT member FROM toolgraft_fleet_members WHERE queue = ?1")
+                    .bind(&self.queue)
+                    .fetch_all(&self.replies)
+                    .await
+                    .map_err(text)?;
+            Ok(rows.into_iter().map(|(member,)| member).collect())
+        })
+    }
+
+    fn leave<'a>(&'a self, process: &'a str) -> Answer<'a, ()> {
+        Box::pin(async move {
+            sqlx::query("DELETE FROM toolgraft_fleet_members WHERE queue = ?1 AND process = ?2")
+                .bind(&self.queue)
+                .bind(process)
+                .execute(&self.replies)
+                .await
+                .map(drop)
+                .map_err(text)
+        })
+    }
+
+    /// A file announces nothing: the fleet's members look every heartbeat, and
+    /// a job from a newer generation kicks its worker's.
+    fn announcements(&self, kick: Weak<Notify>) -> JoinHandle<()> {
+        drop(kick);
+        tokio::spawn(async {})
+    }
+}
+
+#[cfg(test)]
+mod tests;
