@@ -30,7 +30,6 @@ pub struct OutputSchemaConfig {
 /// when binding.
 ///
 /// ```
-/// use frunk::hlist;
 /// use serde_json::json;
 /// use toolgraft::{Tool, ToolError, Toolset};
 /// use toolgraft::tool::BaseTool;
@@ -45,7 +44,7 @@ pub struct OutputSchemaConfig {
 /// let schema = json!({"type": "object", "properties": {"name": {"type": "string", "minLength": 3}},
 ///                     "required": ["name"]});
 /// let toolset = Toolset::new();
-/// toolset.bind(&get_user, hlist![get_user.combo().with(OutputSchema::new(schema)?)])?;
+/// toolset.bind((get_user.combo().with(OutputSchema::new(schema)?),))?;
 /// assert_eq!(toolset.call("get_user_output_schema", json!({"user_id": 1})).await?, json!({"name": "Alice"}));
 /// let err = toolset.call("get_user_output_schema", json!({"user_id": 2})).await.unwrap_err();
 /// assert!(matches!(err, ToolError::OutputMismatch { ref path, ref value, .. } if path == "/name" && **value == "Al"));

@@ -31,7 +31,6 @@ use crate::stack::Stack;
 /// last clone, including those inside bound branches, is dropped.
 ///
 /// ```
-/// use frunk::hlist;
 /// use serde_json::json;
 /// use toolgraft::{Tool, Toolset};
 /// use toolgraft::tool::BaseTool;
@@ -43,7 +42,7 @@ use crate::stack::Stack;
 ///     .build()?;
 /// let pool = Pool::new(2)?;
 /// let toolset = Toolset::new();
-/// toolset.bind(&ping, hlist![ping.combo().with(pool.clone())])?;
+/// toolset.bind((ping.combo().with(pool.clone()),))?;
 /// assert_eq!(toolset.call("ping_pool", json!({})).await?, json!("toolgraft-pool"));
 /// assert_eq!(pool.jobs_started(), 1);
 /// # Ok(()) }

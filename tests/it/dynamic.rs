@@ -9,6 +9,7 @@ use toolgraft::combo::StartCombo;
 use toolgraft::error::ChainErrorKind;
 use toolgraft::ext::{Batch, Cache, Chain, OutputSchema, Pool, Proxy, Trace, proxy};
 use toolgraft::kind::ExtensionKind;
+use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::{ComboSpec, ElementSpec, Manifest};
 use toolgraft::runtime::{DynBranch, DynExtension, DynStack, RegistryError};
 use toolgraft::toolset::BaseTools;
@@ -28,17 +29,17 @@ fn registry() -> Registry {
         .unwrap()
         .register(Trace)
         .unwrap()
-        .register_configurable(Cache::default())
+        .register(Configured::new(Cache::default()))
         .unwrap()
-        .register_configurable(Batch::default())
+        .register(Configured::new(Batch::default()))
         .unwrap()
-        .register_configurable(Proxy::allow(["egress-a", "egress-b"]))
+        .register(Configured::new(Proxy::allow(["egress-a", "egress-b"])))
         .unwrap()
         .register(Pool::new(1).unwrap())
         .unwrap()
         .register(Pool::new(1).unwrap().named("other_backend"))
         .unwrap()
-        .register_from_config::<OutputSchema>("output_schema")
+        .register(Configured::<OutputSchema>::named("output_schema"))
         .unwrap();
     registry
 }
@@ -76,7 +77,9 @@ fn the_catalogue_lists_names_and_lowercase_kinds_sorted() {
     // Scenario 2.
     let mut registry = Registry::new();
     registry.register(Trace).unwrap();
-    registry.register_configurable(Batch::default()).unwrap();
+    registry
+        .register(Configured::new(Batch::default()))
+        .unwrap();
     registry.register(Pool::new(1).unwrap()).unwrap();
     assert_eq!(
         serde_json::to_value(registry.catalogue()).unwrap(),
@@ -92,9 +95,11 @@ fn the_catalogue_lists_names_and_lowercase_kinds_sorted() {
 async fn registering_a_name_twice_is_refused_and_the_first_stays_usable() {
     // Scenario 3.
     let mut registry = Registry::new();
-    registry.register_configurable(Cache::default()).unwrap();
+    registry
+        .register(Configured::new(Cache::default()))
+        .unwrap();
     let err = registry
-        .register_configurable(Cache::with_capacity(2))
+        .register(Configured::new(Cache::with_capacity(2)))
         .unwrap_err();
     assert!(matches!(err, RegistryError::AlreadyRegistered { ref name } if name == "cache"));
     assert!(err.to_string().contains("already registered"));
@@ -144,7 +149,7 @@ fn a_run_time_branch_named_like_its_base_is_refused() {
     // Scenario 8.
     let mut registry = Registry::new();
     registry
-        .register_dynamic(
+        .register(
             DynExtension::builder()
                 .name("renamer")
                 .kind(ExtensionKind::Wrapper)
@@ -286,7 +291,7 @@ fn run_time_wrappers_must_present_their_layer_input_schema() {
     // Scenarios 17, 18, 19.
     let mut registry = Registry::new();
     registry
-        .register_dynamic(wrapper_presenting(
+        .register(wrapper_presenting(
             "renaming",
             json!({"type": "object", "properties": {"txt": {"type": "string"}}, "required": ["txt"]}),
             None,
@@ -301,7 +306,7 @@ fn run_time_wrappers_must_present_their_layer_input_schema() {
     let mut registry = Registry::new();
     let text = json!({"type": "object", "properties": {"text": {"type": "string"}}});
     registry
-        .register_dynamic(wrapper_presenting("shadow", text.clone(), Some(text)))
+        .register(wrapper_presenting("shadow", text.clone(), Some(text)))
         .unwrap();
     let err = refused(&registry, json!(["shadow"]));
     assert!(
@@ -316,7 +321,7 @@ fn run_time_wrappers_must_present_their_layer_input_schema() {
     let presented = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "Ping",
                            "type": "object", "properties": {"exp": {"type": "number"}}, "required": []});
     registry
-        .register_dynamic(wrapper_presenting("expiring", presented, Some(exp)))
+        .register(wrapper_presenting("expiring", presented, Some(exp)))
         .unwrap();
     let toolset = Toolset::new();
     let outcome = toolset.bind_manifest(
@@ -351,21 +356,21 @@ async fn run_time_transformers_present_concrete_schemas_backends_anything() {
     // Scenarios 20 and 21.
     let mut registry = Registry::new();
     registry
-        .register_dynamic(presenting(
+        .register(presenting(
             "anything",
             ExtensionKind::Transformer,
             json!(true),
         ))
         .unwrap();
     registry
-        .register_dynamic(presenting(
+        .register(presenting(
             "nothing",
             ExtensionKind::Transformer,
             json!({"type": "object", "properties": {}}),
         ))
         .unwrap();
     registry
-        .register_dynamic(presenting(
+        .register(presenting(
             "remote",
             ExtensionKind::Backend,
             json!({"type": "object", "properties": {"other": {"type": "integer"}}}),
@@ -664,17 +669,27 @@ async fn live_changes_are_atomic_and_target_base_tools_only() {
         names.iter().map(|name| ElementSpec::named(*name)).collect()
     };
 
-    toolset.attach(&registry, "shout", &combo(&["b"])).unwrap();
+    toolset
+        .edit()
+        .attach(&registry, "shout", &combo(&["b"]))
+        .commit()
+        .unwrap();
     assert_eq!(toolset.names(), ["shout", "shout_a", "shout_b"]);
     let err = toolset
+        .edit()
         .attach(&registry, "shout", &combo(&["a"]))
+        .commit()
         .unwrap_err();
     assert!(
         matches!(err, BindError::AlreadyAttached { .. })
             && err.to_string().contains("already attached"),
         "{err}"
     );
-    let err = toolset.detach("shout", &combo(&["c"])).unwrap_err();
+    let err = toolset
+        .edit()
+        .detach("shout", &combo(&["c"]))
+        .commit()
+        .unwrap_err();
     assert!(
         matches!(err, BindError::NotAttached { .. }) && err.to_string().contains("not attached"),
         "{err}"
@@ -682,7 +697,9 @@ async fn live_changes_are_atomic_and_target_base_tools_only() {
     assert!(err.to_string().contains("its combos are [a], [b]"), "{err}");
 
     let err = toolset
+        .edit()
         .replace(&registry, "shout", &[combo(&["pool", "pool"])])
+        .commit()
         .unwrap_err();
     assert!(matches!(err, BindError::MultipleOfKind { .. }), "{err:?}");
     assert_eq!(toolset.names(), ["shout", "shout_a", "shout_b"]);
@@ -691,9 +708,15 @@ async fn live_changes_are_atomic_and_target_base_tools_only() {
     }
 
     for change in [
-        toolset.attach(&registry, "shout_a", &combo(&["b"])),
-        toolset.detach("shout_a", &combo(&["b"])),
-        toolset.replace(&registry, "shout_a", &[combo(&["b"])]),
+        toolset
+            .edit()
+            .attach(&registry, "shout_a", &combo(&["b"]))
+            .commit(),
+        toolset.edit().detach("shout_a", &combo(&["b"])).commit(),
+        toolset
+            .edit()
+            .replace(&registry, "shout_a", &[combo(&["b"])])
+            .commit(),
     ] {
         let err = change.unwrap_err();
         assert!(
@@ -702,14 +725,23 @@ async fn live_changes_are_atomic_and_target_base_tools_only() {
         );
     }
     assert!(matches!(
-        toolset.attach(&registry, "ghost", &combo(&["a"])),
+        toolset
+            .edit()
+            .attach(&registry, "ghost", &combo(&["a"]))
+            .commit(),
         Err(BindError::UnknownTool { .. })
     ));
 
-    toolset.detach("shout", &combo(&["a"])).unwrap();
+    toolset
+        .edit()
+        .detach("shout", &combo(&["a"]))
+        .commit()
+        .unwrap();
     assert_eq!(toolset.names(), ["shout", "shout_b"]);
     toolset
+        .edit()
         .replace(&registry, "shout", &[combo(&["trace", "loud_marker"])])
+        .commit()
         .unwrap();
     assert_eq!(
         toolset.names(),
@@ -722,14 +754,18 @@ async fn typed_combos_can_be_changed_live_too() {
     let registry = registry();
     let shout = shout();
     let toolset = Toolset::new();
+    toolset.bind((shout.combo().with(marker("a")),)).unwrap();
     toolset
-        .bind(&shout, frunk::hlist![shout.combo().with(marker("a"))])
-        .unwrap();
-    toolset
+        .edit()
         .attach(&registry, "shout", &[ElementSpec::named("b")])
+        .commit()
         .unwrap();
     assert_eq!(toolset.names(), ["shout", "shout_a", "shout_b"]);
-    toolset.detach("shout", &[ElementSpec::named("a")]).unwrap();
+    toolset
+        .edit()
+        .detach("shout", &[ElementSpec::named("a")])
+        .commit()
+        .unwrap();
     assert_eq!(toolset.names(), ["shout", "shout_b"]);
 }
 
@@ -863,7 +899,7 @@ fn changes_from_many_threads_do_not_lose_updates() {
     let names: Vec<String> = (0..8).map(|i| format!("slow{i}")).collect();
     for name in &names {
         registry
-            .register_dynamic(
+            .register(
                 DynExtension::builder()
                     .name(name.as_str())
                     .kind(ExtensionKind::Wrapper)
@@ -884,7 +920,9 @@ fn changes_from_many_threads_do_not_lose_updates() {
             scope.spawn(move || {
                 barrier.wait();
                 toolset
+                    .edit()
                     .attach(registry, "shout", &[ElementSpec::named(name.clone())])
+                    .commit()
                     .unwrap();
             });
         }
@@ -903,7 +941,7 @@ fn changes_from_many_threads_do_not_lose_updates() {
 async fn a_run_time_extension_really_wraps_the_layer_below() {
     let mut registry = Registry::new();
     registry
-        .register_dynamic(
+        .register(
             DynExtension::builder()
                 .name("suffix")
                 .kind(ExtensionKind::Wrapper)
@@ -971,7 +1009,7 @@ async fn a_run_time_wrappers_reserved_params_stop_at_the_wrapper() {
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let record = seen.clone();
     registry
-        .register_dynamic(
+        .register(
             DynExtension::builder()
                 .name("expiring")
                 .kind(ExtensionKind::Wrapper)
@@ -1015,7 +1053,7 @@ async fn a_run_time_wrappers_reserved_params_stop_at_the_wrapper() {
 fn a_panicking_factory_refuses_the_tool_and_keeps_the_caller_alive() {
     let mut registry = Registry::new();
     registry
-        .register_dynamic(
+        .register(
             DynExtension::builder()
                 .name("broken")
                 .kind(ExtensionKind::Wrapper)
@@ -1034,7 +1072,7 @@ fn run_time_factories_run_only_for_combos_that_pass_cardinality() {
     let counter = calls.clone();
     let mut registry = registry();
     registry
-        .register_dynamic(
+        .register(
             DynExtension::builder()
                 .name("counted")
                 .kind(ExtensionKind::Backend)
@@ -1082,12 +1120,15 @@ fn empty_and_repeated_combos_are_refused_on_every_path() {
     let (toolset, result) = bind_shout(&registry, json!(["trace"]));
     result.unwrap();
     assert!(matches!(
-        toolset.attach(&registry, "shout", &[]),
+        toolset.edit().attach(&registry, "shout", &[]).commit(),
         Err(BindError::EmptyCombo { .. })
     ));
     let repeated = vec![vec![ElementSpec::named("a")], vec![ElementSpec::named("a")]];
     assert!(matches!(
-        toolset.replace(&registry, "shout", &repeated),
+        toolset
+            .edit()
+            .replace(&registry, "shout", &repeated)
+            .commit(),
         Err(BindError::AlreadyAttached { .. })
     ));
     assert_eq!(toolset.names(), ["shout", "shout_trace"]);
@@ -1099,19 +1140,25 @@ fn a_typed_combo_and_the_same_combo_written_in_a_manifest_are_one_combo() {
     let shout = shout();
     let toolset = Toolset::new();
     toolset
-        .bind(&shout, frunk::hlist![shout.combo().with(Batch::default())])
+        .bind((shout.combo().with(Batch::default()),))
         .unwrap();
     // The registry's `batch` is the same extension with the same (default) config.
     assert!(matches!(
-        toolset.attach(&registry, "shout", &[ElementSpec::named("batch")]),
+        toolset
+            .edit()
+            .attach(&registry, "shout", &[ElementSpec::named("batch")])
+            .commit(),
         Err(BindError::AlreadyAttached { .. })
     ));
     toolset
+        .edit()
         .detach("shout", &[ElementSpec::named("batch")])
+        .commit()
         .unwrap();
     assert_eq!(toolset.names(), ["shout"]);
     // A manifest config shows in the branch's chain, as typed config does.
     toolset
+        .edit()
         .attach(
             &registry,
             "shout",
@@ -1120,12 +1167,14 @@ fn a_typed_combo_and_the_same_combo_written_in_a_manifest_are_one_combo() {
                 json!({"allow": ["egress-z"]}),
             )],
         )
+        .commit()
         .unwrap();
     assert_eq!(
         toolset.info("shout_proxy").unwrap().chain[0].config,
         Some(json!({"allow": ["egress-z"]}))
     );
     toolset
+        .edit()
         .detach(
             "shout",
             &[ElementSpec::configured(
@@ -1133,6 +1182,7 @@ fn a_typed_combo_and_the_same_combo_written_in_a_manifest_are_one_combo() {
                 json!({"allow": ["egress-z"]}),
             )],
         )
+        .commit()
         .unwrap();
 }
 
@@ -1150,7 +1200,7 @@ fn dropping_a_replaced_binding_may_call_back_into_the_toolset() {
     let holder = back.clone();
     let weak = toolset.downgrade();
     registry
-        .register_dynamic(
+        .register(
             DynExtension::builder()
                 .name("holder")
                 .kind(ExtensionKind::Wrapper)
@@ -1181,7 +1231,12 @@ fn dropping_a_replaced_binding_may_call_back_into_the_toolset() {
     let (done, finished) = std::sync::mpsc::channel();
     let changer = toolset.clone();
     std::thread::spawn(move || {
-        let _ = done.send(changer.detach("shout", &[ElementSpec::named("holder")]));
+        let _ = done.send(
+            changer
+                .edit()
+                .detach("shout", &[ElementSpec::named("holder")])
+                .commit(),
+        );
     });
     let result = finished
         .recv_timeout(std::time::Duration::from_secs(5))
@@ -1314,11 +1369,11 @@ async fn stacked_run_time_wrappers_see_only_their_own_reserved_params() {
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let mut registry = registry();
         registry
-            .register_dynamic(recording("wa", "ra", seen.clone(), again))
+            .register(recording("wa", "ra", seen.clone(), again))
             .unwrap()
-            .register_dynamic(recording("wb", "rb", seen.clone(), again))
+            .register(recording("wb", "rb", seen.clone(), again))
             .unwrap()
-            .register_dynamic(presenting(
+            .register(presenting(
                 "echo",
                 ExtensionKind::Transformer,
                 json!({"type": "object", "properties": {

@@ -139,10 +139,10 @@ pub(crate) fn generation_for(url: &str, queue: &str) -> u64 {
 /// let remote = Remote::new("redis://127.0.0.1:6379")?.queue("weather")?;
 /// let toolset = Toolset::new(); // ... bound like the workers' ...
 /// let mut registry = Registry::new();
-/// registry.register(Trace)?.register_from_config::<Remote>("remote")?;
+/// registry.register(Trace)?.register(toolgraft::runtime::Configured::<Remote>::named("remote"))?;
 /// let fleet = Fleet::join(&remote, &toolset, registry.clone()).await?;
-/// toolset.attach(&registry, "weather", &[ElementSpec::named("trace"), ElementSpec::configured(
-///     "remote", serde_json::to_value(remote.settings())?)])?;
+/// toolset.edit().attach(&registry, "weather", &[ElementSpec::named("trace"), ElementSpec::configured(
+///     "remote", serde_json::to_value(remote.settings())?)]).commit()?;
 /// let generation = fleet.publish().await?; // (also done on its own, a moment later)
 /// for member in fleet.status().await? {
 ///     println!("{} ({:?}) at generation {} of {generation}", member.process, member.role, member.generation);
