@@ -1,4 +1,4 @@
-// A branch is never the target of a combo: only base tools bind.
+// A branch is never the target of a combo, nor bound again: only combos bind.
 use toolgraft::ext::Trace;
 use toolgraft::prelude::*;
 
@@ -18,5 +18,5 @@ fn main() {
     let (traced,) = toolset
         .bind((shout.combo().with(Trace),))
         .unwrap();
-    let _ = toolset.bind((traced.combo(),));
+    let _ = toolset.bind((traced,));
 }
