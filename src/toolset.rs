@@ -48,7 +48,7 @@ pub use edit::Edit;
 /// let toolset = Toolset::new();
 /// toolset.bind((
 ///     shout.combo().with(Trace).with(Cache::default()),
-///, ))?;
+/// ))?;
 /// assert_eq!(toolset.names(), ["shout", "shout_trace", "shout_trace_cache"]);
 ///
 /// let out = toolset.call("shout_trace_cache", json!({"text": "hi", "exp": 30})).await?;
@@ -541,7 +541,7 @@ impl Toolset {
     /// code) becomes [`ToolError::Panicked`]; the toolset keeps serving.
     ///
     /// ```
-    /// # use frunk::hlist; use serde_json::json;
+    /// # use serde_json::json;
     /// # use toolgraft::{Tool, ToolError, Toolset};
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Cache;

@@ -334,7 +334,8 @@ pub trait Combos: sealed::Sealed {
     message = "`{Self}` is not a combo, so `Toolset::bind` cannot bind it",
     label = "not a combo",
     note = "every element of the tuple `Toolset::bind` takes is a combo: start one with `tool.combo()` and add extensions with `.with(..)`",
-    note = "a tool alone is bound as its combo with no extension: `tool.combo()`; a branch that is bound already cannot be bound again"
+    note = "a base tool alone is bound as its combo with no extension: `tool.combo()`",
+    note = "a branch is bound already, and is never the target of a combo: to extend a branch, add the extension to the combo that minted it (rule `branch-bookkeeping` in `toolgraft::rulebook`)"
 )]
 pub trait TypedCombo: sealed::Sealed {
     /// The combo's outermost branch, once bound.

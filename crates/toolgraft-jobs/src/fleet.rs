@@ -3,7 +3,7 @@
 //! A [`Fleet`] keeps one process's toolset at the queue's **binding generation**:
 //! the toolset's combos as a manifest, numbered, stored in the job engine (Redis,
 //! or the SQLite file), and announced. A caller that joined broadcasts its own
-//! changes (`attach`, `detach`, `replace`, `apply_manifest`: anything the
+//! changes (an edit, `apply_manifest`: anything the
 //! toolset's [`changes`](Toolset::changes) report); every member (callers and
 //! workers) rebinds the same combos by name with its own [`Registry`]: no code
 //! travels ([relocation](toolgraft::rulebook#relocation)). A process started late

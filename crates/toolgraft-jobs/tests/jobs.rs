@@ -1602,7 +1602,7 @@ async fn two_queues_have_job_tools_under_names_of_their_own(env: Env) {
     for tool in weather.job_tools() {
         clash.bind((tool.combo(),)).unwrap();
     }
-    let refused = clash.bind(((other.job_tools()[0]).combo(),)).unwrap_err();
+    let refused = clash.bind((other.job_tools()[0].combo(),)).unwrap_err();
     assert!(refused.to_string().contains("`job_status`"), "{refused}");
     assert!(weather.job_tools_named("weather job").is_err());
 }

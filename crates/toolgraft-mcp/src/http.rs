@@ -12,8 +12,8 @@
 //!   messages, `DELETE` ends it. Each session has its own [`ToolsetServer`] over the
 //!   one shared toolset. Idle sessions end after five minutes.
 //! * **`notifications/tools/list_changed`** on the session's `GET` stream after every
-//!   live change of the toolset ([`Toolset::attach`](toolgraft::Toolset::attach),
-//!   `detach`, `replace`, `apply_manifest`), as over stdio.
+//!   live change of the toolset ([`Toolset::edit`](toolgraft::Toolset::edit),
+//!   `apply_manifest`), as over stdio.
 //! * **DNS-rebinding protection.** A request whose `Host` is not on the host
 //!   allow-list, or whose `Origin` (when it has one) is not on the origin allow-list,
 //!   is refused with `403` before anything else runs. By default both lists name only

@@ -11,7 +11,7 @@
 //! [`ToolsetServer`] is an rmcp [`ServerHandler`] built from the toolset at run time:
 //! every bound name (bases and every branch) is an MCP tool, listed from
 //! [`Toolset::tools`] on each `tools/list` and called through [`Toolset::call`] by
-//! name, so live changes ([`Toolset::attach`], `detach`, `replace`, `apply_manifest`)
+//! name, so live changes ([`Toolset::edit`], `apply_manifest`)
 //! show in the next `tools/list`, and the server tells the client with
 //! `notifications/tools/list_changed`.
 //!
@@ -516,7 +516,7 @@ impl ToolsetServer {
     /// errors mapped as the [module docs](self) say. For a handler of your own.
     ///
     /// ```
-    /// # use frunk::hlist; use serde_json::json;
+    /// # use serde_json::json;
     /// # use toolgraft::{Tool, Toolset};
     /// # use toolgraft::tool::BaseTool;
     /// use toolgraft_mcp::{OutputShape, ToolsetServer};
