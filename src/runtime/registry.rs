@@ -357,6 +357,9 @@ where
 pub struct Configured<E> {
     default: Option<E>,
     name: Option<String>,
+    /// Taken where `E: Configurable` is checked (the constructors), so a type
+    /// without config is named once there, not again at `register`.
+    from_config: FromConfig<E>,
 }
 
 impl<E> std::fmt::Debug for Configured<E> {
@@ -376,6 +379,7 @@ impl<E: Configurable> Configured<E> {
         Self {
             default: Some(default),
             name: None,
+            from_config: config_of::<E>,
         }
     }
 
@@ -385,13 +389,14 @@ impl<E: Configurable> Configured<E> {
         Self {
             default: None,
             name: Some(name.into()),
+            from_config: config_of::<E>,
         }
     }
 }
 
 impl<E> sealed::Sealed for Configured<E>
 where
-    E: Layer<DynStack> + Configurable + Clone,
+    E: Layer<DynStack> + Clone,
     <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
     <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
     <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
@@ -401,11 +406,11 @@ where
         match (self.default, self.name) {
             (Some(default), name) => {
                 let name = Name::new(name.as_deref().unwrap_or(default.name()))?;
-                registry.insert(name, Typed::Configurable(default, config_of::<E>))
+                registry.insert(name, Typed::Configurable(default, self.from_config))
             }
             (None, name) => {
                 let name = Name::new(name.as_deref().unwrap_or_default())?;
-                registry.insert(name, Typed::<E>::FromConfigOnly(config_of::<E>))
+                registry.insert(name, Typed::<E>::FromConfigOnly(self.from_config))
             }
         }
     }
@@ -413,7 +418,7 @@ where
 
 impl<E> Registrable for Configured<E>
 where
-    E: Layer<DynStack> + Configurable + Clone,
+    E: Layer<DynStack> + Clone,
     <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
     <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
     <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,

@@ -1408,3 +1408,82 @@ async fn stacked_run_time_wrappers_see_only_their_own_reserved_params() {
         assert_eq!(keys, ["x", "y", "z"], "again: {again}: {echoed}");
     }
 }
+
+/// `Pool` with another name from `{"name": ..}`: a refinement of an instance.
+#[derive(serde::Deserialize)]
+struct Renamed {
+    name: String,
+}
+
+fn rename(pool: &Pool, config: Renamed) -> Result<Pool, toolgraft::extension::ConfigError> {
+    Ok(pool.clone().named(config.name))
+}
+
+#[test]
+fn every_case_registers_through_one_verb_and_config_follows_the_case() {
+    use toolgraft::runtime::Refined;
+    let mut registry = Registry::new();
+    registry
+        .register(Trace)
+        .unwrap()
+        .register(Configured::new(Cache::default()))
+        .unwrap()
+        .register(Configured::<OutputSchema>::named("schema"))
+        .unwrap()
+        .register(Refined::new(Pool::new(1).unwrap(), rename))
+        .unwrap()
+        .register(
+            DynExtension::builder()
+                .name("audit")
+                .kind(ExtensionKind::Wrapper)
+                .factory(|layer| Ok(DynBranch::builder().stack(layer.below).build()))
+                .build(),
+        )
+        .unwrap();
+    let kinds: Vec<(String, ExtensionKind)> = registry
+        .catalogue()
+        .into_iter()
+        .map(|entry| (entry.name.to_string(), entry.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("audit".to_owned(), ExtensionKind::Wrapper),
+            ("cache".to_owned(), ExtensionKind::Wrapper),
+            ("pool".to_owned(), ExtensionKind::Backend),
+            ("schema".to_owned(), ExtensionKind::Transformer),
+            ("trace".to_owned(), ExtensionKind::Wrapper),
+        ]
+    );
+    // A name is taken whichever case registered it.
+    let again = registry.register(Pool::new(1).unwrap());
+    assert!(
+        matches!(again, Err(RegistryError::AlreadyRegistered { ref name }) if name == "pool"),
+        "{again:?}"
+    );
+    let invalid = registry.register(Configured::<OutputSchema>::named("no spaces"));
+    assert!(matches!(invalid, Err(RegistryError::InvalidName(_))));
+
+    // As itself: no config. `Configured` and `Refined`: config builds or refines.
+    let (_, plain) = bind_shout(&registry, json!([[{"name": "trace", "config": {"x": 1}}]]));
+    assert!(
+        matches!(plain, Err(BindError::ConfigNotAccepted { .. })),
+        "{plain:?}"
+    );
+    let (toolset, refined) = bind_shout(
+        &registry,
+        json!([[{"name": "pool", "config": {"name": "gpu"}}], [{"name": "cache", "config": {"capacity": 4}}]]),
+    );
+    refined.unwrap();
+    assert_eq!(
+        toolset.info("shout_pool").unwrap().chain[0].extension,
+        "pool"
+    );
+    assert!(toolset.contains("shout_cache"));
+    // `named`: the element must carry a config it can be built from.
+    let (_, bare) = bind_shout(&registry, json!([["schema"]]));
+    assert!(
+        matches!(bare, Err(BindError::InvalidConfig { .. })),
+        "{bare:?}"
+    );
+}
