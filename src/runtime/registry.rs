@@ -373,8 +373,17 @@ impl<E> std::fmt::Debug for Configured<E> {
 }
 
 impl<E: Configurable> Configured<E> {
-    /// `default` under its own name, built from config when an element has one
-    /// (see the type's example).
+    /// `default` under its own name, built from config when an element has one.
+    ///
+    /// ```
+    /// use toolgraft::Registry;
+    /// use toolgraft::runtime::Configured;
+    /// use toolgraft::ext::Cache;
+    /// let mut registry = Registry::new();
+    /// registry.register(Configured::new(Cache::default()))?;
+    /// assert_eq!(registry.catalogue()[0].name, "cache");
+    /// # Ok::<(), toolgraft::runtime::RegistryError>(())
+    /// ```
     pub fn new(default: E) -> Self {
         Self {
             default: Some(default),
@@ -384,7 +393,17 @@ impl<E: Configurable> Configured<E> {
     }
 
     /// An extension that only exists with config, under `name`: each element
-    /// is built from its config (see the type's example).
+    /// is built from its config.
+    ///
+    /// ```
+    /// use toolgraft::Registry;
+    /// use toolgraft::runtime::Configured;
+    /// use toolgraft::ext::OutputSchema;
+    /// let mut registry = Registry::new();
+    /// registry.register(Configured::<OutputSchema>::named("declared"))?;
+    /// assert_eq!(registry.catalogue()[0].name, "declared");
+    /// # Ok::<(), toolgraft::runtime::RegistryError>(())
+    /// ```
     pub fn named(name: impl Into<String>) -> Self {
         Self {
             default: None,
@@ -464,8 +483,25 @@ impl<E: std::fmt::Debug, C> std::fmt::Debug for Refined<E, C> {
 }
 
 impl<E, C> Refined<E, C> {
-    /// `default`, refined by `refine` with an element's config (see the type's
-    /// example).
+    /// `default`, refined by `refine` with an element's config.
+    ///
+    /// ```
+    /// use toolgraft::Registry;
+    /// use toolgraft::runtime::Refined;
+    /// use toolgraft::extension::ConfigError;
+    /// use toolgraft::ext::Trace;
+    /// /// `{"name": "trace", "config": {"level": ..}}`: the level is read, the
+    /// /// instance kept.
+    /// #[derive(serde::Deserialize)]
+    /// struct Level { level: String }
+    /// fn leveled(trace: &Trace, config: Level) -> Result<Trace, ConfigError> {
+    ///     tracing::debug!(level = %config.level, "trace refined");
+    ///     Ok(trace.clone())
+    /// }
+    /// let mut registry = Registry::new();
+    /// registry.register(Refined::new(Trace, leveled))?;
+    /// # Ok::<(), toolgraft::runtime::RegistryError>(())
+    /// ```
     pub fn new(default: E, refine: fn(&E, C) -> Result<E, ConfigError>) -> Self {
         Self { default, refine }
     }
