@@ -327,12 +327,12 @@ fn pass_through(c: &mut Criterion) {
     let toolset = deep_toolset();
     let (one, four, eight, sixteen, sixty_four) = toolset
         .bind((
-                layered!(tool.combo(), with(Pass); x),
-                layered!(tool.combo(), with(Pass); x x x x),
-                layered!(tool.combo(), with(Pass); x x x x x x x x),
-                layered!(tool.combo(), with(Pass); x x x x x x x x x x x x x x x x),
-                layered!(tool.combo(), with(Pass); x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x),
-            ))
+            layered!(tool.combo(), with(Pass); x),
+            layered!(tool.combo(), with(Pass); x x x x),
+            layered!(tool.combo(), with(Pass); x x x x x x x x),
+            layered!(tool.combo(), with(Pass); x x x x x x x x x x x x x x x x),
+            layered!(tool.combo(), with(Pass); x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x),
+        ))
         .unwrap();
     let service = tower::service_fn(base);
     let mut tower_1 = layered!(ServiceBuilder::new(), layer(PassLayer); x).service(service);

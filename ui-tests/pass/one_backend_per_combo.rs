@@ -18,9 +18,9 @@ async fn main() {
     let toolset = Toolset::new();
     let (on_fast, on_slow) = toolset
         .bind((
-                ping.combo().with(fast).with(Trace),
-                ping.combo().with(Trace).with(slow),
-            ))
+            ping.combo().with(fast).with(Trace),
+            ping.combo().with(Trace).with(slow),
+        ))
         .unwrap();
     assert_eq!(on_fast.name(), "ping_fast_trace");
     assert_eq!(on_slow.name(), "ping_trace_slow");

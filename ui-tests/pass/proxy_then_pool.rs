@@ -21,9 +21,9 @@ async fn main() {
     let toolset = Toolset::new();
     toolset
         .bind((fetch
-                .combo()
-                .with(Proxy::allow(["egress-eu"]))
-                .with(Pool::new(1).unwrap()),))
+            .combo()
+            .with(Proxy::allow(["egress-eu"]))
+            .with(Pool::new(1).unwrap()),))
         .unwrap();
     let page = toolset
         .call("fetch_proxy_pool", serde_json::json!({"url": "/"}))
