@@ -29,8 +29,19 @@ pub use edit::Edit;
 /// Bound tools: each base with one branch per prefix of each of its combos.
 ///
 /// Cloning is cheap and shares the bindings, so one toolset can serve many tasks
-/// (and the workers of a backend) at once. Changes are atomic per tool: a call sees
-/// a tool's names either all before or all after a change.
+/// (and the workers of a backend) at once. Changes are atomic: a call sees a
+/// tool's names either all before or all after a change.
+///
+/// One verb per idea:
+///
+/// - [`bind`](Toolset::bind): typed combos, a tuple of them, each bringing its
+///   base tool;
+/// - [`bind_manifest`](Toolset::bind_manifest): base tools with the run-time
+///   combos a manifest gives them, each tool on its own;
+/// - [`edit`](Toolset::edit): a change of bound tools (attach, detach, replace),
+///   whole or not at all;
+/// - [`apply_manifest`](Toolset::apply_manifest): a manifest's combos for bound
+///   tools, each tool's edit on its own.
 ///
 /// ```
 /// use serde_json::json;
@@ -419,6 +430,11 @@ impl Toolset {
     /// none of its names bound (base included), and its key reports why; so does a
     /// manifest key that names no tool of `bases`. Returns each tool with its
     /// outcome: `bases` in order, then unknown manifest keys.
+    ///
+    /// The run-time counterpart of [`bind`](Toolset::bind), and a verb of its own
+    /// for the same reason as [`apply_manifest`](Toolset::apply_manifest): an
+    /// operator's file is many independent entries, so each tool gets its own
+    /// outcome where `bind` is one all-or-nothing call.
     ///
     /// ```
     /// use toolgraft::runtime::manifest::Manifest;
