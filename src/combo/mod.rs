@@ -278,9 +278,10 @@ where
 }
 
 /// What [`Toolset::bind`](crate::Toolset::bind) takes: a tuple of 0 to 16 typed
-/// combos, of one base tool or of several.
+/// combos, of one base tool or of several (more bind as nested tuples, each a
+/// [`TypedCombo`] too: `((a, .., p), (q, r))`).
 ///
-/// Binding hands back a tuple of the same length with each combo's [`Branch`], so
+/// Binding hands back a tuple of the same shape with each combo's [`Branch`], so
 /// every typed stack keeps its own type: destructure it with `let (a, b) = ..`.
 /// Each combo brings its base tool, so no base is passed beside them; a combo
 /// with no extension yet (`tool.combo()`) is its base alone, and binds the
@@ -315,7 +316,8 @@ pub trait Combos: sealed::Sealed {
 }
 
 /// One element of the tuple [`Toolset::bind`](crate::Toolset::bind) takes: a
-/// [`Combo`], of any base tool, at any depth.
+/// [`Combo`], of any base tool, at any depth; or a tuple of them, for more combos
+/// than one tuple holds.
 ///
 /// ```
 /// use toolgraft::combo::TypedCombo;
@@ -329,7 +331,7 @@ pub trait Combos: sealed::Sealed {
 /// # Ok::<(), toolgraft::error::InvalidName>(())
 /// ```
 ///
-/// Sealed: implemented for [`Combo`] only.
+/// Sealed: implemented for [`Combo`] and tuples of `TypedCombo`s.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a combo, so `Toolset::bind` cannot bind it",
     label = "not a combo",
@@ -372,6 +374,15 @@ impl Combos for () {
     fn into_drafts(self, _: &mut Vec<ComboDraft>) {}
 }
 
+// A tuple of combos is an element too, so more than 16 combos bind in one call
+// as nested tuples. (Not offered as a fix when an element is no combo.)
+#[diagnostic::do_not_recommend]
+impl TypedCombo for () {
+    type Branch = ();
+
+    fn into_draft(self, _: &mut Vec<ComboDraft>) {}
+}
+
 macro_rules! combo_tuples {
     ($(($($combo:ident $ty:ident),+)),+ $(,)?) => {$(
         impl<$($ty: TypedCombo),+> sealed::Sealed for ($($ty,)+) {}
@@ -382,6 +393,15 @@ macro_rules! combo_tuples {
             fn into_drafts(self, drafts: &mut Vec<ComboDraft>) -> Self::Branches {
                 let ($($combo,)+) = self;
                 ($($combo.into_draft(drafts),)+)
+            }
+        }
+
+        #[diagnostic::do_not_recommend]
+        impl<$($ty: TypedCombo),+> TypedCombo for ($($ty,)+) {
+            type Branch = ($($ty::Branch,)+);
+
+            fn into_draft(self, drafts: &mut Vec<ComboDraft>) -> Self::Branch {
+                self.into_drafts(drafts)
             }
         }
     )+};

@@ -182,3 +182,39 @@ fn a_base_alone_binds_from_generic_code() {
     bind_alone(&toolset, &ping()).unwrap();
     assert_eq!(toolset.names(), ["ping"]);
 }
+
+#[tokio::test]
+async fn more_than_sixteen_combos_bind_as_nested_tuples() {
+    let tool = shout();
+    let toolset = Toolset::new();
+    let t = |marker: &'static str| tool.combo().with(crate::common::marker(marker));
+    let ((a, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _), (q, (r, ()))) = toolset
+        .bind((
+            (
+                t("a"),
+                t("b"),
+                t("c"),
+                t("d"),
+                t("e"),
+                t("f"),
+                t("g"),
+                t("h"),
+                t("i"),
+                t("j"),
+                t("k"),
+                t("l"),
+                t("m"),
+                t("n"),
+                t("o"),
+                t("p"),
+            ),
+            (t("q"), (t("r"), ())),
+        ))
+        .unwrap();
+    assert_eq!(
+        [a.name(), q.name(), r.name()],
+        ["shout_a", "shout_q", "shout_r"]
+    );
+    assert_eq!(toolset.names().len(), 1 + 18);
+    assert_eq!(r.call(Shout::new("hi")).await.unwrap(), "hi|r");
+}
