@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolgraft::error::BoxError;
 use toolgraft::ext::{Batch, Cache, Trace};
+use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::toolset::BaseTools;
 use toolgraft::{Registry, Tool, Toolset};
@@ -49,9 +50,9 @@ fn bind(c: &mut Criterion) {
     registry
         .register(Trace)
         .unwrap()
-        .register_configurable(Cache::default())
+        .register(Configured::new(Cache::default()))
         .unwrap()
-        .register_configurable(Batch::default())
+        .register(Configured::new(Batch::default()))
         .unwrap();
     let combos = json!([["trace"], ["cache"], ["trace", "cache"], ["batch"]]);
     let tools: serde_json::Map<String, serde_json::Value> = (0..TOOLS)

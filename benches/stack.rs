@@ -10,7 +10,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use frunk::{hlist, hlist_pat};
 use futures_util::FutureExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -21,6 +20,7 @@ use toolgraft::extension::Around;
 use toolgraft::extension::{Anywhere, LayerInput, Next, Wrapped};
 use toolgraft::kind::Wrapper;
 use toolgraft::prelude::*;
+use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::toolset::BaseTools;
 use toolgraft::{Name, Registry, ToolError};
@@ -325,17 +325,14 @@ fn deep_toolset() -> Toolset {
 fn pass_through(c: &mut Criterion) {
     let tool = tool();
     let toolset = deep_toolset();
-    let hlist_pat![one, four, eight, sixteen, sixty_four] = toolset
-        .bind(
-            &tool,
-            hlist![
-                layered!(tool.combo(), with(Pass); x),
-                layered!(tool.combo(), with(Pass); x x x x),
-                layered!(tool.combo(), with(Pass); x x x x x x x x),
-                layered!(tool.combo(), with(Pass); x x x x x x x x x x x x x x x x),
-                layered!(tool.combo(), with(Pass); x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x),
-            ],
-        )
+    let (one, four, eight, sixteen, sixty_four) = toolset
+        .bind((
+            layered!(tool.combo(), with(Pass); x),
+            layered!(tool.combo(), with(Pass); x x x x),
+            layered!(tool.combo(), with(Pass); x x x x x x x x),
+            layered!(tool.combo(), with(Pass); x x x x x x x x x x x x x x x x),
+            layered!(tool.combo(), with(Pass); x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x),
+        ))
         .unwrap();
     let service = tower::service_fn(base);
     let mut tower_1 = layered!(ServiceBuilder::new(), layer(PassLayer); x).service(service);
@@ -380,21 +377,17 @@ fn pass_through(c: &mut Criterion) {
 fn working(c: &mut Criterion) {
     let tool = tool();
     let toolset = Toolset::new();
-    let hlist_pat![eight] = toolset
-        .bind(
-            &tool,
-            hlist![
-                tool.combo()
-                    .with(Work)
-                    .with(Work)
-                    .with(Work)
-                    .with(Work)
-                    .with(Work)
-                    .with(Work)
-                    .with(Work)
-                    .with(Work)
-            ],
-        )
+    let (eight,) = toolset
+        .bind((tool
+            .combo()
+            .with(Work)
+            .with(Work)
+            .with(Work)
+            .with(Work)
+            .with(Work)
+            .with(Work)
+            .with(Work)
+            .with(Work),))
         .unwrap();
     let mut tower_8 = ServiceBuilder::new()
         .layer(WorkLayer)
@@ -427,7 +420,7 @@ fn by_name(c: &mut Criterion) {
     let tool = tool();
     let toolset = Toolset::new();
     toolset
-        .bind(&tool, hlist![layered!(tool.combo(), with(Pass); x x x x)])
+        .bind((layered!(tool.combo(), with(Pass); x x x x),))
         .unwrap();
     let name = "add_pass_pass_pass_pass";
     let args = json!({"a": 2, "b": 3});
@@ -473,7 +466,7 @@ fn run_time_layers(c: &mut Criterion) {
     let tool = tool();
     let typed = Toolset::new();
     typed
-        .bind(&tool, hlist![layered!(tool.combo(), with(Pass); x x x x)])
+        .bind((layered!(tool.combo(), with(Pass); x x x x),))
         .unwrap();
     let mut registry = Registry::new();
     registry.register(Pass).unwrap();
@@ -517,17 +510,14 @@ fn run_time_layers(c: &mut Criterion) {
 fn trace_cache_hit(c: &mut Criterion) {
     let tool = tool();
     let typed = Toolset::new();
-    let hlist_pat![branch] = typed
-        .bind(
-            &tool,
-            hlist![tool.combo().with(Trace).with(Cache::default())],
-        )
+    let (branch,) = typed
+        .bind((tool.combo().with(Trace).with(Cache::default()),))
         .unwrap();
     let mut registry = Registry::new();
     registry
         .register(Trace)
         .unwrap()
-        .register_configurable(Cache::default())
+        .register(Configured::new(Cache::default()))
         .unwrap();
     let manifest = Manifest::from_json(r#"{"tools": {"add": ["trace", "cache"]}}"#).unwrap();
     let mut bases = BaseTools::new();

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolgraft::error::BoxError;
 use toolgraft::ext::{Batch, Cache, Chain, OutputSchema, Pool, Proxy, Trace, proxy};
+use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::runtime::{DynTool, NameTable};
 use toolgraft::toolset::BaseTools;
@@ -105,11 +106,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut registry = Registry::new();
     registry
         .register(Trace)?
-        .register_configurable(Cache::default())?
-        .register_configurable(Batch::default())?
-        .register_configurable(Proxy::allow(["egress-eu", "egress-us"]))?
+        .register(Configured::new(Cache::default()))?
+        .register(Configured::new(Batch::default()))?
+        .register(Configured::new(Proxy::allow(["egress-eu", "egress-us"])))?
         .register(Pool::new(2)?)?
-        .register_from_config::<OutputSchema>("output_schema")?
+        .register(Configured::<OutputSchema>::named("output_schema"))?
         .register(Chain::new(&toolset))?;
 
     println!(

@@ -18,6 +18,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolgraft::ext::{Metrics, Timeout};
+use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::toolset::BaseTools;
 use toolgraft::{Registry, Tool, Toolset};
@@ -68,7 +69,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut registry = Registry::new();
     registry
         .register(Metrics::default())?
-        .register_configurable(Timeout::new(Duration::from_secs(30)))?;
+        .register(Configured::new(Timeout::new(Duration::from_secs(30))))?;
     let toolset = Toolset::new();
     for (tool, outcome) in toolset.bind_manifest(
         &registry,

@@ -83,7 +83,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pool = Pool::new(2)?;
     let toolset = Toolset::new();
     // Binds `weather` with every branch of its combos; the typed branches come back.
-    let (cached, remote, _batched) = toolset.bind_combos((
+    let (cached, remote, _batched) = toolset.bind((
         weather.combo().with(Trace).with(Cache::default()),
         weather
             .combo()

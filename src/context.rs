@@ -493,7 +493,7 @@ pub async fn with<E: Entry, F: Future>(entry: E, future: F) -> F::Output {
 ///     .body(|_: Ping| async { Ok(context::get::<CallName>().map(|name| name.0.to_string())) })
 ///     .build()?;
 /// let toolset = Toolset::new();
-/// toolset.bind_tool(&ping)?;
+/// toolset.bind((ping.combo(),))?;
 /// assert_eq!(toolset.call("ping", json!({})).await?, json!("ping"));
 /// # Ok(()) }
 /// ```

@@ -387,7 +387,7 @@ pub enum BindError {
 
     /// The tool is bound already.
     #[error(
-        "a base tool named `{tool}` is already bound; if it is this tool, bind all of its combos in one call, or change them with `attach`, `detach`, `replace` or `apply_manifest`; if it is another tool, give one of the two another name"
+        "a base tool named `{tool}` is already bound; if it is this tool, bind all of its combos in one call, or change them with `Toolset::edit` or `apply_manifest`; if it is another tool, give one of the two another name"
     )]
     AlreadyBound {
         /// The tool.
@@ -511,7 +511,7 @@ pub enum BindError {
 
     /// No combo was given to take the base tool from.
     #[error(
-        "no combo to take the base tool from; bind a tool without combos with `Toolset::bind_tool`"
+        "no combo to take the base tool from; bind a tool without combos as `Toolset::bind((tool.combo(),))`"
     )]
     NoCombo,
 

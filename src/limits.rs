@@ -48,7 +48,6 @@ pub use crate::name::MAX_NAME_LEN;
 ///   are built under `catch_unwind`, and a panic there refuses that tool only.
 ///
 /// ```
-/// use frunk::hlist;
 /// use serde_json::{Value, json};
 /// use toolgraft::{Tool, ToolError, Toolset};
 /// use toolgraft::error::ArgsErrorKind;
@@ -61,7 +60,7 @@ pub use crate::name::MAX_NAME_LEN;
 /// let echo = Tool::builder().name("echo").description("Return the value.")
 ///     .body(|args: serde_json::Map<String, Value>| async move { Ok(Value::Object(args)) })
 ///     .build()?;
-/// toolset.bind(&echo, hlist![])?;
+/// toolset.bind((echo.combo(),))?;
 ///
 /// // Too deep: refused before anything is decoded.
 /// let mut deep = json!(1);

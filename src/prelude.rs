@@ -6,7 +6,7 @@
 //! let ping = Tool::builder().name("ping").description("Answer pong.")
 //!     .body(|_: Ping| async { Ok("pong") }).build()?;
 //! let toolset = Toolset::new();
-//! toolset.bind_tool(&ping)?;
+//! toolset.bind((ping.combo(),))?;
 //! assert_eq!(toolset.names(), ["ping"]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

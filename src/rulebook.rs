@@ -1,13 +1,13 @@
 //! The rulebook: every rule a combo obeys, one named section each.
 //!
 //! Typed combos are checked by the compiler, where a rule can be a trait bound;
-//! combos that only exist at run time (a manifest, [`Toolset::attach`]) are checked
+//! combos that only exist at run time (a manifest, [`Toolset::edit`]) are checked
 //! when they are bound, by the same binding engine, in the order below, and each
 //! refusal is a [`BindError`] whose [`rule`](crate::error::BindError::rule) names its section
 //! here as a [`Rule`]. Errors, diagnostics and docs across the crate point to these names;
 //! a message that cites one writes it as [`Rule::cited`] does.
 //!
-//! [`Toolset::attach`]: crate::Toolset::attach
+//! [`Toolset::edit`]: crate::Toolset::edit
 //! [`BindError`]: crate::BindError
 //!
 //! # Vocabulary

@@ -18,21 +18,33 @@ use crate::error::{ArgsError, ArgsErrorKind, BindError, ToolError, listed, short
 use crate::limits::{LimitError, Limits, deeper_than, drop_flat};
 use crate::name::Name;
 use crate::runtime::Registry;
-use crate::runtime::manifest::{ComboSpec, ElementSpec, Manifest};
+use crate::runtime::manifest::{ComboSpec, Manifest};
 use crate::schema;
 use crate::schema::Args;
 use crate::tool::BaseTool;
 
 mod edit;
 
+pub use edit::Edit;
+
 /// Bound tools: each base with one branch per prefix of each of its combos.
 ///
 /// Cloning is cheap and shares the bindings, so one toolset can serve many tasks
-/// (and the workers of a backend) at once. Changes are atomic per tool: a call sees
-/// a tool's names either all before or all after a change.
+/// (and the workers of a backend) at once. Changes are atomic: a call sees a
+/// tool's names either all before or all after a change.
+///
+/// One verb per idea:
+///
+/// - [`bind`](Toolset::bind): typed combos, a tuple of them, each bringing its
+///   base tool;
+/// - [`bind_manifest`](Toolset::bind_manifest): base tools with the run-time
+///   combos a manifest gives them, each tool on its own;
+/// - [`edit`](Toolset::edit): a change of bound tools (attach, detach, replace),
+///   whole or not at all;
+/// - [`apply_manifest`](Toolset::apply_manifest): a manifest's combos for bound
+///   tools, each tool's edit on its own.
 ///
 /// ```
-/// use frunk::hlist;
 /// use serde_json::json;
 /// use toolgraft::{Tool, Toolset};
 /// use toolgraft::tool::BaseTool;
@@ -46,9 +58,9 @@ mod edit;
 ///     .body(|i: Shout| async move { Ok(i.text.to_uppercase()) }).build()?;
 ///
 /// let toolset = Toolset::new();
-/// toolset.bind(&shout, hlist![
+/// toolset.bind((
 ///     shout.combo().with(Trace).with(Cache::default()),
-/// ])?;
+/// ))?;
 /// assert_eq!(toolset.names(), ["shout", "shout_trace", "shout_trace_cache"]);
 ///
 /// let out = toolset.call("shout_trace_cache", json!({"text": "hi", "exp": 30})).await?;
@@ -129,6 +141,18 @@ pub(crate) struct ToolGroup {
     generation: u64,
 }
 
+impl ToolGroup {
+    /// A tool not bound yet, with its combos.
+    pub(crate) fn new(base: Minted, combos: Vec<Attached>) -> Self {
+        Self {
+            base,
+            combos,
+            names: Vec::new(),
+            generation: 0,
+        }
+    }
+}
+
 impl Toolset {
     /// An empty toolset.
     ///
@@ -173,14 +197,13 @@ impl Toolset {
     /// server turns into `notifications/tools/list_changed`.
     ///
     /// ```
-    /// use frunk::hlist;
     /// use toolgraft::{Tool, Toolset};
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// let toolset = Toolset::new();
     /// let changes = toolset.changes();
     /// let shout = Tool::builder().name("shout").description("Return the text.")
     ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
-    /// toolset.bind(&shout, hlist![])?;
+    /// toolset.bind((shout.combo(),))?;
     /// assert!(changes.has_changed()?);
     /// assert_eq!(*changes.borrow(), 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -196,116 +219,107 @@ impl Toolset {
         }
     }
 
-    /// Binds `base` and every branch of its typed `combos` (a `frunk::hlist!` of
-    /// combos started from `base`), and returns each combo's outermost branch for
-    /// typed calls.
+    /// Binds typed combos: a tuple of 0 to 16 [`Combo`](crate::Combo)s, each with
+    /// every branch it mints and the base tool it was started from, and returns
+    /// each combo's outermost branch in the same shape, for typed calls.
     ///
-    /// All or nothing: on error, nothing of the tool is bound.
+    /// The one way typed code binds. The base comes from the combos, so there is
+    /// no base to pass beside them; a tool alone is its combo with no extension
+    /// (`(tool.combo(),)` binds the tool's own name), and `()` binds nothing.
+    /// Combos of several base tools may share one call: each base is bound with
+    /// its own combos. Two different tools of one name in a call are refused
+    /// ([`BindError::AlreadyBound`]).
+    ///
+    /// All or nothing: on error, nothing of the call is bound. A base that is
+    /// bound already is refused ([`BindError::AlreadyBound`]): bind all of a
+    /// tool's typed combos in one call, and change a bound tool with
+    /// [`edit`](Toolset::edit).
     ///
     /// ```
-    /// use frunk::{hlist, hlist_pat};
     /// use toolgraft::{BindError, Tool, Toolset};
-    /// use toolgraft::tool::BaseTool;
-    /// use toolgraft::ext::Trace;
-    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// let shout = Tool::builder().name("shout").description("Return the text.")
-    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
-    /// let toolset = Toolset::new();
-    /// let hlist_pat![traced] = toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
-    /// assert_eq!(traced.name(), "shout_trace");
-    ///
-    /// // A second binding of the same tool is refused, and changes nothing.
-    /// let again = toolset.bind(&shout, hlist![]);
-    /// assert!(matches!(again, Err(BindError::AlreadyBound { .. })));
-    /// assert_eq!(toolset.names(), ["shout", "shout_trace"]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn bind<B: BaseTool, C: Combos>(
-        &self,
-        base: &B,
-        combos: C,
-    ) -> Result<C::Branches, BindError> {
-        let mut drafts = Vec::new();
-        let branches = combos.into_drafts(&mut drafts);
-        self.bind_drafts(Minted::base(base), drafts)?;
-        Ok(branches)
-    }
-
-    /// Binds the base tool that `combos` were started from, and every branch of
-    /// them: a tuple (or a `frunk::hlist!`) of combos of one tool, whose outermost
-    /// branches come back in the same shape, for typed calls.
-    ///
-    /// The base comes from the combos, so a combo of another tool among them is
-    /// refused ([`BindError::ForeignCombo`]); with no combo there is no base to
-    /// take ([`BindError::NoCombo`]: bind such a tool with
-    /// [`bind_tool`](Toolset::bind_tool)). All or nothing, as [`bind`](Toolset::bind).
-    ///
-    /// ```
-    /// use toolgraft::{Tool, Toolset};
     /// use toolgraft::tool::BaseTool;
     /// use toolgraft::ext::{Cache, Trace};
     /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// let shout = Tool::builder().name("shout").description("Return the text.")
-    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// # let tool = |name: &str| Tool::builder().name(name).description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build();
+    /// let (shout, whisper) = (tool("shout")?, tool("whisper")?);
     /// let toolset = Toolset::new();
-    /// let (traced, cached) = toolset.bind_combos((
+    /// let (traced, cached, _whisper) = toolset.bind((
     ///     shout.combo().with(Trace),
     ///     shout.combo().with(Cache::default()),
+    ///     whisper.combo(), // a base alone
     /// ))?;
     /// assert_eq!((traced.name().as_str(), cached.name().as_str()), ("shout_trace", "shout_cache"));
-    /// assert_eq!(toolset.names(), ["shout", "shout_cache", "shout_trace"]);
+    /// assert_eq!(toolset.names(), ["shout", "shout_cache", "shout_trace", "whisper"]);
+    ///
+    /// // A second binding of a bound tool is refused, and changes nothing.
+    /// let again = toolset.bind((shout.combo(),));
+    /// assert!(matches!(again, Err(BindError::AlreadyBound { .. })));
+    /// assert_eq!(toolset.bind(())?, ());
+    /// assert_eq!(toolset.names().len(), 4);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn bind_combos<C: Combos>(&self, combos: C) -> Result<C::Branches, BindError> {
+    ///
+    /// Anything but a tuple of combos does not compile, and the error says so:
+    ///
+    /// ```compile_fail
+    /// # use toolgraft::{Tool, Toolset};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build().unwrap();
+    /// Toolset::new().bind((shout.clone(),)); // `Tool<..>` is not a combo
+    /// ```
+    pub fn bind<C: Combos>(&self, combos: C) -> Result<C::Branches, BindError> {
         let mut drafts = Vec::new();
         let branches = combos.into_drafts(&mut drafts);
-        let base = drafts
-            .first()
-            .and_then(|draft| draft.origin().cloned())
-            .ok_or(BindError::NoCombo)?;
-        self.bind_drafts(base, drafts)?;
-        Ok(branches)
-    }
-
-    /// Binds a base tool with no combos: its own name only.
-    ///
-    /// ```
-    /// use toolgraft::{Tool, Toolset};
-    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// let shout = Tool::builder().name("shout").description("Return the text.")
-    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
-    /// let toolset = Toolset::new();
-    /// toolset.bind_tool(&shout)?;
-    /// assert_eq!(toolset.names(), ["shout"]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn bind_tool<B: BaseTool>(&self, base: &B) -> Result<(), BindError> {
-        self.bind_drafts(Minted::base(base), Vec::new())
-    }
-
-    /// The one way typed combos are bound: `base` with the combos drafted over it.
-    fn bind_drafts(&self, base: Minted, drafts: Vec<ComboDraft>) -> Result<(), BindError> {
-        let tool = &base.running.base;
-        let limit = self.limits().max_combo_len();
-        if let Some(draft) = drafts.iter().find(|draft| draft.len() > limit) {
-            return Err(BindError::ComboTooLong {
-                tool: tool.clone(),
-                len: draft.len(),
-                limit,
-            });
+        // One group per base tool, in the order the combos name them.
+        let mut groups: Vec<(Minted, Vec<ComboDraft>)> = Vec::new();
+        for draft in drafts {
+            let Some(origin) = draft.origin().cloned() else {
+                unreachable!("a typed combo remembers the tool it was started from")
+            };
+            let at = match groups
+                .iter()
+                .position(|(base, _)| base.running.base == origin.running.base)
+            {
+                Some(at) => at,
+                None => {
+                    groups.push((origin.clone(), Vec::new()));
+                    groups.len() - 1
+                }
+            };
+            let (base, group) = &mut groups[at];
+            if !base.same_base(&origin) {
+                return Err(BindError::AlreadyBound {
+                    tool: origin.running.base.clone(),
+                });
+            }
+            // A combo with no extension is its base alone: it mints no branch.
+            if draft.len() > 0 {
+                group.push(draft);
+            }
         }
-        let combos = drafts
-            .into_iter()
-            .map(|draft| draft.finish(tool))
-            .collect::<Result<Vec<_>, _>>()?;
-        let group = ToolGroup {
-            base,
-            combos,
-            names: Vec::new(),
-            generation: 0,
-        };
-        self.install(group, None)?;
-        Ok(())
+        let limit = self.limits().max_combo_len();
+        let mut changes = Vec::with_capacity(groups.len());
+        for (base, drafts) in groups {
+            let tool = &base.running.base;
+            if let Some(draft) = drafts.iter().find(|draft| draft.len() > limit) {
+                return Err(BindError::ComboTooLong {
+                    tool: tool.clone(),
+                    len: draft.len(),
+                    limit,
+                });
+            }
+            let combos = drafts
+                .into_iter()
+                .map(|draft| draft.finish(tool))
+                .collect::<Result<Vec<_>, _>>()?;
+            changes.push((ToolGroup::new(base, combos), None));
+        }
+        if !changes.is_empty() {
+            self.install(changes)?;
+        }
+        Ok(branches)
     }
 
     /// A copy of the group of base tool `tool`, for a change to work on; a branch
@@ -326,192 +340,90 @@ impl Toolset {
         }
     }
 
-    /// Plans `group` and swaps it in for the tool's names, atomically. With
-    /// `expected`, only if the tool is still at that generation (else the change
-    /// is retried by the caller).
+    /// Plans each group and swaps them all in for their tools' names, in one
+    /// step: all of them or none. A group with an expected generation replaces
+    /// its tool only if the tool is still at that generation (else the change is
+    /// retried by the caller); one without one binds a tool that is not bound yet.
     pub(crate) fn install(
         &self,
-        mut group: ToolGroup,
-        expected: Option<u64>,
+        changes: Vec<(ToolGroup, Option<u64>)>,
     ) -> Result<Retry, BindError> {
-        let entries = bind::plan_tool(&group.base, &group.combos)?;
-        let tool = group.base.running.base.clone();
         let limit = self.limits().max_name_len();
-        if let Some(long) = entries.iter().find(|entry| entry.info.name.len() > limit) {
-            return Err(BindError::NameTooLong {
-                tool,
-                name: shorten(&long.info.name).into_owned(),
-                len: long.info.name.len(),
-                limit,
-            });
+        let mut planned = Vec::with_capacity(changes.len());
+        for (group, expected) in changes {
+            let entries = bind::plan_tool(&group.base, &group.combos)?;
+            let tool = group.base.running.base.clone();
+            if let Some(long) = entries.iter().find(|entry| entry.info.name.len() > limit) {
+                return Err(BindError::NameTooLong {
+                    tool,
+                    name: shorten(&long.info.name).into_owned(),
+                    len: long.info.name.len(),
+                    limit,
+                });
+            }
+            planned.push((group, expected, entries));
         }
         let mut catalog = self.catalog.write().unwrap_or_else(PoisonError::into_inner);
-        let current = catalog.tools.get(&tool).map(|current| current.generation);
-        match (current, expected) {
-            (Some(_), None) => return Err(BindError::AlreadyBound { tool }),
-            (Some(now), Some(expected)) if now != expected => return Ok(Retry::Yes),
-            (None, Some(_)) => return Ok(Retry::Yes),
-            _ => {}
-        }
-        for entry in &entries {
-            if let Some(taken) = catalog.entries.get(&entry.info.name)
-                && taken.info.base != tool
-            {
-                return Err(BindError::NameTaken {
-                    tool: tool.clone(),
-                    name: entry.info.name.clone(),
-                    owner: taken.info.base.clone(),
-                });
+        let changed: Vec<&Name> = planned
+            .iter()
+            .map(|(group, ..)| &group.base.running.base)
+            .collect();
+        let mut minted: HashMap<&Name, &Name> = HashMap::new();
+        for (group, expected, entries) in &planned {
+            let tool = &group.base.running.base;
+            let current = catalog.tools.get(tool).map(|current| current.generation);
+            match (current, expected) {
+                (Some(_), None) => return Err(BindError::AlreadyBound { tool: tool.clone() }),
+                (Some(now), Some(expected)) if now != *expected => return Ok(Retry::Yes),
+                (None, Some(_)) => return Ok(Retry::Yes),
+                _ => {}
+            }
+            for entry in entries {
+                let name = &entry.info.name;
+                let owner = catalog
+                    .entries
+                    .get(name)
+                    .map(|taken| &taken.info.base)
+                    .filter(|owner| !changed.contains(owner));
+                let owner = owner.or_else(|| minted.get(name).copied());
+                if let Some(owner) = owner.filter(|owner| *owner != tool) {
+                    return Err(BindError::NameTaken {
+                        tool: tool.clone(),
+                        name: name.clone(),
+                        owner: owner.clone(),
+                    });
+                }
+                minted.insert(name, tool);
             }
         }
+        drop(minted);
+        drop(changed);
         // What is replaced is dropped after the lock is released: dropping it runs
         // extensions' and bodies' `Drop`, which may call back into the toolset.
-        let mut replaced = Vec::new();
-        let old = catalog.tools.remove(&tool);
-        for name in old.iter().flat_map(|old| &old.names) {
-            replaced.extend(catalog.entries.remove(name));
+        let (mut replaced, mut old_groups) = (Vec::new(), Vec::new());
+        for (mut group, _, entries) in planned {
+            let tool = group.base.running.base.clone();
+            let old = catalog.tools.remove(&tool);
+            for name in old.iter().flat_map(|old| &old.names) {
+                replaced.extend(catalog.entries.remove(name));
+            }
+            group.names = entries
+                .iter()
+                .map(|entry| entry.info.name.clone())
+                .collect();
+            group.generation = old.as_ref().map_or(0, |old| old.generation + 1);
+            for entry in entries {
+                catalog
+                    .entries
+                    .insert(entry.info.name.clone(), Arc::new(entry));
+            }
+            catalog.tools.insert(tool, group);
+            old_groups.push(old);
         }
-        group.names = entries
-            .iter()
-            .map(|entry| entry.info.name.clone())
-            .collect();
-        group.generation = current.map_or(0, |now| now + 1);
-        for entry in entries {
-            catalog
-                .entries
-                .insert(entry.info.name.clone(), Arc::new(entry));
-        }
-        catalog.tools.insert(tool, group);
         catalog.changes.send_modify(|changes| *changes += 1);
         drop(catalog);
-        drop((old, replaced));
+        drop((old_groups, replaced));
         Ok(Retry::No)
-    }
-
-    /// Attaches a combo to the bound base tool `tool`, by extension names from
-    /// `registry`. Refused if the combo is already attached, if `tool` is a branch,
-    /// or if any rule breaks; then nothing changes.
-    ///
-    /// ```
-    /// use frunk::hlist;
-    /// use toolgraft::runtime::manifest::ElementSpec;
-    /// use toolgraft::{BindError, Registry, Tool, Toolset};
-    /// use toolgraft::tool::BaseTool;
-    /// use toolgraft::ext::Trace;
-    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// let shout = Tool::builder().name("shout").description("Return the text.")
-    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
-    /// let toolset = Toolset::new();
-    /// toolset.bind(&shout, hlist![])?;
-    /// let mut registry = Registry::new();
-    /// registry.register(Trace)?;
-    ///
-    /// toolset.attach(&registry, "shout", &[ElementSpec::named("trace")])?;
-    /// assert_eq!(toolset.names(), ["shout", "shout_trace"]);
-    /// let again = toolset.attach(&registry, "shout", &[ElementSpec::named("trace")]);
-    /// assert!(matches!(again, Err(BindError::AlreadyAttached { .. })));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn attach(
-        &self,
-        registry: &Registry,
-        tool: &str,
-        combo: &[ElementSpec],
-    ) -> Result<(), BindError> {
-        self.change(tool, |group| {
-            let key = bind::combo_key(combo);
-            if group.combos.iter().any(|attached| attached.elements == key) {
-                return Err(BindError::AlreadyAttached {
-                    tool: group.base.running.base.clone(),
-                    combo: listed(&key),
-                });
-            }
-            group
-                .combos
-                .push(registry.combo(&group.base, combo, &self.limits())?);
-            Ok(())
-        })
-    }
-
-    /// Detaches a combo from the bound base tool `tool`: its branches go, unless
-    /// another combo mints them too.
-    ///
-    /// ```
-    /// use frunk::hlist;
-    /// use toolgraft::runtime::manifest::ElementSpec;
-    /// use toolgraft::{BindError, Tool, Toolset};
-    /// use toolgraft::tool::BaseTool;
-    /// use toolgraft::ext::Trace;
-    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// let shout = Tool::builder().name("shout").description("Return the text.")
-    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
-    /// let toolset = Toolset::new();
-    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
-    /// toolset.detach("shout", &[ElementSpec::named("trace")])?;
-    /// assert_eq!(toolset.names(), ["shout"]);
-    /// let err = toolset.detach("shout", &[ElementSpec::named("trace")]).unwrap_err();
-    /// assert!(matches!(err, BindError::NotAttached { .. }));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn detach(&self, tool: &str, combo: &[ElementSpec]) -> Result<(), BindError> {
-        self.change(tool, |group| {
-            let key = bind::combo_key(combo);
-            let Some(at) = group
-                .combos
-                .iter()
-                .position(|attached| attached.elements == key)
-            else {
-                let attached: Vec<String> = group
-                    .combos
-                    .iter()
-                    .map(|attached| format!("[{}]", listed(&attached.elements)))
-                    .collect();
-                return Err(BindError::NotAttached {
-                    tool: group.base.running.base.clone(),
-                    combo: listed(&key),
-                    attached: if attached.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        attached.join(", ")
-                    },
-                });
-            };
-            group.combos.remove(at);
-            Ok(())
-        })
-    }
-
-    /// Replaces every combo of the bound base tool `tool` (typed ones included) by
-    /// `combos`. All or nothing: on error the previous binding stays, callable.
-    ///
-    /// ```
-    /// use frunk::hlist;
-    /// use toolgraft::runtime::manifest::ElementSpec;
-    /// use toolgraft::{Registry, Tool, Toolset};
-    /// use toolgraft::tool::BaseTool;
-    /// use toolgraft::ext::{Pool, Trace};
-    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// let shout = Tool::builder().name("shout").description("Return the text.")
-    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
-    /// let toolset = Toolset::new();
-    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
-    /// let mut registry = Registry::new();
-    /// registry.register(Pool::new(1)?)?;
-    /// let two_pools = vec![ElementSpec::named("pool"), ElementSpec::named("pool")];
-    /// assert!(toolset.replace(&registry, "shout", &[two_pools]).is_err());
-    /// assert_eq!(toolset.names(), ["shout", "shout_trace"]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn replace(
-        &self,
-        registry: &Registry,
-        tool: &str,
-        combos: &[ComboSpec],
-    ) -> Result<(), BindError> {
-        self.change(tool, |group| {
-            group.combos = build_combos(registry, &group.base, combos, &self.limits())?;
-            Ok(())
-        })
     }
 
     /// Binds every tool of `bases`, each with the combos `manifest` gives it (none
@@ -519,6 +431,11 @@ impl Toolset {
     /// none of its names bound (base included), and its key reports why; so does a
     /// manifest key that names no tool of `bases`. Returns each tool with its
     /// outcome: `bases` in order, then unknown manifest keys.
+    ///
+    /// The run-time counterpart of [`bind`](Toolset::bind), and a verb of its own
+    /// for the same reason as [`apply_manifest`](Toolset::apply_manifest): an
+    /// operator's file is many independent entries, so each tool gets its own
+    /// outcome where `bind` is one all-or-nothing call.
     ///
     /// ```
     /// use toolgraft::runtime::manifest::Manifest;
@@ -560,13 +477,8 @@ impl Toolset {
                 let combos = by_tool.get(tool.as_str()).copied().unwrap_or(&no_combos);
                 let limits = self.limits();
                 let bound = build_combos(registry, base, combos, &limits).and_then(|combos| {
-                    let group = ToolGroup {
-                        base: base.clone(),
-                        combos,
-                        names: Vec::new(),
-                        generation: 0,
-                    };
-                    self.install(group, None).map(drop)
+                    let group = ToolGroup::new(base.clone(), combos);
+                    self.install(vec![(group, None)]).map(drop)
                 });
                 (tool.as_str().to_owned(), bound)
             })
@@ -593,8 +505,14 @@ impl Toolset {
     /// independent: one that breaks a rule keeps its previous binding, the others
     /// change. Returns each tool key with its outcome, in manifest order.
     ///
+    /// Each tool's change is an [`edit`](Toolset::edit) that
+    /// [`replace`](Edit::replace)s its combos; what sets this apart, and why it is
+    /// a verb of its own, is the per-tool outcome: a manifest is an operator's
+    /// whole file, and one broken entry must not hold back the others (as for
+    /// [`bind_manifest`](Toolset::bind_manifest)). For all-or-nothing across
+    /// tools, put the replacements in one edit.
+    ///
     /// ```
-    /// use frunk::hlist;
     /// use toolgraft::runtime::manifest::Manifest;
     /// use toolgraft::{BindError, Registry, Tool, Toolset};
     /// use toolgraft::tool::BaseTool;
@@ -603,7 +521,7 @@ impl Toolset {
     /// let shout = Tool::builder().name("shout").description("Return the text.")
     ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
-    /// toolset.bind(&shout, hlist![])?;
+    /// toolset.bind((shout.combo(),))?;
     /// let mut registry = Registry::new();
     /// registry.register(Trace)?;
     /// let manifest = Manifest::from_json(r#"{"tools": {"shout": ["trace"], "ghost": ["trace"]}}"#)?;
@@ -621,26 +539,11 @@ impl Toolset {
         manifest
             .tools
             .iter()
-            .map(|(tool, combos)| (tool.clone(), self.replace(registry, tool, combos)))
+            .map(|(tool, combos)| {
+                let outcome = self.edit().replace(registry, tool, combos).commit();
+                (tool.clone(), outcome)
+            })
             .collect()
-    }
-
-    /// Runs `edit` on a copy of `tool`'s group and installs the result atomically,
-    /// preparing again if the tool changed meanwhile. A retry means another change
-    /// of the tool was installed, so the toolset as a whole always makes progress.
-    fn change(
-        &self,
-        tool: &str,
-        edit: impl Fn(&mut ToolGroup) -> Result<(), BindError>,
-    ) -> Result<(), BindError> {
-        loop {
-            let mut group = self.group(tool)?;
-            let generation = group.generation;
-            edit(&mut group)?;
-            if self.install(group, Some(generation))? == Retry::No {
-                return Ok(());
-            }
-        }
     }
 
     /// Calls a bound name with JSON arguments (an object; `null` means none).
@@ -655,7 +558,7 @@ impl Toolset {
     /// code) becomes [`ToolError::Panicked`]; the toolset keeps serving.
     ///
     /// ```
-    /// # use frunk::hlist; use serde_json::json;
+    /// # use serde_json::json;
     /// # use toolgraft::{Tool, ToolError, Toolset};
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Cache;
@@ -664,7 +567,7 @@ impl Toolset {
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
-    /// toolset.bind(&shout, hlist![shout.combo().with(Cache::default())])?;
+    /// toolset.bind((shout.combo().with(Cache::default()),))?;
     /// let err = toolset.call("shout", json!({"text": "hi", "exp": 5})).await.unwrap_err();
     /// assert!(err.to_string().contains("unknown field `exp`"));
     /// assert!(matches!(err, ToolError::InvalidArguments { field: Some(f), .. } if f == "exp"));
@@ -769,7 +672,6 @@ impl Toolset {
     /// What clients see of a bound name.
     ///
     /// ```
-    /// # use frunk::hlist;
     /// # use toolgraft::{Tool, Toolset};
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
@@ -777,7 +679,7 @@ impl Toolset {
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
-    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// toolset.bind((shout.combo().with(Trace),))?;
     /// assert_eq!(toolset.info("shout_trace").unwrap().description, "Return the text.");
     /// assert!(toolset.info("shout_loud").is_none());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -789,7 +691,6 @@ impl Toolset {
     /// Every bound name with what clients see of it, sorted by name.
     ///
     /// ```
-    /// # use frunk::hlist;
     /// # use toolgraft::{Tool, Toolset};
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
@@ -797,7 +698,7 @@ impl Toolset {
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
-    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// toolset.bind((shout.combo().with(Trace),))?;
     /// let tools = toolset.tools();
     /// assert_eq!(tools.len(), 2);
     /// assert!(!tools[0].is_branch() && tools[1].is_branch());
@@ -817,7 +718,6 @@ impl Toolset {
     /// Every bound name, sorted.
     ///
     /// ```
-    /// # use frunk::hlist;
     /// # use toolgraft::{Tool, Toolset};
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
@@ -825,7 +725,7 @@ impl Toolset {
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
-    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// toolset.bind((shout.combo().with(Trace),))?;
     /// assert_eq!(toolset.names(), ["shout", "shout_trace"]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -839,7 +739,6 @@ impl Toolset {
     /// The base tool a bound name belongs to (rule `branch-bookkeeping`).
     ///
     /// ```
-    /// # use frunk::hlist;
     /// # use toolgraft::{Tool, Toolset};
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
@@ -847,7 +746,7 @@ impl Toolset {
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
-    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// toolset.bind((shout.combo().with(Trace),))?;
     /// assert_eq!(toolset.base_of("shout_trace").unwrap(), "shout");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -858,7 +757,6 @@ impl Toolset {
     /// Whether a bound name is a branch (`None` when it is not bound).
     ///
     /// ```
-    /// # use frunk::hlist;
     /// # use toolgraft::{Tool, Toolset};
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
@@ -866,7 +764,7 @@ impl Toolset {
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
-    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// toolset.bind((shout.combo().with(Trace),))?;
     /// assert_eq!(toolset.is_branch("shout_trace"), Some(true));
     /// assert_eq!(toolset.is_branch("shout"), Some(false));
     /// assert_eq!(toolset.is_branch("nope"), None);
@@ -879,7 +777,6 @@ impl Toolset {
     /// Whether a name is bound.
     ///
     /// ```
-    /// # use frunk::hlist;
     /// # use toolgraft::{Tool, Toolset};
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
@@ -887,7 +784,7 @@ impl Toolset {
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
-    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// toolset.bind((shout.combo().with(Trace),))?;
     /// assert!(toolset.contains("shout_trace") && !toolset.contains("shout_loud"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -13,7 +13,6 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use frunk::{hlist, hlist_pat};
 use proptest::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -26,6 +25,7 @@ use toolgraft::extension::Around;
 use toolgraft::extension::{Anywhere, LayerInput, Next, WithParams, Wrapped};
 use toolgraft::kind::Wrapper;
 use toolgraft::limits::Limits;
+use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::{ElementSpec, Manifest};
 use toolgraft::tool::BaseTool;
 use toolgraft::toolset::BaseTools;
@@ -249,15 +249,15 @@ fn registry(toolset: &Toolset) -> Registry {
     registry
         .register(Trace)
         .unwrap()
-        .register_configurable(Cache::default())
+        .register(Configured::new(Cache::default()))
         .unwrap()
-        .register_configurable(Batch::default())
+        .register(Configured::new(Batch::default()))
         .unwrap()
-        .register_configurable(Proxy::allow(["eu", "us"]))
+        .register(Configured::new(Proxy::allow(["eu", "us"])))
         .unwrap()
         .register(Pool::new(2).unwrap())
         .unwrap()
-        .register_from_config::<OutputSchema>("output_schema")
+        .register(Configured::<OutputSchema>::named("output_schema"))
         .unwrap()
         .register(Chain::new(toolset))
         .unwrap()
@@ -282,35 +282,29 @@ fn realistic() -> (Toolset, Registry) {
     let pool = Pool::new(2).unwrap();
     let typed = shout("shout");
     toolset
-        .bind(
-            &typed,
-            hlist![
-                typed.combo().with(Trace).with(Cache::default()),
-                typed
-                    .combo()
-                    .with(Proxy::allow(["eu"]))
-                    .with(pool.clone())
-                    .with(Batch::default()),
-                typed.combo().with(Fragile),
-                typed.combo().with(Chain::new(&toolset)),
-            ],
-        )
+        .bind((
+            typed.combo().with(Trace).with(Cache::default()),
+            typed
+                .combo()
+                .with(Proxy::allow(["eu"]))
+                .with(pool.clone())
+                .with(Batch::default()),
+            typed.combo().with(Fragile),
+            typed.combo().with(Chain::new(&toolset)),
+        ))
         .unwrap();
     let typed = forecast("forecast");
     toolset
-        .bind(
-            &typed,
-            hlist![
-                typed
-                    .combo()
-                    .with(Cache::default())
-                    .with(Trace)
-                    .with(Batch::default()),
-                typed
-                    .combo()
-                    .with(OutputSchema::new(json!({"type": "object"})).unwrap()),
-            ],
-        )
+        .bind((
+            typed
+                .combo()
+                .with(Cache::default())
+                .with(Trace)
+                .with(Batch::default()),
+            typed
+                .combo()
+                .with(OutputSchema::new(json!({"type": "object"})).unwrap()),
+        ))
         .unwrap();
     let bases = BaseTools::new()
         .with(&forecast("weather"))
@@ -650,7 +644,7 @@ fn child_deep_arguments() {
 async fn depth_is_configurable_and_a_deep_any_json_field_decodes_within_it() {
     let toolset = Toolset::with_limits(Limits::default().with_max_depth(128)).unwrap();
     let forecast = forecast("forecast");
-    toolset.bind(&forecast, hlist![]).unwrap();
+    toolset.bind((forecast.combo(),)).unwrap();
     let mut deep = object("hints", nested(120));
     deep["city"] = json!("x");
     assert!(toolset.call("forecast", deep).await.is_ok());
@@ -679,7 +673,10 @@ fn child_long_combo() {
     let combo = vec![ElementSpec::named("trace"); 3000];
     let (outcome, peak) = peak_above(|| {
         let started = Instant::now();
-        let outcome = toolset.replace(&registry, "echo", std::slice::from_ref(&combo));
+        let outcome = toolset
+            .edit()
+            .replace(&registry, "echo", std::slice::from_ref(&combo))
+            .commit();
         measure("bind_3000_us", started.elapsed().as_micros() as f64);
         outcome
     });
@@ -710,10 +707,7 @@ async fn the_combo_length_limit_holds_on_the_typed_path_and_can_be_raised() {
         .with_max_name_len(256);
     let toolset = Toolset::with_limits(limits).unwrap();
     let shout = shout("shout");
-    let Err(err) = toolset.bind(
-        &shout,
-        hlist![shout.combo().with(Trace).with(Trace).with(Trace)],
-    ) else {
+    let Err(err) = toolset.bind((shout.combo().with(Trace).with(Trace).with(Trace),)) else {
         panic!("a combo over the limit bound");
     };
     assert!(
@@ -730,10 +724,7 @@ async fn the_combo_length_limit_holds_on_the_typed_path_and_can_be_raised() {
     assert!(toolset.names().is_empty());
     let toolset = Toolset::with_limits(limits.with_max_combo_len(3)).unwrap();
     toolset
-        .bind(
-            &shout,
-            hlist![shout.combo().with(Trace).with(Trace).with(Trace)],
-        )
+        .bind((shout.combo().with(Trace).with(Trace).with(Trace),))
         .unwrap();
     assert_eq!(toolset.names().len(), 4);
 }
@@ -763,7 +754,11 @@ fn child_cache_capacity() {
         (json!({"default_ttl_secs": -1}), "default_ttl_secs"),
     ] {
         let combo = vec![ElementSpec::configured("cache", config.clone())];
-        let err = toolset.replace(&registry, "weather", &[combo]).unwrap_err();
+        let err = toolset
+            .edit()
+            .replace(&registry, "weather", &[combo])
+            .commit()
+            .unwrap_err();
         assert!(
             matches!(&err, BindError::InvalidConfig { field: f, .. } if f == field),
             "{config}: {err}"
@@ -775,7 +770,11 @@ fn child_cache_capacity() {
         (json!({"max_items": u64::MAX}), "max_items"),
     ] {
         let combo = vec![ElementSpec::configured("batch", config.clone())];
-        let err = toolset.replace(&registry, "weather", &[combo]).unwrap_err();
+        let err = toolset
+            .edit()
+            .replace(&registry, "weather", &[combo])
+            .commit()
+            .unwrap_err();
         assert!(
             matches!(&err, BindError::InvalidConfig { field: f, .. } if f == field),
             "{config}: {err}"
@@ -786,7 +785,12 @@ fn child_cache_capacity() {
         "cache",
         json!({"capacity": 1_000_000}),
     )];
-    let (outcome, peak) = peak_above(|| toolset.replace(&registry, "weather", &[combo]));
+    let (outcome, peak) = peak_above(|| {
+        toolset
+            .edit()
+            .replace(&registry, "weather", &[combo])
+            .commit()
+    });
     outcome.unwrap();
     measure("bind_capacity_1e6_peak_mib", peak as f64 / MIB);
     assert!(Pool::new(1_000_000).is_err());
@@ -797,7 +801,9 @@ fn a_panic_in_a_typed_extension_at_bind_refuses_the_tool_only() {
     let (toolset, registry) = realistic();
     let before = toolset.names();
     let err = toolset
+        .edit()
         .replace(&registry, "echo", &[vec![ElementSpec::named("explodes")]])
+        .commit()
         .unwrap_err();
     assert!(
         matches!(&err, BindError::ExtensionFailed { problem, .. } if problem.contains("cannot be layered")),
@@ -832,18 +838,15 @@ fn child_memory() {
     let registry = registry(&toolset);
     let typed = shout("typed");
     toolset
-        .bind(
-            &typed,
-            hlist![
-                typed
-                    .combo()
-                    .with(Trace)
-                    .with(Proxy::allow(["eu"]))
-                    .with(OutputSchema::new(json!({"type": "string"})).unwrap())
-                    .with(Trace),
-                typed.combo().with(Batch::default()),
-            ],
-        )
+        .bind((
+            typed
+                .combo()
+                .with(Trace)
+                .with(Proxy::allow(["eu"]))
+                .with(OutputSchema::new(json!({"type": "string"})).unwrap())
+                .with(Trace),
+            typed.combo().with(Batch::default()),
+        ))
         .unwrap();
     let manifest = Manifest::from_json(
         r#"{"tools": {"dynamic": [
@@ -925,9 +928,7 @@ async fn the_cache_bounds_bytes_as_well_as_entries() {
         max_bytes: 1 << 20,
         ..CacheConfig::default()
     });
-    let hlist_pat![cached] = Toolset::new()
-        .bind(&shout, hlist![shout.combo().with(cache)])
-        .unwrap();
+    let (cached,) = Toolset::new().bind((shout.combo().with(cache),)).unwrap();
     // Scaled down from the finding (200 distinct 1 MiB arguments against 64 MiB)
     // to keep a debug build quick: 200 distinct 64 KiB arguments against 1 MiB.
     for n in 0..200 {
@@ -1009,10 +1010,16 @@ fn manifest_and_bind_errors_quote_values_shortened() {
         "cache",
         json!({"capacity": ten_mb}),
     )];
-    let err = toolset.replace(&registry, "echo", &[combo]).unwrap_err();
+    let err = toolset
+        .edit()
+        .replace(&registry, "echo", &[combo])
+        .commit()
+        .unwrap_err();
     assert!(err.to_string().len() < 1_000, "{}", err.to_string().len());
     let err = toolset
+        .edit()
         .replace(&registry, "echo", &[vec![ElementSpec::named(&ten_mb)]])
+        .commit()
         .unwrap_err();
     assert!(err.to_string().len() < 1_000);
 }
@@ -1025,7 +1032,9 @@ fn bound_names_longer_than_128_bytes_are_refused_unless_allowed() {
     let (toolset, registry) = realistic();
     let combo = vec![ElementSpec::named("trace"); 30];
     let err = toolset
+        .edit()
         .replace(&registry, "echo", std::slice::from_ref(&combo))
+        .commit()
         .unwrap_err();
     assert!(
         matches!(&err, BindError::NameTooLong { limit: 128, len, .. } if *len > 128),
@@ -1036,8 +1045,12 @@ fn bound_names_longer_than_128_bytes_are_refused_unless_allowed() {
 
     let roomy = Toolset::with_limits(Limits::default().with_max_name_len(512)).unwrap();
     let registry = self::registry(&roomy);
-    roomy.bind(&shout("echo"), hlist![]).unwrap();
-    roomy.replace(&registry, "echo", &[combo]).unwrap();
+    roomy.bind((shout("echo").combo(),)).unwrap();
+    roomy
+        .edit()
+        .replace(&registry, "echo", &[combo])
+        .commit()
+        .unwrap();
     assert_eq!(roomy.names().len(), 31);
 }
 
@@ -1062,7 +1075,7 @@ async fn reserved_params_stop_at_a_run_time_wrapper_over_a_raw_tool() {
     let record = seen.clone();
     let mut registry = Registry::new();
     registry
-        .register_dynamic(
+        .register(
             DynExtension::builder()
                 .name("expiring")
                 .kind(ExtensionKind::Wrapper)

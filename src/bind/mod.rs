@@ -103,7 +103,7 @@ impl fmt::Display for Site {
 /// let shout = Tool::builder().name("shout").description("Return the text.")
 ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
 /// let toolset = Toolset::new();
-/// toolset.bind(&shout, frunk::hlist![shout.combo().with(Trace)])?;
+/// toolset.bind((shout.combo().with(Trace),))?;
 /// let info = toolset.info("shout_trace").unwrap();
 /// assert_eq!((info.base.as_str(), info.is_branch()), ("shout", true));
 /// assert_eq!(info.input_schema, toolset.info("shout").unwrap().input_schema);
@@ -129,7 +129,6 @@ impl ToolInfo {
     /// Whether an extension minted this name.
     ///
     /// ```
-    /// # use frunk::hlist;
     /// # use toolgraft::{Tool, Toolset};
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
@@ -137,7 +136,7 @@ impl ToolInfo {
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
-    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// toolset.bind((shout.combo().with(Trace),))?;
     /// assert!(toolset.info("shout_trace").unwrap().is_branch());
     /// assert!(!toolset.info("shout").unwrap().is_branch());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -150,7 +149,6 @@ impl ToolInfo {
     /// extension, it runs wherever that one sends it.
     ///
     /// ```
-    /// # use frunk::hlist;
     /// # use toolgraft::{Tool, Toolset};
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
@@ -158,7 +156,7 @@ impl ToolInfo {
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
-    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// toolset.bind((shout.combo().with(Trace),))?;
     /// assert_eq!(toolset.info("shout_trace").unwrap().sites(), [toolgraft::toolset::Site::Caller]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -171,7 +169,6 @@ impl ToolInfo {
     /// Where the tool body runs.
     ///
     /// ```
-    /// # use frunk::hlist;
     /// # use toolgraft::{Tool, Toolset};
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
@@ -179,7 +176,7 @@ impl ToolInfo {
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
-    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// toolset.bind((shout.combo().with(Trace),))?;
     /// assert_eq!(toolset.info("shout_trace").unwrap().body_site(), toolgraft::toolset::Site::Caller);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -390,6 +387,13 @@ impl Minted {
             // copy for a typed tool (`Stack::decode_keeping`).
             stack: Arc::new(base.clone()),
         }
+    }
+
+    /// Whether `other` is the same base tool as far as clients could tell: the
+    /// same name, description and schemas (two tools of one name in one
+    /// binding are refused, unless they are clones of one tool).
+    pub(crate) fn same_base(&self, other: &Minted) -> bool {
+        self.running.name == other.running.name && self.running.difference(&other.running).is_none()
     }
 
     /// This name through JSON, to layer run-time extensions over.

@@ -27,7 +27,7 @@ use crate::tool::BaseTool;
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let shout = Tool::builder().name("shout").description("Return the text.")
 ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
-/// let (traced, cached) = Toolset::new().bind_combos((
+/// let (traced, cached) = Toolset::new().bind((
 ///     shout.combo().with(Trace),
 ///     shout.combo().with(Proxy::allow(["eu"])).with(Cache::default()),
 /// ))?;

@@ -9,7 +9,6 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use frunk::{HCons, HNil};
 use schemars::Schema;
 
 use crate::bind::{ComboDraft, Element, Problem, Running, written_config};
@@ -32,7 +31,8 @@ use typestate::{ComboState, Depth, Joins, Start, Then};
 /// A combo under construction: the typed stack `S` and the typestate `St`.
 ///
 /// Start one with [`StartCombo::combo`], add extensions with [`Combo::with`], and bind
-/// the tool with its combos with [`Toolset::bind`](crate::Toolset::bind).
+/// the tool with its combos with [`Toolset::bind`](crate::Toolset::bind), which takes
+/// a tuple of combos ([`Combos`]).
 ///
 /// ```
 /// use toolgraft::Tool;
@@ -277,15 +277,36 @@ where
     (element, stack)
 }
 
-/// Typed combos of one tool: a tuple of up to 12 combos, or a heterogeneous list
-/// (`frunk::hlist![..]`) of any length.
+/// What [`Toolset::bind`](crate::Toolset::bind) takes: a tuple of 0 to 16 typed
+/// combos, of one base tool or of several (more bind as nested tuples, each a
+/// [`TypedCombo`] too: `((a, .., p), (q, r))`).
 ///
-/// Binding hands back the same shape with each combo's [`Branch`] branch, so every
-/// typed stack keeps its own type: destructure a tuple with `let (a, b) = ..`, a
-/// list with `frunk::hlist_pat!`.
+/// Binding hands back a tuple of the same shape with each combo's [`Branch`], so
+/// every typed stack keeps its own type: destructure it with `let (a, b) = ..`.
+/// Each combo brings its base tool, so no base is passed beside them; a combo
+/// with no extension yet (`tool.combo()`) is its base alone, and binds the
+/// base's name only.
 ///
-/// Sealed: implemented for tuples of [`Combo`]s, `HNil` and
-/// `HCons<Combo<..>, impl Combos>`.
+/// ```
+/// use toolgraft::{Tool, Toolset};
+/// use toolgraft::ext::Trace;
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+/// let shout = Tool::builder().name("shout").description("Return the text.")
+///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+/// let toolset = Toolset::new();
+/// let (base, traced) = toolset.bind((shout.combo(), shout.combo().with(Trace)))?;
+/// assert_eq!((base.name().as_str(), traced.name().as_str()), ("shout", "shout_trace"));
+/// let () = toolset.bind(())?; // nothing to bind
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// Sealed: implemented for tuples of [`TypedCombo`]s.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tuple of combos",
+    label = "`Toolset::bind` takes a tuple of up to 16 combos",
+    note = "pass the combos as a tuple: `toolset.bind((tool.combo().with(..), tool.combo()))`; one combo is `(combo,)`, with the trailing comma",
+    note = "a tool alone is bound as its combo with no extension: `toolset.bind((tool.combo(),))`"
+)]
 pub trait Combos: sealed::Sealed {
     /// The typed branches, one per combo, in order.
     type Branches;
@@ -294,35 +315,48 @@ pub trait Combos: sealed::Sealed {
     fn into_drafts(self, drafts: &mut Vec<ComboDraft>) -> Self::Branches;
 }
 
+/// One element of the tuple [`Toolset::bind`](crate::Toolset::bind) takes: a
+/// [`Combo`], of any base tool, at any depth; or a tuple of them, for more combos
+/// than one tuple holds.
+///
+/// ```
+/// use toolgraft::combo::TypedCombo;
+/// use toolgraft::Tool;
+/// use toolgraft::ext::Trace;
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+/// fn is_combo<C: TypedCombo>(_: &C) {}
+/// let shout = Tool::builder().name("shout").description("Return the text.")
+///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+/// is_combo(&shout.combo().with(Trace));
+/// # Ok::<(), toolgraft::error::InvalidName>(())
+/// ```
+///
+/// Sealed: implemented for [`Combo`] and tuples of `TypedCombo`s.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a combo, so `Toolset::bind` cannot bind it",
+    label = "not a combo",
+    note = "every element of the tuple `Toolset::bind` takes is a combo: start one with `tool.combo()` and add extensions with `.with(..)`",
+    note = "a base tool alone is bound as its combo with no extension: `tool.combo()`",
+    note = "a branch is bound already, and is never the target of a combo: to extend a branch, add the extension to the combo that minted it (rule `branch-bookkeeping` in `toolgraft::rulebook`)"
+)]
+pub trait TypedCombo: sealed::Sealed {
+    /// The combo's outermost branch, once bound.
+    type Branch;
+
+    #[doc(hidden)]
+    fn into_draft(self, drafts: &mut Vec<ComboDraft>) -> Self::Branch;
+}
+
 mod sealed {
     pub trait Sealed {}
 }
 
-impl sealed::Sealed for HNil {}
-impl<S, St, Tail: Combos> sealed::Sealed for HCons<Combo<S, St>, Tail> {}
+impl<S: Stack, St> sealed::Sealed for Combo<S, St> {}
 
-impl Combos for HNil {
-    type Branches = HNil;
+impl<S: Stack, St> TypedCombo for Combo<S, St> {
+    type Branch = Branch<S>;
 
-    fn into_drafts(self, _: &mut Vec<ComboDraft>) -> HNil {
-        HNil
-    }
-}
-
-impl<S: Stack, St, Tail: Combos> Combos for HCons<Combo<S, St>, Tail> {
-    type Branches = HCons<Branch<S>, Tail::Branches>;
-
-    fn into_drafts(self, drafts: &mut Vec<ComboDraft>) -> Self::Branches {
-        HCons {
-            head: self.head.into_bound(drafts),
-            tail: self.tail.into_drafts(drafts),
-        }
-    }
-}
-
-impl<S: Stack, St> Combo<S, St> {
-    /// The combo's outermost branch, its draft handed to the engine.
-    fn into_bound(self, drafts: &mut Vec<ComboDraft>) -> Branch<S> {
+    fn into_draft(self, drafts: &mut Vec<ComboDraft>) -> Branch<S> {
         let bound = Branch {
             name: self.draft.name().clone(),
             stack: self.stack,
@@ -332,36 +366,62 @@ impl<S: Stack, St> Combo<S, St> {
     }
 }
 
-// Tuples go through the list machinery: a tuple is the list of its combos, and the
-// list of branches comes back as a tuple.
-macro_rules! combo_tuples {
-    ($(($($combo:ident $stack:ident $state:ident),+)),+ $(,)?) => {$(
-        impl<$($stack: Stack, $state),+> sealed::Sealed for ($(Combo<$stack, $state>,)+) {}
+impl sealed::Sealed for () {}
 
-        impl<$($stack: Stack, $state),+> Combos for ($(Combo<$stack, $state>,)+) {
-            type Branches = ($(Branch<$stack>,)+);
+impl Combos for () {
+    type Branches = ();
+
+    fn into_drafts(self, _: &mut Vec<ComboDraft>) {}
+}
+
+// A tuple of combos is an element too, so more than 16 combos bind in one call
+// as nested tuples. (Not offered as a fix when an element is no combo.)
+#[diagnostic::do_not_recommend]
+impl TypedCombo for () {
+    type Branch = ();
+
+    fn into_draft(self, _: &mut Vec<ComboDraft>) {}
+}
+
+macro_rules! combo_tuples {
+    ($(($($combo:ident $ty:ident),+)),+ $(,)?) => {$(
+        impl<$($ty: TypedCombo),+> sealed::Sealed for ($($ty,)+) {}
+
+        impl<$($ty: TypedCombo),+> Combos for ($($ty,)+) {
+            type Branches = ($($ty::Branch,)+);
 
             fn into_drafts(self, drafts: &mut Vec<ComboDraft>) -> Self::Branches {
                 let ($($combo,)+) = self;
-                let list = frunk::hlist![$($combo),+];
-                let frunk::hlist_pat![$($combo),+] = list.into_drafts(drafts);
-                ($($combo,)+)
+                ($($combo.into_draft(drafts),)+)
+            }
+        }
+
+        #[diagnostic::do_not_recommend]
+        impl<$($ty: TypedCombo),+> TypedCombo for ($($ty,)+) {
+            type Branch = ($($ty::Branch,)+);
+
+            fn into_draft(self, drafts: &mut Vec<ComboDraft>) -> Self::Branch {
+                self.into_drafts(drafts)
             }
         }
     )+};
 }
 
 combo_tuples!(
-    (a A Sa),
-    (a A Sa, b B Sb),
-    (a A Sa, b B Sb, c C Sc),
-    (a A Sa, b B Sb, c C Sc, d D Sd),
-    (a A Sa, b B Sb, c C Sc, d D Sd, e E Se),
-    (a A Sa, b B Sb, c C Sc, d D Sd, e E Se, f F Sf),
-    (a A Sa, b B Sb, c C Sc, d D Sd, e E Se, f F Sf, g G Sg),
-    (a A Sa, b B Sb, c C Sc, d D Sd, e E Se, f F Sf, g G Sg, h H Sh),
-    (a A Sa, b B Sb, c C Sc, d D Sd, e E Se, f F Sf, g G Sg, h H Sh, i I Si),
-    (a A Sa, b B Sb, c C Sc, d D Sd, e E Se, f F Sf, g G Sg, h H Sh, i I Si, j J Sj),
-    (a A Sa, b B Sb, c C Sc, d D Sd, e E Se, f F Sf, g G Sg, h H Sh, i I Si, j J Sj, k K Sk),
-    (a A Sa, b B Sb, c C Sc, d D Sd, e E Se, f F Sf, g G Sg, h H Sh, i I Si, j J Sj, k K Sk, l L Sl),
+    (a A),
+    (a A, b B),
+    (a A, b B, c C),
+    (a A, b B, c C, d D),
+    (a A, b B, c C, d D, e E),
+    (a A, b B, c C, d D, e E, f F),
+    (a A, b B, c C, d D, e E, f F, g G),
+    (a A, b B, c C, d D, e E, f F, g G, h H),
+    (a A, b B, c C, d D, e E, f F, g G, h H, i I),
+    (a A, b B, c C, d D, e E, f F, g G, h H, i I, j J),
+    (a A, b B, c C, d D, e E, f F, g G, h H, i I, j J, k K),
+    (a A, b B, c C, d D, e E, f F, g G, h H, i I, j J, k K, l L),
+    (a A, b B, c C, d D, e E, f F, g G, h H, i I, j J, k K, l L, m M),
+    (a A, b B, c C, d D, e E, f F, g G, h H, i I, j J, k K, l L, m M, n N),
+    (a A, b B, c C, d D, e E, f F, g G, h H, i I, j J, k K, l L, m M, n N, o O),
+    (a A, b B, c C, d D, e E, f F, g G, h H, i I, j J, k K, l L, m M, n N, o O, p P),
 );

@@ -191,7 +191,6 @@ impl<'de, O: DeserializeOwned> Deserialize<'de> for BatchItem<O> {
 /// and returns the list of results in input order.
 ///
 /// ```
-/// use frunk::hlist;
 /// use serde_json::json;
 /// use toolgraft::{Tool, Toolset};
 /// use toolgraft::tool::BaseTool;
@@ -201,7 +200,7 @@ impl<'de, O: DeserializeOwned> Deserialize<'de> for BatchItem<O> {
 /// let square = Tool::builder().name("square").description("Square a number.")
 ///     .body(|i: Square| async move { Ok(i.n * i.n) }).build()?;
 /// let toolset = Toolset::new();
-/// toolset.bind(&square, hlist![square.combo().with(Batch::default())])?;
+/// toolset.bind((square.combo().with(Batch::default()),))?;
 /// let out = toolset.call("square_batch",
 ///     json!({"items": [{"n": 1}, {"n": 2}, {"n": 3}], "parallel": true})).await?;
 /// assert_eq!(out, json!([1, 4, 9]));

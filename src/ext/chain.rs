@@ -38,7 +38,7 @@ pub const MAX_CHAIN_DEPTH: usize = 16;
 ///     .body(|input: Find| async move { Ok(json!({"city": input.city})) })
 ///     .build()?;
 /// let toolset = Toolset::new();
-/// toolset.bind_combos((find.combo().with(Chain::new(&toolset)),))?;
+/// toolset.bind((find.combo().with(Chain::new(&toolset)),))?;
 /// let err = toolset
 ///     .call("find_chain", json!({"city": "Lisbon", "next_tool": "find", "select": "/at"}))
 ///     .await
@@ -201,7 +201,6 @@ impl Operator {
 /// layer input with the same names.
 ///
 /// ```
-/// use frunk::hlist;
 /// use serde_json::json;
 /// use toolgraft::{Tool, Toolset};
 /// use toolgraft::tool::BaseTool;
@@ -216,8 +215,8 @@ impl Operator {
 ///     .body(|input: Forecast| async move { Ok(format!("sunny at {}", input.lat)) })
 ///     .build()?;
 /// let toolset = Toolset::new();
-/// toolset.bind(&forecast, hlist![])?;
-/// toolset.bind(&find, hlist![find.combo().with(Chain::new(&toolset))])?;
+/// toolset.bind((forecast.combo(),))?;
+/// toolset.bind((find.combo().with(Chain::new(&toolset)),))?;
 /// let out = toolset
 ///     .call("find_chain", json!({"city": "Lisbon", "next_tool": "forecast", "select": "/at"}))
 ///     .await?;
@@ -251,7 +250,7 @@ impl Chain {
 
     /// The same chain with the operator's `config` (feature `jq`): what a manifest
     /// element `{"name": "chain", "config": {"jq": ".."}}` builds, registered with
-    /// [`Registry::register_refined`](crate::Registry::register_refined). The
+    /// [`Registry::register`](crate::Registry::register) as a [`Refined`](crate::runtime::Refined). The
     /// expression is compiled here; a problem with it (or with the bounds) refuses
     /// the tool when it is bound.
     ///
@@ -272,9 +271,9 @@ impl Chain {
     ///     .body(|input: Forecast| async move { Ok(format!("sunny at {}", input.lat)) })
     ///     .build()?;
     /// let toolset = Toolset::new();
-    /// toolset.bind_tool(&forecast)?;
+    /// toolset.bind((forecast.combo(),))?;
     /// let mut registry = Registry::new();
-    /// registry.register_refined(Chain::new(&toolset), Chain::configured)?;
+    /// registry.register(toolgraft::runtime::Refined::new(Chain::new(&toolset), Chain::configured))?;
     /// let bases = BaseTools::new().with(&find);
     ///
     /// let bad = Manifest::from_json(r#"{"tools": {"find": [[{"name": "chain", "config": {"jq": "{lat: .at[0]"}}]]}}"#)?;
@@ -313,7 +312,7 @@ impl Chain {
     /// # let find = Tool::builder().name("find").description("Locate a city.")
     /// #     .body(|input: Find| async move { Ok(json!({"city": input.city})) }).build()?;
     /// let toolset = Toolset::new();
-    /// let err = toolset.bind_combos((find.combo().with(Chain::new(&toolset).with_jq(".city |")),)).unwrap_err();
+    /// let err = toolset.bind((find.combo().with(Chain::new(&toolset).with_jq(".city |")),)).unwrap_err();
     /// assert!(matches!(err, BindError::InvalidConfig { ref field, .. } if field == "jq"), "{err}");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -47,7 +47,7 @@ pub const DURATION: &str = "toolgraft_tool_call_duration_seconds";
 /// let shout = Tool::builder().name("shout").description("Return the text.")
 ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
 /// let toolset = Toolset::new();
-/// toolset.bind_combos((shout.combo().with(Metrics::default()),))?;
+/// toolset.bind((shout.combo().with(Metrics::default()),))?;
 /// // With no recorder installed, the numbers go nowhere and the call is unchanged.
 /// assert_eq!(toolset.call("shout_metrics", json!({"text": "hi"})).await?, json!("hi"));
 /// # Ok(()) }

@@ -94,7 +94,6 @@ pub struct OutputSchemaConfig {
 /// invalid schema is refused when binding.
 ///
 /// ```
-/// use frunk::hlist;
 /// use serde_json::json;
 /// use toolgraft::{Tool, ToolError, Toolset};
 /// use toolgraft::tool::BaseTool;
@@ -110,7 +109,7 @@ pub struct OutputSchemaConfig {
 /// let schema = json!({"type": "object", "properties": {"name": {"type": "string", "minLength": 3}},
 ///                     "required": ["name"]});
 /// let toolset = Toolset::new();
-/// toolset.bind(&get_user, hlist![get_user.combo().with(OutputSchema::new(schema)?)])?;
+/// toolset.bind((get_user.combo().with(OutputSchema::new(schema)?),))?;
 /// assert_eq!(toolset.call("get_user_output_schema", json!({"user_id": 1})).await?, json!({"name": "Alice"}));
 /// let err = toolset.call("get_user_output_schema", json!({"user_id": 2})).await.unwrap_err();
 /// let mismatch = err.downcast_ref::<OutputSchemaError>().expect("a mismatch");

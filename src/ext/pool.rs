@@ -32,7 +32,6 @@ use crate::schema::Args;
 /// last clone, including those inside bound branches, is dropped.
 ///
 /// ```
-/// use frunk::hlist;
 /// use serde_json::json;
 /// use toolgraft::{Tool, Toolset};
 /// use toolgraft::tool::BaseTool;
@@ -44,7 +43,7 @@ use crate::schema::Args;
 ///     .build()?;
 /// let pool = Pool::new(2)?;
 /// let toolset = Toolset::new();
-/// toolset.bind(&ping, hlist![ping.combo().with(pool.clone())])?;
+/// toolset.bind((ping.combo().with(pool.clone()),))?;
 /// assert_eq!(toolset.call("ping_pool", json!({})).await?, json!("toolgraft-pool"));
 /// assert_eq!(pool.jobs_started(), 1);
 /// # Ok(()) }

@@ -90,7 +90,6 @@ impl Params for ProxyParams {}
 /// Requires body locality: `[proxy, pool]` binds, `[pool, proxy]` does not compile.
 ///
 /// ```
-/// use frunk::hlist;
 /// use serde_json::json;
 /// use toolgraft::{Tool, Toolset};
 /// use toolgraft::tool::BaseTool;
@@ -103,7 +102,7 @@ impl Params for ProxyParams {}
 ///     })
 ///     .build()?;
 /// let toolset = Toolset::new();
-/// toolset.bind(&fetch, hlist![fetch.combo().with(Proxy::allow(["eu", "us"]))])?;
+/// toolset.bind((fetch.combo().with(Proxy::allow(["eu", "us"])),))?;
 ///
 /// let out = toolset.call("fetch_proxy", json!({"url": "/", "proxies": ["us"]})).await?;
 /// assert_eq!(out, json!("GET / via us"));

@@ -58,7 +58,7 @@ pub struct TimeoutConfig {
 ///     })
 ///     .build()?;
 /// let toolset = Toolset::new();
-/// toolset.bind_combos((nap.combo().with(Timeout::new(Duration::from_secs(1))),))?;
+/// toolset.bind((nap.combo().with(Timeout::new(Duration::from_secs(1))),))?;
 ///
 /// assert_eq!(toolset.call("nap_timeout", json!({"ms": 10})).await?, json!("awake"));
 /// let err = toolset.call("nap_timeout", json!({"ms": 5_000})).await.unwrap_err();

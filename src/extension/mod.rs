@@ -271,6 +271,12 @@ pub trait Extension: Send + Sync + 'static {
 /// # let _ = batch;
 /// # Ok::<(), ConfigError>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not built from author config, so it cannot be `Configured`",
+    label = "no `Configurable` impl for `{Self}`",
+    note = "register it as itself (`registry.register(ext)`): each element gets a clone, and none may carry config",
+    note = "to build it from an element's config, implement `Configurable` for it; to adjust an instance from config, register `Refined::new(ext, refine)`"
+)]
 pub trait Configurable: Extension + Sized {
     /// The config, as serde reads it from the element's `config` mapping.
     type Config: serde::de::DeserializeOwned;

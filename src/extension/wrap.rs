@@ -61,7 +61,7 @@ use crate::stack::{Next, Stack};
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
 /// # let ping = Tool::builder().name("ping").description("Pong.").body(|_: Ping| async { Ok("pong") }).build()?;
 /// # let toolset = Toolset::new();
-/// # toolset.bind_combos((ping.combo().with(Timed),))?;
+/// # toolset.bind((ping.combo().with(Timed),))?;
 /// # assert_eq!(toolset.names(), ["ping", "ping_timed"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -310,7 +310,7 @@ impl<W: Around<S>, S: Stack> Stack for Wrapped<W, S> {
 /// });
 ///
 /// let toolset = Toolset::new();
-/// toolset.bind_combos((ping.combo().with(count),))?;
+/// toolset.bind((ping.combo().with(count),))?;
 /// toolset.call("ping_count", serde_json::json!({})).await?;
 /// assert_eq!(calls.load(Ordering::Relaxed), 1);
 /// # Ok(()) }

@@ -36,11 +36,12 @@ use crate::stack::{DynInput, ErasedStack, Rebuilt, Stack, decode_args};
 ///
 /// ```
 /// use toolgraft::Registry;
+/// use toolgraft::runtime::Configured;
 /// use toolgraft::ext::{Batch, Pool, Trace};
 ///
 /// let mut registry = Registry::new();
 /// registry.register(Trace)?;
-/// registry.register_configurable(Batch::default())?;
+/// registry.register(Configured::new(Batch::default()))?;
 /// registry.register(Pool::new(2)?)?;
 /// assert_eq!(
 ///     serde_json::to_string(&registry.catalogue())?,
@@ -119,117 +120,56 @@ impl Registry {
         Self::default()
     }
 
-    /// Registers a typed extension under its own name. Each branch gets a clone;
-    /// a manifest element may not give it config.
+    /// Registers an extension under its name: what `extension` is says how a
+    /// manifest element gets an instance ([`Registrable`] lists the cases).
     ///
-    /// Its branch's input must serialize (every built-in's does, and so does any
-    /// [`Wrap`](crate::Wrap) wrapper's): that is how a run-time layer above sees
-    /// the arguments as given without copying them at every layer. A panic in the
-    /// extension's own code while a combo is bound refuses that tool
-    /// ([`BindError::ExtensionFailed`]).
-    pub fn register<E>(&mut self, extension: E) -> Result<&mut Self, RegistryError>
-    where
-        E: Layer<DynStack> + Clone,
-        <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
-        <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
-        <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
-        <E::Branch as Stack>::Input: Serialize,
-    {
-        let name = Name::new(extension.name())?;
-        self.insert(name, Typed::Default(extension))
-    }
-
-    /// Registers a typed extension that takes author config. An element without
-    /// config (or with an empty one) gets a clone of `default`; one with config gets
-    /// an instance built from it.
-    pub fn register_configurable<E>(&mut self, default: E) -> Result<&mut Self, RegistryError>
-    where
-        E: Layer<DynStack> + Configurable + Clone,
-        <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
-        <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
-        <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
-        <E::Branch as Stack>::Input: Serialize,
-    {
-        let name = Name::new(default.name())?;
-        self.insert(name, Typed::Configurable(default, config_of::<E>))
-    }
-
-    /// Registers, as `name`, a typed extension that only exists with config: an
-    /// element must carry a config it can be built from.
-    pub fn register_from_config<E>(&mut self, name: &str) -> Result<&mut Self, RegistryError>
-    where
-        E: Layer<DynStack> + Configurable + Clone,
-        <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
-        <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
-        <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
-        <E::Branch as Stack>::Input: Serialize,
-    {
-        let name = Name::new(name)?;
-        self.insert(name, Typed::<E>::FromConfigOnly(config_of::<E>))
-    }
-
-    /// Registers a typed extension whose config refines an instance: an element
-    /// without config (or with an empty one) gets a clone of `default`; one with
-    /// config gets `refine(&default, config)`. For an extension built from
-    /// something config cannot carry (a [`Chain`](crate::ext::Chain) holds its
-    /// toolset), where [`Configurable::from_config`] has nothing to start from.
+    /// - a typed extension, as itself (`registry.register(Trace)`): each branch
+    ///   gets a clone, and an element may not give it config;
+    /// - [`Configured::new(default)`](Configured::new): a typed extension that
+    ///   takes author config, `default` when an element has none;
+    /// - [`Configured::<E>::named(name)`](Configured::named): one that only exists
+    ///   with config;
+    /// - [`Refined::new(default, refine)`](Refined::new): one whose config refines
+    ///   an instance;
+    /// - a [`DynExtension`]: one defined at run time.
+    ///
+    /// A typed extension's branch input must serialize (every built-in's does, and
+    /// so does any [`Wrap`](crate::Wrap) wrapper's): that is how a run-time layer
+    /// above sees the arguments as given without copying them at every layer. A
+    /// panic in the extension's own code while a combo is bound refuses that tool
+    /// ([`BindError::ExtensionFailed`]). A name registered twice is refused.
     ///
     /// ```
     /// use toolgraft::Registry;
-    /// use toolgraft::extension::ConfigError;
-    /// use toolgraft::ext::Pool;
-    ///
-    /// /// `{"name": "pool", "config": {"name": "gpu"}}`: the same threads, another name.
-    /// #[derive(serde::Deserialize)]
-    /// struct Renamed { name: String }
-    /// fn rename(pool: &Pool, config: Renamed) -> Result<Pool, ConfigError> {
-    ///     Ok(pool.clone().named(config.name))
-    /// }
+    /// use toolgraft::runtime::{Configured, RegistryError};
+    /// use toolgraft::ext::{Cache, OutputSchema, Trace};
     /// let mut registry = Registry::new();
-    /// registry.register_refined(Pool::new(1)?, rename)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// registry
+    ///     .register(Trace)?
+    ///     .register(Configured::new(Cache::default()))?
+    ///     .register(Configured::<OutputSchema>::named("output_schema"))?;
+    /// let again = registry.register(Trace).unwrap_err();
+    /// assert!(matches!(again, RegistryError::AlreadyRegistered { .. }));
+    /// # Ok::<(), RegistryError>(())
     /// ```
-    pub fn register_refined<E, C>(
-        &mut self,
-        default: E,
-        refine: fn(&E, C) -> Result<E, ConfigError>,
-    ) -> Result<&mut Self, RegistryError>
-    where
-        E: Layer<DynStack> + Clone,
-        C: serde::de::DeserializeOwned + 'static,
-        <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
-        <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
-        <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
-        <E::Branch as Stack>::Input: Serialize,
-    {
-        let name = Name::new(default.name())?;
-        let refine: Refine<E> = Arc::new(move |default: &E, config: Map<String, Value>| {
-            let config: C = decode_args(config).map_err(|err| {
-                ConfigError::new(
-                    err.field.unwrap_or_else(|| "config".to_owned()),
-                    err.problem,
-                )
-            })?;
-            refine(default, config)
-        });
-        self.insert(name, Typed::Refined(default, refine))
+    ///
+    /// What cannot be registered does not compile, and the error says why:
+    ///
+    /// ```compile_fail
+    /// let mut registry = toolgraft::Registry::new();
+    /// registry.register("trace"); // `&str` is not an extension
+    /// ```
+    pub fn register<R: Registrable>(&mut self, extension: R) -> Result<&mut Self, RegistryError> {
+        extension.register_into(self)?;
+        Ok(self)
     }
 
-    /// Registers an extension defined at run time.
-    pub fn register_dynamic(
-        &mut self,
-        extension: DynExtension,
-    ) -> Result<&mut Self, RegistryError> {
-        let name = Name::new(&extension.name)?;
-        self.insert(name, extension)
-    }
-
-    fn insert(&mut self, name: Name, factory: impl Factory) -> Result<&mut Self, RegistryError> {
+    fn insert(&mut self, name: Name, factory: impl Factory) -> Result<(), RegistryError> {
         if self.extensions.contains_key(&name) {
             return Err(RegistryError::AlreadyRegistered { name });
         }
         self.extensions.insert(name, Arc::new(factory));
-        Ok(self)
+        Ok(())
     }
 
     /// Every registered name with its kind, sorted by name.
@@ -369,6 +309,270 @@ fn config_of<E: Configurable>(config: Map<String, Value>) -> Result<E, ConfigErr
     E::from_config(config)
 }
 
+/// What [`Registry::register`] takes: a typed extension (as itself), a
+/// [`Configured`], a [`Refined`], or a [`DynExtension`].
+///
+/// ```
+/// use toolgraft::runtime::Registrable;
+/// use toolgraft::ext::Trace;
+/// fn registrable(_: impl Registrable) {}
+/// registrable(Trace);
+/// ```
+///
+/// Sealed: each case is one of the types above.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be registered as an extension",
+    label = "not a registrable extension",
+    note = "`Registry::register` takes a typed extension (`register(Trace)`), `Configured::new(ext)` for one that takes author config, `Configured::<E>::named(\"name\")` for one built from config only, `Refined::new(ext, refine)`, or a `DynExtension`"
+)]
+pub trait Registrable: sealed::Sealed {}
+
+mod sealed {
+    pub trait Sealed {
+        /// Registers the extension's factory under its name.
+        fn register_into(self, registry: &mut super::Registry) -> Result<(), super::RegistryError>;
+    }
+}
+
+impl<E> sealed::Sealed for E
+where
+    E: Layer<DynStack> + Clone,
+    <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
+    <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
+    <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
+    <E::Branch as Stack>::Input: Serialize,
+{
+    fn register_into(self, registry: &mut Registry) -> Result<(), RegistryError> {
+        let name = Name::new(self.name())?;
+        registry.insert(name, Typed::Default(self))
+    }
+}
+
+impl<E> Registrable for E
+where
+    E: Layer<DynStack> + Clone,
+    <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
+    <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
+    <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
+    <E::Branch as Stack>::Input: Serialize,
+{
+}
+
+/// A typed extension that takes author config, for [`Registry::register`]: an
+/// element with config gets an instance built from it
+/// ([`Configurable::from_config`]); one without (or with an empty one) gets a
+/// clone of the default, or, for one [`named`](Configured::named), is built from
+/// an empty config.
+///
+/// ```
+/// use toolgraft::Registry;
+/// use toolgraft::runtime::Configured;
+/// use toolgraft::ext::{Batch, OutputSchema};
+/// let mut registry = Registry::new();
+/// registry
+///     .register(Configured::new(Batch::default()))?
+///     .register(Configured::<OutputSchema>::named("output_schema"))?;
+/// assert_eq!(registry.catalogue().len(), 2);
+/// # Ok::<(), toolgraft::runtime::RegistryError>(())
+/// ```
+pub struct Configured<E> {
+    default: Option<E>,
+    name: Option<String>,
+    /// Taken where `E: Configurable` is checked (the constructors), so a type
+    /// without config is named once there, not again at `register`.
+    from_config: FromConfig<E>,
+}
+
+impl<E> std::fmt::Debug for Configured<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Configured")
+            .field("extension", &std::any::type_name::<E>())
+            .field("name", &self.name)
+            .field("default", &self.default.is_some())
+            .finish()
+    }
+}
+
+impl<E: Configurable> Configured<E> {
+    /// `default` under its own name, built from config when an element has one.
+    ///
+    /// ```
+    /// use toolgraft::Registry;
+    /// use toolgraft::runtime::Configured;
+    /// use toolgraft::ext::Cache;
+    /// let mut registry = Registry::new();
+    /// registry.register(Configured::new(Cache::default()))?;
+    /// assert_eq!(registry.catalogue()[0].name, "cache");
+    /// # Ok::<(), toolgraft::runtime::RegistryError>(())
+    /// ```
+    pub fn new(default: E) -> Self {
+        Self {
+            default: Some(default),
+            name: None,
+            from_config: config_of::<E>,
+        }
+    }
+
+    /// An extension that only exists with config, under `name`: each element
+    /// is built from its config.
+    ///
+    /// ```
+    /// use toolgraft::Registry;
+    /// use toolgraft::runtime::Configured;
+    /// use toolgraft::ext::OutputSchema;
+    /// let mut registry = Registry::new();
+    /// registry.register(Configured::<OutputSchema>::named("declared"))?;
+    /// assert_eq!(registry.catalogue()[0].name, "declared");
+    /// # Ok::<(), toolgraft::runtime::RegistryError>(())
+    /// ```
+    pub fn named(name: impl Into<String>) -> Self {
+        Self {
+            default: None,
+            name: Some(name.into()),
+            from_config: config_of::<E>,
+        }
+    }
+}
+
+impl<E> sealed::Sealed for Configured<E>
+where
+    E: Layer<DynStack> + Clone,
+    <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
+    <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
+    <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
+    <E::Branch as Stack>::Input: Serialize,
+{
+    fn register_into(self, registry: &mut Registry) -> Result<(), RegistryError> {
+        match (self.default, self.name) {
+            (Some(default), name) => {
+                let name = Name::new(name.as_deref().unwrap_or(default.name()))?;
+                registry.insert(name, Typed::Configurable(default, self.from_config))
+            }
+            (None, name) => {
+                let name = Name::new(name.as_deref().unwrap_or_default())?;
+                registry.insert(name, Typed::<E>::FromConfigOnly(self.from_config))
+            }
+        }
+    }
+}
+
+impl<E> Registrable for Configured<E>
+where
+    E: Layer<DynStack> + Clone,
+    <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
+    <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
+    <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
+    <E::Branch as Stack>::Input: Serialize,
+{
+}
+
+/// A typed extension whose config refines an instance, for
+/// [`Registry::register`]: an element without config (or with an empty one)
+/// gets a clone of the default; one with config gets `refine(&default, config)`.
+/// For an extension built from something config cannot carry (a
+/// [`Chain`](crate::ext::Chain) holds its toolset), where
+/// [`Configurable::from_config`] has nothing to start from.
+///
+/// ```
+/// use toolgraft::Registry;
+/// use toolgraft::runtime::Refined;
+/// use toolgraft::extension::ConfigError;
+/// use toolgraft::ext::Pool;
+///
+/// /// `{"name": "pool", "config": {"name": "gpu"}}`: the same threads, another name.
+/// #[derive(serde::Deserialize)]
+/// struct Renamed { name: String }
+/// fn rename(pool: &Pool, config: Renamed) -> Result<Pool, ConfigError> {
+///     Ok(pool.clone().named(config.name))
+/// }
+/// let mut registry = Registry::new();
+/// registry.register(Refined::new(Pool::new(1)?, rename))?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Refined<E, C> {
+    default: E,
+    refine: fn(&E, C) -> Result<E, ConfigError>,
+}
+
+impl<E: std::fmt::Debug, C> std::fmt::Debug for Refined<E, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Refined")
+            .field("default", &self.default)
+            .field("config", &std::any::type_name::<C>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E, C> Refined<E, C> {
+    /// `default`, refined by `refine` with an element's config.
+    ///
+    /// ```
+    /// use toolgraft::Registry;
+    /// use toolgraft::runtime::Refined;
+    /// use toolgraft::extension::ConfigError;
+    /// use toolgraft::ext::Trace;
+    /// /// `{"name": "trace", "config": {"level": ..}}`: the level is read, the
+    /// /// instance kept.
+    /// #[derive(serde::Deserialize)]
+    /// struct Level { level: String }
+    /// fn leveled(trace: &Trace, config: Level) -> Result<Trace, ConfigError> {
+    ///     tracing::debug!(level = %config.level, "trace refined");
+    ///     Ok(trace.clone())
+    /// }
+    /// let mut registry = Registry::new();
+    /// registry.register(Refined::new(Trace, leveled))?;
+    /// # Ok::<(), toolgraft::runtime::RegistryError>(())
+    /// ```
+    pub fn new(default: E, refine: fn(&E, C) -> Result<E, ConfigError>) -> Self {
+        Self { default, refine }
+    }
+}
+
+impl<E, C> sealed::Sealed for Refined<E, C>
+where
+    E: Layer<DynStack> + Clone,
+    C: serde::de::DeserializeOwned + 'static,
+    <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
+    <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
+    <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
+    <E::Branch as Stack>::Input: Serialize,
+{
+    fn register_into(self, registry: &mut Registry) -> Result<(), RegistryError> {
+        let name = Name::new(self.default.name())?;
+        let refine = self.refine;
+        let refine: Refine<E> = Arc::new(move |default: &E, config: Map<String, Value>| {
+            let config: C = decode_args(config).map_err(|err| {
+                ConfigError::new(
+                    err.field.unwrap_or_else(|| "config".to_owned()),
+                    err.problem,
+                )
+            })?;
+            refine(default, config)
+        });
+        registry.insert(name, Typed::Refined(self.default, refine))
+    }
+}
+
+impl<E, C> Registrable for Refined<E, C>
+where
+    E: Layer<DynStack> + Clone,
+    C: serde::de::DeserializeOwned + 'static,
+    <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
+    <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
+    <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
+    <E::Branch as Stack>::Input: Serialize,
+{
+}
+
+impl sealed::Sealed for DynExtension {
+    fn register_into(self, registry: &mut Registry) -> Result<(), RegistryError> {
+        let name = Name::new(&self.name)?;
+        registry.insert(name, self)
+    }
+}
+
+impl Registrable for DynExtension {}
+
 impl<E> Factory for Typed<E>
 where
     E: Layer<DynStack> + Clone,
@@ -471,7 +675,7 @@ where
 ///     })
 ///     .build();
 /// let mut registry = Registry::new();
-/// registry.register_dynamic(audit)?;
+/// registry.register(audit)?;
 /// # Ok::<(), toolgraft::runtime::RegistryError>(())
 /// ```
 #[derive(TypedBuilder)]

@@ -11,7 +11,6 @@ use crate::bind::{Site, ToolInfo};
 /// input parameters (`?` marks optional ones) and the output.
 ///
 /// ```
-/// use frunk::hlist;
 /// use toolgraft::{Tool, Toolset};
 /// use toolgraft::runtime::NameTable;
 /// use toolgraft::tool::BaseTool;
@@ -20,7 +19,7 @@ use crate::bind::{Site, ToolInfo};
 /// let shout = Tool::builder().name("shout").description("Return the text.")
 ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
 /// let toolset = Toolset::new();
-/// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+/// toolset.bind((shout.combo().with(Trace),))?;
 /// let table = NameTable(&toolset.tools()).to_string();
 /// assert!(table.contains("| shout_trace | shout | trace (wrapper)"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -1,31 +1,65 @@
-//! Reading a tool's combos, and changing several of them in one atomic step (what
-//! an authoring API needs beside `attach`, `detach` and `replace`).
+//! Changing bound tools at run time: [`Edit`], one transaction of attachments,
+//! detachments and replacements that commits whole or refuses whole; and reading
+//! a tool's combos.
+
+use std::fmt;
 
 use crate::bind;
 use crate::error::{BindError, listed};
 use crate::runtime::Registry;
-use crate::runtime::manifest::ComboSpec;
+use crate::runtime::manifest::{ComboSpec, ElementSpec};
 
-use super::Toolset;
+use super::{Retry, ToolGroup, Toolset};
 
 impl Toolset {
+    /// Starts a change of bound tools: add [`attach`](Edit::attach),
+    /// [`detach`](Edit::detach) and [`replace`](Edit::replace) steps (run-time
+    /// combos, built from a [`Registry`]), then [`commit`](Edit::commit) them as
+    /// one change. The one way a bound tool changes ([`apply_manifest`] is edits
+    /// too, one per tool).
+    ///
+    /// [`apply_manifest`]: Toolset::apply_manifest
+    ///
+    /// ```
+    /// use toolgraft::runtime::manifest::ElementSpec;
+    /// use toolgraft::{Registry, Tool, Toolset};
+    /// use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// let shout = Tool::builder().name("shout").description("Return the text.")
+    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo(),))?;
+    /// let mut registry = Registry::new();
+    /// registry.register(Trace)?;
+    /// toolset.edit().attach(&registry, "shout", &[ElementSpec::named("trace")]).commit()?;
+    /// assert_eq!(toolset.names(), ["shout", "shout_trace"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn edit(&self) -> Edit<'_> {
+        Edit {
+            toolset: self,
+            steps: Vec::new(),
+        }
+    }
+
     /// The combos attached to the bound base tool `tool`, in the order they were
     /// attached, as a manifest writes them (an empty config is no config). A
     /// branch or an unknown name is refused, as for a change.
     ///
     /// ```
     /// use toolgraft::runtime::manifest::ElementSpec;
+    /// use toolgraft::runtime::Configured;
     /// use toolgraft::{BindError, Registry, Tool, Toolset};
     /// use toolgraft::ext::{Cache, Trace};
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// let shout = Tool::builder().name("shout").description("Return the text.")
     ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
-    /// toolset.bind_tool(&shout)?;
+    /// toolset.bind((shout.combo(),))?;
     /// let mut registry = Registry::new();
-    /// registry.register(Trace)?.register_configurable(Cache::default())?;
+    /// registry.register(Trace)?.register(Configured::new(Cache::default()))?;
     /// let cached = vec![ElementSpec::named("trace"), ElementSpec::configured("cache", serde_json::json!({"capacity": 8}))];
-    /// toolset.attach(&registry, "shout", &cached)?;
+    /// toolset.edit().attach(&registry, "shout", &cached).commit()?;
     /// assert_eq!(toolset.combos("shout")?, [cached]);
     /// assert!(matches!(toolset.combos("shout_trace"), Err(BindError::NotABase { .. })));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -38,67 +72,294 @@ impl Toolset {
             .map(|attached| attached.elements)
             .collect())
     }
+}
 
-    /// Detaches every combo of `remove` from the bound base tool `tool` and
-    /// attaches every combo of `add`, as one change: all of it or, on any error,
-    /// none of it (the previous binding stays, callable).
-    ///
-    /// Checked in this order: the tool (unknown, or a branch); membership (each
-    /// removed combo must be attached, each added one must not be, after the
-    /// removals, nor be listed twice); then each added combo through the binding
-    /// engine, and the tool's names as a whole. Typed combos stay as they are
-    /// unless removed.
+/// A change of bound tools, from [`Toolset::edit`]: steps that
+/// [`commit`](Edit::commit) as one, all of them or, on any error, none (the
+/// previous bindings stay, callable). Nothing changes before `commit`.
+///
+/// Steps apply in order, and may touch several base tools. `commit` checks, in
+/// this order: each tool named (unknown, or a branch); membership, step by step
+/// (a detached combo must be attached at that point, an attached one must not be,
+/// a replacement must not list a combo twice); then each new combo through the
+/// binding engine, and each tool's names as a whole. Combos a step does not touch
+/// stay as they are, typed ones included; detaching a combo and attaching it again
+/// rebuilds it.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgraft::runtime::manifest::ElementSpec;
+/// use toolgraft::{Registry, Tool, Toolset};
+/// use toolgraft::ext::{Pool, Proxy, Trace};
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let shout = Tool::builder().name("shout").description("Return the text.")
+///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+/// let toolset = Toolset::new();
+/// toolset.bind((shout.combo().with(Trace),))?;
+/// let mut registry = Registry::new();
+/// registry.register(Trace)?.register(Pool::new(1)?)?.register(Proxy::allow(["eu"]))?;
+/// let (trace, pool) = (vec![ElementSpec::named("trace")], vec![ElementSpec::named("pool")]);
+///
+/// // Swap `trace` for `pool` in one step.
+/// toolset.edit().detach("shout", &trace).attach(&registry, "shout", &pool).commit()?;
+/// assert_eq!(toolset.names(), ["shout", "shout_pool"]);
+///
+/// // A refused step refuses the whole edit: `pool` stays attached, and callable.
+/// let outside = vec![ElementSpec::named("pool"), ElementSpec::named("proxy")];
+/// let err = toolset.edit().detach("shout", &pool).attach(&registry, "shout", &outside).commit().unwrap_err();
+/// assert_eq!(err.rule(), Some(toolgraft::rulebook::Rule::LocalityInsideRelocation));
+/// assert_eq!(toolset.names(), ["shout", "shout_pool"]);
+/// assert_eq!(toolset.call("shout_pool", json!({"text": "hi"})).await?, json!("hi"));
+///
+/// // Replace every combo of the tool (typed ones too).
+/// toolset.edit().replace(&registry, "shout", &[trace.clone(), pool.clone()]).commit()?;
+/// assert_eq!(toolset.combos("shout")?, [trace, pool]);
+/// # Ok(()) }
+/// ```
+#[must_use = "an edit changes nothing until it is committed with `.commit()`"]
+pub struct Edit<'a> {
+    toolset: &'a Toolset,
+    steps: Vec<Step<'a>>,
+}
+
+impl fmt::Debug for Edit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(&self.steps).finish()
+    }
+}
+
+/// One step of an [`Edit`].
+enum Step<'a> {
+    Attach {
+        registry: &'a Registry,
+        tool: String,
+        combo: ComboSpec,
+    },
+    Detach {
+        tool: String,
+        combo: ComboSpec,
+    },
+    Replace {
+        registry: &'a Registry,
+        tool: String,
+        combos: Vec<ComboSpec>,
+    },
+}
+
+impl Step<'_> {
+    fn tool(&self) -> &str {
+        match self {
+            Step::Attach { tool, .. } | Step::Detach { tool, .. } | Step::Replace { tool, .. } => {
+                tool
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Step<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Attach { tool, combo, .. } => write!(f, "attach {tool} [{}]", listed(combo)),
+            Step::Detach { tool, combo } => write!(f, "detach {tool} [{}]", listed(combo)),
+            Step::Replace { tool, combos, .. } => {
+                write!(f, "replace {tool} with ")?;
+                f.debug_list()
+                    .entries(combos.iter().map(|combo| format!("[{}]", listed(combo))))
+                    .finish()
+            }
+        }
+    }
+}
+
+/// A combo of a tool during an edit: attached before it, or to be built.
+enum Slot<'a> {
+    Kept(bind::Attached),
+    New(ComboSpec, &'a Registry),
+}
+
+impl Slot<'_> {
+    fn key(&self) -> &[ElementSpec] {
+        match self {
+            Slot::Kept(attached) => &attached.elements,
+            Slot::New(key, _) => key,
+        }
+    }
+}
+
+impl<'a> Edit<'a> {
+    /// Attaches `combo` (extension names from `registry`, innermost first) to
+    /// the bound base tool `tool`. Refused at commit if the combo is
+    /// attached already, or breaks a rule.
     ///
     /// ```
-    /// use toolgraft::runtime::manifest::ElementSpec;
-    /// use toolgraft::{BindError, Registry, Tool, Toolset};
-    /// use toolgraft::ext::{Pool, Proxy, Trace};
+    /// # use toolgraft::runtime::manifest::ElementSpec;
+    /// # use toolgraft::{BindError, Registry, Tool, Toolset};
+    /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// let shout = Tool::builder().name("shout").description("Return the text.")
-    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
-    /// let toolset = Toolset::new();
-    /// toolset.bind_tool(&shout)?;
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// # let toolset = Toolset::new();
+    /// # toolset.bind((shout.combo(),))?;
     /// let mut registry = Registry::new();
-    /// registry.register(Trace)?.register(Pool::new(1)?)?.register(Proxy::allow(["eu"]))?;
-    /// let trace = vec![ElementSpec::named("trace")];
-    /// let pool = vec![ElementSpec::named("pool")];
-    /// toolset.edit(&registry, "shout", &[], &[trace.clone()])?;
-    ///
-    /// // Swap `trace` for `pool` in one step.
-    /// toolset.edit(&registry, "shout", &[trace.clone()], &[pool.clone()])?;
-    /// assert_eq!(toolset.names(), ["shout", "shout_pool"]);
-    ///
-    /// // A refused combo refuses the whole change: `pool` stays attached.
-    /// let outside = vec![ElementSpec::named("pool"), ElementSpec::named("proxy")];
-    /// let err = toolset.edit(&registry, "shout", &[pool], &[outside]).unwrap_err();
-    /// assert_eq!(err.rule(), Some(toolgraft::rulebook::Rule::LocalityInsideRelocation));
-    /// assert_eq!(toolset.names(), ["shout", "shout_pool"]);
+    /// registry.register(Trace)?;
+    /// let trace = [ElementSpec::named("trace")];
+    /// toolset.edit().attach(&registry, "shout", &trace).commit()?;
+    /// let again = toolset.edit().attach(&registry, "shout", &trace).commit();
+    /// assert!(matches!(again, Err(BindError::AlreadyAttached { .. })));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn edit(
-        &self,
-        registry: &Registry,
-        tool: &str,
-        remove: &[ComboSpec],
-        add: &[ComboSpec],
-    ) -> Result<(), BindError> {
-        self.change(tool, |group| {
-            let base = group.base.running.base.clone();
-            let mut kept = group.combos.clone();
-            for combo in remove {
-                let key = bind::combo_key(combo);
-                match kept.iter().position(|attached| attached.elements == key) {
-                    Some(at) => {
-                        kept.remove(at);
+    pub fn attach(mut self, registry: &'a Registry, tool: &str, combo: &[ElementSpec]) -> Self {
+        self.steps.push(Step::Attach {
+            registry,
+            tool: tool.to_owned(),
+            combo: combo.to_vec(),
+        });
+        self
+    }
+
+    /// Detaches `combo` from the bound base tool `tool`: its branches go, unless
+    /// another combo mints them too. Refused at commit if it is not attached.
+    ///
+    /// ```
+    /// # use toolgraft::runtime::manifest::ElementSpec;
+    /// # use toolgraft::{BindError, Registry, Tool, Toolset};
+    /// # use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo().with(Trace),))?;
+    /// let trace = [ElementSpec::named("trace")];
+    /// toolset.edit().detach("shout", &trace).commit()?;
+    /// assert_eq!(toolset.names(), ["shout"]);
+    /// let err = toolset.edit().detach("shout", &trace).commit().unwrap_err();
+    /// assert!(matches!(err, BindError::NotAttached { .. }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn detach(mut self, tool: &str, combo: &[ElementSpec]) -> Self {
+        self.steps.push(Step::Detach {
+            tool: tool.to_owned(),
+            combo: combo.to_vec(),
+        });
+        self
+    }
+
+    /// Replaces every combo of the bound base tool `tool` (typed ones included)
+    /// by `combos`; none detaches them all.
+    ///
+    /// ```
+    /// # use toolgraft::runtime::manifest::ElementSpec;
+    /// # use toolgraft::{Registry, Tool, Toolset};
+    /// # use toolgraft::ext::{Pool, Trace};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo().with(Trace),))?;
+    /// let mut registry = Registry::new();
+    /// registry.register(Pool::new(1)?)?;
+    /// let two_pools = vec![ElementSpec::named("pool"), ElementSpec::named("pool")];
+    /// assert!(toolset.edit().replace(&registry, "shout", &[two_pools]).commit().is_err());
+    /// assert_eq!(toolset.names(), ["shout", "shout_trace"]);
+    /// toolset.edit().replace(&registry, "shout", &[]).commit()?;
+    /// assert_eq!(toolset.names(), ["shout"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn replace(mut self, registry: &'a Registry, tool: &str, combos: &[ComboSpec]) -> Self {
+        self.steps.push(Step::Replace {
+            registry,
+            tool: tool.to_owned(),
+            combos: combos.to_vec(),
+        });
+        self
+    }
+
+    /// Applies every step as one change: all of it, or on any error none of it
+    /// (see [`Edit`] for the order of the checks). An edit without steps changes
+    /// nothing.
+    ///
+    /// Atomic per toolset: a call sees each tool's names either all before or all
+    /// after. The new combos are built outside the toolset's lock; if another
+    /// change of a tool the edit touches lands meanwhile, the edit is prepared
+    /// again over it (its factories run again).
+    ///
+    /// ```
+    /// # use toolgraft::runtime::manifest::ElementSpec;
+    /// # use toolgraft::{BindError, Registry, Tool, Toolset};
+    /// # use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let tool = |name: &str| Tool::builder().name(name).description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build();
+    /// let toolset = Toolset::new();
+    /// toolset.bind((tool("shout")?.combo(), tool("whisper")?.combo()))?;
+    /// let mut registry = Registry::new();
+    /// registry.register(Trace)?;
+    /// let trace = [ElementSpec::named("trace")];
+    /// // The second step fails, so the first does not happen either.
+    /// let err = toolset.edit().attach(&registry, "shout", &trace).attach(&registry, "ghost", &trace).commit();
+    /// assert!(matches!(err, Err(BindError::UnknownTool { .. })));
+    /// assert_eq!(toolset.names(), ["shout", "whisper"]);
+    /// toolset.edit().attach(&registry, "shout", &trace).attach(&registry, "whisper", &trace).commit()?;
+    /// assert_eq!(toolset.names(), ["shout", "shout_trace", "whisper", "whisper_trace"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn commit(self) -> Result<(), BindError> {
+        if self.steps.is_empty() {
+            return Ok(());
+        }
+        loop {
+            let changes = self.prepare()?;
+            if self.toolset.install(changes)? == Retry::No {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Each touched tool's group after the steps, with the generation it started
+    /// from.
+    fn prepare(&self) -> Result<Vec<(ToolGroup, Option<u64>)>, BindError> {
+        let mut tools: Vec<(ToolGroup, Vec<Slot<'a>>)> = Vec::new();
+        for step in &self.steps {
+            let tool = step.tool();
+            let at = match tools
+                .iter()
+                .position(|(group, _)| group.base.running.base == tool)
+            {
+                Some(at) => at,
+                None => {
+                    let group = self.toolset.group(tool)?;
+                    let slots = group.combos.iter().cloned().map(Slot::Kept).collect();
+                    tools.push((group, slots));
+                    tools.len() - 1
+                }
+            };
+            let (group, slots) = &mut tools[at];
+            let base = &group.base.running.base;
+            let attached =
+                |slots: &[Slot], key: &[ElementSpec]| slots.iter().any(|slot| slot.key() == key);
+            match step {
+                Step::Attach {
+                    registry, combo, ..
+                } => {
+                    let key = bind::combo_key(combo);
+                    if attached(slots, &key) {
+                        return Err(BindError::AlreadyAttached {
+                            tool: base.clone(),
+                            combo: listed(&key),
+                        });
                     }
-                    None => {
-                        let attached: Vec<String> = group
-                            .combos
+                    slots.push(Slot::New(key, registry));
+                }
+                Step::Detach { combo, .. } => {
+                    let key = bind::combo_key(combo);
+                    let Some(at) = slots.iter().position(|slot| slot.key() == key) else {
+                        let attached: Vec<String> = slots
                             .iter()
-                            .map(|attached| format!("[{}]", listed(&attached.elements)))
+                            .map(|slot| format!("[{}]", listed(slot.key())))
                             .collect();
                         return Err(BindError::NotAttached {
-                            tool: base,
+                            tool: base.clone(),
                             combo: listed(&key),
                             attached: if attached.is_empty() {
                                 "none".to_owned()
@@ -106,26 +367,40 @@ impl Toolset {
                                 attached.join(", ")
                             },
                         });
+                    };
+                    slots.remove(at);
+                }
+                Step::Replace {
+                    registry, combos, ..
+                } => {
+                    slots.clear();
+                    for combo in combos {
+                        let key = bind::combo_key(combo);
+                        if attached(slots, &key) {
+                            return Err(BindError::AlreadyAttached {
+                                tool: base.clone(),
+                                combo: listed(&key),
+                            });
+                        }
+                        slots.push(Slot::New(key, registry));
                     }
                 }
             }
-            let mut keys: Vec<ComboSpec> = kept.iter().map(|a| a.elements.clone()).collect();
-            for combo in add {
-                let key = bind::combo_key(combo);
-                if keys.contains(&key) {
-                    return Err(BindError::AlreadyAttached {
-                        tool: base,
-                        combo: listed(&key),
-                    });
-                }
-                keys.push(key);
+        }
+        let limits = self.toolset.limits();
+        let mut changes = Vec::with_capacity(tools.len());
+        for (mut group, slots) in tools {
+            let generation = group.generation;
+            let mut combos = Vec::with_capacity(slots.len());
+            for slot in slots {
+                combos.push(match slot {
+                    Slot::Kept(attached) => attached,
+                    Slot::New(combo, registry) => registry.combo(&group.base, &combo, &limits)?,
+                });
             }
-            let limits = self.limits();
-            for combo in add {
-                kept.push(registry.combo(&group.base, combo, &limits)?);
-            }
-            group.combos = kept;
-            Ok(())
-        })
+            group.combos = combos;
+            changes.push((group, Some(generation)));
+        }
+        Ok(changes)
     }
 }

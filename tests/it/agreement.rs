@@ -18,6 +18,7 @@ use proptest::test_runner::TestRunner;
 use serde_json::Value;
 use toolgraft::ext::{Batch, Pool, Proxy};
 use toolgraft::kind::ExtensionKind;
+use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::{ComboSpec, ElementSpec, Manifest};
 use toolgraft::runtime::{DynBranch, DynExtension, DynStack};
 use toolgraft::toolset::BaseTools;
@@ -69,9 +70,11 @@ fn registry() -> Registry {
     let mut registry = Registry::new();
     registry.register(marker("w1")).unwrap();
     registry.register(marker("w2")).unwrap();
-    registry.register_configurable(Batch::default()).unwrap();
     registry
-        .register_dynamic(
+        .register(Configured::new(Batch::default()))
+        .unwrap();
+    registry
+        .register(
             DynExtension::builder()
                 .name("t2")
                 .kind(ExtensionKind::Transformer)

@@ -29,7 +29,7 @@ fn route() -> impl toolgraft::tool::BaseTool<Input = Shout, Output = String> {
 async fn reserved_params_are_set_by_type_in_any_order_and_default_when_unset() {
     let tool = route();
     let (branch,) = Toolset::new()
-        .bind_combos((tool
+        .bind((tool
             .combo()
             .with(Proxy::allow(["eu", "us"]))
             .with(Cache::default()),))
@@ -79,7 +79,7 @@ async fn reserved_params_are_set_by_type_in_any_order_and_default_when_unset() {
 async fn reserved_params_keep_their_checks_on_typed_calls() {
     let tool = route();
     let (branch,) = Toolset::new()
-        .bind_combos((tool.combo().with(Proxy::allow(["eu"])).with(Trace),))
+        .bind((tool.combo().with(Proxy::allow(["eu"])).with(Trace),))
         .unwrap();
     let refused = branch
         .params(ProxyParams {
@@ -93,7 +93,7 @@ async fn reserved_params_keep_their_checks_on_typed_calls() {
         "{refused}"
     );
     let bad_ttl = Toolset::new()
-        .bind_combos((route().combo().with(Cache::default()),))
+        .bind((route().combo().with(Cache::default()),))
         .unwrap()
         .0
         .params(CacheParams { exp: Some(-1.0) })
@@ -127,7 +127,7 @@ async fn a_wrap_fn_decides_whether_the_call_runs_and_sees_its_outcome() {
     let toolset = Toolset::new();
     let tool = shout();
     toolset
-        .bind_combos((tool.combo().with(audit), tool.combo().with(closed)))
+        .bind((tool.combo().with(audit), tool.combo().with(closed)))
         .unwrap();
 
     let answer = toolset
@@ -180,7 +180,7 @@ async fn a_wrap_fn_cannot_return_an_output_it_did_not_get_from_its_call() {
         .body(|_: crate::common::Ping| async { Ok(7_u32) })
         .build()
         .unwrap();
-    toolset.bind_combos((text.combo().with(forger),)).unwrap();
+    toolset.bind((text.combo().with(forger),)).unwrap();
     // An outcome of `number`, handed out of its wrapper instead of returned.
     let done = {
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -199,7 +199,7 @@ async fn a_wrap_fn_cannot_return_an_output_it_did_not_get_from_its_call() {
             }
         });
         let grabbing = Toolset::new();
-        grabbing.bind_combos((number.combo().with(grab),)).unwrap();
+        grabbing.bind((number.combo().with(grab),)).unwrap();
         let _ = grabbing.call("number_grab", json!({})).await;
         rx.await.unwrap()
     };
@@ -245,7 +245,7 @@ impl Wrap for Tagged {
 async fn a_user_wrap_is_an_extension_with_its_own_description() {
     let toolset = Toolset::new();
     let tool = shout();
-    let (tagged,) = toolset.bind_combos((tool.combo().with(Tagged),)).unwrap();
+    let (tagged,) = toolset.bind((tool.combo().with(Tagged),)).unwrap();
     assert_eq!(tagged.call(Shout { text: "x".into() }).await.unwrap(), "x");
     let info = toolset.info("shout_tagged").unwrap();
     assert_eq!(info.description, "Return the text. (tagged)");

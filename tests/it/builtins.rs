@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::Shout;
-use frunk::{hlist, hlist_pat};
 use serde_json::json;
 use toolgraft::ToolError;
 use toolgraft::error::BoxError;
@@ -48,7 +47,7 @@ async fn cache_honours_the_ttl_on_a_controllable_clock() {
     let shout = counted_shout(runs.clone());
     let toolset = Toolset::new();
     toolset
-        .bind(&shout, hlist![shout.combo().with(Cache::default())])
+        .bind((shout.combo().with(Cache::default()),))
         .unwrap();
     let call = || toolset.call("shout_cache", json!({"text": "hi", "exp": 10}));
 
@@ -73,8 +72,8 @@ async fn cache_does_not_keep_errors() {
     let runs = Arc::new(AtomicUsize::new(0));
     let shout = counted_shout(runs.clone());
     let toolset = Toolset::new();
-    let hlist_pat![cached] = toolset
-        .bind(&shout, hlist![shout.combo().with(Cache::default())])
+    let (cached,) = toolset
+        .bind((shout.combo().with(Cache::default()),))
         .unwrap();
     for _ in 0..2 {
         let err = cached
@@ -92,8 +91,8 @@ async fn concurrent_identical_calls_run_the_body_once() {
     let runs = Arc::new(AtomicUsize::new(0));
     let shout = counted_shout(runs.clone());
     let toolset = Toolset::new();
-    let hlist_pat![cached] = toolset
-        .bind(&shout, hlist![shout.combo().with(Cache::default())])
+    let (cached,) = toolset
+        .bind((shout.combo().with(Cache::default()),))
         .unwrap();
     let calls = (0..5).map(|_| cached.call(with_exp(60.0, Shout::new("slow"))));
     let results = futures_util::future::join_all(calls).await;
@@ -106,8 +105,8 @@ async fn a_cancelled_runner_hands_the_key_to_a_waiter() {
     let runs = Arc::new(AtomicUsize::new(0));
     let shout = counted_shout(runs.clone());
     let toolset = Toolset::new();
-    let hlist_pat![cached] = toolset
-        .bind(&shout, hlist![shout.combo().with(Cache::default())])
+    let (cached,) = toolset
+        .bind((shout.combo().with(Cache::default()),))
         .unwrap();
     let runner = {
         let cached = cached.clone();
@@ -129,8 +128,8 @@ async fn the_store_never_exceeds_its_bound_and_evicts_the_least_recently_used() 
     let runs = Arc::new(AtomicUsize::new(0));
     let shout = counted_shout(runs.clone());
     let toolset = Toolset::new();
-    let hlist_pat![cached] = toolset
-        .bind(&shout, hlist![shout.combo().with(Cache::with_capacity(2))])
+    let (cached,) = toolset
+        .bind((shout.combo().with(Cache::with_capacity(2)),))
         .unwrap();
     let call = |text: &str| cached.call(with_exp(60.0, Shout::new(text)));
     for text in ["a", "b", "a", "c"] {
@@ -158,13 +157,10 @@ async fn each_cache_branch_has_its_own_store() {
     let shout = counted_shout(runs.clone());
     let toolset = Toolset::new();
     toolset
-        .bind(
-            &shout,
-            hlist![
-                shout.combo().with(Cache::default()),
-                shout.combo().with(Trace).with(Cache::default())
-            ],
-        )
+        .bind((
+            shout.combo().with(Cache::default()),
+            shout.combo().with(Trace).with(Cache::default()),
+        ))
         .unwrap();
     toolset
         .call("shout_cache", json!({"text": "x"}))
@@ -227,7 +223,7 @@ async fn batch_runs_items_in_order_sequentially_or_in_parallel() {
     let tool = identity(started.clone(), peak.clone());
     let toolset = Toolset::new();
     toolset
-        .bind(&tool, hlist![tool.combo().with(Batch::max_items(5))])
+        .bind((tool.combo().with(Batch::max_items(5)),))
         .unwrap();
 
     let items = json!([{"n": 1}, {"n": 3}, {"n": 4}]);
@@ -266,7 +262,7 @@ async fn batch_failures_fail_fast_or_fill_their_slot() {
     let tool = identity(started.clone(), peak);
     let toolset = Toolset::new();
     toolset
-        .bind(&tool, hlist![tool.combo().with(Batch::max_items(5))])
+        .bind((tool.combo().with(Batch::max_items(5)),))
         .unwrap();
     let items = json!([{"n": 1}, {"n": 2}, {"n": 3}]);
 
@@ -299,8 +295,8 @@ async fn batch_limits_are_checked_before_any_item_runs() {
     let (started, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(Mutex::new((0, 0))));
     let tool = identity(started.clone(), peak);
     let toolset = Toolset::new();
-    let hlist_pat![batched] = toolset
-        .bind(&tool, hlist![tool.combo().with(Batch::max_items(2))])
+    let (batched,) = toolset
+        .bind((tool.combo().with(Batch::max_items(2)),))
         .unwrap();
 
     let err = toolset
@@ -376,7 +372,7 @@ async fn proxy_picks_an_allowed_route_for_the_body_only() {
     let fetch = route_reporter(runs.clone());
     let toolset = Toolset::new();
     toolset
-        .bind(&fetch, hlist![fetch.combo().with(Proxy::allow(["A"]))])
+        .bind((fetch.combo().with(Proxy::allow(["A"])),))
         .unwrap();
 
     let err = toolset
@@ -426,15 +422,10 @@ async fn a_cache_inside_a_proxy_keeps_one_answer_per_route() {
     let fetch = route_reporter(runs.clone());
     let toolset = Toolset::new();
     toolset
-        .bind(
-            &fetch,
-            hlist![
-                fetch
-                    .combo()
-                    .with(Cache::default())
-                    .with(Proxy::allow(["eu", "us"]))
-            ],
-        )
+        .bind((fetch
+            .combo()
+            .with(Cache::default())
+            .with(Proxy::allow(["eu", "us"])),))
         .unwrap();
     for (route, runs_after) in [("eu", 1), ("us", 2), ("eu", 2), ("us", 2)] {
         let answer = toolset
@@ -506,10 +497,7 @@ async fn trace_opens_a_span_per_call_named_after_the_layer_input() {
     let shout = counted_shout(runs);
     let toolset = Toolset::new();
     toolset
-        .bind(
-            &shout,
-            hlist![shout.combo().with(Trace).with(common::Loud).with(Trace)],
-        )
+        .bind((shout.combo().with(Trace).with(common::Loud).with(Trace),))
         .unwrap();
     toolset
         .call("shout_trace", json!({"text": "ok"}))
@@ -537,8 +525,8 @@ async fn a_ttl_too_long_to_represent_never_expires_and_a_negative_one_is_refused
     let runs = Arc::new(AtomicUsize::new(0));
     let shout = counted_shout(runs.clone());
     let toolset = Toolset::new();
-    let hlist_pat![cached] = toolset
-        .bind(&shout, hlist![shout.combo().with(Cache::default())])
+    let (cached,) = toolset
+        .bind((shout.combo().with(Cache::default()),))
         .unwrap();
     for _ in 0..2 {
         let out = toolset
@@ -584,11 +572,8 @@ async fn concurrent_callers_share_a_failure_instead_of_retrying_one_by_one() {
         .build()
         .unwrap();
     let toolset = Toolset::new();
-    let hlist_pat![cached] = toolset
-        .bind(
-            &slow_failure,
-            hlist![slow_failure.combo().with(Cache::default())],
-        )
+    let (cached,) = toolset
+        .bind((slow_failure.combo().with(Cache::default()),))
         .unwrap();
     let before = tokio::time::Instant::now();
     let calls = (0..5).map(|_| cached.call(with_exp(60.0, Shout::new("x"))));
@@ -625,7 +610,7 @@ async fn identical_calls_from_many_threads_run_the_body_once() {
         .unwrap();
     let toolset = Toolset::new();
     toolset
-        .bind(&slow, hlist![slow.combo().with(Cache::default())])
+        .bind((slow.combo().with(Cache::default()),))
         .unwrap();
     let calls: Vec<_> = (0..32)
         .map(|i| {
@@ -646,7 +631,7 @@ async fn a_fail_fast_batch_stops_at_the_first_failure() {
     let tool = identity(started.clone(), peak);
     let toolset = Toolset::new();
     toolset
-        .bind(&tool, hlist![tool.combo().with(Batch::max_items(5))])
+        .bind((tool.combo().with(Batch::max_items(5)),))
         .unwrap();
     let items = json!([{"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}]);
     toolset
@@ -681,7 +666,7 @@ async fn a_parallel_fail_fast_batch_fails_when_the_failure_happens() {
         .unwrap();
     let toolset = Toolset::new();
     toolset
-        .bind(&waiter, hlist![waiter.combo().with(Batch::default())])
+        .bind((waiter.combo().with(Batch::default()),))
         .unwrap();
     let before = tokio::time::Instant::now();
     let items = json!([{"secs": 60, "fail": false}, {"secs": 1, "fail": true}]);
@@ -702,7 +687,7 @@ async fn batch_items_are_as_strict_as_direct_calls() {
     let shout = counted_shout(runs.clone());
     let toolset = Toolset::new();
     toolset
-        .bind(&shout, hlist![shout.combo().with(Batch::default())])
+        .bind((shout.combo().with(Batch::default()),))
         .unwrap();
     let err = toolset
         .call(
@@ -735,24 +720,21 @@ fn operator_config_is_checked_when_binding() {
     let cases: [(toolgraft::BindError, &str); 3] = [
         (
             Toolset::new()
-                .bind(
-                    &shout,
-                    hlist![shout.combo().with(Proxy::allow(Vec::<String>::new()))],
-                )
+                .bind((shout.combo().with(Proxy::allow(Vec::<String>::new())),))
                 .err()
                 .unwrap(),
             "allow",
         ),
         (
             Toolset::new()
-                .bind(&shout, hlist![shout.combo().with(bad_ttl)])
+                .bind((shout.combo().with(bad_ttl),))
                 .err()
                 .unwrap(),
             "default_ttl_secs",
         ),
         (
             Toolset::new()
-                .bind(&shout, hlist![shout.combo().with(Batch::max_items(0))])
+                .bind((shout.combo().with(Batch::max_items(0)),))
                 .err()
                 .unwrap(),
             "max_items",

@@ -4,7 +4,6 @@
 use crate::common;
 
 use common::{Loud, Shout, report, shout};
-use frunk::{hlist, hlist_pat};
 use serde_json::json;
 use toolgraft::ToolError;
 use toolgraft::ext::{Batch, Cache, Trace};
@@ -26,8 +25,8 @@ fn invalid(err: ToolError) -> (String, Option<String>, String) {
 async fn typed_and_by_name_calls_run_the_same_stack() {
     let shout = shout();
     let toolset = Toolset::new();
-    let hlist_pat![loud] = toolset
-        .bind(&shout, hlist![shout.combo().with(Trace).with(Loud)])
+    let (loud,) = toolset
+        .bind((shout.combo().with(Trace).with(Loud),))
         .unwrap();
     assert_eq!(loud.call(Shout::new("hi")).await.unwrap(), "HI");
     assert_eq!(
@@ -46,12 +45,9 @@ async fn bad_arguments_name_the_tool_and_the_field() {
     let (shout, report) = (shout(), report());
     let toolset = Toolset::new();
     toolset
-        .bind(
-            &shout,
-            hlist![shout.combo().with(Cache::default()).with(Batch::default())],
-        )
+        .bind((shout.combo().with(Cache::default()).with(Batch::default()),))
         .unwrap();
-    toolset.bind(&report, hlist![]).unwrap();
+    toolset.bind((report.combo(),)).unwrap();
 
     let (tool, field, problem) = invalid(toolset.call("shout", json!({})).await.unwrap_err());
     assert_eq!((tool.as_str(), field.as_deref()), ("shout", Some("text")));
@@ -126,9 +122,7 @@ async fn unknown_names_and_body_errors_are_typed() {
         .build()
         .unwrap();
     let toolset = Toolset::new();
-    toolset
-        .bind(&failing, hlist![failing.combo().with(Trace)])
-        .unwrap();
+    toolset.bind((failing.combo().with(Trace),)).unwrap();
 
     let err = toolset.call("nope", json!({})).await.unwrap_err();
     assert!(matches!(err, ToolError::UnknownTool { ref name } if name == "nope"));
@@ -147,7 +141,7 @@ async fn unknown_names_and_body_errors_are_typed() {
 async fn null_arguments_mean_none() {
     let ping = common::ping();
     let toolset = Toolset::new();
-    toolset.bind(&ping, hlist![]).unwrap();
+    toolset.bind((ping.combo(),)).unwrap();
     assert_eq!(
         toolset.call("ping", serde_json::Value::Null).await.unwrap(),
         json!("pong")
@@ -158,9 +152,7 @@ async fn null_arguments_mean_none() {
 async fn calls_by_name_work_from_many_tasks_at_once() {
     let shout = shout();
     let toolset = Toolset::new();
-    toolset
-        .bind(&shout, hlist![shout.combo().with(Loud)])
-        .unwrap();
+    toolset.bind((shout.combo().with(Loud),)).unwrap();
     let calls: Vec<_> = (0..64)
         .map(|i| {
             let toolset = toolset.clone();
@@ -198,7 +190,7 @@ async fn enum_inputs_are_callable_by_name() {
         .unwrap();
     let toolset = Toolset::new();
     toolset
-        .bind(&calc, hlist![calc.combo().with(Cache::default())])
+        .bind((calc.combo().with(Cache::default()),))
         .unwrap();
     assert_eq!(
         toolset

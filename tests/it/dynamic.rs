@@ -10,6 +10,7 @@ use toolgraft::ext::chain::{ChainError, ChainErrorKind};
 use toolgraft::ext::output_schema::OutputSchemaError;
 use toolgraft::ext::{Batch, Cache, Chain, OutputSchema, Pool, Proxy, Trace, proxy};
 use toolgraft::kind::ExtensionKind;
+use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::{ComboSpec, ElementSpec, Manifest};
 use toolgraft::runtime::{DynBranch, DynExtension, DynStack, RegistryError};
 use toolgraft::toolset::BaseTools;
@@ -29,17 +30,17 @@ fn registry() -> Registry {
         .unwrap()
         .register(Trace)
         .unwrap()
-        .register_configurable(Cache::default())
+        .register(Configured::new(Cache::default()))
         .unwrap()
-        .register_configurable(Batch::default())
+        .register(Configured::new(Batch::default()))
         .unwrap()
-        .register_configurable(Proxy::allow(["egress-a", "egress-b"]))
+        .register(Configured::new(Proxy::allow(["egress-a", "egress-b"])))
         .unwrap()
         .register(Pool::new(1).unwrap())
         .unwrap()
         .register(Pool::new(1).unwrap().named("other_backend"))
         .unwrap()
-        .register_from_config::<OutputSchema>("output_schema")
+        .register(Configured::<OutputSchema>::named("output_schema"))
         .unwrap();
     registry
 }
@@ -77,7 +78,9 @@ fn the_catalogue_lists_names_and_lowercase_kinds_sorted() {
     // Scenario 2.
     let mut registry = Registry::new();
     registry.register(Trace).unwrap();
-    registry.register_configurable(Batch::default()).unwrap();
+    registry
+        .register(Configured::new(Batch::default()))
+        .unwrap();
     registry.register(Pool::new(1).unwrap()).unwrap();
     assert_eq!(
         serde_json::to_value(registry.catalogue()).unwrap(),
@@ -93,9 +96,11 @@ fn the_catalogue_lists_names_and_lowercase_kinds_sorted() {
 async fn registering_a_name_twice_is_refused_and_the_first_stays_usable() {
     // Scenario 3.
     let mut registry = Registry::new();
-    registry.register_configurable(Cache::default()).unwrap();
+    registry
+        .register(Configured::new(Cache::default()))
+        .unwrap();
     let err = registry
-        .register_configurable(Cache::with_capacity(2))
+        .register(Configured::new(Cache::with_capacity(2)))
         .unwrap_err();
     assert!(matches!(err, RegistryError::AlreadyRegistered { ref name } if name == "cache"));
     assert!(err.to_string().contains("already registered"));
@@ -145,7 +150,7 @@ fn a_run_time_branch_named_like_its_base_is_refused() {
     // Scenario 8.
     let mut registry = Registry::new();
     registry
-        .register_dynamic(
+        .register(
             DynExtension::builder()
                 .name("renamer")
                 .kind(ExtensionKind::Wrapper)
@@ -287,7 +292,7 @@ fn run_time_wrappers_must_present_their_layer_input_schema() {
     // Scenarios 17, 18, 19.
     let mut registry = Registry::new();
     registry
-        .register_dynamic(wrapper_presenting(
+        .register(wrapper_presenting(
             "renaming",
             json!({"type": "object", "properties": {"txt": {"type": "string"}}, "required": ["txt"]}),
             None,
@@ -302,7 +307,7 @@ fn run_time_wrappers_must_present_their_layer_input_schema() {
     let mut registry = Registry::new();
     let text = json!({"type": "object", "properties": {"text": {"type": "string"}}});
     registry
-        .register_dynamic(wrapper_presenting("shadow", text.clone(), Some(text)))
+        .register(wrapper_presenting("shadow", text.clone(), Some(text)))
         .unwrap();
     let err = refused(&registry, json!(["shadow"]));
     assert!(
@@ -317,7 +322,7 @@ fn run_time_wrappers_must_present_their_layer_input_schema() {
     let presented = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "Ping",
                            "type": "object", "properties": {"exp": {"type": "number"}}, "required": []});
     registry
-        .register_dynamic(wrapper_presenting("expiring", presented, Some(exp)))
+        .register(wrapper_presenting("expiring", presented, Some(exp)))
         .unwrap();
     let toolset = Toolset::new();
     let outcome = toolset.bind_manifest(
@@ -352,21 +357,21 @@ async fn run_time_transformers_present_concrete_schemas_backends_anything() {
     // Scenarios 20 and 21.
     let mut registry = Registry::new();
     registry
-        .register_dynamic(presenting(
+        .register(presenting(
             "anything",
             ExtensionKind::Transformer,
             json!(true),
         ))
         .unwrap();
     registry
-        .register_dynamic(presenting(
+        .register(presenting(
             "nothing",
             ExtensionKind::Transformer,
             json!({"type": "object", "properties": {}}),
         ))
         .unwrap();
     registry
-        .register_dynamic(presenting(
+        .register(presenting(
             "remote",
             ExtensionKind::Backend,
             json!({"type": "object", "properties": {"other": {"type": "integer"}}}),
@@ -666,17 +671,27 @@ async fn live_changes_are_atomic_and_target_base_tools_only() {
         names.iter().map(|name| ElementSpec::named(*name)).collect()
     };
 
-    toolset.attach(&registry, "shout", &combo(&["b"])).unwrap();
+    toolset
+        .edit()
+        .attach(&registry, "shout", &combo(&["b"]))
+        .commit()
+        .unwrap();
     assert_eq!(toolset.names(), ["shout", "shout_a", "shout_b"]);
     let err = toolset
+        .edit()
         .attach(&registry, "shout", &combo(&["a"]))
+        .commit()
         .unwrap_err();
     assert!(
         matches!(err, BindError::AlreadyAttached { .. })
             && err.to_string().contains("already attached"),
         "{err}"
     );
-    let err = toolset.detach("shout", &combo(&["c"])).unwrap_err();
+    let err = toolset
+        .edit()
+        .detach("shout", &combo(&["c"]))
+        .commit()
+        .unwrap_err();
     assert!(
         matches!(err, BindError::NotAttached { .. }) && err.to_string().contains("not attached"),
         "{err}"
@@ -684,7 +699,9 @@ async fn live_changes_are_atomic_and_target_base_tools_only() {
     assert!(err.to_string().contains("its combos are [a], [b]"), "{err}");
 
     let err = toolset
+        .edit()
         .replace(&registry, "shout", &[combo(&["pool", "pool"])])
+        .commit()
         .unwrap_err();
     assert!(matches!(err, BindError::MultipleOfKind { .. }), "{err:?}");
     assert_eq!(toolset.names(), ["shout", "shout_a", "shout_b"]);
@@ -693,9 +710,15 @@ async fn live_changes_are_atomic_and_target_base_tools_only() {
     }
 
     for change in [
-        toolset.attach(&registry, "shout_a", &combo(&["b"])),
-        toolset.detach("shout_a", &combo(&["b"])),
-        toolset.replace(&registry, "shout_a", &[combo(&["b"])]),
+        toolset
+            .edit()
+            .attach(&registry, "shout_a", &combo(&["b"]))
+            .commit(),
+        toolset.edit().detach("shout_a", &combo(&["b"])).commit(),
+        toolset
+            .edit()
+            .replace(&registry, "shout_a", &[combo(&["b"])])
+            .commit(),
     ] {
         let err = change.unwrap_err();
         assert!(
@@ -704,14 +727,23 @@ async fn live_changes_are_atomic_and_target_base_tools_only() {
         );
     }
     assert!(matches!(
-        toolset.attach(&registry, "ghost", &combo(&["a"])),
+        toolset
+            .edit()
+            .attach(&registry, "ghost", &combo(&["a"]))
+            .commit(),
         Err(BindError::UnknownTool { .. })
     ));
 
-    toolset.detach("shout", &combo(&["a"])).unwrap();
+    toolset
+        .edit()
+        .detach("shout", &combo(&["a"]))
+        .commit()
+        .unwrap();
     assert_eq!(toolset.names(), ["shout", "shout_b"]);
     toolset
+        .edit()
         .replace(&registry, "shout", &[combo(&["trace", "loud_marker"])])
+        .commit()
         .unwrap();
     assert_eq!(
         toolset.names(),
@@ -724,14 +756,18 @@ async fn typed_combos_can_be_changed_live_too() {
     let registry = registry();
     let shout = shout();
     let toolset = Toolset::new();
+    toolset.bind((shout.combo().with(marker("a")),)).unwrap();
     toolset
-        .bind(&shout, frunk::hlist![shout.combo().with(marker("a"))])
-        .unwrap();
-    toolset
+        .edit()
         .attach(&registry, "shout", &[ElementSpec::named("b")])
+        .commit()
         .unwrap();
     assert_eq!(toolset.names(), ["shout", "shout_a", "shout_b"]);
-    toolset.detach("shout", &[ElementSpec::named("a")]).unwrap();
+    toolset
+        .edit()
+        .detach("shout", &[ElementSpec::named("a")])
+        .commit()
+        .unwrap();
     assert_eq!(toolset.names(), ["shout", "shout_b"]);
 }
 
@@ -850,7 +886,7 @@ fn changes_from_many_threads_do_not_lose_updates() {
     let names: Vec<String> = (0..8).map(|i| format!("slow{i}")).collect();
     for name in &names {
         registry
-            .register_dynamic(
+            .register(
                 DynExtension::builder()
                     .name(name.as_str())
                     .kind(ExtensionKind::Wrapper)
@@ -871,7 +907,9 @@ fn changes_from_many_threads_do_not_lose_updates() {
             scope.spawn(move || {
                 barrier.wait();
                 toolset
+                    .edit()
                     .attach(registry, "shout", &[ElementSpec::named(name.clone())])
+                    .commit()
                     .unwrap();
             });
         }
@@ -890,7 +928,7 @@ fn changes_from_many_threads_do_not_lose_updates() {
 async fn a_run_time_extension_really_wraps_the_layer_below() {
     let mut registry = Registry::new();
     registry
-        .register_dynamic(
+        .register(
             DynExtension::builder()
                 .name("suffix")
                 .kind(ExtensionKind::Wrapper)
@@ -958,7 +996,7 @@ async fn a_run_time_wrappers_reserved_params_stop_at_the_wrapper() {
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let record = seen.clone();
     registry
-        .register_dynamic(
+        .register(
             DynExtension::builder()
                 .name("expiring")
                 .kind(ExtensionKind::Wrapper)
@@ -1002,7 +1040,7 @@ async fn a_run_time_wrappers_reserved_params_stop_at_the_wrapper() {
 fn a_panicking_factory_refuses_the_tool_and_keeps_the_caller_alive() {
     let mut registry = Registry::new();
     registry
-        .register_dynamic(
+        .register(
             DynExtension::builder()
                 .name("broken")
                 .kind(ExtensionKind::Wrapper)
@@ -1021,7 +1059,7 @@ fn run_time_factories_run_only_for_combos_that_pass_cardinality() {
     let counter = calls.clone();
     let mut registry = registry();
     registry
-        .register_dynamic(
+        .register(
             DynExtension::builder()
                 .name("counted")
                 .kind(ExtensionKind::Backend)
@@ -1069,12 +1107,15 @@ fn empty_and_repeated_combos_are_refused_on_every_path() {
     let (toolset, result) = bind_shout(&registry, json!(["trace"]));
     result.unwrap();
     assert!(matches!(
-        toolset.attach(&registry, "shout", &[]),
+        toolset.edit().attach(&registry, "shout", &[]).commit(),
         Err(BindError::EmptyCombo { .. })
     ));
     let repeated = vec![vec![ElementSpec::named("a")], vec![ElementSpec::named("a")]];
     assert!(matches!(
-        toolset.replace(&registry, "shout", &repeated),
+        toolset
+            .edit()
+            .replace(&registry, "shout", &repeated)
+            .commit(),
         Err(BindError::AlreadyAttached { .. })
     ));
     assert_eq!(toolset.names(), ["shout", "shout_trace"]);
@@ -1086,19 +1127,25 @@ fn a_typed_combo_and_the_same_combo_written_in_a_manifest_are_one_combo() {
     let shout = shout();
     let toolset = Toolset::new();
     toolset
-        .bind(&shout, frunk::hlist![shout.combo().with(Batch::default())])
+        .bind((shout.combo().with(Batch::default()),))
         .unwrap();
     // The registry's `batch` is the same extension with the same (default) config.
     assert!(matches!(
-        toolset.attach(&registry, "shout", &[ElementSpec::named("batch")]),
+        toolset
+            .edit()
+            .attach(&registry, "shout", &[ElementSpec::named("batch")])
+            .commit(),
         Err(BindError::AlreadyAttached { .. })
     ));
     toolset
+        .edit()
         .detach("shout", &[ElementSpec::named("batch")])
+        .commit()
         .unwrap();
     assert_eq!(toolset.names(), ["shout"]);
     // A manifest config shows in the branch's chain, as typed config does.
     toolset
+        .edit()
         .attach(
             &registry,
             "shout",
@@ -1107,12 +1154,14 @@ fn a_typed_combo_and_the_same_combo_written_in_a_manifest_are_one_combo() {
                 json!({"allow": ["egress-z"]}),
             )],
         )
+        .commit()
         .unwrap();
     assert_eq!(
         toolset.info("shout_proxy").unwrap().chain[0].config,
         Some(json!({"allow": ["egress-z"]}))
     );
     toolset
+        .edit()
         .detach(
             "shout",
             &[ElementSpec::configured(
@@ -1120,6 +1169,7 @@ fn a_typed_combo_and_the_same_combo_written_in_a_manifest_are_one_combo() {
                 json!({"allow": ["egress-z"]}),
             )],
         )
+        .commit()
         .unwrap();
 }
 
@@ -1137,7 +1187,7 @@ fn dropping_a_replaced_binding_may_call_back_into_the_toolset() {
     let holder = back.clone();
     let weak = toolset.downgrade();
     registry
-        .register_dynamic(
+        .register(
             DynExtension::builder()
                 .name("holder")
                 .kind(ExtensionKind::Wrapper)
@@ -1168,7 +1218,12 @@ fn dropping_a_replaced_binding_may_call_back_into_the_toolset() {
     let (done, finished) = std::sync::mpsc::channel();
     let changer = toolset.clone();
     std::thread::spawn(move || {
-        let _ = done.send(changer.detach("shout", &[ElementSpec::named("holder")]));
+        let _ = done.send(
+            changer
+                .edit()
+                .detach("shout", &[ElementSpec::named("holder")])
+                .commit(),
+        );
     });
     let result = finished
         .recv_timeout(std::time::Duration::from_secs(5))
@@ -1301,11 +1356,11 @@ async fn stacked_run_time_wrappers_see_only_their_own_reserved_params() {
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let mut registry = registry();
         registry
-            .register_dynamic(recording("wa", "ra", seen.clone(), again))
+            .register(recording("wa", "ra", seen.clone(), again))
             .unwrap()
-            .register_dynamic(recording("wb", "rb", seen.clone(), again))
+            .register(recording("wb", "rb", seen.clone(), again))
             .unwrap()
-            .register_dynamic(presenting(
+            .register(presenting(
                 "echo",
                 ExtensionKind::Transformer,
                 json!({"type": "object", "properties": {
@@ -1339,4 +1394,83 @@ async fn stacked_run_time_wrappers_see_only_their_own_reserved_params() {
         let keys: Vec<&String> = echoed.as_object().unwrap().keys().collect();
         assert_eq!(keys, ["x", "y", "z"], "again: {again}: {echoed}");
     }
+}
+
+/// `Pool` with another name from `{"name": ..}`: a refinement of an instance.
+#[derive(serde::Deserialize)]
+struct Renamed {
+    name: String,
+}
+
+fn rename(pool: &Pool, config: Renamed) -> Result<Pool, toolgraft::extension::ConfigError> {
+    Ok(pool.clone().named(config.name))
+}
+
+#[test]
+fn every_case_registers_through_one_verb_and_config_follows_the_case() {
+    use toolgraft::runtime::Refined;
+    let mut registry = Registry::new();
+    registry
+        .register(Trace)
+        .unwrap()
+        .register(Configured::new(Cache::default()))
+        .unwrap()
+        .register(Configured::<OutputSchema>::named("schema"))
+        .unwrap()
+        .register(Refined::new(Pool::new(1).unwrap(), rename))
+        .unwrap()
+        .register(
+            DynExtension::builder()
+                .name("audit")
+                .kind(ExtensionKind::Wrapper)
+                .factory(|layer| Ok(DynBranch::builder().stack(layer.below).build()))
+                .build(),
+        )
+        .unwrap();
+    let kinds: Vec<(String, ExtensionKind)> = registry
+        .catalogue()
+        .into_iter()
+        .map(|entry| (entry.name.to_string(), entry.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("audit".to_owned(), ExtensionKind::Wrapper),
+            ("cache".to_owned(), ExtensionKind::Wrapper),
+            ("pool".to_owned(), ExtensionKind::Backend),
+            ("schema".to_owned(), ExtensionKind::Transformer),
+            ("trace".to_owned(), ExtensionKind::Wrapper),
+        ]
+    );
+    // A name is taken whichever case registered it.
+    let again = registry.register(Pool::new(1).unwrap());
+    assert!(
+        matches!(again, Err(RegistryError::AlreadyRegistered { ref name }) if name == "pool"),
+        "{again:?}"
+    );
+    let invalid = registry.register(Configured::<OutputSchema>::named("no spaces"));
+    assert!(matches!(invalid, Err(RegistryError::InvalidName(_))));
+
+    // As itself: no config. `Configured` and `Refined`: config builds or refines.
+    let (_, plain) = bind_shout(&registry, json!([[{"name": "trace", "config": {"x": 1}}]]));
+    assert!(
+        matches!(plain, Err(BindError::ConfigNotAccepted { .. })),
+        "{plain:?}"
+    );
+    let (toolset, refined) = bind_shout(
+        &registry,
+        json!([[{"name": "pool", "config": {"name": "gpu"}}], [{"name": "cache", "config": {"capacity": 4}}]]),
+    );
+    refined.unwrap();
+    assert_eq!(
+        toolset.info("shout_pool").unwrap().chain[0].extension,
+        "pool"
+    );
+    assert!(toolset.contains("shout_cache"));
+    // `named`: the element must carry a config it can be built from.
+    let (_, bare) = bind_shout(&registry, json!([["schema"]]));
+    assert!(
+        matches!(bare, Err(BindError::InvalidConfig { .. })),
+        "{bare:?}"
+    );
 }

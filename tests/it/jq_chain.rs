@@ -13,6 +13,7 @@ use toolgraft::error::ArgsErrorKind;
 use toolgraft::ext::Chain;
 use toolgraft::ext::chain::{ChainError, ChainErrorKind};
 use toolgraft::prelude::*;
+use toolgraft::runtime::Refined;
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::toolset::BaseTools;
 use toolgraft::{BindError, Registry, ToolError};
@@ -67,15 +68,15 @@ fn tools(
 fn toolset(element: Option<Value>, runs: Arc<AtomicUsize>) -> (Toolset, Result<(), BindError>) {
     let (find, forecast) = tools(runs);
     let toolset = Toolset::new();
-    toolset.bind_tool(&forecast).unwrap();
+    toolset.bind((forecast.combo(),)).unwrap();
     let bound = match element {
         None => toolset
-            .bind_combos((find.combo().with(Chain::new(&toolset)),))
+            .bind((find.combo().with(Chain::new(&toolset)),))
             .map(drop),
         Some(element) => {
             let mut registry = Registry::new();
             registry
-                .register_refined(Chain::new(&toolset), Chain::configured)
+                .register(Refined::new(Chain::new(&toolset), Chain::configured))
                 .unwrap();
             let manifest = Manifest::from_value(&json!({"tools": {"find": [[element]]}})).unwrap();
             toolset
@@ -214,9 +215,9 @@ async fn the_operators_expression_decides_and_callers_give_only_next_tool() {
     bound.unwrap();
     let (find, forecast) = tools(runs);
     let typed = Toolset::new();
-    typed.bind_tool(&forecast).unwrap();
+    typed.bind((forecast.combo(),)).unwrap();
     typed
-        .bind_combos((find
+        .bind((find
             .combo()
             .with(Chain::new(&typed).with_jq("{lat: .at.lat, days: 2}")),))
         .unwrap();
@@ -265,7 +266,7 @@ fn the_operators_bad_expression_is_refused_when_binding() {
     let (find, _) = tools(Arc::default());
     let typed = Toolset::new();
     let err = typed
-        .bind_combos((find
+        .bind((find
             .combo()
             .with(Chain::new(&typed).with_jq("{lat: .at.lat")),))
         .unwrap_err();

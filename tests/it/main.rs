@@ -6,6 +6,7 @@ mod common;
 
 mod agreement;
 mod authoring;
+mod bind;
 mod builtins;
 mod calls;
 mod dynamic;

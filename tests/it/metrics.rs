@@ -10,6 +10,7 @@ use serde_json::json;
 use toolgraft::Registry;
 use toolgraft::ext::{Metrics, Timeout};
 use toolgraft::prelude::*;
+use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::toolset::BaseTools;
 
@@ -153,7 +154,7 @@ fn the_prometheus_text_holds_the_numbers_of_known_calls() {
     let toolset = Toolset::new();
     let timeout = Timeout::new(Duration::from_millis(50));
     toolset
-        .bind_combos((
+        .bind((
             echo.combo().with(Metrics::default()).with(timeout),
             echo.combo().with(timeout).with(Metrics::default()),
         ))
@@ -169,7 +170,7 @@ fn the_same_numbers_through_a_manifest() {
     registry
         .register(Metrics::default())
         .unwrap()
-        .register_configurable(Timeout::new(Duration::from_secs(30)))
+        .register(Configured::new(Timeout::new(Duration::from_secs(30))))
         .unwrap();
     let manifest = Manifest::from_value(&json!({"tools": {"echo": [
         ["metrics", {"name": "timeout", "config": {"ms": 50}}],

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Ping, Shout};
-use frunk::{hlist, hlist_pat};
 use serde_json::json;
 use toolgraft::ext::{Batch, BatchInput, Cache, Pool, Proxy, Trace, proxy};
 use toolgraft::extension::Around;
@@ -43,16 +42,11 @@ async fn proxy_inside_pool_travels_with_the_body() {
         .unwrap();
     let pool = Pool::new(2).unwrap();
     let toolset = Toolset::new();
-    let hlist_pat![remote] = toolset
-        .bind(
-            &fetch,
-            hlist![
-                fetch
-                    .combo()
-                    .with(Proxy::allow(["egress-a", "egress-b"]))
-                    .with(pool.clone())
-            ],
-        )
+    let (remote,) = toolset
+        .bind((fetch
+            .combo()
+            .with(Proxy::allow(["egress-a", "egress-b"]))
+            .with(pool.clone()),))
         .unwrap();
     assert_eq!(
         toolset.names(),
@@ -119,16 +113,11 @@ async fn an_extension_outside_the_backend_runs_in_the_caller() {
     let pool = Pool::new(1).unwrap();
     let toolset = Toolset::new();
     toolset
-        .bind(
-            &shout,
-            hlist![
-                shout
-                    .combo()
-                    .with(Trace)
-                    .with(pool.clone())
-                    .with(Cache::default())
-            ],
-        )
+        .bind((shout
+            .combo()
+            .with(Trace)
+            .with(pool.clone())
+            .with(Cache::default()),))
         .unwrap();
     for _ in 0..3 {
         let out = toolset
@@ -160,15 +149,12 @@ async fn batch_outside_the_pool_is_one_hop_inside_it_one_hop_per_item() {
     let (outer, inner) = (Pool::new(2).unwrap(), Pool::new(2).unwrap());
     let toolset = Toolset::new();
     toolset
-        .bind(
-            &square,
-            hlist![
-                // [batch, pool]: pool(batch(square)), the whole batch in one job.
-                square.combo().with(Batch::default()).with(outer.clone()),
-                // [pool, batch]: batch(pool(square)), one job per item.
-                square.combo().with(inner.clone()).with(Batch::default()),
-            ],
-        )
+        .bind((
+            // [batch, pool]: pool(batch(square)), the whole batch in one job.
+            square.combo().with(Batch::default()).with(outer.clone()),
+            // [pool, batch]: batch(pool(square)), one job per item.
+            square.combo().with(inner.clone()).with(Batch::default()),
+        ))
         .unwrap();
     let items = json!({"items": [{"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}], "parallel": true});
     let once = toolset
@@ -197,13 +183,10 @@ async fn two_backends_in_two_combos_of_one_tool_both_bind() {
     );
     let toolset = Toolset::new();
     toolset
-        .bind(
-            &ping,
-            hlist![
-                ping.combo().with(pool.clone()),
-                ping.combo().with(other.clone())
-            ],
-        )
+        .bind((
+            ping.combo().with(pool.clone()),
+            ping.combo().with(other.clone()),
+        ))
         .unwrap();
     assert_eq!(toolset.names(), ["ping", "ping_other_backend", "ping_pool"]);
     for name in ["ping_pool", "ping_other_backend"] {
@@ -231,9 +214,7 @@ async fn a_panicking_body_is_a_typed_error_and_the_pool_keeps_serving() {
         .unwrap();
     let pool = Pool::new(1).unwrap();
     let toolset = Toolset::new();
-    toolset
-        .bind(&flaky, hlist![flaky.combo().with(pool.clone())])
-        .unwrap();
+    toolset.bind((flaky.combo().with(pool.clone()),)).unwrap();
     for name in ["flaky", "flaky_pool"] {
         let err = toolset
             .call(name, json!({"text": "panic"}))
@@ -278,11 +259,8 @@ async fn batches_through_a_pool_keep_input_order_and_per_item_errors() {
         .unwrap();
     let pool = Pool::new(2).unwrap();
     let toolset = Toolset::new();
-    let hlist_pat![batched] = toolset
-        .bind(
-            &checker,
-            hlist![checker.combo().with(pool).with(Batch::default())],
-        )
+    let (batched,) = toolset
+        .bind((checker.combo().with(pool).with(Batch::default()),))
         .unwrap();
     let input = BatchInput::parallel(vec![Shout::new("a"), Shout::new("bad"), Shout::new("c")])
         .keep_going();
@@ -314,9 +292,7 @@ async fn a_caller_that_gives_up_takes_its_pool_job_with_it() {
         .unwrap();
     let pool = Pool::new(1).unwrap();
     let toolset = Toolset::new();
-    toolset
-        .bind(&slow, hlist![slow.combo().with(pool.clone())])
-        .unwrap();
+    toolset.bind((slow.combo().with(pool.clone()),)).unwrap();
     let call = toolset.call("slow_pool", json!({}));
     assert!(
         tokio::time::timeout(std::time::Duration::from_millis(50), call)
@@ -372,10 +348,7 @@ async fn a_layer_panicking_on_the_pool_is_a_typed_error_and_the_pool_survives() 
     let pool = Pool::new(1).unwrap();
     let toolset = Toolset::new();
     toolset
-        .bind(
-            &shout,
-            hlist![shout.combo().with(Explosive).with(pool.clone())],
-        )
+        .bind((shout.combo().with(Explosive).with(pool.clone()),))
         .unwrap();
     let err = toolset
         .call("shout_explosive_pool", json!({"text": "boom"}))
@@ -412,7 +385,7 @@ async fn a_backend_reached_from_inside_a_body_local_layer_refuses_to_relocate() 
         .unwrap();
     let toolset = toolgraft::Toolset::new();
     let (pooled, inside) = toolset
-        .bind_combos((
+        .bind((
             fetch.combo().with(Pool::new(1).unwrap()),
             fetch
                 .combo()
@@ -437,7 +410,7 @@ async fn a_backend_reached_from_inside_a_body_local_layer_refuses_to_relocate() 
         .build()
         .unwrap();
     let (outside,) = toolset
-        .bind_combos((launder.combo().with(Proxy::allow(["eu"])),))
+        .bind((launder.combo().with(Proxy::allow(["eu"])),))
         .unwrap();
     assert_eq!(
         toolset

@@ -3,7 +3,6 @@
 use crate::common;
 
 use common::{ReportInput, Shout, ping, report, shout};
-use frunk::hlist;
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -40,7 +39,7 @@ fn a_wrapper_presents_its_layer_input_schema_byte_for_byte() {
         .unwrap();
     let toolset = Toolset::new();
     toolset
-        .bind(&repeat, hlist![repeat.combo().with(Trace).with(Trace)])
+        .bind((repeat.combo().with(Trace).with(Trace),))
         .unwrap();
     let base = serde_json::to_string(&toolset.info("repeat").unwrap().input_schema).unwrap();
     for branch in ["repeat_trace", "repeat_trace_trace"] {
@@ -61,7 +60,7 @@ async fn a_wrapper_adds_only_its_reserved_params() {
     let shout = shout();
     let toolset = Toolset::new();
     toolset
-        .bind(&shout, hlist![shout.combo().with(Cache::default())])
+        .bind((shout.combo().with(Cache::default()),))
         .unwrap();
     let base = toolset.info("shout").unwrap().input_schema;
     let cached = toolset.info("shout_cache").unwrap().input_schema;
@@ -131,10 +130,7 @@ fn a_reserved_param_may_not_mask_a_real_one() {
     // Scenario 18, typed: the collision is found when binding.
     let shout = shout();
     let toolset = Toolset::new();
-    let err = toolset
-        .bind(&shout, hlist![shout.combo().with(Shadow)])
-        .err()
-        .unwrap();
+    let err = toolset.bind((shout.combo().with(Shadow),)).err().unwrap();
     match &err {
         BindError::ReservedParamExists {
             tool,
@@ -162,7 +158,7 @@ async fn reserved_params_over_a_tool_without_params_bind() {
     let ping = ping();
     let toolset = Toolset::new();
     toolset
-        .bind(&ping, hlist![ping.combo().with(Cache::default())])
+        .bind((ping.combo().with(Cache::default()),))
         .unwrap();
     let schema = toolset.info("ping_cache").unwrap().input_schema;
     let properties = schema.get("properties").unwrap().as_object().unwrap();
@@ -227,10 +223,7 @@ async fn a_transformer_must_present_a_concrete_schema() {
         let shout = shout();
         let toolset = Toolset::new();
         let err = toolset
-            .bind(
-                &shout,
-                hlist![shout.combo().with(Presenting(any_json.clone()))],
-            )
+            .bind((shout.combo().with(Presenting(any_json.clone())),))
             .err();
         let err = err.unwrap_or_else(|| panic!("{any_json} was accepted"));
         assert!(
@@ -248,7 +241,7 @@ async fn a_transformer_must_present_a_concrete_schema() {
     let toolset = Toolset::new();
     let empty = json!({"type": "object", "properties": {}});
     toolset
-        .bind(&shout, hlist![shout.combo().with(Presenting(empty))])
+        .bind((shout.combo().with(Presenting(empty)),))
         .unwrap();
     assert_eq!(
         toolset.call("shout_present", json!({})).await.unwrap(),
@@ -271,15 +264,12 @@ fn output_schemas_are_inherited_exactly_through_shape_preserving_prefixes() {
     let report = report();
     let toolset = Toolset::new();
     toolset
-        .bind(
-            &report,
-            hlist![
-                report.combo().with(Trace),
-                report.combo().with(Batch::default()),
-                report.combo().with(Trace).with(Batch::default()),
-                report.combo().with(Batch::default()).with(Trace),
-            ],
-        )
+        .bind((
+            report.combo().with(Trace),
+            report.combo().with(Batch::default()),
+            report.combo().with(Trace).with(Batch::default()),
+            report.combo().with(Batch::default()).with(Trace),
+        ))
         .unwrap();
     let output = |name: &str| toolset.info(name).unwrap().output_schema;
     let base = output("report").expect("a typed base declares its output");
@@ -316,7 +306,7 @@ fn nested_definitions_still_resolve_inside_a_batch_schema() {
         .unwrap();
     let toolset = Toolset::new();
     toolset
-        .bind(&forecast, hlist![forecast.combo().with(Batch::default())])
+        .bind((forecast.combo().with(Batch::default()),))
         .unwrap();
     let base = toolset.info("forecast").unwrap().input_schema;
     let batch = toolset.info("forecast_batch").unwrap().input_schema;
@@ -339,7 +329,7 @@ async fn a_report_batch_carries_values_and_errors() {
     let report = report();
     let toolset = Toolset::new();
     toolset
-        .bind(&report, hlist![report.combo().with(Batch::default())])
+        .bind((report.combo().with(Batch::default()),))
         .unwrap();
     let out = toolset
         .call(

@@ -178,7 +178,7 @@ async fn a_third_party_backend_carries_the_route_of_proxy_and_a_users_own_entry(
     let probe = probe!(Arc::default());
     let toolset = Toolset::new();
     let (hopped,) = toolset
-        .bind_combos((probe
+        .bind((probe
             .combo()
             .with(Proxy::allow(["egress-a", "egress-b"]))
             .with(LaneWrap)
@@ -228,7 +228,7 @@ async fn a_cache_inside_a_users_body_local_wrapper_answers_per_lane() {
     let probe = probe!(runs.clone());
     let toolset = Toolset::new();
     toolset
-        .bind_combos((probe.combo().with(Cache::default()).with(LaneWrap),))
+        .bind((probe.combo().with(Cache::default()).with(LaneWrap),))
         .unwrap();
     let call = |lane: &str| {
         toolset.call(
@@ -249,7 +249,7 @@ async fn a_body_that_relocates_from_inside_a_users_body_local_wrapper_is_refused
     // inside `lane` is the same mistake at run time.
     let toolset = Toolset::new();
     let inner = probe!(Arc::default());
-    toolset.bind_combos((inner.combo().with(Hop),)).unwrap();
+    toolset.bind((inner.combo().with(Hop),)).unwrap();
     let weak = toolset.downgrade();
     let outer = Tool::builder()
         .name("outer")
@@ -263,9 +263,7 @@ async fn a_body_that_relocates_from_inside_a_users_body_local_wrapper_is_refused
         })
         .build()
         .unwrap();
-    toolset
-        .bind_combos((outer.combo().with(LaneWrap),))
-        .unwrap();
+    toolset.bind((outer.combo().with(LaneWrap),)).unwrap();
 
     let refused = toolset
         .call("outer_lane", json!({"text": "x"}))

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolgraft::ext::{Pool, Timeout};
 use toolgraft::prelude::*;
+use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::toolset::BaseTools;
 use toolgraft::{BindError, Registry, ToolError};
@@ -80,7 +81,7 @@ fn registry(pool: &Pool) -> Registry {
     registry
         .register(pool.clone())
         .unwrap()
-        .register_configurable(Timeout::new(Duration::from_secs(30)))
+        .register(Configured::new(Timeout::new(Duration::from_secs(30))))
         .unwrap();
     registry
 }
@@ -139,7 +140,7 @@ async fn the_deadline_cancels_the_body_typed_and_from_a_manifest() {
     let (tool, witness, dropped) = nap();
     let toolset = Toolset::new();
     let (timed,) = toolset
-        .bind_combos((tool.combo().with(Timeout::new(after)),))
+        .bind((tool.combo().with(Timeout::new(after)),))
         .unwrap();
     assert_eq!(
         timed.call(Nap { ms: 10 }).await.unwrap(),
@@ -191,7 +192,7 @@ async fn a_timeout_around_a_pool_aborts_the_pool_job() {
             let (tool, witness, dropped) = nap();
             let toolset = Toolset::new();
             toolset
-                .bind_combos((tool.combo().with(pool.clone()).with(Timeout::new(after)),))
+                .bind((tool.combo().with(pool.clone()).with(Timeout::new(after)),))
                 .unwrap();
             (toolset, witness, dropped)
         };
@@ -234,7 +235,7 @@ async fn a_timeout_inside_a_pool_runs_on_the_pool_threads() {
             let (tool, witness, dropped) = nap();
             let toolset = Toolset::new();
             toolset
-                .bind_combos((tool.combo().with(Timeout::new(after)).with(pool.clone()),))
+                .bind((tool.combo().with(Timeout::new(after)).with(pool.clone()),))
                 .unwrap();
             (toolset, witness, dropped)
         };
@@ -263,7 +264,7 @@ fn the_limit_is_checked_when_binding_on_both_paths() {
     let (tool, _, _) = nap();
     for limit in [Duration::ZERO, Timeout::MAX + Duration::from_millis(1)] {
         let err = Toolset::new()
-            .bind_combos((tool.combo().with(Timeout::new(limit)),))
+            .bind((tool.combo().with(Timeout::new(limit)),))
             .unwrap_err();
         assert!(
             matches!(err, BindError::InvalidConfig { ref field, ref extension, .. } if field == "ms" && extension == "timeout"),

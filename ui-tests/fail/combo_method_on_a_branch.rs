@@ -1,5 +1,4 @@
 // A branch is never the target of a combo: `.combo()` exists on base tools only.
-use frunk::{hlist, hlist_pat};
 use toolgraft::ext::{Proxy, Trace};
 use toolgraft::prelude::*;
 
@@ -16,8 +15,8 @@ fn main() {
         .build()
         .unwrap();
     let toolset = Toolset::new();
-    let hlist_pat![traced] = toolset
-        .bind(&fetch, hlist![fetch.combo().with(Trace)])
+    let (traced,) = toolset
+        .bind((fetch.combo().with(Trace),))
         .unwrap();
     let _ = traced.combo().with(Proxy::allow(["egress-eu"]));
 }

@@ -1,5 +1,4 @@
-// A branch is never the target of a combo: only base tools bind.
-use frunk::{hlist, hlist_pat};
+// A branch is never the target of a combo, nor bound again: only combos bind.
 use toolgraft::ext::Trace;
 use toolgraft::prelude::*;
 
@@ -16,8 +15,8 @@ fn main() {
         .build()
         .unwrap();
     let toolset = Toolset::new();
-    let hlist_pat![traced] = toolset
-        .bind(&shout, hlist![shout.combo().with(Trace)])
+    let (traced,) = toolset
+        .bind((shout.combo().with(Trace),))
         .unwrap();
-    let _ = toolset.bind(&traced, hlist![]);
+    let _ = toolset.bind((traced,));
 }

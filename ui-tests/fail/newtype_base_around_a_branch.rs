@@ -2,7 +2,6 @@
 // implemented `BaseTool` would start a combo whose rules never saw the pool. (A
 // base whose body calls the branch is a base; a proxy on it is then refused at run
 // time by the pool: tests/it/relocation.rs.)
-use frunk::{hlist, hlist_pat};
 use toolgraft::ext::{Pool, Proxy};
 use toolgraft::prelude::*;
 use toolgraft::{Branch, ToolError};
@@ -54,8 +53,8 @@ fn main() {
         .build()
         .unwrap();
     let toolset = Toolset::new();
-    let hlist_pat![pooled] = toolset
-        .bind(&fetch, hlist![fetch.combo().with(Pool::new(1).unwrap())])
+    let (pooled,) = toolset
+        .bind((fetch.combo().with(Pool::new(1).unwrap()),))
         .unwrap();
     let sneaky = Sneaky {
         branch: pooled,

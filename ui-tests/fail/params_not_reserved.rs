@@ -16,6 +16,6 @@ fn main() {
         .body(|input: Shout| async move { Ok(input.text) })
         .build()
         .unwrap();
-    let (traced,) = Toolset::new().bind_combos((shout.combo().with(Trace),)).unwrap();
+    let (traced,) = Toolset::new().bind((shout.combo().with(Trace),)).unwrap();
     let _call = traced.params(CacheParams { exp: Some(60.0) });
 }

@@ -1,7 +1,6 @@
 // A 128-deep stack (wrappers, a user-written wrapper, transformers and one backend)
 // on a base returned as `impl BaseTool`, bound and called typed and by name inside
 // an `async fn`: compiles with the default `recursion_limit`.
-use frunk::{hlist, hlist_pat};
 use toolgraft::ext::{Batch, Cache, Pool, Trace};
 use toolgraft::prelude::*;
 
@@ -183,7 +182,7 @@ async fn run() {
         .with_max_combo_len(128)
         .with_max_name_len(1024);
     let toolset = Toolset::with_limits(limits).unwrap();
-    let hlist_pat![branch] = toolset.bind(&shout, hlist![combo]).unwrap();
+    let (branch,) = toolset.bind((combo,)).unwrap();
     let args: serde_json::Value = serde_json::from_str(r#"{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"text": "hi"}]}]}]}]}]}]}]}]}]}]}]}]}]}]}]}]}"#).unwrap();
     let expected: serde_json::Value =
         serde_json::from_str(r#"[[[[[[[[[[[[[[[["hi"]]]]]]]]]]]]]]]]"#).unwrap();

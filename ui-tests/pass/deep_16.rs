@@ -1,6 +1,5 @@
 // A typed call through 16 stacked `Trace` wrappers, inside an `async fn`, on a base
 // returned as `impl BaseTool`: compiles with the default `recursion_limit`.
-use frunk::{hlist, hlist_pat};
 use toolgraft::ext::Trace;
 use toolgraft::prelude::*;
 
@@ -39,7 +38,7 @@ async fn run() {
         .with(Trace)
         .with(Trace);
     let toolset = Toolset::new();
-    let hlist_pat![branch] = toolset.bind(&shout, hlist![combo]).unwrap();
+    let (branch,) = toolset.bind((combo,)).unwrap();
     let args: serde_json::Value = serde_json::from_str(r#"{"text": "hi"}"#).unwrap();
     let expected: serde_json::Value = serde_json::from_str(r#""hi""#).unwrap();
     let input = branch.decode(args.as_object().unwrap().clone()).unwrap();

@@ -1,7 +1,6 @@
 // A 64-deep stack (wrappers, a user-written wrapper, transformers and one backend)
 // on a concrete base, called typed and by name from sync code (`block_on`):
 // compiles with the default `recursion_limit`.
-use frunk::{hlist, hlist_pat};
 use toolgraft::ext::{Batch, Cache, Pool, Trace};
 use toolgraft::prelude::*;
 
@@ -116,7 +115,7 @@ fn main() {
         .with_max_combo_len(64)
         .with_max_name_len(1024);
     let toolset = Toolset::with_limits(limits).unwrap();
-    let hlist_pat![branch] = toolset.bind(&shout, hlist![combo]).unwrap();
+    let (branch,) = toolset.bind((combo,)).unwrap();
     let args: serde_json::Value = serde_json::from_str(r#"{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"items": [{"text": "hi"}]}]}]}]}]}]}]}]}"#).unwrap();
     let expected: serde_json::Value = serde_json::from_str(r#"[[[[[[[["hi"]]]]]]]]"#).unwrap();
     let input = branch.decode(args.as_object().unwrap().clone()).unwrap();

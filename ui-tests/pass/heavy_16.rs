@@ -3,7 +3,6 @@
 // with the default `recursion_limit` because a combo closes every `SEGMENT` (8)
 // layers into a segment. With segments of 16 this program overflows the limit,
 // which is why they are not wider (the price: one allocation per 8 layers).
-use frunk::{hlist, hlist_pat};
 use toolgraft::ext::{Cache, Timeout, Trace};
 use toolgraft::prelude::*;
 
@@ -69,7 +68,7 @@ fn main() {
         .with(Trace);
     let limits = toolgraft::limits::Limits::default().with_max_name_len(1024);
     let toolset = Toolset::with_limits(limits).unwrap();
-    let hlist_pat![branch] = toolset.bind(&shout, hlist![combo]).unwrap();
+    let (branch,) = toolset.bind((combo,)).unwrap();
     let out = runtime.block_on(branch.call(Shout { text: "hi".into() })).unwrap();
     assert_eq!(out, "hi");
 }

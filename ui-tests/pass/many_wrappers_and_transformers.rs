@@ -25,7 +25,7 @@ async fn main() {
         .with(Trace);
     assert_eq!(combo.name(), "square_trace_cache_batch_trace_batch_trace");
     let toolset = Toolset::new();
-    toolset.bind(&square, frunk::hlist![combo]).unwrap();
+    toolset.bind((combo,)).unwrap();
     assert_eq!(toolset.names().len(), 7);
     let out = toolset
         .call(

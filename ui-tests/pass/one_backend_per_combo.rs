@@ -16,14 +16,11 @@ async fn main() {
     let fast = Pool::new(1).unwrap().named("fast");
     let slow = Pool::new(1).unwrap().named("slow");
     let toolset = Toolset::new();
-    let frunk::hlist_pat![on_fast, on_slow] = toolset
-        .bind(
-            &ping,
-            frunk::hlist![
-                ping.combo().with(fast).with(Trace),
-                ping.combo().with(Trace).with(slow),
-            ],
-        )
+    let (on_fast, on_slow) = toolset
+        .bind((
+            ping.combo().with(fast).with(Trace),
+            ping.combo().with(Trace).with(slow),
+        ))
         .unwrap();
     assert_eq!(on_fast.name(), "ping_fast_trace");
     assert_eq!(on_slow.name(), "ping_trace_slow");

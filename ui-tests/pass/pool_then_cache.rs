@@ -19,7 +19,7 @@ async fn main() {
     let pool = Pool::new(1).unwrap();
     let toolset = Toolset::new();
     toolset
-        .bind(&shout, frunk::hlist![shout.combo().with(pool.clone()).with(Cache::default())])
+        .bind((shout.combo().with(pool.clone()).with(Cache::default()),))
         .unwrap();
     for _ in 0..2 {
         let out = toolset

@@ -20,13 +20,10 @@ async fn main() {
         .unwrap();
     let toolset = Toolset::new();
     toolset
-        .bind(
-            &fetch,
-            frunk::hlist![fetch
-                .combo()
-                .with(Proxy::allow(["egress-eu"]))
-                .with(Pool::new(1).unwrap())],
-        )
+        .bind((fetch
+            .combo()
+            .with(Proxy::allow(["egress-eu"]))
+            .with(Pool::new(1).unwrap()),))
         .unwrap();
     let page = toolset
         .call("fetch_proxy_pool", serde_json::json!({"url": "/"}))

@@ -24,6 +24,7 @@ use std::path::PathBuf;
 
 use toolgraft::error::BoxError;
 use toolgraft::ext::{Batch, Cache, Pool, Proxy, Trace, proxy};
+use toolgraft::runtime::Configured;
 use toolgraft::runtime::NameTable;
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::toolset::BaseTools;
@@ -114,9 +115,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut registry = Registry::new();
     registry
         .register(Trace)?
-        .register_configurable(Cache::default())?
-        .register_configurable(Batch::default())?
-        .register_configurable(Proxy::allow(["egress-eu", "egress-us"]))?
+        .register(Configured::new(Cache::default()))?
+        .register(Configured::new(Batch::default()))?
+        .register(Configured::new(Proxy::allow(["egress-eu", "egress-us"])))?
         .register(Pool::new(2)?)?;
 
     let toolset = Toolset::new();

@@ -203,10 +203,18 @@ async fn change(state: &Shared, tool: &str, change: Change) -> Result<Response, 
         None => None,
     };
     // Membership, then the binding engine: all or nothing.
-    match &change {
-        Change::Replace(combos) => state.toolset.replace(&state.registry, tool, combos)?,
-        Change::Edit { add, remove } => state.toolset.edit(&state.registry, tool, remove, add)?,
-    }
+    let edit = match &change {
+        Change::Replace(combos) => state.toolset.edit().replace(&state.registry, tool, combos),
+        Change::Edit { add, remove } => {
+            let edit = remove
+                .iter()
+                .fold(state.toolset.edit(), |edit, combo| edit.detach(tool, combo));
+            add.iter().fold(edit, |edit, combo| {
+                edit.attach(&state.registry, tool, combo)
+            })
+        }
+    };
+    edit.commit()?;
     if let Some(file) = file {
         let after = state.toolset.combos(tool)?;
         let name = tool.to_owned();
@@ -222,7 +230,11 @@ async fn change(state: &Shared, tool: &str, change: Change) -> Result<Response, 
         .await;
         if let Err(problem) = written {
             // The file is what a restart binds: undo the live change to match it.
-            let undone = state.toolset.replace(&state.registry, tool, &before);
+            let undone = state
+                .toolset
+                .edit()
+                .replace(&state.registry, tool, &before)
+                .commit();
             let error = match undone {
                 Ok(()) => format!("{}; the change was undone", problem.error),
                 Err(err) => format!(

@@ -52,7 +52,7 @@
 //! let weather = Tool::builder().name("weather").description("Tomorrow's weather.")
 //!     .body(|input: City| async move { Ok(format!("sunny in {}", input.city)) }).build()?;
 //! let toolset = Toolset::new();
-//! toolset.bind_tool(&weather)?;
+//! toolset.bind((weather.combo(),))?;
 //! let mut registry = Registry::new();
 //! registry.register(Trace)?.register(Pool::new(2)?)?;
 //!

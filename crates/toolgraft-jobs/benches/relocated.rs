@@ -10,7 +10,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use frunk::hlist;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolgraft::error::BoxError;
@@ -37,7 +36,7 @@ fn toolset(remote: &Remote) -> Toolset {
         .expect("a valid tool");
     let toolset = Toolset::new();
     toolset
-        .bind(&echo, hlist![echo.combo().with(remote.clone())])
+        .bind((echo.combo().with(remote.clone()),))
         .expect("binds");
     toolset
 }

@@ -3,7 +3,7 @@
 //! A [`Fleet`] keeps one process's toolset at the queue's **binding generation**:
 //! the toolset's combos as a manifest, numbered, stored in the job engine (Redis,
 //! or the SQLite file), and announced. A caller that joined broadcasts its own
-//! changes (`attach`, `detach`, `replace`, `apply_manifest`: anything the
+//! changes (an edit, `apply_manifest`: anything the
 //! toolset's [`changes`](Toolset::changes) report); every member (callers and
 //! workers) rebinds the same combos by name with its own [`Registry`]: no code
 //! travels ([relocation](toolgraft::rulebook#relocation)). A process started late
@@ -114,10 +114,10 @@ pub enum FleetError {
 /// let remote = Remote::new("redis://127.0.0.1:6379")?.queue("weather")?;
 /// let toolset = Toolset::new(); // ... bound like the workers' ...
 /// let mut registry = Registry::new();
-/// registry.register(Trace)?.register_from_config::<Remote>("remote")?;
+/// registry.register(Trace)?.register(toolgraft::runtime::Configured::<Remote>::named("remote"))?;
 /// let fleet = Fleet::join(&remote, &toolset, registry.clone()).await?;
-/// toolset.attach(&registry, "weather", &[ElementSpec::named("trace"), ElementSpec::configured(
-///     "remote", serde_json::to_value(remote.settings())?)])?;
+/// toolset.edit().attach(&registry, "weather", &[ElementSpec::named("trace"), ElementSpec::configured(
+///     "remote", serde_json::to_value(remote.settings())?)]).commit()?;
 /// let generation = fleet.publish().await?; // (also done on its own, a moment later)
 /// for member in fleet.status().await? {
 ///     println!("{} ({:?}) at generation {} of {generation}", member.process, member.role, member.generation);

@@ -69,7 +69,6 @@
 //! naming the tool and the fix; register it with [`Submit::dynamic`]).
 //!
 //! ```no_run
-//! use frunk::hlist;
 //! use serde_json::json;
 //! use toolgraft_jobs::{Remote, Worker};
 //! use toolgraft::prelude::*;
@@ -82,7 +81,7 @@
 //!     let shout = Tool::builder().name("shout").description("Return the text, loud.")
 //!         .body(|i: Shout| async move { Ok(i.text.to_uppercase()) }).build()?;
 //!     let toolset = Toolset::new();
-//!     toolset.bind(&shout, hlist![shout.combo().with(remote.clone())])?;
+//!     toolset.bind((shout.combo().with(remote.clone()),))?;
 //!     Ok(toolset)
 //! }
 //!

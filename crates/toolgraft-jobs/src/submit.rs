@@ -48,7 +48,6 @@ const OWN_PARAMS: &[&str] = &["delay_ms", "at"];
 /// arguments naming the field.
 ///
 /// ```no_run
-/// use frunk::hlist;
 /// use serde_json::json;
 /// use toolgraft::prelude::*;
 /// use toolgraft_jobs::{JobResult, Remote, Submit};
@@ -61,9 +60,9 @@ const OWN_PARAMS: &[&str] = &["delay_ms", "at"];
 /// let shout = Tool::builder().name("shout").description("Return the text, loud.")
 ///     .body(|i: Shout| async move { Ok(i.text.to_uppercase()) }).build()?;
 /// let toolset = Toolset::new();
-/// toolset.bind(&shout, hlist![shout.combo().with(remote.clone()).with(Submit::new())])?;
+/// toolset.bind((shout.combo().with(remote.clone()).with(Submit::new()),))?;
 /// for tool in remote.job_tools() {
-///     toolset.bind_tool(&tool)?; // job_status, job_result, job_cancel
+///     toolset.bind((tool.combo(),))?; // job_status, job_result, job_cancel
 /// }
 /// let ticket = toolset.call("shout_remote_submit", json!({"text": "hi", "delay_ms": 2000})).await?;
 /// let id = ticket["job_id"].as_str().unwrap();
@@ -139,8 +138,8 @@ impl Submit {
     /// ```
     /// let mut registry = toolgraft::Registry::new();
     /// registry
-    ///     .register_from_config::<toolgraft_jobs::Remote>("remote")?
-    ///     .register_dynamic(toolgraft_jobs::Submit::new().dynamic())?;
+    ///     .register(toolgraft::runtime::Configured::<toolgraft_jobs::Remote>::named("remote"))?
+    ///     .register(toolgraft_jobs::Submit::new().dynamic())?;
     /// # Ok::<(), toolgraft::runtime::RegistryError>(())
     /// ```
     pub fn dynamic(&self) -> DynExtension {
@@ -457,7 +456,7 @@ impl Remote {
     /// let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
     /// let toolset = toolgraft::Toolset::new();
     /// for tool in remote.job_tools() {
-    ///     toolset.bind_tool(&tool)?;
+    ///     toolset.bind((tool.combo(),))?;
     /// }
     /// assert_eq!(toolset.names(), ["job_cancel", "job_result", "job_status"]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())

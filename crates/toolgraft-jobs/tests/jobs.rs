@@ -12,7 +12,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use frunk::hlist;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -21,6 +20,7 @@ use toolgraft::error::BoxError;
 use toolgraft::ext::{Batch, Cache, Proxy, Trace, proxy};
 use toolgraft::extension::Configurable;
 use toolgraft::prelude::*;
+use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::{ElementSpec, Manifest};
 use toolgraft::toolset::BaseTools;
 use toolgraft::{BindError, Combo, Registry, ToolError};
@@ -143,23 +143,20 @@ fn toolset(remote: &Remote) -> Toolset {
         .unwrap();
     let toolset = Toolset::new();
     toolset
-        .bind(
-            &whereami,
-            hlist![
-                Combo::on(&whereami)
-                    .with(Proxy::allow(["egress-eu", "egress-us"]))
-                    .with(remote.clone()),
-                Combo::on(&whereami)
-                    .with(remote.clone())
-                    .with(Cache::default()),
-                Combo::on(&whereami)
-                    .with(Batch::default())
-                    .with(remote.clone()),
-                Combo::on(&whereami)
-                    .with(remote.clone())
-                    .with(Batch::default()),
-            ],
-        )
+        .bind((
+            Combo::on(&whereami)
+                .with(Proxy::allow(["egress-eu", "egress-us"]))
+                .with(remote.clone()),
+            Combo::on(&whereami)
+                .with(remote.clone())
+                .with(Cache::default()),
+            Combo::on(&whereami)
+                .with(Batch::default())
+                .with(remote.clone()),
+            Combo::on(&whereami)
+                .with(remote.clone())
+                .with(Batch::default()),
+        ))
         .unwrap();
     let mark = Tool::builder()
         .name("mark")
@@ -169,26 +166,15 @@ fn toolset(remote: &Remote) -> Toolset {
         .unwrap();
     // `[remote, submit]` binds `slow_remote` too: one combo for both.
     toolset
-        .bind(
-            &slow,
-            hlist![slow.combo().with(remote.clone()).with(Submit::new())],
-        )
+        .bind((slow.combo().with(remote.clone()).with(Submit::new()),))
         .unwrap();
     toolset
-        .bind(
-            &fail,
-            hlist![fail.combo().with(remote.clone()).with(Submit::new())],
-        )
+        .bind((fail.combo().with(remote.clone()).with(Submit::new()),))
         .unwrap();
     toolset
-        .bind(
-            &mark,
-            hlist![mark.combo().with(remote.clone()).with(Submit::new())],
-        )
+        .bind((mark.combo().with(remote.clone()).with(Submit::new()),))
         .unwrap();
-    toolset
-        .bind(&boom, hlist![boom.combo().with(remote.clone())])
-        .unwrap();
+    toolset.bind((boom.combo().with(remote.clone()),)).unwrap();
     toolset
 }
 
@@ -200,9 +186,7 @@ fn with_unknown_tool(toolset: &Toolset, remote: &Remote) {
         .body(whereami)
         .build()
         .unwrap();
-    toolset
-        .bind(&extra, hlist![extra.combo().with(remote.clone())])
-        .unwrap();
+    toolset.bind((extra.combo().with(remote.clone()),)).unwrap();
 }
 
 // ---------------------------------------------------------------- worker processes
@@ -222,15 +206,15 @@ fn registry() -> Registry {
     registry
         .register(Trace)
         .unwrap()
-        .register_configurable(Proxy::allow(["egress-eu", "egress-us"]))
+        .register(Configured::new(Proxy::allow(["egress-eu", "egress-us"])))
         .unwrap()
-        .register_configurable(Cache::default())
+        .register(Configured::new(Cache::default()))
         .unwrap()
-        .register_configurable(Batch::default())
+        .register(Configured::new(Batch::default()))
         .unwrap()
-        .register_from_config::<Remote>("remote")
+        .register(Configured::<Remote>::named("remote"))
         .unwrap()
-        .register_dynamic(Submit::new().dynamic())
+        .register(Submit::new().dynamic())
         .unwrap();
     registry
 }
@@ -956,9 +940,9 @@ async fn a_manifest_relocates_with_the_same_workers(env: Env) {
     bases.add(&whereami);
     let mut registry = Registry::new();
     registry
-        .register_configurable(Proxy::allow(["egress-eu", "egress-us"]))
+        .register(Configured::new(Proxy::allow(["egress-eu", "egress-us"])))
         .unwrap()
-        .register_from_config::<Remote>("remote")
+        .register(Configured::<Remote>::named("remote"))
         .unwrap();
     let remote = json!({"name": "remote", "config": {"url": env.url, "queue": env.queue}});
     let manifest =
@@ -1018,11 +1002,13 @@ async fn a_change_on_one_caller_reaches_every_worker_and_caller(env: Env) {
     let remote_spec =
         ElementSpec::configured("remote", serde_json::to_value(remote.settings()).unwrap());
     toolset
+        .edit()
         .attach(
             &registry,
             "whereami",
             &[ElementSpec::named("trace"), remote_spec],
         )
+        .commit()
         .unwrap();
     let mut generations = fleet.generations();
     tokio::time::timeout(
@@ -1394,7 +1380,7 @@ async fn backends_of_one_url_share_their_connections() {
 fn toolset_with_job_tools(remote: &Remote) -> Toolset {
     let toolset = toolset(remote);
     for tool in remote.job_tools() {
-        toolset.bind_tool(&tool).unwrap();
+        toolset.bind((tool.combo(),)).unwrap();
     }
     toolset
 }
@@ -1614,7 +1600,7 @@ async fn two_queues_have_job_tools_under_names_of_their_own(env: Env) {
         other.job_tools_named("other_job").unwrap(),
     ];
     for tool in tools.iter().flatten() {
-        toolset.bind_tool(tool).unwrap();
+        toolset.bind((tool.combo(),)).unwrap();
     }
     // No worker: the job stays queued.
     let ticket = toolset
@@ -1667,9 +1653,9 @@ async fn two_queues_have_job_tools_under_names_of_their_own(env: Env) {
 
     let clash = Toolset::new();
     for tool in weather.job_tools() {
-        clash.bind_tool(&tool).unwrap();
+        clash.bind((tool.combo(),)).unwrap();
     }
-    let refused = clash.bind_tool(&other.job_tools()[0]).unwrap_err();
+    let refused = clash.bind((other.job_tools()[0].combo(),)).unwrap_err();
     assert!(refused.to_string().contains("`job_status`"), "{refused}");
     assert!(weather.job_tools_named("weather job").is_err());
 }
@@ -1764,7 +1750,7 @@ async fn a_manifest_submits_only_right_outside_remote(env: Env) {
     }
     let caller = env.remote();
     for tool in caller.job_tools() {
-        toolset.bind_tool(&tool).unwrap();
+        toolset.bind((tool.combo(),)).unwrap();
     }
     let ticket = toolset
         .call(

@@ -13,7 +13,6 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use frunk::hlist;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, ServerCapabilities,
     ServerConfig,
@@ -79,10 +78,7 @@ fn toolset() -> Toolset {
         .unwrap();
     let toolset = Toolset::new();
     toolset
-        .bind(
-            &tool,
-            hlist![tool.combo().with(Pass).with(Pass).with(Pass).with(Pass)],
-        )
+        .bind((tool.combo().with(Pass).with(Pass).with(Pass).with(Pass),))
         .unwrap();
     toolset
 }

@@ -23,7 +23,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use frunk::hlist;
 use rmcp::model::Implementation;
 use rmcp::{ServiceExt, transport::stdio};
 use schemars::JsonSchema;
@@ -33,6 +32,7 @@ use toolgraft::Registry;
 use toolgraft::error::BoxError;
 use toolgraft::ext::{Batch, Cache, OutputSchema, Pool, Proxy, Trace, proxy};
 use toolgraft::prelude::*;
+use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft_mcp::ToolsetServer;
 
@@ -117,11 +117,11 @@ fn registry(pool: &Pool) -> Result<Registry, Box<dyn std::error::Error>> {
     let mut registry = Registry::new();
     registry
         .register(Trace)?
-        .register_configurable(Cache::default())?
-        .register_configurable(Batch::default())?
-        .register_configurable(Proxy::allow(["egress-eu", "egress-us"]))?
+        .register(Configured::new(Cache::default()))?
+        .register(Configured::new(Batch::default()))?
+        .register(Configured::new(Proxy::allow(["egress-eu", "egress-us"])))?
         .register(pool.clone())?
-        .register_from_config::<OutputSchema>("output_schema")?;
+        .register(Configured::<OutputSchema>::named("output_schema"))?;
     Ok(registry)
 }
 
@@ -231,22 +231,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let pool = Pool::new(2)?;
     let toolset = Toolset::new();
-    toolset.bind(
-        &weather,
-        hlist![
-            weather.combo().with(Trace).with(Cache::default()),
-            // proxy inside pool: the egress route travels with the body to the worker
-            weather
-                .combo()
-                .with(Proxy::allow(["egress-eu", "egress-us"]))
-                .with(pool.clone()),
-            weather
-                .combo()
-                .with(Batch::max_items(10))
-                .with(pool.clone()),
-        ],
-    )?;
-    toolset.bind(&translate, hlist![translate.combo().with(Cache::default())])?;
+    toolset.bind((
+        weather.combo().with(Trace).with(Cache::default()),
+        // proxy inside pool: the egress route travels with the body to the worker
+        weather
+            .combo()
+            .with(Proxy::allow(["egress-eu", "egress-us"]))
+            .with(pool.clone()),
+        weather
+            .combo()
+            .with(Batch::max_items(10))
+            .with(pool.clone()),
+    ))?;
+    toolset.bind((translate.combo().with(Cache::default()),))?;
     let user_schema = json!({
         "type": "object",
         "properties": {
@@ -255,10 +252,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         },
         "required": ["name"]
     });
-    toolset.bind(
-        &get_user,
-        hlist![get_user.combo().with(OutputSchema::new(user_schema)?)],
-    )?;
+    toolset.bind((get_user.combo().with(OutputSchema::new(user_schema)?),))?;
 
     if let Some(path) = manifest {
         let registry = registry(&pool)?;

@@ -12,8 +12,8 @@
 //!   messages, `DELETE` ends it. Each session has its own [`ToolsetServer`] over the
 //!   one shared toolset. Idle sessions end after five minutes.
 //! * **`notifications/tools/list_changed`** on the session's `GET` stream after every
-//!   live change of the toolset ([`Toolset::attach`](toolgraft::Toolset::attach),
-//!   `detach`, `replace`, `apply_manifest`), as over stdio.
+//!   live change of the toolset ([`Toolset::edit`](toolgraft::Toolset::edit),
+//!   `apply_manifest`), as over stdio.
 //! * **A [`Guard`] in front of the endpoint**, the one `toolgraft-http`'s authoring
 //!   API uses too ([`toolgraft_guard`]), which [`McpHttp::new`] requires:
 //!   * **DNS-rebinding protection.** A request whose `Host` is not on the guard's

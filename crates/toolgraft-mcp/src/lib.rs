@@ -11,7 +11,7 @@
 //! [`ToolsetServer`] is an rmcp [`ServerHandler`] built from the toolset at run time:
 //! every bound name (bases and every branch) is an MCP tool, listed from
 //! [`Toolset::tools`] on each `tools/list` and called through [`Toolset::call`] by
-//! name, so live changes ([`Toolset::attach`], `detach`, `replace`, `apply_manifest`)
+//! name, so live changes ([`Toolset::edit`], `apply_manifest`)
 //! show in the next `tools/list`, and the server tells the client with
 //! `notifications/tools/list_changed`.
 //!
@@ -46,7 +46,6 @@
 //! [`ToolsetServer`]):
 //!
 //! ```
-//! use frunk::hlist;
 //! use serde_json::json;
 //! use toolgraft::ext::Trace;
 //! use toolgraft_mcp::ToolsetServer;
@@ -62,7 +61,7 @@
 //! let shout = Tool::builder().name("shout").description("Return the text, loud.")
 //!     .body(|i: Shout| async move { Ok(i.text.to_uppercase()) }).build()?;
 //! let toolset = Toolset::new();
-//! toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+//! toolset.bind((shout.combo().with(Trace),))?;
 //!
 //! let (server_io, client_io) = tokio::io::duplex(64 * 1024);
 //! let server = tokio::spawn(ToolsetServer::new(toolset).serve(server_io));
@@ -176,7 +175,6 @@ impl OutputShape {
 /// [module docs](self) for what goes where).
 ///
 /// ```
-/// use frunk::hlist;
 /// use serde_json::json;
 /// use toolgraft::ext::Batch;
 /// use toolgraft_mcp::{OutputShape, mcp_tool};
@@ -191,7 +189,7 @@ impl OutputShape {
 /// let weather = Tool::builder().name("weather").description("Tomorrow's forecast.")
 ///     .body(|_: City| async move { Ok(Forecast { celsius: 21.5 }) }).build()?;
 /// let toolset = Toolset::new();
-/// toolset.bind(&weather, hlist![weather.combo().with(Batch::default())])?;
+/// toolset.bind((weather.combo().with(Batch::default()),))?;
 ///
 /// let base = mcp_tool(&toolset.info("weather").unwrap(), OutputShape::ObjectOnly);
 /// assert_eq!(base.description.as_deref(), Some("Tomorrow's forecast."));
@@ -529,7 +527,6 @@ impl ToolsetServer {
     /// tools beside others.
     ///
     /// ```
-    /// # use frunk::hlist;
     /// # use toolgraft::{Tool, Toolset};
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
@@ -538,7 +535,7 @@ impl ToolsetServer {
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
-    /// toolset.bind(&shout, hlist![shout.combo().with(Trace)])?;
+    /// toolset.bind((shout.combo().with(Trace),))?;
     /// let tools = ToolsetServer::new(toolset).list(OutputShape::AnyJson);
     /// assert_eq!(tools[1].name, "shout_trace");
     /// assert_eq!(tools[1].output_schema.as_ref().unwrap()["type"], "string");
@@ -556,7 +553,7 @@ impl ToolsetServer {
     /// errors mapped as the [module docs](self) say. For a handler of your own.
     ///
     /// ```
-    /// # use frunk::hlist; use serde_json::json;
+    /// # use serde_json::json;
     /// # use toolgraft::{Tool, Toolset};
     /// # use toolgraft::tool::BaseTool;
     /// use toolgraft_mcp::{OutputShape, ToolsetServer};
@@ -569,7 +566,7 @@ impl ToolsetServer {
     ///         Ok(i.text.to_uppercase())
     ///     }).build()?;
     /// let toolset = Toolset::new();
-    /// toolset.bind(&shout, hlist![])?;
+    /// toolset.bind((shout.combo(),))?;
     /// let server = ToolsetServer::new(toolset);
     ///
     /// let args = |v: serde_json::Value| v.as_object().cloned();

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use frunk::hlist;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode, JsonObject};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -22,6 +21,7 @@ use toolgraft::Registry;
 use toolgraft::error::BoxError;
 use toolgraft::ext::{Cache, Trace};
 use toolgraft::prelude::*;
+use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::ElementSpec;
 use toolgraft_mcp::ToolsetServer;
 use toolgraft_mcp::http::{Guard, GuardError, HttpError, McpHttp, Serving};
@@ -48,14 +48,12 @@ fn toolset() -> (Toolset, Registry) {
         .build()
         .unwrap();
     let toolset = Toolset::new();
-    toolset
-        .bind(&shout, hlist![shout.combo().with(Trace)])
-        .unwrap();
+    toolset.bind((shout.combo().with(Trace),)).unwrap();
     let mut registry = Registry::new();
     registry
         .register(Trace)
         .unwrap()
-        .register_configurable(Cache::default())
+        .register(Configured::new(Cache::default()))
         .unwrap();
     (toolset, registry)
 }
@@ -229,7 +227,9 @@ async fn list_changed_reaches_every_http_session() {
     assert_eq!(names(&first).await, ["shout", "shout_trace"]);
 
     toolset
+        .edit()
         .attach(&registry, "shout", &[ElementSpec::named("cache")])
+        .commit()
         .unwrap();
     for client in [&first, &second] {
         within("list_changed", client.service().list_changed.notified()).await;
@@ -243,7 +243,9 @@ async fn list_changed_reaches_every_http_session() {
     // One session ending leaves the others told of later changes.
     first.cancel().await.unwrap();
     toolset
+        .edit()
         .detach("shout", &[ElementSpec::named("cache")])
+        .commit()
         .unwrap();
     within("list_changed", second.service().list_changed.notified()).await;
     assert_eq!(names(&second).await, ["shout", "shout_trace"]);
@@ -252,7 +254,9 @@ async fn list_changed_reaches_every_http_session() {
     let before = second.service().notifications.load(Ordering::SeqCst);
     assert!(
         toolset
+            .edit()
             .attach(&registry, "shout_trace", &[ElementSpec::named("cache")])
+            .commit()
             .is_err()
     );
     tokio::time::sleep(Duration::from_millis(200)).await;

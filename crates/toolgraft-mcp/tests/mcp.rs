@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use frunk::hlist;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ErrorCode, JsonObject,
     ProtocolVersion, ServerNotification, SubscriptionFilter, Tool as McpTool,
@@ -28,6 +27,7 @@ use toolgraft::Registry;
 use toolgraft::error::BoxError;
 use toolgraft::ext::{Batch, Cache, Pool, Proxy, Trace, proxy};
 use toolgraft::prelude::*;
+use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::ElementSpec;
 use toolgraft_mcp::ToolsetServer;
 
@@ -113,26 +113,23 @@ fn toolset() -> (Toolset, Registry) {
     let pool = Pool::new(2).unwrap();
     let toolset = Toolset::new();
     toolset
-        .bind(
-            &weather,
-            hlist![
-                weather.combo().with(Trace).with(Cache::default()),
-                weather
-                    .combo()
-                    .with(Proxy::allow(["egress-eu", "egress-us"]))
-                    .with(pool.clone()),
-                weather.combo().with(Batch::max_items(5)).with(pool.clone()),
-            ],
-        )
+        .bind((
+            weather.combo().with(Trace).with(Cache::default()),
+            weather
+                .combo()
+                .with(Proxy::allow(["egress-eu", "egress-us"]))
+                .with(pool.clone()),
+            weather.combo().with(Batch::max_items(5)).with(pool.clone()),
+        ))
         .unwrap();
-    toolset.bind(&translate, hlist![]).unwrap();
-    toolset.bind(&wait, hlist![]).unwrap();
+    toolset.bind((translate.combo(),)).unwrap();
+    toolset.bind((wait.combo(),)).unwrap();
 
     let mut registry = Registry::new();
     registry
         .register(Trace)
         .unwrap()
-        .register_configurable(Cache::default())
+        .register(Configured::new(Cache::default()))
         .unwrap()
         .register(pool)
         .unwrap();
@@ -534,7 +531,7 @@ async fn failures_are_tool_results_with_is_error() {
 async fn a_failure_that_cites_a_rule_names_it_in_meta() {
     let toolset = Toolset::new();
     let (pooled,) = toolset
-        .bind_combos((Tool::builder()
+        .bind((Tool::builder()
             .name("fetch")
             .description("Look a city up.")
             .body(forecast)
@@ -553,7 +550,7 @@ async fn a_failure_that_cites_a_rule_names_it_in_meta() {
         .build()
         .unwrap();
     toolset
-        .bind_combos((launder.combo().with(Proxy::allow(["egress-eu"])),))
+        .bind((launder.combo().with(Proxy::allow(["egress-eu"])),))
         .unwrap();
     let client = legacy(&toolset).await;
 
@@ -579,11 +576,13 @@ async fn live_changes_show_in_tools_list_and_are_announced() {
     assert!(!before.iter().any(|name| name.starts_with("translate_")));
 
     toolset
+        .edit()
         .attach(
             &registry,
             "translate",
             &[ElementSpec::named("trace"), ElementSpec::named("pool")],
         )
+        .commit()
         .unwrap();
     within(
         "list_changed after attach",
@@ -603,10 +602,12 @@ async fn live_changes_show_in_tools_list_and_are_announced() {
     assert_eq!(text(&translated), "[en] bom dia");
 
     toolset
+        .edit()
         .detach(
             "translate",
             &[ElementSpec::named("trace"), ElementSpec::named("pool")],
         )
+        .commit()
         .unwrap();
     within(
         "list_changed after detach",
@@ -626,7 +627,9 @@ async fn live_changes_show_in_tools_list_and_are_announced() {
     let notified = client.service().notifications.load(Ordering::SeqCst);
     assert!(
         toolset
+            .edit()
             .attach(&registry, "weather_trace", &[ElementSpec::named("cache")])
+            .commit()
             .is_err()
     );
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -648,13 +651,17 @@ async fn structured_results_follow_live_changes() {
     assert_eq!(unknown.code, ErrorCode::INVALID_PARAMS);
 
     toolset
+        .edit()
         .attach(&registry, "weather", &[ElementSpec::named("cache")])
+        .commit()
         .unwrap();
     let cached = call_ok(&client, "weather_cache", city.clone()).await;
     assert_eq!(cached.structured_content.unwrap()["city"], "Porto");
 
     toolset
+        .edit()
         .detach("weather", &[ElementSpec::named("cache")])
+        .commit()
         .unwrap();
     let gone = call_err(&client, "weather_cache", city.clone()).await;
     assert_eq!(gone.code, ErrorCode::INVALID_PARAMS);
@@ -674,7 +681,9 @@ async fn each_connection_is_told_of_changes() {
     let first = legacy(&toolset).await;
     let second = legacy(&toolset).await;
     toolset
+        .edit()
         .attach(&registry, "translate", &[ElementSpec::named("cache")])
+        .commit()
         .unwrap();
     for client in [&first, &second] {
         within("list_changed", client.service().list_changed.notified()).await;
@@ -684,7 +693,9 @@ async fn each_connection_is_told_of_changes() {
 
     // The other connection goes on after one ends.
     toolset
+        .edit()
         .detach("translate", &[ElementSpec::named("cache")])
+        .commit()
         .unwrap();
     within("list_changed", second.service().list_changed.notified()).await;
     assert!(!names(&list(&second).await).contains(&"translate_cache".to_owned()));
@@ -743,7 +754,9 @@ async fn modern_clients_get_any_output_shape_and_listen_for_changes() {
         .expect("listen");
     assert_eq!(subscription.acknowledged(), &filter);
     toolset
+        .edit()
         .attach(&registry, "translate", &[ElementSpec::named("trace")])
+        .commit()
         .unwrap();
     let notification = within("a notification", subscription.next())
         .await
@@ -991,9 +1004,7 @@ async fn a_panic_is_an_error_result_and_deep_arguments_are_refused() {
         .build()
         .unwrap();
     let toolset = Toolset::new();
-    toolset
-        .bind_combos((weather.combo().with(Fragile),))
-        .unwrap();
+    toolset.bind((weather.combo().with(Fragile),)).unwrap();
     let server = ToolsetServer::new(toolset);
     let shape = toolgraft_mcp::OutputShape::AnyJson;
 

@@ -124,7 +124,6 @@ impl Params for CacheParams {}
 /// with `None` or sequence keys) is refused, never mistaken for another.
 ///
 /// ```
-/// use frunk::hlist;
 /// use serde_json::json;
 /// use std::sync::{Arc, atomic::{AtomicUsize, Ordering}};
 /// use toolgraft::{Tool, Toolset};
@@ -141,7 +140,7 @@ impl Params for CacheParams {}
 ///     })
 ///     .build()?;
 /// let toolset = Toolset::new();
-/// toolset.bind(&shout, hlist![shout.combo().with(Cache::default())])?;
+/// toolset.bind((shout.combo().with(Cache::default()),))?;
 /// for _ in 0..3 {
 ///     toolset.call("shout_cache", json!({"text": "hi", "exp": 10})).await?;
 /// }
@@ -315,7 +314,7 @@ impl Cache {
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
-    /// let (cached,) = Toolset::new().bind_combos((shout.combo().with(Cache::with_capacity(1)),))?;
+    /// let (cached,) = Toolset::new().bind((shout.combo().with(Cache::with_capacity(1)),))?;
     /// for text in ["a", "b"] {
     ///     cached.call(Shout { text: text.into() }).await?;
     /// }
@@ -336,7 +335,7 @@ impl Cache {
     /// # let shout = Tool::builder().name("shout").description("Return the text.")
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let cache = Cache::new(CacheConfig { max_bytes: 4096, ..CacheConfig::default() });
-    /// let (cached,) = Toolset::new().bind_combos((shout.combo().with(cache),))?;
+    /// let (cached,) = Toolset::new().bind((shout.combo().with(cache),))?;
     /// for n in 0..100 {
     ///     cached.call(Shout { text: format!("{n:0>100}") }).await?;
     /// }

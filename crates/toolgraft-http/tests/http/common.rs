@@ -9,6 +9,7 @@ use axum::http::{Request, header};
 use serde_json::Value;
 use toolgraft::error::BoxError;
 use toolgraft::ext::{Batch, Cache, Pool, Proxy, Trace, proxy};
+use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::toolset::BaseTools;
 use toolgraft::{Registry, Tool, Toolset};
@@ -54,9 +55,9 @@ pub fn registry() -> Registry {
     let mut registry = Registry::new();
     registry
         .register(Trace)
-        .and_then(|r| r.register_configurable(Cache::default()))
-        .and_then(|r| r.register_configurable(Batch::default()))
-        .and_then(|r| r.register_configurable(Proxy::allow(["egress-eu", "egress-us"])))
+        .and_then(|r| r.register(Configured::new(Cache::default())))
+        .and_then(|r| r.register(Configured::new(Batch::default())))
+        .and_then(|r| r.register(Configured::new(Proxy::allow(["egress-eu", "egress-us"]))))
         .expect("registering the built-ins");
     registry
         .register(Pool::new(2).expect("a pool"))

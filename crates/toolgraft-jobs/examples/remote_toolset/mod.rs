@@ -2,7 +2,6 @@
 //! code for the caller and its workers, so that every name a caller enqueues is
 //! bound in the worker too.
 
-use frunk::hlist;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgraft::error::BoxError;
@@ -70,19 +69,16 @@ pub fn toolset(remote: &Remote) -> Result<Toolset, Box<dyn std::error::Error>> {
         .body(forecast)
         .build()?;
     let toolset = Toolset::new();
-    toolset.bind(
-        &weather,
-        hlist![
-            weather
-                .combo()
-                .with(Proxy::allow(["egress-eu", "egress-us"]))
-                .with(remote.clone()),
-            weather.combo().with(remote.clone()).with(Cache::default()),
-            weather
-                .combo()
-                .with(Batch::max_items(50))
-                .with(remote.clone()),
-        ],
-    )?;
+    toolset.bind((
+        weather
+            .combo()
+            .with(Proxy::allow(["egress-eu", "egress-us"]))
+            .with(remote.clone()),
+        weather.combo().with(remote.clone()).with(Cache::default()),
+        weather
+            .combo()
+            .with(Batch::max_items(50))
+            .with(remote.clone()),
+    ))?;
     Ok(toolset)
 }

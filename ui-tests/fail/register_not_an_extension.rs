@@ -1,0 +1,8 @@
+// `Registry::register` takes an extension (typed, `Configured`, `Refined` or a
+// `DynExtension`): anything else is named.
+use toolgraft::Registry;
+
+fn main() {
+    let mut registry = Registry::new();
+    let _ = registry.register("trace");
+}
