@@ -442,6 +442,19 @@ pub struct EntryError {
     pub problem: String,
 }
 
+impl Drop for Context {
+    /// Unlinks the entries one by one: dropped as nested `Arc`s, a context of
+    /// many entries (one that arrived so from a caller's process, say) would
+    /// overflow the stack and abort the process.
+    fn drop(&mut self) {
+        let mut next = self.head.take();
+        while let Some(mut link) = next {
+            // Only what no other context shares: the rest is theirs to drop.
+            next = Arc::get_mut(&mut link).and_then(|unique| unique.take_parent());
+        }
+    }
+}
+
 impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
@@ -569,6 +582,8 @@ trait Link: Send + Sync + 'static {
     fn shown(&self) -> String;
     fn as_any(&self) -> &dyn Any;
     fn parent(&self) -> Option<&dyn Link>;
+    /// The rest of the context, taken out (so this link drops alone).
+    fn take_parent(&mut self) -> Option<Arc<dyn Link>>;
     /// The same entry in front of `parent`.
     fn relink(&self, parent: Option<Arc<dyn Link>>) -> Arc<dyn Link>;
 }
@@ -613,6 +628,10 @@ impl<E: Entry> Link for Node<E> {
 
     fn parent(&self) -> Option<&dyn Link> {
         self.parent.as_deref()
+    }
+
+    fn take_parent(&mut self) -> Option<Arc<dyn Link>> {
+        self.parent.take()
     }
 
     fn relink(&self, parent: Option<Arc<dyn Link>>) -> Arc<dyn Link> {
@@ -665,6 +684,10 @@ impl Link for Arrived {
 
     fn parent(&self) -> Option<&dyn Link> {
         self.parent.as_deref()
+    }
+
+    fn take_parent(&mut self) -> Option<Arc<dyn Link>> {
+        self.parent.take()
     }
 
     fn relink(&self, parent: Option<Arc<dyn Link>>) -> Arc<dyn Link> {

@@ -8,6 +8,7 @@ mod agreement;
 mod authoring;
 mod builtins;
 mod calls;
+mod context;
 mod dynamic;
 mod edit;
 #[cfg(feature = "jq")]
