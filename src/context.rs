@@ -37,6 +37,7 @@
 //! ```
 
 use std::any::{Any, TypeId};
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -263,21 +264,21 @@ impl Context {
         CURRENT.scope(self, future)
     }
 
-    /// Each entry (the newest of each type or name), newest first.
+    /// Each entry (the newest of each type or name), newest first. Linear in the
+    /// links: a context that arrived with many entries costs a relocation no
+    /// more than reading it once.
     fn entries(&self) -> impl Iterator<Item = &dyn Link> {
-        let mut seen: Vec<(TypeId, &str)> = Vec::new();
+        let mut types: HashSet<TypeId> = HashSet::new();
+        let mut names: HashSet<&str> = HashSet::new();
         let mut link = self.head.as_deref();
         std::iter::from_fn(move || {
             while let Some(node) = link {
                 link = node.parent();
-                let id = (node.entry_type(), node.name());
+                let (ty, name) = (node.entry_type(), node.name());
                 // Arrived entries share one type: they are told apart by name.
-                let by_type = id.0 != TypeId::of::<Arrived>();
-                if !seen
-                    .iter()
-                    .any(|(ty, name)| (by_type && *ty == id.0) || *name == id.1)
-                {
-                    seen.push(id);
+                let by_type = ty != TypeId::of::<Arrived>();
+                let new_type = !by_type || types.insert(ty);
+                if names.insert(name) && new_type {
                     return Some(node);
                 }
             }
@@ -329,19 +330,18 @@ impl Context {
     pub(crate) fn for_processes(&self) -> Result<Vec<WireEntry>, (String, String)> {
         // A worker finds entries by name: two types under one name would arrive
         // as one, read as the other's type.
-        let mut named: Vec<(&str, TypeId)> = Vec::new();
+        let mut named: HashMap<&str, TypeId> = HashMap::new();
         for link in self
             .links()
             .filter(|link| link.entry_type() != TypeId::of::<Arrived>())
         {
             let (name, ty) = (link.name(), link.entry_type());
-            if named.iter().any(|(n, t)| *n == name && *t != ty) {
+            if *named.entry(name).or_insert(ty) != ty {
                 return Err((
                     name.to_owned(),
                     "two entries of different types have this name; give each type a `NAME` of its own".to_owned(),
                 ));
             }
-            named.push((name, ty));
         }
         let mut wire = Vec::new();
         for entry in self.entries() {

@@ -3,8 +3,15 @@
 //! entries it names are.
 
 use serde_json::{Value, json};
-use toolgraft::context::{ChainDepth, Context};
-use toolgraft::relocation::WireContext;
+use std::time::{Duration, Instant};
+
+use toolgraft::Name;
+use toolgraft::context::{self, ChainDepth, Context};
+use toolgraft::relocation::{Departure, WireContext};
+
+fn below() -> Name {
+    Name::new("probe").unwrap()
+}
 
 fn wire(entries: Value) -> WireContext {
     serde_json::from_value(entries).unwrap()
@@ -26,4 +33,26 @@ async fn a_context_of_many_entries_drops_without_overflowing_the_stack() {
         .arrive(async { Context::current().is_empty() })
         .await;
     assert!(!empty);
+}
+
+#[tokio::test]
+async fn a_context_that_arrived_with_many_entries_relocates_in_linear_time() {
+    // A job whose context has many entries (a buggy or hostile caller): each
+    // relocation from inside it reads them once, not once per entry.
+    let many = (0..40_000)
+        .map(|i| json!({"name": format!("hostile.{i}"), "value": i}))
+        .collect();
+    let started = Instant::now();
+    let carried = wire(Value::Array(many))
+        .arrive(async {
+            let departure = Departure::new("hop", &below()).unwrap();
+            let names = departure
+                .in_process(async { context::Context::current().names().len() })
+                .await;
+            (names, departure.to_wire().unwrap().names().count())
+        })
+        .await;
+    assert_eq!(carried, (40_000, 40_000));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "took {took:?}");
 }
