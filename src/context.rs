@@ -264,21 +264,32 @@ impl Context {
         CURRENT.scope(self, future)
     }
 
-    /// Each entry (the newest of each type or name), newest first. Linear in the
-    /// links: a context that arrived with many entries costs a relocation no
-    /// more than reading it once.
+    /// Each entry (what [`get`](Self::get) finds of each type, and of each name
+    /// among the arrived ones), newest first. Linear in the links: a context that
+    /// arrived with many entries costs a relocation no more than reading it once.
     fn entries(&self) -> impl Iterator<Item = &dyn Link> {
         let mut types: HashSet<TypeId> = HashSet::new();
+        // The names of the newer entries, and of the newer arrived ones.
         let mut names: HashSet<&str> = HashSet::new();
+        let mut arrived: HashSet<&str> = HashSet::new();
         let mut link = self.head.as_deref();
         std::iter::from_fn(move || {
             while let Some(node) = link {
                 link = node.parent();
                 let (ty, name) = (node.entry_type(), node.name());
-                // Arrived entries share one type: they are told apart by name.
-                let by_type = ty != TypeId::of::<Arrived>();
-                let new_type = !by_type || types.insert(ty);
-                if names.insert(name) && new_type {
+                let newest = if ty == TypeId::of::<Arrived>() {
+                    // Arrived entries share one type: they are told apart by
+                    // name, and what a newer entry of the name hides.
+                    arrived.insert(name);
+                    names.insert(name)
+                } else {
+                    // An entry of another type under the same name hides nothing
+                    // (it would hide the chain depth from a worker, or unpin a
+                    // call); a newer arrived one is what `get` reads.
+                    names.insert(name);
+                    types.insert(ty) && !arrived.contains(name)
+                };
+                if newest {
                     return Some(node);
                 }
             }
@@ -304,7 +315,9 @@ impl Context {
 
     /// The name of the innermost entry that pins the call (see [`Pinned`]).
     pub(crate) fn pinned(&self) -> Option<String> {
-        self.entries()
+        // Any link, shadowed or not: a call inside a pinned scope stays pinned
+        // whatever is set inside it.
+        self.links()
             .find(|entry| entry.carried() == Carried::Pinned)
             .map(|entry| entry.name().to_owned())
     }

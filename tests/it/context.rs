@@ -6,7 +6,9 @@ use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 use toolgraft::Name;
-use toolgraft::context::{self, ChainDepth, Context};
+use toolgraft::context::{
+    self, BodyLocalCall, ChainDepth, Context, Entry, InProcess, Stays, Unkeyed,
+};
 use toolgraft::relocation::{Departure, WireContext};
 
 fn below() -> Name {
@@ -55,4 +57,57 @@ async fn a_context_that_arrived_with_many_entries_relocates_in_linear_time() {
     assert_eq!(carried, (40_000, 40_000));
     let took = started.elapsed();
     assert!(took < Duration::from_secs(5), "took {took:?}");
+}
+
+/// An entry under the name of the chain depth, staying with the caller: a
+/// mistake a user can make.
+#[derive(Clone, Debug)]
+struct LooksLikeDepth;
+
+impl Entry for LooksLikeDepth {
+    const NAME: &'static str = "toolgraft.chain_depth";
+    type Travel = Stays;
+    type Key = Unkeyed;
+}
+
+/// An entry under the name of a body-local layer's call.
+#[derive(Clone, Debug)]
+struct LooksLikeBodyLocal;
+
+impl Entry for LooksLikeBodyLocal {
+    const NAME: &'static str = "toolgraft.body_local_call";
+    type Travel = InProcess;
+    type Key = Unkeyed;
+}
+
+#[tokio::test]
+async fn an_entry_under_another_types_name_does_not_hide_it_from_a_worker_thread() {
+    // The chain depth must reach a worker thread whatever else is set, or a
+    // cycle through a backend never ends.
+    let depth = context::with(
+        ChainDepth(5),
+        context::with(LooksLikeDepth, async {
+            let departure = Departure::new("hop", &below()).unwrap();
+            departure.in_process(async { ChainDepth::current() }).await
+        }),
+    )
+    .await;
+    assert_eq!(depth, 5);
+}
+
+#[tokio::test]
+async fn an_entry_under_another_types_name_does_not_unpin_a_call() {
+    let inside = BodyLocalCall {
+        extension: Name::new("lane").unwrap(),
+        branch: Name::new("outer_lane").unwrap(),
+    };
+    let departure = context::with(
+        inside,
+        context::with(LooksLikeBodyLocal, async {
+            Departure::new("hop", &below())
+        }),
+    )
+    .await;
+    let refused = departure.unwrap_err().to_string();
+    assert!(refused.contains("place `lane` inside `hop`"), "{refused}");
 }
