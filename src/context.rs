@@ -244,17 +244,26 @@ impl Context {
     /// The entry of type `E`, if the context has one: one set in this process,
     /// or one that arrived serialized from the caller's process.
     pub fn get<E: Entry>(&self) -> Option<E> {
-        let mut link = self.head.as_deref();
-        while let Some(node) = link {
+        self.find::<E>().flatten()
+    }
+
+    /// The newest entry of type `E`: `Some(None)` for one that arrived from a
+    /// caller's process and does not read as an `E`.
+    fn find<E: Entry>(&self) -> Option<Option<E>> {
+        // Only an entry that travels serialized can have arrived: an arrived one
+        // under the name of one that cannot (set in the worker's process, around
+        // its calls) does not hide it.
+        let can_arrive = E::Travel::CARRIED == Carried::Serialized;
+        for node in self.links() {
             if node.entry_type() == TypeId::of::<E>() {
-                return node.as_any().downcast_ref::<E>().cloned();
+                return Some(node.as_any().downcast_ref::<E>().cloned());
             }
-            if let Some(arrived) = node.as_any().downcast_ref::<Arrived>()
+            if can_arrive
+                && let Some(arrived) = node.as_any().downcast_ref::<Arrived>()
                 && arrived.entry.name == E::NAME
             {
-                return E::Travel::decode(&arrived.entry.value);
+                return Some(E::Travel::decode(&arrived.entry.value));
             }
-            link = node.parent();
         }
         None
     }
@@ -287,7 +296,8 @@ impl Context {
                     // (it would hide the chain depth from a worker, or unpin a
                     // call); a newer arrived one is what `get` reads.
                     names.insert(name);
-                    types.insert(ty) && !arrived.contains(name)
+                    let can_arrive = node.carried() == Carried::Serialized;
+                    types.insert(ty) && !(can_arrive && arrived.contains(name))
                 };
                 if newest {
                     return Some(node);
@@ -550,8 +560,28 @@ pub struct ChainDepth(pub usize);
 
 impl ChainDepth {
     /// The current call's depth (0 outside any chain).
+    ///
+    /// A depth that arrived from a caller's process and does not read as one (a
+    /// string, a negative number, one over this build's `usize`) reads as
+    /// `usize::MAX`: a depth that cannot be read cannot be trusted to be
+    /// shallow, so a cycle through a worker still ends.
+    ///
+    /// ```
+    /// use toolgraft::context::ChainDepth;
+    /// use toolgraft::relocation::WireContext;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), serde_json::Error> {
+    /// let wire: WireContext = serde_json::from_str(r#"[{"name": "toolgraft.chain_depth", "value": "0"}]"#)?;
+    /// assert_eq!(wire.arrive(async { ChainDepth::current() }).await, usize::MAX);
+    /// # Ok(()) }
+    /// ```
     pub fn current() -> usize {
-        get::<ChainDepth>().map_or(0, |depth| depth.0)
+        CURRENT
+            .try_with(|context| match context.find::<ChainDepth>() {
+                None => 0,
+                Some(Some(depth)) => depth.0,
+                Some(None) => usize::MAX,
+            })
+            .unwrap_or(0)
     }
 }
 

@@ -9,6 +9,7 @@ use toolgraft::Name;
 use toolgraft::context::{
     self, BodyLocalCall, ChainDepth, Context, Entry, InProcess, Stays, Unkeyed,
 };
+use toolgraft::ext::chain::MAX_CHAIN_DEPTH;
 use toolgraft::relocation::{Departure, WireContext};
 
 fn below() -> Name {
@@ -110,4 +111,47 @@ async fn an_entry_under_another_types_name_does_not_unpin_a_call() {
     .await;
     let refused = departure.unwrap_err().to_string();
     assert!(refused.contains("place `lane` inside `hop`"), "{refused}");
+}
+
+#[tokio::test]
+async fn a_chain_depth_that_arrives_unreadable_is_too_deep() {
+    // A job from a buggy or hostile caller (or a build of another `usize`): the
+    // depth cannot be read, so it cannot be trusted to be shallow.
+    for unreadable in [
+        json!("3"),
+        json!(-1),
+        json!(1e30),
+        serde_json::from_str("18446744073709551616").unwrap(),
+        json!({"depth": 1}),
+        Value::Null,
+    ] {
+        let arrived = wire(json!([{"name": "toolgraft.chain_depth", "value": unreadable}]));
+        let depth = arrived.arrive(async { ChainDepth::current() }).await;
+        assert!(depth >= MAX_CHAIN_DEPTH, "{unreadable} read as {depth}");
+    }
+    let arrived = wire(json!([{"name": "toolgraft.chain_depth", "value": 7}]));
+    assert_eq!(arrived.arrive(async { ChainDepth::current() }).await, 7);
+}
+
+/// What a worker sets around the jobs it runs, in its own process.
+#[derive(Clone, Debug, PartialEq)]
+struct WorkerSlot(u32);
+
+impl Entry for WorkerSlot {
+    const NAME: &'static str = "worker.slot";
+    type Travel = InProcess;
+    type Key = Unkeyed;
+}
+
+#[tokio::test]
+async fn an_arrived_entry_does_not_hide_one_that_cannot_arrive() {
+    // A job naming an entry that never crosses processes cannot erase the
+    // worker's own.
+    let arrived = wire(json!([{"name": "worker.slot", "value": 9}]));
+    let seen = context::with(
+        WorkerSlot(3),
+        arrived.arrive(async { context::get::<WorkerSlot>() }),
+    )
+    .await;
+    assert_eq!(seen, Some(WorkerSlot(3)));
 }
