@@ -401,8 +401,10 @@ impl Context {
     /// Writes the [`Keyed`] entries for a cache key, each as `\0"name":value`
     /// (the name and the value in JSON, so no entry can pass for another, nor
     /// for arguments, which never hold a raw NUL), sorted by name; nothing when
-    /// there are none. What [`Cache`](crate::ext::Cache) appends to its keys; a
-    /// cache of one's own does the same.
+    /// there are none. An entry whose name an entry of another type has too is
+    /// written `\0"name"/"type":value`, its type as this process knows it: the
+    /// key is for a store in this process. What [`Cache`](crate::ext::Cache)
+    /// appends to its keys; a cache of one's own does the same.
     ///
     /// ```
     /// use toolgraft::context::Context;
@@ -418,10 +420,23 @@ impl Context {
         // only cost hits, never a wrong answer.
         let mut keyed: Vec<&dyn Link> = self.links().filter(|e| e.keyed()).collect();
         keyed.sort_by(|a, b| a.name().cmp(b.name()));
+        // Two types under one name: each says which it is, or `A` = 1 beside
+        // `B` = 2 would pass for `A` = 2 beside `B` = 1, another answer.
+        let mut types: HashMap<&str, TypeId> = HashMap::new();
+        let mut shared: HashSet<&str> = HashSet::new();
+        for entry in &keyed {
+            if *types.entry(entry.name()).or_insert(entry.entry_type()) != entry.entry_type() {
+                shared.insert(entry.name());
+            }
+        }
         for entry in keyed {
             key.push(0);
             serde_json::to_writer(&mut *key, entry.name())
                 .and_then(|()| {
+                    if shared.contains(entry.name()) {
+                        key.push(b'/');
+                        serde_json::to_writer(&mut *key, &format!("{:?}", entry.entry_type()))?;
+                    }
                     key.push(b':');
                     entry.write_key(key)
                 })

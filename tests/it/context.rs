@@ -2,14 +2,20 @@
 //! entries under the names of others, and a wire that does not say what the
 //! entries it names are.
 
-use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use toolgraft::Name;
 use toolgraft::context::{
-    self, BodyLocalCall, ChainDepth, Context, Entry, InProcess, Stays, Unkeyed,
+    self, BodyLocalCall, ChainDepth, Context, Entry, InProcess, Keyed, Serialized, Stays, Unkeyed,
 };
+use toolgraft::ext::Cache;
 use toolgraft::ext::chain::MAX_CHAIN_DEPTH;
+use toolgraft::prelude::*;
 use toolgraft::relocation::{Departure, WireContext};
 
 fn below() -> Name {
@@ -154,4 +160,59 @@ async fn an_arrived_entry_does_not_hide_one_that_cannot_arrive() {
     )
     .await;
     assert_eq!(seen, Some(WorkerSlot(3)));
+}
+
+/// A keyed entry the body reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Region(String);
+
+impl Entry for Region {
+    const NAME: &'static str = "test.region";
+    type Travel = Serialized;
+    type Key = Keyed;
+}
+
+/// Another type under `Region`'s name: a mistake a user can make.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct AlsoRegion(String);
+
+impl Entry for AlsoRegion {
+    const NAME: &'static str = "test.region";
+    type Travel = Serialized;
+    type Key = Keyed;
+}
+
+#[derive(Deserialize, Serialize, schemars::JsonSchema)]
+struct Where {}
+
+#[tokio::test]
+async fn a_cache_tells_two_types_under_one_name_apart() {
+    // `Region` = eu beside `AlsoRegion` = us, and `Region` = us beside
+    // `AlsoRegion` = eu: the same names and values, not the same answer.
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counter = runs.clone();
+    let region = Tool::builder()
+        .name("region")
+        .description("Say the region.")
+        .body(move |_: Where| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async { Ok(context::get::<Region>().map(|region| region.0)) }
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind_combos((region.combo().with(Cache::default()),))
+        .unwrap();
+    let eu = Context::new()
+        .with(Region("eu".into()))
+        .with(AlsoRegion("us".into()));
+    let us = Context::new()
+        .with(AlsoRegion("eu".into()))
+        .with(Region("us".into()));
+    let call = |context: Context| context.scope(toolset.call("region_cache", json!({"exp": 60})));
+    assert_eq!(call(eu.clone()).await.unwrap(), "eu");
+    assert_eq!(call(us.clone()).await.unwrap(), "us");
+    assert_eq!(call(eu).await.unwrap(), "eu");
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "one run per context");
 }
