@@ -148,6 +148,9 @@ impl<E> Travel<E> for Pinned {
     const CARRIED: Carried = Carried::Pinned;
 }
 
+// Not recommended: a missing `Serialize` is reported as `Travel`'s own
+// message (what to derive, what else to choose), not as serde's.
+#[diagnostic::do_not_recommend]
 impl<E: Serialize + DeserializeOwned> Travel<E> for Serialized {
     const CARRIED: Carried = Carried::Serialized;
 
@@ -186,6 +189,7 @@ pub struct Unkeyed;
 impl sealed::Key for Keyed {}
 impl sealed::Key for Unkeyed {}
 
+#[diagnostic::do_not_recommend]
 impl<E: Serialize> Key<E> for Keyed {
     const KEYED: bool = true;
 
