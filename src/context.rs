@@ -484,19 +484,6 @@ pub struct EntryError {
     pub problem: String,
 }
 
-impl Drop for Context {
-    /// Unlinks the entries one by one: dropped as nested `Arc`s, a context of
-    /// many entries (one that arrived so from a caller's process, say) would
-    /// overflow the stack and abort the process.
-    fn drop(&mut self) {
-        let mut next = self.head.take();
-        while let Some(mut link) = next {
-            // Only what no other context shares: the rest is theirs to drop.
-            next = Arc::get_mut(&mut link).and_then(|unique| unique.take_parent());
-        }
-    }
-}
-
 impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
@@ -655,6 +642,23 @@ struct Node<E> {
     parent: Option<Arc<dyn Link>>,
 }
 
+/// Drops the links behind one, one by one: dropped as nested `Arc`s, a context
+/// of many entries (one that arrived so from a caller's process, say) would
+/// overflow the stack and abort the process.
+fn unlink(mut next: Option<Arc<dyn Link>>) {
+    while let Some(mut link) = next {
+        // Only what no other context shares: the rest is theirs to drop (and the
+        // last to drop a link unlinks what is behind it, on its own thread).
+        next = Arc::get_mut(&mut link).and_then(|unique| unique.take_parent());
+    }
+}
+
+impl<E> Drop for Node<E> {
+    fn drop(&mut self) {
+        unlink(self.parent.take());
+    }
+}
+
 impl<E: Entry> Link for Node<E> {
     fn entry_type(&self) -> TypeId {
         TypeId::of::<E>()
@@ -709,6 +713,12 @@ impl<E: Entry> Link for Node<E> {
 struct Arrived {
     entry: WireEntry,
     parent: Option<Arc<dyn Link>>,
+}
+
+impl Drop for Arrived {
+    fn drop(&mut self) {
+        unlink(self.parent.take());
+    }
 }
 
 impl Link for Arrived {

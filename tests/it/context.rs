@@ -44,6 +44,28 @@ async fn a_context_of_many_entries_drops_without_overflowing_the_stack() {
     assert!(!empty);
 }
 
+#[test]
+fn a_context_of_many_entries_dropped_on_threads_at_once_does_not_overflow_the_stack() {
+    // Whichever thread drops the last clone unlinks the entries one by one too.
+    for _ in 0..20 {
+        let many = (0..50_000).fold(Context::new(), |context, i| context.with(ChainDepth(i)));
+        let start = Arc::new(std::sync::Barrier::new(4));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let (many, start) = (many.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    drop(many);
+                })
+            })
+            .collect();
+        drop(many);
+        for thread in threads {
+            thread.join().unwrap();
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_context_that_arrived_with_many_entries_relocates_in_linear_time() {
     // A job whose context has many entries (a buggy or hostile caller): each
