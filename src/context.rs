@@ -35,6 +35,27 @@
 //! assert_eq!(seen, Some(Tenant("acme")));
 //! # }
 //! ```
+//!
+//! The context is the task's: a task or a thread a body starts itself
+//! (`tokio::spawn`, `std::thread::spawn`) starts outside the call, without its
+//! entries (the chain depth among them, so a cycle through it would not end).
+//! Carry it with [`Context::current`] and [`Context::scope`] (carried whole, a
+//! [`Pinned`] entry pins the spawned work too):
+//!
+//! ```
+//! # use toolgraft::context::{self, Context, Entry, InProcess, Unkeyed};
+//! # #[derive(Clone, Debug, PartialEq)] struct Tenant(&'static str);
+//! # impl Entry for Tenant { const NAME: &'static str = "example.tenant"; type Travel = InProcess; type Key = Unkeyed; }
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! context::with(Tenant("acme"), async {
+//!     let lost = tokio::spawn(async { context::get::<Tenant>() });
+//!     assert_eq!(lost.await.unwrap(), None);
+//!     let carried = tokio::spawn(Context::current().scope(async { context::get::<Tenant>() }));
+//!     assert_eq!(carried.await.unwrap(), Some(Tenant("acme")));
+//! })
+//! .await;
+//! # }
+//! ```
 
 use std::any::{Any, TypeId};
 use std::collections::{HashMap, HashSet};
