@@ -247,16 +247,36 @@ tokio::task_local! {
 
 impl Context {
     /// An empty context.
+    ///
+    /// ```
+    /// assert!(toolgraft::context::Context::new().is_empty());
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// The current call's context (empty outside any).
+    ///
+    /// ```
+    /// use toolgraft::context::{self, ChainDepth, Context};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// assert!(Context::current().is_empty());
+    /// let inside = context::with(ChainDepth(1), async { Context::current() }).await;
+    /// assert_eq!(inside.get::<ChainDepth>(), Some(ChainDepth(1)));
+    /// # }
+    /// ```
     pub fn current() -> Self {
         CURRENT.try_with(Clone::clone).unwrap_or_default()
     }
 
-    /// This context with `entry` added (replacing an entry of its type).
+    /// This context with `entry` added (replacing an entry of its type, for
+    /// [`get`](Self::get)).
+    ///
+    /// ```
+    /// use toolgraft::context::{ChainDepth, Context};
+    /// let context = Context::new().with(ChainDepth(1)).with(ChainDepth(2));
+    /// assert_eq!(context.get::<ChainDepth>(), Some(ChainDepth(2)));
+    /// ```
     pub fn with<E: Entry>(&self, entry: E) -> Self {
         Self {
             head: Some(Arc::new(Node {
@@ -267,7 +287,16 @@ impl Context {
     }
 
     /// The entry of type `E`, if the context has one: one set in this process,
-    /// or one that arrived serialized from the caller's process.
+    /// or one that arrived serialized from the caller's process (`None` for one
+    /// that arrived and does not read as an `E`).
+    ///
+    /// ```
+    /// use toolgraft::context::{ChainDepth, Context};
+    /// use toolgraft::ext::proxy::Route;
+    /// let context = Context::new().with(Route("eu".into()));
+    /// assert_eq!(context.get::<Route>(), Some(Route("eu".into())));
+    /// assert_eq!(context.get::<ChainDepth>(), None);
+    /// ```
     pub fn get<E: Entry>(&self) -> Option<E> {
         self.find::<E>().flatten()
     }
@@ -293,7 +322,16 @@ impl Context {
         None
     }
 
-    /// Runs `future` with this context as the current one.
+    /// Runs `future` with this context as the current one (in place of the
+    /// current one, not added to it).
+    ///
+    /// ```
+    /// use toolgraft::context::{self, ChainDepth, Context};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let depth = context::with(ChainDepth(3), Context::new().scope(async { ChainDepth::current() }));
+    /// assert_eq!(depth.await, 0);
+    /// # }
+    /// ```
     pub fn scope<F: Future>(self, future: F) -> impl Future<Output = F::Output> {
         CURRENT.scope(self, future)
     }
@@ -333,6 +371,11 @@ impl Context {
     }
 
     /// Whether the context has no entry.
+    ///
+    /// ```
+    /// use toolgraft::context::{ChainDepth, Context};
+    /// assert!(!Context::new().with(ChainDepth(0)).is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.head.is_none()
     }
@@ -474,6 +517,13 @@ impl Context {
     }
 
     /// Whether a cache keys on any entry of this context.
+    ///
+    /// ```
+    /// use toolgraft::context::{ChainDepth, Context};
+    /// use toolgraft::ext::proxy::Route;
+    /// assert!(!Context::new().with(ChainDepth(1)).has_keyed());
+    /// assert!(Context::new().with(Route("eu".into())).has_keyed());
+    /// ```
     pub fn has_keyed(&self) -> bool {
         self.links().any(|entry| entry.keyed())
     }
@@ -515,6 +565,14 @@ impl fmt::Debug for Context {
 
 /// The entry of type `E` in the current call's context (see the
 /// [module docs](self)).
+///
+/// ```
+/// use toolgraft::context::{self, ChainDepth};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// assert_eq!(context::get::<ChainDepth>(), None);
+/// assert_eq!(context::with(ChainDepth(2), async { context::get::<ChainDepth>() }).await, Some(ChainDepth(2)));
+/// # }
+/// ```
 pub fn get<E: Entry>() -> Option<E> {
     CURRENT
         .try_with(|context| context.get::<E>())
@@ -523,6 +581,16 @@ pub fn get<E: Entry>() -> Option<E> {
 }
 
 /// [`Context::write_keyed`] for the current call's context.
+///
+/// ```
+/// use toolgraft::context;
+/// use toolgraft::ext::proxy::Route;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), context::EntryError> {
+/// let mut key = b"{}".to_vec();
+/// context::with(Route("eu".into()), async { context::write_keyed(&mut key) }).await?;
+/// assert_eq!(key, b"{}\0\"toolgraft.proxy.route\":\"eu\"");
+/// # Ok(()) }
+/// ```
 pub fn write_keyed(key: &mut Vec<u8>) -> Result<(), EntryError> {
     CURRENT
         .try_with(|context| context.write_keyed(key))
@@ -530,6 +598,15 @@ pub fn write_keyed(key: &mut Vec<u8>) -> Result<(), EntryError> {
 }
 
 /// Whether a cache keys on any entry of the current call's context.
+///
+/// ```
+/// use toolgraft::context;
+/// use toolgraft::ext::proxy::Route;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// assert!(!context::has_keyed());
+/// assert!(context::with(Route("eu".into()), async { context::has_keyed() }).await);
+/// # }
+/// ```
 pub fn has_keyed() -> bool {
     CURRENT.try_with(Context::has_keyed).unwrap_or(false)
 }
@@ -539,6 +616,14 @@ pub fn has_keyed() -> bool {
 ///
 /// The context is read when the future first runs, not when it is made: a layer
 /// makes the future of the layer below before its own scope is entered.
+///
+/// ```
+/// use toolgraft::context::{self, ChainDepth};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let inner = async { ChainDepth::current() };
+/// assert_eq!(context::with(ChainDepth(1), context::with(ChainDepth(2), inner)).await, 2);
+/// # }
+/// ```
 pub async fn with<E: Entry, F: Future>(entry: E, future: F) -> F::Output {
     Context::current().with(entry).scope(future).await
 }
