@@ -35,8 +35,30 @@
 //! assert_eq!(seen, Some(Tenant("acme")));
 //! # }
 //! ```
+//!
+//! The context is the task's: a task or a thread a body starts itself
+//! (`tokio::spawn`, `std::thread::spawn`) starts outside the call, without its
+//! entries (the chain depth among them, so a cycle through it would not end).
+//! Carry it with [`Context::current`] and [`Context::scope`] (carried whole, a
+//! [`Pinned`] entry pins the spawned work too):
+//!
+//! ```
+//! # use toolgraft::context::{self, Context, Entry, InProcess, Unkeyed};
+//! # #[derive(Clone, Debug, PartialEq)] struct Tenant(&'static str);
+//! # impl Entry for Tenant { const NAME: &'static str = "example.tenant"; type Travel = InProcess; type Key = Unkeyed; }
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! context::with(Tenant("acme"), async {
+//!     let lost = tokio::spawn(async { context::get::<Tenant>() });
+//!     assert_eq!(lost.await.unwrap(), None);
+//!     let carried = tokio::spawn(Context::current().scope(async { context::get::<Tenant>() }));
+//!     assert_eq!(carried.await.unwrap(), Some(Tenant("acme")));
+//! })
+//! .await;
+//! # }
+//! ```
 
 use std::any::{Any, TypeId};
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -147,6 +169,9 @@ impl<E> Travel<E> for Pinned {
     const CARRIED: Carried = Carried::Pinned;
 }
 
+// Not recommended: a missing `Serialize` is reported as `Travel`'s own
+// message (what to derive, what else to choose), not as serde's.
+#[diagnostic::do_not_recommend]
 impl<E: Serialize + DeserializeOwned> Travel<E> for Serialized {
     const CARRIED: Carried = Carried::Serialized;
 
@@ -185,6 +210,7 @@ pub struct Unkeyed;
 impl sealed::Key for Keyed {}
 impl sealed::Key for Unkeyed {}
 
+#[diagnostic::do_not_recommend]
 impl<E: Serialize> Key<E> for Keyed {
     const KEYED: bool = true;
 
@@ -221,16 +247,36 @@ tokio::task_local! {
 
 impl Context {
     /// An empty context.
+    ///
+    /// ```
+    /// assert!(toolgraft::context::Context::new().is_empty());
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// The current call's context (empty outside any).
+    ///
+    /// ```
+    /// use toolgraft::context::{self, ChainDepth, Context};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// assert!(Context::current().is_empty());
+    /// let inside = context::with(ChainDepth(1), async { Context::current() }).await;
+    /// assert_eq!(inside.get::<ChainDepth>(), Some(ChainDepth(1)));
+    /// # }
+    /// ```
     pub fn current() -> Self {
         CURRENT.try_with(Clone::clone).unwrap_or_default()
     }
 
-    /// This context with `entry` added (replacing an entry of its type).
+    /// This context with `entry` added (replacing an entry of its type, for
+    /// [`get`](Self::get)).
+    ///
+    /// ```
+    /// use toolgraft::context::{ChainDepth, Context};
+    /// let context = Context::new().with(ChainDepth(1)).with(ChainDepth(2));
+    /// assert_eq!(context.get::<ChainDepth>(), Some(ChainDepth(2)));
+    /// ```
     pub fn with<E: Entry>(&self, entry: E) -> Self {
         Self {
             head: Some(Arc::new(Node {
@@ -241,43 +287,82 @@ impl Context {
     }
 
     /// The entry of type `E`, if the context has one: one set in this process,
-    /// or one that arrived serialized from the caller's process.
+    /// or one that arrived serialized from the caller's process (`None` for one
+    /// that arrived and does not read as an `E`).
+    ///
+    /// ```
+    /// use toolgraft::context::{ChainDepth, Context};
+    /// use toolgraft::ext::proxy::Route;
+    /// let context = Context::new().with(Route("eu".into()));
+    /// assert_eq!(context.get::<Route>(), Some(Route("eu".into())));
+    /// assert_eq!(context.get::<ChainDepth>(), None);
+    /// ```
     pub fn get<E: Entry>(&self) -> Option<E> {
-        let mut link = self.head.as_deref();
-        while let Some(node) = link {
+        self.find::<E>().flatten()
+    }
+
+    /// The newest entry of type `E`: `Some(None)` for one that arrived from a
+    /// caller's process and does not read as an `E`.
+    fn find<E: Entry>(&self) -> Option<Option<E>> {
+        // Only an entry that travels serialized can have arrived: an arrived one
+        // under the name of one that cannot (set in the worker's process, around
+        // its calls) does not hide it.
+        let can_arrive = E::Travel::CARRIED == Carried::Serialized;
+        for node in self.links() {
             if node.entry_type() == TypeId::of::<E>() {
-                return node.as_any().downcast_ref::<E>().cloned();
+                return Some(node.as_any().downcast_ref::<E>().cloned());
             }
-            if let Some(arrived) = node.as_any().downcast_ref::<Arrived>()
+            if can_arrive
+                && let Some(arrived) = node.as_any().downcast_ref::<Arrived>()
                 && arrived.entry.name == E::NAME
             {
-                return E::Travel::decode(&arrived.entry.value);
+                return Some(E::Travel::decode(&arrived.entry.value));
             }
-            link = node.parent();
         }
         None
     }
 
-    /// Runs `future` with this context as the current one.
+    /// Runs `future` with this context as the current one (in place of the
+    /// current one, not added to it).
+    ///
+    /// ```
+    /// use toolgraft::context::{self, ChainDepth, Context};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let depth = context::with(ChainDepth(3), Context::new().scope(async { ChainDepth::current() }));
+    /// assert_eq!(depth.await, 0);
+    /// # }
+    /// ```
     pub fn scope<F: Future>(self, future: F) -> impl Future<Output = F::Output> {
         CURRENT.scope(self, future)
     }
 
-    /// Each entry (the newest of each type or name), newest first.
+    /// Each entry (what [`get`](Self::get) finds of each type, and of each name
+    /// among the arrived ones), newest first. Linear in the links: a context that
+    /// arrived with many entries costs a relocation no more than reading it once.
     fn entries(&self) -> impl Iterator<Item = &dyn Link> {
-        let mut seen: Vec<(TypeId, &str)> = Vec::new();
+        let mut types: HashSet<TypeId> = HashSet::new();
+        // The names of the newer entries, and of the newer arrived ones.
+        let mut names: HashSet<&str> = HashSet::new();
+        let mut arrived: HashSet<&str> = HashSet::new();
         let mut link = self.head.as_deref();
         std::iter::from_fn(move || {
             while let Some(node) = link {
                 link = node.parent();
-                let id = (node.entry_type(), node.name());
-                // Arrived entries share one type: they are told apart by name.
-                let by_type = id.0 != TypeId::of::<Arrived>();
-                if !seen
-                    .iter()
-                    .any(|(ty, name)| (by_type && *ty == id.0) || *name == id.1)
-                {
-                    seen.push(id);
+                let (ty, name) = (node.entry_type(), node.name());
+                let newest = if ty == TypeId::of::<Arrived>() {
+                    // Arrived entries share one type: they are told apart by
+                    // name, and what a newer entry of the name hides.
+                    arrived.insert(name);
+                    names.insert(name)
+                } else {
+                    // An entry of another type under the same name hides nothing
+                    // (it would hide the chain depth from a worker, or unpin a
+                    // call); a newer arrived one is what `get` reads.
+                    names.insert(name);
+                    let can_arrive = node.carried() == Carried::Serialized;
+                    types.insert(ty) && !(can_arrive && arrived.contains(name))
+                };
+                if newest {
                     return Some(node);
                 }
             }
@@ -286,6 +371,11 @@ impl Context {
     }
 
     /// Whether the context has no entry.
+    ///
+    /// ```
+    /// use toolgraft::context::{ChainDepth, Context};
+    /// assert!(!Context::new().with(ChainDepth(0)).is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.head.is_none()
     }
@@ -303,7 +393,9 @@ impl Context {
 
     /// The name of the innermost entry that pins the call (see [`Pinned`]).
     pub(crate) fn pinned(&self) -> Option<String> {
-        self.entries()
+        // Any link, shadowed or not: a call inside a pinned scope stays pinned
+        // whatever is set inside it.
+        self.links()
             .find(|entry| entry.carried() == Carried::Pinned)
             .map(|entry| entry.name().to_owned())
     }
@@ -329,19 +421,18 @@ impl Context {
     pub(crate) fn for_processes(&self) -> Result<Vec<WireEntry>, (String, String)> {
         // A worker finds entries by name: two types under one name would arrive
         // as one, read as the other's type.
-        let mut named: Vec<(&str, TypeId)> = Vec::new();
+        let mut named: HashMap<&str, TypeId> = HashMap::new();
         for link in self
             .links()
             .filter(|link| link.entry_type() != TypeId::of::<Arrived>())
         {
             let (name, ty) = (link.name(), link.entry_type());
-            if named.iter().any(|(n, t)| *n == name && *t != ty) {
+            if *named.entry(name).or_insert(ty) != ty {
                 return Err((
                     name.to_owned(),
                     "two entries of different types have this name; give each type a `NAME` of its own".to_owned(),
                 ));
             }
-            named.push((name, ty));
         }
         let mut wire = Vec::new();
         for entry in self.entries() {
@@ -378,8 +469,10 @@ impl Context {
     /// Writes the [`Keyed`] entries for a cache key, each as `\0"name":value`
     /// (the name and the value in JSON, so no entry can pass for another, nor
     /// for arguments, which never hold a raw NUL), sorted by name; nothing when
-    /// there are none. What [`Cache`](crate::ext::Cache) appends to its keys; a
-    /// cache of one's own does the same.
+    /// there are none. An entry whose name an entry of another type has too is
+    /// written `\0"name"/"type":value`, its type as this process knows it: the
+    /// key is for a store in this process. What [`Cache`](crate::ext::Cache)
+    /// appends to its keys; a cache of one's own does the same.
     ///
     /// ```
     /// use toolgraft::context::Context;
@@ -395,10 +488,23 @@ impl Context {
         // only cost hits, never a wrong answer.
         let mut keyed: Vec<&dyn Link> = self.links().filter(|e| e.keyed()).collect();
         keyed.sort_by(|a, b| a.name().cmp(b.name()));
+        // Two types under one name: each says which it is, or `A` = 1 beside
+        // `B` = 2 would pass for `A` = 2 beside `B` = 1, another answer.
+        let mut types: HashMap<&str, TypeId> = HashMap::new();
+        let mut shared: HashSet<&str> = HashSet::new();
+        for entry in &keyed {
+            if *types.entry(entry.name()).or_insert(entry.entry_type()) != entry.entry_type() {
+                shared.insert(entry.name());
+            }
+        }
         for entry in keyed {
             key.push(0);
             serde_json::to_writer(&mut *key, entry.name())
                 .and_then(|()| {
+                    if shared.contains(entry.name()) {
+                        key.push(b'/');
+                        serde_json::to_writer(&mut *key, &format!("{:?}", entry.entry_type()))?;
+                    }
                     key.push(b':');
                     entry.write_key(key)
                 })
@@ -411,6 +517,13 @@ impl Context {
     }
 
     /// Whether a cache keys on any entry of this context.
+    ///
+    /// ```
+    /// use toolgraft::context::{ChainDepth, Context};
+    /// use toolgraft::ext::proxy::Route;
+    /// assert!(!Context::new().with(ChainDepth(1)).has_keyed());
+    /// assert!(Context::new().with(Route("eu".into())).has_keyed());
+    /// ```
     pub fn has_keyed(&self) -> bool {
         self.links().any(|entry| entry.keyed())
     }
@@ -452,6 +565,14 @@ impl fmt::Debug for Context {
 
 /// The entry of type `E` in the current call's context (see the
 /// [module docs](self)).
+///
+/// ```
+/// use toolgraft::context::{self, ChainDepth};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// assert_eq!(context::get::<ChainDepth>(), None);
+/// assert_eq!(context::with(ChainDepth(2), async { context::get::<ChainDepth>() }).await, Some(ChainDepth(2)));
+/// # }
+/// ```
 pub fn get<E: Entry>() -> Option<E> {
     CURRENT
         .try_with(|context| context.get::<E>())
@@ -460,6 +581,16 @@ pub fn get<E: Entry>() -> Option<E> {
 }
 
 /// [`Context::write_keyed`] for the current call's context.
+///
+/// ```
+/// use toolgraft::context;
+/// use toolgraft::ext::proxy::Route;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), context::EntryError> {
+/// let mut key = b"{}".to_vec();
+/// context::with(Route("eu".into()), async { context::write_keyed(&mut key) }).await?;
+/// assert_eq!(key, b"{}\0\"toolgraft.proxy.route\":\"eu\"");
+/// # Ok(()) }
+/// ```
 pub fn write_keyed(key: &mut Vec<u8>) -> Result<(), EntryError> {
     CURRENT
         .try_with(|context| context.write_keyed(key))
@@ -467,6 +598,15 @@ pub fn write_keyed(key: &mut Vec<u8>) -> Result<(), EntryError> {
 }
 
 /// Whether a cache keys on any entry of the current call's context.
+///
+/// ```
+/// use toolgraft::context;
+/// use toolgraft::ext::proxy::Route;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// assert!(!context::has_keyed());
+/// assert!(context::with(Route("eu".into()), async { context::has_keyed() }).await);
+/// # }
+/// ```
 pub fn has_keyed() -> bool {
     CURRENT.try_with(Context::has_keyed).unwrap_or(false)
 }
@@ -476,6 +616,14 @@ pub fn has_keyed() -> bool {
 ///
 /// The context is read when the future first runs, not when it is made: a layer
 /// makes the future of the layer below before its own scope is entered.
+///
+/// ```
+/// use toolgraft::context::{self, ChainDepth};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let inner = async { ChainDepth::current() };
+/// assert_eq!(context::with(ChainDepth(1), context::with(ChainDepth(2), inner)).await, 2);
+/// # }
+/// ```
 pub async fn with<E: Entry, F: Future>(entry: E, future: F) -> F::Output {
     Context::current().with(entry).scope(future).await
 }
@@ -524,8 +672,28 @@ pub struct ChainDepth(pub usize);
 
 impl ChainDepth {
     /// The current call's depth (0 outside any chain).
+    ///
+    /// A depth that arrived from a caller's process and does not read as one (a
+    /// string, a negative number, one over this build's `usize`) reads as
+    /// `usize::MAX`: a depth that cannot be read cannot be trusted to be
+    /// shallow, so a cycle through a worker still ends.
+    ///
+    /// ```
+    /// use toolgraft::context::ChainDepth;
+    /// use toolgraft::relocation::WireContext;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), serde_json::Error> {
+    /// let wire: WireContext = serde_json::from_str(r#"[{"name": "toolgraft.chain_depth", "value": "0"}]"#)?;
+    /// assert_eq!(wire.arrive(async { ChainDepth::current() }).await, usize::MAX);
+    /// # Ok(()) }
+    /// ```
     pub fn current() -> usize {
-        get::<ChainDepth>().map_or(0, |depth| depth.0)
+        CURRENT
+            .try_with(|context| match context.find::<ChainDepth>() {
+                None => 0,
+                Some(Some(depth)) => depth.0,
+                Some(None) => usize::MAX,
+            })
+            .unwrap_or(0)
     }
 }
 
@@ -569,6 +737,8 @@ trait Link: Send + Sync + 'static {
     fn shown(&self) -> String;
     fn as_any(&self) -> &dyn Any;
     fn parent(&self) -> Option<&dyn Link>;
+    /// The rest of the context, taken out (so this link drops alone).
+    fn take_parent(&mut self) -> Option<Arc<dyn Link>>;
     /// The same entry in front of `parent`.
     fn relink(&self, parent: Option<Arc<dyn Link>>) -> Arc<dyn Link>;
 }
@@ -576,6 +746,23 @@ trait Link: Send + Sync + 'static {
 struct Node<E> {
     entry: E,
     parent: Option<Arc<dyn Link>>,
+}
+
+/// Drops the links behind one, one by one: dropped as nested `Arc`s, a context
+/// of many entries (one that arrived so from a caller's process, say) would
+/// overflow the stack and abort the process.
+fn unlink(mut next: Option<Arc<dyn Link>>) {
+    while let Some(mut link) = next {
+        // Only what no other context shares: the rest is theirs to drop (and the
+        // last to drop a link unlinks what is behind it, on its own thread).
+        next = Arc::get_mut(&mut link).and_then(|unique| unique.take_parent());
+    }
+}
+
+impl<E> Drop for Node<E> {
+    fn drop(&mut self) {
+        unlink(self.parent.take());
+    }
 }
 
 impl<E: Entry> Link for Node<E> {
@@ -615,6 +802,10 @@ impl<E: Entry> Link for Node<E> {
         self.parent.as_deref()
     }
 
+    fn take_parent(&mut self) -> Option<Arc<dyn Link>> {
+        self.parent.take()
+    }
+
     fn relink(&self, parent: Option<Arc<dyn Link>>) -> Arc<dyn Link> {
         Arc::new(Node {
             entry: self.entry.clone(),
@@ -628,6 +819,12 @@ impl<E: Entry> Link for Node<E> {
 struct Arrived {
     entry: WireEntry,
     parent: Option<Arc<dyn Link>>,
+}
+
+impl Drop for Arrived {
+    fn drop(&mut self) {
+        unlink(self.parent.take());
+    }
 }
 
 impl Link for Arrived {
@@ -665,6 +862,10 @@ impl Link for Arrived {
 
     fn parent(&self) -> Option<&dyn Link> {
         self.parent.as_deref()
+    }
+
+    fn take_parent(&mut self) -> Option<Arc<dyn Link>> {
+        self.parent.take()
     }
 
     fn relink(&self, parent: Option<Arc<dyn Link>>) -> Arc<dyn Link> {

@@ -96,11 +96,18 @@ impl Departure {
     }
 
     /// The backend's name.
+    ///
+    /// ```
+    /// use toolgraft::relocation::Departure;
+    /// let departure = Departure::new("pool", &toolgraft::Name::new("fetch")?)?;
+    /// assert_eq!((departure.backend().as_str(), departure.below().as_str()), ("pool", "fetch"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn backend(&self) -> &Name {
         &self.backend
     }
 
-    /// The layer the backend runs.
+    /// The layer the backend runs (see [`Departure::backend`]).
     pub fn below(&self) -> &Name {
         &self.below
     }
@@ -108,6 +115,17 @@ impl Departure {
     /// `future` with the context that crosses to a worker thread: run it there
     /// (see the [module docs](self)). Entries that [`Stays`](crate::context::Stays)
     /// are left behind.
+    ///
+    /// ```
+    /// use toolgraft::context::{self, ChainDepth};
+    /// use toolgraft::relocation::Departure;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let below = toolgraft::Name::new("fetch")?;
+    /// let departure = context::with(ChainDepth(4), async { Departure::new("pool", &below) }).await?;
+    /// // Run where the worker thread is: the entries go with the future.
+    /// assert_eq!(departure.in_process(async { ChainDepth::current() }).await, 4);
+    /// # Ok(()) }
+    /// ```
     pub fn in_process<F: Future>(&self, future: F) -> impl Future<Output = F::Output> + use<F> {
         self.context.for_threads().scope(future)
     }
@@ -141,6 +159,14 @@ impl Departure {
 
     /// The error of a hop that failed (a lost connection, a stopped pool):
     /// [`ToolError::Relocation`] naming the layer and the backend.
+    ///
+    /// ```
+    /// # let departure = toolgraft::relocation::Departure::new("pool", &toolgraft::Name::new("fetch")?)?;
+    /// let error = departure.failed("the pool shut down");
+    /// assert!(matches!(error, toolgraft::ToolError::Relocation { .. }));
+    /// assert!(error.to_string().contains("the pool shut down"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn failed(&self, reason: impl Into<String>) -> ToolError {
         ToolError::Relocation {
             tool: self.below.clone(),

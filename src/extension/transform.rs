@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::{Extension, LayerInput};
 use crate::error::{ArgsError, ToolError};
 use crate::kind::Transformer;
+use crate::kind::property::Locality;
 use crate::name::Name;
 use crate::schema::Args;
 use crate::stack::{Next, Stack};
@@ -140,7 +141,7 @@ impl<T: Transform<S>, S: Stack> Stack for Transformed<T, S> {
 
     #[inline]
     fn call(&self, input: T::Input) -> impl Future<Output = Result<T::Output, ToolError>> + Send {
-        self.transform.call(
+        let call = self.transform.call(
             Next::new(
                 &self.inner,
                 &self.below,
@@ -148,7 +149,10 @@ impl<T: Transform<S>, S: Stack> Stack for Transformed<T, S> {
                 self.transform.name(),
             ),
             input,
-        )
+        );
+        // A body-local transformer's call is pinned, as a body-local wrapper's
+        // (and one declared at run time) is; nothing for one that runs anywhere.
+        <T::Locality as Locality>::run_layer(self.transform.name(), &self.branch, call)
     }
 
     fn decode(&self, args: Args) -> Result<T::Input, ArgsError> {

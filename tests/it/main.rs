@@ -9,6 +9,7 @@ mod authoring;
 mod bind;
 mod builtins;
 mod calls;
+mod context;
 mod dynamic;
 mod edit;
 #[cfg(feature = "jq")]

@@ -379,3 +379,79 @@ async fn an_entry_under_another_types_name_hides_nothing() {
         "{refused}"
     );
 }
+
+/// A body-local transformer of one's own: what it does only holds beside the
+/// body (it would set an entry the body reads, as `lane` does).
+#[derive(Clone, Debug)]
+struct Beside;
+
+impl Extension for Beside {
+    type Kind = toolgraft::kind::Transformer;
+    type Locality = BodyLocal;
+
+    fn name(&self) -> &str {
+        "beside"
+    }
+
+    fn input_schema(&self, _: &LayerInput<'_, Self>) -> Option<schemars::Schema> {
+        Some(toolgraft::schema::of::<Probe>())
+    }
+}
+
+impl<S: Stack<Input = Probe, Output = Value>> toolgraft::extension::Transform<S> for Beside {
+    type Input = Probe;
+    type Output = Value;
+
+    async fn call(&self, next: Next<'_, S, Self>, input: Probe) -> Result<Value, ToolError> {
+        next.call(input).await
+    }
+
+    fn decode(
+        &self,
+        _below: &S,
+        args: toolgraft::extension::Args,
+    ) -> Result<Probe, toolgraft::error::ArgsError> {
+        toolgraft::extension::decode_args(args)
+    }
+}
+
+impl<S: Stack<Input = Probe, Output = Value>> Layer<S> for Beside {
+    type Branch = toolgraft::extension::Transformed<Self, S>;
+
+    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
+        toolgraft::extension::Transformed::new(self, inner, below)
+    }
+}
+
+#[tokio::test]
+async fn a_body_that_relocates_from_inside_a_users_body_local_transformer_is_refused() {
+    // As from inside a body-local wrapper: typed, the transformer's calls were
+    // not marked, so the body relocated; declared at run time, they were.
+    let toolset = Toolset::new();
+    let inner = probe!(Arc::default());
+    toolset.bind_combos((inner.combo().with(Hop),)).unwrap();
+    let weak = toolset.downgrade();
+    let outer = Tool::builder()
+        .name("outer")
+        .description("Call the hopped probe.")
+        .body(move |_: Probe| {
+            let toolset = weak.upgrade();
+            async move {
+                let toolset = toolset.ok_or("gone")?;
+                Ok(toolset.call("probe_hop", json!({"text": "x"})).await?)
+            }
+        })
+        .build()
+        .unwrap();
+    toolset.bind_combos((outer.combo().with(Beside),)).unwrap();
+
+    let refused = toolset
+        .call("outer_beside", json!({"text": "x"}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("`beside` (in `outer_beside`) needs to run beside the tool body"),
+        "{refused}"
+    );
+}
