@@ -224,7 +224,7 @@ async fn a_cache_tells_two_types_under_one_name_apart() {
         .unwrap();
     let toolset = Toolset::new();
     toolset
-        .bind_combos((region.combo().with(Cache::default()),))
+        .bind((region.combo().with(Cache::default()),))
         .unwrap();
     let eu = Context::new()
         .with(Region("eu".into()))

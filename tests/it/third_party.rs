@@ -429,7 +429,7 @@ async fn a_body_that_relocates_from_inside_a_users_body_local_transformer_is_ref
     // not marked, so the body relocated; declared at run time, they were.
     let toolset = Toolset::new();
     let inner = probe!(Arc::default());
-    toolset.bind_combos((inner.combo().with(Hop),)).unwrap();
+    toolset.bind((inner.combo().with(Hop),)).unwrap();
     let weak = toolset.downgrade();
     let outer = Tool::builder()
         .name("outer")
@@ -443,7 +443,7 @@ async fn a_body_that_relocates_from_inside_a_users_body_local_transformer_is_ref
         })
         .build()
         .unwrap();
-    toolset.bind_combos((outer.combo().with(Beside),)).unwrap();
+    toolset.bind((outer.combo().with(Beside),)).unwrap();
 
     let refused = toolset
         .call("outer_beside", json!({"text": "x"}))
