@@ -555,10 +555,12 @@ pub struct EntryError {
     pub problem: String,
 }
 
+/// Shows the entries' names only: an entry may be a secret (a caller's
+/// identity), and a context is what a backend's `Debug` shows.
 impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
-            .entries(self.entries().map(Link::shown))
+            .entries(self.entries().map(|entry| entry.name()))
             .finish()
     }
 }
@@ -734,7 +736,6 @@ trait Link: Send + Sync + 'static {
     fn keyed(&self) -> bool;
     fn encode(&self) -> Option<Result<Value, serde_json::Error>>;
     fn write_key(&self, key: &mut Vec<u8>) -> Result<(), serde_json::Error>;
-    fn shown(&self) -> String;
     fn as_any(&self) -> &dyn Any;
     fn parent(&self) -> Option<&dyn Link>;
     /// The rest of the context, taken out (so this link drops alone).
@@ -788,10 +789,6 @@ impl<E: Entry> Link for Node<E> {
 
     fn write_key(&self, key: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         E::Key::write(&self.entry, key)
-    }
-
-    fn shown(&self) -> String {
-        crate::quote::shorten(&format!("{}: {:?}", E::NAME, self.entry)).into_owned()
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -850,10 +847,6 @@ impl Link for Arrived {
 
     fn write_key(&self, key: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         serde_json::to_writer(key, &self.entry.value)
-    }
-
-    fn shown(&self) -> String {
-        crate::quote::shorten(&format!("{}: {}", self.entry.name, self.entry.value)).into_owned()
     }
 
     fn as_any(&self) -> &dyn Any {

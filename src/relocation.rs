@@ -89,7 +89,7 @@ impl Departure {
             return Err(refusal(&context, &pinned, below, backend));
         }
         Ok(Self {
-            backend: Name::unchecked(backend),
+            backend: Name::lossy(backend),
             below: below.clone(),
             context,
         })
@@ -243,7 +243,7 @@ fn refusal(context: &Context, pinned: &str, below: &Name, backend: &str) -> Tool
     };
     ToolError::Refused {
         tool: below.clone(),
-        extension: Name::unchecked(backend),
+        extension: Name::lossy(backend),
         reason,
     }
 }

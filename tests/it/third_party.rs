@@ -455,3 +455,24 @@ async fn a_body_that_relocates_from_inside_a_users_body_local_transformer_is_ref
         "{refused}"
     );
 }
+
+#[test]
+fn a_context_shows_its_entries_names_not_their_values() {
+    let context = toolgraft::context::Context::new()
+        .with(Secret("s3cret"))
+        .with(Lane("fast".into()));
+    let shown = format!("{context:?}");
+    assert_eq!(shown, r#"["thirdparty.lane", "thirdparty.secret"]"#);
+    let departure =
+        context.scope(async { Departure::new("hop", &Name::new("probe").unwrap()).unwrap() });
+    let shown = format!("{:?}", block_on(departure));
+    assert!(!shown.contains("s3cret"), "{shown}");
+}
+
+/// Runs a future to its end on this thread.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
