@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::bind::{self, Attached, ComboDraft, Entry, Minted};
 pub use crate::bind::{Link, Site, ToolInfo};
 use crate::combo::Combos;
-use crate::context::CallName;
+use crate::context::{CallName, Context};
 use crate::error::panic_message;
 use crate::error::{ArgsError, ArgsErrorKind, BindError, ToolError, listed, shorten, shorten_json};
 use crate::limits::{LimitError, Limits, deeper_than, drop_flat};
@@ -615,10 +615,14 @@ impl Toolset {
         };
         // The bound name called is part of the call's context, for the layers and
         // the body (and their errors) deep in the combo.
-        let call = crate::context::with(
-            CallName(tool.clone()),
-            AssertUnwindSafe(entry.stack.call_json(tool, args)).catch_unwind(),
-        );
+        let current = Context::current();
+        let context = if current.is_empty() {
+            entry.called.clone()
+        } else {
+            current.with(CallName(tool.clone()))
+        };
+        let call =
+            context.scope(AssertUnwindSafe(entry.stack.call_json(tool, args)).catch_unwind());
         match call.await {
             Ok(Err(ToolError::InvalidArguments {
                 tool,

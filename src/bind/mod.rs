@@ -14,6 +14,7 @@ use schemars::Schema;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::context::{CallName, Context};
 use crate::error::BindError;
 use crate::extension::{ConfigError, LayerInput};
 use crate::kind::ExtensionKind;
@@ -368,6 +369,9 @@ fn same_schema(this: &Arc<Schema>, other: &Arc<Schema>) -> bool {
 pub(crate) struct Entry {
     pub info: ToolInfo,
     pub stack: Arc<dyn ErasedStack>,
+    /// The context of a call by this name from outside any other call: made once,
+    /// so that the common call allocates no context of its own.
+    pub called: Context,
 }
 
 /// A bound name before it is bound: what clients will see, and the stack serving
@@ -402,8 +406,10 @@ impl Minted {
     }
 
     fn into_entry(self) -> Entry {
+        let info = self.running.into_info();
         Entry {
-            info: self.running.into_info(),
+            called: Context::new().with(CallName(info.name.clone())),
+            info,
             stack: self.stack,
         }
     }

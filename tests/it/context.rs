@@ -238,3 +238,36 @@ async fn a_cache_tells_two_types_under_one_name_apart() {
     assert_eq!(call(eu).await.unwrap(), "eu");
     assert_eq!(runs.load(Ordering::SeqCst), 2, "one run per context");
 }
+
+#[tokio::test]
+async fn a_call_by_name_is_named_in_its_context_at_the_top_and_nested() {
+    use toolgraft::context::CallName;
+    let toolset = toolgraft::Toolset::new();
+    let inner = toolgraft::Tool::builder()
+        .name("inner")
+        .description("Say which name was called.")
+        .body(|_: serde_json::Value| async {
+            Ok(toolgraft::context::get::<CallName>().map(|name| name.0.to_string()))
+        })
+        .build()
+        .unwrap();
+    toolset.bind((inner.combo(),)).unwrap();
+    let top = toolset.call("inner", serde_json::json!({})).await.unwrap();
+    assert_eq!(top, "inner");
+    // Inside another call (a context already there), the inner call is named too.
+    let outer =
+        toolgraft::context::Context::new().with(CallName(toolgraft::Name::new("outer").unwrap()));
+    let nested = outer
+        .clone()
+        .scope(toolset.call("inner", serde_json::json!({})))
+        .await
+        .unwrap();
+    assert_eq!(nested, "inner");
+    assert_eq!(
+        outer
+            .get::<CallName>()
+            .map(|name| name.0.to_string())
+            .as_deref(),
+        Some("outer")
+    );
+}
