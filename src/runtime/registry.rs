@@ -164,11 +164,11 @@ impl Registry {
         Ok(self)
     }
 
-    fn insert(&mut self, name: Name, factory: impl Factory) -> Result<(), RegistryError> {
+    fn insert(&mut self, name: Name, factory: Arc<dyn Factory>) -> Result<(), RegistryError> {
         if self.extensions.contains_key(&name) {
             return Err(RegistryError::AlreadyRegistered { name });
         }
-        self.extensions.insert(name, Arc::new(factory));
+        self.extensions.insert(name, factory);
         Ok(())
     }
 
@@ -332,23 +332,18 @@ mod sealed {
         /// Registers the extension's factory under its name.
         fn register_into(self, registry: &mut super::Registry) -> Result<(), super::RegistryError>;
     }
-}
 
-impl<E> sealed::Sealed for E
-where
-    E: Layer<DynStack> + Clone,
-    <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
-    <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
-    <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
-    <E::Branch as Stack>::Input: Serialize,
-{
-    fn register_into(self, registry: &mut Registry) -> Result<(), RegistryError> {
-        let name = Name::new(self.name())?;
-        registry.insert(name, Typed::Default(self))
+    /// A typed extension the registry can run over the erased layer below: the
+    /// one bound every typed case shares, stated once.
+    pub trait OverErased: super::Layer<super::DynStack> + Clone {
+        /// The factory of `typed`, one of this extension's cases. Private types
+        /// in a sealed trait: no one outside this module can name or call it.
+        #[allow(private_interfaces)]
+        fn factory(typed: super::Typed<Self>) -> super::Arc<dyn super::Factory>;
     }
 }
 
-impl<E> Registrable for E
+impl<E> sealed::OverErased for E
 where
     E: Layer<DynStack> + Clone,
     <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
@@ -356,7 +351,20 @@ where
     <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
     <E::Branch as Stack>::Input: Serialize,
 {
+    #[allow(private_interfaces)]
+    fn factory(typed: Typed<E>) -> Arc<dyn Factory> {
+        Arc::new(typed)
+    }
 }
+
+impl<E: sealed::OverErased> sealed::Sealed for E {
+    fn register_into(self, registry: &mut Registry) -> Result<(), RegistryError> {
+        let name = Name::new(self.name())?;
+        registry.insert(name, E::factory(Typed::Default(self)))
+    }
+}
+
+impl<E: sealed::OverErased> Registrable for E {}
 
 /// A typed extension that takes author config, for [`Registry::register`]: an
 /// element with config gets an instance built from it
@@ -434,37 +442,28 @@ impl<E: Configurable> Configured<E> {
     }
 }
 
-impl<E> sealed::Sealed for Configured<E>
-where
-    E: Layer<DynStack> + Clone,
-    <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
-    <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
-    <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
-    <E::Branch as Stack>::Input: Serialize,
-{
+impl<E: sealed::OverErased> sealed::Sealed for Configured<E> {
     fn register_into(self, registry: &mut Registry) -> Result<(), RegistryError> {
         match (self.default, self.name) {
             (Some(default), name) => {
                 let name = Name::new(name.as_deref().unwrap_or(default.name()))?;
-                registry.insert(name, Typed::Configurable(default, self.from_config))
+                registry.insert(
+                    name,
+                    E::factory(Typed::Configurable(default, self.from_config)),
+                )
             }
             (None, name) => {
                 let name = Name::new(name.as_deref().unwrap_or_default())?;
-                registry.insert(name, Typed::<E>::FromConfigOnly(self.from_config))
+                registry.insert(
+                    name,
+                    E::factory(Typed::<E>::FromConfigOnly(self.from_config)),
+                )
             }
         }
     }
 }
 
-impl<E> Registrable for Configured<E>
-where
-    E: Layer<DynStack> + Clone,
-    <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
-    <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
-    <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
-    <E::Branch as Stack>::Input: Serialize,
-{
-}
+impl<E: sealed::OverErased> Registrable for Configured<E> {}
 
 /// A typed extension whose config refines an instance, for
 /// [`Registry::register`]: an element without config (or with an empty one)
@@ -530,12 +529,8 @@ impl<E, C> Refined<E, C> {
 
 impl<E, C> sealed::Sealed for Refined<E, C>
 where
-    E: Layer<DynStack> + Clone,
+    E: sealed::OverErased,
     C: serde::de::DeserializeOwned + 'static,
-    <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
-    <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
-    <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
-    <E::Branch as Stack>::Input: Serialize,
 {
     fn register_into(self, registry: &mut Registry) -> Result<(), RegistryError> {
         let name = Name::new(self.default.name())?;
@@ -549,25 +544,21 @@ where
             })?;
             refine(default, config)
         });
-        registry.insert(name, Typed::Refined(self.default, refine))
+        registry.insert(name, E::factory(Typed::Refined(self.default, refine)))
     }
 }
 
 impl<E, C> Registrable for Refined<E, C>
 where
-    E: Layer<DynStack> + Clone,
+    E: sealed::OverErased,
     C: serde::de::DeserializeOwned + 'static,
-    <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
-    <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
-    <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
-    <E::Branch as Stack>::Input: Serialize,
 {
 }
 
 impl sealed::Sealed for DynExtension {
     fn register_into(self, registry: &mut Registry) -> Result<(), RegistryError> {
         let name = Name::new(&self.name)?;
-        registry.insert(name, self)
+        registry.insert(name, Arc::new(self))
     }
 }
 
