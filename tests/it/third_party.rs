@@ -243,27 +243,36 @@ async fn a_cache_inside_a_users_body_local_wrapper_answers_per_lane() {
     assert_eq!(runs.load(Ordering::SeqCst), 2, "one run per lane");
 }
 
+/// A toolset with `probe_hop`, and `outer` (whose body calls `probe_hop`) bound
+/// with `[$extension]`.
+macro_rules! outer_calling_the_hop {
+    ($extension:expr) => {{
+        let toolset = Toolset::new();
+        let inner = probe!(Arc::default());
+        toolset.bind((inner.combo().with(Hop),)).unwrap();
+        let weak = toolset.downgrade();
+        let outer = Tool::builder()
+            .name("outer")
+            .description("Call the hopped probe.")
+            .body(move |_: Probe| {
+                let toolset = weak.upgrade();
+                async move {
+                    let toolset = toolset.ok_or("gone")?;
+                    Ok(toolset.call("probe_hop", json!({"text": "x"})).await?)
+                }
+            })
+            .build()
+            .unwrap();
+        toolset.bind((outer.combo().with($extension),)).unwrap();
+        toolset
+    }};
+}
+
 #[tokio::test]
 async fn a_body_that_relocates_from_inside_a_users_body_local_wrapper_is_refused() {
     // The typestate refuses `[hop, lane]`; a body calling a hopped branch from
     // inside `lane` is the same mistake at run time.
-    let toolset = Toolset::new();
-    let inner = probe!(Arc::default());
-    toolset.bind((inner.combo().with(Hop),)).unwrap();
-    let weak = toolset.downgrade();
-    let outer = Tool::builder()
-        .name("outer")
-        .description("Call the hopped probe.")
-        .body(move |_: Probe| {
-            let toolset = weak.upgrade();
-            async move {
-                let toolset = toolset.ok_or("gone")?;
-                Ok(toolset.call("probe_hop", json!({"text": "x"})).await?)
-            }
-        })
-        .build()
-        .unwrap();
-    toolset.bind((outer.combo().with(LaneWrap),)).unwrap();
+    let toolset = outer_calling_the_hop!(LaneWrap);
 
     let refused = toolset
         .call("outer_lane", json!({"text": "x"}))
@@ -427,23 +436,7 @@ impl<S: Stack<Input = Probe, Output = Value>> Layer<S> for Beside {
 async fn a_body_that_relocates_from_inside_a_users_body_local_transformer_is_refused() {
     // As from inside a body-local wrapper: typed, the transformer's calls were
     // not marked, so the body relocated; declared at run time, they were.
-    let toolset = Toolset::new();
-    let inner = probe!(Arc::default());
-    toolset.bind((inner.combo().with(Hop),)).unwrap();
-    let weak = toolset.downgrade();
-    let outer = Tool::builder()
-        .name("outer")
-        .description("Call the hopped probe.")
-        .body(move |_: Probe| {
-            let toolset = weak.upgrade();
-            async move {
-                let toolset = toolset.ok_or("gone")?;
-                Ok(toolset.call("probe_hop", json!({"text": "x"})).await?)
-            }
-        })
-        .build()
-        .unwrap();
-    toolset.bind((outer.combo().with(Beside),)).unwrap();
+    let toolset = outer_calling_the_hop!(Beside);
 
     let refused = toolset
         .call("outer_beside", json!({"text": "x"}))
