@@ -16,9 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolgraft::error::BoxError;
 use toolgraft::ext::{Cache, Trace};
-use toolgraft::extension::Around;
-use toolgraft::extension::{Anywhere, LayerInput, Next, Wrapped};
-use toolgraft::kind::Wrapper;
+use toolgraft::extension::{Anywhere, Next};
 use toolgraft::prelude::*;
 use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::Manifest;
@@ -48,14 +46,14 @@ fn input() -> Add {
 #[derive(Clone)]
 struct Pass;
 
-impl Wrap for Pass {
+impl<S: Stack> Wrap<S> for Pass {
     type Locality = Anywhere;
     type Params = ();
     fn name(&self) -> &str {
         "pass"
     }
 
-    fn around<S: Stack>(
+    fn around(
         &self,
         next: Next<'_, S, Self>,
         (): (),
@@ -69,30 +67,38 @@ impl Wrap for Pass {
 #[derive(Clone)]
 struct Work;
 
-impl Extension for Work {
-    type Kind = Wrapper;
-    type Locality = Anywhere;
-    fn name(&self) -> &str {
-        "work"
+/// An output `Work` can add one to: the typed `i64`, and the run-time JSON number
+/// (so `Work` fits `DynStack` too, as every wrapper must).
+trait Countable: Send + 'static {
+    fn plus_one(self) -> Self;
+}
+
+impl Countable for i64 {
+    #[inline]
+    fn plus_one(self) -> Self {
+        self + 1
     }
 }
 
-impl<S: Stack<Output = i64>> Around<S> for Work {
+impl Countable for serde_json::Value {
+    fn plus_one(self) -> Self {
+        self.as_i64().map_or(self, |n| (n + 1).into())
+    }
+}
+
+impl<S: Stack<Output: Countable>> Wrap<S> for Work {
+    type Locality = Anywhere;
     type Params = ();
+    fn name(&self) -> &str {
+        "work"
+    }
     async fn around(
         &self,
         next: Next<'_, S, Self>,
         (): (),
         input: S::Input,
-    ) -> Result<i64, ToolError> {
-        Ok(next.call(input).await? + 1)
-    }
-}
-
-impl<S: Stack<Output = i64>> Layer<S> for Work {
-    type Branch = Wrapped<Self, S>;
-    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
-        Wrapped::new(self, inner, below)
+    ) -> Result<S::Output, ToolError> {
+        Ok(next.call(input).await?.plus_one())
     }
 }
 

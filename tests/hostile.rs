@@ -21,15 +21,13 @@ use toolgraft::combo::StartCombo;
 use toolgraft::error::ArgsErrorKind;
 use toolgraft::ext::cache::CacheConfig;
 use toolgraft::ext::{Batch, Cache, CacheParams, Chain, OutputSchema, Pool, Proxy, Trace};
-use toolgraft::extension::Around;
-use toolgraft::extension::{Anywhere, LayerInput, Next, WithParams, Wrapped};
-use toolgraft::kind::Wrapper;
+use toolgraft::extension::{Anywhere, LayerInput, Next, WithParams};
 use toolgraft::limits::Limits;
 use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::{ElementSpec, Manifest};
 use toolgraft::tool::BaseTool;
 use toolgraft::toolset::BaseTools;
-use toolgraft::{BindError, Extension, Layer, Registry, Stack, Tool, ToolError, Toolset};
+use toolgraft::{BindError, Registry, Stack, Tool, ToolError, Toolset, Wrap};
 
 // ---------------------------------------------------------------------------
 // Bytes in use, for measurements in child processes.
@@ -177,36 +175,24 @@ fn forecast(name: &str) -> impl BaseTool<Input = Forecast, Output = Value> {
 #[derive(Clone)]
 struct Fragile;
 
-impl Extension for Fragile {
-    type Kind = Wrapper;
+impl<S: Stack<Input: Serialize>> Wrap<S> for Fragile {
     type Locality = Anywhere;
+    type Params = ();
 
     fn name(&self) -> &str {
         "fragile"
     }
-}
-
-impl<S: Stack<Input = Shout>> Around<S> for Fragile {
-    type Params = ();
 
     async fn around(
         &self,
         next: Next<'_, S, Self>,
         (): (),
-        input: Shout,
+        input: S::Input,
     ) -> Result<S::Output, ToolError> {
-        if input.text == "boom" {
+        if serde_json::to_value(&input).is_ok_and(|args| args["text"] == "boom") {
             panic!("fragile wrapper gave up");
         }
         next.call(input).await
-    }
-}
-
-impl<S: Stack<Input = Shout>> Layer<S> for Fragile {
-    type Branch = Wrapped<Self, S>;
-
-    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
-        Wrapped::new(self, inner, below)
     }
 }
 
@@ -214,17 +200,17 @@ impl<S: Stack<Input = Shout>> Layer<S> for Fragile {
 #[derive(Clone)]
 struct Explodes;
 
-impl Extension for Explodes {
-    type Kind = Wrapper;
+impl<S: Stack> Wrap<S> for Explodes {
     type Locality = Anywhere;
+    type Params = ();
 
     fn name(&self) -> &str {
         "explodes"
     }
-}
 
-impl<S: Stack> Around<S> for Explodes {
-    type Params = ();
+    fn for_branch(self, _: &LayerInput<'_, Self>) -> Self {
+        panic!("explodes cannot be layered")
+    }
 
     async fn around(
         &self,
@@ -233,14 +219,6 @@ impl<S: Stack> Around<S> for Explodes {
         input: S::Input,
     ) -> Result<S::Output, ToolError> {
         next.call(input).await
-    }
-}
-
-impl<S: Stack> Layer<S> for Explodes {
-    type Branch = Wrapped<Self, S>;
-
-    fn layer(self, _: S, _: &LayerInput<'_, Self>) -> Self::Branch {
-        panic!("explodes cannot be layered")
     }
 }
 

@@ -286,7 +286,7 @@ impl<E, Below, Branch> InputContract<E, Below, Branch> for Unconstrained {
     message = "`{E}` is a wrapper, so its branch must be `Wrapped<{E}, _>`, the branch binding mints for it",
     label = "the branch of `{E}` is `{Branch}`",
     note = "a wrapper forwards the layer's input, output and arguments exactly, taking out only its reserved params: that is what lets the rules place it by its kind (rule `wrapper-input-schema` in `toolgraft::rulebook`)",
-    note = "implement `Wrap` (or `Around<S>` with a `Layer` returning `Wrapped::new(self, inner, below)`); an extension with a branch of its own is a transformer or a backend"
+    note = "implement `Wrap<S>` for the stacks it fits (binding then mints `Wrapped` for it); an extension with a branch of its own is a transformer or a backend"
 )]
 pub trait BranchContract<E, Inner, Branch> {
     #[doc(hidden)]

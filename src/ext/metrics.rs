@@ -22,9 +22,7 @@ use std::sync::{Arc, Once};
 use metrics::{Label, SharedString};
 
 use crate::error::ToolError;
-use crate::extension::{Around, Extension, Layer, LayerInput, Wrapped};
-use crate::extension::{Next, Stack};
-use crate::kind::Wrapper;
+use crate::extension::{LayerInput, Next, Stack, Wrap};
 use crate::kind::property::Anywhere;
 
 /// Calls by `tool` and `outcome`.
@@ -59,29 +57,18 @@ pub struct Metrics {
     described: Option<Arc<Once>>,
 }
 
-impl Extension for Metrics {
-    type Kind = Wrapper;
+impl<S: Stack> Wrap<S> for Metrics {
     type Locality = Anywhere;
+    type Params = ();
 
     fn name(&self) -> &str {
         "metrics"
     }
-}
 
-// Not listed among "the types that implement `Layer`" in compile errors: the list
-// would then depend on the crate's features.
-#[diagnostic::do_not_recommend]
-impl<S: Stack> Layer<S> for Metrics {
-    type Branch = Wrapped<Self, S>;
-
-    fn layer(mut self, inner: S, below: &LayerInput<'_, Self>) -> Wrapped<Self, S> {
+    fn for_branch(mut self, _: &LayerInput<'_, Self>) -> Self {
         self.described = Some(Arc::new(Once::new()));
-        Wrapped::new(self, inner, below)
+        self
     }
-}
-
-impl<S: Stack> Around<S> for Metrics {
-    type Params = ();
 
     async fn around(
         &self,

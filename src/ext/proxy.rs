@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::context::{self, Entry, Keyed, Serialized};
 use crate::error::{ToolError, shorten};
 use crate::extension::Params;
-use crate::extension::{ConfigError, Configurable, Wrap};
+use crate::extension::{ConfigError, Configurable, Extension, Wrap};
 use crate::extension::{Next, Stack};
 use crate::kind::property::BodyLocal;
 
@@ -167,12 +167,12 @@ impl Configurable for Proxy {
 
     fn from_config(config: ProxyConfig) -> Result<Self, ConfigError> {
         let proxy = Self::new(config);
-        proxy.check_config()?;
+        Extension::check_config(&proxy)?;
         Ok(proxy)
     }
 }
 
-impl Wrap for Proxy {
+impl<S: Stack> Wrap<S> for Proxy {
     type Locality = BodyLocal;
     type Params = ProxyParams;
 
@@ -194,7 +194,7 @@ impl Wrap for Proxy {
         serde_json::to_value(&*self.config).ok()
     }
 
-    fn around<S: Stack>(
+    fn around(
         &self,
         next: Next<'_, S, Self>,
         params: ProxyParams,

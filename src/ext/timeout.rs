@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::Name;
 use crate::error::ToolError;
-use crate::extension::{ConfigError, Configurable, Wrap};
+use crate::extension::{ConfigError, Configurable, Extension, Wrap};
 use crate::extension::{Next, Stack};
 use crate::kind::property::Anywhere;
 
@@ -107,12 +107,12 @@ impl Configurable for Timeout {
 
     fn from_config(config: TimeoutConfig) -> Result<Self, ConfigError> {
         let timeout = Self::new(Duration::from_millis(config.ms));
-        timeout.check_config()?;
+        Extension::check_config(&timeout)?;
         Ok(timeout)
     }
 }
 
-impl Wrap for Timeout {
+impl<S: Stack> Wrap<S> for Timeout {
     type Locality = Anywhere;
     type Params = ();
 
@@ -145,7 +145,7 @@ impl Wrap for Timeout {
         Ok(())
     }
 
-    async fn around<S: Stack>(
+    async fn around(
         &self,
         next: Next<'_, S, Self>,
         (): (),
@@ -172,7 +172,7 @@ mod tests {
     fn the_limit_round_trips_through_config_and_is_checked() {
         let timeout = Timeout::from_config(TimeoutConfig { ms: 1500 }).unwrap();
         assert_eq!(timeout.after(), Duration::from_millis(1500));
-        assert_eq!(timeout.config(), Some(serde_json::json!({"ms": 1500})));
+        assert_eq!(Extension::config(&timeout), Some(serde_json::json!({"ms": 1500})));
         for ms in [0, u64::MAX] {
             let err = Timeout::from_config(TimeoutConfig { ms }).unwrap_err();
             assert_eq!(err.field, "ms");

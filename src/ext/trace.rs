@@ -30,7 +30,7 @@ use crate::kind::property::Anywhere;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Trace;
 
-impl Wrap for Trace {
+impl<S: Stack> Wrap<S> for Trace {
     type Locality = Anywhere;
     type Params = ();
 
@@ -38,7 +38,7 @@ impl Wrap for Trace {
         "trace"
     }
 
-    async fn around<S: Stack>(
+    async fn around(
         &self,
         next: Next<'_, S, Self>,
         (): (),

@@ -4,14 +4,15 @@
 //! body locality, its name, and what it presents (description, schemas, config).
 //! That is what the rules read. What it does to a call depends on its kind:
 //!
-//! * A **wrapper** is one trait, [`Wrap`]: its name, locality and reserved
-//!   [`Params`], and an `around` method that receives the layer input and returns
-//!   the layer's output (the [`Extension`] and [`Layer`] impls come with it).
-//!   Binding mints its branch ([`Wrapped`]), which forwards the same input and
-//!   output types, so the wrapper rules hold by construction. For the simplest
-//!   wrappers, [`wrap_fn`] takes a closure. The built-in `trace` and `proxy` are
-//!   written this way. A wrapper that works on some stacks only implements
-//!   [`Around`] for them, and a one-line [`Layer`] returning [`Wrapped::new`].
+//! * A **wrapper** is one trait, [`Wrap<S>`](Wrap), implemented for the stacks it
+//!   fits (every `S: Stack`, or those whose input is `Clone`, whose output is
+//!   [`Text`], ..): its name, locality and reserved [`Params`], and an `around`
+//!   method that receives the layer input and returns the layer's output (the
+//!   [`Extension`] and [`Layer`] impls come with it). Binding mints its branch
+//!   ([`Wrapped`]), which forwards the same input and output types, so the wrapper
+//!   rules hold by construction. The same impl serves typed combos and manifests.
+//!   For the simplest wrappers, [`wrap_fn`] takes a closure. Every built-in
+//!   wrapper (`trace`, `proxy`, `cache`, `timeout`, `metrics`) is written this way.
 //! * A **transformer** implements [`Transform`] (one call: its own input to its own
 //!   output, with the layer below at hand) and a one-line [`Layer`] returning
 //!   [`Transformed`]. The built-in `output_schema` is written this way.
@@ -41,7 +42,7 @@ pub use crate::stack::params::{Forwards, Params, ReservedParams, WithParams};
 pub use crate::stack::segment::{SEGMENT, Segment};
 pub use crate::stack::{DynInput, Next, Stack, decode_args, to_json};
 pub use transform::{Transform, Transformed};
-pub use wrap::{Around, Call, Done, Wrap, WrapFn, Wrapped, wrap_fn};
+pub use wrap::{Call, Done, Text, Wrap, WrapFn, Wrapped, wrap_fn};
 
 /// What extension `E` receives about the layer below when it is applied.
 ///
@@ -287,9 +288,9 @@ pub trait Configurable: Extension + Sized {
 
 /// Applies an extension to the stack `S` below it, building the branch.
 ///
-/// A [`Wrap`] has this impl already; an [`Around`] wrapper returns [`Wrapped::new`]
-/// here, a [`Transform`] [`Transformed::new`]; other transformers and
-/// backends build their own branch.
+/// A [`Wrap`] has this impl already, over every stack it wraps; a [`Transform`]
+/// returns [`Transformed::new`] here; other transformers and backends build their
+/// own branch.
 /// The typestate checks the branch against the kind's contract: a kind that
 /// preserves the input schema must take `S::Input` (optionally
 /// [`WithParams`]), one that preserves output shape must return
@@ -332,7 +333,7 @@ pub trait Configurable: Extension + Sized {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be layered over `{S}`",
     label = "no `Layer<{S}>` impl for `{Self}`",
-    note = "a wrapper implements `Wrap` (it then layers over every stack), or `Around<S>` for the stacks it fits plus a one-line `Layer` over the same stacks that returns `Wrapped::new(self, inner, below)`",
+    note = "a wrapper implements `Wrap<S>` for the stacks it fits, and then layers over each of them: if `{Self}` is one, its `Wrap` impl asks something of `{S}` that `{S}` lacks (an input that is `Clone`, an output that is `Text`, ..)",
     note = "a transformer implements `Transform<S>` and a `Layer` returning `Transformed::new(self, inner, below)`; a backend a `Layer` returning a stack of its own"
 )]
 pub trait Layer<S: Stack>: Extension + Sized {

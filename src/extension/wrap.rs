@@ -1,5 +1,6 @@
 //! Wrappers: one trait ([`Wrap`]), the branch binding mints for it ([`Wrapped`]),
-//! and a closure helper for the simplest case ([`wrap_fn`]).
+//! the view of a text output ([`Text`]), and a closure helper for the simplest
+//! case ([`wrap_fn`]).
 
 use std::any::Any;
 use std::fmt;
@@ -8,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::future;
+use schemars::Schema;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -18,18 +20,21 @@ use crate::kind::property::{Anywhere, Locality};
 use crate::name::Name;
 use crate::schema::Args;
 use crate::stack::params::{self, ReservedParams};
+use crate::stack::erased::DynStack;
 use crate::stack::{Next, Stack};
 
 /// A wrapper, in one trait: its name and locality, its reserved params, and what it
-/// does to a call: receive the layer input, call the layer below, return its output.
+/// does to a call over the stacks `S` it fits: receive the layer input, call the
+/// layer below (as often as the input allows), return the layer's output.
 ///
-/// Implementing `Wrap` makes the type an [`Extension`] of kind
-/// [`Wrapper`](crate::kind::Wrapper) and a [`Layer`] over every stack; binding mints
-/// its branch, [`Wrapped`], which takes exactly the layer input (plus
+/// Implementing `Wrap<S>` makes the type an [`Extension`] of kind
+/// [`Wrapper`](crate::kind::Wrapper) and a [`Layer`] over every `S` it covers;
+/// binding mints its branch, [`Wrapped`], which takes exactly the layer input (plus
 /// [`Params`](Wrap::Params)) and returns exactly the layer's output, so a wrapper
-/// cannot change the schema. `around` is generic over the stack below and inlined
-/// into the call: a wrapper that only forwards costs nothing. For the simplest
-/// wrappers, [`wrap_fn`] takes a closure instead.
+/// cannot change the schema. `around` is inlined into the call: a wrapper that only
+/// forwards costs nothing.
+///
+/// A wrapper that fits every stack implements `Wrap<S>` for every `S: Stack`:
 ///
 /// ```
 /// use std::time::Instant;
@@ -40,7 +45,7 @@ use crate::stack::{Next, Stack};
 /// #[derive(Clone, Debug)]
 /// struct Timed;
 ///
-/// impl Wrap for Timed {
+/// impl<S: Stack> Wrap<S> for Timed {
 ///     type Locality = Anywhere;
 ///     type Params = ();
 ///
@@ -48,7 +53,7 @@ use crate::stack::{Next, Stack};
 ///         "timed"
 ///     }
 ///
-///     async fn around<S: Stack>(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
+///     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
 ///         -> Result<S::Output, ToolError>
 ///     {
 ///         let started = Instant::now();
@@ -66,13 +71,59 @@ use crate::stack::{Next, Stack};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
-/// A wrapper that works on some stacks only (one that reads a text output, say)
-/// implements [`Around`] for those stacks instead.
-pub trait Wrap: Clone + Send + Sync + 'static {
+/// One that asks something of the stack below bounds `S`: a retry needs an input
+/// it can send again (`S::Input: Clone`), a wrapper that edits a text result an
+/// output it can read as text ([`S::Output: Text`](Text)). The impl must cover the
+/// run-time stack, [`DynStack`] (whose input is `Clone` and whose output is
+/// [`Text`]), since that is what the same wrapper runs over when a
+/// [manifest](crate::Manifest) names it: one impl serves typed combos and the
+/// [`Registry`](crate::Registry).
+///
+/// ```
+/// use toolgraft::extension::{Anywhere, Next, Stack};
+/// use toolgraft::{ToolError, Wrap};
+///
+/// /// Calls the layer below again when it fails, up to `attempts` times.
+/// #[derive(Clone, Debug)]
+/// struct Retry { attempts: u32 }
+///
+/// impl<S: Stack<Input: Clone>> Wrap<S> for Retry {
+///     type Locality = Anywhere;
+///     type Params = ();
+///
+///     fn name(&self) -> &str {
+///         "retry"
+///     }
+///
+///     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
+///         -> Result<S::Output, ToolError>
+///     {
+///         let mut failed = 1;
+///         loop {
+///             match next.call(input.clone()).await {
+///                 Err(error) if failed < self.attempts => {
+///                     tracing::warn!(%error, attempt = failed, "retrying");
+///                     failed += 1;
+///                 }
+///                 result => return result,
+///             }
+///         }
+///     }
+/// }
+/// ```
+///
+/// For the simplest wrappers, [`wrap_fn`] takes a closure instead.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not wrap `{S}`",
+    label = "`{Self}`'s `Wrap` impl does not cover `{S}`",
+    note = "a wrapper's `impl<S: Stack<..>> Wrap<S>` says which stacks it fits; `{S}` lacks what it asks (an input that is `Clone`, an output that is `Text`, ..)",
+    note = "every wrapper must fit `DynStack` too, the stack a manifest runs it over: bound `S` only by what `DynStack` has (`Input: Clone + Serialize`, `Output: Text + Clone`)"
+)]
+pub trait Wrap<S: Stack>: Clone + Send + Sync + 'static {
     /// [`Anywhere`], or [`BodyLocal`](crate::extension::BodyLocal) if the wrapper only
     /// works beside the tool body (it sets a task-local, say): then it must sit
     /// inside any backend (rule `locality-inside-relocation` in the
-    /// [rulebook](crate::rulebook)).
+    /// [rulebook](crate::rulebook)). The rules read the one of `Wrap<DynStack>`.
     type Locality: Locality;
 
     /// The reserved params the branch adds to the layer input: `()` for none, or a
@@ -83,13 +134,48 @@ pub trait Wrap: Clone + Send + Sync + 'static {
     fn name(&self) -> &str;
 
     /// Runs one call: `input` is the layer input with the params taken out, and
-    /// `next` calls the layer below.
-    fn around<S: Stack>(
+    /// `next` calls the layer below (it is `Copy`: call it again with another
+    /// input, or a clone of this one, to retry).
+    fn around(
         &self,
         next: Next<'_, S, Self>,
         params: Self::Params,
         input: S::Input,
     ) -> impl Future<Output = Result<S::Output, ToolError>> + Send;
+
+    /// The wrapper as its branch over `S` keeps it, made once per branch when the
+    /// combo is bound: per-branch state (a cache's store for `S::Output`) is made
+    /// here. The default keeps the wrapper as it is.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use toolgraft::extension::{Anywhere, LayerInput, Next, Stack};
+    /// use toolgraft::{ToolError, Wrap};
+    ///
+    /// /// Counts the calls of each branch apart.
+    /// #[derive(Clone, Debug, Default)]
+    /// struct Counted { calls: Arc<AtomicU64> }
+    ///
+    /// impl<S: Stack> Wrap<S> for Counted {
+    ///     type Locality = Anywhere;
+    ///     type Params = ();
+    ///     fn name(&self) -> &str { "counted" }
+    ///     fn for_branch(self, _: &LayerInput<'_, Self>) -> Self {
+    ///         Counted::default()
+    ///     }
+    ///     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
+    ///         -> Result<S::Output, ToolError>
+    ///     {
+    ///         self.calls.fetch_add(1, Ordering::Relaxed);
+    ///         next.call(input).await
+    ///     }
+    /// }
+    /// ```
+    fn for_branch(self, below: &LayerInput<'_, Self>) -> Self {
+        let _ = below;
+        self
+    }
 
     /// As [`Extension::describe`].
     fn describe(&self, running: &str) -> Option<String> {
@@ -106,99 +192,99 @@ pub trait Wrap: Clone + Send + Sync + 'static {
     fn check_config(&self) -> Result<(), ConfigError> {
         Ok(())
     }
+
+    /// As [`Extension::output_schema`]: a wrapper returns the layer's output, so
+    /// what it declares can only narrow the layer's output schema (a wrapper
+    /// that answers only some of the layer's results, say); `None` inherits it.
+    fn output_schema(&self, below: &LayerInput<'_, Self>) -> Option<Schema> {
+        let _ = below;
+        None
+    }
 }
 
-impl<W: Wrap> Extension for W {
+// The rules read `Kind` and `Locality` once per type: a wrapper's are those of its
+// impl over `DynStack`, which every wrapper has (it is what a manifest runs).
+impl<W: Wrap<DynStack>> Extension for W {
     type Kind = Wrapper;
-    type Locality = W::Locality;
+    type Locality = <W as Wrap<DynStack>>::Locality;
 
     fn name(&self) -> &str {
-        Wrap::name(self)
+        Wrap::<DynStack>::name(self)
     }
 
     fn describe(&self, running: &str) -> Option<String> {
-        Wrap::describe(self, running)
+        Wrap::<DynStack>::describe(self, running)
     }
 
     fn config(&self) -> Option<Value> {
-        Wrap::config(self)
+        Wrap::<DynStack>::config(self)
     }
 
     fn check_config(&self) -> Result<(), ConfigError> {
-        Wrap::check_config(self)
+        Wrap::<DynStack>::check_config(self)
     }
-}
 
-/// A wrapper's behaviour over some stacks only: [`Wrap`] for wrappers that ask
-/// something of the stack below (an output they can read, an input they inspect).
-///
-/// The wrapper is an [`Extension`] of kind [`Wrapper`], an `Around<S>` for the
-/// stacks it applies to, and a one-line [`Layer`] over the same stacks that returns
-/// [`Wrapped::new`]. Every [`Wrap`] is an `Around` over every stack.
-///
-/// ```
-/// use toolgraft::extension::{Anywhere, Around, LayerInput, Next, Stack, Wrapped, Wrapper};
-/// use toolgraft::{Extension, Layer, ToolError};
-///
-/// /// Upper-cases a text result.
-/// #[derive(Clone, Debug)]
-/// struct Loud;
-///
-/// impl Extension for Loud {
-///     type Kind = Wrapper;
-///     type Locality = Anywhere;
-///     fn name(&self) -> &str { "loud" }
-/// }
-///
-/// impl<S: Stack<Output = String>> Around<S> for Loud {
-///     type Params = ();
-///     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
-///         -> Result<String, ToolError>
-///     {
-///         Ok(next.call(input).await?.to_uppercase())
-///     }
-/// }
-///
-/// impl<S: Stack<Output = String>> Layer<S> for Loud {
-///     type Branch = Wrapped<Self, S>;
-///     fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
-///         Wrapped::new(self, inner, below)
-///     }
-/// }
-/// ```
-pub trait Around<S: Stack>: Extension<Kind = Wrapper> + Clone {
-    /// The reserved params the branch adds to the layer input (as [`Wrap::Params`]).
-    type Params: ReservedParams;
-
-    /// Runs one call (as [`Wrap::around`]).
-    fn around(
-        &self,
-        next: Next<'_, S, Self>,
-        params: Self::Params,
-        input: S::Input,
-    ) -> impl Future<Output = Result<S::Output, ToolError>> + Send;
-}
-
-impl<S: Stack, W: Wrap> Around<S> for W {
-    type Params = W::Params;
-
-    #[inline]
-    fn around(
-        &self,
-        next: Next<'_, S, Self>,
-        params: W::Params,
-        input: S::Input,
-    ) -> impl Future<Output = Result<S::Output, ToolError>> + Send {
-        Wrap::around(self, next, params, input)
+    fn output_schema(&self, below: &LayerInput<'_, Self>) -> Option<Schema> {
+        Wrap::<DynStack>::output_schema(self, below)
     }
 }
 
 #[diagnostic::do_not_recommend]
-impl<S: Stack, W: Wrap> Layer<S> for W {
+impl<S: Stack, W: Wrap<S> + Extension<Kind = Wrapper>> Layer<S> for W {
     type Branch = Wrapped<W, S>;
 
     fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Wrapped<W, S> {
-        Wrapped::new(self, inner, below)
+        Wrapped::new(self.for_branch(below), inner, below)
+    }
+}
+
+/// An output a wrapper can read and edit as text: a typed tool's `String`, and a
+/// run-time layer's JSON [`Value`] when it is a string. What a wrapper over
+/// text results bounds its stacks by (`impl<S: Stack<Output: Text>> Wrap<S>`), so
+/// that it fits typed text tools and [`DynStack`] with one impl.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgraft::extension::Text;
+/// let mut typed = String::from("hi");
+/// let mut erased = json!("hi");
+/// typed.text_mut().unwrap().push('!');
+/// erased.text_mut().unwrap().push('!');
+/// assert_eq!((typed.text(), erased.text()), (Some("hi!"), Some("hi!")));
+/// assert_eq!(json!(3).text(), None);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a text output",
+    label = "a text output is a `String` (or, over `DynStack`, a JSON string)",
+    note = "return a `String` from the tool's body, or bound the wrapper by what this output has"
+)]
+pub trait Text: Send + 'static {
+    /// The text, if the output is text.
+    fn text(&self) -> Option<&str>;
+    /// The text to edit in place, if the output is text.
+    fn text_mut(&mut self) -> Option<&mut String>;
+}
+
+impl Text for String {
+    fn text(&self) -> Option<&str> {
+        Some(self)
+    }
+
+    fn text_mut(&mut self) -> Option<&mut String> {
+        Some(self)
+    }
+}
+
+impl Text for Value {
+    fn text(&self) -> Option<&str> {
+        self.as_str()
+    }
+
+    fn text_mut(&mut self) -> Option<&mut String> {
+        match self {
+            Value::String(text) => Some(text),
+            _ => None,
+        }
     }
 }
 
@@ -235,17 +321,17 @@ impl<W: Clone, S: Clone> Clone for Wrapped<W, S> {
     }
 }
 
-impl<W: Around<S>, S: Stack> Wrapped<W, S> {
-    /// The branch of `wrapper` over `inner`: what an [`Around`] wrapper's
-    /// [`Layer`] returns. `below` is made by binding for `wrapper`'s own layer, so a
-    /// wrapper's branch is only ever minted by the wrapper itself.
+impl<W: Wrap<S> + Extension, S: Stack> Wrapped<W, S> {
+    /// The branch of `wrapper` over `inner`. `below` is made by binding for
+    /// `wrapper`'s own layer, so a wrapper's branch is only ever minted by the
+    /// wrapper itself.
     pub fn new(wrapper: W, inner: S, below: &LayerInput<'_, W>) -> Self {
         Self {
             wrapper,
             inner,
             below: below.name.clone(),
             branch: below.branch.clone(),
-            reserved: <W::Params as params::sealed::ReservedParams>::names(),
+            reserved: <<W as Wrap<S>>::Params as params::sealed::ReservedParams>::names(),
         }
     }
 
@@ -255,8 +341,8 @@ impl<W: Around<S>, S: Stack> Wrapped<W, S> {
     }
 }
 
-impl<W: Around<S>, S: Stack> Stack for Wrapped<W, S> {
-    type Input = <W::Params as ReservedParams>::With<S::Input>;
+impl<W: Wrap<S> + Extension, S: Stack> Stack for Wrapped<W, S> {
+    type Input = <<W as Wrap<S>>::Params as ReservedParams>::With<S::Input>;
     type Output = S::Output;
 
     // Inlined so a pass-through layer is nothing at all: at depth 8 the
@@ -266,24 +352,31 @@ impl<W: Around<S>, S: Stack> Stack for Wrapped<W, S> {
         &self,
         input: Self::Input,
     ) -> impl Future<Output = Result<S::Output, ToolError>> + Send {
-        let (params, input) = W::Params::split(input);
+        let (params, input) = <W as Wrap<S>>::Params::split(input);
         let call = self.wrapper.around(
-            Next::new(&self.inner, &self.below, &self.branch, self.wrapper.name()),
+            Next::new(&self.inner, &self.below, &self.branch, Extension::name(&self.wrapper)),
             params,
             input,
         );
-        <W::Locality as Locality>::run_layer(self.wrapper.name(), &self.branch, call)
+        // The locality the rules checked: the wrapper's as an extension.
+        <<W as Extension>::Locality as Locality>::run_layer(
+            Extension::name(&self.wrapper),
+            &self.branch,
+            call,
+        )
     }
 
     fn decode(&self, mut args: Args) -> Result<Self::Input, ArgsError> {
-        let params = W::Params::take(&mut args, &self.reserved)?;
+        let params = <W as Wrap<S>>::Params::take(&mut args, &self.reserved)?;
         Ok(params.join(self.inner.decode(args)?))
     }
 }
 
 /// A wrapper from a closure: the simple case of [`Wrap`], for wrappers that decide
 /// whether and when the call runs, and look at its outcome, but not at its input or
-/// output (timing, auditing, admission, retries).
+/// output (timing, auditing, admission). [`Call::run`] runs the call once: a retry
+/// needs the input again, so it is a [`Wrap`] over stacks whose input is `Clone`
+/// (see [`Wrap`]'s second example).
 ///
 /// The closure gets a [`Call`] and returns a future of `Result<Done, ToolError>`:
 /// [`Call::run`] runs the layer below and is the only way to get a [`Done`], which
@@ -380,7 +473,7 @@ impl fmt::Debug for Done {
     }
 }
 
-impl<F, Fut> Wrap for WrapFn<F>
+impl<S: Stack, F, Fut> Wrap<S> for WrapFn<F>
 where
     F: Fn(Call) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Result<Done, ToolError>> + Send + 'static,
@@ -392,7 +485,7 @@ where
         self.name
     }
 
-    async fn around<S: Stack>(
+    async fn around(
         &self,
         next: Next<'_, S, Self>,
         (): (),

@@ -81,11 +81,11 @@ pub trait Stack: Clone + Send + Sync + 'static {
 ///
 /// #[derive(Clone)]
 /// struct Audit;
-/// impl Wrap for Audit {
+/// impl<S: Stack> Wrap<S> for Audit {
 ///     type Locality = Anywhere;
 ///     type Params = ();
 ///     fn name(&self) -> &str { "audit" }
-///     async fn around<S: Stack>(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
+///     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
 ///         -> Result<S::Output, ToolError>
 ///     {
 ///         // `next.name()` is the layer below, `next.branch()` the branch called.
@@ -157,11 +157,11 @@ impl<'a, S: Stack, W: ?Sized> Next<'a, S, W> {
     ///
     /// #[derive(Clone)]
     /// struct Closed;
-    /// impl Wrap for Closed {
+    /// impl<S: Stack> Wrap<S> for Closed {
     ///     type Locality = Anywhere;
     ///     type Params = ();
     ///     fn name(&self) -> &str { "closed" }
-    ///     async fn around<S: Stack>(&self, next: Next<'_, S, Self>, (): (), _: S::Input)
+    ///     async fn around(&self, next: Next<'_, S, Self>, (): (), _: S::Input)
     ///         -> Result<S::Output, ToolError>
     ///     {
     ///         Err(next.refuse("closed for maintenance"))
@@ -321,9 +321,18 @@ fn call_erased<'a, S: Stack>(
     input: DynInput,
 ) -> BoxFuture<'a, Result<Value, ToolError>> {
     Box::pin(async move {
-        let input = input.into_input::<S::Input>().ok_or_else(|| {
-            ArgsError::whole("these arguments were decoded for another tool").for_tool(tool)
-        })?;
+        let input = match input.into_input::<S::Input>() {
+            Ok(input) => input,
+            // A clone keeps the arguments, not the decoded input (whose type need
+            // not be `Clone`): the stack decodes them again.
+            Err(Undecoded::Clone(args)) => stack.decode(args).map_err(|err| err.for_tool(tool))?,
+            Err(Undecoded::Foreign) => {
+                return Err(
+                    ArgsError::whole("these arguments were decoded for another tool")
+                        .for_tool(tool),
+                );
+            }
+        };
         output_json(tool, stack.call(input).await?)
     })
 }
@@ -447,6 +456,9 @@ struct Parts<Decoded: ?Sized> {
     /// Whether the layer took the arguments themselves (a stack over raw JSON):
     /// then they are in `args`, and `decoded` holds nothing.
     raw: bool,
+    /// Whether this is a clone: then `decoded` holds nothing, and the stack decodes
+    /// `args` again when it is called.
+    cloned: bool,
     /// Turns `decoded` back into the arguments when they were not kept.
     rebuild: Option<fn(&(dyn Any + Send)) -> Args>,
     /// What the layer decoded the arguments into, as an `Option<Input>` (taken
@@ -466,6 +478,7 @@ impl DynInput {
                 reserved: Args::new(),
                 restored: Vec::new(),
                 raw: decoded.is_none(),
+                cloned: false,
                 rebuild,
                 decoded,
             }),
@@ -547,21 +560,72 @@ impl DynInput {
 
     /// The decoded input of a stack taking `T`: this very input, for a stack that
     /// takes a `DynInput`.
-    fn into_input<T: 'static>(self) -> Option<T> {
+    fn into_input<T: 'static>(self) -> Result<T, Undecoded> {
         let mut parts = match cast::<Self, T>(self) {
-            Ok(whole) => return Some(whole),
+            Ok(whole) => return Ok(whole),
             Err(this) => this.parts,
         };
-        if parts.raw {
+        if parts.raw || parts.cloned {
             let mut args = parts.args.take().unwrap_or_default();
             // Put back last, so taking them out last-first keeps the order.
             for name in parts.restored.iter().rev() {
                 args.remove(name);
             }
-            return cast::<Args, T>(args).ok();
+            if parts.cloned && !parts.raw {
+                return Err(Undecoded::Clone(args));
+            }
+            return cast::<Args, T>(args).map_err(|_| Undecoded::Foreign);
         }
         let decoded: &mut (dyn Any + Send) = &mut parts.decoded;
-        decoded.downcast_mut::<Option<T>>().and_then(Option::take)
+        decoded
+            .downcast_mut::<Option<T>>()
+            .and_then(Option::take)
+            .ok_or(Undecoded::Foreign)
+    }
+}
+
+/// Why [`DynInput::into_input`] has no decoded input to give.
+enum Undecoded {
+    /// A clone: the arguments, for the stack to decode again.
+    Clone(Args),
+    /// The input was decoded by a stack of another type.
+    Foreign,
+}
+
+/// A copy of the arguments as given, which the layer below decodes again when it
+/// is called: the decoded input itself need not be `Clone`. What lets a wrapper
+/// over [`DynStack`](crate::runtime::DynStack) call the layer below more than once
+/// (a retry), as a typed one does with an input that is `Clone`.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgraft::{Name, Stack};
+/// use toolgraft::runtime::DynStack;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let echo = DynStack::from_fn(Name::new("echo")?, |args| async move { Ok(serde_json::Value::Object(args)) });
+/// let input = echo.decode(json!({"a": 1}).as_object().unwrap().clone())?;
+/// let again = input.clone();
+/// assert_eq!(echo.call(input).await?, echo.call(again).await?);
+/// # Ok(()) }
+/// ```
+impl Clone for DynInput {
+    fn clone(&self) -> Self {
+        let parts = &*self.parts;
+        // The reserved params a wrapper above took out are in `args()`: the clone
+        // takes them out again on the way down, as `restored` ones.
+        let mut restored = parts.restored.clone();
+        restored.extend(parts.reserved.keys().cloned());
+        Self {
+            parts: Box::new(Parts {
+                args: OnceCell::from(self.args().clone()),
+                reserved: Args::new(),
+                restored,
+                raw: parts.raw,
+                cloned: true,
+                rebuild: None,
+                decoded: None::<()>,
+            }),
+        }
     }
 }
 

@@ -218,7 +218,7 @@ async fn a_wrap_fn_cannot_return_an_output_it_did_not_get_from_its_call() {
 #[derive(Clone, Debug)]
 struct Tagged;
 
-impl Wrap for Tagged {
+impl<S: Stack> Wrap<S> for Tagged {
     type Locality = Anywhere;
     type Params = ();
 
@@ -230,7 +230,7 @@ impl Wrap for Tagged {
         Some(format!("{running} (tagged)"))
     }
 
-    async fn around<S: Stack>(
+    async fn around(
         &self,
         next: Next<'_, S, Self>,
         (): (),

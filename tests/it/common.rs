@@ -4,9 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgraft::ToolError;
-use toolgraft::extension::Around;
-use toolgraft::extension::{Anywhere, LayerInput, Next, Wrapped};
-use toolgraft::kind::Wrapper;
+use toolgraft::extension::{Anywhere, Next, Text};
 use toolgraft::prelude::*;
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -91,9 +89,9 @@ pub fn describing(name: &'static str) -> Marker {
     }
 }
 
-impl Extension for Marker {
-    type Kind = Wrapper;
+impl<S: Stack<Output: Text>> Wrap<S> for Marker {
     type Locality = Anywhere;
+    type Params = ();
 
     fn name(&self) -> &str {
         self.name
@@ -102,33 +100,6 @@ impl Extension for Marker {
     fn describe(&self, running: &str) -> Option<String> {
         self.describes.then(|| format!("{running} | {}", self.name))
     }
-}
-
-/// A text result, typed (`String`) or JSON (`Value::String`, on the run-time path).
-pub trait Text {
-    fn map(self, f: impl FnOnce(&str) -> String) -> Self;
-}
-
-impl Text for String {
-    fn map(self, f: impl FnOnce(&str) -> String) -> Self {
-        f(&self)
-    }
-}
-
-impl Text for serde_json::Value {
-    fn map(self, f: impl FnOnce(&str) -> String) -> Self {
-        match self {
-            serde_json::Value::String(text) => serde_json::Value::String(f(&text)),
-            other => other,
-        }
-    }
-}
-
-impl<S: Stack> Around<S> for Marker
-where
-    S::Output: Text,
-{
-    type Params = ();
 
     async fn around(
         &self,
@@ -136,19 +107,12 @@ where
         (): (),
         input: S::Input,
     ) -> Result<S::Output, ToolError> {
-        let name = self.name;
-        Ok(next.call(input).await?.map(|text| format!("{text}|{name}")))
-    }
-}
-
-impl<S: Stack> Layer<S> for Marker
-where
-    S::Output: Text,
-{
-    type Branch = Wrapped<Self, S>;
-
-    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
-        Wrapped::new(self, inner, below)
+        let mut output = next.call(input).await?;
+        if let Some(text) = output.text_mut() {
+            text.push('|');
+            text.push_str(self.name);
+        }
+        Ok(output)
     }
 }
 
@@ -156,32 +120,24 @@ where
 #[derive(Clone)]
 pub struct Loud;
 
-impl Extension for Loud {
-    type Kind = Wrapper;
+impl<S: Stack<Output: Text>> Wrap<S> for Loud {
     type Locality = Anywhere;
+    type Params = ();
 
     fn name(&self) -> &str {
         "loud"
     }
-}
-
-impl<S: Stack<Output = String>> Around<S> for Loud {
-    type Params = ();
 
     async fn around(
         &self,
         next: Next<'_, S, Self>,
         (): (),
         input: S::Input,
-    ) -> Result<String, ToolError> {
-        Ok(next.call(input).await?.to_uppercase())
-    }
-}
-
-impl<S: Stack<Output = String>> Layer<S> for Loud {
-    type Branch = Wrapped<Self, S>;
-
-    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
-        Wrapped::new(self, inner, below)
+    ) -> Result<S::Output, ToolError> {
+        let mut output = next.call(input).await?;
+        if let Some(text) = output.text_mut() {
+            *text = text.to_uppercase();
+        }
+        Ok(output)
     }
 }

@@ -10,10 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::{Ping, Shout};
 use serde_json::json;
 use toolgraft::ext::{Batch, BatchInput, Cache, Pool, Proxy, Trace, proxy};
-use toolgraft::extension::Around;
 use toolgraft::prelude::*;
 use toolgraft::toolset::Site;
-use toolgraft::{Extension, Layer};
 use toolgraft::{Name, ToolError};
 
 fn thread_name() -> String {
@@ -312,33 +310,22 @@ async fn a_caller_that_gives_up_takes_its_pool_job_with_it() {
 #[derive(Clone)]
 struct Explosive;
 
-impl Extension for Explosive {
-    type Kind = toolgraft::kind::Wrapper;
+impl<S: Stack<Input: serde::Serialize>> Wrap<S> for Explosive {
     type Locality = toolgraft::extension::Anywhere;
+    type Params = ();
     fn name(&self) -> &str {
         "explosive"
     }
-}
-
-impl<S: Stack<Input = Shout>> Around<S> for Explosive {
-    type Params = ();
     async fn around(
         &self,
         next: toolgraft::extension::Next<'_, S, Self>,
         (): (),
-        input: Shout,
+        input: S::Input,
     ) -> Result<S::Output, ToolError> {
-        if input.text == "boom" {
+        if serde_json::to_value(&input).is_ok_and(|args| args["text"] == "boom") {
             panic!("the layer exploded");
         }
         next.call(input).await
-    }
-}
-
-impl<S: Stack<Input = Shout>> Layer<S> for Explosive {
-    type Branch = toolgraft::extension::Wrapped<Self, S>;
-    fn layer(self, inner: S, below: &toolgraft::extension::LayerInput<'_, Self>) -> Self::Branch {
-        toolgraft::extension::Wrapped::new(self, inner, below)
     }
 }
 

@@ -108,14 +108,14 @@ struct ShadowParams {
 
 impl Params for ShadowParams {}
 
-impl Wrap for Shadow {
+impl<S: Stack> Wrap<S> for Shadow {
     type Locality = Anywhere;
     type Params = ShadowParams;
     fn name(&self) -> &str {
         "shadow"
     }
 
-    async fn around<S: Stack>(
+    async fn around(
         &self,
         next: Next<'_, S, Self>,
         _: ShadowParams,

@@ -58,7 +58,7 @@ impl Params for LaneParams {}
 #[derive(Clone, Debug)]
 struct LaneWrap;
 
-impl Wrap for LaneWrap {
+impl<S: Stack> Wrap<S> for LaneWrap {
     type Locality = BodyLocal;
     type Params = LaneParams;
 
@@ -66,7 +66,7 @@ impl Wrap for LaneWrap {
         "lane"
     }
 
-    async fn around<S: Stack>(
+    async fn around(
         &self,
         next: Next<'_, S, Self>,
         params: LaneParams,

@@ -8,7 +8,7 @@ use toolgraft::{Stack, ToolError, Wrap};
 #[derive(Clone)]
 struct Route(Proxy);
 
-impl Wrap for Route {
+impl<S: Stack> Wrap<S> for Route {
     type Locality = Anywhere;
     type Params = ();
 
@@ -16,7 +16,7 @@ impl Wrap for Route {
         "route"
     }
 
-    async fn around<S: Stack>(
+    async fn around(
         &self,
         next: Next<'_, S, Self>,
         (): (),

@@ -13,7 +13,7 @@ struct Shout {
 #[derive(Clone)]
 struct Audit;
 
-impl Wrap for Audit {
+impl<S: Stack> Wrap<S> for Audit {
     type Locality = toolgraft::extension::Anywhere;
     type Params = ();
 
@@ -21,7 +21,7 @@ impl Wrap for Audit {
         "audit"
     }
 
-    async fn around<S: Stack>(
+    async fn around(
         &self,
         next: toolgraft::extension::Next<'_, S, Self>,
         (): (),

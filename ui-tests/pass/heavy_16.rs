@@ -15,14 +15,14 @@ struct Shout {
 #[derive(Clone)]
 struct Heavy;
 
-impl Wrap for Heavy {
+impl<S: Stack> Wrap<S> for Heavy {
     type Locality = toolgraft::extension::Anywhere;
     type Params = ();
     fn name(&self) -> &str {
         "heavy"
     }
 
-    async fn around<S: Stack>(
+    async fn around(
         &self,
         next: toolgraft::extension::Next<'_, S, Self>,
         (): (),

@@ -52,14 +52,14 @@ async fn add(input: Add) -> Result<Sum, BoxError> {
 #[derive(Clone)]
 struct Pass;
 
-impl Wrap for Pass {
+impl<S: Stack> Wrap<S> for Pass {
     type Locality = Anywhere;
     type Params = ();
     fn name(&self) -> &str {
         "pass"
     }
 
-    fn around<S: Stack>(
+    fn around(
         &self,
         next: Next<'_, S, Self>,
         (): (),

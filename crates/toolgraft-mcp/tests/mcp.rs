@@ -971,7 +971,7 @@ struct Fragile;
 /// Set to make the next call through `Fragile` panic.
 static FRAGILE_PANICS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-impl Wrap for Fragile {
+impl<S: Stack> Wrap<S> for Fragile {
     type Locality = toolgraft::extension::Anywhere;
     type Params = ();
 
@@ -979,7 +979,7 @@ impl Wrap for Fragile {
         "fragile"
     }
 
-    async fn around<S: Stack>(
+    async fn around(
         &self,
         next: toolgraft::extension::Next<'_, S, Self>,
         (): (),

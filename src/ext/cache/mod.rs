@@ -18,9 +18,8 @@ use tokio::time::Instant;
 use crate::context;
 use crate::error::{ArgsError, ToolError, shorten};
 use crate::extension::Params;
-use crate::extension::{Around, ConfigError, Configurable, Extension, Layer, LayerInput, Wrapped};
+use crate::extension::{ConfigError, Configurable, Extension, LayerInput, Wrap};
 use crate::extension::{Next, Stack};
-use crate::kind::Wrapper;
 use crate::kind::property::Anywhere;
 
 mod key;
@@ -184,9 +183,37 @@ impl Cache {
     }
 }
 
-impl Extension for Cache {
-    type Kind = Wrapper;
+impl Configurable for Cache {
+    type Config = CacheConfig;
+
+    fn from_config(config: CacheConfig) -> Result<Self, ConfigError> {
+        let cache = Self::new(config);
+        Extension::check_config(&cache)?;
+        Ok(cache)
+    }
+}
+
+/// A stack a [`Cache`] can sit on: its input is the key (`Serialize`), and its
+/// output is cloned out of the store (`Clone`).
+///
+/// One trait, proven once per stack type, rather than bounds on `S::Input` and
+/// `S::Output` wherever a cache appears: those make the compiler resolve the
+/// associated types through every layer below, again in each query. And the
+/// output need not be `Sync` (the store keeps it behind a `Mutex`): asking it made
+/// the compiler walk the whole output type in every query.
+pub trait Cacheable: Stack<Input: Serialize, Output: Clone> {}
+
+impl<S> Cacheable for S
+where
+    S: Stack,
+    S::Input: Serialize,
+    S::Output: Clone,
+{
+}
+
+impl<S: Cacheable> Wrap<S> for Cache {
     type Locality = Anywhere;
+    type Params = CacheParams;
 
     fn name(&self) -> &str {
         "cache"
@@ -219,47 +246,11 @@ impl Extension for Cache {
             .map(drop)
             .map_err(|problem| ConfigError::new("default_ttl_secs", problem))
     }
-}
 
-impl Configurable for Cache {
-    type Config = CacheConfig;
-
-    fn from_config(config: CacheConfig) -> Result<Self, ConfigError> {
-        let cache = Self::new(config);
-        cache.check_config()?;
-        Ok(cache)
-    }
-}
-
-/// A stack a [`Cache`] can sit on: its input is the key (`Serialize`), and its
-/// output is cloned out of the store (`Clone`).
-///
-/// One trait, proven once per stack type, rather than bounds on `S::Input` and
-/// `S::Output` wherever a cache appears: those make the compiler resolve the
-/// associated types through every layer below, again in each query. And the
-/// output need not be `Sync` (the store keeps it behind a `Mutex`): asking it made
-/// the compiler walk the whole output type in every query.
-pub trait Cacheable: Stack<Input: Serialize, Output: Clone> {}
-
-impl<S> Cacheable for S
-where
-    S: Stack,
-    S::Input: Serialize,
-    S::Output: Clone,
-{
-}
-
-impl<S: Cacheable> Layer<S> for Cache {
-    type Branch = Wrapped<Self, S>;
-
-    fn layer(mut self, inner: S, below: &LayerInput<'_, Self>) -> Wrapped<Self, S> {
+    fn for_branch(mut self, _: &LayerInput<'_, Self>) -> Self {
         self.store = Some(Arc::new(Store::<S::Output>::new(&self.config)));
-        Wrapped::new(self, inner, below)
+        self
     }
-}
-
-impl<S: Cacheable> Around<S> for Cache {
-    type Params = CacheParams;
 
     async fn around(
         &self,
