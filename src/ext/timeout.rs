@@ -172,7 +172,10 @@ mod tests {
     fn the_limit_round_trips_through_config_and_is_checked() {
         let timeout = Timeout::from_config(TimeoutConfig { ms: 1500 }).unwrap();
         assert_eq!(timeout.after(), Duration::from_millis(1500));
-        assert_eq!(Extension::config(&timeout), Some(serde_json::json!({"ms": 1500})));
+        assert_eq!(
+            Extension::config(&timeout),
+            Some(serde_json::json!({"ms": 1500}))
+        );
         for ms in [0, u64::MAX] {
             let err = Timeout::from_config(TimeoutConfig { ms }).unwrap_err();
             assert_eq!(err.field, "ms");

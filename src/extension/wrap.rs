@@ -19,8 +19,8 @@ use crate::kind::Wrapper;
 use crate::kind::property::{Anywhere, Locality};
 use crate::name::Name;
 use crate::schema::Args;
-use crate::stack::params::{self, ReservedParams};
 use crate::stack::erased::DynStack;
+use crate::stack::params::{self, ReservedParams};
 use crate::stack::{Next, Stack};
 
 /// A wrapper, in one trait: its name and locality, its reserved params, and what it
@@ -354,7 +354,12 @@ impl<W: Wrap<S> + Extension, S: Stack> Stack for Wrapped<W, S> {
     ) -> impl Future<Output = Result<S::Output, ToolError>> + Send {
         let (params, input) = <W as Wrap<S>>::Params::split(input);
         let call = self.wrapper.around(
-            Next::new(&self.inner, &self.below, &self.branch, Extension::name(&self.wrapper)),
+            Next::new(
+                &self.inner,
+                &self.below,
+                &self.branch,
+                Extension::name(&self.wrapper),
+            ),
             params,
             input,
         );

@@ -24,3 +24,4 @@ mod relocation;
 mod schemas;
 mod third_party;
 mod timeout;
+mod wrappers;

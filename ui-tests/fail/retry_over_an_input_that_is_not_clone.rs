@@ -1,0 +1,43 @@
+// A retry calls the layer below again with a clone of its input, so it fits the
+// stacks whose input is `Clone`: over a tool whose input is not, the combo names
+// the wrapper, the stack and what the wrapper's impl asks.
+use toolgraft::extension::{Anywhere, Next, Stack};
+use toolgraft::prelude::*;
+
+#[derive(Clone)]
+struct Retry;
+
+impl<S: Stack<Input: Clone>> Wrap<S> for Retry {
+    type Locality = Anywhere;
+    type Params = ();
+    fn name(&self) -> &str {
+        "retry"
+    }
+    async fn around(
+        &self,
+        next: Next<'_, S, Self>,
+        (): (),
+        input: S::Input,
+    ) -> Result<S::Output, ToolError> {
+        match next.call(input.clone()).await {
+            Err(_) => next.call(input).await,
+            done => done,
+        }
+    }
+}
+
+// Deserialize and JsonSchema, as a tool's input must be; not Clone.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Query {
+    text: String,
+}
+
+fn main() {
+    let search = Tool::builder()
+        .name("search")
+        .description("Search.")
+        .body(|query: Query| async move { Ok(query.text) })
+        .build()
+        .unwrap();
+    let _combo = search.combo().with(Retry);
+}

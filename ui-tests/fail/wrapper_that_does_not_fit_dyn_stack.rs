@@ -1,0 +1,42 @@
+// A wrapper fits the run-time stack too, `DynStack`, which is what a manifest runs
+// it over: one bound to a typed input only (`Input = Query`) is no extension, and
+// the combo says how to bound it instead.
+use toolgraft::extension::{Anywhere, Next, Stack};
+use toolgraft::prelude::*;
+
+#[derive(Clone, serde::Deserialize, schemars::JsonSchema)]
+struct Query {
+    text: String,
+}
+
+#[derive(Clone)]
+struct NonEmpty;
+
+impl<S: Stack<Input = Query>> Wrap<S> for NonEmpty {
+    type Locality = Anywhere;
+    type Params = ();
+    fn name(&self) -> &str {
+        "non_empty"
+    }
+    async fn around(
+        &self,
+        next: Next<'_, S, Self>,
+        (): (),
+        input: Query,
+    ) -> Result<S::Output, ToolError> {
+        if input.text.is_empty() {
+            return Err(next.refuse("the query is empty"));
+        }
+        next.call(input).await
+    }
+}
+
+fn main() {
+    let search = Tool::builder()
+        .name("search")
+        .description("Search.")
+        .body(|query: Query| async move { Ok(query.text) })
+        .build()
+        .unwrap();
+    let _combo = search.combo().with(NonEmpty);
+}
