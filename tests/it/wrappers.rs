@@ -11,8 +11,9 @@ use toolgraft::error::BoxError;
 use toolgraft::ext::cache::CacheParams;
 use toolgraft::ext::{Cache, Trace};
 use toolgraft::extension::{Anywhere, Next, Params, Text};
+use toolgraft::kind::ExtensionKind;
 use toolgraft::prelude::*;
-use toolgraft::runtime::Configured;
+use toolgraft::runtime::{Configured, DynBranch, DynExtension, DynStack};
 use toolgraft::toolset::BaseTools;
 use toolgraft::{Registry, ToolError};
 
@@ -60,7 +61,9 @@ impl<S: Stack<Input: Clone>> Wrap<S> for Retry {
     }
 }
 
+// Unknown fields refused: a reserved param that reached the body would fail the call.
 #[derive(Clone, Debug, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct Flaky {
     text: String,
     /// Calls that fail before one succeeds.
@@ -232,6 +235,64 @@ async fn a_retried_run_time_input_keeps_the_reserved_params_of_the_layers_above_
         .unwrap();
     assert_eq!(echoed, "hi");
     assert_eq!(typed_calls.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_retry_over_a_run_time_wrapper_sends_every_attempt_its_reserved_params() {
+    // A wrapper defined at run time, reserving `exp`, below the retry: each
+    // attempt's clone shows it `exp` as given, and the body never sees it.
+    let calls = Arc::new(AtomicU32::new(0));
+    let mut registry = registry(Retry {
+        tries: Arc::default(),
+    });
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    registry
+        .register(
+            DynExtension::builder()
+                .name("expiring")
+                .kind(ExtensionKind::Wrapper)
+                .reserved(schemars::json_schema!({"type": "object", "properties": {"exp": {"type": "number"}}}))
+                .factory(move |layer| {
+                    let record = record.clone();
+                    let stack = DynStack::around(
+                        layer.input.branch.clone(),
+                        layer.below.clone(),
+                        move |input, below| {
+                            record.lock().unwrap().push(input.args().clone());
+                            async move { below.call(input).await }
+                        },
+                    );
+                    Ok(DynBranch::builder().stack(stack).build())
+                })
+                .build(),
+        )
+        .unwrap();
+    let toolset = from_manifest(
+        &flaky(calls.clone()),
+        &registry,
+        "flaky",
+        json!([["expiring", "retry"], ["retry", "expiring"]]),
+    );
+    let args = json!({"text": "hi", "failures": 2, "exp": 30});
+    assert_eq!(
+        toolset.call("flaky_expiring_retry", args).await.unwrap(),
+        json!("hi")
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    let expected = json!({"text": "hi", "failures": 2, "exp": 30});
+    let seen_args: Vec<Value> = seen.lock().unwrap().drain(..).map(Value::Object).collect();
+    assert_eq!(seen_args, [expected.clone(), expected.clone(), expected]);
+
+    // The other way round, the retry's clone is of the typed tool's input.
+    calls.store(0, Ordering::SeqCst);
+    let args = json!({"text": "hi", "failures": 1, "exp": 30, "attempts": 2});
+    assert_eq!(
+        toolset.call("flaky_retry_expiring", args).await.unwrap(),
+        json!("hi")
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(seen.lock().unwrap().len(), 1, "one call through `expiring`");
 }
 
 #[derive(Clone, Debug, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
