@@ -333,7 +333,7 @@ pub trait Configurable: Extension + Sized {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be layered over `{S}`",
     label = "no `Layer<{S}>` impl for `{Self}`",
-    note = "a wrapper implements `Wrap<S>` for the stacks it fits, and then layers over each of them: if `{Self}` is one, its `Wrap` impl asks something of `{S}` that `{S}` lacks (an input that is `Clone`, an output that is `Text`, ..)",
+    note = "a wrapper implements `Wrap<S>` for the stacks it fits, and then layers over each of them: if `{Self}` is one, its `Wrap` impl asks something this stack lacks (an input that is `Clone`, an output that is `Text`, ..)",
     note = "a transformer implements `Transform<S>` and a `Layer` returning `Transformed::new(self, inner, below)`; a backend a `Layer` returning a stack of its own"
 )]
 pub trait Layer<S: Stack>: Extension + Sized {
