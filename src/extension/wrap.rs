@@ -112,6 +112,47 @@ use crate::stack::{Next, Stack};
 /// }
 /// ```
 ///
+/// A wrapper that looks into one tool's input reads it through a trait of its own,
+/// implemented for that input and for [`DynInput`](crate::extension::DynInput)
+/// (whose [`args`](crate::extension::DynInput::args) are the JSON arguments):
+/// bounded by `Input = Query` alone, it would not fit `DynStack`, and is no
+/// extension.
+///
+/// ```
+/// use toolgraft::extension::{Anywhere, DynInput, Next, Stack};
+/// use toolgraft::{ToolError, Wrap};
+///
+/// #[derive(Clone, serde::Deserialize, schemars::JsonSchema)]
+/// struct Query { text: String }
+///
+/// /// What `NonEmpty` reads: the query's text, typed or from the arguments.
+/// trait QueryText { fn query_text(&self) -> Option<&str>; }
+/// impl QueryText for Query {
+///     fn query_text(&self) -> Option<&str> { Some(&self.text) }
+/// }
+/// impl QueryText for DynInput {
+///     fn query_text(&self) -> Option<&str> { self.args().get("text")?.as_str() }
+/// }
+///
+/// #[derive(Clone)]
+/// struct NonEmpty;
+/// impl<S: Stack<Input: QueryText>> Wrap<S> for NonEmpty {
+///     type Locality = Anywhere;
+///     type Params = ();
+///     fn name(&self) -> &str { "non_empty" }
+///     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
+///         -> Result<S::Output, ToolError>
+///     {
+///         if input.query_text().is_some_and(str::is_empty) {
+///             return Err(next.refuse("the query is empty"));
+///         }
+///         next.call(input).await
+///     }
+/// }
+/// # fn is_extension<E: toolgraft::Extension>() {}
+/// # is_extension::<NonEmpty>();
+/// ```
+///
 /// For the simplest wrappers, [`wrap_fn`] takes a closure instead.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not wrap `{S}`",

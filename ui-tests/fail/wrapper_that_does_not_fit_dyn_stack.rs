@@ -1,6 +1,8 @@
 // A wrapper fits the run-time stack too, `DynStack`, which is what a manifest runs
-// it over: one bound to a typed input only (`Input = Query`) is no extension, and
-// the combo says how to bound it instead.
+// it over: one bound to a typed input only (`Input = Query`) is no extension.
+// rustc reports the bound the impl wrote (`DynStack`'s input is not `Query`) and
+// the chain to `Extension`; `Wrap`'s docs show the fix (a trait of one's own,
+// implemented for `Query` and for `DynInput`).
 use toolgraft::extension::{Anywhere, Next, Stack};
 use toolgraft::prelude::*;
 
