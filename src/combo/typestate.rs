@@ -26,8 +26,8 @@ use schemars::Schema;
 
 use crate::extension::{Extension, Layer, Wrapped};
 use crate::kind::property::{
-    self, Anywhere, Cardinality, Declared, Execution, NotRelocated, Preserved,
-    Relocator, Reshaped, SameShape, Unconstrained,
+    self, Anywhere, Cardinality, Declared, Execution, NotRelocated, Preserved, Relocator, Reshaped,
+    SameShape, Unconstrained,
 };
 use crate::kind::{Kind, Succ, Zero};
 use crate::stack::Stack;

@@ -262,7 +262,7 @@ impl Registry {
             }
             draft.push(element, stack);
         }
-        draft.finish(tool)
+        draft.finish()
     }
 }
 
