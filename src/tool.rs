@@ -506,7 +506,7 @@ impl<N, D, B> ToolBuilder<N, D, B> {
         // Per type, shared: binding derives a branch's schema once for every tool
         // of one input type.
         let spec = ToolSpec {
-            name: Name::new(&self.name.into_name(sealed::Token))?,
+            name: Name::new(self.name.into_name(sealed::Token))?,
             description: self.description.into_description(sealed::Token),
             input_schema: (body.input_schema)(),
             output_schema: Some((body.output_schema)()),
