@@ -229,19 +229,46 @@ impl<N, D, B> std::fmt::Debug for ToolBuilder<N, D, B> {
 }
 
 /// A [`ToolBuilder`] whose name is not set yet.
+///
+/// ```
+/// use toolgraft::Tool;
+/// use toolgraft::tool::{NoBody, NoDescription, NoName, ToolBuilder};
+/// let _: ToolBuilder<NoName, NoDescription, NoBody> = Tool::builder();
+/// let _: ToolBuilder<String, NoDescription, NoBody> = Tool::builder().name("ping");
+/// ```
 #[derive(Debug)]
 pub struct NoName;
 
 /// A [`ToolBuilder`] whose description is not set yet.
+///
+/// ```
+/// use toolgraft::Tool;
+/// use toolgraft::tool::{NoBody, NoDescription, ToolBuilder};
+/// let _: ToolBuilder<String, NoDescription, NoBody> = Tool::builder().name("ping");
+/// ```
 #[derive(Debug)]
 pub struct NoDescription;
 
 /// A [`ToolBuilder`] whose body is not set yet.
+///
+/// ```
+/// use toolgraft::Tool;
+/// use toolgraft::tool::{NoBody, ToolBuilder};
+/// let _: ToolBuilder<String, String, NoBody> = Tool::builder().name("ping").description("Pong.");
+/// ```
 #[derive(Debug)]
 pub struct NoBody;
 
 /// A [`ToolBuilder`]'s body, with what `.body(..)` proved of its input type kept as
 /// functions, so that `.build()` needs no bounds (and cannot repeat their errors).
+///
+/// ```
+/// use toolgraft::Tool;
+/// use toolgraft::tool::{NoDescription, NoName, ToolBuilder, TypedBody};
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+/// fn bodied<I, O, F>(_: &ToolBuilder<NoName, NoDescription, TypedBody<I, O, F>>) {}
+/// bodied(&Tool::builder().body(|_: Ping| async { Ok("pong") }));
+/// ```
 pub struct TypedBody<I, O, F> {
     body: F,
     decode: fn(Args) -> Result<I, ArgsError>,
@@ -353,7 +380,14 @@ impl<O> BodyResult<O> for Result<O, BoxError> {
     fn sealed(_: sealed::Token) {}
 }
 
-/// A set name, for [`ToolBuilder::build`].
+/// A set name, for [`ToolBuilder::build`]: implemented for the `String` that
+/// [`ToolBuilder::name`] stores, so a builder without one does not build.
+///
+/// ```
+/// use toolgraft::tool::NameSet;
+/// fn named<N: NameSet>() {}
+/// named::<String>();
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a tool needs a name: call `.name(\"..\")` before `.build()`",
     label = "this tool has no name",
@@ -370,7 +404,13 @@ impl NameSet for String {
     }
 }
 
-/// A set description, for [`ToolBuilder::build`].
+/// A set description, for [`ToolBuilder::build`] (see [`NameSet`]).
+///
+/// ```
+/// use toolgraft::tool::DescriptionSet;
+/// fn described<D: DescriptionSet>() {}
+/// described::<String>();
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a tool needs a description: call `.description(\"..\")` before `.build()`",
     label = "this tool has no description",
@@ -387,7 +427,15 @@ impl DescriptionSet for String {
     }
 }
 
-/// A set body, for [`ToolBuilder::build`].
+/// A set body, for [`ToolBuilder::build`]: a [`TypedBody`].
+///
+/// ```
+/// use toolgraft::Tool;
+/// use toolgraft::tool::{BodySet, NoDescription, NoName, ToolBuilder};
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+/// fn bodied<B: BodySet<I, O, F>, I, O, F>(_: &ToolBuilder<NoName, NoDescription, B>) {}
+/// bodied(&Tool::builder().body(|_: Ping| async { Ok("pong") }));
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a tool needs a body: call `.body(|input: I| async move {{ .. }})` before `.build()`",
     label = "this tool has no body"
