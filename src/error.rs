@@ -509,23 +509,6 @@ pub enum BindError {
         attached: String,
     },
 
-    /// No combo was given to take the base tool from.
-    #[error(
-        "no combo to take the base tool from; bind a tool without combos as `Toolset::bind((tool.combo(),))`"
-    )]
-    NoCombo,
-
-    /// A combo was started from another tool than the one it is bound with.
-    #[error(
-        "a combo of `{combo_base}` was passed when binding `{tool}`; start each combo from the tool it is bound with"
-    )]
-    ForeignCombo {
-        /// The tool being bound.
-        tool: Name,
-        /// The base the combo was started from.
-        combo_base: Name,
-    },
-
     /// Rule `unknown-extension`: extensions that the registry does not know.
     #[error("unknown extension{} {} in a combo of `{tool}`; check the spelling, or register {}; registered: {}", if .names.len() == 1 { "" } else { "s" }, crate::error::ticked(.names), if .names.len() == 1 { "it" } else { "them" }, crate::error::ticked(.registered))]
     UnknownExtensions {
@@ -710,9 +693,7 @@ impl BindError {
             | Self::NameTooLong { .. }
             | Self::UnknownTool { .. }
             | Self::AlreadyAttached { .. }
-            | Self::NotAttached { .. }
-            | Self::ForeignCombo { .. }
-            | Self::NoCombo => return None,
+            | Self::NotAttached { .. } => return None,
         })
     }
 }

@@ -10,7 +10,6 @@ use futures_util::FutureExt;
 use schemars::{JsonSchema, Schema};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use typed_builder::TypedBuilder;
 
 use crate::error::{ArgsError, BoxError, ToolError, panic_message};
 use crate::name::{InvalidName, Name};
@@ -35,6 +34,11 @@ pub(crate) mod sealed {
         note = "a body is a closure or function: `|input: I| async move {{ Ok(output) }}`, whose future is `Send`"
     )]
     pub trait Body<I, O> {}
+
+    /// Names no one outside this crate can write: the builder's traits have a
+    /// method taking it, so only this crate implements them.
+    #[derive(Debug)]
+    pub struct Token;
 }
 
 /// What clients see of a base tool: name, description and the two schemas.
@@ -192,62 +196,375 @@ impl<I, O, F: Clone> Clone for Tool<I, O, F> {
     }
 }
 
-/// The fields of a [`Tool`], as its builder collects them.
-// The builder's own fields (a body closure among them), not a value users hold.
-#[allow(missing_debug_implementations)]
-#[doc(hidden)]
-#[derive(TypedBuilder)]
-#[builder(
-    builder_method(vis = "", name = __builder),
-    builder_type(name = ToolBuilder, doc = "Builds a [`Tool`]: set `name`, `description` and `body`, then `build()`."),
-    build_method(into = Result<Tool<I, O, F>, InvalidName>, doc = "Validates the name and computes the schemas.")
-)]
-pub struct ToolParts<I, O, F, Fut>
-where
-    I: DeserializeOwned + JsonSchema + 'static,
-    O: JsonSchema + 'static,
-    F: Fn(I) -> Fut + Body<I, O>,
-    Fut: Future<Output = Result<O, BoxError>>,
-{
-    /// The tool's name (see [`Name`] for the allowed characters).
-    #[builder(setter(
-        into,
-        doc = "The tool's name; see [`Name`] for the allowed characters."
-    ))]
-    name: String,
-    /// What the tool does.
-    #[builder(setter(into, doc = "What the tool does, for a model or a person."))]
-    description: String,
-    /// The async body.
-    #[builder(setter(doc = "The async body: `|input: I| async move { Ok(output) }`."))]
-    body: F,
-    #[builder(default, setter(skip))]
-    types: PhantomData<fn(I) -> (O, Fut)>,
+/// Builds a [`Tool`]: set [`name`](ToolBuilder::name),
+/// [`description`](ToolBuilder::description) and [`body`](ToolBuilder::body), in any
+/// order, then [`build`](ToolBuilder::build).
+///
+/// The type parameters say which fields are set so far (`NoName` until `.name(..)`,
+/// `String` after it, and so on); forgetting one is a compile error at `.build()`
+/// that names it. What the body must be is checked at `.body(..)`, once: each
+/// mistake there is one error, at the body.
+///
+/// ```
+/// use toolgraft::Tool;
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+/// let builder = Tool::builder()
+///     .body(|input: Shout| async move { Ok(input.text) })
+///     .name("shout");
+/// let shout = builder.description("Return the text.").build()?;
+/// assert_eq!(shout.spec().name, "shout");
+/// # Ok::<(), toolgraft::error::InvalidName>(())
+/// ```
+#[must_use = "a tool builder does nothing until `.build()`"]
+pub struct ToolBuilder<N = NoName, D = NoDescription, B = NoBody> {
+    name: N,
+    description: D,
+    body: B,
 }
 
-impl<I, O, F, Fut> From<ToolParts<I, O, F, Fut>> for Result<Tool<I, O, F>, InvalidName>
+impl<N, D, B> std::fmt::Debug for ToolBuilder<N, D, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolBuilder").finish_non_exhaustive()
+    }
+}
+
+/// A [`ToolBuilder`] whose name is not set yet.
+///
+/// ```
+/// use toolgraft::Tool;
+/// use toolgraft::tool::{NoBody, NoDescription, NoName, ToolBuilder};
+/// let _: ToolBuilder<NoName, NoDescription, NoBody> = Tool::builder();
+/// let _: ToolBuilder<String, NoDescription, NoBody> = Tool::builder().name("ping");
+/// ```
+#[derive(Debug)]
+pub struct NoName;
+
+/// A [`ToolBuilder`] whose description is not set yet.
+///
+/// ```
+/// use toolgraft::Tool;
+/// use toolgraft::tool::{NoBody, NoDescription, ToolBuilder};
+/// let _: ToolBuilder<String, NoDescription, NoBody> = Tool::builder().name("ping");
+/// ```
+#[derive(Debug)]
+pub struct NoDescription;
+
+/// A [`ToolBuilder`] whose body is not set yet.
+///
+/// ```
+/// use toolgraft::Tool;
+/// use toolgraft::tool::{NoBody, ToolBuilder};
+/// let _: ToolBuilder<String, String, NoBody> = Tool::builder().name("ping").description("Pong.");
+/// ```
+#[derive(Debug)]
+pub struct NoBody;
+
+/// A [`ToolBuilder`]'s body, with what `.body(..)` proved of its input type kept as
+/// functions, so that `.build()` needs no bounds (and cannot repeat their errors).
+///
+/// ```
+/// use toolgraft::Tool;
+/// use toolgraft::tool::{NoDescription, NoName, ToolBuilder, TypedBody};
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+/// fn bodied<I, O, F>(_: &ToolBuilder<NoName, NoDescription, TypedBody<I, O, F>>) {}
+/// bodied(&Tool::builder().body(|_: Ping| async { Ok("pong") }));
+/// ```
+pub struct TypedBody<I, O, F> {
+    body: F,
+    decode: fn(Args) -> Result<I, ArgsError>,
+    decode_keeping: fn(Args) -> Result<(I, Args), ArgsError>,
+    input_schema: fn() -> Arc<Schema>,
+    output_schema: fn() -> Arc<Schema>,
+    types: PhantomData<fn(I) -> O>,
+}
+
+impl<I, O, F> std::fmt::Debug for TypedBody<I, O, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TypedBody").finish_non_exhaustive()
+    }
+}
+
+/// What a tool takes: arguments are decoded with serde, and the schema is what a
+/// model reads.
+///
+/// ```
+/// use toolgraft::tool::ToolInput;
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Shout { text: String }
+/// fn input<I: ToolInput>() {}
+/// input::<Shout>();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool's input: it must be `serde::Deserialize` and `schemars::JsonSchema` (and `Send + 'static`)",
+    label = "the body takes `{Self}`",
+    note = "arguments are decoded into the input with serde, and its JSON Schema is what a model reads: derive both, `#[derive(serde::Deserialize, schemars::JsonSchema)]`",
+    note = "the `help` above names the one `{Self}` lacks"
+)]
+pub trait ToolInput: DeserializeOwned + JsonSchema + Send + 'static {}
+
+// No `do_not_recommend`: the missing bound's `Self` is the input itself, so the
+// compiler reports this trait, with the missing bound as its `help`.
+impl<T: DeserializeOwned + JsonSchema + Send + 'static> ToolInput for T {}
+
+/// What a tool returns: results are serialized to JSON, and the schema is the
+/// tool's output schema.
+///
+/// ```
+/// use toolgraft::tool::ToolOutput;
+/// fn output<O: ToolOutput>() {}
+/// output::<String>();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool's output: it must be `serde::Serialize` and `schemars::JsonSchema` (and `Send + 'static`)",
+    label = "the body returns `Ok({Self})`",
+    note = "results are serialized to JSON for callers by name, and the output's JSON Schema is the tool's output schema: derive both, `#[derive(serde::Serialize, schemars::JsonSchema)]`",
+    note = "the `help` above names the one `{Self}` lacks"
+)]
+pub trait ToolOutput: Serialize + JsonSchema + Send + 'static {}
+
+impl<T: Serialize + JsonSchema + Send + 'static> ToolOutput for T {}
+
+/// The future a body returns, yielding `Result<O, BoxError>`.
+///
+/// `Self` is the value the body returns: when that is no future (a closure without
+/// `async`), the compiler reports this trait, whose `Self` it is.
+///
+/// ```
+/// use toolgraft::tool::BodyFuture;
+/// fn body_future<Fut: BodyFuture<u8>>(_: Fut) {}
+/// body_future(async { Ok::<_, toolgraft::error::BoxError>(1) });
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a future, but a tool body is an async function",
+    label = "the body returns `{Self}`, not a future",
+    note = "write the body as `|input: I| async move {{ .. Ok(output) }}`, or as an `async fn`",
+    note = "a body that never awaits is still async: wrap what it computes in `async move {{ .. }}`, or return `std::future::ready(Ok(output))`"
+)]
+pub trait BodyFuture<O> {
+    #[doc(hidden)]
+    fn sealed(_: sealed::Token);
+}
+
+impl<T, O> BodyFuture<O> for T
 where
-    F: Fn(I) -> Fut + Body<I, O>,
-    Fut: Future<Output = Result<O, BoxError>>,
-    I: DeserializeOwned + JsonSchema + 'static,
-    O: JsonSchema + 'static,
+    T: Future,
+    T::Output: BodyResult<O>,
 {
-    fn from(parts: ToolParts<I, O, F, Fut>) -> Self {
+    fn sealed(_: sealed::Token) {}
+}
+
+/// What a body's future yields: `Result<O, BoxError>`.
+///
+/// ```
+/// use toolgraft::error::BoxError;
+/// use toolgraft::tool::BodyResult;
+/// fn yields<R: BodyResult<String>>() {}
+/// yields::<Result<String, BoxError>>();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a tool body yields `Result<O, BoxError>`, but this one yields `{Self}`",
+    label = "the body's future yields `{Self}`",
+    note = "the error is `toolgraft::error::BoxError`: leave it to inference (`Ok(output)`), or name it, `Ok::<_, BoxError>(output)`",
+    note = "`?` and `.map_err(BoxError::from)` convert any `std::error::Error + Send + Sync + 'static` (an `rmcp::ErrorData`, an `io::Error`), a `String` or a `&str`; give an error type that is none of these a `std::error::Error` impl, or map it to a message: `.map_err(|e| format!(\"{{e:?}}\"))?`",
+    note = "a value that is not a `Result` is returned as `Ok(value)`"
+)]
+pub trait BodyResult<O> {
+    #[doc(hidden)]
+    fn sealed(_: sealed::Token);
+}
+
+// One impl, so the compiler infers the output (and the error of an untyped `Ok(..)`)
+// from it; no other result is recommended.
+#[diagnostic::do_not_recommend]
+impl<O> BodyResult<O> for Result<O, BoxError> {
+    fn sealed(_: sealed::Token) {}
+}
+
+/// A set name, for [`ToolBuilder::build`]: implemented for the `String` that
+/// [`ToolBuilder::name`] stores, so a builder without one does not build.
+///
+/// ```
+/// use toolgraft::tool::NameSet;
+/// fn named<N: NameSet>() {}
+/// named::<String>();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a tool needs a name: call `.name(\"..\")` before `.build()`",
+    label = "this tool has no name",
+    note = "the name is how clients call the tool; see `toolgraft::Name` for the allowed characters"
+)]
+pub trait NameSet {
+    #[doc(hidden)]
+    fn into_name(self, _: sealed::Token) -> String;
+}
+
+impl NameSet for String {
+    fn into_name(self, _: sealed::Token) -> String {
+        self
+    }
+}
+
+/// A set description, for [`ToolBuilder::build`] (see [`NameSet`]).
+///
+/// ```
+/// use toolgraft::tool::DescriptionSet;
+/// fn described<D: DescriptionSet>() {}
+/// described::<String>();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a tool needs a description: call `.description(\"..\")` before `.build()`",
+    label = "this tool has no description",
+    note = "the description is what a model reads to decide when to call the tool"
+)]
+pub trait DescriptionSet {
+    #[doc(hidden)]
+    fn into_description(self, _: sealed::Token) -> String;
+}
+
+impl DescriptionSet for String {
+    fn into_description(self, _: sealed::Token) -> String {
+        self
+    }
+}
+
+/// A set body, for [`ToolBuilder::build`]: a [`TypedBody`].
+///
+/// ```
+/// use toolgraft::Tool;
+/// use toolgraft::tool::{BodySet, NoDescription, NoName, ToolBuilder};
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+/// fn bodied<B: BodySet<I, O, F>, I, O, F>(_: &ToolBuilder<NoName, NoDescription, B>) {}
+/// bodied(&Tool::builder().body(|_: Ping| async { Ok("pong") }));
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a tool needs a body: call `.body(|input: I| async move {{ .. }})` before `.build()`",
+    label = "this tool has no body"
+)]
+pub trait BodySet<I, O, F> {
+    #[doc(hidden)]
+    fn into_body(self, _: sealed::Token) -> TypedBody<I, O, F>;
+}
+
+impl<I, O, F> BodySet<I, O, F> for TypedBody<I, O, F> {
+    fn into_body(self, _: sealed::Token) -> Self {
+        self
+    }
+}
+
+impl<N, D, B> ToolBuilder<N, D, B> {
+    /// The tool's name; see [`Name`] for the allowed characters (checked by
+    /// [`build`](Self::build)). Setting it again replaces it.
+    ///
+    /// ```
+    /// # use toolgraft::Tool;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+    /// let ping = Tool::builder().name("ping").description("Answer pong.")
+    ///     .body(|_: Ping| async { Ok("pong") }).build()?;
+    /// assert_eq!(ping.spec().name, "ping");
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn name(self, name: impl Into<String>) -> ToolBuilder<String, D, B> {
+        ToolBuilder {
+            name: name.into(),
+            description: self.description,
+            body: self.body,
+        }
+    }
+
+    /// What the tool does, for a model or a person. Setting it again replaces it.
+    ///
+    /// ```
+    /// # use toolgraft::Tool;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+    /// let ping = Tool::builder().name("ping").description("Answer pong.")
+    ///     .body(|_: Ping| async { Ok("pong") }).build()?;
+    /// assert_eq!(ping.spec().description, "Answer pong.");
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn description(self, description: impl Into<String>) -> ToolBuilder<N, String, B> {
+        ToolBuilder {
+            name: self.name,
+            description: description.into(),
+            body: self.body,
+        }
+    }
+
+    /// The async body: `|input: I| async move { Ok(output) }`, or an `async fn`,
+    /// yielding `Result<O, BoxError>`. Every rule of a body is checked here, and
+    /// only here: the input ([`ToolInput`]), the output ([`ToolOutput`]), that it
+    /// is async ([`BodyFuture`]) and what it yields ([`BodyResult`]).
+    ///
+    /// ```
+    /// use toolgraft::Tool;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Count { text: String }
+    /// let count = Tool::builder().name("count").description("Parse a number.")
+    ///     .body(|input: Count| async move {
+    ///         let n: u32 = input.text.parse()?; // `?` converts the error
+    ///         Ok(n)
+    ///     })
+    ///     .build()?;
+    /// # let _ = count;
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn body<I, O, F, Fut>(self, body: F) -> ToolBuilder<N, D, TypedBody<I, O, F>>
+    where
+        I: ToolInput,
+        O: ToolOutput,
+        F: Fn(I) -> Fut + Clone + Send + Sync + 'static,
+        Fut: BodyFuture<O> + Send,
+    {
+        ToolBuilder {
+            name: self.name,
+            description: self.description,
+            body: TypedBody {
+                body,
+                decode: decode_args::<I>,
+                decode_keeping: decode_args_keeping::<I>,
+                input_schema: schema::of_cached::<I>,
+                output_schema: schema::of_cached::<O>,
+                types: PhantomData,
+            },
+        }
+    }
+
+    /// Validates the name and computes the schemas. A field not set is a compile
+    /// error that names it.
+    ///
+    /// ```
+    /// # use toolgraft::Tool;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+    /// let bad = Tool::builder().name("no spaces").description("Answer pong.")
+    ///     .body(|_: Ping| async { Ok("pong") }).build();
+    /// assert!(bad.is_err());
+    /// ```
+    ///
+    /// ```compile_fail
+    /// # use toolgraft::Tool;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+    /// let ping = Tool::builder().name("ping") // no description
+    ///     .body(|_: Ping| async { Ok("pong") }).build();
+    /// ```
+    pub fn build<I, O, F>(self) -> Result<Tool<I, O, F>, InvalidName>
+    where
+        N: NameSet,
+        D: DescriptionSet,
+        B: BodySet<I, O, F>,
+    {
+        let body = self.body.into_body(sealed::Token);
         // Per type, shared: binding derives a branch's schema once for every tool
-        // of one input type (why `I` and `O` are `'static` here: a tool is only
-        // callable with `'static` types anyway).
+        // of one input type.
         let spec = ToolSpec {
-            name: Name::new(&parts.name)?,
-            description: parts.description,
-            input_schema: schema::of_cached::<I>(),
-            output_schema: Some(schema::of_cached::<O>()),
+            name: Name::new(self.name.into_name(sealed::Token))?,
+            description: self.description.into_description(sealed::Token),
+            input_schema: (body.input_schema)(),
+            output_schema: Some((body.output_schema)()),
         };
         Ok(Tool {
             args: ArgNames::of(&spec.input_schema),
             spec: Arc::new(spec),
-            body: parts.body,
-            decode: decode_args::<I>,
-            decode_keeping: decode_args_keeping::<I>,
+            body: body.body,
+            decode: body.decode,
+            decode_keeping: body.decode_keeping,
             types: PhantomData,
         })
     }
@@ -266,15 +583,12 @@ impl Tool<(), (), ()> {
     ///     .build()?;
     /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
-    #[allow(clippy::type_complexity)]
-    pub fn builder<I, O, F, Fut>() -> ToolBuilder<I, O, F, Fut, ((), (), ())>
-    where
-        I: DeserializeOwned + JsonSchema + 'static,
-        O: JsonSchema + 'static,
-        F: Fn(I) -> Fut + Body<I, O>,
-        Fut: Future<Output = Result<O, BoxError>>,
-    {
-        ToolParts::__builder()
+    pub fn builder() -> ToolBuilder {
+        ToolBuilder {
+            name: NoName,
+            description: NoDescription,
+            body: NoBody,
+        }
     }
 }
 

@@ -312,7 +312,7 @@ impl Toolset {
             }
             let combos = drafts
                 .into_iter()
-                .map(|draft| draft.finish(tool))
+                .map(ComboDraft::finish)
                 .collect::<Result<Vec<_>, _>>()?;
             changes.push((ToolGroup::new(base, combos), None));
         }

@@ -532,14 +532,9 @@ impl ComboDraft {
     }
 
     /// The attached combo, or the first rule it breaks (whole-combo cardinality
-    /// first, then the first refused layer).
-    pub(crate) fn finish(self, tool: &Name) -> Result<Attached, BindError> {
-        if self.base != *tool {
-            return Err(BindError::ForeignCombo {
-                tool: tool.clone(),
-                combo_base: self.base,
-            });
-        }
+    /// first, then the first refused layer). A draft is attached to the base it
+    /// was started from, which it carries: no combo of one tool can reach another.
+    pub(crate) fn finish(self) -> Result<Attached, BindError> {
         rules::cardinality(
             &self.base,
             self.elements

@@ -26,8 +26,8 @@ use schemars::Schema;
 
 use crate::extension::{Extension, Layer, Wrapped};
 use crate::kind::property::{
-    self, Anywhere, BodyLocal, Cardinality, Declared, Execution, NotRelocated, Preserved,
-    Relocator, Reshaped, SameShape, Unconstrained,
+    self, Anywhere, Cardinality, Declared, Execution, NotRelocated, Preserved, Relocator, Reshaped,
+    SameShape, Unconstrained,
 };
 use crate::kind::{Kind, Succ, Zero};
 use crate::stack::Stack;
@@ -44,6 +44,10 @@ mod sealed {
     #[derive(Debug)]
     pub struct Token;
 
+    /// A type no extension is, and no combo ever holds.
+    #[derive(Debug)]
+    pub struct Unreachable;
+
     /// The seal of the typestate's hidden helper traits: only the types the
     /// typestate itself computes with implement them.
     pub trait Machinery {}
@@ -57,8 +61,6 @@ impl sealed::Machinery for True {}
 impl sealed::Machinery for False {}
 impl sealed::Machinery for HNil {}
 impl<X, Tail> sealed::Machinery for HCons<X, Tail> {}
-impl sealed::Machinery for Anywhere {}
-impl sealed::Machinery for BodyLocal {}
 
 // ---------------------------------------------------------------------------------
 // The typestate: what a combo holds so far, as types.
@@ -183,60 +185,72 @@ pub type HolderIn<St, K> = <<St as ComboState>::Seen as HolderOf<K>>::Holder;
 
 // ---------------------------------------------------------------------------------
 // Rule `cardinality`, typed: at most one extension of a non-`multiple` kind per combo.
-// `Self` is the extension already holding kind `K`, or `Vacant`.
+//
+// Why `Self` is the kind's word and the holder a parameter: when a leaf bound fails
+// and its `Self` equals the `Self` of the bound the user's call asked for
+// (`E: Joins<..>` in `Combo::with`), rustc reports that root bound, raw, instead of
+// the leaf's message. With the holder as `Self`, the same backend type twice
+// (`.with(pool.clone()).with(pool)`: holder `Pool`, `E = Pool`) lost the rule's
+// words. A kind's word is never an extension, so the leaf always speaks.
 // ---------------------------------------------------------------------------------
 
-/// Rule `cardinality` at the type level: `Self` (the holder of kind `K` so far) lets `E` join.
+/// Rule `cardinality` at the type level: in a combo where `Holder` already holds the
+/// kind `Self` (a kind's word, `backend`), or [`Vacant`] when none does, `E` may join.
 #[diagnostic::on_unimplemented(
-    message = "a combo holds at most one {K}, and this combo already has `{Self}`",
-    label = "`{E}` would be a second {K} in this combo",
-    note = "the {K} kind is not `multiple`: one combo may carry only one extension of that kind (rule `cardinality` in `toolgraft::rulebook`)",
-    note = "to offer `{E}` too, put it in another combo of the tool: each combo mints its own branches, and may hold its own {K}"
+    message = "a combo holds at most one {Self}, and this combo already has `{Holder}`",
+    label = "`{E}` would be a second {Self} in this combo",
+    note = "the {Self} kind is not `multiple`: one combo may carry only one extension of that kind (rule `cardinality` in `toolgraft::rulebook`)",
+    note = "to offer `{E}` too, put it in another combo of the tool: each combo mints its own branches, and may hold its own {Self}"
 )]
-pub trait OneOfKindPerCombo<K, E> {
+pub trait OneOfKindPerCombo<Holder, E> {
     #[doc(hidden)]
     fn sealed(_: sealed::Token);
 }
 
 #[diagnostic::do_not_recommend]
-impl<K, E> OneOfKindPerCombo<K, E> for Vacant {
+impl<K, E> OneOfKindPerCombo<Vacant, E> for K {
+    fn sealed(_: sealed::Token) {}
+}
+
+// Never used: with a second impl, the compiler cannot pick the one above while the
+// holder is still being computed (as it is behind a generic helper's bounds), so it
+// computes the holder first and reports this trait's message, not a raw type mismatch
+// against `Vacant`.
+#[diagnostic::do_not_recommend]
+impl<K, E> OneOfKindPerCombo<sealed::Unreachable, E> for K {
     fn sealed(_: sealed::Token) {}
 }
 
 // ---------------------------------------------------------------------------------
-// Rule `locality-inside-relocation`, typed: an extension that needs body locality must sit inside every
-// relocating one. `Self` is the first relocator, or `NotRelocated`.
+// Rule `locality-inside-relocation`, typed: an extension that needs body locality
+// must sit inside every relocating one. `Self` is the locality `E` declares, not the
+// first relocator, for the reason given at rule `cardinality`: a body-local backend
+// added twice would make the relocator equal to `E`.
 // ---------------------------------------------------------------------------------
 
-/// Rule `locality-inside-relocation` at the type level: `E` may be added after `Self`, the first relocating
-/// extension of the combo (or [`NotRelocated`]).
+/// Rule `locality-inside-relocation` at the type level: `E`, whose locality is `Self`,
+/// may be added after `Relocated`, the first relocating extension of the combo (or
+/// [`NotRelocated`]).
 #[diagnostic::on_unimplemented(
-    message = "`{E}` needs to run beside the tool body, but `{Self}` before it relocates execution",
-    label = "`{E}` would sit outside `{Self}`",
-    note = "everything after `{Self}` runs in the calling process, not where `{Self}` runs the body, so `{E}` would silently not apply to the body (rule `locality-inside-relocation` in `toolgraft::rulebook`)",
-    note = "place `{E}` before `{Self}`: `.with({E}..).with({Self}..)`"
+    message = "`{E}` needs to run beside the tool body, but `{Relocated}` before it relocates execution",
+    label = "`{E}` would sit outside `{Relocated}`",
+    note = "everything after `{Relocated}` runs in the calling process, not where `{Relocated}` runs the body, so `{E}` would silently not apply to the body (rule `locality-inside-relocation` in `toolgraft::rulebook`)",
+    note = "place `{E}` before `{Relocated}`: `.with({E}..).with({Relocated}..)`"
 )]
-pub trait InsideRelocation<E> {
+pub trait InsideRelocation<Relocated, E> {
     #[doc(hidden)]
     fn sealed(_: sealed::Token);
 }
 
 #[diagnostic::do_not_recommend]
-impl<E> InsideRelocation<E> for NotRelocated {
+impl<L, E> InsideRelocation<NotRelocated, E> for L {
     fn sealed(_: sealed::Token) {}
 }
 
 #[diagnostic::do_not_recommend]
-impl<E: Extension, B: Extension> InsideRelocation<E> for B
-where
-    E::Locality: MayRunOutside,
-{
+impl<E, B: Extension> InsideRelocation<B, E> for Anywhere {
     fn sealed(_: sealed::Token) {}
 }
-
-#[doc(hidden)]
-pub trait MayRunOutside: sealed::Machinery {}
-impl MayRunOutside for Anywhere {}
 
 // ---------------------------------------------------------------------------------
 // Rules `wrapper-input-schema`, `transformer-input-schema` and
@@ -405,8 +419,8 @@ where
     St: ComboState,
     E: Layer<Closed<St, S>>,
     St::Seen: HolderOf<E::Kind>,
-    HolderIn<St, E::Kind>: OneOfKindPerCombo<<E::Kind as Kind>::Word, E>,
-    St::Relocated: InsideRelocation<E>,
+    <E::Kind as Kind>::Word: OneOfKindPerCombo<HolderIn<St, E::Kind>, E>,
+    E::Locality: InsideRelocation<St::Relocated, E>,
     <E::Kind as Kind>::InputRule: InputContract<E, S::Input, <E::Branch as Stack>::Input>,
     <E::Kind as Kind>::InputRule: BranchContract<E, Closed<St, S>, E::Branch>,
     <E::Kind as Kind>::OutputRule: OutputContract<E, S::Output, <E::Branch as Stack>::Output>,

@@ -262,7 +262,7 @@ impl Registry {
             }
             draft.push(element, stack);
         }
-        draft.finish(tool)
+        draft.finish()
     }
 }
 
@@ -323,7 +323,8 @@ fn config_of<E: Configurable>(config: Map<String, Value>) -> Result<E, ConfigErr
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be registered as an extension",
     label = "not a registrable extension",
-    note = "`Registry::register` takes a typed extension (`register(Trace)`), `Configured::new(ext)` for one that takes author config, `Configured::<E>::named(\"name\")` for one built from config only, `Refined::new(ext, refine)`, or a `DynExtension`"
+    note = "`Registry::register` takes a typed extension (`register(Trace)`), `Configured::new(ext)` for one that takes author config, `Configured::<E>::named(\"name\")` for one built from config only, `Refined::new(ext, refine)`, or a `DynExtension`",
+    note = "a typed extension registers when it is `Clone` (each manifest element gets its own clone) and layers over `DynStack`, the run-time stack of JSON values (a `Wrap` does over every stack): the `help` above names what `{Self}` lacks"
 )]
 pub trait Registrable: sealed::Sealed {}
 
@@ -341,6 +342,21 @@ mod sealed {
         #[allow(private_interfaces)]
         fn factory(typed: super::Typed<Self>) -> super::Arc<dyn super::Factory>;
     }
+
+    /// The input of `E`'s branch over the run-time stack, which a run-time layer
+    /// around it may read as JSON. `Self` is that input, not `E`: a failing bound
+    /// whose `Self` is the registered extension would be reported as the bare
+    /// `Registrable`, without this message.
+    #[diagnostic::on_unimplemented(
+        message = "`{E}` cannot be registered: its branch takes `{Self}`, which is not `Serialize`",
+        label = "the branch of `{E}` takes `{Self}`",
+        note = "a registered extension runs among layers defined at run time, which read the arguments of the layer below as JSON: the registry rebuilds them from the typed input when asked",
+        note = "derive `serde::Serialize` for `{Self}` (its `Deserialize` twin), or implement it"
+    )]
+    pub trait RunTimeInput<E>: serde::Serialize {}
+
+    #[diagnostic::do_not_recommend]
+    impl<I: serde::Serialize, E> RunTimeInput<E> for I {}
 }
 
 impl<E> sealed::OverErased for E
@@ -349,7 +365,7 @@ where
     <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
     <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
     <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
-    <E::Branch as Stack>::Input: Serialize,
+    <E::Branch as Stack>::Input: sealed::RunTimeInput<E>,
 {
     #[allow(private_interfaces)]
     fn factory(typed: Typed<E>) -> Arc<dyn Factory> {

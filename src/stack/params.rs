@@ -277,10 +277,13 @@ impl ParamBag {
 /// taken by type or, when not given, at its `Default`.
 ///
 /// `Index` is inferred: it says how many wrappers sit above the core.
+// The compiler reports the innermost failing bound, whose `Self` is the core input
+// (the impls peel one `WithParams` each): the messages name it as such.
 #[diagnostic::on_unimplemented(
-    message = "this branch does not take `{Core}` as its input",
-    label = "the branch's input is `{Self}`",
-    note = "pass the input of the base tool (or of the transformer nearest the top), and set reserved params with `.params(..)`; those not set take their `Default`"
+    message = "a typed call of this branch takes its core input `{Self}`, not `{Core}`",
+    label = "expected `{Self}`, the input of the base tool (or of the transformer nearest the top)",
+    note = "pass the core input, and set reserved params with `.params(..)`; those not set take their `Default`",
+    note = "the branch's whole input (`WithParams<P, ..>` around `{Self}`, one per wrapper that reserves params) is accepted too"
 )]
 pub trait Assemble<Core, Index>: Sized {
     #[doc(hidden)]
@@ -344,7 +347,7 @@ pub(crate) fn assemble<Input: Assemble<C, Index>, C, Index>(
 #[diagnostic::on_unimplemented(
     message = "no layer of this branch reserves `{Self}`",
     label = "not a reserved param of this branch",
-    note = "the branch's input is `{Input}`",
+    note = "the branch's whole input is `{Input}`: each `WithParams<P, ..>` in it is a wrapper that reserves `P`, around the core input",
     note = "`.params(..)` takes the reserved params of a wrapper in the branch's combo (`CacheParams` for a `cache`, say)"
 )]
 pub trait ReservedIn<Input, Index> {

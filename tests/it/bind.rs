@@ -6,7 +6,9 @@ use toolgraft::ext::{Cache, Trace};
 use toolgraft::tool::BaseTool;
 use toolgraft::{BindError, Tool, Toolset};
 
-use crate::common::{Shout, ping, shout};
+use toolgraft::runtime::manifest::{ComboSpec, ElementSpec};
+
+use crate::common::{Ping, Shout, ping, shout};
 
 #[test]
 fn an_empty_tuple_binds_nothing() {
@@ -117,6 +119,32 @@ fn combos_of_several_tools_bind_every_base_or_none() {
         "{err}"
     );
     assert!(!toolset.contains("fresh"));
+}
+
+/// Each combo brings its base, so no combo can be bound with another tool (what
+/// `BindError::ForeignCombo` once refused at run time): interleaved combos of two
+/// tools attach each to the tool it was started from, and run that tool's body.
+#[tokio::test]
+async fn interleaved_combos_attach_to_the_tool_they_were_started_from() {
+    let (shout, ping) = (shout(), ping());
+    let toolset = Toolset::new();
+    let (pinged, shouted, cached) = toolset
+        .bind((
+            ping.combo().with(Trace),
+            shout.combo().with(Trace),
+            ping.combo().with(Cache::default()).with(Trace),
+        ))
+        .unwrap();
+    let spec =
+        |names: &[&str]| -> ComboSpec { names.iter().map(|n| ElementSpec::named(*n)).collect() };
+    assert_eq!(toolset.combos("shout").unwrap(), [spec(&["trace"])]);
+    assert_eq!(
+        toolset.combos("ping").unwrap(),
+        [spec(&["trace"]), spec(&["cache", "trace"])]
+    );
+    assert_eq!(pinged.call(Ping {}).await.unwrap(), "pong");
+    assert_eq!(cached.call(Ping {}).await.unwrap(), "pong");
+    assert_eq!(shouted.call(Shout::new("hi")).await.unwrap(), "hi");
 }
 
 #[test]

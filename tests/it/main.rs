@@ -7,6 +7,7 @@ mod common;
 mod agreement;
 mod authoring;
 mod bind;
+mod builder;
 mod builtins;
 mod calls;
 mod context;

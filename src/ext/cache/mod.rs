@@ -201,15 +201,63 @@ impl Configurable for Cache {
 /// associated types through every layer below, again in each query. And the
 /// output need not be `Sync` (the store keeps it behind a `Mutex`): asking it made
 /// the compiler walk the whole output type in every query.
-pub trait Cacheable: Stack<Input: Serialize, Output: Clone> {}
+///
+/// When a stack is not, the compiler names the half that fails, with the fix:
+/// [`CacheKey`] for the input, [`CachedOutput`] for the output.
+pub trait Cacheable: Stack<Input: CacheKey, Output: CachedOutput> {}
 
 impl<S> Cacheable for S
 where
     S: Stack,
-    S::Input: Serialize,
-    S::Output: Clone,
+    S::Input: CacheKey,
+    S::Output: CachedOutput,
 {
 }
+
+/// The input of a stack a [`Cache`] sits on: serialized, it is the key.
+///
+/// Implemented for every `Serialize` type. A trait of its own (not `Serialize`
+/// itself) so that the compiler's message names the rule and the fix rather than
+/// a bare `Serialize` bound several layers down.
+///
+/// ```
+/// use toolgraft::ext::cache::CacheKey;
+/// fn key<K: CacheKey>() {}
+/// key::<String>();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`cache` keys each call by its input serialized, but `{Self}` is not `Serialize`",
+    label = "the layer below takes `{Self}`, which is not `Serialize`",
+    note = "add `#[derive(serde::Serialize)]` to `{Self}` beside its `Deserialize` (an rmcp tool's argument struct usually derives `Deserialize` and `JsonSchema` only)",
+    note = "the key is the input as JSON, written canonically, so calls with equal arguments share an entry"
+)]
+pub trait CacheKey: Serialize {}
+
+// `do_not_recommend`: the compiler reports this trait, with its message, instead
+// of the bare `Serialize` bound the impl asks.
+#[diagnostic::do_not_recommend]
+impl<T: Serialize + ?Sized> CacheKey for T {}
+
+/// The output of a stack a [`Cache`] sits on: each hit hands out a clone of the
+/// stored result.
+///
+/// Implemented for every `Clone` type; a trait of its own for its message, as
+/// [`CacheKey`].
+///
+/// ```
+/// use toolgraft::ext::cache::CachedOutput;
+/// fn output<O: CachedOutput>() {}
+/// output::<Vec<String>>();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`cache` hands out a clone of a stored result, but the output `{Self}` is not `Clone`",
+    label = "the layer below returns `{Self}`, which is not `Clone`",
+    note = "add `#[derive(Clone)]` to `{Self}` (or return an `Arc` of it): every hit returns a clone of the stored result"
+)]
+pub trait CachedOutput: Clone {}
+
+#[diagnostic::do_not_recommend]
+impl<T: Clone> CachedOutput for T {}
 
 impl<S: Cacheable> Wrap<S> for Cache {
     type Locality = Anywhere;
