@@ -12,7 +12,7 @@ use std::sync::Arc;
 use schemars::Schema;
 
 use crate::bind::{ComboDraft, Element, Problem, Running, written_config};
-use crate::extension::Layer;
+use crate::extension::Mint;
 use crate::kind::Kind;
 use crate::kind::property::Locality;
 use crate::name::Name;
@@ -250,7 +250,7 @@ pub(crate) fn apply_typed<E, S>(
 ) -> (Element, E::Branch)
 where
     S: Stack,
-    E: Layer<S>,
+    E: Mint<S>,
 {
     let branch = below.name.branch(&name);
     let layer_input = below.layer_input(&branch);
@@ -273,7 +273,7 @@ where
         branch: branch.clone(),
         name,
     };
-    let stack = extension.layer(inner, &layer_input);
+    let stack = extension.mint(inner, &layer_input);
     (element, stack)
 }
 

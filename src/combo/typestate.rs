@@ -24,7 +24,7 @@ use std::sync::Arc;
 use frunk::{HCons, HNil};
 use schemars::Schema;
 
-use crate::extension::{Extension, Layer, Wrapped};
+use crate::extension::{Extension, Mint, Wrapped};
 use crate::kind::property::{
     self, Anywhere, Cardinality, Declared, Execution, NotRelocated, Preserved, Relocator, Reshaped,
     SameShape, Unconstrained,
@@ -405,7 +405,7 @@ pub(crate) fn token() -> sealed::Token {
 /// ([`OneOfKindPerCombo`], [`InsideRelocation`], [`InputContract`],
 /// [`BranchContract`], [`OutputContract`]); when one fails, the compiler reports that one, with its own
 /// message.
-pub trait Joins<S: Stack, St: ComboState>: Layer<Closed<St, S>> {
+pub trait Joins<S: Stack, St: ComboState>: Mint<Closed<St, S>> {
     /// The reserved params the branch adds, as a schema.
     #[doc(hidden)]
     fn reserved(_: sealed::Token) -> Option<Arc<Schema>>;
@@ -417,7 +417,7 @@ impl<E, S, St> Joins<S, St> for E
 where
     S: Stack,
     St: ComboState,
-    E: Layer<Closed<St, S>>,
+    E: Mint<Closed<St, S>>,
     St::Seen: HolderOf<E::Kind>,
     <E::Kind as Kind>::Word: OneOfKindPerCombo<HolderIn<St, E::Kind>, E>,
     E::Locality: InsideRelocation<St::Relocated, E>,

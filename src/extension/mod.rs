@@ -29,7 +29,7 @@ use std::sync::Arc;
 use schemars::Schema;
 use serde_json::Value;
 
-use crate::kind::Kind;
+use crate::kind::{Kind, words};
 use crate::name::Name;
 
 mod transform;
@@ -286,11 +286,13 @@ pub trait Configurable: Extension + Sized {
     fn from_config(config: Self::Config) -> Result<Self, ConfigError>;
 }
 
-/// Applies an extension to the stack `S` below it, building the branch.
+/// Applies a transformer or a backend to the stack `S` below it, building the
+/// branch.
 ///
-/// A [`Wrap`] has this impl already, over every stack it wraps; a [`Transform`]
-/// returns [`Transformed::new`] here; other transformers and backends build their
-/// own branch.
+/// A [`Transform`] returns [`Transformed::new`] here; other transformers and
+/// backends build their own branch. A wrapper has none: binding mints its branch
+/// from its [`Wrap<S>`](Wrap) impl (see [`Mint`]), and a `Layer` of a type whose
+/// kind is [`Wrapper`] is never used.
 /// The typestate checks the branch against the kind's contract: a kind that
 /// preserves the input schema must take `S::Input` (optionally
 /// [`WithParams`]), one that preserves output shape must return
@@ -333,8 +335,8 @@ pub trait Configurable: Extension + Sized {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be layered over `{S}`",
     label = "no `Layer<{S}>` impl for `{Self}`",
-    note = "a wrapper implements `Wrap<S>` for the stacks it fits, and then layers over each of them: if `{Self}` is one, its `Wrap` impl asks something this stack lacks (an input that is `Clone`, an output that is `Text`, ..)",
-    note = "a transformer implements `Transform<S>` and a `Layer` returning `Transformed::new(self, inner, below)`; a backend a `Layer` returning a stack of its own"
+    note = "a transformer implements `Transform<S>` and a `Layer` returning `Transformed::new(self, inner, below)`; a backend a `Layer` returning a stack of its own",
+    note = "a wrapper has no `Layer`: it implements `Wrap<S>` for the stacks it fits, and binding mints its branch"
 )]
 pub trait Layer<S: Stack>: Extension + Sized {
     /// The branch this extension mints over `S`.
@@ -343,4 +345,100 @@ pub trait Layer<S: Stack>: Extension + Sized {
     /// Builds the branch over `inner`. Called once per branch, so per-branch state
     /// (a cache's store) is created here.
     fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch;
+}
+
+/// How binding mints an extension's branch over the stack `S`, by its kind: a
+/// wrapper's from its [`Wrap<S>`](Wrap) impl (the branch is always [`Wrapped`]), a
+/// transformer's or a backend's from its [`Layer<S>`]. What
+/// [`Combo::with`](crate::Combo::with) and the [`Registry`](crate::Registry) ask.
+///
+/// Implemented for every extension whose kind's way applies, and nothing else
+/// (sealed through the kinds): a wrapper's branch cannot be minted by a `Layer` of
+/// its own, so what it forwards is what its kind promises, by construction.
+///
+/// ```
+/// use toolgraft::extension::Mint;
+/// use toolgraft::ext::{Batch, Trace};
+/// use toolgraft::Tool;
+/// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Ping {}
+/// fn mints<E: Mint<S>, S: toolgraft::Stack>(_: &E, _: &S) {}
+/// let ping = Tool::builder().name("ping").description("Pong.")
+///     .body(|_: Ping| async { Ok("pong".to_owned()) }).build()?;
+/// mints(&Trace, &ping);
+/// mints(&Batch::default(), &ping);
+/// # Ok::<(), toolgraft::error::InvalidName>(())
+/// ```
+pub trait Mint<S: Stack>: Extension + Sized {
+    /// The branch this extension mints over `S`.
+    type Branch: Stack;
+
+    #[doc(hidden)]
+    fn mint(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch;
+}
+
+impl<S: Stack, E: Extension> Mint<S> for E
+where
+    <E::Kind as Kind>::Word: MintedBy<E, S>,
+{
+    type Branch = <<E::Kind as Kind>::Word as MintedBy<E, S>>::Branch;
+
+    #[inline]
+    fn mint(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
+        <<E::Kind as Kind>::Word as MintedBy<E, S>>::mint(self, inner, below)
+    }
+}
+
+mod sealed {
+    /// The kinds' words: the only implementors of [`MintedBy`](super::MintedBy).
+    pub trait Word {}
+    impl Word for crate::kind::words::wrapper {}
+    impl Word for crate::kind::words::transformer {}
+    impl Word for crate::kind::words::backend {}
+}
+
+/// A kind's way of minting `E`'s branch over `S` (see [`Mint`]). `Self` is the
+/// kind's word (`wrapper`), so the three ways never overlap, and the compiler's
+/// message says which kind `E` is. Sealed.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "the {Self} `{E}` cannot be layered over `{S}`",
+    label = "no branch of `{E}` over `{S}`",
+    note = "a wrapper implements `Wrap<S>` for the stacks it fits, and binding mints its branch (`Wrapped`): a wrapper never has a `Layer` of its own. If `{E}` is one, its `Wrap` impl asks something this stack lacks (an input that is `Clone`, an output that is `Text`, ..), or it has no `Wrap` impl at all",
+    note = "a transformer implements `Layer<S>` (returning `Transformed::new(self, inner, below)` for a `Transform`), a backend a `Layer<S>` returning a stack of its own; an extension with a branch of its own is one of those (`type Kind = Transformer;`)"
+)]
+pub trait MintedBy<E: Extension, S: Stack>: sealed::Word {
+    /// The branch.
+    type Branch: Stack;
+    /// Mints it.
+    fn mint(extension: E, inner: S, below: &LayerInput<'_, E>) -> Self::Branch;
+}
+
+#[diagnostic::do_not_recommend]
+impl<E: Wrap<S> + Extension<Kind = Wrapper>, S: Stack> MintedBy<E, S> for words::wrapper {
+    type Branch = Wrapped<E, S>;
+
+    #[inline]
+    fn mint(wrapper: E, inner: S, below: &LayerInput<'_, E>) -> Wrapped<E, S> {
+        Wrapped::new(wrapper.for_branch(below), inner, below)
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<E: Layer<S>, S: Stack> MintedBy<E, S> for words::transformer {
+    type Branch = E::Branch;
+
+    #[inline]
+    fn mint(transformer: E, inner: S, below: &LayerInput<'_, E>) -> E::Branch {
+        transformer.layer(inner, below)
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<E: Layer<S>, S: Stack> MintedBy<E, S> for words::backend {
+    type Branch = E::Branch;
+
+    #[inline]
+    fn mint(backend: E, inner: S, below: &LayerInput<'_, E>) -> E::Branch {
+        backend.layer(inner, below)
+    }
 }

@@ -13,7 +13,7 @@ use schemars::Schema;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::{ConfigError, Extension, Layer, LayerInput};
+use super::{ConfigError, Extension, LayerInput};
 use crate::error::{ArgsError, ToolError};
 use crate::kind::Wrapper;
 use crate::kind::property::{Anywhere, Locality};
@@ -267,15 +267,6 @@ impl<W: Wrap<DynStack>> Extension for W {
 
     fn output_schema(&self, below: &LayerInput<'_, Self>) -> Option<Schema> {
         Wrap::<DynStack>::output_schema(self, below)
-    }
-}
-
-#[diagnostic::do_not_recommend]
-impl<S: Stack, W: Wrap<S> + Extension<Kind = Wrapper>> Layer<S> for W {
-    type Branch = Wrapped<W, S>;
-
-    fn layer(self, inner: S, below: &LayerInput<'_, Self>) -> Wrapped<W, S> {
-        Wrapped::new(self.for_branch(below), inner, below)
     }
 }
 

@@ -23,7 +23,7 @@ use crate::combo::typestate::{BranchContract, InputContract, OutputContract, res
 use crate::error::BindError;
 use crate::error::panic_message;
 use crate::error::shorten;
-use crate::extension::{ConfigError, Configurable, Layer, LayerInput};
+use crate::extension::{ConfigError, Configurable, LayerInput, Mint};
 use crate::kind::property::Locality;
 use crate::kind::{ExtensionKind, Kind};
 use crate::limits::{Limits, deeper_than};
@@ -324,7 +324,7 @@ fn config_of<E: Configurable>(config: Map<String, Value>) -> Result<E, ConfigErr
     message = "`{Self}` cannot be registered as an extension",
     label = "not a registrable extension",
     note = "`Registry::register` takes a typed extension (`register(Trace)`), `Configured::new(ext)` for one that takes author config, `Configured::<E>::named(\"name\")` for one built from config only, `Refined::new(ext, refine)`, or a `DynExtension`",
-    note = "a typed extension registers when it is `Clone` (each manifest element gets its own clone) and layers over `DynStack`, the run-time stack of JSON values (a `Wrap` does over every stack): the `help` above names what `{Self}` lacks"
+    note = "a typed extension registers when it is `Clone` (each manifest element gets its own clone) and layers over `DynStack`, the run-time stack of JSON values (every `Wrap` does): the `help` above names what `{Self}` lacks"
 )]
 pub trait Registrable: sealed::Sealed {}
 
@@ -336,7 +336,7 @@ mod sealed {
 
     /// A typed extension the registry can run over the erased layer below: the
     /// one bound every typed case shares, stated once.
-    pub trait OverErased: super::Layer<super::DynStack> + Clone {
+    pub trait OverErased: super::Mint<super::DynStack> + Clone {
         /// The factory of `typed`, one of this extension's cases. Private types
         /// in a sealed trait: no one outside this module can name or call it.
         #[allow(private_interfaces)]
@@ -361,7 +361,7 @@ mod sealed {
 
 impl<E> sealed::OverErased for E
 where
-    E: Layer<DynStack> + Clone,
+    E: Mint<DynStack> + Clone,
     <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
     <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
     <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
@@ -582,7 +582,7 @@ impl Registrable for DynExtension {}
 
 impl<E> Factory for Typed<E>
 where
-    E: Layer<DynStack> + Clone,
+    E: Mint<DynStack> + Clone,
     <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
     <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
     <E::Branch as Stack>::Input: Serialize,

@@ -4,6 +4,7 @@
 use toolgraft::combo::TypedCombo;
 use toolgraft::combo::typestate::{Closed, ComboState, Joins, Then};
 use toolgraft::ext::Pool;
+use toolgraft::extension::Mint;
 use toolgraft::prelude::*;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -17,7 +18,7 @@ where
     St: ComboState,
     Pool: Joins<S, St>,
     Then<St, Pool>: ComboState,
-    Pool: Joins<<Pool as Layer<Closed<St, S>>>::Branch, Then<St, Pool>>,
+    Pool: Joins<<Pool as Mint<Closed<St, S>>>::Branch, Then<St, Pool>>,
 {
     combo.with(pool.clone()).with(pool)
 }

@@ -1,4 +1,6 @@
-// A wrapper whose branch takes another input than the layer below.
+// A wrapper whose branch takes another input than the layer below: its own `Layer`
+// is never used (binding mints a wrapper's branch from its `Wrap<S>` impl, always
+// `Wrapped`), so the combo says the wrapper has no branch over this stack.
 use toolgraft::prelude::*;
 use toolgraft::ToolError;
 use toolgraft::error::ArgsError;
