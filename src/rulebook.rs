@@ -60,8 +60,10 @@
 //! # wrapper-input-schema
 //! A wrapper's branch presents its layer input's input schema unchanged, defaults,
 //! descriptions and constraints included, plus the wrapper's reserved params. Typed
-//! wrappers hold this by construction (the branch takes the layer's input type);
-//! at run time it is compared.
+//! wrappers hold this by construction: a wrapper is written as `Wrap<S>`, and its
+//! branch is always the one binding mints for it (`Wrapped`), which takes the
+//! layer's input type; a wrapper has no `Layer` of its own. At run time it is
+//! compared.
 //!
 //! # reserved-params
 //! A wrapper may add control parameters for itself (`cache`'s `exp`, `proxy`'s
