@@ -156,7 +156,14 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     /// assert_eq!(combo.name(), "shout_trace_trace");
     /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
-    pub fn with<E: Joins<S, St>>(mut self, extension: E) -> Combo<E::Branch, Then<St, E>> {
+    pub fn with<E: Joins<S, St>>(self, extension: E) -> Combo<E::Branch, Then<St, E>> {
+        self.push(extension)
+    }
+
+    // The one body of `.with`, inherent and through `Takes`: the inherent method
+    // keeps its own `Joins` bound, so a concrete combo's refusal is the rule's
+    // message with nothing in between.
+    fn push<E: Joins<S, St>>(mut self, extension: E) -> Combo<E::Branch, Then<St, E>> {
         let name = match Name::new(extension.name()) {
             Ok(name) => name,
             Err(invalid) => {
@@ -275,6 +282,90 @@ where
     };
     let stack = extension.layer(inner, &layer_input);
     (element, stack)
+}
+
+/// A combo that can take the extension `E` as its next layer: the bound a generic
+/// helper over combos states, with [`With<C, E>`](With) for the combo it returns.
+///
+/// Implemented for every [`Combo`] that `E` may join under the stacking rules, at
+/// any depth (past [`SEGMENT`](crate::extension::SEGMENT) layers too, where the stack
+/// the next layer receives is closed into a [`Segment`]): the helper names neither
+/// the typestate nor the stack, and its `.with(..)` is [`Combo::with`]'s.
+///
+/// ```
+/// use toolgraft::combo::{Takes, With};
+/// use toolgraft::ext::{Cache, Trace};
+/// use toolgraft::{Tool, Toolset};
+/// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
+///
+/// fn traced<C: Takes<Trace>>(combo: C) -> With<C, Trace> {
+///     combo.with(Trace)
+/// }
+///
+/// // Helpers compose: each step states what the combo so far must take.
+/// fn cached_and_traced<C>(combo: C) -> With<With<C, Cache>, Trace>
+/// where
+///     C: Takes<Cache>,
+///     With<C, Cache>: Takes<Trace>,
+/// {
+///     traced(combo.with(Cache::default()))
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let shout = Tool::builder().name("shout").description("Return the text.")
+///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+/// let combo = cached_and_traced(traced(shout.combo()));
+/// assert_eq!(combo.name(), "shout_trace_cache_trace");
+/// let (branch,) = Toolset::new().bind((combo,))?;
+/// assert_eq!(branch.call(Shout { text: "hi".into() }).await?, "hi");
+/// # Ok(()) }
+/// ```
+///
+/// A combo that `E` may not join does not take it, and the compiler names the
+/// rule, as for [`Combo::with`]:
+///
+/// ```compile_fail
+/// # use toolgraft::combo::{Takes, With};
+/// # use toolgraft::ext::{Pool, Proxy};
+/// # use toolgraft::Tool;
+/// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Fetch { url: String }
+/// fn proxied<C: Takes<Proxy>>(combo: C) -> With<C, Proxy> {
+///     combo.with(Proxy::allow(["http://egress-a:3128"]))
+/// }
+/// # let fetch = Tool::builder().name("fetch").description("Fetch a page.")
+/// #     .body(|input: Fetch| async move { Ok(input.url.len()) }).build().unwrap();
+/// // rule `locality-inside-relocation`: the proxy would sit outside the pool
+/// let _ = proxied(fetch.combo().with(Pool::new(2).unwrap()));
+/// ```
+///
+/// Sealed: implemented for [`Combo`] only.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot take `{E}` as its next layer",
+    label = "this combo does not take `{E}`",
+    note = "`Takes<E>` holds for every combo that `E` may join by the stacking rules (see `toolgraft::rulebook`); the rule that fails is the one `.with({E})` on this combo reports",
+    note = "a helper generic over combos states `C: Takes<E>` for each extension it adds, and `With<C, E>: Takes<F>` for the next one"
+)]
+pub trait Takes<E>: sealed::Sealed + Sized {
+    /// The combo once `E` is its outermost layer.
+    type With: TypedCombo;
+
+    /// Adds `extension` as the new outermost layer: what [`Combo::with`] does.
+    fn with(self, extension: E) -> Self::With;
+}
+
+/// The combo `C` becomes once it takes `E` (see [`Takes`]): `With<With<C, A>, B>`
+/// is `C` with `A`, then `B`.
+pub type With<C, E> = <C as Takes<E>>::With;
+
+// No `do_not_recommend`: with it, a failing `Takes` bound would report `Takes`
+// itself (the trait's message, a fallback only); without it, the compiler looks
+// through this impl and `Joins`' and reports the rule trait that failed.
+impl<S: Stack, St: ComboState, E: Joins<S, St>> Takes<E> for Combo<S, St> {
+    type With = Combo<E::Branch, Then<St, E>>;
+
+    fn with(self, extension: E) -> Self::With {
+        self.push(extension)
+    }
 }
 
 /// What [`Toolset::bind`](crate::Toolset::bind) takes: a tuple of 0 to 16 typed

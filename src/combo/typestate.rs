@@ -32,7 +32,7 @@ use crate::kind::property::{
 use crate::kind::{Kind, Succ, Zero};
 use crate::stack::Stack;
 use crate::stack::params::{self, Forwards};
-pub use crate::stack::params::{Assemble, Here, ReservedIn, There};
+pub use crate::stack::params::{Assemble, Here, Inside, ReservedIn, There};
 use crate::stack::segment::{SEGMENT, Segment};
 
 mod sealed {

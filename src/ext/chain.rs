@@ -140,6 +140,25 @@ pub struct ChainInput<I> {
     pub jq: Option<String>,
 }
 
+impl<I> ChainInput<I> {
+    /// A chain call of `input` that passes the whole first result to `next_tool`
+    /// (set `select` to pass part of it).
+    ///
+    /// ```
+    /// let input = toolgraft::ext::chain::ChainInput::new(7, "forecast");
+    /// assert_eq!((input.input, input.next_tool.as_str(), input.select.as_str()), (7, "forecast", ""));
+    /// ```
+    pub fn new(input: I, next_tool: impl Into<String>) -> Self {
+        Self {
+            input,
+            next_tool: next_tool.into(),
+            select: String::new(),
+            #[cfg(feature = "jq")]
+            jq: None,
+        }
+    }
+}
+
 /// The operator's side of a chain (feature `jq`): a jq expression that turns
 /// every first result into the next tool's arguments, and the bounds of a jq run.
 /// With `jq` set, callers give only `next_tool`.

@@ -11,6 +11,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ArgsError;
+use crate::ext::BatchInput;
+use crate::ext::chain::ChainInput;
 use crate::schema;
 use crate::schema::Args;
 
@@ -255,20 +257,114 @@ pub struct Here;
 #[derive(Debug)]
 pub struct There<Index>(std::marker::PhantomData<Index>);
 
+/// Into the layer input a transformer's input carries (a batch's items, a
+/// chain's first call), at `Index` from there (see [`Here`]).
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Inside<Index>(std::marker::PhantomData<Index>);
+
+
 /// Reserved params supplied by type, in any order: what
 /// [`Branch::params`](crate::Branch::params) collects.
 #[derive(Default)]
-pub(crate) struct ParamBag(Vec<Box<dyn std::any::Any + Send>>);
+pub(crate) struct ParamBag {
+    held: Vec<Held>,
+    /// Why a copy for a batch item failed, reported when the call starts.
+    failed: Option<String>,
+}
+
+/// One params value, and how to copy it for each item of a batch.
+struct Held {
+    value: Box<dyn std::any::Any + Send>,
+    copy: fn(&(dyn std::any::Any + Send)) -> Result<Held, String>,
+}
+
+impl Held {
+    fn new<P: Params>(params: P) -> Self {
+        Self {
+            value: Box::new(params),
+            copy: copy_params::<P>,
+        }
+    }
+}
+
+/// A copy of params of type `P` as a call by name would give them to each batch
+/// item: through their JSON. (`Params` need not be `Clone`; they always serialize.)
+fn copy_params<P: Params>(held: &(dyn std::any::Any + Send)) -> Result<Held, String> {
+    let params = held
+        .downcast_ref::<P>()
+        .ok_or_else(|| "a reserved param is not of its own type".to_owned())?;
+    let copy = serde_json::to_value(params)
+        .and_then(P::deserialize)
+        .map_err(|error| {
+            format!(
+                "reserved params `{}` could not be copied for each item: {error}",
+                std::any::type_name::<P>()
+            )
+        })?;
+    Ok(Held::new(copy))
+}
 
 impl ParamBag {
     pub(crate) fn put<P: Params>(&mut self, params: P) {
-        self.0.retain(|held| !held.is::<P>());
-        self.0.push(Box::new(params));
+        self.held.retain(|held| !held.value.is::<P>());
+        self.held.push(Held::new(params));
     }
 
     fn take<P: Params>(&mut self) -> Option<P> {
-        let at = self.0.iter().position(|held| held.is::<P>())?;
-        self.0.swap_remove(at).downcast().ok().map(|params| *params)
+        let at = self.held.iter().position(|held| held.value.is::<P>())?;
+        self.held
+            .swap_remove(at)
+            .value
+            .downcast()
+            .ok()
+            .map(|params| *params)
+    }
+
+    /// A bag holding a copy of every params value left in this one.
+    fn copy(&mut self) -> ParamBag {
+        let mut copy = ParamBag::default();
+        for held in &self.held {
+            match (held.copy)(&*held.value) {
+                Ok(held) => copy.held.push(held),
+                Err(problem) => {
+                    self.failed.get_or_insert(problem);
+                }
+            }
+        }
+        copy
+    }
+
+    /// Builds one input per core input, each from its own copy of the params left
+    /// here: what every item of a batch receives. With no params left (a call
+    /// without any), nothing is copied.
+    fn each<C, I, Index>(&mut self, cores: Vec<C>) -> Vec<I>
+    where
+        I: Assemble<C, Index>,
+    {
+        if self.held.is_empty() {
+            return cores
+                .into_iter()
+                .map(|core| I::assemble(core, &mut ParamBagRef(self)))
+                .collect();
+        }
+        let last = cores.len().saturating_sub(1);
+        let mut inputs = Vec::with_capacity(cores.len());
+        for (at, core) in cores.into_iter().enumerate() {
+            if at == last {
+                // The last item takes the originals, which leaves this bag as
+                // every item's copy is left: what no layer below took.
+                inputs.push(I::assemble(core, &mut ParamBagRef(self)));
+            } else {
+                let mut copy = self.copy();
+                inputs.push(I::assemble(core, &mut ParamBagRef(&mut copy)));
+            }
+        }
+        if inputs.is_empty() {
+            // No item, so no layer below runs: its params are moot, not left over.
+            self.held.clear();
+        }
+        inputs
     }
 }
 
@@ -294,7 +390,7 @@ pub struct ParamBagRef<'a>(&'a mut ParamBag);
 impl std::fmt::Debug for ParamBagRef<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ParamBag")
-            .field("held", &self.0.0.len())
+            .field("held", &self.0.held.len())
             .finish()
     }
 }
@@ -316,6 +412,60 @@ impl<P: Params + Default, I: Assemble<C, Index>, C, Index> Assemble<C, There<Ind
     }
 }
 
+// Transformers whose input carries the layer input: the params given by type
+// flow on into it, so a layer below the transformer gets them too. (A
+// transformer whose input is the layer input itself, `output_schema`, needs
+// nothing: its input is the layer's.)
+
+/// Assembles a transformer's input from its parts when the layer input it carries
+/// is assembled past at least one layer (`Inside<There<_>>`, `Inside<Inside<_>>`):
+/// never at [`Here`], so a whole input given as is reads one way only (`Here`, at
+/// the top), and the compiler infers the index without a second candidate.
+macro_rules! assemble_inside {
+    ($($deeper:ident),*) => {$(
+        /// Every item of a batch gets the params, each its own copy.
+        impl<I, C, Index> Assemble<BatchInput<C>, Inside<$deeper<Index>>> for BatchInput<I>
+        where
+            I: Assemble<C, $deeper<Index>>,
+        {
+            fn assemble(core: BatchInput<C>, bag: &mut ParamBagRef<'_>) -> Self {
+                let BatchInput {
+                    items,
+                    parallel,
+                    max_concurrent,
+                    fail_fast,
+                } = core;
+                BatchInput {
+                    items: bag.0.each(items),
+                    parallel,
+                    max_concurrent,
+                    fail_fast,
+                }
+            }
+        }
+
+        /// The chain's first call gets the params (the next tool is called by
+        /// name, with the arguments the chain selects).
+        impl<I, C, Index> Assemble<ChainInput<C>, Inside<$deeper<Index>>> for ChainInput<I>
+        where
+            I: Assemble<C, $deeper<Index>>,
+        {
+            #[inline]
+            fn assemble(core: ChainInput<C>, bag: &mut ParamBagRef<'_>) -> Self {
+                ChainInput {
+                    input: I::assemble(core.input, bag),
+                    next_tool: core.next_tool,
+                    select: core.select,
+                    #[cfg(feature = "jq")]
+                    jq: core.jq,
+                }
+            }
+        }
+    )*};
+}
+
+assemble_inside!(There, Inside);
+
 /// Builds `Input` from `core` with every reserved param at its `Default`: for a
 /// branch without reserved params, the input itself (no work at run time).
 #[inline(always)]
@@ -329,7 +479,10 @@ pub(crate) fn assemble<Input: Assemble<C, Index>, C, Index>(
     bag: &mut ParamBag,
 ) -> Result<Input, ArgsError> {
     let input = Input::assemble(core, &mut ParamBagRef(bag));
-    match bag.0.len() {
+    if let Some(problem) = bag.failed.take() {
+        return Err(ArgsError::whole(problem));
+    }
+    match bag.held.len() {
         0 => Ok(input),
         // Only a params type that two layers reserve can be left over (the first
         // took one value): say so rather than drop it.
@@ -365,5 +518,15 @@ impl<P, I> ReservedIn<WithParams<P, I>, Here> for P {
 
 #[diagnostic::do_not_recommend]
 impl<P: ReservedIn<I, Index>, Q, I, Index> ReservedIn<WithParams<Q, I>, There<Index>> for P {
+    fn sealed(_: Token) {}
+}
+
+#[diagnostic::do_not_recommend]
+impl<P: ReservedIn<I, Index>, I, Index> ReservedIn<BatchInput<I>, Inside<Index>> for P {
+    fn sealed(_: Token) {}
+}
+
+#[diagnostic::do_not_recommend]
+impl<P: ReservedIn<I, Index>, I, Index> ReservedIn<ChainInput<I>, Inside<Index>> for P {
     fn sealed(_: Token) {}
 }

@@ -12,6 +12,7 @@ mod calls;
 mod context;
 mod dynamic;
 mod edit;
+mod helpers;
 #[cfg(feature = "jq")]
 mod jq_chain;
 mod kinds;
@@ -24,3 +25,4 @@ mod relocation;
 mod schemas;
 mod third_party;
 mod timeout;
+mod typed_params;
