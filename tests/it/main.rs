@@ -10,6 +10,7 @@ mod bind;
 mod builtins;
 mod calls;
 mod context;
+mod depth;
 mod dynamic;
 mod edit;
 mod helpers;
