@@ -304,7 +304,9 @@ mod tests {
             let (over, links) = chain(deepest + 1, &extension);
             let over = Name::unchecked(&format!("{tool}{over}"));
             match name_length(&tool, &over, &links, 128) {
-                Err(BindError::NameTooLong { fits, layers, len, .. }) => {
+                Err(BindError::NameTooLong {
+                    fits, layers, len, ..
+                }) => {
                     assert_eq!((fits, layers), (deepest, deepest + 1));
                     assert!(len > 128);
                 }

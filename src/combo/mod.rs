@@ -143,7 +143,8 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     ///
     /// Compiles only if the stacking rules hold: at most one extension of a
     /// non-`multiple` kind, nothing that needs body locality after a relocating
-    /// extension, and the branch's input and output types fit its kind.
+    /// extension, and the branch's input and output types fit its kind. In code
+    /// generic over combos, the same `.with` is [`Takes::with`].
     ///
     /// ```
     /// # use toolgraft::Tool;
@@ -156,14 +157,7 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     /// assert_eq!(combo.name(), "shout_trace_trace");
     /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
-    pub fn with<E: Joins<S, St>>(self, extension: E) -> Combo<E::Branch, Then<St, E>> {
-        self.push(extension)
-    }
-
-    // The one body of `.with`, inherent and through `Takes`: the inherent method
-    // keeps its own `Joins` bound, so a concrete combo's refusal is the rule's
-    // message with nothing in between.
-    fn push<E: Joins<S, St>>(mut self, extension: E) -> Combo<E::Branch, Then<St, E>> {
+    pub fn with<E: Joins<S, St>>(mut self, extension: E) -> Combo<E::Branch, Then<St, E>> {
         let name = match Name::new(extension.name()) {
             Ok(name) => name,
             Err(invalid) => {
@@ -324,7 +318,7 @@ where
 /// A combo that `E` may not join does not take it, and the compiler names the
 /// rule, as for [`Combo::with`]:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # use toolgraft::combo::{Takes, With};
 /// # use toolgraft::ext::{Pool, Proxy};
 /// # use toolgraft::Tool;
@@ -341,9 +335,9 @@ where
 /// Sealed: implemented for [`Combo`] only.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot take `{E}` as its next layer",
-    label = "this combo does not take `{E}`",
-    note = "`Takes<E>` holds for every combo that `E` may join by the stacking rules (see `toolgraft::rulebook`); the rule that fails is the one `.with({E})` on this combo reports",
-    note = "a helper generic over combos states `C: Takes<E>` for each extension it adds, and `With<C, E>: Takes<F>` for the next one"
+    label = "this does not take `{E}`",
+    note = "`Takes<E>` holds for every combo (`tool.combo()..`) that `E` may join by the stacking rules; a tool or a branch is no combo: pass `tool.combo()`",
+    note = "where a combo breaks a rule, the compiler names that rule instead, as `.with({E})` on the combo would (see `toolgraft::rulebook`)"
 )]
 pub trait Takes<E>: sealed::Sealed + Sized {
     /// The combo once `E` is its outermost layer.
@@ -359,12 +353,15 @@ pub type With<C, E> = <C as Takes<E>>::With;
 
 // No `do_not_recommend`: with it, a failing `Takes` bound would report `Takes`
 // itself (the trait's message, a fallback only); without it, the compiler looks
-// through this impl and `Joins`' and reports the rule trait that failed.
-impl<S: Stack, St: ComboState, E: Joins<S, St>> Takes<E> for Combo<S, St> {
-    type With = Combo<E::Branch, Then<St, E>>;
+// through this impl and `Joins`' and reports the rule trait that failed. Blanket
+// over `Parts` rather than on `Combo<S, St>`, so the report does not add "`Takes`
+// is implemented for `Combo<S, St>`" beside the rule.
+impl<C: sealed::Parts, E: Joins<C::Stack, C::State>> Takes<E> for C {
+    type With = Combo<E::Branch, Then<C::State, E>>;
 
     fn with(self, extension: E) -> Self::With {
-        self.push(extension)
+        // The inherent method: one body for both.
+        self.into_combo().with(extension)
     }
 }
 
@@ -439,7 +436,27 @@ pub trait TypedCombo: sealed::Sealed {
 }
 
 mod sealed {
+    use super::Combo;
+    use crate::combo::typestate::ComboState;
+    use crate::stack::Stack;
+
     pub trait Sealed {}
+
+    /// A combo's stack and state, for [`Takes`](super::Takes)' blanket impl.
+    pub trait Parts: Sealed + Sized {
+        type Stack: Stack;
+        type State: ComboState;
+        fn into_combo(self) -> Combo<Self::Stack, Self::State>;
+    }
+
+    impl<S: Stack, St: ComboState> Parts for Combo<S, St> {
+        type Stack = S;
+        type State = St;
+        #[inline(always)]
+        fn into_combo(self) -> Self {
+            self
+        }
+    }
 }
 
 impl<S: Stack, St> sealed::Sealed for Combo<S, St> {}

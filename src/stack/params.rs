@@ -263,7 +263,6 @@ pub struct There<Index>(std::marker::PhantomData<Index>);
 #[derive(Debug)]
 pub struct Inside<Index>(std::marker::PhantomData<Index>);
 
-
 /// Reserved params supplied by type, in any order: what
 /// [`Branch::params`](crate::Branch::params) collects.
 #[derive(Default)]
@@ -370,9 +369,14 @@ impl ParamBag {
 
 /// A branch input built from its core input (what the base, or the nearest
 /// transformer, takes) and the reserved params of every wrapper above it, each
-/// taken by type or, when not given, at its `Default`.
+/// taken by type or, when not given, at its `Default`. Below a transformer whose
+/// input carries the layer input ([`BatchInput`], [`ChainInput`]) the core is that
+/// input with the layer's core inside, and the params flow on into it (each batch
+/// item gets its own copy, made through the params' JSON, as a call by name gives
+/// each item its own).
 ///
-/// `Index` is inferred: it says how many wrappers sit above the core.
+/// `Index` is inferred: it says how many wrappers sit above the core, and where it
+/// goes inside a transformer's input.
 #[diagnostic::on_unimplemented(
     message = "this branch does not take `{Core}` as its input",
     label = "the branch's input is `{Self}`",

@@ -3,13 +3,13 @@
 //! 125) and refuses 21 (131), typed and from a manifest with the same words; shorter
 //! names let it bind.
 
+use toolgraft::Registry;
 use toolgraft::ext::{Pool, Trace};
 use toolgraft::limits::Limits;
 use toolgraft::prelude::*;
 use toolgraft::rulebook::Rule;
 use toolgraft::runtime::manifest::{ElementSpec, Manifest};
 use toolgraft::toolset::BaseTools;
-use toolgraft::Registry;
 
 use crate::common::shout;
 
@@ -24,7 +24,10 @@ macro_rules! traces {
 
 fn manifest(layers: usize) -> Manifest {
     Manifest {
-        tools: vec![("shout".to_owned(), vec![vec![ElementSpec::named("trace"); layers]])],
+        tools: vec![(
+            "shout".to_owned(),
+            vec![vec![ElementSpec::named("trace"); layers]],
+        )],
     }
 }
 
@@ -42,7 +45,10 @@ async fn twenty_layers_bind_typed_and_from_a_manifest() {
     assert_eq!(combo.name().len(), 125);
     let toolset = Toolset::new();
     let (branch,) = toolset.bind((combo,)).unwrap();
-    assert_eq!(branch.call(crate::common::Shout::new("hi")).await.unwrap(), "hi");
+    assert_eq!(
+        branch.call(crate::common::Shout::new("hi")).await.unwrap(),
+        "hi"
+    );
     assert_eq!(toolset.names().len(), 21);
 
     let toolset = Toolset::new();
@@ -60,7 +66,13 @@ fn twenty_one_layers_are_refused_with_the_same_words_on_both_paths() {
     assert!(
         matches!(
             &typed,
-            BindError::NameTooLong { len: 131, limit: 128, layers: 21, fits: 20, .. }
+            BindError::NameTooLong {
+                len: 131,
+                limit: 128,
+                layers: 21,
+                fits: 20,
+                ..
+            }
         ),
         "{typed:?}"
     );
@@ -92,7 +104,18 @@ fn shorter_names_or_a_higher_limit_let_it_bind() {
     let err = Toolset::new()
         .bind((deep().with(Pool::new(1).unwrap()),))
         .unwrap_err();
-    assert!(matches!(err, BindError::NameTooLong { len: 130, fits: 20, layers: 21, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            BindError::NameTooLong {
+                len: 130,
+                fits: 20,
+                layers: 21,
+                ..
+            }
+        ),
+        "{err}"
+    );
     let (pooled,) = Toolset::new()
         .bind((deep().with(Pool::new(1).unwrap().named("p")),))
         .unwrap();

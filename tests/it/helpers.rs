@@ -38,7 +38,10 @@ macro_rules! traced_times {
 }
 
 /// A `shout` whose body counts its runs.
-fn counted() -> (impl BaseTool<Input = Shout, Output = String>, Arc<AtomicUsize>) {
+fn counted() -> (
+    impl BaseTool<Input = Shout, Output = String>,
+    Arc<AtomicUsize>,
+) {
     let runs = Arc::new(AtomicUsize::new(0));
     let counter = runs.clone();
     let tool = Tool::builder()
@@ -57,8 +60,15 @@ fn counted() -> (impl BaseTool<Input = Shout, Output = String>, Arc<AtomicUsize>
 fn a_helper_returns_the_combo_with_returns() {
     let (shout, _) = counted();
     // The same type both ways, or this does not compile.
-    let combos = [both(shout.combo()), shout.combo().with(Trace).with(Cache::default())];
-    assert!(combos.iter().all(|combo| combo.name() == "shout_trace_cache"));
+    let combos = [
+        both(shout.combo()),
+        shout.combo().with(Trace).with(Cache::default()),
+    ];
+    assert!(
+        combos
+            .iter()
+            .all(|combo| combo.name() == "shout_trace_cache")
+    );
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -81,7 +91,11 @@ async fn helpers_work_past_eight_layers() {
     for _ in 0..2 {
         assert_eq!(branch.call(Shout::new("hi")).await.unwrap(), "hi");
     }
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "the ninth layer's cache answered");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the ninth layer's cache answered"
+    );
     let bypass = branch
         .params(CacheParams { exp: Some(0.0) })
         .call(Shout::new("hi"))
@@ -89,7 +103,10 @@ async fn helpers_work_past_eight_layers() {
         .unwrap();
     assert_eq!(bypass, "hi");
     assert_eq!(runs.load(Ordering::SeqCst), 2, "`exp: 0` reached the cache");
-    let by_name = toolset.call(&expected, json!({"text": "hi"})).await.unwrap();
+    let by_name = toolset
+        .call(&expected, json!({"text": "hi"}))
+        .await
+        .unwrap();
     assert_eq!(by_name, json!("hi"));
 }
 
@@ -100,7 +117,9 @@ async fn helpers_work_past_sixteen_layers() {
     // 15 traces, then the helper's trace (16th) and cache (17th: the first above
     // the second segment), then a trace and a cache again (the cache by hand, so
     // the combo holds one: a params type that two layers reserve is ambiguous).
-    let combo = traced(both(traced_times!(shout.combo(); 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)));
+    let combo = traced(both(
+        traced_times!(shout.combo(); 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15),
+    ));
     let mut expected = "shout".to_owned();
     for _ in 0..16 {
         expected.push_str("_trace");
@@ -115,14 +134,21 @@ async fn helpers_work_past_sixteen_layers() {
     for _ in 0..2 {
         assert_eq!(branch.call(Shout::new("hi")).await.unwrap(), "hi");
     }
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "the 17th layer's cache answered");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the 17th layer's cache answered"
+    );
     branch
         .params(CacheParams { exp: Some(0.0) })
         .call(Shout::new("hi"))
         .await
         .unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 2, "`exp: 0` reached the cache");
-    let by_name = toolset.call(&cache, json!({"text": "ho", "exp": 0})).await.unwrap();
+    let by_name = toolset
+        .call(&cache, json!({"text": "ho", "exp": 0}))
+        .await
+        .unwrap();
     assert_eq!(by_name, json!("ho"));
     assert_eq!(runs.load(Ordering::SeqCst), 3);
 }

@@ -13,7 +13,12 @@ use toolgraft::prelude::*;
 use crate::common::Shout;
 
 /// A `shout` whose body counts its runs.
-fn counted(name: &str) -> (impl BaseTool<Input = Shout, Output = String>, Arc<AtomicUsize>) {
+fn counted(
+    name: &str,
+) -> (
+    impl BaseTool<Input = Shout, Output = String>,
+    Arc<AtomicUsize>,
+) {
     let runs = Arc::new(AtomicUsize::new(0));
     let counter = runs.clone();
     let tool = Tool::builder()
@@ -90,7 +95,10 @@ async fn every_item_gets_its_own_copy_and_the_json_path_agrees() {
         })
         .collect();
     assert_eq!(errors.len(), 3);
-    assert!(errors.iter().all(|error| error.contains("exp")), "{errors:?}");
+    assert!(
+        errors.iter().all(|error| error.contains("exp")),
+        "{errors:?}"
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 
     let args = json!({"fail_fast": false, "items": [
