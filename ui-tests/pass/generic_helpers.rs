@@ -27,13 +27,16 @@ where
     traced(cached(combo))
 }
 
+/// Two traces, named once: aliases compose like the helpers.
+type Traced2<C> = With<With<C, Trace>, Trace>;
+
 /// Four traces: a helper built on helpers.
-fn four<C>(combo: C) -> With<With<With<With<C, Trace>, Trace>, Trace>, Trace>
+fn four<C>(combo: C) -> Traced2<Traced2<C>>
 where
     C: Takes<Trace>,
     With<C, Trace>: Takes<Trace>,
-    With<With<C, Trace>, Trace>: Takes<Trace>,
-    With<With<With<C, Trace>, Trace>, Trace>: Takes<Trace>,
+    Traced2<C>: Takes<Trace>,
+    With<Traced2<C>, Trace>: Takes<Trace>,
 {
     traced(traced(traced(traced(combo))))
 }
