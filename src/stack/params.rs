@@ -344,7 +344,7 @@ impl ParamBag {
         if self.held.is_empty() {
             return cores
                 .into_iter()
-                .map(|core| I::assemble(core, &mut ParamBagRef(self)))
+                .map(|core| I::assemble(core, &mut ParamBagRef(None)))
                 .collect();
         }
         let last = cores.len().saturating_sub(1);
@@ -353,10 +353,10 @@ impl ParamBag {
             if at == last {
                 // The last item takes the originals, which leaves this bag as
                 // every item's copy is left: what no layer below took.
-                inputs.push(I::assemble(core, &mut ParamBagRef(self)));
+                inputs.push(I::assemble(core, &mut ParamBagRef(Some(self))));
             } else {
                 let mut copy = self.copy();
-                inputs.push(I::assemble(core, &mut ParamBagRef(&mut copy)));
+                inputs.push(I::assemble(core, &mut ParamBagRef(Some(&mut copy))));
             }
         }
         if inputs.is_empty() {
@@ -389,12 +389,29 @@ pub trait Assemble<Core, Index>: Sized {
 
 /// The bag [`Assemble`] reads from (opaque).
 #[doc(hidden)]
-pub struct ParamBagRef<'a>(&'a mut ParamBag);
+pub struct ParamBagRef<'a>(Option<&'a mut ParamBag>);
+
+impl ParamBagRef<'_> {
+    #[inline]
+    fn take<P: Params>(&mut self) -> Option<P> {
+        self.0.as_mut()?.take()
+    }
+
+    fn each<C, I: Assemble<C, Index>, Index>(&mut self, cores: Vec<C>) -> Vec<I> {
+        match &mut self.0 {
+            Some(bag) => bag.each(cores),
+            None => cores
+                .into_iter()
+                .map(|core| I::assemble(core, &mut ParamBagRef(None)))
+                .collect(),
+        }
+    }
+}
 
 impl std::fmt::Debug for ParamBagRef<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ParamBag")
-            .field("held", &self.0.held.len())
+            .field("held", &self.0.as_ref().map_or(0, |bag| bag.held.len()))
             .finish()
     }
 }
@@ -411,7 +428,7 @@ impl<P: Params + Default, I: Assemble<C, Index>, C, Index> Assemble<C, There<Ind
 {
     #[inline]
     fn assemble(core: C, bag: &mut ParamBagRef<'_>) -> Self {
-        let params = bag.0.take::<P>().unwrap_or_default();
+        let params = bag.take::<P>().unwrap_or_default();
         WithParams::new(params, I::assemble(core, bag))
     }
 }
@@ -440,7 +457,7 @@ macro_rules! assemble_inside {
                     fail_fast,
                 } = core;
                 BatchInput {
-                    items: bag.0.each(items),
+                    items: bag.each(items),
                     parallel,
                     max_concurrent,
                     fail_fast,
@@ -471,10 +488,11 @@ macro_rules! assemble_inside {
 assemble_inside!(There, Inside);
 
 /// Builds `Input` from `core` with every reserved param at its `Default`: for a
-/// branch without reserved params, the input itself (no work at run time).
+/// branch without reserved params, the input itself (no work at run time: no bag
+/// is made, so none is dropped either).
 #[inline(always)]
 pub(crate) fn assemble_defaults<Input: Assemble<C, Index>, C, Index>(core: C) -> Input {
-    Input::assemble(core, &mut ParamBagRef(&mut ParamBag::default()))
+    Input::assemble(core, &mut ParamBagRef(None))
 }
 
 /// Builds `Input` from `core` and the params in `bag`, all of which must be taken.
@@ -482,7 +500,7 @@ pub(crate) fn assemble<Input: Assemble<C, Index>, C, Index>(
     core: C,
     bag: &mut ParamBag,
 ) -> Result<Input, ArgsError> {
-    let input = Input::assemble(core, &mut ParamBagRef(bag));
+    let input = Input::assemble(core, &mut ParamBagRef(Some(bag)));
     if let Some(problem) = bag.failed.take() {
         return Err(ArgsError::whole(problem));
     }
