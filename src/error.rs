@@ -402,9 +402,9 @@ pub enum BindError {
     },
 
     /// A combo has more elements than the toolset's
-    /// [`Limits::max_combo_len`](crate::limits::Limits::max_combo_len).
+    /// [`Limits::max_combo_len`](crate::limits::Limits::max_combo_len) ([depth](crate::rulebook#depth)).
     #[error(
-        "a combo of `{tool}` has {len} elements, over the limit of {limit}; shorten it, or raise the limit with `Limits::with_max_combo_len`"
+        "a combo of `{tool}` has {len} elements, over the limit of {limit}; shorten it, or raise the limit with `Limits::with_max_combo_len` (rule `depth` in `toolgraft::rulebook`)"
     )]
     ComboTooLong {
         /// The tool.
@@ -417,9 +417,10 @@ pub enum BindError {
 
     /// A name the tool would bind is longer than the toolset's
     /// [`Limits::max_name_len`](crate::limits::Limits::max_name_len) (MCP clients expect at
-    /// most 128 bytes).
+    /// most 128 bytes): a branch name grows with each layer, so the name limit is
+    /// what limits a combo's depth ([depth](crate::rulebook#depth)).
     #[error(
-        "`{tool}` would bind `{name}`, {len} bytes long, over the limit of {limit}; shorten the combo or the extension names, or raise the limit with `Limits::with_max_name_len`"
+        "`{tool}` would bind `{name}`, {len} bytes long, over the limit of {limit}: each layer adds `_<extension>` to the name, so {fits} of this combo's {layers} layers fit; use shorter tool or extension names (`Pool::named(..)`, or register the extension under a shorter name), or raise the limit with `Limits::with_max_name_len` (rule `depth` in `toolgraft::rulebook`)"
     )]
     NameTooLong {
         /// The tool.
@@ -430,6 +431,10 @@ pub enum BindError {
         len: usize,
         /// The limit.
         limit: usize,
+        /// The layers of the combo up to this name (its depth).
+        layers: usize,
+        /// How many of them bind: the depth whose name fits the limit.
+        fits: usize,
     },
 
     /// A run-time extension's factory failed (or panicked) while building a branch.
@@ -687,10 +692,9 @@ impl BindError {
             | Self::MalformedSchema { .. } => Rule::ReservedParams,
             Self::TransformerSchemaNotConcrete { .. } => Rule::TransformerInputSchema,
             Self::OutputSchemaContradicts { .. } => Rule::OutputSchema,
-            // Limits and live-change bookkeeping, not rules of a combo.
+            Self::ComboTooLong { .. } | Self::NameTooLong { .. } => Rule::Depth,
+            // Live-change bookkeeping, not rules of a combo.
             Self::AlreadyBound { .. }
-            | Self::ComboTooLong { .. }
-            | Self::NameTooLong { .. }
             | Self::UnknownTool { .. }
             | Self::AlreadyAttached { .. }
             | Self::NotAttached { .. } => return None,

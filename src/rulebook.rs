@@ -34,6 +34,33 @@
 //! are independent (`[[a], [b]]` never binds `tool_a_b`); identical prefixes bind
 //! once; two different stacks that would mint the same name are refused.
 //!
+//! # depth
+//! Every layer adds `_<extension>` to the branch name, and every bound name fits the
+//! toolset's [`Limits::max_name_len`](crate::limits::Limits::max_name_len) (128 bytes
+//! unless raised: MCP's tool-name limit), so the name limit is what limits a combo's
+//! depth. A combo of `d` layers on a tool whose name has `b` bytes, its extensions'
+//! names `e1`, `e2`, .. bytes, binds when `b + (1 + e1) + .. + (1 + ed)` is at most
+//! the limit; with every extension name `e` bytes long, that is `d <= (128 - b) /
+//! (e + 1)` at the default:
+//!
+//! | tool name bytes | extension name bytes | deepest combo that binds |
+//! |---|---|---|
+//! | 5 (`shout`) | 5 (`trace`, `cache`, `batch`) | 20 |
+//! | 5 (`shout`) | 4 (`pool`) | 24 |
+//! | 5 (`shout`) | 3 (`gpu`, a named pool) | 30 |
+//! | 20 | 5 | 18 |
+//! | 1 | 1 | 63 |
+//!
+//! A combo one layer deeper is refused when it is bound, typed or from a manifest,
+//! with a [`BindError::NameTooLong`](crate::BindError::NameTooLong) that says how
+//! many of its layers fit; shorter names (`Pool::named`, an extension registered
+//! under a shorter name) or a higher `max_name_len` let it bind. Independently, a
+//! combo has at most [`Limits::max_combo_len`](crate::limits::Limits::max_combo_len)
+//! elements (64 unless raised), checked before anything else; at the default name
+//! limit no combo reaches it (64 layers need a name of at least 129 bytes). Typed
+//! combos compile and take typed calls at any depth: these limits are the
+//! toolset's, and apply when a combo is bound.
+//!
 //! # unknown-extension
 //! At run time, every name in a combo that the registry does not know is reported,
 //! sorted, before anything else is checked.
@@ -154,6 +181,9 @@ pub enum Rule {
     /// [one-branch-per-prefix](self#one-branch-per-prefix): each prefix of a combo
     /// binds one name, and two different stacks may not mint the same one.
     OneBranchPerPrefix,
+    /// [depth](self#depth): every bound name fits the toolset's name limit, which
+    /// limits a combo's depth; a combo fits its length limit.
+    Depth,
     /// [unknown-extension](self#unknown-extension): every name in a run-time combo
     /// is registered.
     UnknownExtension,
@@ -207,10 +237,11 @@ impl Rule {
     /// assert_eq!(Rule::ALL[0], Rule::BranchByRename);
     /// assert_eq!(Rule::ALL.last(), Some(&Rule::ManifestShape));
     /// ```
-    pub const ALL: [Rule; 18] = [
+    pub const ALL: [Rule; 19] = [
         Self::BranchByRename,
         Self::Order,
         Self::OneBranchPerPrefix,
+        Self::Depth,
         Self::UnknownExtension,
         Self::Cardinality,
         Self::LocalityInsideRelocation,
@@ -240,6 +271,7 @@ impl Rule {
             Self::BranchByRename => "branch-by-rename",
             Self::Order => "order",
             Self::OneBranchPerPrefix => "one-branch-per-prefix",
+            Self::Depth => "depth",
             Self::UnknownExtension => "unknown-extension",
             Self::Cardinality => "cardinality",
             Self::LocalityInsideRelocation => "locality-inside-relocation",

@@ -303,12 +303,8 @@ impl Toolset {
         let mut changes = Vec::with_capacity(groups.len());
         for (base, drafts) in groups {
             let tool = &base.running.base;
-            if let Some(draft) = drafts.iter().find(|draft| draft.len() > limit) {
-                return Err(BindError::ComboTooLong {
-                    tool: tool.clone(),
-                    len: draft.len(),
-                    limit,
-                });
+            for draft in &drafts {
+                crate::bind::rules::combo_length(tool, draft.len(), limit)?;
             }
             let combos = drafts
                 .into_iter()
@@ -353,13 +349,8 @@ impl Toolset {
         for (group, expected) in changes {
             let entries = bind::plan_tool(&group.base, &group.combos)?;
             let tool = group.base.running.base.clone();
-            if let Some(long) = entries.iter().find(|entry| entry.info.name.len() > limit) {
-                return Err(BindError::NameTooLong {
-                    tool,
-                    name: shorten(&long.info.name).into_owned(),
-                    len: long.info.name.len(),
-                    limit,
-                });
+            for entry in &entries {
+                crate::bind::rules::name_length(&tool, &entry.info.name, &entry.info.chain, limit)?;
             }
             planned.push((group, expected, entries));
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use schemars::Schema;
 
-use crate::bind::{Element, Problem, Running};
+use crate::bind::{Element, Link, Problem, Running};
 use crate::error::BindError;
 use crate::kind::ExtensionKind;
 use crate::name::Name;
@@ -206,4 +206,112 @@ pub(crate) fn description(below: &Running, element: &Element) -> Arc<str> {
         .description
         .as_deref()
         .map_or_else(|| below.description.clone(), Arc::from)
+}
+
+/// Rule `depth`, by length: a combo has at most `limit` elements
+/// ([`Limits::max_combo_len`](crate::limits::Limits::max_combo_len)).
+pub(crate) fn combo_length(tool: &Name, len: usize, limit: usize) -> Result<(), BindError> {
+    if len > limit {
+        return Err(BindError::ComboTooLong {
+            tool: tool.clone(),
+            len,
+            limit,
+        });
+    }
+    Ok(())
+}
+
+/// Rule `depth`, by name: the bound name `name`, minted by the layers `chain` on
+/// `tool`, has at most `limit` bytes
+/// ([`Limits::max_name_len`](crate::limits::Limits::max_name_len)). The error says
+/// how many of the layers fit, since each adds `_<extension>` to the name.
+pub(crate) fn name_length(
+    tool: &Name,
+    name: &Name,
+    chain: &[Link],
+    limit: usize,
+) -> Result<(), BindError> {
+    if name.len() <= limit {
+        return Ok(());
+    }
+    let mut len = tool.len();
+    let fits = chain
+        .iter()
+        .take_while(|link| {
+            len += 1 + link.extension.len();
+            len <= limit
+        })
+        .count();
+    Err(BindError::NameTooLong {
+        tool: tool.clone(),
+        name: crate::error::shorten(name).into_owned(),
+        len: name.len(),
+        limit,
+        layers: chain.len(),
+        fits,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rows of the rulebook's depth table: tool name bytes, extension name
+    /// bytes, the deepest combo that binds.
+    fn table() -> Vec<(usize, usize, usize)> {
+        let rulebook = include_str!("../rulebook.rs");
+        let section = rulebook.split("//! # depth\n").nth(1).unwrap();
+        let section = section.split("\n//! # ").next().unwrap();
+        section
+            .lines()
+            .filter_map(|line| {
+                let cells: Vec<usize> = line
+                    .strip_prefix("//! |")?
+                    .split('|')
+                    .filter_map(|cell| cell.trim().split(' ').next()?.parse().ok())
+                    .collect();
+                (cells.len() == 3).then(|| (cells[0], cells[1], cells[2]))
+            })
+            .collect()
+    }
+
+    fn chain(depth: usize, extension: &str) -> (Name, Vec<Link>) {
+        let links: Vec<Link> = (0..depth)
+            .map(|_| Link {
+                extension: Name::new(extension).unwrap(),
+                kind: ExtensionKind::Wrapper,
+                config: None,
+            })
+            .collect();
+        let mut name = String::new();
+        for link in &links {
+            name.push('_');
+            name.push_str(&link.extension);
+        }
+        (Name::unchecked(&name), links)
+    }
+
+    #[test]
+    fn the_rulebook_table_is_what_binds() {
+        let rows = table();
+        assert!(rows.len() >= 5, "{rows:?}");
+        for (tool_len, extension_len, deepest) in rows {
+            let tool = Name::new("t".repeat(tool_len)).unwrap();
+            let extension = "e".repeat(extension_len);
+            let (fits, links) = chain(deepest, &extension);
+            let fits = Name::unchecked(&format!("{tool}{fits}"));
+            assert!(name_length(&tool, &fits, &links, 128).is_ok(), "{fits}");
+            let (over, links) = chain(deepest + 1, &extension);
+            let over = Name::unchecked(&format!("{tool}{over}"));
+            match name_length(&tool, &over, &links, 128) {
+                Err(BindError::NameTooLong {
+                    fits, layers, len, ..
+                }) => {
+                    assert_eq!((fits, layers), (deepest, deepest + 1));
+                    assert!(len > 128);
+                }
+                other => panic!("{over}: {other:?}"),
+            }
+        }
+    }
 }

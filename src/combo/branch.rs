@@ -20,6 +20,27 @@ use crate::tool::BaseTool;
 /// in any order, with [`params`](Branch::params), and take their defaults when not
 /// set. Reordering the layers of the combo changes no call site.
 ///
+/// Params set by type reach below a transformer whose input carries the layer's
+/// (a [`BatchInput`](crate::ext::BatchInput), a
+/// [`ChainInput`](crate::ext::chain::ChainInput)): pass that input with the
+/// layer's own input inside, and each batch item gets its own copy of the params,
+/// as each item of a call by name carries its own.
+///
+/// ```
+/// use toolgraft::ext::{Batch, BatchInput, Cache, CacheParams};
+/// use toolgraft::{Tool, Toolset};
+/// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let shout = Tool::builder().name("shout").description("Return the text.")
+/// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+/// let (batch,) = Toolset::new().bind((shout.combo().with(Cache::default()).with(Batch::default()),))?;
+/// let items = BatchInput::sequential(vec![Shout { text: "a".into() }, Shout { text: "b".into() }]);
+/// // Every item's cache sees `exp: 0` (bypass).
+/// let out = batch.params(CacheParams { exp: Some(0.0) }).call(items).await?;
+/// assert_eq!(out.len(), 2);
+/// # Ok(()) }
+/// ```
+///
 /// ```
 /// use toolgraft::ext::{Cache, CacheParams, Proxy, ProxyParams, Trace};
 /// use toolgraft::{Tool, Toolset};

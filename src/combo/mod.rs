@@ -143,7 +143,8 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     ///
     /// Compiles only if the stacking rules hold: at most one extension of a
     /// non-`multiple` kind, nothing that needs body locality after a relocating
-    /// extension, and the branch's input and output types fit its kind.
+    /// extension, and the branch's input and output types fit its kind. In code
+    /// generic over combos, the same `.with` is [`Takes::with`].
     ///
     /// ```
     /// # use toolgraft::Tool;
@@ -277,6 +278,93 @@ where
     (element, stack)
 }
 
+/// A combo that can take the extension `E` as its next layer: the bound a generic
+/// helper over combos states, with [`With<C, E>`](With) for the combo it returns.
+///
+/// Implemented for every [`Combo`] that `E` may join under the stacking rules, at
+/// any depth (past [`SEGMENT`](crate::extension::SEGMENT) layers too, where the stack
+/// the next layer receives is closed into a [`Segment`]): the helper names neither
+/// the typestate nor the stack, and its `.with(..)` is [`Combo::with`]'s.
+///
+/// ```
+/// use toolgraft::combo::{Takes, With};
+/// use toolgraft::ext::{Cache, Trace};
+/// use toolgraft::{Tool, Toolset};
+/// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
+///
+/// fn traced<C: Takes<Trace>>(combo: C) -> With<C, Trace> {
+///     combo.with(Trace)
+/// }
+///
+/// // Helpers compose: each step states what the combo so far must take.
+/// fn cached_and_traced<C>(combo: C) -> With<With<C, Cache>, Trace>
+/// where
+///     C: Takes<Cache>,
+///     With<C, Cache>: Takes<Trace>,
+/// {
+///     traced(combo.with(Cache::default()))
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let shout = Tool::builder().name("shout").description("Return the text.")
+///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+/// let combo = cached_and_traced(traced(shout.combo()));
+/// assert_eq!(combo.name(), "shout_trace_cache_trace");
+/// let (branch,) = Toolset::new().bind((combo,))?;
+/// assert_eq!(branch.call(Shout { text: "hi".into() }).await?, "hi");
+/// # Ok(()) }
+/// ```
+///
+/// A combo that `E` may not join does not take it, and the compiler names the
+/// rule, as for [`Combo::with`]:
+///
+/// ```compile_fail,E0277
+/// # use toolgraft::combo::{Takes, With};
+/// # use toolgraft::ext::{Pool, Proxy};
+/// # use toolgraft::Tool;
+/// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Fetch { url: String }
+/// fn proxied<C: Takes<Proxy>>(combo: C) -> With<C, Proxy> {
+///     combo.with(Proxy::allow(["http://egress-a:3128"]))
+/// }
+/// # let fetch = Tool::builder().name("fetch").description("Fetch a page.")
+/// #     .body(|input: Fetch| async move { Ok(input.url.len()) }).build().unwrap();
+/// // rule `locality-inside-relocation`: the proxy would sit outside the pool
+/// let _ = proxied(fetch.combo().with(Pool::new(2).unwrap()));
+/// ```
+///
+/// Sealed: implemented for [`Combo`] only.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot take `{E}` as its next layer",
+    label = "this does not take `{E}`",
+    note = "`Takes<E>` holds for every combo (`tool.combo()..`) that `E` may join by the stacking rules; a tool or a branch is no combo: pass `tool.combo()`",
+    note = "where a combo breaks a rule, the compiler names that rule instead, as `.with({E})` on the combo would (see `toolgraft::rulebook`)"
+)]
+pub trait Takes<E>: sealed::Sealed + Sized {
+    /// The combo once `E` is its outermost layer.
+    type With: TypedCombo;
+
+    /// Adds `extension` as the new outermost layer: what [`Combo::with`] does.
+    fn with(self, extension: E) -> Self::With;
+}
+
+/// The combo `C` becomes once it takes `E` (see [`Takes`]): `With<With<C, A>, B>`
+/// is `C` with `A`, then `B`.
+pub type With<C, E> = <C as Takes<E>>::With;
+
+// No `do_not_recommend`: with it, a failing `Takes` bound would report `Takes`
+// itself (the trait's message, a fallback only); without it, the compiler looks
+// through this impl and `Joins`' and reports the rule trait that failed. Blanket
+// over `Parts` rather than on `Combo<S, St>`, so the report does not add "`Takes`
+// is implemented for `Combo<S, St>`" beside the rule.
+impl<C: sealed::Parts, E: Joins<C::Stack, C::State>> Takes<E> for C {
+    type With = Combo<E::Branch, Then<C::State, E>>;
+
+    fn with(self, extension: E) -> Self::With {
+        // The inherent method: one body for both.
+        self.into_combo().with(extension)
+    }
+}
+
 /// What [`Toolset::bind`](crate::Toolset::bind) takes: a tuple of 0 to 16 typed
 /// combos, of one base tool or of several (more bind as nested tuples, each a
 /// [`TypedCombo`] too: `((a, .., p), (q, r))`).
@@ -348,7 +436,27 @@ pub trait TypedCombo: sealed::Sealed {
 }
 
 mod sealed {
+    use super::Combo;
+    use crate::combo::typestate::ComboState;
+    use crate::stack::Stack;
+
     pub trait Sealed {}
+
+    /// A combo's stack and state, for [`Takes`](super::Takes)' blanket impl.
+    pub trait Parts: Sealed + Sized {
+        type Stack: Stack;
+        type State: ComboState;
+        fn into_combo(self) -> Combo<Self::Stack, Self::State>;
+    }
+
+    impl<S: Stack, St: ComboState> Parts for Combo<S, St> {
+        type Stack = S;
+        type State = St;
+        #[inline(always)]
+        fn into_combo(self) -> Self {
+            self
+        }
+    }
 }
 
 impl<S: Stack, St> sealed::Sealed for Combo<S, St> {}

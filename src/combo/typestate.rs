@@ -1,6 +1,7 @@
 //! The typestate behind [`Combo::with`](super::Combo::with): how the compiler
 //! proves the stacking rules. Nothing here is needed to use the crate; it is here
-//! for the curious reader, and for the names that appear in compile errors.
+//! for the curious reader, and for the names that appear in compile errors (a
+//! helper generic over combos states [`Takes`](super::Takes) instead).
 //!
 //! A combo's type carries a [`State`]: the extensions of kinds that allow one per
 //! combo (rule `cardinality` in the [rulebook](crate::rulebook)), the first
@@ -15,8 +16,9 @@
 //! lets manifests refuse exactly what the compiler refuses.
 //!
 //! Typed calls find reserved params by type with [`Assemble`] and [`ReservedIn`],
-//! whose `Index` ([`Here`], [`There`]) the compiler infers: how many wrappers sit
-//! above the one that reserves the params.
+//! whose `Index` ([`Here`], [`There`], [`Inside`]) the compiler infers: how many
+//! wrappers sit above the one that reserves the params, and which transformers'
+//! inputs the path goes into.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -32,7 +34,9 @@ use crate::kind::property::{
 use crate::kind::{Kind, Succ, Zero};
 use crate::stack::Stack;
 use crate::stack::params::{self, Forwards};
-pub use crate::stack::params::{Assemble, Here, ReservedIn, There};
+pub use crate::stack::params::{Assemble, Here, Inside, ReservedIn, There};
+#[doc(hidden)]
+pub use crate::stack::params::{ParamBagRef, Token};
 use crate::stack::segment::{SEGMENT, Segment};
 
 mod sealed {

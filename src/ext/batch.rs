@@ -10,6 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Value, json};
 
 use crate::Name;
+use crate::combo::typestate::{Assemble, Inside, ParamBagRef, ReservedIn, There, Token};
 use crate::error::{ArgsError, ToolError, shorten_json};
 use crate::extension::{ConfigError, Configurable, Extension, Layer, LayerInput};
 use crate::extension::{Stack, decode_args};
@@ -541,4 +542,39 @@ impl<S: Stack> Stack for Batched<S> {
             fail_fast: options.fail_fast,
         })
     }
+}
+
+// Typed calls: reserved params given by type reach every item's layers (see
+// `Assemble`); never at `Here`, so a whole input given as is reads one way only.
+macro_rules! assemble_items {
+    ($($deeper:ident),*) => {$(
+        /// Every item of a batch gets the params, each its own copy.
+        #[diagnostic::do_not_recommend]
+        impl<I, C, Index> Assemble<BatchInput<C>, Inside<$deeper<Index>>> for BatchInput<I>
+        where
+            I: Assemble<C, $deeper<Index>>,
+        {
+            fn assemble(core: BatchInput<C>, bag: &mut ParamBagRef<'_>) -> Self {
+                let BatchInput {
+                    items,
+                    parallel,
+                    max_concurrent,
+                    fail_fast,
+                } = core;
+                BatchInput {
+                    items: bag.each(items),
+                    parallel,
+                    max_concurrent,
+                    fail_fast,
+                }
+            }
+        }
+    )*};
+}
+
+assemble_items!(There, Inside);
+
+#[diagnostic::do_not_recommend]
+impl<P: ReservedIn<I, Index>, I, Index> ReservedIn<BatchInput<I>, Inside<Index>> for P {
+    fn sealed(_: Token) {}
 }

@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::Name;
+use crate::combo::typestate::{Assemble, Inside, ParamBagRef, ReservedIn, There, Token};
 use crate::context::{self, ChainDepth};
 use crate::error::{ArgsError, ArgsErrorKind, ToolError, shorten, shorten_json};
 #[cfg(feature = "jq")]
@@ -138,6 +139,25 @@ pub struct ChainInput<I> {
     #[cfg(feature = "jq")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jq: Option<String>,
+}
+
+impl<I> ChainInput<I> {
+    /// A chain call of `input` that passes the whole first result to `next_tool`
+    /// (set `select` to pass part of it).
+    ///
+    /// ```
+    /// let input = toolgraft::ext::chain::ChainInput::new(7, "forecast");
+    /// assert_eq!((input.input, input.next_tool.as_str(), input.select.as_str()), (7, "forecast", ""));
+    /// ```
+    pub fn new(input: I, next_tool: impl Into<String>) -> Self {
+        Self {
+            input,
+            next_tool: next_tool.into(),
+            select: String::new(),
+            #[cfg(feature = "jq")]
+            jq: None,
+        }
+    }
 }
 
 /// The operator's side of a chain (feature `jq`): a jq expression that turns
@@ -655,4 +675,36 @@ impl<S: Stack> Stack for Chained<S> {
 
 fn shown(value: &Value) -> String {
     shorten_json(value)
+}
+
+// Typed calls: reserved params given by type reach the first call's layers (see
+// `Assemble`); never at `Here`, so a whole input given as is reads one way only.
+macro_rules! assemble_first_call {
+    ($($deeper:ident),*) => {$(
+        /// The chain's first call gets the params (the next tool is called by
+        /// name, with the arguments the chain selects).
+        #[diagnostic::do_not_recommend]
+        impl<I, C, Index> Assemble<ChainInput<C>, Inside<$deeper<Index>>> for ChainInput<I>
+        where
+            I: Assemble<C, $deeper<Index>>,
+        {
+            #[inline]
+            fn assemble(core: ChainInput<C>, bag: &mut ParamBagRef<'_>) -> Self {
+                ChainInput {
+                    input: I::assemble(core.input, bag),
+                    next_tool: core.next_tool,
+                    select: core.select,
+                    #[cfg(feature = "jq")]
+                    jq: core.jq,
+                }
+            }
+        }
+    )*};
+}
+
+assemble_first_call!(There, Inside);
+
+#[diagnostic::do_not_recommend]
+impl<P: ReservedIn<I, Index>, I, Index> ReservedIn<ChainInput<I>, Inside<Index>> for P {
+    fn sealed(_: Token) {}
 }

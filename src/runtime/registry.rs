@@ -199,13 +199,7 @@ impl Registry {
         }
         // Before anything else: binding costs grow with the length, and so does
         // the nesting of a call through the combo.
-        if spec.len() > limits.max_combo_len() {
-            return Err(BindError::ComboTooLong {
-                tool: tool.clone(),
-                len: spec.len(),
-                limit: limits.max_combo_len(),
-            });
-        }
+        crate::bind::rules::combo_length(tool, spec.len(), limits.max_combo_len())?;
         let mut unknown: Vec<String> = spec
             .iter()
             .filter(|element| !self.extensions.contains_key(element.name.as_str()))

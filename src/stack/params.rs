@@ -255,28 +255,127 @@ pub struct Here;
 #[derive(Debug)]
 pub struct There<Index>(std::marker::PhantomData<Index>);
 
+/// Into the layer input a transformer's input carries (a batch's items, a
+/// chain's first call), at `Index` from there (see [`Here`]).
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Inside<Index>(std::marker::PhantomData<Index>);
+
 /// Reserved params supplied by type, in any order: what
 /// [`Branch::params`](crate::Branch::params) collects.
 #[derive(Default)]
-pub(crate) struct ParamBag(Vec<Box<dyn std::any::Any + Send>>);
+pub(crate) struct ParamBag {
+    held: Vec<Held>,
+    /// Why a copy for a batch item failed, reported when the call starts.
+    failed: Option<String>,
+}
+
+/// One params value, and how to copy it for each item of a batch.
+struct Held {
+    value: Box<dyn std::any::Any + Send>,
+    copy: fn(&(dyn std::any::Any + Send)) -> Result<Held, String>,
+}
+
+impl Held {
+    fn new<P: Params>(params: P) -> Self {
+        Self {
+            value: Box::new(params),
+            copy: copy_params::<P>,
+        }
+    }
+}
+
+/// A copy of params of type `P` as a call by name would give them to each batch
+/// item: through their JSON. (`Params` need not be `Clone`; they always serialize.)
+fn copy_params<P: Params>(held: &(dyn std::any::Any + Send)) -> Result<Held, String> {
+    let params = held
+        .downcast_ref::<P>()
+        .ok_or_else(|| "a reserved param is not of its own type".to_owned())?;
+    let copy = serde_json::to_value(params)
+        .and_then(P::deserialize)
+        .map_err(|error| {
+            format!(
+                "reserved params `{}` could not be copied for each item: {error}",
+                std::any::type_name::<P>()
+            )
+        })?;
+    Ok(Held::new(copy))
+}
 
 impl ParamBag {
     pub(crate) fn put<P: Params>(&mut self, params: P) {
-        self.0.retain(|held| !held.is::<P>());
-        self.0.push(Box::new(params));
+        self.held.retain(|held| !held.value.is::<P>());
+        self.held.push(Held::new(params));
     }
 
     fn take<P: Params>(&mut self) -> Option<P> {
-        let at = self.0.iter().position(|held| held.is::<P>())?;
-        self.0.swap_remove(at).downcast().ok().map(|params| *params)
+        let at = self.held.iter().position(|held| held.value.is::<P>())?;
+        self.held
+            .swap_remove(at)
+            .value
+            .downcast()
+            .ok()
+            .map(|params| *params)
+    }
+
+    /// A bag holding a copy of every params value left in this one.
+    fn copy(&mut self) -> ParamBag {
+        let mut copy = ParamBag::default();
+        for held in &self.held {
+            match (held.copy)(&*held.value) {
+                Ok(held) => copy.held.push(held),
+                Err(problem) => {
+                    self.failed.get_or_insert(problem);
+                }
+            }
+        }
+        copy
+    }
+
+    /// Builds one input per core input, each from its own copy of the params left
+    /// here: what every item of a batch receives. With no params left (a call
+    /// without any), nothing is copied.
+    fn each<C, I, Index>(&mut self, cores: Vec<C>) -> Vec<I>
+    where
+        I: Assemble<C, Index>,
+    {
+        if self.held.is_empty() {
+            return cores
+                .into_iter()
+                .map(|core| I::assemble(core, &mut ParamBagRef(None)))
+                .collect();
+        }
+        let last = cores.len().saturating_sub(1);
+        let mut inputs = Vec::with_capacity(cores.len());
+        for (at, core) in cores.into_iter().enumerate() {
+            if at == last {
+                // The last item takes the originals, which leaves this bag as
+                // every item's copy is left: what no layer below took.
+                inputs.push(I::assemble(core, &mut ParamBagRef(Some(self))));
+            } else {
+                let mut copy = self.copy();
+                inputs.push(I::assemble(core, &mut ParamBagRef(Some(&mut copy))));
+            }
+        }
+        if inputs.is_empty() {
+            // No item, so no layer below runs: its params are moot, not left over.
+            self.held.clear();
+        }
+        inputs
     }
 }
 
 /// A branch input built from its core input (what the base, or the nearest
 /// transformer, takes) and the reserved params of every wrapper above it, each
-/// taken by type or, when not given, at its `Default`.
+/// taken by type or, when not given, at its `Default`. Below a transformer whose
+/// input carries the layer input ([`BatchInput`](crate::ext::BatchInput),
+/// [`ChainInput`](crate::ext::chain::ChainInput)) the core is that
+/// input with the layer's core inside, and the params flow on into it (each batch
+/// item gets its own copy, made through the params' JSON, as a call by name gives
+/// each item its own).
 ///
-/// `Index` is inferred: it says how many wrappers sit above the core.
+/// `Index` is inferred: it says how many wrappers sit above the core, and where it
+/// goes inside a transformer's input.
 // The compiler reports the innermost failing bound, whose `Self` is the core input
 // (the impls peel one `WithParams` each): the messages name it as such.
 #[diagnostic::on_unimplemented(
@@ -292,12 +391,32 @@ pub trait Assemble<Core, Index>: Sized {
 
 /// The bag [`Assemble`] reads from (opaque).
 #[doc(hidden)]
-pub struct ParamBagRef<'a>(&'a mut ParamBag);
+pub struct ParamBagRef<'a>(Option<&'a mut ParamBag>);
+
+impl ParamBagRef<'_> {
+    #[inline]
+    fn take<P: Params>(&mut self) -> Option<P> {
+        self.0.as_mut()?.take()
+    }
+
+    /// Assembles each of `cores`, each with its own copy of the params: what a
+    /// transformer whose input carries many layer inputs (a batch's items) does.
+    #[doc(hidden)]
+    pub fn each<C, I: Assemble<C, Index>, Index>(&mut self, cores: Vec<C>) -> Vec<I> {
+        match &mut self.0 {
+            Some(bag) => bag.each(cores),
+            None => cores
+                .into_iter()
+                .map(|core| I::assemble(core, &mut ParamBagRef(None)))
+                .collect(),
+        }
+    }
+}
 
 impl std::fmt::Debug for ParamBagRef<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ParamBag")
-            .field("held", &self.0.0.len())
+            .field("held", &self.0.as_ref().map_or(0, |bag| bag.held.len()))
             .finish()
     }
 }
@@ -314,16 +433,23 @@ impl<P: Params + Default, I: Assemble<C, Index>, C, Index> Assemble<C, There<Ind
 {
     #[inline]
     fn assemble(core: C, bag: &mut ParamBagRef<'_>) -> Self {
-        let params = bag.0.take::<P>().unwrap_or_default();
+        let params = bag.take::<P>().unwrap_or_default();
         WithParams::new(params, I::assemble(core, bag))
     }
 }
 
+// Transformers whose input carries the layer input (`batch`, `chain`) implement
+// `Assemble` and `ReservedIn` for it at `Inside<..>`, in their own modules: the
+// params given by type flow on into it, so a layer below the transformer gets
+// them too. (A transformer whose input is the layer input itself,
+// `output_schema`, needs nothing: its input is the layer's.)
+
 /// Builds `Input` from `core` with every reserved param at its `Default`: for a
-/// branch without reserved params, the input itself (no work at run time).
+/// branch without reserved params, the input itself (no work at run time: no bag
+/// is made, so none is dropped either).
 #[inline(always)]
 pub(crate) fn assemble_defaults<Input: Assemble<C, Index>, C, Index>(core: C) -> Input {
-    Input::assemble(core, &mut ParamBagRef(&mut ParamBag::default()))
+    Input::assemble(core, &mut ParamBagRef(None))
 }
 
 /// Builds `Input` from `core` and the params in `bag`, all of which must be taken.
@@ -331,8 +457,11 @@ pub(crate) fn assemble<Input: Assemble<C, Index>, C, Index>(
     core: C,
     bag: &mut ParamBag,
 ) -> Result<Input, ArgsError> {
-    let input = Input::assemble(core, &mut ParamBagRef(bag));
-    match bag.0.len() {
+    let input = Input::assemble(core, &mut ParamBagRef(Some(bag)));
+    if let Some(problem) = bag.failed.take() {
+        return Err(ArgsError::whole(problem));
+    }
+    match bag.held.len() {
         0 => Ok(input),
         // Only a params type that two layers reserve can be left over (the first
         // took one value): say so rather than drop it.

@@ -11,8 +11,10 @@ mod builder;
 mod builtins;
 mod calls;
 mod context;
+mod depth;
 mod dynamic;
 mod edit;
+mod helpers;
 #[cfg(feature = "jq")]
 mod jq_chain;
 mod kinds;
@@ -25,4 +27,5 @@ mod relocation;
 mod schemas;
 mod third_party;
 mod timeout;
+mod typed_params;
 mod wrappers;

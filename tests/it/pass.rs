@@ -21,6 +21,7 @@ allowed!(
     deep_16,
     deep_64,
     deep_128,
+    generic_helpers,
     heavy_16,
     many_wrappers_and_transformers,
     one_backend_per_combo,

@@ -1,10 +1,9 @@
 // Two backends in one combo: the same backend type twice, added by a generic helper
-// whose bounds ask for both joins. The bound fails where the helper is called, and
-// must still name the rule, not the raw `Pool: Joins<..>`.
-use toolgraft::combo::TypedCombo;
-use toolgraft::combo::typestate::{Closed, ComboState, Joins, Then};
+// written with `Takes` and `With` (a combo that can take a pool, and the combo
+// then). The bound fails where the helper is called, and names the rule, not a raw
+// `Pool: Takes<..>` or `Pool: Joins<..>`.
+use toolgraft::combo::{Takes, With};
 use toolgraft::ext::Pool;
-use toolgraft::extension::Mint;
 use toolgraft::prelude::*;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -12,13 +11,10 @@ struct Shout {
     text: String,
 }
 
-fn twice<S, St>(combo: Combo<S, St>, pool: Pool) -> impl TypedCombo
+fn twice<C>(combo: C, pool: Pool) -> With<With<C, Pool>, Pool>
 where
-    S: Stack,
-    St: ComboState,
-    Pool: Joins<S, St>,
-    Then<St, Pool>: ComboState,
-    Pool: Joins<<Pool as Mint<Closed<St, S>>>::Branch, Then<St, Pool>>,
+    C: Takes<Pool>,
+    With<C, Pool>: Takes<Pool>,
 {
     combo.with(pool.clone()).with(pool)
 }
