@@ -5,8 +5,8 @@
 //! That is what the rules read. What it does to a call depends on its kind:
 //!
 //! * A **wrapper** is one trait, [`Wrap<S>`](Wrap), implemented for the stacks it
-//!   fits (every `S: Stack`, or those whose input is `Clone`, whose output is
-//!   [`Text`], ..): its name, locality and reserved [`Params`], and an `around`
+//!   fits (every `S: Stack`, or those whose input is [`Resendable`], whose output
+//!   is [`Text`], ..): its name, locality and reserved [`Params`], and an `around`
 //!   method that receives the layer input and returns the layer's output (the
 //!   [`Extension`] and [`Layer`] impls come with it). Binding mints its branch
 //!   ([`Wrapped`]), which forwards the same input and output types, so the wrapper
@@ -42,7 +42,7 @@ pub use crate::stack::params::{Forwards, Params, ReservedParams, WithParams};
 pub use crate::stack::segment::{SEGMENT, Segment};
 pub use crate::stack::{DynInput, Next, Stack, decode_args, to_json};
 pub use transform::{Transform, Transformed};
-pub use wrap::{Call, Done, Text, Wrap, WrapFn, Wrapped, wrap_fn};
+pub use wrap::{Call, Done, Resendable, Text, Wrap, WrapFn, Wrapped, wrap_fn};
 
 /// What extension `E` receives about the layer below when it is applied.
 ///
@@ -403,7 +403,7 @@ mod sealed {
 #[diagnostic::on_unimplemented(
     message = "the {Self} `{E}` cannot be layered over `{S}`",
     label = "no branch of `{E}` over `{S}`",
-    note = "a wrapper implements `Wrap<S>` for the stacks it fits, and binding mints its branch (`Wrapped`): a wrapper never has a `Layer` of its own. If `{E}` is one, its `Wrap` impl asks something this stack lacks (an input that is `Clone`, an output that is `Text`, ..), or it has no `Wrap` impl at all",
+    note = "a wrapper implements `Wrap<S>` for the stacks it fits, and binding mints its branch (`Wrapped`): a wrapper never has a `Layer` of its own. If `{E}` is one, its `Wrap` impl asks something this stack lacks (an input that is `Resendable`, an output that is `Text`, ..), or it has no `Wrap` impl at all",
     note = "a transformer implements `Layer<S>` (returning `Transformed::new(self, inner, below)` for a `Transform`), a backend a `Layer<S>` returning a stack of its own; an extension with a branch of its own is one of those (`type Kind = Transformer;`)"
 )]
 pub trait MintedBy<E: Extension, S: Stack>: sealed::Word {

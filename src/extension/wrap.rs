@@ -72,22 +72,23 @@ use crate::stack::{Next, Stack};
 /// ```
 ///
 /// One that asks something of the stack below bounds `S`: a retry needs an input
-/// it can send again (`S::Input: Clone`), a wrapper that edits a text result an
-/// output it can read as text ([`S::Output: Text`](Text)). The impl must cover the
+/// it can send again ([`S::Input: Resendable`](Resendable), that is `Clone`), a
+/// wrapper that edits a text result an output it can read as text
+/// ([`S::Output: Text`](Text)). The impl must cover the
 /// run-time stack, [`DynStack`] (whose input is `Clone` and whose output is
 /// [`Text`]), since that is what the same wrapper runs over when a
 /// [manifest](crate::Manifest) names it: one impl serves typed combos and the
 /// [`Registry`](crate::Registry).
 ///
 /// ```
-/// use toolgraft::extension::{Anywhere, Next, Stack};
+/// use toolgraft::extension::{Anywhere, Next, Resendable, Stack};
 /// use toolgraft::{ToolError, Wrap};
 ///
 /// /// Calls the layer below again when it fails, up to `attempts` times.
 /// #[derive(Clone, Debug)]
 /// struct Retry { attempts: u32 }
 ///
-/// impl<S: Stack<Input: Clone>> Wrap<S> for Retry {
+/// impl<S: Stack<Input: Resendable>> Wrap<S> for Retry {
 ///     type Locality = Anywhere;
 ///     type Params = ();
 ///
@@ -157,8 +158,8 @@ use crate::stack::{Next, Stack};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not wrap `{S}`",
     label = "`{Self}`'s `Wrap` impl does not cover `{S}`",
-    note = "a wrapper's `impl<S: Stack<..>> Wrap<S>` says which stacks it fits; `{S}` lacks what it asks (an input that is `Clone`, an output that is `Text`, ..)",
-    note = "every wrapper must fit `DynStack` too, the stack a manifest runs it over: bound `S` only by what `DynStack` has (`Input: Clone + Serialize`, `Output: Text + Clone`)"
+    note = "a wrapper's `impl<S: Stack<..>> Wrap<S>` says which stacks it fits; `{S}` lacks what it asks (an input that is `Resendable`, an output that is `Text`, ..)",
+    note = "every wrapper must fit `DynStack` too, the stack a manifest runs it over: bound `S` only by what `DynStack` has (`Input: Resendable + Serialize`, `Output: Text + Clone`)"
 )]
 pub trait Wrap<S: Stack>: Clone + Send + Sync + 'static {
     /// [`Anywhere`], or [`BodyLocal`](crate::extension::BodyLocal) if the wrapper only
@@ -319,6 +320,34 @@ impl Text for Value {
         }
     }
 }
+
+/// An input a wrapper can send to the layer below more than once (a retry): one
+/// that is `Clone`. A typed tool's input is when it derives `Clone`; the run-time
+/// input, [`DynInput`](crate::extension::DynInput), always is (a clone keeps the
+/// arguments, which the layer below decodes again).
+///
+/// A trait of its own, bounded as `S: Stack<Input: Resendable>`, rather than
+/// `Input: Clone`, so that a combo over an input that is not `Clone` says what
+/// the wrapper needs and how to give it, instead of a bare `Clone` bound.
+///
+/// ```
+/// use toolgraft::extension::{DynInput, Resendable};
+/// fn resendable<I: Resendable>() {}
+/// resendable::<String>();
+/// resendable::<DynInput>();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "this wrapper sends its input to the layer below more than once, but `{Self}` is not `Clone`",
+    label = "the layer below takes `{Self}`, which cannot be sent twice",
+    note = "add `#[derive(Clone)]` to `{Self}`: each attempt sends a clone of the input",
+    note = "over `DynStack` (a manifest), the input is always `Clone`: a clone keeps the arguments, which the layer below decodes again"
+)]
+pub trait Resendable: Clone + Send + 'static {}
+
+// `do_not_recommend`: the compiler reports this trait, with its message, instead of
+// the bare `Clone` bound.
+#[diagnostic::do_not_recommend]
+impl<T: Clone + Send + 'static> Resendable for T {}
 
 /// The branch a [`Wrap`] mints: the wrapper and the layer below.
 ///

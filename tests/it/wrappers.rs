@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use toolgraft::error::BoxError;
 use toolgraft::ext::cache::CacheParams;
 use toolgraft::ext::{Cache, Trace};
-use toolgraft::extension::{Anywhere, Next, Params, Text};
+use toolgraft::extension::{Anywhere, Next, Params, Resendable, Text};
 use toolgraft::kind::ExtensionKind;
 use toolgraft::prelude::*;
 use toolgraft::runtime::{Configured, DynBranch, DynExtension, DynStack};
@@ -34,7 +34,7 @@ struct Retry {
     tries: Arc<AtomicU32>,
 }
 
-impl<S: Stack<Input: Clone>> Wrap<S> for Retry {
+impl<S: Stack<Input: Resendable>> Wrap<S> for Retry {
     type Locality = Anywhere;
     type Params = Attempts;
 

@@ -1,13 +1,13 @@
 // A retry calls the layer below again with a clone of its input, so it fits the
-// stacks whose input is `Clone`: over a tool whose input is not, the combo names
-// the wrapper, the stack and what the wrapper's impl asks.
-use toolgraft::extension::{Anywhere, Next, Stack};
+// stacks whose input is `Resendable` (`Clone`): over a tool whose input is not, the
+// combo says what the wrapper needs, and the fix.
+use toolgraft::extension::{Anywhere, Next, Resendable, Stack};
 use toolgraft::prelude::*;
 
 #[derive(Clone)]
 struct Retry;
 
-impl<S: Stack<Input: Clone>> Wrap<S> for Retry {
+impl<S: Stack<Input: Resendable>> Wrap<S> for Retry {
     type Locality = Anywhere;
     type Params = ();
     fn name(&self) -> &str {
