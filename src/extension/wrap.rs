@@ -77,7 +77,10 @@ use crate::stack::{Next, Stack};
 /// run-time stack, [`DynStack`] (whose input is `Clone` and whose output is
 /// [`Text`]), since that is what the same wrapper runs over when a
 /// [manifest](crate::Manifest) names it: one impl serves typed combos and the
-/// [`Registry`](crate::Registry).
+/// [`Registry`](crate::Registry). What the wrapper presents (its name, description,
+/// config and output schema) is read from that impl over `DynStack` on both paths;
+/// a separate impl over another stack adds its own `around`, `Params` and
+/// `for_branch` there, and must declare the same `Locality`.
 ///
 /// ```
 /// use toolgraft::extension::{Anywhere, Next, Stack};
