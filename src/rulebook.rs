@@ -77,7 +77,8 @@
 //! Extensions without the need may sit outside a backend; they run in the calling
 //! process. The rules see a combo's own elements: an extension's kind and locality
 //! are its author's word about what its code does, and a branch whose code calls
-//! another tool runs that tool with that tool's own combo.
+//! another tool runs that tool with that tool's own combo. A wrapper has one
+//! locality: every `Wrap<S>` impl of it declares the one the rules read.
 //!
 //! # config
 //! An element's config reaches only an extension that accepts config (an empty one

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use frunk::{HCons, HNil};
 use schemars::Schema;
 
-use crate::extension::{Extension, Mint, Wrapped};
+use crate::extension::{Extension, Mint, OneLocality, Wrapped};
 use crate::kind::property::{
     self, Anywhere, Cardinality, Declared, Execution, NotRelocated, Preserved, Relocator, Reshaped,
     SameShape, Unconstrained,
@@ -425,6 +425,7 @@ where
     St::Seen: HolderOf<E::Kind>,
     <E::Kind as Kind>::Word: OneOfKindPerCombo<HolderIn<St, E::Kind>, E>,
     E::Locality: InsideRelocation<St::Relocated, E>,
+    E::DeclaredLocality: OneLocality<E::Locality, E, S>,
     <E::Kind as Kind>::InputRule: InputContract<E, S::Input, <E::Branch as Stack>::Input>,
     <E::Kind as Kind>::InputRule: BranchContract<E, Closed<St, S>, E::Branch>,
     <E::Kind as Kind>::OutputRule: OutputContract<E, S::Output, <E::Branch as Stack>::Output>,

@@ -372,6 +372,12 @@ pub trait Mint<S: Stack>: Extension + Sized {
     /// The branch this extension mints over `S`.
     type Branch: Stack;
 
+    /// The locality the code minting the branch declares (a wrapper's `Wrap<S>`
+    /// impl's), which [`Joins`](crate::combo::typestate::Joins) holds to the one the
+    /// rules read.
+    #[doc(hidden)]
+    type DeclaredLocality: Locality;
+
     #[doc(hidden)]
     fn mint(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch;
 }
@@ -381,6 +387,7 @@ where
     <E::Kind as Kind>::Word: MintedBy<E, S>,
 {
     type Branch = <<E::Kind as Kind>::Word as MintedBy<E, S>>::Branch;
+    type DeclaredLocality = <<E::Kind as Kind>::Word as MintedBy<E, S>>::DeclaredLocality;
 
     #[inline]
     fn mint(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
@@ -389,6 +396,11 @@ where
 }
 
 mod sealed {
+    /// Names no one outside this crate can write: [`OneLocality`](super::OneLocality)
+    /// has a method taking it, so only this crate implements it.
+    #[derive(Debug)]
+    pub struct Token;
+
     /// The kinds' words: the only implementors of [`MintedBy`](super::MintedBy).
     pub trait Word {}
     impl Word for crate::kind::words::wrapper {}
@@ -409,13 +421,39 @@ mod sealed {
 pub trait MintedBy<E: Extension, S: Stack>: sealed::Word {
     /// The branch.
     type Branch: Stack;
+    /// The locality the minting impl declares.
+    type DeclaredLocality: Locality;
     /// Mints it.
     fn mint(extension: E, inner: S, below: &LayerInput<'_, E>) -> Self::Branch;
+}
+
+/// A wrapper's locality over one stack, `Self` (what its `Wrap<S>` impl declares),
+/// and the one the rules read, `Read` (its [`Extension`] locality: that of its impl
+/// over `DynStack`). [`Joins`](crate::combo::typestate::Joins) asks them to be the
+/// same: the branch runs by `Read`, so a `BodyLocal` declared over one stack only
+/// would not keep the wrapper inside a backend. `Self` is the locality, not `E`,
+/// so that rustc prints this message. Sealed.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{E}` declares the locality `{Self}` over `{S}`, but the rules read `{Read}`",
+    label = "`{E}`'s `Wrap` impl over `{S}` declares `type Locality = {Self};`",
+    note = "the rules place a wrapper by one locality, its `Extension`'s (from its `Wrap<DynStack>` impl), and its branches run by it: one declared over another stack would not be checked (rule `locality-inside-relocation` in `toolgraft::rulebook`)",
+    note = "declare the same `type Locality` in every `Wrap` impl of `{E}`"
+)]
+pub trait OneLocality<Read, E, S> {
+    #[doc(hidden)]
+    fn sealed(_: sealed::Token);
+}
+
+#[diagnostic::do_not_recommend]
+impl<L, E, S> OneLocality<L, E, S> for L {
+    fn sealed(_: sealed::Token) {}
 }
 
 #[diagnostic::do_not_recommend]
 impl<E: Wrap<S> + Extension<Kind = Wrapper>, S: Stack> MintedBy<E, S> for words::wrapper {
     type Branch = Wrapped<E, S>;
+    type DeclaredLocality = <E as Wrap<S>>::Locality;
 
     #[inline]
     fn mint(wrapper: E, inner: S, below: &LayerInput<'_, E>) -> Wrapped<E, S> {
@@ -426,6 +464,7 @@ impl<E: Wrap<S> + Extension<Kind = Wrapper>, S: Stack> MintedBy<E, S> for words:
 #[diagnostic::do_not_recommend]
 impl<E: Layer<S>, S: Stack> MintedBy<E, S> for words::transformer {
     type Branch = E::Branch;
+    type DeclaredLocality = E::Locality;
 
     #[inline]
     fn mint(transformer: E, inner: S, below: &LayerInput<'_, E>) -> E::Branch {
@@ -436,6 +475,7 @@ impl<E: Layer<S>, S: Stack> MintedBy<E, S> for words::transformer {
 #[diagnostic::do_not_recommend]
 impl<E: Layer<S>, S: Stack> MintedBy<E, S> for words::backend {
     type Branch = E::Branch;
+    type DeclaredLocality = E::Locality;
 
     #[inline]
     fn mint(backend: E, inner: S, below: &LayerInput<'_, E>) -> E::Branch {

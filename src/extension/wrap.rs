@@ -78,7 +78,10 @@ use crate::stack::{Next, Stack};
 /// run-time stack, [`DynStack`] (whose input is `Clone` and whose output is
 /// [`Text`]), since that is what the same wrapper runs over when a
 /// [manifest](crate::Manifest) names it: one impl serves typed combos and the
-/// [`Registry`](crate::Registry).
+/// [`Registry`](crate::Registry). What the wrapper presents (its name, description,
+/// config and output schema) is read from that impl over `DynStack` on both paths;
+/// a separate impl over another stack adds its own `around`, `Params` and
+/// `for_branch` there, and must declare the same `Locality`.
 ///
 /// ```
 /// use toolgraft::extension::{Anywhere, Next, Resendable, Stack};
@@ -165,7 +168,8 @@ pub trait Wrap<S: Stack>: Clone + Send + Sync + 'static {
     /// [`Anywhere`], or [`BodyLocal`](crate::extension::BodyLocal) if the wrapper only
     /// works beside the tool body (it sets a task-local, say): then it must sit
     /// inside any backend (rule `locality-inside-relocation` in the
-    /// [rulebook](crate::rulebook)). The rules read the one of `Wrap<DynStack>`.
+    /// [rulebook](crate::rulebook)). The rules read the one of `Wrap<DynStack>`,
+    /// and a combo refuses an impl over another stack that declares another.
     type Locality: Locality;
 
     /// The reserved params the branch adds to the layer input: `()` for none, or a

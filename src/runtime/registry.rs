@@ -135,7 +135,10 @@ impl Registry {
     ///
     /// A typed extension's branch input must serialize (every built-in's does, and
     /// so does any [`Wrap`](crate::Wrap) wrapper's): that is how a run-time layer
-    /// above sees the arguments as given without copying them at every layer. A
+    /// above sees the arguments as given without copying them at every layer, and
+    /// what a retry above sends again, decoded anew. So its `Serialize` must write
+    /// what its `Deserialize` reads: a field skipped when serialized (a secret,
+    /// say) is missing from every retried call. A
     /// panic in the extension's own code while a combo is bound refuses that tool
     /// ([`BindError::ExtensionFailed`]). A name registered twice is refused.
     ///

@@ -595,7 +595,10 @@ enum Undecoded {
 /// A copy of the arguments as given, which the layer below decodes again when it
 /// is called: the decoded input itself need not be `Clone`. What lets a wrapper
 /// over [`DynStack`](crate::runtime::DynStack) call the layer below more than once
-/// (a retry), as a typed one does with an input that is `Clone`.
+/// (a retry), as a typed one does with an input that is `Clone`. The arguments of
+/// an input a registered typed extension's branch decoded are that input
+/// serialized ([`args`](DynInput::args)), so its clone is decoded from what the
+/// input's `Serialize` writes.
 ///
 /// ```
 /// use serde_json::json;

@@ -10,6 +10,7 @@ mod bind;
 mod builder;
 mod builtins;
 mod calls;
+mod clones;
 mod context;
 mod depth;
 mod dynamic;
