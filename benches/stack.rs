@@ -14,6 +14,7 @@ use futures_util::FutureExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use toolgraft::Wrap;
 use toolgraft::error::BoxError;
 use toolgraft::ext::{Cache, Trace};
 use toolgraft::extension::{Anywhere, Next};

@@ -10,10 +10,22 @@
 //! assert_eq!(toolset.names(), ["ping"]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! [`Wrap`](crate::Wrap) is not in it: a wrapper is generic over the stacks it
+//! fits, so with `Wrap` in scope `cache.name()` would not know which `Wrap<S>` it
+//! means. Import it where a wrapper is written (`use toolgraft::Wrap;`); here an
+//! extension's methods are [`Extension`]'s:
+//!
+//! ```
+//! use toolgraft::prelude::*;
+//! use toolgraft::ext::{Cache, Trace};
+//! assert_eq!((Trace.name(), Cache::default().name()), ("trace", "cache"));
+//! assert!(Cache::default().check_config().is_ok());
+//! ```
 
 pub use crate::combo::{Branch, Combo, StartCombo};
 pub use crate::error::{BindError, ToolError};
 pub use crate::ext::{CacheParams, ProxyParams};
-pub use crate::extension::{Extension, Layer, Stack, WithParams, Wrap};
+pub use crate::extension::{Extension, Layer, Stack, WithParams};
 pub use crate::tool::{BaseTool, Tool};
 pub use crate::toolset::Toolset;

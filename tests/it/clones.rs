@@ -8,6 +8,7 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use toolgraft::Wrap;
 use toolgraft::ext::{Batch, Cache, Pool, Trace};
 use toolgraft::extension::{Anywhere, Next};
 use toolgraft::kind::ExtensionKind;

@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgraft::ToolError;
+use toolgraft::Wrap;
 use toolgraft::extension::{Anywhere, Next, Text};
 use toolgraft::prelude::*;
 

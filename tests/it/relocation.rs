@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Ping, Shout};
 use serde_json::json;
+use toolgraft::Wrap;
 use toolgraft::ext::{Batch, BatchInput, Cache, Pool, Proxy, Trace, proxy};
 use toolgraft::prelude::*;
 use toolgraft::toolset::Site;

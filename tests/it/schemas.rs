@@ -6,6 +6,7 @@ use common::{ReportInput, Shout, ping, report, shout};
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use toolgraft::Wrap;
 use toolgraft::error::ArgsError;
 use toolgraft::ext::{Batch, Cache, Trace};
 use toolgraft::extension::{Anywhere, Args, LayerInput, Next, Params};

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use toolgraft::Wrap;
 use toolgraft::context::{self, Entry, InProcess, Keyed, Serialized, Stays, Unkeyed};
 use toolgraft::ext::{Cache, Proxy, proxy};
 use toolgraft::extension::Anywhere;

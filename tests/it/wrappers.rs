@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Value, json};
+use toolgraft::Wrap;
 use toolgraft::error::BoxError;
 use toolgraft::ext::cache::CacheParams;
 use toolgraft::ext::{Cache, Trace};

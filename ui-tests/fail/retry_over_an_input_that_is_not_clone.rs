@@ -3,6 +3,7 @@
 // combo says what the wrapper needs, and the fix.
 use toolgraft::extension::{Anywhere, Next, Resendable, Stack};
 use toolgraft::prelude::*;
+use toolgraft::Wrap;
 
 #[derive(Clone)]
 struct Retry;

@@ -5,6 +5,7 @@ use toolgraft::ext::Pool;
 use toolgraft::ext::pool::Pooled;
 use toolgraft::extension::{Anywhere, BodyLocal, DynInput, Next, Stack};
 use toolgraft::prelude::*;
+use toolgraft::Wrap;
 use toolgraft::runtime::DynStack;
 
 #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]

@@ -5,6 +5,7 @@
 // implemented for `Query` and for `DynInput`).
 use toolgraft::extension::{Anywhere, Next, Stack};
 use toolgraft::prelude::*;
+use toolgraft::Wrap;
 
 #[derive(Clone, serde::Deserialize, schemars::JsonSchema)]
 struct Query {

@@ -3,6 +3,7 @@
 // compiles with the default `recursion_limit`.
 use toolgraft::ext::{Batch, Cache, Pool, Trace};
 use toolgraft::prelude::*;
+use toolgraft::Wrap;
 
 #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
 struct Shout {

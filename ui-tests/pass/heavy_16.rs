@@ -5,6 +5,7 @@
 // which is why they are not wider (the price: one allocation per 8 layers).
 use toolgraft::ext::{Cache, Timeout, Trace};
 use toolgraft::prelude::*;
+use toolgraft::Wrap;
 
 #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
 struct Shout {

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 use toolgraft::ToolError;
+use toolgraft::Wrap;
 use toolgraft::error::BoxError;
 use toolgraft::extension::{Anywhere, Next};
 use toolgraft::prelude::*;

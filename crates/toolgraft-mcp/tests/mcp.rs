@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::sync::Notify;
 use toolgraft::Registry;
+use toolgraft::Wrap;
 use toolgraft::error::BoxError;
 use toolgraft::ext::{Batch, Cache, Pool, Proxy, Trace, proxy};
 use toolgraft::prelude::*;
