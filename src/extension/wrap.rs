@@ -28,8 +28,9 @@ use crate::stack::{Next, Stack};
 /// layer below (as often as the input allows), return the layer's output.
 ///
 /// Implementing `Wrap<S>` makes the type an [`Extension`] of kind
-/// [`Wrapper`](crate::kind::Wrapper) and a [`Layer`] over every `S` it covers;
-/// binding mints its branch, [`Wrapped`], which takes exactly the layer input (plus
+/// [`Wrapper`](crate::kind::Wrapper) that binds over every `S` it covers
+/// ([`Mint`](super::Mint)); binding mints its branch, [`Wrapped`], which takes
+/// exactly the layer input (plus
 /// [`Params`](Wrap::Params)) and returns exactly the layer's output, so a wrapper
 /// cannot change the schema. `around` is inlined into the call: a wrapper that only
 /// forwards costs nothing.
