@@ -57,6 +57,9 @@ pub struct Metrics {
     described: Option<Arc<Once>>,
 }
 
+// Not listed among "the types that implement `Wrap<S>`" in compile errors: the list
+// would then depend on the crate's features.
+#[diagnostic::do_not_recommend]
 impl<S: Stack> Wrap<S> for Metrics {
     type Locality = Anywhere;
     type Params = ();
