@@ -62,7 +62,9 @@
 //! let app: Router = Router::new()
 //!     .route("/health", get(|| async { "ok" }))
 //!     .merge(mcp.router());
-//! // axum::serve(listener, app).await
+//! // Listen through `no_delay`: without TCP_NODELAY each answer waits for the
+//! // client's delayed acknowledgement.
+//! // axum::serve(toolgraft_mcp::http::no_delay(listener), app).await
 //! ```
 
 use std::fmt;
@@ -70,6 +72,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
+use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
@@ -223,7 +226,7 @@ impl McpHttp {
     /// let router = McpHttp::new(ToolsetServer::new(toolgraft::Toolset::new()), Guard::off())
     ///     .with_cancellation(shutdown.clone())
     ///     .router();
-    /// // axum::serve(listener, router).with_graceful_shutdown(shutdown.cancelled_owned())
+    /// // axum::serve(toolgraft_mcp::http::no_delay(listener), router).with_graceful_shutdown(shutdown.cancelled_owned())
     /// ```
     pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
         self.cancel = token;
@@ -243,7 +246,9 @@ impl McpHttp {
 
     /// A router serving MCP at [`MCP_PATH`] (`POST`, `GET` and `DELETE`), with the
     /// guard on that route only: merge it into your application's
-    /// router (`app.merge(mcp.router())`), or nest it under a prefix.
+    /// router (`app.merge(mcp.router())`), or nest it under a prefix. Serve it
+    /// from a listener wrapped in [`no_delay`], or every answer waits for the
+    /// client's delayed acknowledgement.
     ///
     /// ```
     /// # use toolgraft_mcp::{ToolsetServer, http::{Guard, McpHttp}};
@@ -304,6 +309,7 @@ impl McpHttp {
         let local = listener
             .local_addr()
             .map_err(|source| HttpError::Bind { addr, source })?;
+        let listener = no_delay(listener);
         // A child: `Serving::shutdown` stops this server, not the embedder's token.
         let cancel = self.cancel.child_token();
         let router = self.router_until(&cancel);
@@ -319,6 +325,32 @@ impl McpHttp {
             task,
         })
     }
+}
+
+/// `listener` with `TCP_NODELAY` set on every connection it accepts: what
+/// [`McpHttp::serve`] listens with, and what to serve [`McpHttp::router`] with.
+///
+/// rmcp writes an answer's event stream in several small pieces; with Nagle's
+/// algorithm on, each piece after the first waits for the client to acknowledge
+/// the one before, and a client delays its acknowledgement (about 40 ms on Linux):
+/// every call would take that long.
+///
+/// ```no_run
+/// # use toolgraft_mcp::{ToolsetServer, http::{Guard, McpHttp, no_delay}};
+/// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let router = McpHttp::new(ToolsetServer::new(toolgraft::Toolset::new()), Guard::off()).router();
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+/// axum::serve(no_delay(listener), router).await?;
+/// # Ok(()) }
+/// ```
+pub fn no_delay(
+    listener: TcpListener,
+) -> impl axum::serve::Listener<Io = tokio::net::TcpStream, Addr = SocketAddr> {
+    listener.tap_io(|tcp: &mut tokio::net::TcpStream| {
+        // A socket that refuses the option still works, only slower: not a
+        // reason to drop the connection.
+        let _ = tcp.set_nodelay(true);
+    })
 }
 
 /// A server started by [`McpHttp::serve`]; it runs until [`shutdown`](Self::shutdown)
