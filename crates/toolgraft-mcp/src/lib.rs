@@ -95,7 +95,7 @@ pub mod http;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -359,9 +359,21 @@ pub struct ToolsetServer {
     /// Watches the bound names, for `structuring` to know when it is stale.
     changes: watch::Receiver<u64>,
     structuring: Mutex<Structuring>,
+    /// The tools/list answer per output shape, for the toolset at one version:
+    /// shared by every session's server, so a list copies no schema (each is
+    /// behind an `Arc`), and only the first list after a change builds it.
+    listings: Arc<Mutex<Listings>>,
     /// Dropped with the server, which rmcp does when its connection ends: that ends
     /// this connection's notifier task (its receivers see the sender gone).
     connection: watch::Sender<()>,
+}
+
+/// The listings of one toolset version (see [`ToolsetServer::list`]).
+#[derive(Default)]
+struct Listings {
+    version: u64,
+    object_only: Option<Vec<Tool>>,
+    any_json: Option<Vec<Tool>>,
 }
 
 /// Whether results of each name called so far are structured, for the toolset as
@@ -466,6 +478,7 @@ impl ToolsetServer {
             info,
             notifier: Mutex::new(Notifier::Idle),
             structuring: Mutex::default(),
+            listings: Arc::default(),
             connection: watch::channel(()).0,
         }
     }
@@ -480,6 +493,7 @@ impl ToolsetServer {
             notifier: Mutex::new(Notifier::Idle),
             changes: self.toolset.changes(),
             structuring: Mutex::default(),
+            listings: self.listings.clone(),
             connection: watch::channel(()).0,
         }
     }
@@ -542,11 +556,29 @@ impl ToolsetServer {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn list(&self, shape: OutputShape) -> Vec<Tool> {
-        self.toolset
-            .tools()
-            .iter()
-            .map(|info| mcp_tool(info, shape))
-            .collect()
+        // Read before the toolset: a listing built after a change is labelled with
+        // the version before it at worst, and built again by the next list.
+        let version = *self.changes.borrow();
+        let mut listings = self.listings.lock().unwrap_or_else(PoisonError::into_inner);
+        if listings.version != version {
+            *listings = Listings {
+                version,
+                ..Listings::default()
+            };
+        }
+        let slot = match shape {
+            OutputShape::ObjectOnly => &mut listings.object_only,
+            OutputShape::AnyJson => &mut listings.any_json,
+        };
+        // Clones share every schema (`Arc`): a list copies names and descriptions.
+        slot.get_or_insert_with(|| {
+            self.toolset
+                .tools()
+                .iter()
+                .map(|info| mcp_tool(info, shape))
+                .collect()
+        })
+        .clone()
     }
 
     /// Calls a bound name for a client on `shape`: what `tools/call` returns, with
@@ -730,5 +762,46 @@ impl ServerHandler for ToolsetServer {
                 return Ok(());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolgraft::Tool as BaseTool;
+    use toolgraft::combo::StartCombo;
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Shout {
+        text: String,
+    }
+
+    fn shout(name: &str) -> impl toolgraft::tool::BaseTool {
+        BaseTool::builder()
+            .name(name)
+            .description("Return the text.")
+            .body(|input: Shout| async move { Ok(input.text) })
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn every_session_shares_one_listing_until_the_toolset_changes() {
+        let toolset = Toolset::new();
+        toolset.bind((shout("shout").combo(),)).unwrap();
+        let server = ToolsetServer::new(toolset.clone());
+        let session = server.fresh();
+        let first = server.list(OutputShape::AnyJson);
+        let again = session.list(OutputShape::AnyJson);
+        // One copy of each schema, whoever lists: no schema is copied per list.
+        assert!(Arc::ptr_eq(&first[0].input_schema, &again[0].input_schema));
+        let older = session.list(OutputShape::ObjectOnly);
+        assert_eq!(older.len(), 1);
+
+        toolset.bind((shout("echo").combo(),)).unwrap();
+        let after = session.list(OutputShape::AnyJson);
+        let names: Vec<_> = after.iter().map(|tool| tool.name.as_ref()).collect();
+        assert_eq!(names, ["echo", "shout"]);
+        assert_eq!(server.list(OutputShape::ObjectOnly).len(), 2);
     }
 }
