@@ -265,9 +265,14 @@ impl McpHttp {
         // rmcp's own Host and Origin checks are off: the guard in front of the
         // service makes them, the same way as for the authoring API, and a request
         // it lets through must not meet a second list with other rules.
+        // An answer that is the whole reply (no progress or notification before it)
+        // goes back as one JSON body where the protocol allows it (requests served
+        // without a session: protocol `2026-07-28` on): one write instead of an
+        // event stream's several.
         let config = StreamableHttpServerConfig::default()
             .disable_allowed_hosts()
             .disable_allowed_origins()
+            .with_json_response(true)
             .with_cancellation_token(cancel.child_token());
         let service = StreamableHttpService::new(
             move || Ok(template.fresh()),

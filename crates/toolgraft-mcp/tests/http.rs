@@ -273,6 +273,60 @@ async fn calls_over_http_do_not_wait_for_delayed_acknowledgements() {
 }
 
 #[tokio::test]
+async fn an_answer_without_a_stream_is_one_json_body_where_the_protocol_allows() {
+    // Protocol `2026-07-28` serves each request on its own, without a session: a
+    // call's answer is then one `application/json` body. A session (`2025-11-25`)
+    // keeps its event stream.
+    let (toolset, _) = toolset();
+    let server = serve(mcp(&toolset, Guard::off())).await;
+    let url = server.url();
+    let http = reqwest::Client::new();
+    let call = json!({
+        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {
+            "name": "shout", "arguments": {"text": "hi"},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}
+            }
+        }
+    });
+    let answer = within(
+        "stateless tools/call",
+        http.post(&url)
+            .header("content-type", "application/json")
+            .header("accept", ACCEPT)
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "shout")
+            .json(&call)
+            .send(),
+    )
+    .await
+    .unwrap();
+    let content_type = answer
+        .headers()
+        .get("content-type")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let body: Value = within("json body", answer.json()).await.unwrap();
+    assert!(
+        content_type.starts_with("application/json"),
+        "{content_type}: {body}"
+    );
+    assert_eq!(body["result"]["structuredContent"], "HI", "{body}");
+
+    let in_session = raw_initialize(&url, &[]).await;
+    let content_type = in_session.headers().get("content-type").cloned();
+    assert!(
+        content_type.is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream")),
+        "a session's answers stay event streams"
+    );
+    within("shutdown", server.shutdown()).await.unwrap();
+}
+
+#[tokio::test]
 async fn list_changed_reaches_every_http_session() {
     let (toolset, registry) = toolset();
     let server = serve(mcp(&toolset, Guard::off())).await;
