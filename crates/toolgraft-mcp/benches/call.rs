@@ -6,6 +6,8 @@
 //! toolgraft at all: the ratio of the two is what toolgraft adds to rmcp. Each on a
 //! current-thread runtime and on a multi-thread runtime with 2 workers.
 //!
+//! And `tools/list` as the server answers it, for 10 and 1,000 tools.
+//!
 //! Run: `cargo bench -p toolgraft-mcp --bench call`.
 
 use std::future::Future;
@@ -202,5 +204,32 @@ fn call(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, call);
+/// `tools/list` as the server answers it (no transport), for toolsets of 10 and
+/// 1,000 base tools: what a client pays per list.
+fn list(c: &mut Criterion) {
+    let mut group = c.benchmark_group("mcp-list");
+    for tools in [10, 1000] {
+        let toolset = Toolset::new();
+        for i in 0..tools {
+            let tool = Tool::builder()
+                .name(format!("add_{i}"))
+                .description("Add two numbers.")
+                .body(add)
+                .build()
+                .unwrap();
+            toolset.bind((tool.combo(),)).unwrap();
+        }
+        let server = ToolsetServer::new(toolset);
+        assert_eq!(
+            server.list(toolgraft_mcp::OutputShape::AnyJson).len(),
+            tools
+        );
+        group.bench_function(format!("{tools} tools"), |b| {
+            b.iter(|| black_box(server.list(toolgraft_mcp::OutputShape::AnyJson)))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, call, list);
 criterion_main!(benches);
