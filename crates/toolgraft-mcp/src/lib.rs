@@ -372,8 +372,8 @@ pub struct ToolsetServer {
 #[derive(Default)]
 struct Listings {
     version: u64,
-    object_only: Option<Vec<Tool>>,
-    any_json: Option<Vec<Tool>>,
+    object_only: Option<Arc<Vec<Tool>>>,
+    any_json: Option<Arc<Vec<Tool>>>,
 }
 
 /// Whether results of each name called so far are structured, for the toolset as
@@ -570,15 +570,21 @@ impl ToolsetServer {
             OutputShape::ObjectOnly => &mut listings.object_only,
             OutputShape::AnyJson => &mut listings.any_json,
         };
-        // Clones share every schema (`Arc`): a list copies names and descriptions.
-        slot.get_or_insert_with(|| {
-            self.toolset
-                .tools()
-                .iter()
-                .map(|info| mcp_tool(info, shape))
-                .collect()
-        })
-        .clone()
+        let listing = slot
+            .get_or_insert_with(|| {
+                Arc::new(
+                    self.toolset
+                        .tools()
+                        .iter()
+                        .map(|info| mcp_tool(info, shape))
+                        .collect(),
+                )
+            })
+            .clone();
+        // Copied outside the lock, so sessions listing at once do not wait for each
+        // other; the copy shares every schema (`Arc`): names and descriptions only.
+        drop(listings);
+        Vec::clone(&listing)
     }
 
     /// Calls a bound name for a client on `shape`: what `tools/call` returns, with
