@@ -26,7 +26,7 @@ use std::sync::Arc;
 use frunk::{HCons, HNil};
 use schemars::Schema;
 
-use crate::extension::{Extension, Mint, OneLocality, Wrapped};
+use crate::extension::{Extension, Mint, OneLocality};
 use crate::kind::property::{
     self, Anywhere, Cardinality, Declared, Execution, NotRelocated, Preserved, Relocator, Reshaped,
     SameShape, Unconstrained,
@@ -296,36 +296,6 @@ impl<E, Below, Branch> InputContract<E, Below, Branch> for Unconstrained {
     }
 }
 
-/// Rule `wrapper-input-schema` for the branch itself: a wrapper's branch is
-/// [`Wrapped`], the one binding mints for it over `Inner`, so its input, output and
-/// argument decoding are the layer's (only its reserved params are taken out), and
-/// no other code than its own `around` runs there.
-#[diagnostic::on_unimplemented(
-    message = "`{E}` is a wrapper, so its branch must be `Wrapped<{E}, _>`, the branch binding mints for it",
-    label = "the branch of `{E}` is `{Branch}`",
-    note = "a wrapper forwards the layer's input, output and arguments exactly, taking out only its reserved params: that is what lets the rules place it by its kind (rule `wrapper-input-schema` in `toolgraft::rulebook`)",
-    note = "implement `Wrap<S>` for the stacks it fits (binding then mints `Wrapped` for it); an extension with a branch of its own is a transformer or a backend"
-)]
-pub trait BranchContract<E, Inner, Branch> {
-    #[doc(hidden)]
-    fn sealed(_: sealed::Token);
-}
-
-#[diagnostic::do_not_recommend]
-impl<E, Inner> BranchContract<E, Inner, Wrapped<E, Inner>> for Preserved {
-    fn sealed(_: sealed::Token) {}
-}
-
-#[diagnostic::do_not_recommend]
-impl<E, Inner, Branch> BranchContract<E, Inner, Branch> for Declared {
-    fn sealed(_: sealed::Token) {}
-}
-
-#[diagnostic::do_not_recommend]
-impl<E, Inner, Branch> BranchContract<E, Inner, Branch> for Unconstrained {
-    fn sealed(_: sealed::Token) {}
-}
-
 // ---------------------------------------------------------------------------------
 // Rule `output-schema`, typed: a kind that preserves output shape returns the layer's output.
 // ---------------------------------------------------------------------------------
@@ -407,8 +377,9 @@ pub(crate) fn token() -> sealed::Token {
 ///
 /// Implemented for every extension that passes all the rule traits
 /// ([`OneOfKindPerCombo`], [`InsideRelocation`], [`InputContract`],
-/// [`BranchContract`], [`OutputContract`]); when one fails, the compiler reports that one, with its own
-/// message.
+/// [`OutputContract`]); when one fails, the compiler reports that one, with its own
+/// message. That a wrapper's branch is [`Wrapped`](crate::extension::Wrapped) needs
+/// no rule trait: [`Mint`] only ever mints that.
 pub trait Joins<S: Stack, St: ComboState>: Mint<Closed<St, S>> {
     /// The reserved params the branch adds, as a schema.
     #[doc(hidden)]
@@ -427,7 +398,6 @@ where
     E::Locality: InsideRelocation<St::Relocated, E>,
     E::DeclaredLocality: OneLocality<E::Locality, E, S>,
     <E::Kind as Kind>::InputRule: InputContract<E, S::Input, <E::Branch as Stack>::Input>,
-    <E::Kind as Kind>::InputRule: BranchContract<E, Closed<St, S>, E::Branch>,
     <E::Kind as Kind>::OutputRule: OutputContract<E, S::Output, <E::Branch as Stack>::Output>,
 {
     fn reserved(token: sealed::Token) -> Option<Arc<Schema>> {

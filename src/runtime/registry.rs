@@ -19,7 +19,7 @@ use std::panic::AssertUnwindSafe;
 use crate::bind::rules;
 use crate::bind::{Attached, ComboDraft, Element, Minted, Problem, Running, written_config};
 use crate::combo::apply_typed;
-use crate::combo::typestate::{BranchContract, InputContract, OutputContract, reserved_schema};
+use crate::combo::typestate::{InputContract, OutputContract, reserved_schema};
 use crate::error::BindError;
 use crate::error::panic_message;
 use crate::error::shorten;
@@ -360,7 +360,6 @@ impl<E> sealed::OverErased for E
 where
     E: Mint<DynStack> + Clone,
     <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
-    <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
     <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
     <E::Branch as Stack>::Input: sealed::RunTimeInput<E>,
 {
@@ -581,7 +580,6 @@ impl<E> Factory for Typed<E>
 where
     E: Mint<DynStack> + Clone,
     <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
-    <E::Kind as Kind>::InputRule: BranchContract<E, DynStack, E::Branch>,
     <E::Branch as Stack>::Input: Serialize,
 {
     fn kind(&self) -> ExtensionKind {
