@@ -81,6 +81,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ToolsetServer;
 
+mod whole;
+
 /// The guard's vocabulary, re-exported: `McpHttp::new` takes a [`Guard`], as
 /// `toolgraft_http::Authoring::guard` does.
 pub use toolgraft_guard::{Guard, GuardError};
@@ -281,6 +283,7 @@ impl McpHttp {
         );
         Router::new()
             .route_service(MCP_PATH, service)
+            .route_layer(axum::middleware::from_fn(whole::send_whole))
             .route_layer(self.guard.layer())
     }
 

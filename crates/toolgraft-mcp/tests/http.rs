@@ -273,14 +273,88 @@ async fn calls_over_http_do_not_wait_for_delayed_acknowledgements() {
 }
 
 #[tokio::test]
-async fn an_answer_without_a_stream_is_one_json_body_where_the_protocol_allows() {
-    // Protocol `2026-07-28` serves each request on its own, without a session: a
-    // call's answer is then one `application/json` body. A session (`2025-11-25`)
-    // keeps its event stream.
+async fn an_answer_without_a_stream_is_one_json_body_in_a_session_and_without() {
+    // A reply that is all there is to send goes back as one `application/json`
+    // body: in a session (`2025-11-25`, `initialize` first) and without one
+    // (`2026-07-28`, each request on its own). The session's `GET` stream, which
+    // carries what is not a reply, stays an event stream.
     let (toolset, _) = toolset();
     let server = serve(mcp(&toolset, Guard::off())).await;
     let url = server.url();
     let http = reqwest::Client::new();
+    let content_type = |response: &reqwest::Response| {
+        response
+            .headers()
+            .get("content-type")
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+
+    let initialized = raw_initialize(&url, &[]).await;
+    assert!(content_type(&initialized).starts_with("application/json"));
+    let session = initialized
+        .headers()
+        .get("mcp-session-id")
+        .expect("the session's id survives the JSON answer")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let body: Value = within("json body", initialized.json()).await.unwrap();
+    assert_eq!(body["id"], 1, "{body}");
+    assert!(body["result"]["serverInfo"].is_object(), "{body}");
+    let in_session = |body: Value| {
+        http.post(&url)
+            .header("content-type", "application/json")
+            .header("accept", ACCEPT)
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", &session)
+            .json(&body)
+            .send()
+    };
+    let accepted = within(
+        "initialized",
+        in_session(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(accepted.status(), 202);
+    for (id, arguments, is_error) in [
+        (2, json!({"text": "hi"}), false),
+        (3, json!({"text": ""}), true),
+    ] {
+        let call = json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "shout_trace", "arguments": arguments}
+        });
+        let answer = within("tools/call", in_session(call)).await.unwrap();
+        assert!(content_type(&answer).starts_with("application/json"));
+        let body: Value = within("json body", answer.json()).await.unwrap();
+        assert_eq!(body["id"], id, "{body}");
+        assert_eq!(body["result"]["isError"], is_error, "{body}");
+    }
+    let invalid = json!({
+        "jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "no_such_tool", "arguments": {}}
+    });
+    let answer = within("tools/call", in_session(invalid)).await.unwrap();
+    assert!(content_type(&answer).starts_with("application/json"));
+    let body: Value = within("json body", answer.json()).await.unwrap();
+    assert_eq!(body["error"]["code"], -32602, "{body}");
+
+    let events = within(
+        "GET stream",
+        http.get(&url)
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", &session)
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert!(content_type(&events).starts_with("text/event-stream"));
+    drop(events);
+
     let call = json!({
         "jsonrpc": "2.0", "id": 7, "method": "tools/call",
         "params": {
@@ -304,25 +378,9 @@ async fn an_answer_without_a_stream_is_one_json_body_where_the_protocol_allows()
     )
     .await
     .unwrap();
-    let content_type = answer
-        .headers()
-        .get("content-type")
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
+    assert!(content_type(&answer).starts_with("application/json"));
     let body: Value = within("json body", answer.json()).await.unwrap();
-    assert!(
-        content_type.starts_with("application/json"),
-        "{content_type}: {body}"
-    );
     assert_eq!(body["result"]["structuredContent"], "HI", "{body}");
-
-    let in_session = raw_initialize(&url, &[]).await;
-    let content_type = in_session.headers().get("content-type").cloned();
-    assert!(
-        content_type.is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream")),
-        "a session's answers stay event streams"
-    );
     within("shutdown", server.shutdown()).await.unwrap();
 }
 
