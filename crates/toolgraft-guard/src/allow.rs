@@ -4,7 +4,6 @@
 use std::net::Ipv6Addr;
 
 use http::header::{HOST, ORIGIN};
-use http::uri::Authority;
 use http::{HeaderMap, Uri};
 
 use crate::error::{AllowList, GuardError, shorten};
@@ -27,7 +26,7 @@ pub(crate) const LOOPBACK_ORIGINS: [&str; 6] = [
 /// A host allow-list entry: a host, and the one port allowed (any without one).
 #[derive(Clone, Debug)]
 pub(crate) struct HostRule {
-    host: String,
+    host: Host,
     port: Option<u16>,
 }
 
@@ -37,28 +36,60 @@ pub(crate) enum OriginRule {
     /// `null`: what browsers send from sandboxed frames and `file:` pages.
     Null,
     Site {
+        /// Lower-cased.
         scheme: String,
-        host: String,
+        host: Host,
         /// `None` for `:*`; otherwise the port, the scheme's default when unwritten.
         port: Option<Option<u16>>,
     },
 }
 
+/// A host as entries hold it: a name, lower-cased, or an IPv6 address, which has
+/// many spellings (`[::1]` is `[0:0::1]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Host {
+    Name(String),
+    V6(Ipv6Addr),
+}
+
+/// A host as a request names it, borrowed from the header: requests are matched
+/// without copying their headers.
+#[derive(Clone, Copy, Debug)]
+enum HostRef<'a> {
+    Name(&'a str),
+    V6(Ipv6Addr),
+}
+
+impl Host {
+    fn owned(host: HostRef<'_>) -> Self {
+        match host {
+            HostRef::Name(name) => Self::Name(name.to_ascii_lowercase()),
+            HostRef::V6(ip) => Self::V6(ip),
+        }
+    }
+
+    fn matches(&self, host: HostRef<'_>) -> bool {
+        match (self, host) {
+            (Self::Name(name), HostRef::Name(other)) => name.eq_ignore_ascii_case(other),
+            (Self::V6(ip), HostRef::V6(other)) => *ip == other,
+            _ => false,
+        }
+    }
+}
+
 impl HostRule {
     pub(crate) fn parse(entry: &str) -> Result<Self, GuardError> {
         let bare = entry.trim();
-        let parsed = if let Ok(ip) = bare.parse::<Ipv6Addr>() {
+        let parsed = match bare.parse::<Ipv6Addr>() {
             // `::1` written bare, as people write it; a Host header has `[::1]`.
-            Some((ip.to_string(), None))
-        } else if bare.is_empty() || bare.contains(['/', '@', '?', '#', ' ']) {
-            None
-        } else {
-            Authority::try_from(bare)
-                .ok()
-                .map(|authority| (normalize(authority.host()), authority.port_u16()))
+            Ok(ip) => Some((HostRef::V6(ip), None)),
+            Err(_) => split_authority(bare),
         };
         match parsed {
-            Some((host, port)) => Ok(Self { host, port }),
+            Some((host, port)) => Ok(Self {
+                host: Host::owned(host),
+                port,
+            }),
             None => Err(bad(
                 AllowList::Hosts,
                 entry,
@@ -81,9 +112,9 @@ impl OriginRule {
         match parse_origin(base) {
             Some((_, _, Some(_))) if any_port => None,
             Some((scheme, host, port)) => Some(Self::Site {
-                port: (!any_port).then(|| port.or(default_port(&scheme))),
-                scheme,
-                host,
+                port: (!any_port).then(|| port.or(default_port(scheme))),
+                scheme: scheme.to_ascii_lowercase(),
+                host: Host::owned(host),
             }),
             None => None,
         }
@@ -96,12 +127,12 @@ impl OriginRule {
         })
     }
 
-    fn allows(&self, origin: &Origin) -> bool {
+    fn allows(&self, origin: &Origin<'_>) -> bool {
         match (self, origin) {
             (Self::Null, Origin::Null) => true,
             (Self::Site { scheme, host, port }, Origin::Site(o_scheme, o_host, o_port)) => {
-                scheme == o_scheme
-                    && host == o_host
+                scheme.eq_ignore_ascii_case(o_scheme)
+                    && host.matches(*o_host)
                     && port.is_none_or(|port| port == o_port.or(default_port(o_scheme)))
             }
             _ => false,
@@ -110,28 +141,24 @@ impl OriginRule {
 }
 
 /// A request's `Origin`, parsed.
-enum Origin {
+enum Origin<'a> {
     Null,
-    Site(String, String, Option<u16>),
+    Site(&'a str, HostRef<'a>, Option<u16>),
 }
 
 /// Refuses a request whose `Host` (or, in HTTP/2, `:authority`) is not allowed.
 pub(crate) fn check_host(rules: &[HostRule], uri: &Uri, headers: &HeaderMap) -> Result<(), Reason> {
     let mut values = headers.get_all(HOST).iter();
     let (first, second) = (values.next(), values.next());
-    let authority = match (first, second) {
+    let text = match (first, second) {
         (Some(_), Some(_)) => return Err(Reason::Repeated(HOST)),
-        (Some(value), None) => value
-            .to_str()
-            .ok()
-            .and_then(|text| Authority::try_from(text).ok())
-            .ok_or(Reason::UnreadableHost)?,
-        (None, _) => uri.authority().cloned().ok_or(Reason::NoHost)?,
+        (Some(value), None) => value.to_str().map_err(|_| Reason::UnreadableHost)?,
+        (None, _) => uri.authority().ok_or(Reason::NoHost)?.as_str(),
     };
-    let (host, port) = (normalize(authority.host()), authority.port_u16());
-    let allowed = rules
-        .iter()
-        .any(|rule| rule.host == host && rule.port.is_none_or(|allowed| port == Some(allowed)));
+    let (host, port) = split_authority(text).ok_or(Reason::UnreadableHost)?;
+    let allowed = rules.iter().any(|rule| {
+        rule.host.matches(host) && rule.port.is_none_or(|allowed| port == Some(allowed))
+    });
     if allowed {
         Ok(())
     } else {
@@ -160,41 +187,63 @@ pub(crate) fn check_origin(rules: &[OriginRule], headers: &HeaderMap) -> Result<
     }
 }
 
-/// `scheme://host[:port]` with nothing after the authority, as
-/// `(scheme, host, port)`, lower-cased.
-fn parse_origin(text: &str) -> Option<(String, String, Option<u16>)> {
+/// `scheme://host[:port]` with nothing after the authority.
+fn parse_origin(text: &str) -> Option<(&str, HostRef<'_>, Option<u16>)> {
     let (scheme, rest) = text.split_once("://")?;
     let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
         && scheme
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b));
-    if !scheme_ok || rest.is_empty() || rest.contains(['/', '?', '#', '@']) {
+    if !scheme_ok {
         return None;
     }
-    let authority = Authority::try_from(rest).ok()?;
-    Some((
-        scheme.to_ascii_lowercase(),
-        normalize(authority.host()),
-        authority.port_u16(),
-    ))
+    let (host, port) = split_authority(rest)?;
+    Some((scheme, host, port))
 }
 
-/// Hosts compare lower-cased and without IPv6 brackets (`[::1]` is `::1`).
-fn normalize(host: &str) -> String {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    match bare.parse::<Ipv6Addr>() {
-        // One spelling per address: `[0:0::1]` is `::1`.
-        Ok(ip) => ip.to_string(),
-        Err(_) => bare.to_ascii_lowercase(),
-    }
+/// `host[:port]` (RFC 3986's authority without user information): a name, an IPv4
+/// address or a bracketed IPv6 address, and a port of digits (`host:` has none).
+/// Anything else, user information included, is not a host.
+fn split_authority(text: &str) -> Option<(HostRef<'_>, Option<u16>)> {
+    let (host, port) = if let Some(inner) = text.strip_prefix('[') {
+        let (address, rest) = inner.split_once(']')?;
+        let port = match rest {
+            "" => None,
+            _ => Some(rest.strip_prefix(':')?),
+        };
+        (HostRef::V6(address.parse().ok()?), port)
+    } else {
+        let (name, port) = match text.rsplit_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (text, None),
+        };
+        let name_ok = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=".contains(&b));
+        if !name_ok {
+            return None;
+        }
+        (HostRef::Name(name), port)
+    };
+    let port = match port {
+        None | Some("") => None,
+        Some(digits) if digits.len() <= 5 && digits.bytes().all(|b| b.is_ascii_digit()) => {
+            Some(digits.parse().ok()?)
+        }
+        Some(_) => return None,
+    };
+    Some((host, port))
 }
 
 /// The port an origin without one means (RFC 6454 §4).
 fn default_port(scheme: &str) -> Option<u16> {
-    match scheme {
-        "http" | "ws" => Some(80),
-        "https" | "wss" => Some(443),
-        _ => None,
+    if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("ws") {
+        Some(80)
+    } else if scheme.eq_ignore_ascii_case("https") || scheme.eq_ignore_ascii_case("wss") {
+        Some(443)
+    } else {
+        None
     }
 }
 
@@ -254,6 +303,8 @@ mod tests {
             ("example.com:8443", true),
             ("example.com", false),
             ("localhost.", false),
+            ("LOCALHOST", true),
+            ("[::1]", true),
         ] {
             let mut headers = HeaderMap::new();
             headers.insert(HOST, host.parse().unwrap());
@@ -266,6 +317,39 @@ mod tests {
         // HTTP/2: the authority in the URI.
         let uri = Uri::from_static("http://localhost:99/mcp");
         assert!(check_host(&rules, &uri, &HeaderMap::new()).is_ok());
+    }
+
+    #[test]
+    fn hosts_that_are_not_host_and_port_are_unreadable() {
+        let rules = ["localhost", "::1"].map(|e| HostRule::parse(e).unwrap());
+        let uri = Uri::from_static("/");
+        for host in [
+            "",
+            "evil@localhost",
+            "localhost:80:80",
+            "localhost:123456",
+            "localhost:-1",
+            "local host",
+            "::1",
+            "[::1",
+            "[::1]x",
+            "[nope]:1",
+            "localhost/x",
+            ":80",
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(HOST, host.parse().unwrap());
+            assert_eq!(
+                check_host(&rules, &uri, &headers),
+                Err(Reason::UnreadableHost),
+                "{host:?}"
+            );
+        }
+        for host in ["localhost:", "localhost:65535", "[::1]:8080"] {
+            let mut headers = HeaderMap::new();
+            headers.insert(HOST, host.parse().unwrap());
+            assert_eq!(check_host(&rules, &uri, &headers), Ok(()), "{host:?}");
+        }
     }
 
     #[test]
