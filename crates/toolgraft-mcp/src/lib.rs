@@ -354,7 +354,8 @@ pub const RULE_META: &str = "toolgraft/rule";
 /// See the [module docs](self) for an in-process round trip.
 pub struct ToolsetServer {
     toolset: Toolset,
-    info: ServerConfig,
+    /// Shared by every session's server: a session copies none of it.
+    info: Arc<ServerConfig>,
     notifier: Mutex<Notifier>,
     /// Watches the bound names, for `structuring` to know when it is stale.
     changes: watch::Receiver<u64>,
@@ -475,7 +476,7 @@ impl ToolsetServer {
         Self {
             changes: toolset.changes(),
             toolset,
-            info,
+            info: Arc::new(info),
             notifier: Mutex::new(Notifier::Idle),
             structuring: Mutex::default(),
             listings: Arc::default(),
@@ -508,7 +509,7 @@ impl ToolsetServer {
     /// assert_eq!(server.get_info().server_info.name, "weather-server");
     /// ```
     pub fn with_server_info(mut self, server_info: Implementation) -> Self {
-        self.info.server_info = server_info;
+        Arc::make_mut(&mut self.info).server_info = server_info;
         self
     }
 
@@ -521,7 +522,7 @@ impl ToolsetServer {
     /// assert_eq!(server.get_info().instructions.as_deref(), Some("Ask for weather."));
     /// ```
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
-        self.info.instructions = Some(instructions.into());
+        Arc::make_mut(&mut self.info).instructions = Some(instructions.into());
         self
     }
 
@@ -556,6 +557,15 @@ impl ToolsetServer {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn list(&self, shape: OutputShape) -> Vec<Tool> {
+        // Copied outside the listings' lock, so sessions listing at once do not
+        // wait for each other; the copy shares every schema (`Arc`): names and
+        // descriptions only.
+        Vec::clone(&self.listing(shape))
+    }
+
+    /// The listing for `shape` of the toolset as it is, built by the first list
+    /// after a change and shared by every session until the next.
+    fn listing(&self, shape: OutputShape) -> Arc<Vec<Tool>> {
         // Read before the toolset: a listing built after a change is labelled with
         // the version before it at worst, and built again by the next list.
         let version = *self.changes.borrow();
@@ -570,21 +580,16 @@ impl ToolsetServer {
             OutputShape::ObjectOnly => &mut listings.object_only,
             OutputShape::AnyJson => &mut listings.any_json,
         };
-        let listing = slot
-            .get_or_insert_with(|| {
-                Arc::new(
-                    self.toolset
-                        .tools()
-                        .iter()
-                        .map(|info| mcp_tool(info, shape))
-                        .collect(),
-                )
-            })
-            .clone();
-        // Copied outside the lock, so sessions listing at once do not wait for each
-        // other; the copy shares every schema (`Arc`): names and descriptions only.
-        drop(listings);
-        Vec::clone(&listing)
+        slot.get_or_insert_with(|| {
+            Arc::new(
+                self.toolset
+                    .tools()
+                    .iter()
+                    .map(|info| mcp_tool(info, shape))
+                    .collect(),
+            )
+        })
+        .clone()
     }
 
     /// Calls a bound name for a client on `shape`: what `tools/call` returns, with
@@ -678,7 +683,7 @@ impl ToolsetServer {
 
 impl ServerHandler for ToolsetServer {
     fn get_info(&self) -> ServerConfig {
-        self.info.clone()
+        ServerConfig::clone(&self.info)
     }
 
     async fn initialize(
@@ -718,9 +723,12 @@ impl ServerHandler for ToolsetServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        // rmcp only reads the input schema from this, which no shape changes.
-        let info = self.toolset.info(name)?;
-        Some(mcp_tool(&info, OutputShape::AnyJson))
+        // rmcp reads the input schema from this (which no shape changes) for every
+        // call of protocol `2026-07-28`: taken from the shared listing, sorted by
+        // name, it is not copied per call.
+        let listing = self.listing(OutputShape::AnyJson);
+        let found = listing.binary_search_by(|tool| tool.name.as_ref().cmp(name));
+        found.ok().map(|index| listing[index].clone())
     }
 
     async fn call_tool(
@@ -809,5 +817,28 @@ mod tests {
         let names: Vec<_> = after.iter().map(|tool| tool.name.as_ref()).collect();
         assert_eq!(names, ["echo", "shout"]);
         assert_eq!(server.list(OutputShape::ObjectOnly).len(), 2);
+    }
+
+    #[test]
+    fn a_tool_is_looked_up_in_the_shared_listing() {
+        let toolset = Toolset::new();
+        for name in ["b", "a", "c_d", "c"] {
+            toolset.bind((shout(name).combo(),)).unwrap();
+        }
+        let server = ToolsetServer::new(toolset.clone());
+        let listed = server.list(OutputShape::AnyJson);
+        for tool in &listed {
+            let found = server.get_tool(&tool.name).expect("a listed name is found");
+            assert_eq!(found.name, tool.name);
+            assert!(Arc::ptr_eq(&found.input_schema, &tool.input_schema));
+        }
+        for missing in ["", "c_", "d", "A"] {
+            assert!(server.get_tool(missing).is_none(), "{missing}");
+        }
+        toolset.bind((shout("e").combo(),)).unwrap();
+        assert!(
+            server.get_tool("e").is_some(),
+            "a name bound later is found"
+        );
     }
 }
