@@ -11,6 +11,12 @@
 //!   client sends the id with every later request, `GET` opens its stream of server
 //!   messages, `DELETE` ends it. Each session has its own [`ToolsetServer`] over the
 //!   one shared toolset. Idle sessions end after five minutes.
+//! * **Replies as one JSON body.** A request whose answer is its reply alone (most
+//!   calls, every list) gets that reply as one `application/json` body, in a session
+//!   and without one; the transport allows either to a client that accepts both,
+//!   as clients must. A reply preceded by anything else (progress, a log message, a
+//!   request to the client), or not ready within a second, keeps its event stream,
+//!   with its priming event and ids for resuming.
 //! * **`notifications/tools/list_changed`** on the session's `GET` stream after every
 //!   live change of the toolset ([`Toolset::edit`](toolgraft::Toolset::edit),
 //!   `apply_manifest`), as over stdio.
