@@ -111,7 +111,9 @@ pub async fn calls(rounds: usize, warmup: Duration, secs: Duration) -> Vec<Table
                 }
             })
             .await;
-            us.row("repeat", entry.label, entry.system).values.push(mean);
+            us.row("repeat", entry.label, entry.system)
+                .values
+                .push(mean);
             rate.row("repeat", entry.label, entry.system)
                 .values
                 .push(1e6 / mean);
