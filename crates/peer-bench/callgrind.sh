@@ -10,6 +10,7 @@
 # release/peer-bench), SYSTEMS ("toolgraft rmcp tower-mcp"), CLIENTS (1),
 # LOW/HIGH (2000/4000), OUT_DIR (a new temporary directory; the .out files stay there).
 set -euo pipefail
+shopt -s inherit_errexit
 
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${PEER_BENCH_BIN:-${CARGO_TARGET_DIR:-$here/target}/release/peer-bench}
@@ -19,6 +20,7 @@ low=${LOW:-2000}
 high=${HIGH:-4000}
 out=${OUT_DIR:-$(mktemp -d -t peer-bench-callgrind.XXXXXX)}
 extra=("$@")
+mkdir -p "$out"
 
 [ -x "$bin" ] || { echo "no binary at $bin: cargo build --release --manifest-path crates/peer-bench/Cargo.toml" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
@@ -40,7 +42,8 @@ measure() {
             "$bin" serve-http "$system" "${extra[@]}" 2>"$out/$system.$calls.valgrind.log"
     }
     local pid=$SERVER_PID url
-    read -r url <&"${SERVER[0]}"
+    read -r url <&"${SERVER[0]}" || true
+    [ -n "$url" ] || { echo "$system did not start: see $out/$system.$calls.valgrind.log" >&2; exit 1; }
     "$bin" drive "$url" --calls "$calls" --clients "$clients" >&2
     # Closing the server's stdin stops it; callgrind writes its file at exit.
     eval "exec ${SERVER[1]}>&-"
@@ -56,5 +59,5 @@ for system in $systems; do
     a=$(measure "$system" "$low")
     b=$(measure "$system" "$high")
     per=$(( (b - a) / (high - low) ))
-    echo "| $system ${extra[*]} | $a | $b | $per |"
+    echo "| $system${extra[*]:+ ${extra[*]}} | $a | $b | $per |"
 done

@@ -124,19 +124,13 @@ pub async fn run(
                     .values
                     .push(percentile_us(&load.nanos, 99));
                 let row = rate.row(&group, &label, system);
-                let errors: u64 = load.errors
-                    + row
-                        .note
-                        .split_whitespace()
-                        .next()
-                        .and_then(|n| n.parse().ok())
-                        .unwrap_or(0);
+                row.errors += load.errors;
                 let kind = match load.kind {
                     Some(BodyKind::Json) => "json",
                     Some(BodyKind::Sse) => "sse",
                     None => "?",
                 };
-                row.note = format!("{errors} errors, {kind}");
+                row.note = format!("{} errors, {kind}", row.errors);
             }
         }
     }

@@ -36,6 +36,8 @@ pub struct Row {
     pub values: Vec<f64>,
     /// A free note (errors, body kind); a column only if some row has one.
     pub note: String,
+    /// Errors over every round (HTTP).
+    pub errors: u64,
 }
 
 /// A table of `rows` with values in `unit`.
@@ -73,6 +75,7 @@ impl Table {
                     system,
                     values: Vec::new(),
                     note: String::new(),
+                    errors: 0,
                 });
                 self.rows.len() - 1
             }

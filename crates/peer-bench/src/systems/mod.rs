@@ -47,8 +47,8 @@ impl System {
 /// How toolgraft is served over HTTP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ToolgraftHttp {
-    /// `McpHttp::serve`, as shipped (sets TCP_NODELAY since be7298b's parent
-    /// commits; not at 0be0cca).
+    /// `McpHttp::serve`, as shipped (it sets TCP_NODELAY now; at 0be0cca it
+    /// did not).
     Shipped,
     /// `McpHttp::router()` on plain `axum::serve`, no TCP_NODELAY.
     RouterPlain,
