@@ -15,6 +15,7 @@
 //! does a reply that takes longer than [`HOLD`], so that a long call keeps its
 //! keep-alive comments and its event ids for resuming.
 
+use std::ops::Range;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -128,7 +129,7 @@ fn replay(seen: Vec<Bytes>, rest: Option<Body>) -> Body {
 #[derive(Debug, PartialEq, Eq)]
 enum Scan {
     /// The first message is a reply, at this range of the text.
-    Reply(std::ops::Range<usize>),
+    Reply(Range<usize>),
     /// The first message is something else, or the text is not what rmcp writes.
     Other,
     /// Only events without a message (priming, comments) so far; an event still
@@ -140,44 +141,39 @@ enum Scan {
 /// data. rmcp writes a message as one `data:` line of JSON; anything else (two
 /// data lines, `\r` line ends) is left to the stream.
 fn scan(text: &[u8]) -> Scan {
-    let mut at = 0;
-    while let Some(length) = find(&text[at..], b"\n\n") {
-        let event = at..at + length;
-        at += length + 2;
-        let mut data = None;
-        let mut offset = event.start;
-        for line in text[event.clone()].split(|&byte| byte == b'\n') {
-            let start = offset;
-            offset += line.len() + 1;
-            if line.contains(&b'\r') {
-                return Scan::Other;
+    let mut event_start = 0;
+    let mut line_start = 0;
+    // The data of the event being read, as a range of `text`.
+    let mut data: Option<Range<usize>> = None;
+    for end in memchr::memchr_iter(b'\n', text) {
+        let (start, line) = (line_start, &text[line_start..end]);
+        line_start = end + 1;
+        if line.is_empty() {
+            match data.take() {
+                None => {}                            // a comment, or ids alone
+                Some(range) if range.is_empty() => {} // a priming event
+                Some(range) if is_reply(&text[range.clone()]) => return Scan::Reply(range),
+                Some(_) => return Scan::Other,
             }
-            let Some(value) = line.strip_prefix(b"data:") else {
-                continue; // `id:`, `retry:`, `event:`, or a `:` comment
-            };
-            if data.is_some() {
-                return Scan::Other;
-            }
-            let skip = 5 + usize::from(value.first() == Some(&b' '));
-            data = Some(start + skip..start + line.len());
+            event_start = line_start;
+            continue;
         }
-        match data {
-            Some(range) if range.is_empty() => {} // a priming event
-            Some(range) if is_reply(&text[range.clone()]) => return Scan::Reply(range),
-            Some(_) => return Scan::Other,
-            None => {}
+        if memchr::memchr(b'\r', line).is_some() {
+            return Scan::Other;
         }
+        let Some(value) = line.strip_prefix(b"data:") else {
+            continue; // `id:`, `retry:`, `event:`, or a `:` comment
+        };
+        if data.is_some() {
+            return Scan::Other;
+        }
+        let skip = 5 + usize::from(value.first() == Some(&b' '));
+        data = Some(start + skip..end);
     }
-    if text[at..].contains(&b'\r') {
+    if memchr::memchr(b'\r', &text[line_start..]).is_some() {
         return Scan::Other;
     }
-    Scan::Incomplete { from: at }
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack
-        .windows(needle.len())
-        .position(|window| window == needle)
+    Scan::Incomplete { from: event_start }
 }
 
 /// Whether `json` is a JSON-RPC response or error: an object whose members
