@@ -68,8 +68,8 @@
 //! let app: Router = Router::new()
 //!     .route("/health", get(|| async { "ok" }))
 //!     .merge(mcp.router());
-//! // Listen through `no_delay`: without TCP_NODELAY each answer waits for the
-//! // client's delayed acknowledgement.
+//! // Listen through `no_delay`: without TCP_NODELAY each event of a stream waits for
+//! // the client's delayed acknowledgement.
 //! // axum::serve(toolgraft_mcp::http::no_delay(listener), app).await
 //! ```
 
@@ -255,7 +255,7 @@ impl McpHttp {
     /// A router serving MCP at [`MCP_PATH`] (`POST`, `GET` and `DELETE`), with the
     /// guard on that route only: merge it into your application's
     /// router (`app.merge(mcp.router())`), or nest it under a prefix. Serve it
-    /// from a listener wrapped in [`no_delay`], or every answer waits for the
+    /// from a listener wrapped in [`no_delay`], or each event of a stream waits for the
     /// client's delayed acknowledgement.
     ///
     /// ```
@@ -344,10 +344,11 @@ impl McpHttp {
 /// `listener` with `TCP_NODELAY` set on every connection it accepts: what
 /// [`McpHttp::serve`] listens with, and what to serve [`McpHttp::router`] with.
 ///
-/// rmcp writes an answer's event stream in several small pieces; with Nagle's
-/// algorithm on, each piece after the first waits for the client to acknowledge
-/// the one before, and a client delays its acknowledgement (about 40 ms on Linux):
-/// every call would take that long.
+/// A reply sent whole is one write, but an event stream (a call's progress, a
+/// reply later than a second, the session's `GET` stream) is written an event at a
+/// time; with Nagle's algorithm on, an event written while the one before is
+/// unacknowledged waits for the client, which delays its acknowledgement (about
+/// 40 ms on Linux): every such event would be that late.
 ///
 /// ```no_run
 /// # use toolgraft_mcp::{ToolsetServer, http::{Guard, McpHttp, no_delay}};

@@ -220,10 +220,11 @@ async fn an_http_client_lists_and_calls_every_bound_name() {
 
 #[tokio::test]
 async fn calls_over_http_do_not_wait_for_delayed_acknowledgements() {
-    // Without TCP_NODELAY every answer's event stream, written in pieces, waits for
-    // the client's delayed ACK (20 to 40 ms on Linux loopback), so 200 calls one
-    // after another take 4 s or more; with it, under a millisecond each even in a
-    // debug build (0.16 s on this 2-core machine). The budget sits far from both.
+    // An answer written in pieces (an event stream without TCP_NODELAY, as before
+    // replies went back whole) waits for the client's delayed ACK (20 to 40 ms on
+    // Linux loopback), so 200 calls one after another take 4 s or more; as they
+    // are, under a millisecond each even in a debug build (0.16 s on this 2-core
+    // machine). The budget sits far from both.
     let (toolset, _) = toolset();
     let server = serve(mcp(&toolset, Guard::off())).await;
     let url = server.url();
@@ -270,6 +271,25 @@ async fn calls_over_http_do_not_wait_for_delayed_acknowledgements() {
         "only {answered} calls answered in {budget:?}: each answer stalls"
     );
     within("shutdown", server.shutdown()).await.unwrap();
+}
+
+#[tokio::test]
+async fn no_delay_sets_tcp_nodelay_on_every_connection_it_accepts() {
+    // Replies go back whole, one write each, which Nagle's algorithm does not hold
+    // back; an event stream (progress, a reply later than the hold, the GET
+    // stream) is written an event at a time, and without TCP_NODELAY an event
+    // written while the one before is unacknowledged waits for the client's
+    // delayed ACK. `McpHttp::serve` listens through `no_delay`.
+    use axum::serve::Listener;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut listener = toolgraft_mcp::http::no_delay(listener);
+    for _ in 0..2 {
+        let client = tokio::spawn(tokio::net::TcpStream::connect(addr));
+        let (accepted, _) = within("accept", listener.accept()).await;
+        assert!(accepted.nodelay().unwrap());
+        client.await.unwrap().unwrap();
+    }
 }
 
 #[tokio::test]
