@@ -297,6 +297,8 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Whether the client's `Accept` names `application/json` with a weight above
+/// zero (`;q=0` says "not this").
 fn accepts_json(headers: &http::HeaderMap) -> bool {
     headers
         .get_all(http::header::ACCEPT)
@@ -304,8 +306,14 @@ fn accepts_json(headers: &http::HeaderMap) -> bool {
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
         .any(|media| {
-            let essence = media.split(';').next().unwrap_or_default().trim();
+            let mut parts = media.split(';');
+            let essence = parts.next().unwrap_or_default().trim();
             essence.eq_ignore_ascii_case(JSON)
+                && !parts.any(|param| {
+                    let (name, weight) = param.split_once('=').unwrap_or_default();
+                    name.trim().eq_ignore_ascii_case("q")
+                        && weight.trim().parse::<f32>().is_ok_and(|q| q <= 0.0)
+                })
         })
 }
 
@@ -356,6 +364,22 @@ mod tests {
         ] {
             assert!(!is_reply(broken), "{}", String::from_utf8_lossy(broken));
         }
+    }
+
+    #[test]
+    fn json_is_accepted_unless_weighed_zero() {
+        let accepts = |value: &str| {
+            let mut headers = http::HeaderMap::new();
+            headers.insert(http::header::ACCEPT, value.parse().unwrap());
+            accepts_json(&headers)
+        };
+        assert!(accepts("application/json, text/event-stream"));
+        assert!(accepts("text/event-stream,Application/JSON;q=0.5"));
+        assert!(accepts("application/json; charset=utf-8"));
+        assert!(!accepts("text/event-stream"));
+        assert!(!accepts("application/json;q=0, text/event-stream"));
+        assert!(!accepts("application/json; Q=0.000"));
+        assert!(!accepts("application/jsonx"));
     }
 
     #[test]
