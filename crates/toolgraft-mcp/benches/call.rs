@@ -1,7 +1,8 @@
 //! A `tools/call` round trip in process: rmcp's client and a server joined by
 //! `tokio::io::duplex`, the client sending the request and awaiting the reply.
 //!
-//! Served by `ToolsetServer` for a base tool and a 4-layer branch of it, and, as the
+//! Served by `ToolsetServer` for a base tool, a 4-layer branch of it (wrappers that
+//! only forward) and a branch of four built-in `trace`s (no subscriber), and, as the
 //! floor, by a hand-written rmcp `ServerHandler` answering the same tool with no
 //! toolgraft at all: the ratio of the two is what toolgraft adds to rmcp. Each on a
 //! current-thread runtime and on a multi-thread runtime with 2 workers.
@@ -28,6 +29,7 @@ use tokio::runtime::Runtime;
 use toolgraft::ToolError;
 use toolgraft::Wrap;
 use toolgraft::error::BoxError;
+use toolgraft::ext::Trace;
 use toolgraft::extension::{Anywhere, Next};
 use toolgraft::prelude::*;
 use toolgraft_mcp::ToolsetServer;
@@ -80,8 +82,13 @@ fn toolset() -> Toolset {
         .build()
         .unwrap();
     let toolset = Toolset::new();
+    // Beside it the built-in `trace`, four times, with no subscriber installed:
+    // what tracing costs when nobody listens.
     toolset
-        .bind((tool.combo().with(Pass).with(Pass).with(Pass).with(Pass),))
+        .bind((
+            tool.combo().with(Pass).with(Pass).with(Pass).with(Pass),
+            tool.combo().with(Trace).with(Trace).with(Trace).with(Trace),
+        ))
         .unwrap();
     toolset
 }
@@ -185,6 +192,11 @@ fn call(c: &mut Criterion) {
             (
                 "4-layer",
                 "add_pass_pass_pass_pass",
+                rt.block_on(connect(ToolsetServer::new(toolset.clone()))),
+            ),
+            (
+                "4-trace",
+                "add_trace_trace_trace_trace",
                 rt.block_on(connect(ToolsetServer::new(toolset))),
             ),
             ("raw-rmcp", "add", rt.block_on(connect(Raw))),
