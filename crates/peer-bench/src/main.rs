@@ -2,13 +2,14 @@
 //! `repeat` tool served by each, rounds alternating the order of the systems.
 //! See README.md.
 
-mod args;
+// Modules, bottom to top: each imports only those above it in this list.
+mod tool;
 mod client;
+mod systems;
+mod args;
+mod report;
 mod http;
 mod inproc;
-mod report;
-mod systems;
-mod tool;
 
 use std::time::{Duration, Instant};
 
