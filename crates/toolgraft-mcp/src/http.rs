@@ -79,7 +79,6 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::serve::ListenerExt;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -87,6 +86,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ToolsetServer;
 
+mod sessions;
 mod whole;
 
 /// The guard's vocabulary, re-exported: `McpHttp::new` takes a [`Guard`], as
@@ -284,7 +284,7 @@ impl McpHttp {
             .with_cancellation_token(cancel.child_token());
         let service = StreamableHttpService::new(
             move || Ok(template.fresh()),
-            Arc::new(LocalSessionManager::default()),
+            Arc::new(sessions::DirectSessions::default()),
             config,
         );
         Router::new()
