@@ -282,6 +282,8 @@ impl McpHttp {
             .disable_allowed_origins()
             .with_json_response(true)
             .with_cancellation_token(cancel.child_token());
+        // Sessions as rmcp's `LocalSessionManager` keeps them, without its task
+        // between the HTTP handlers and the service loop: two hops fewer a call.
         let service = StreamableHttpService::new(
             move || Ok(template.fresh()),
             Arc::new(sessions::DirectSessions::default()),
