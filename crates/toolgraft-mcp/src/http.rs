@@ -79,7 +79,6 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::serve::ListenerExt;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -87,6 +86,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ToolsetServer;
 
+mod sessions;
 mod whole;
 
 /// The guard's vocabulary, re-exported: `McpHttp::new` takes a [`Guard`], as
@@ -282,9 +282,11 @@ impl McpHttp {
             .disable_allowed_origins()
             .with_json_response(true)
             .with_cancellation_token(cancel.child_token());
+        // Sessions as rmcp's `LocalSessionManager` keeps them, without its task
+        // between the HTTP handlers and the service loop: two hops fewer a call.
         let service = StreamableHttpService::new(
             move || Ok(template.fresh()),
-            Arc::new(LocalSessionManager::default()),
+            Arc::new(sessions::DirectSessions::default()),
             config,
         );
         Router::new()
