@@ -86,6 +86,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ToolsetServer;
 
+mod service;
 mod sessions;
 mod whole;
 
@@ -290,8 +291,7 @@ impl McpHttp {
             config,
         );
         Router::new()
-            .route_service(MCP_PATH, service)
-            .route_layer(axum::middleware::from_fn(answer))
+            .route_service(MCP_PATH, service::McpService::new(service))
             .route_layer(self.guard.layer())
     }
 
@@ -341,25 +341,6 @@ impl McpHttp {
             task,
         })
     }
-}
-
-/// rmcp's answers as clients read them best: a reply sent whole (`whole.rs`), and
-/// a session ended by `DELETE` answered `204 No Content` where rmcp says `202
-/// Accepted`; the session has ended by then, and the official Python SDK reads
-/// anything but 200 or 204 as a failed termination and logs a warning.
-async fn answer(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use axum::http::{Method, StatusCode};
-    if request.method() != Method::DELETE {
-        return whole::send_whole(request, next).await;
-    }
-    let mut response = next.run(request).await;
-    if response.status() == StatusCode::ACCEPTED {
-        *response.status_mut() = StatusCode::NO_CONTENT;
-    }
-    response
 }
 
 /// `listener` with `TCP_NODELAY` set on every connection it accepts: what

@@ -8,8 +8,8 @@
 //! for most calls there is nothing else to send. One body is one write for the
 //! server and one read for the client, where the stream took three of each.
 //!
-//! This sits in front of rmcp's service rather than in a fork of it, so that the
-//! sessions, resumption and the handler's `Peer` stay rmcp's. What needs a stream
+//! This reads rmcp's answers rather than changing rmcp, so that request handling,
+//! the handler's `Peer` and the stream's framing stay rmcp's. What needs a stream
 //! keeps it: a first message that is not the reply (progress, a log message, an
 //! elicitation or sampling request) sends the stream on from its start, and so
 //! does a reply that takes longer than [`HOLD`], so that a long call keeps its
@@ -21,7 +21,6 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http;
-use axum::middleware::Next;
 use axum::response::Response;
 use futures_util::stream;
 use http_body_util::BodyExt;
@@ -34,11 +33,16 @@ pub(crate) const HOLD: Duration = Duration::from_secs(1);
 const JSON: &str = "application/json";
 const EVENT_STREAM: &[u8] = b"text/event-stream";
 
-/// The middleware: see the [module docs](self).
-pub(crate) async fn send_whole(request: Request, next: Next) -> Response {
-    let wants_json = request.method() == http::Method::POST && accepts_json(request.headers());
-    let response = next.run(request).await;
-    if !wants_json || !is_event_stream(&response) {
+/// Whether `request` may be answered with a reply sent whole: a `POST` from a
+/// client that accepts JSON.
+pub(crate) fn wants_whole(request: &Request) -> bool {
+    request.method() == http::Method::POST && accepts_json(request.headers())
+}
+
+/// `response`, its event stream's lone reply sent whole: see the
+/// [module docs](self). Anything but a `200` event stream is left as it is.
+pub(crate) async fn send_whole(response: Response) -> Response {
+    if !is_event_stream(&response) {
         return response;
     }
     let (mut parts, body) = response.into_parts();
@@ -450,7 +454,17 @@ mod tests {
                         async move { stream_of(frames) }
                     }),
                 )
-                .route_layer(axum::middleware::from_fn(super::super::send_whole));
+                .route_layer(axum::middleware::from_fn(
+                    |request: axum::extract::Request, next: axum::middleware::Next| async move {
+                        let wants = super::super::wants_whole(&request);
+                        let response = next.run(request).await;
+                        if wants {
+                            super::super::send_whole(response).await
+                        } else {
+                            response
+                        }
+                    },
+                ));
             let request = Request::builder()
                 .method(method)
                 .uri("/mcp")
