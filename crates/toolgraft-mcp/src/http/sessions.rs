@@ -49,7 +49,9 @@ use tokio::time::{Instant, Sleep, sleep_until};
 #[cfg(test)]
 mod tests;
 
-/// A session with no request for this long ends (rmcp's `keep_alive` default).
+/// A session unused this long ends (rmcp's `keep_alive` default). Used: a message
+/// from its client, or one to a call in flight or to a `GET` stream being read;
+/// not a broadcast nobody reads.
 const KEEP_ALIVE: Duration = Duration::from_secs(300);
 /// A session whose `initialize` has not come by then ends.
 const INIT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -57,6 +59,10 @@ const INIT_TIMEOUT: Duration = Duration::from_secs(60);
 const SSE_RETRY: Duration = Duration::from_secs(3);
 /// How long a finished stream nobody was reading stays resumable.
 const COMPLETED_TTL: Duration = Duration::from_secs(60);
+/// Finished streams kept per session, oldest dropped first: a client that asks
+/// for large answers and leaves at once would otherwise have every one of them
+/// kept for [`COMPLETED_TTL`].
+const MAX_COMPLETED: usize = 64;
 /// Events queued for one client stream before it counts as not reading. Room, not
 /// memory: tokio allocates a bounded channel's slots as they fill.
 const STREAM_CAPACITY: usize = 256;
@@ -193,8 +199,16 @@ impl SessionManager for DirectSessions {
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static> {
         let session = self.get(id)?;
-        let (inbound, events) = session.lock().open_stream(&message)?;
+        let (inbound, stream_id, events) = session.lock().open_stream(&message)?;
+        // The push may wait for room, and the client may leave meanwhile (this
+        // future dropped) or the session end: a request the service never got
+        // gets no reply, so its route would stay for the session's life.
+        let pending = Unrouted {
+            session: &session,
+            stream: stream_id,
+        };
         push(&inbound, message).await?;
+        std::mem::forget(pending);
         Ok(stream(events))
     }
 
@@ -269,6 +283,18 @@ async fn push(
         .send(message)
         .await
         .map_err(|_| DirectSessionsError::Ended)
+}
+
+/// Takes a request's route back out unless forgotten: see `create_stream`.
+struct Unrouted<'a> {
+    session: &'a Session,
+    stream: u64,
+}
+
+impl Drop for Unrouted<'_> {
+    fn drop(&mut self) {
+        self.session.lock().abandon(self.stream);
+    }
 }
 
 /// One session's routing table, shared by its transport and the HTTP handlers.
@@ -478,7 +504,7 @@ impl State {
     fn open_stream(
         &mut self,
         message: &ClientJsonRpcMessage,
-    ) -> Result<(mpsc::Sender<ClientJsonRpcMessage>, Events)> {
+    ) -> Result<(mpsc::Sender<ClientJsonRpcMessage>, u64, Events)> {
         let inbound = self.inbound()?;
         self.touch();
         self.evict();
@@ -491,6 +517,12 @@ impl State {
         }
         let (mut request, mut progress) = (None, None);
         if let ClientJsonRpcMessage::Request(call) = message {
+            // An id still in flight, sent again: the service answers it once,
+            // and the reply goes to the newer stream. The older one ends now
+            // rather than wait for ever (and stay in the table).
+            if let Some(&older) = self.requests.get(&call.id) {
+                self.finish(older, true);
+            }
             self.requests.insert(call.id.clone(), stream);
             request = Some(call.id.clone());
             progress = call.request.get_meta().get_progress_token();
@@ -505,7 +537,7 @@ impl State {
             done: false,
         };
         self.streams.insert(stream, route);
-        Ok((inbound, events))
+        Ok((inbound, stream, events))
     }
 
     /// The `GET` stream: the primary if none is being read, with what it missed
@@ -515,6 +547,9 @@ impl State {
             return self.common.attach(after);
         }
         let (tx, rx) = mpsc::channel(1);
+        // Shadows whose client left hold no place; only then the oldest live
+        // one makes room.
+        self.shadows.retain(|shadow| !shadow.is_closed());
         if self.shadows.len() >= MAX_SHADOWS {
             self.shadows.pop_front();
         }
@@ -541,6 +576,22 @@ impl State {
 
     /// Unroutes `stream`; keeps it for a resume if its client missed the end.
     fn finish(&mut self, stream: u64, cut: bool) {
+        self.unroute(stream);
+        let Some(route) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        if !cut && route.out.live() {
+            self.streams.remove(&stream);
+            return;
+        }
+        route.out.tx = None;
+        route.done = true;
+        self.completed.push_back((Instant::now(), stream));
+        self.evict();
+    }
+
+    /// Forgets the request id and progress token that lead to `stream`.
+    fn unroute(&mut self, stream: u64) {
         let Some(route) = self.streams.get_mut(&stream) else {
             return;
         };
@@ -554,18 +605,17 @@ impl State {
         {
             self.progress.remove(&token);
         }
-        if !cut && route.out.live() {
-            self.streams.remove(&stream);
-            return;
-        }
-        route.out.tx = None;
-        route.done = true;
-        self.completed.push_back((Instant::now(), stream));
+    }
+
+    /// Drops `stream` whole: its request never reached the service.
+    fn abandon(&mut self, stream: u64) {
+        self.unroute(stream);
+        self.streams.remove(&stream);
     }
 
     fn evict(&mut self) {
         while let Some(&(at, stream)) = self.completed.front() {
-            if at.elapsed() < COMPLETED_TTL {
+            if at.elapsed() < COMPLETED_TTL && self.completed.len() <= MAX_COMPLETED {
                 break;
             }
             self.completed.pop_front();
@@ -580,7 +630,6 @@ impl State {
         if self.ended() {
             return Err(DirectSessionsError::Ended);
         }
-        self.touch();
         let reply = match &message {
             ServerJsonRpcMessage::Response(response) => Some(&response.id),
             ServerJsonRpcMessage::Error(error) => error.id.as_ref(),
@@ -593,7 +642,7 @@ impl State {
                 return reply.send(message).map_err(|_| DirectSessionsError::Ended);
             }
             let Some(&stream) = self.requests.get(id) else {
-                return self.common.push(message);
+                return self.broadcast(message);
             };
             let sent = self.deliver(stream, message);
             self.finish(stream, false);
@@ -620,14 +669,29 @@ impl State {
         };
         match stream.copied() {
             Some(stream) => self.deliver(stream, message),
-            None => self.common.push(message),
+            None => self.broadcast(message),
         }
     }
 
+    /// To a request's stream: the call is in flight, so the session is in use.
     fn deliver(&mut self, stream: u64, message: ServerJsonRpcMessage) -> Result<()> {
         match self.streams.get_mut(&stream) {
-            Some(route) => route.out.push(message),
-            None => self.common.push(message),
+            Some(route) => {
+                let sent = route.out.push(message);
+                self.touch();
+                sent
+            }
+            None => self.broadcast(message),
         }
+    }
+
+    /// To the `GET` stream. A session counts as in use only while a client reads
+    /// it: `list_changed` goes to every session after each edit of the toolset,
+    /// and would otherwise keep sessions whose clients are gone for ever.
+    fn broadcast(&mut self, message: ServerJsonRpcMessage) -> Result<()> {
+        if self.common.live() {
+            self.touch();
+        }
+        self.common.push(message)
     }
 }

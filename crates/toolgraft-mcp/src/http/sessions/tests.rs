@@ -397,3 +397,112 @@ async fn unknown_sessions_and_odd_input_are_errors_not_panics() {
         Err(DirectSessionsError::NotARequest)
     ));
 }
+
+fn initialized() -> ClientJsonRpcMessage {
+    client(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+}
+
+#[tokio::test]
+async fn a_post_that_leaves_before_its_request_is_queued_leaves_no_route() {
+    let sessions = DirectSessions::default();
+    let (id, _transport) = open(&sessions).await;
+    // The service loop is busy: its queue is full.
+    for _ in 0..INBOUND {
+        sessions.accept_message(&id, initialized()).await.unwrap();
+    }
+    let mut post = Box::pin(sessions.create_stream(&id, call(1, Some("p"))));
+    assert!((&mut post).now_or_never().is_none(), "waits for room");
+    drop(post); // the client went away meanwhile
+
+    let session = sessions.get(&id).unwrap();
+    let state = session.lock();
+    assert!(state.streams.is_empty(), "{:?}", state.streams.keys());
+    assert!(state.requests.is_empty() && state.progress.is_empty());
+}
+
+#[tokio::test]
+async fn a_request_id_sent_again_in_flight_ends_the_older_stream() {
+    let sessions = DirectSessions::default();
+    let (id, mut transport) = open(&sessions).await;
+    let mut older = Box::pin(sessions.create_stream(&id, call(1, None)).await.unwrap());
+    transport.receive().await.unwrap();
+    let mut newer = Box::pin(sessions.create_stream(&id, call(1, None)).await.unwrap());
+    transport.receive().await.unwrap();
+    // rmcp's service answers an id once, however often it came.
+    transport.send(reply(1)).await.unwrap();
+
+    let (events, ended) = drain(&mut newer);
+    assert_eq!((ids(&events), ended), (vec!["0/1", "1/1"], true));
+    let (events, ended) = drain(&mut older);
+    assert_eq!(ids(&events), ["0/0"]);
+    assert!(ended, "the older stream ends instead of waiting for ever");
+}
+
+#[tokio::test(start_paused = true)]
+async fn broadcasts_nobody_reads_do_not_keep_a_session_alive() {
+    /// `list_changed` every minute for twenty minutes, as a toolset under edit sends it.
+    async fn broadcast(session: Arc<Session>) {
+        for _ in 0..20 {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            let _ = session.lock().route(list_changed());
+        }
+    }
+    let sessions = DirectSessions::default();
+
+    // Nobody reads the GET stream: the session ends while the broadcasts go on.
+    let (_, mut transport) = open(&sessions).await;
+    let session = transport.session.clone();
+    tokio::select! {
+        end = transport.receive() => assert!(end.is_none()),
+        () = broadcast(session) => panic!("twenty idle minutes, the session still open"),
+    }
+
+    // A client reads them: the session is in use.
+    let (id, mut transport) = open(&sessions).await;
+    let _get = sessions.create_standalone_stream(&id).await.unwrap();
+    let session = transport.session.clone();
+    tokio::select! {
+        _ = transport.receive() => panic!("ended while its GET stream was read"),
+        () = broadcast(session) => {}
+    }
+}
+
+#[tokio::test]
+async fn finished_streams_kept_for_a_resume_are_few() {
+    let sessions = DirectSessions::default();
+    let (id, mut transport) = open(&sessions).await;
+    let calls = MAX_COMPLETED as u64 + 1;
+    for call_id in 1..=calls {
+        // Each client leaves before its (perhaps large) answer.
+        drop(
+            sessions
+                .create_stream(&id, call(call_id, None))
+                .await
+                .unwrap(),
+        );
+        transport.receive().await.unwrap();
+        transport.send(reply(call_id)).await.unwrap();
+    }
+    assert!(
+        sessions.resume(&id, "0/0".into()).await.is_err(),
+        "the oldest went"
+    );
+    let last = format!("0/{}", calls - 1);
+    assert!(sessions.resume(&id, last).await.is_ok());
+    assert_eq!(
+        sessions.get(&id).unwrap().lock().streams.len(),
+        MAX_COMPLETED
+    );
+}
+
+#[tokio::test]
+async fn gets_that_came_and_went_do_not_push_out_an_idle_one_still_open() {
+    let sessions = DirectSessions::default();
+    let (id, _transport) = open(&sessions).await;
+    let _primary = sessions.create_standalone_stream(&id).await.unwrap();
+    let mut kept = Box::pin(sessions.create_standalone_stream(&id).await.unwrap());
+    for _ in 0..MAX_SHADOWS {
+        drop(sessions.create_standalone_stream(&id).await.unwrap());
+    }
+    assert_eq!(drain(&mut kept), (vec![], false), "still open");
+}
