@@ -24,7 +24,7 @@
 //! (the `send` fails, so the service loop reports it; the event stays in the replay
 //! buffer for a resume). The service loop never blocks on a client.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -32,22 +32,22 @@ use std::time::Duration;
 
 use futures_util::Stream;
 use rmcp::RoleServer;
-use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, GetExtensions, GetMeta, ProgressToken, RequestId,
-    ServerJsonRpcMessage, ServerNotification,
-};
-use rmcp::service::OriginatingRequestId;
+use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::common::server_side_http::session_id;
 use rmcp::transport::streamable_http_server::session::{
     ServerSseMessage, SessionId, SessionManager,
 };
-use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, Sleep, sleep_until};
 
+mod outlet;
+mod table;
 #[cfg(test)]
 mod tests;
+
+use outlet::parse_event_id;
+use table::State;
 
 /// A session unused this long ends (rmcp's `keep_alive` default). Used: a message
 /// from its client, or one to a call in flight or to a `GET` stream being read;
@@ -259,18 +259,6 @@ impl SessionManager for DirectSessions {
     }
 }
 
-/// `<index>/<stream>` on a request's stream, `<index>` on the `GET` stream.
-fn parse_event_id(id: &str) -> Result<(u64, Option<u64>)> {
-    let bad = || DirectSessionsError::BadEventId(id.to_owned());
-    match id.split_once('/') {
-        Some((index, stream)) => Ok((
-            index.parse().map_err(|_| bad())?,
-            Some(stream.parse().map_err(|_| bad())?),
-        )),
-        None => Ok((id.parse().map_err(|_| bad())?, None)),
-    }
-}
-
 fn stream(mut events: Events) -> impl Stream<Item = ServerSseMessage> + Send + Sync + 'static {
     futures_util::stream::poll_fn(move |cx| events.poll_recv(cx))
 }
@@ -357,341 +345,5 @@ impl Transport<RoleServer> for DirectTransport {
 impl Drop for DirectTransport {
     fn drop(&mut self) {
         self.session.lock().end();
-    }
-}
-
-#[derive(Debug)]
-struct State {
-    /// `None` once the session has ended: nothing more goes in.
-    inbound: Option<mpsc::Sender<ClientJsonRpcMessage>>,
-    deadline: Instant,
-    initialized: bool,
-    init: Option<(RequestId, oneshot::Sender<ServerJsonRpcMessage>)>,
-    next_stream: u64,
-    streams: HashMap<u64, Route>,
-    requests: HashMap<RequestId, u64>,
-    progress: HashMap<ProgressToken, u64>,
-    /// Finished streams kept for a late resume, oldest first.
-    completed: VecDeque<(Instant, u64)>,
-    common: Outlet,
-    shadows: VecDeque<mpsc::Sender<ServerSseMessage>>,
-}
-
-/// A request's stream.
-#[derive(Debug)]
-struct Route {
-    out: Outlet,
-    request: Option<RequestId>,
-    progress: Option<ProgressToken>,
-    done: bool,
-}
-
-/// Where a stream's events go: its client's channel while one is attached, and
-/// the replay buffer.
-#[derive(Debug)]
-struct Outlet {
-    tx: Option<mpsc::Sender<ServerSseMessage>>,
-    /// `None` for the `GET` stream.
-    stream: Option<u64>,
-    next: u64,
-    replay: VecDeque<(u64, ServerSseMessage)>,
-}
-
-impl Outlet {
-    fn new(stream: Option<u64>) -> Self {
-        Self {
-            tx: None,
-            stream,
-            // The `GET` stream's priming event (rmcp's) has id 0, a request
-            // stream's (ours) 0/<stream>: messages start after it.
-            next: 1,
-            replay: VecDeque::new(),
-        }
-    }
-
-    fn event_id(&self, index: u64) -> String {
-        match self.stream {
-            Some(stream) => format!("{index}/{stream}"),
-            None => index.to_string(),
-        }
-    }
-
-    fn push(&mut self, message: ServerJsonRpcMessage) -> Result<()> {
-        let mut event = ServerSseMessage::from_message(message);
-        event.event_id = Some(self.event_id(self.next));
-        if self.replay.len() == REPLAY {
-            self.replay.pop_front();
-        }
-        self.replay.push_back((self.next, event.clone()));
-        self.next += 1;
-        let Some(tx) = &self.tx else { return Ok(()) };
-        match tx.try_send(event) {
-            Ok(()) => Ok(()),
-            // The client went away: the event waits in the replay buffer.
-            Err(TrySendError::Closed(_)) => {
-                self.tx = None;
-                Ok(())
-            }
-            Err(TrySendError::Full(_)) => {
-                self.tx = None;
-                Err(DirectSessionsError::NotReading)
-            }
-        }
-    }
-
-    fn live(&self) -> bool {
-        self.tx.as_ref().is_some_and(|tx| !tx.is_closed())
-    }
-
-    /// A new client channel, given the buffered events after `after`; the old
-    /// one, if any, ends.
-    fn attach(&mut self, after: u64) -> Events {
-        let (tx, rx) = mpsc::channel(STREAM_CAPACITY);
-        for (_, event) in self.replay.iter().filter(|(index, _)| *index > after) {
-            // Fits: the replay buffer is smaller than the channel.
-            let _ = tx.try_send(event.clone());
-        }
-        self.tx = Some(tx);
-        rx
-    }
-}
-
-impl State {
-    fn new(inbound: mpsc::Sender<ClientJsonRpcMessage>) -> Self {
-        Self {
-            inbound: Some(inbound),
-            deadline: Instant::now() + INIT_TIMEOUT,
-            initialized: false,
-            init: None,
-            next_stream: 0,
-            streams: HashMap::new(),
-            requests: HashMap::new(),
-            progress: HashMap::new(),
-            completed: VecDeque::new(),
-            common: Outlet::new(None),
-            shadows: VecDeque::new(),
-        }
-    }
-
-    fn ended(&self) -> bool {
-        self.inbound.is_none()
-    }
-
-    fn inbound(&self) -> Result<mpsc::Sender<ClientJsonRpcMessage>> {
-        self.inbound.clone().ok_or(DirectSessionsError::Ended)
-    }
-
-    /// Activity moves the idle deadline; before `initialize` only the init
-    /// deadline counts.
-    fn touch(&mut self) {
-        if self.initialized {
-            self.deadline = Instant::now() + KEEP_ALIVE;
-        }
-    }
-
-    /// Ends the session: `receive` returns `None`, every stream ends.
-    fn end(&mut self) {
-        self.inbound = None;
-        self.init = None;
-        self.streams.clear();
-        self.requests.clear();
-        self.progress.clear();
-        self.completed.clear();
-        self.common.tx = None;
-        self.shadows.clear();
-    }
-
-    fn open_stream(
-        &mut self,
-        message: &ClientJsonRpcMessage,
-    ) -> Result<(mpsc::Sender<ClientJsonRpcMessage>, u64, Events)> {
-        let inbound = self.inbound()?;
-        self.touch();
-        self.evict();
-        let stream = self.next_stream;
-        self.next_stream = self.next_stream.wrapping_add(1);
-        let mut out = Outlet::new(Some(stream));
-        let events = out.attach(0);
-        if let Some(tx) = &out.tx {
-            let _ = tx.try_send(ServerSseMessage::priming(format!("0/{stream}"), SSE_RETRY));
-        }
-        let (mut request, mut progress) = (None, None);
-        if let ClientJsonRpcMessage::Request(call) = message {
-            // An id still in flight, sent again: the service answers it once,
-            // and the reply goes to the newer stream. The older one ends now
-            // rather than wait for ever (and stay in the table).
-            if let Some(&older) = self.requests.get(&call.id) {
-                self.finish(older, true);
-            }
-            self.requests.insert(call.id.clone(), stream);
-            request = Some(call.id.clone());
-            progress = call.request.get_meta().get_progress_token();
-            if let Some(token) = &progress {
-                self.progress.insert(token.clone(), stream);
-            }
-        }
-        let route = Route {
-            out,
-            request,
-            progress,
-            done: false,
-        };
-        self.streams.insert(stream, route);
-        Ok((inbound, stream, events))
-    }
-
-    /// The `GET` stream: the primary if none is being read, with what it missed
-    /// after `after`; otherwise an idle one that only keeps its connection.
-    fn open_common(&mut self, after: u64) -> Events {
-        if !self.common.live() {
-            return self.common.attach(after);
-        }
-        let (tx, rx) = mpsc::channel(1);
-        // Shadows whose client left hold no place; only then the oldest live
-        // one makes room.
-        self.shadows.retain(|shadow| !shadow.is_closed());
-        if self.shadows.len() >= MAX_SHADOWS {
-            self.shadows.pop_front();
-        }
-        self.shadows.push_back(tx);
-        rx
-    }
-
-    fn resume_stream(&mut self, stream: u64, after: u64) -> Option<Events> {
-        self.evict();
-        let route = self.streams.get_mut(&stream)?;
-        let events = route.out.attach(after);
-        if route.done {
-            route.out.tx = None;
-        }
-        Some(events)
-    }
-
-    /// The client cancelled `request`: its stream ends, resumable a while.
-    fn cancel(&mut self, request: &RequestId) {
-        if let Some(&stream) = self.requests.get(request) {
-            self.finish(stream, true);
-        }
-    }
-
-    /// Unroutes `stream`; keeps it for a resume if its client missed the end.
-    fn finish(&mut self, stream: u64, cut: bool) {
-        self.unroute(stream);
-        let Some(route) = self.streams.get_mut(&stream) else {
-            return;
-        };
-        if !cut && route.out.live() {
-            self.streams.remove(&stream);
-            return;
-        }
-        route.out.tx = None;
-        route.done = true;
-        self.completed.push_back((Instant::now(), stream));
-        self.evict();
-    }
-
-    /// Forgets the request id and progress token that lead to `stream`.
-    fn unroute(&mut self, stream: u64) {
-        let Some(route) = self.streams.get_mut(&stream) else {
-            return;
-        };
-        if let Some(request) = route.request.take()
-            && self.requests.get(&request) == Some(&stream)
-        {
-            self.requests.remove(&request);
-        }
-        if let Some(token) = route.progress.take()
-            && self.progress.get(&token) == Some(&stream)
-        {
-            self.progress.remove(&token);
-        }
-    }
-
-    /// Drops `stream` whole: its request never reached the service.
-    fn abandon(&mut self, stream: u64) {
-        self.unroute(stream);
-        self.streams.remove(&stream);
-    }
-
-    fn evict(&mut self) {
-        while let Some(&(at, stream)) = self.completed.front() {
-            if at.elapsed() < COMPLETED_TTL && self.completed.len() <= MAX_COMPLETED {
-                break;
-            }
-            self.completed.pop_front();
-            if self.streams.get(&stream).is_some_and(|route| route.done) {
-                self.streams.remove(&stream);
-            }
-        }
-    }
-
-    /// The service loop's `send`.
-    fn route(&mut self, message: ServerJsonRpcMessage) -> Result<()> {
-        if self.ended() {
-            return Err(DirectSessionsError::Ended);
-        }
-        let reply = match &message {
-            ServerJsonRpcMessage::Response(response) => Some(&response.id),
-            ServerJsonRpcMessage::Error(error) => error.id.as_ref(),
-            _ => None,
-        };
-        if let Some(id) = reply {
-            if self.init.as_ref().is_some_and(|(init, _)| init == id)
-                && let Some((_, reply)) = self.init.take()
-            {
-                return reply.send(message).map_err(|_| DirectSessionsError::Ended);
-            }
-            let Some(&stream) = self.requests.get(id) else {
-                return self.broadcast(message);
-            };
-            let sent = self.deliver(stream, message);
-            self.finish(stream, false);
-            return sent;
-        }
-        let stream = match &message {
-            ServerJsonRpcMessage::Notification(notification) => match &notification.notification {
-                ServerNotification::ProgressNotification(progress) => {
-                    self.progress.get(&progress.params.progress_token)
-                }
-                ServerNotification::CancelledNotification(cancelled) => cancelled
-                    .params
-                    .request_id
-                    .as_ref()
-                    .and_then(|id| self.requests.get(id)),
-                _ => None,
-            },
-            ServerJsonRpcMessage::Request(request) => request
-                .request
-                .extensions()
-                .get::<OriginatingRequestId>()
-                .and_then(|origin| self.requests.get(&origin.0)),
-            _ => None,
-        };
-        match stream.copied() {
-            Some(stream) => self.deliver(stream, message),
-            None => self.broadcast(message),
-        }
-    }
-
-    /// To a request's stream: the call is in flight, so the session is in use.
-    fn deliver(&mut self, stream: u64, message: ServerJsonRpcMessage) -> Result<()> {
-        match self.streams.get_mut(&stream) {
-            Some(route) => {
-                let sent = route.out.push(message);
-                self.touch();
-                sent
-            }
-            None => self.broadcast(message),
-        }
-    }
-
-    /// To the `GET` stream. A session counts as in use only while a client reads
-    /// it: `list_changed` goes to every session after each edit of the toolset,
-    /// and would otherwise keep sessions whose clients are gone for ever.
-    fn broadcast(&mut self, message: ServerJsonRpcMessage) -> Result<()> {
-        if self.common.live() {
-            self.touch();
-        }
-        self.common.push(message)
     }
 }

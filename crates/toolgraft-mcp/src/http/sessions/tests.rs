@@ -4,6 +4,9 @@
 use futures_util::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 
+use rmcp::model::{GetExtensions, RequestId};
+use rmcp::service::OriginatingRequestId;
+
 use super::*;
 
 fn client(value: Value) -> ClientJsonRpcMessage {
