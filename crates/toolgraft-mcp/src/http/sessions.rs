@@ -14,7 +14,10 @@
 //! progress whose token the request carried, and a server request made while
 //! handling it (SEP-2260), ride that stream too; everything else goes to the `GET`
 //! stream, or waits in its replay buffer until one opens. A second `GET` gets an
-//! idle stream (keep-alives only), not the notifications. Event ids are
+//! idle stream (keep-alives only) until the first one's client goes away; then
+//! the newest idle one still open takes over, from the first event the old one
+//! was not handed (a client that reconnected before its old connection was seen
+//! to drop hears everything once). Event ids are
 //! `<index>/<stream>` (`<index>` on the `GET` stream); the last [`REPLAY`] events of
 //! a stream are kept for `Last-Event-ID`, and a finished stream whose client had
 //! gone is kept [`COMPLETED_TTL`] for a late resume.

@@ -17,6 +17,9 @@ pub(super) struct Outlet {
     /// `None` for the `GET` stream.
     pub(super) stream: Option<u64>,
     pub(super) next: u64,
+    /// The last event handed to a client's channel: where a client taking over
+    /// from one that went away without a word starts.
+    pub(super) handed: u64,
     pub(super) replay: VecDeque<(u64, ServerSseMessage)>,
 }
 
@@ -28,6 +31,7 @@ impl Outlet {
             // The `GET` stream's priming event (rmcp's) has id 0, a request
             // stream's (ours) 0/<stream>: messages start after it.
             next: 1,
+            handed: 0,
             replay: VecDeque::new(),
         }
     }
@@ -49,7 +53,10 @@ impl Outlet {
         self.next += 1;
         let Some(tx) = &self.tx else { return Ok(()) };
         match tx.try_send(event) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                self.handed = self.next - 1;
+                Ok(())
+            }
             // The client went away: the event waits in the replay buffer.
             Err(TrySendError::Closed(_)) => {
                 self.tx = None;
@@ -70,12 +77,20 @@ impl Outlet {
     /// one, if any, ends.
     pub(super) fn attach(&mut self, after: u64) -> Events {
         let (tx, rx) = mpsc::channel(STREAM_CAPACITY);
-        for (_, event) in self.replay.iter().filter(|(index, _)| *index > after) {
+        self.adopt(tx, after);
+        rx
+    }
+
+    /// Makes `tx` this outlet's client channel, given the buffered events after
+    /// `after`; the old one, if any, ends.
+    pub(super) fn adopt(&mut self, tx: mpsc::Sender<ServerSseMessage>, after: u64) {
+        for (index, event) in self.replay.iter().filter(|(index, _)| *index > after) {
             // Fits: the replay buffer is smaller than the channel.
-            let _ = tx.try_send(event.clone());
+            if tx.try_send(event.clone()).is_ok() {
+                self.handed = *index;
+            }
         }
         self.tx = Some(tx);
-        rx
     }
 }
 

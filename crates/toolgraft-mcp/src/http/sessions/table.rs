@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use super::outlet::Outlet;
 use super::{
     COMPLETED_TTL, DirectSessionsError, Events, INIT_TIMEOUT, KEEP_ALIVE, MAX_COMPLETED,
-    MAX_SHADOWS, Result, SSE_RETRY,
+    MAX_SHADOWS, Result, SSE_RETRY, STREAM_CAPACITY,
 };
 
 /// A session's streams and the routes to them, behind the session's mutex.
@@ -134,7 +134,10 @@ impl State {
         if !self.common.live() {
             return self.common.attach(after);
         }
-        let (tx, rx) = mpsc::channel(1);
+        // Room for a whole stream: a shadow takes over when the primary's client
+        // goes away (a client that reconnected before the old connection was
+        // seen to drop). Room, not memory, as for every stream.
+        let (tx, rx) = mpsc::channel(STREAM_CAPACITY);
         // Shadows whose client left hold no place; only then the oldest live
         // one makes room.
         self.shadows.retain(|shadow| !shadow.is_closed());
@@ -277,9 +280,25 @@ impl State {
     /// it: `list_changed` goes to every session after each edit of the toolset,
     /// and would otherwise keep sessions whose clients are gone for ever.
     pub(super) fn broadcast(&mut self, message: ServerJsonRpcMessage) -> Result<()> {
+        if !self.common.live() {
+            self.promote_shadow();
+        }
         if self.common.live() {
             self.touch();
         }
         self.common.push(message)
+    }
+
+    /// The newest idle `GET` still open becomes the primary, from the first event
+    /// its predecessor was not handed: without this, a client that reconnected
+    /// its `GET` before the old one dropped would hear nothing more.
+    fn promote_shadow(&mut self) {
+        while let Some(shadow) = self.shadows.pop_back() {
+            if !shadow.is_closed() {
+                let after = self.common.handed;
+                self.common.adopt(shadow, after);
+                return;
+            }
+        }
     }
 }

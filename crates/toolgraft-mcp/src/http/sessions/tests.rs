@@ -143,11 +143,15 @@ async fn list_changed_goes_to_the_get_stream_and_a_second_get_idles() {
     assert_eq!(drain(&mut second), (vec![], false), "idle, kept open");
     assert_eq!(ids(&drain(&mut post).0), ["0/0"], "priming only");
 
-    // The primary gone, the next GET takes its place with what was missed.
+    // The primary gone, the idle GET still open takes its place.
     drop(first);
     transport.send(list_changed()).await.unwrap();
+    assert_eq!(ids(&drain(&mut second).0), ["3"]);
+    // Both gone, the next GET takes their place with what the buffer holds.
+    drop(second);
+    transport.send(list_changed()).await.unwrap();
     let mut third = Box::pin(sessions.create_standalone_stream(&id).await.unwrap());
-    assert_eq!(ids(&drain(&mut third).0), ["1", "2", "3"]);
+    assert_eq!(ids(&drain(&mut third).0), ["1", "2", "3", "4"]);
 }
 
 #[tokio::test]
@@ -508,4 +512,25 @@ async fn gets_that_came_and_went_do_not_push_out_an_idle_one_still_open() {
         drop(sessions.create_standalone_stream(&id).await.unwrap());
     }
     assert_eq!(drain(&mut kept), (vec![], false), "still open");
+}
+
+#[tokio::test]
+async fn an_idle_get_takes_over_when_the_primary_goes_away() {
+    // A client that reconnects its GET before the old connection is seen to drop:
+    // the new one idles while the old one looks alive, then carries on from the
+    // first event the old one was not handed.
+    let sessions = DirectSessions::default();
+    let (id, mut transport) = open(&sessions).await;
+    let mut first = Box::pin(sessions.create_standalone_stream(&id).await.unwrap());
+    transport.send(list_changed()).await.unwrap();
+    let mut second = Box::pin(sessions.create_standalone_stream(&id).await.unwrap());
+    assert_eq!(ids(&drain(&mut first).0), ["1"]);
+    assert_eq!(drain(&mut second), (vec![], false));
+
+    drop(first);
+    transport.send(list_changed()).await.unwrap();
+    transport.send(list_changed()).await.unwrap();
+    let (events, ended) = drain(&mut second);
+    assert_eq!(ids(&events), ["2", "3"], "nothing lost, nothing twice");
+    assert!(!ended);
 }
