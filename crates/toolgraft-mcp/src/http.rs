@@ -1,5 +1,6 @@
-//! MCP over Streamable HTTP: a [`ToolsetServer`] behind rmcp's Streamable HTTP
-//! server transport, on an [axum](https://docs.rs/axum/0.8) router (feature `http`).
+//! MCP over Streamable HTTP: a [`ToolsetServer`], or any rmcp [`ServerHandler`]
+//! ([`McpHttp::for_handler`]), behind rmcp's Streamable HTTP server transport, on
+//! an [axum](https://docs.rs/axum/0.8) router (feature `http`).
 //!
 //! [`McpHttp`] is the configuration; it gives either a [`Router`] that serves MCP at
 //! [`MCP_PATH`] (`/mcp`), for an embedding server to merge into its own router beside
@@ -84,6 +85,8 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use rmcp::ServerHandler;
+
 use crate::ToolsetServer;
 
 mod service;
@@ -155,8 +158,9 @@ impl std::error::Error for HttpError {
     }
 }
 
-/// MCP over Streamable HTTP for a [`ToolsetServer`]: its configuration, and the
-/// router or server built from it. See the [module docs](self).
+/// MCP over Streamable HTTP for a [`ToolsetServer`], or for any rmcp
+/// [`ServerHandler`] of your own ([`McpHttp::for_handler`]): its configuration,
+/// and the router or server built from it. See the [module docs](self).
 ///
 /// ```
 /// use toolgraft_mcp::ToolsetServer;
@@ -170,24 +174,25 @@ impl std::error::Error for HttpError {
 /// assert_eq!(mcp.guard().hosts(), ["mcp.example.com"]);
 /// # Ok::<(), toolgraft_mcp::http::GuardError>(())
 /// ```
-pub struct McpHttp {
-    server: ToolsetServer,
+pub struct McpHttp<S = ToolsetServer> {
+    /// Makes the handler of each session (and of each request served without one).
+    handler: Arc<dyn Fn() -> S + Send + Sync>,
     guard: Guard,
     non_loopback: bool,
     cancel: CancellationToken,
 }
 
-impl fmt::Debug for McpHttp {
+impl<S> fmt::Debug for McpHttp<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpHttp")
-            .field("server", &self.server)
+            .field("handler", &std::any::type_name::<S>())
             .field("guard", &self.guard)
             .field("non_loopback", &self.non_loopback)
             .finish_non_exhaustive()
     }
 }
 
-impl McpHttp {
+impl McpHttp<ToolsetServer> {
     /// MCP over HTTP for `server` (a fresh copy of it serves each session: same
     /// toolset, server info and instructions), behind `guard`: its token, if it has
     /// one, and its Host and Origin allow-lists (the loopback ones unless set).
@@ -199,8 +204,35 @@ impl McpHttp {
     /// assert_eq!(mcp.guard().hosts(), ["localhost", "127.0.0.1", "::1"]);
     /// ```
     pub fn new(server: ToolsetServer, guard: Guard) -> Self {
+        Self::for_handler(move || server.fresh(), guard)
+    }
+}
+
+impl<S: ServerHandler + Send + 'static> McpHttp<S> {
+    /// MCP over HTTP for a [`ServerHandler`] of your own, one made by `handler`
+    /// for each session, behind `guard`, with everything [`McpHttp::new`] gives a
+    /// [`ToolsetServer`]: the same token, Host, Origin and loopback checks,
+    /// replies sent whole, sessions, streams.
+    ///
+    /// ```
+    /// use rmcp::ServerHandler;
+    /// use rmcp::model::{ServerCapabilities, ServerConfig};
+    /// use toolgraft_mcp::http::{Guard, McpHttp};
+    ///
+    /// #[derive(Clone)]
+    /// struct Notes;
+    /// impl ServerHandler for Notes {
+    ///     fn get_info(&self) -> ServerConfig {
+    ///         ServerConfig::new(ServerCapabilities::builder().enable_prompts().build())
+    ///     }
+    /// }
+    /// let mcp = McpHttp::for_handler(|| Notes, Guard::bearer("a-long-random-s3cret")?);
+    /// assert!(mcp.guard().requires_token());
+    /// # Ok::<(), toolgraft_mcp::http::GuardError>(())
+    /// ```
+    pub fn for_handler(handler: impl Fn() -> S + Send + Sync + 'static, guard: Guard) -> Self {
         Self {
-            server,
+            handler: Arc::new(handler),
             guard,
             non_loopback: false,
             cancel: CancellationToken::new(),
@@ -270,7 +302,7 @@ impl McpHttp {
 
     /// [`router`](Self::router), its sessions ended when `cancel` is cancelled.
     fn router_until(&self, cancel: &CancellationToken) -> Router {
-        let template = self.server.fresh();
+        let handler = self.handler.clone();
         // rmcp's own Host and Origin checks are off: the guard in front of the
         // service makes them, the same way as for the authoring API, and a request
         // it lets through must not meet a second list with other rules.
@@ -286,7 +318,7 @@ impl McpHttp {
         // Sessions as rmcp's `LocalSessionManager` keeps them, without its task
         // between the HTTP handlers and the service loop: two hops fewer a call.
         let service = StreamableHttpService::new(
-            move || Ok(template.fresh()),
+            move || Ok(handler()),
             Arc::new(sessions::DirectSessions::default()),
             config,
         );

@@ -58,7 +58,7 @@ fn toolset() -> (Toolset, Registry) {
     (toolset, registry)
 }
 
-async fn serve(mcp: McpHttp) -> Serving {
+async fn serve<S: rmcp::ServerHandler + Send + 'static>(mcp: McpHttp<S>) -> Serving {
     within("serve", mcp.serve(([127, 0, 0, 1], 0)))
         .await
         .expect("serves on a loopback port")
@@ -552,6 +552,80 @@ async fn sessions_have_ids_are_separate_and_end_with_delete() {
     // Python SDK).
     assert_eq!(deleted.status(), 204);
     assert_eq!(list(Some(&session)).await.unwrap().status(), 404);
+    within("shutdown", server.shutdown()).await.unwrap();
+}
+
+/// An rmcp handler of the application's own: prompts, no toolgraft.
+#[derive(Clone)]
+struct Notes;
+
+impl rmcp::ServerHandler for Notes {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(
+            rmcp::model::ServerCapabilities::builder()
+                .enable_prompts()
+                .build(),
+        )
+    }
+
+    async fn list_prompts(
+        &self,
+        _: Option<rmcp::model::PaginatedRequestParams>,
+        _: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, rmcp::ErrorData> {
+        let prompt = rmcp::model::Prompt::new("summarize", Some("Summarize the notes."), None);
+        Ok(rmcp::model::ListPromptsResult::with_all_items(vec![prompt]))
+    }
+}
+
+#[tokio::test]
+async fn a_handler_of_ones_own_is_served_behind_the_same_guard() {
+    let guard = Guard::bearer("0123456789abcdef").unwrap();
+    let server = serve(McpHttp::for_handler(|| Notes, guard)).await;
+    let url = server.url();
+    let bearer = [("authorization", "Bearer 0123456789abcdef")];
+
+    assert_eq!(raw_initialize(&url, &[]).await.status(), 401, "the token");
+    let foreign = [bearer[0], ("host", "evil.example")];
+    assert_eq!(
+        raw_initialize(&url, &foreign).await.status(),
+        403,
+        "the Host"
+    );
+
+    let initialized = raw_initialize(&url, &bearer).await;
+    assert_eq!(initialized.status(), 200);
+    let session = initialized.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let http = reqwest::Client::new();
+    let post = |body: Value| {
+        http.post(&url)
+            .header("content-type", "application/json")
+            .header("accept", ACCEPT)
+            .header("authorization", bearer[0].1)
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", &session)
+            .json(&body)
+            .send()
+    };
+    let notified = post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    assert_eq!(within("initialized", notified).await.unwrap().status(), 202);
+    let listed = within(
+        "prompts/list",
+        post(json!({"jsonrpc": "2.0", "id": 2, "method": "prompts/list"})),
+    )
+    .await
+    .unwrap();
+    assert!(
+        listed.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    let body: Value = within("json body", listed.json()).await.unwrap();
+    assert_eq!(body["result"]["prompts"][0]["name"], "summarize", "{body}");
     within("shutdown", server.shutdown()).await.unwrap();
 }
 

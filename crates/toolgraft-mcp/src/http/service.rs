@@ -16,23 +16,27 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
+use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 
 use super::sessions::DirectSessions;
 use super::whole;
-use crate::ToolsetServer;
+/// rmcp's service for handlers `S` with [`DirectSessions`], shared.
+pub(crate) struct McpService<S>(Arc<StreamableHttpService<S, DirectSessions>>);
 
-/// rmcp's service for [`ToolsetServer`]s with [`DirectSessions`], shared.
-#[derive(Clone)]
-pub(crate) struct McpService(Arc<StreamableHttpService<ToolsetServer, DirectSessions>>);
+impl<S> Clone for McpService<S> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
 
-impl McpService {
-    pub(crate) fn new(rmcp: StreamableHttpService<ToolsetServer, DirectSessions>) -> Self {
+impl<S> McpService<S> {
+    pub(crate) fn new(rmcp: StreamableHttpService<S, DirectSessions>) -> Self {
         Self(Arc::new(rmcp))
     }
 }
 
-impl tower_service::Service<Request> for McpService {
+impl<S: ServerHandler + Send + 'static> tower_service::Service<Request> for McpService<S> {
     type Response = Response;
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
@@ -51,8 +55,8 @@ impl tower_service::Service<Request> for McpService {
 /// `DELETE` answered `204 No Content` where rmcp says `202 Accepted`: the session
 /// has ended by then, and the official Python SDK reads anything but 200 or 204
 /// as a failed termination and logs a warning.
-async fn answer(
-    rmcp: &StreamableHttpService<ToolsetServer, DirectSessions>,
+async fn answer<S: ServerHandler + Send + 'static>(
+    rmcp: &StreamableHttpService<S, DirectSessions>,
     request: Request,
 ) -> Response {
     let wants_whole = whole::wants_whole(&request);
