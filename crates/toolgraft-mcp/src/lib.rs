@@ -30,7 +30,7 @@
 //!
 //! | [`ToolError`] | MCP |
 //! |---|---|
-//! | `InvalidArguments` | JSON-RPC error `-32602` (invalid params); `data` = `{tool, field, kind}` |
+//! | `InvalidArguments` | JSON-RPC error `-32602` (invalid params); `data` = `{tool, field, kind}`; or, with [`BadArguments::AsToolResult`], a result with `isError: true`, the same message as text and the same data in `_meta` under [`ERROR_META`] |
 //! | `UnknownTool` | JSON-RPC error `-32602` (invalid params); `data` = `{tool}` |
 //! | `Body`, `Panicked`, `Refused`, `Relocation`, `TimedOut`, `Reported`, `Extension`, `Output` | a result with `isError: true` and the error's message as text |
 //!
@@ -39,7 +39,8 @@
 //! as `rule`, or in the result's `_meta` under [`RULE_META`] (`"toolgraft/rule"`).
 //!
 //! Bad arguments and unknown names are the caller's request being wrong, which MCP
-//! reports as protocol errors; everything else happened while running the tool, and
+//! reports as protocol errors (since protocol `2025-11-25` it prefers bad arguments
+//! in the result, so the model can correct itself: [`ToolsetServer::with_bad_arguments`]); everything else happened while running the tool, and
 //! MCP wants that in the result so the model can read it and react.
 //!
 //! An in-process round trip (any rmcp transport works the same way; for stdio, see
@@ -254,6 +255,7 @@ fn text_of(value: &Value) -> String {
 fn to_mcp(
     outcome: Result<Value, ToolError>,
     structured: bool,
+    bad_arguments: BadArguments,
 ) -> Result<CallToolResult, ErrorData> {
     let error = match outcome {
         Ok(value) if structured => return Ok(CallToolResult::structured(value)),
@@ -285,6 +287,12 @@ fn to_mcp(
                 _ => "invalid_value",
             };
             let data = json!({"tool": tool.as_str(), "field": field, "kind": kind});
+            if bad_arguments == BadArguments::AsToolResult {
+                let mut meta = rule.map(rule_meta).unwrap_or_default();
+                meta.insert(ERROR_META.to_owned(), data);
+                let result = CallToolResult::error(vec![ContentBlock::text(message)]);
+                return Ok(result.with_meta(Some(meta)));
+            }
             Err(ErrorData::invalid_params(message, with_rule(data)))
         }
         // MCP lists an unknown tool among the invalid-params protocol errors.
@@ -319,6 +327,35 @@ fn rule_meta(rule: Rule) -> MetaObject {
 /// assert_eq!(toolgraft_mcp::RULE_META, "toolgraft/rule");
 /// ```
 pub const RULE_META: &str = "toolgraft/rule";
+
+/// The `_meta` key of a result that reports bad arguments
+/// ([`BadArguments::AsToolResult`]): `{"tool", "field", "kind"}`, what the
+/// `-32602` error's `data` holds otherwise.
+///
+/// ```
+/// assert_eq!(toolgraft_mcp::ERROR_META, "toolgraft/error");
+/// ```
+pub const ERROR_META: &str = "toolgraft/error";
+
+/// How a call with bad arguments is answered ([`ToolsetServer::with_bad_arguments`]).
+///
+/// ```
+/// use toolgraft_mcp::BadArguments;
+/// assert_eq!(BadArguments::default(), BadArguments::AsProtocolError);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BadArguments {
+    /// A JSON-RPC error `-32602` (invalid params) with `{tool, field, kind}` as
+    /// its `data`: the request was wrong, and the client sees it as such.
+    #[default]
+    AsProtocolError,
+    /// A result with `isError: true`: the message as text, for the model to read
+    /// and call again, and `{tool, field, kind}` in `_meta` under [`ERROR_META`].
+    /// What the protocol recommends from `2025-11-25` on, and what rmcp's own
+    /// tools do.
+    AsToolResult,
+}
 
 /// An MCP server for a [`Toolset`]: an rmcp [`ServerHandler`] that lists every
 /// bound name as a tool and calls them by name, as the toolset is at each request.
@@ -356,6 +393,7 @@ pub struct ToolsetServer {
     toolset: Toolset,
     /// Shared by every session's server: a session copies none of it.
     info: Arc<ServerConfig>,
+    bad_arguments: BadArguments,
     notifier: Mutex<Notifier>,
     /// Watches the bound names, for `structuring` to know when it is stale.
     changes: watch::Receiver<u64>,
@@ -477,6 +515,7 @@ impl ToolsetServer {
             changes: toolset.changes(),
             toolset,
             info: Arc::new(info),
+            bad_arguments: BadArguments::default(),
             notifier: Mutex::new(Notifier::Idle),
             structuring: Mutex::default(),
             listings: Arc::default(),
@@ -491,6 +530,7 @@ impl ToolsetServer {
         Self {
             toolset: self.toolset.clone(),
             info: self.info.clone(),
+            bad_arguments: self.bad_arguments,
             notifier: Mutex::new(Notifier::Idle),
             changes: self.toolset.changes(),
             structuring: Mutex::default(),
@@ -523,6 +563,20 @@ impl ToolsetServer {
     /// ```
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
         Arc::make_mut(&mut self.info).instructions = Some(instructions.into());
+        self
+    }
+
+    /// How a call with bad arguments is answered: a `-32602` protocol error (the
+    /// default) or an `isError` result the model can read ([`BadArguments`]).
+    /// Unknown names stay protocol errors either way.
+    ///
+    /// ```
+    /// use toolgraft_mcp::{BadArguments, ToolsetServer};
+    /// let server = ToolsetServer::new(toolgraft::Toolset::new())
+    ///     .with_bad_arguments(BadArguments::AsToolResult);
+    /// ```
+    pub fn with_bad_arguments(mut self, bad_arguments: BadArguments) -> Self {
+        self.bad_arguments = bad_arguments;
         self
     }
 
@@ -633,7 +687,11 @@ impl ToolsetServer {
         // meanwhile is looked up again by the call, which reports it if it is gone.
         let structured = self.structured(name, shape);
         let arguments = arguments.map_or(Value::Null, Value::Object);
-        to_mcp(self.toolset.call(name, arguments).await, structured)
+        to_mcp(
+            self.toolset.call(name, arguments).await,
+            structured,
+            self.bad_arguments,
+        )
     }
 
     /// Whether results of `name` are structured for a client on `shape`, as the

@@ -30,7 +30,7 @@ use toolgraft::ext::{Batch, Cache, Pool, Proxy, Trace, proxy};
 use toolgraft::prelude::*;
 use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::ElementSpec;
-use toolgraft_mcp::ToolsetServer;
+use toolgraft_mcp::{BadArguments, ERROR_META, ToolsetServer};
 
 // ---------------------------------------------------------------- fixtures
 
@@ -155,8 +155,12 @@ type Connection = RunningService<RoleClient, Client>;
 
 /// Serves `toolset` in process and connects rmcp's client with `lifecycle`.
 async fn connect(toolset: &Toolset, lifecycle: ClientLifecycleMode) -> Connection {
+    connect_to(ToolsetServer::new(toolset.clone()), lifecycle).await
+}
+
+/// Serves `server` in process and connects rmcp's client with `lifecycle`.
+async fn connect_to(server: ToolsetServer, lifecycle: ClientLifecycleMode) -> Connection {
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    let server = ToolsetServer::new(toolset.clone());
     tokio::spawn(async move {
         if let Ok(running) = server.serve(server_io).await {
             let _ = running.waiting().await;
@@ -477,6 +481,33 @@ async fn bad_arguments_are_invalid_params_errors() {
     assert_eq!(unknown_tool.message, "unknown tool `weather_loud`");
     assert_eq!(unknown_tool.data, Some(json!({"tool": "weather_loud"})));
     client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn bad_arguments_can_be_results_the_model_reads() {
+    let (toolset, _) = toolset();
+    let server = ToolsetServer::new(toolset).with_bad_arguments(BadArguments::AsToolResult);
+    let client = connect_to(server, ClientLifecycleMode::Initialize).await;
+
+    let missing = call_ok(&client, "weather", json!({})).await;
+    assert_eq!(missing.is_error, Some(true));
+    assert!(
+        text(&missing).starts_with("invalid arguments for `weather`: ")
+            && text(&missing).contains("missing field `city`"),
+        "{}",
+        text(&missing)
+    );
+    let meta = serde_json::to_value(missing.meta.as_ref()).unwrap();
+    assert_eq!(
+        meta[ERROR_META],
+        json!({"tool": "weather", "field": "city", "kind": "missing_field"})
+    );
+    // An unknown name is still the request being wrong.
+    let unknown = call_err(&client, "no_such_tool", json!({})).await;
+    assert_eq!(unknown.code, ErrorCode::INVALID_PARAMS);
+    // Good arguments are answered as ever.
+    let fine = call_ok(&client, "weather", json!({"city": "Oslo"})).await;
+    assert_ne!(fine.is_error, Some(true));
 }
 
 #[tokio::test]
