@@ -171,10 +171,9 @@ impl SessionManager for DirectSessions {
         let (reply, replied) = oneshot::channel();
         let inbound = {
             let mut state = session.lock();
-            let inbound = state.inbound()?;
-            state.init = Some((request.id.clone(), reply));
             state.initialized = true;
-            state.touch();
+            let inbound = state.enter()?;
+            state.init = Some((request.id.clone(), reply));
             inbound
         };
         push(&inbound, message).await?;
@@ -219,7 +218,7 @@ impl SessionManager for DirectSessions {
         let session = self.get(id)?;
         let inbound = {
             let mut state = session.lock();
-            state.touch();
+            let inbound = state.enter()?;
             if let ClientJsonRpcMessage::Notification(notification) = &message
                 && let ClientNotification::CancelledNotification(cancelled) =
                     &notification.notification
@@ -227,7 +226,7 @@ impl SessionManager for DirectSessions {
             {
                 state.cancel(request);
             }
-            state.inbound()?
+            inbound
         };
         push(&inbound, message).await
     }
@@ -238,8 +237,7 @@ impl SessionManager for DirectSessions {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static> {
         let session = self.get(id)?;
         let mut state = session.lock();
-        state.inbound()?;
-        state.touch();
+        state.enter()?;
         Ok(stream(state.open_common(0)))
     }
 
@@ -250,8 +248,7 @@ impl SessionManager for DirectSessions {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static> {
         let session = self.get(id)?;
         let mut state = session.lock();
-        state.inbound()?;
-        state.touch();
+        state.enter()?;
         let events = match parse_event_id(&last_event_id)? {
             (index, Some(stream)) => state
                 .resume_stream(stream, index)

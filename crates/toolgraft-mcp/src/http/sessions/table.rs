@@ -65,8 +65,11 @@ impl State {
         self.inbound.is_none()
     }
 
-    pub(super) fn inbound(&self) -> Result<mpsc::Sender<ClientJsonRpcMessage>> {
-        self.inbound.clone().ok_or(DirectSessionsError::Ended)
+    /// The client at the door: a live session's way in, the visit counting as use.
+    pub(super) fn enter(&mut self) -> Result<mpsc::Sender<ClientJsonRpcMessage>> {
+        let inbound = self.inbound.clone().ok_or(DirectSessionsError::Ended)?;
+        self.touch();
+        Ok(inbound)
     }
 
     /// Activity moves the idle deadline; before `initialize` only the init
@@ -93,8 +96,7 @@ impl State {
         &mut self,
         message: &ClientJsonRpcMessage,
     ) -> Result<(mpsc::Sender<ClientJsonRpcMessage>, u64, Events)> {
-        let inbound = self.inbound()?;
-        self.touch();
+        let inbound = self.enter()?;
         self.evict();
         let stream = self.next_stream;
         self.next_stream = self.next_stream.wrapping_add(1);
