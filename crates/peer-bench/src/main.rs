@@ -58,48 +58,19 @@ async fn run(args: Args) -> i32 {
     let inproc_secs = Duration::from_secs_f64(args.float("inproc-secs", 1.0));
     let secs = Duration::from_secs_f64(args.float("secs", 2.0));
     let mode = args.toolgraft_mode();
+    let clients = args.list("clients", &[1, 16, 64]);
+    let tools = args.list("tools", &[10, 1000, 10000]);
+    let calls = || inproc::calls(rounds, warmup, inproc_secs);
+    let http = || http::run(rounds, &clients, warmup, secs, mode);
+    let lists = || inproc::lists(rounds, &tools, warmup, inproc_secs);
     let tables: Vec<Table> = match args.command.as_str() {
-        "inproc" => inproc::calls(rounds, warmup, inproc_secs).await,
-        "http" => {
-            http::run(
-                rounds,
-                &args.list("clients", &[1, 16, 64]),
-                warmup,
-                secs,
-                mode,
-            )
-            .await
-        }
-        "list" => {
-            inproc::lists(
-                rounds,
-                &args.list("tools", &[10, 1000, 10000]),
-                warmup,
-                inproc_secs,
-            )
-            .await
-        }
+        "inproc" => calls().await,
+        "http" => http().await,
+        "list" => lists().await,
         "all" => {
-            let mut tables = inproc::calls(rounds, warmup, inproc_secs).await;
-            tables.extend(
-                http::run(
-                    rounds,
-                    &args.list("clients", &[1, 16, 64]),
-                    warmup,
-                    secs,
-                    mode,
-                )
-                .await,
-            );
-            tables.extend(
-                inproc::lists(
-                    rounds,
-                    &args.list("tools", &[10, 1000, 10000]),
-                    warmup,
-                    inproc_secs,
-                )
-                .await,
-            );
+            let mut tables = calls().await;
+            tables.extend(http().await);
+            tables.extend(lists().await);
             tables
         }
         "serve-http" => return serve_http(&args, mode).await,
