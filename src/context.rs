@@ -69,6 +69,10 @@ use serde_json::Value;
 
 use crate::name::Name;
 
+mod caller;
+
+pub use caller::{Principal, Progress, ProgressSink, report_progress};
+
 mod sealed {
     pub trait Travel {}
     pub trait Key {}

@@ -22,7 +22,7 @@ use crate::name::InvalidName;
 use crate::name::Name;
 use crate::stack::ErasedStack;
 use crate::stack::erased::DynStack;
-use crate::tool::{BaseTool, ToolSpec};
+use crate::tool::{BaseTool, Presentation, ToolSpec};
 
 pub(crate) mod element;
 pub(crate) mod rules;
@@ -124,6 +124,9 @@ pub struct ToolInfo {
     pub input_schema: Arc<Schema>,
     /// The output schema, when this name has one ([output-schema](crate::rulebook#output-schema)).
     pub output_schema: Option<Arc<Schema>>,
+    /// The base's title, annotations and protocol fields: every branch presents
+    /// what its base does.
+    pub presentation: Arc<Presentation>,
 }
 
 impl ToolInfo {
@@ -268,6 +271,7 @@ pub(crate) struct Running {
     pub description: Arc<str>,
     pub input_schema: Arc<Schema>,
     pub output_schema: Option<Arc<Schema>>,
+    pub presentation: Arc<Presentation>,
     pub chain: Arc<[Link]>,
 }
 
@@ -279,6 +283,7 @@ impl Running {
             description: spec.description.as_str().into(),
             input_schema: spec.input_schema.clone(),
             output_schema: spec.output_schema.clone(),
+            presentation: spec.presentation.clone(),
             chain: Arc::new([]),
         }
     }
@@ -315,6 +320,7 @@ impl Running {
             description,
             input_schema,
             output_schema,
+            presentation: self.presentation.clone(),
             chain,
         })
     }
@@ -355,6 +361,7 @@ impl Running {
             description: self.description.to_string(),
             input_schema: self.input_schema,
             output_schema: self.output_schema,
+            presentation: self.presentation,
         }
     }
 }
@@ -680,6 +687,7 @@ mod tests {
                 "required": ["text"],
             })),
             output_schema: Some(schema(json!({"type": "string"}))),
+            presentation: Default::default(),
         })
     }
 
@@ -821,6 +829,7 @@ mod tests {
             description: "Answer pong.".into(),
             input_schema: schema(json!({"type": "object", "properties": {}})),
             output_schema: None,
+            presentation: Default::default(),
         });
         let mut cache = element(&ping, "cache", Wrapper);
         cache.reserved = Some(schema(

@@ -482,6 +482,35 @@ impl Combos for () {
     fn into_drafts(self, _: &mut Vec<ComboDraft>) {}
 }
 
+impl<C: TypedCombo> sealed::Sealed for Vec<C> {}
+
+/// Combos of one type, as many as there are: what binds tools made at run time
+/// (a `DynTool` each) with the same extensions, in one call.
+///
+/// ```
+/// use toolgraft::{Toolset, ext::Trace, runtime::DynTool};
+/// # fn tool(name: &str) -> DynTool {
+/// #     DynTool::builder().name(name).description("Echo.")
+/// #         .input_schema(schemars::json_schema!({"type": "object"}))
+/// #         .body(|args| async move { Ok(serde_json::Value::Object(args)) }).build().unwrap()
+/// # }
+/// let tools = [tool("a"), tool("b")];
+/// let toolset = Toolset::new();
+/// let branches = toolset.bind(tools.iter().map(|t| t.combo().with(Trace)).collect::<Vec<_>>())?;
+/// assert_eq!(branches.len(), 2);
+/// assert_eq!(toolset.names(), ["a", "a_trace", "b", "b_trace"]);
+/// # Ok::<(), toolgraft::BindError>(())
+/// ```
+impl<C: TypedCombo> Combos for Vec<C> {
+    type Branches = Vec<C::Branch>;
+
+    fn into_drafts(self, drafts: &mut Vec<ComboDraft>) -> Self::Branches {
+        self.into_iter()
+            .map(|combo| combo.into_draft(drafts))
+            .collect()
+    }
+}
+
 // A tuple of combos is an element too, so more than 16 combos bind in one call
 // as nested tuples. (Not offered as a fix when an element is no combo.)
 #[diagnostic::do_not_recommend]

@@ -13,7 +13,7 @@ use crate::name::{InvalidName, Name};
 use crate::schema::{ArgNames, Args};
 use crate::stack::Stack;
 use crate::stack::erased::DynStack;
-use crate::tool::{BaseTool, ToolSpec};
+use crate::tool::{BaseTool, Presentation, ToolSpec};
 
 /// A base tool defined at run time: JSON schemas and a closure over JSON values.
 ///
@@ -73,7 +73,7 @@ impl std::fmt::Debug for DynTool {
 #[derive(TypedBuilder)]
 #[builder(
     builder_method(vis = "", name = __builder),
-    builder_type(name = DynToolBuilder, doc = "Builds a [`DynTool`]: set `name`, `description`, `input_schema` and `body` (and `output_schema`, optionally), then `build()`."),
+    builder_type(name = DynToolBuilder, doc = "Builds a [`DynTool`]: set `name`, `description`, `input_schema` and `body` (and `output_schema` and `presentation`, optionally), then `build()`."),
     build_method(into = Result<DynTool, InvalidName>)
 )]
 pub struct DynToolParts {
@@ -84,6 +84,9 @@ pub struct DynToolParts {
     input_schema: Schema,
     #[builder(default, setter(strip_option))]
     output_schema: Option<Schema>,
+    /// Its title, annotations and protocol fields ([`Presentation`]).
+    #[builder(default)]
+    presentation: Presentation,
     #[builder(setter(
         fn transform<F, Fut>(body: F) -> SharedBody
         where
@@ -111,6 +114,7 @@ impl From<DynToolParts> for Result<DynTool, InvalidName> {
                 description: parts.description,
                 input_schema: Arc::new(parts.input_schema),
                 output_schema: parts.output_schema.map(Arc::new),
+                presentation: Arc::new(parts.presentation),
             }),
             stack,
         })
@@ -124,7 +128,7 @@ impl DynTool {
     }
 
     /// Starts building a run-time tool.
-    pub fn builder() -> DynToolBuilder<((), (), (), (), ())> {
+    pub fn builder() -> DynToolBuilder<((), (), (), (), (), ())> {
         DynToolParts::__builder()
     }
 }

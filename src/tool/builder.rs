@@ -9,7 +9,7 @@ use schemars::{JsonSchema, Schema};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{Tool, ToolSpec, sealed};
+use super::{Annotations, Presentation, Tool, ToolSpec, sealed};
 use crate::error::{ArgsError, BoxError};
 use crate::name::{InvalidName, Name};
 use crate::schema::{self, ArgNames, Args};
@@ -39,6 +39,7 @@ pub struct ToolBuilder<N = NoName, D = NoDescription, B = NoBody> {
     name: N,
     description: D,
     body: B,
+    presentation: Presentation,
 }
 
 impl<N, D, B> std::fmt::Debug for ToolBuilder<N, D, B> {
@@ -287,6 +288,7 @@ impl<N, D, B> ToolBuilder<N, D, B> {
             name: name.into(),
             description: self.description,
             body: self.body,
+            presentation: self.presentation,
         }
     }
 
@@ -305,7 +307,57 @@ impl<N, D, B> ToolBuilder<N, D, B> {
             name: self.name,
             description: description.into(),
             body: self.body,
+            presentation: self.presentation,
         }
+    }
+
+    /// A title for people, where a client shows one (a model reads the name).
+    ///
+    /// ```
+    /// # use toolgraft::Tool;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+    /// let ping = Tool::builder().name("ping").description("Answer pong.").title("Ping")
+    ///     .body(|_: Ping| async { Ok("pong") }).build()?;
+    /// assert_eq!(ping.spec().presentation.title.as_deref(), Some("Ping"));
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.presentation.title = Some(title.into());
+        self
+    }
+
+    /// Hints about what calling the tool does (MCP's tool annotations).
+    ///
+    /// ```
+    /// # use toolgraft::Tool;
+    /// use toolgraft::tool::Annotations;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+    /// let ping = Tool::builder().name("ping").description("Answer pong.")
+    ///     .annotations(Annotations { read_only: Some(true), ..Annotations::default() })
+    ///     .body(|_: Ping| async { Ok("pong") }).build()?;
+    /// assert_eq!(ping.spec().presentation.annotations.read_only, Some(true));
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn annotations(mut self, annotations: Annotations) -> Self {
+        self.presentation.annotations = annotations;
+        self
+    }
+
+    /// A field of a protocol's own, by its name there (MCP's `icons`, `_meta`),
+    /// passed through to clients as it is. Setting one again replaces it.
+    ///
+    /// ```
+    /// # use toolgraft::Tool;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+    /// let ping = Tool::builder().name("ping").description("Answer pong.")
+    ///     .extra("_meta", serde_json::json!({"example.com/team": "search"}))
+    ///     .body(|_: Ping| async { Ok("pong") }).build()?;
+    /// assert_eq!(ping.spec().presentation.extra["_meta"]["example.com/team"], "search");
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn extra(mut self, field: impl Into<String>, value: serde_json::Value) -> Self {
+        self.presentation.extra.insert(field.into(), value);
+        self
     }
 
     /// The async body: `|input: I| async move { Ok(output) }`, or an `async fn`,
@@ -335,6 +387,7 @@ impl<N, D, B> ToolBuilder<N, D, B> {
         ToolBuilder {
             name: self.name,
             description: self.description,
+            presentation: self.presentation,
             body: TypedBody {
                 body,
                 decode: decode_args::<I>,
@@ -377,6 +430,7 @@ impl<N, D, B> ToolBuilder<N, D, B> {
             description: self.description.into_description(sealed::Token),
             input_schema: (body.input_schema)(),
             output_schema: Some((body.output_schema)()),
+            presentation: Arc::new(self.presentation),
         };
         Ok(Tool {
             args: ArgNames::of(&spec.input_schema),
@@ -407,6 +461,7 @@ impl Tool<(), (), ()> {
             name: NoName,
             description: NoDescription,
             body: NoBody,
+            presentation: Presentation::default(),
         }
     }
 }

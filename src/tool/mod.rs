@@ -17,11 +17,13 @@ use crate::schema::Args;
 use crate::stack::Stack;
 
 mod builder;
+mod presentation;
 
 pub use builder::{
     BodyFuture, BodyResult, BodySet, DescriptionSet, NameSet, NoBody, NoDescription, NoName,
     ToolBuilder, ToolInput, ToolOutput, TypedBody,
 };
+pub use presentation::{Annotations, Presentation};
 
 pub(crate) mod sealed {
     /// The seal of [`BaseTool`](super::BaseTool).
@@ -70,6 +72,8 @@ pub struct ToolSpec {
     pub input_schema: Arc<Schema>,
     /// The JSON Schema of the result, when the tool declares one.
     pub output_schema: Option<Arc<Schema>>,
+    /// Its title, annotations and protocol fields (shared with its branches).
+    pub presentation: Arc<Presentation>,
 }
 
 /// A tool that no extension produced: the start of every combo.

@@ -180,6 +180,7 @@ pub struct McpHttp<S = ToolsetServer> {
     guard: Guard,
     non_loopback: bool,
     cancel: CancellationToken,
+    identify: Option<Arc<service::Identify>>,
 }
 
 impl<S> fmt::Debug for McpHttp<S> {
@@ -192,7 +193,7 @@ impl<S> fmt::Debug for McpHttp<S> {
     }
 }
 
-impl McpHttp<ToolsetServer> {
+impl<H: ServerHandler + Clone> McpHttp<ToolsetServer<H>> {
     /// MCP over HTTP for `server` (a fresh copy of it serves each session: same
     /// toolset, server info and instructions), behind `guard`: its token, if it has
     /// one, and its Host and Origin allow-lists (the loopback ones unless set).
@@ -203,7 +204,7 @@ impl McpHttp<ToolsetServer> {
     /// let mcp = McpHttp::new(ToolsetServer::new(toolgraft::Toolset::new()), Guard::off());
     /// assert_eq!(mcp.guard().hosts(), ["localhost", "127.0.0.1", "::1"]);
     /// ```
-    pub fn new(server: ToolsetServer, guard: Guard) -> Self {
+    pub fn new(server: ToolsetServer<H>, guard: Guard) -> Self {
         Self::for_handler(move || server.fresh(), guard)
     }
 }
@@ -236,7 +237,36 @@ impl<S: ServerHandler + Send + 'static> McpHttp<S> {
             guard,
             non_loopback: false,
             cancel: CancellationToken::new(),
+            identify: None,
         }
+    }
+
+    /// Who each request is from, as the application tells from the request
+    /// (a header an authenticating proxy sets, a token of its own it maps to a
+    /// user): the [`Principal`](toolgraft::context::Principal) of every call the
+    /// request makes, which bodies and extensions read from the call context,
+    /// which travels to worker processes, and on which a cache keys. `None`
+    /// leaves the call without one. It runs after the guard's checks, on every
+    /// request of the endpoint.
+    ///
+    /// ```
+    /// use toolgraft::context::Principal;
+    /// use toolgraft_mcp::{ToolsetServer, http::{Guard, McpHttp}};
+    /// let mcp = McpHttp::new(ToolsetServer::new(toolgraft::Toolset::new()), Guard::off())
+    ///     .with_principal(|request| {
+    ///         let user = request.headers.get("x-authenticated-user")?;
+    ///         Some(Principal::new(user.to_str().ok()?))
+    ///     });
+    /// ```
+    pub fn with_principal(
+        mut self,
+        identify: impl Fn(&axum::http::request::Parts) -> Option<toolgraft::context::Principal>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.identify = Some(Arc::new(identify));
+        self
     }
 
     /// Lets [`McpHttp::serve`] listen on addresses beyond the loopback interface
@@ -323,7 +353,10 @@ impl<S: ServerHandler + Send + 'static> McpHttp<S> {
             config,
         );
         Router::new()
-            .route_service(MCP_PATH, service::McpService::new(service))
+            .route_service(
+                MCP_PATH,
+                service::McpService::new(service, self.identify.clone()),
+            )
             .route_layer(self.guard.layer())
     }
 

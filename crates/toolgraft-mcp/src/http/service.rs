@@ -14,25 +14,44 @@ use std::task::{Context, Poll};
 
 use axum::body::Body;
 use axum::extract::Request;
+use axum::http::request::Parts;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
+use toolgraft::context::Principal;
 
 use super::sessions::DirectSessions;
 use super::whole;
-/// rmcp's service for handlers `S` with [`DirectSessions`], shared.
-pub(crate) struct McpService<S>(Arc<StreamableHttpService<S, DirectSessions>>);
+/// Who a request is from, as the application says (see
+/// [`McpHttp::with_principal`](super::McpHttp::with_principal)).
+pub(crate) type Identify = dyn Fn(&Parts) -> Option<Principal> + Send + Sync;
+
+/// rmcp's service for handlers `S` with [`DirectSessions`], and the
+/// application's check of who a request is from, shared.
+pub(crate) struct McpService<S> {
+    rmcp: Arc<StreamableHttpService<S, DirectSessions>>,
+    identify: Option<Arc<Identify>>,
+}
 
 impl<S> Clone for McpService<S> {
     fn clone(&self) -> Self {
-        Self(self.0.clone())
+        Self {
+            rmcp: self.rmcp.clone(),
+            identify: self.identify.clone(),
+        }
     }
 }
 
 impl<S> McpService<S> {
-    pub(crate) fn new(rmcp: StreamableHttpService<S, DirectSessions>) -> Self {
-        Self(Arc::new(rmcp))
+    pub(crate) fn new(
+        rmcp: StreamableHttpService<S, DirectSessions>,
+        identify: Option<Arc<Identify>>,
+    ) -> Self {
+        Self {
+            rmcp: Arc::new(rmcp),
+            identify,
+        }
     }
 }
 
@@ -46,9 +65,27 @@ impl<S: ServerHandler + Send + 'static> tower_service::Service<Request> for McpS
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let rmcp = self.0.clone();
+        let rmcp = self.rmcp.clone();
+        let request = match &self.identify {
+            Some(identify) => identified(request, &**identify),
+            None => request,
+        };
         Box::pin(async move { Ok(answer(&rmcp, request).await) })
     }
+}
+
+/// The request with the principal the application found in it, where rmcp
+/// passes it on to every call the request makes (the request's parts, in the
+/// call's request context), whatever a client put anywhere else.
+fn identified(request: Request, identify: &Identify) -> Request {
+    let (mut parts, body) = request.into_parts();
+    // A principal only the application's check put there: none a layer of the
+    // client's making could have set before.
+    parts.extensions.remove::<Principal>();
+    if let Some(principal) = identify(&parts) {
+        parts.extensions.insert(principal);
+    }
+    Request::from_parts(parts, body)
 }
 
 /// rmcp's answer, with a reply sent whole ([`whole`]) and a session ended by

@@ -1,0 +1,187 @@
+//! The MCP request a call came in by, in the call's context: what a body and
+//! every extension reach of it (its id and `_meta`, its progress token, the
+//! cancellation signal, the client as a peer, the HTTP request), and the
+//! progress and principal it gives toolgraft's own context entries.
+//!
+//! A body reads it the way it reads any entry of the
+//! [call context](toolgraft::context):
+//!
+//! ```
+//! use toolgraft::context::{self, Progress};
+//! use toolgraft_mcp::call::McpCall;
+//! # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Job { steps: u32 }
+//! let work = toolgraft::Tool::builder().name("work").description("Work in steps.")
+//!     .body(|job: Job| async move {
+//!         for step in 1..=job.steps {
+//!             // Reaches the client when it asked for progress; `false` otherwise.
+//!             context::report_progress(Progress::new(step.into()).of(job.steps.into()));
+//!         }
+//!         let client = McpCall::current().and_then(|call| call.peer().peer_info().map(|info| info.client_info.name.clone()));
+//!         Ok(client.unwrap_or_else(|| "no MCP client".to_owned()))
+//!     })
+//!     .build()?;
+//! # Ok::<(), toolgraft::error::InvalidName>(())
+//! ```
+//!
+//! Calls that do not come over MCP ([`Toolset::call`](toolgraft::Toolset::call)
+//! from a test, a worker process) have none of it: [`McpCall::current`] is
+//! `None`, and reporting progress reaches no one.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestId, RequestMetaObject};
+use rmcp::service::RequestContext;
+use rmcp::{Peer, RoleServer};
+use tokio::sync::mpsc;
+
+use toolgraft::context::{self, Context, Entry, InProcess, Progress, ProgressSink, Unkeyed};
+
+/// The MCP request a call came in by (`tools/call`), set by
+/// [`ToolsetServer`](crate::ToolsetServer) for the whole call: every layer of the
+/// combo and the body see it.
+///
+/// It reaches worker threads (a body on a `pool` thread reads it, and its peer
+/// works from there) and stays behind at a process boundary: the peer is a
+/// connection of the caller's process. What crosses to a worker process
+/// (progress, cancellation, the principal) is issue of the relocation, not of
+/// this entry.
+#[derive(Clone)]
+pub struct McpCall {
+    request: Arc<RequestContext<RoleServer>>,
+}
+
+impl McpCall {
+    pub(crate) fn new(request: RequestContext<RoleServer>) -> Self {
+        Self {
+            request: Arc::new(request),
+        }
+    }
+
+    /// The current call's MCP request, when it came over MCP.
+    ///
+    /// ```
+    /// assert!(toolgraft_mcp::call::McpCall::current().is_none());
+    /// ```
+    pub fn current() -> Option<Self> {
+        context::get::<Self>()
+    }
+
+    /// The JSON-RPC id of the request.
+    pub fn id(&self) -> &RequestId {
+        &self.request.id
+    }
+
+    /// The request's `_meta`.
+    pub fn meta(&self) -> &RequestMetaObject {
+        &self.request.meta
+    }
+
+    /// The progress token the client sent, when it asked for progress
+    /// ([`toolgraft::context::report_progress`] sends to it).
+    pub fn progress_token(&self) -> Option<ProgressToken> {
+        self.request.meta.get_progress_token()
+    }
+
+    /// The client, for requests of the server's own: elicitation, sampling,
+    /// logging (`peer().create_message(..)`, `peer().notify_logging_message(..)`).
+    pub fn peer(&self) -> &Peer<RoleServer> {
+        &self.request.peer
+    }
+
+    /// Whether the client cancelled the request (or its connection ended).
+    pub fn is_cancelled(&self) -> bool {
+        self.request.ct.is_cancelled()
+    }
+
+    /// Waits until the client cancels the request (or its connection ends). The
+    /// call is stopped then anyway (its future is dropped); a body waits for
+    /// this only to stop work it handed elsewhere.
+    pub async fn cancelled(&self) {
+        self.request.ct.cancelled().await;
+    }
+
+    /// The whole rmcp request context: what an rmcp tool gets.
+    pub fn request_context(&self) -> &RequestContext<RoleServer> {
+        &self.request
+    }
+
+    /// The HTTP request the call came in, over Streamable HTTP (its method,
+    /// URI, headers, and the extensions the server's layers set).
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+    pub fn http_parts(&self) -> Option<&axum::http::request::Parts> {
+        self.request.extensions.get::<axum::http::request::Parts>()
+    }
+}
+
+impl fmt::Debug for McpCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpCall")
+            .field("id", &self.request.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Entry for McpCall {
+    const NAME: &'static str = "toolgraft_mcp.call";
+    type Travel = InProcess;
+    type Key = Unkeyed;
+}
+
+/// How many progress reports wait for the client at most: a body reporting
+/// faster than they are sent loses the ones in between (a later report says
+/// more than an earlier one), and never waits.
+const PROGRESS_QUEUE: usize = 64;
+
+/// Runs `call` as the call of `request`: with its [`McpCall`], the principal the
+/// HTTP layer found, and, when the client sent a progress token, a
+/// [`ProgressSink`] whose reports reach the client in order, all before the
+/// reply.
+pub(crate) async fn serve<F: Future>(request: RequestContext<RoleServer>, call: F) -> F::Output {
+    let token = request.meta.get_progress_token();
+    let peer = request.peer.clone();
+    let mut context = Context::current();
+    #[cfg(feature = "http")]
+    if let Some(principal) = request
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<toolgraft::context::Principal>())
+    {
+        context = context.with(principal.clone());
+    }
+    context = context.with(McpCall::new(request));
+    let Some(token) = token else {
+        return context.scope(call).await;
+    };
+    let (reports, mut queue) = mpsc::channel(PROGRESS_QUEUE);
+    let sink = ProgressSink::new(move |progress: Progress| {
+        // Full: this report is lost (see PROGRESS_QUEUE); closed: the call ended.
+        let _ = reports.try_send(progress);
+    });
+    let call = context.with(sink).scope(call);
+    let send = |progress: Progress| {
+        let mut notification = ProgressNotificationParam::new(token.clone(), progress.progress);
+        notification.total = progress.total;
+        notification.message = progress.message;
+        let peer = peer.clone();
+        // A client gone is the end of its progress, not of the call.
+        async move { drop(peer.notify_progress(notification).await) }
+    };
+    tokio::pin!(call);
+    let output = loop {
+        tokio::select! {
+            biased;
+            output = &mut call => break output,
+            Some(progress) = queue.recv() => send(progress).await,
+        }
+    };
+    // What the body reported before it returned goes before the reply; a sink a
+    // body kept past its call (in a task of its own) reports to no one.
+    queue.close();
+    while let Ok(progress) = queue.try_recv() {
+        send(progress).await;
+    }
+    output
+}

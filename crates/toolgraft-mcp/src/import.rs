@@ -1,0 +1,262 @@
+//! rmcp tools brought into a toolset: a whole [`ToolRouter`] (what
+//! `#[tool_router]` makes) or one [`ToolRoute`] (what each `#[tool]` method is),
+//! as base tools that combos, typed or from a manifest, apply to like any other.
+//!
+//! What the rmcp tool says of itself is kept: name, description, input and
+//! output schemas, title, annotations, icons and `_meta`. Its method is the
+//! body, and gets what it asks for (`Parameters<T>`, `Peer`, `RequestContext`,
+//! `Extension<T>`, the HTTP request parts) from the MCP request the call came in
+//! by ([`McpCall`]), on whatever thread a layer runs it. Called another way (a
+//! test's [`Toolset::call`](toolgraft::Toolset::call)), it gets an empty request
+//! whose peer answers every request with an error: there is no client to ask.
+//!
+//! ```
+//! use rmcp::handler::server::wrapper::Parameters;
+//! use rmcp::{tool, tool_router};
+//! use std::time::Duration;
+//! use serde_json::json;
+//! use toolgraft::Toolset;
+//! use toolgraft::ext::Timeout;
+//!
+//! #[derive(Clone)]
+//! struct Notes;
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Search { query: String }
+//!
+//! #[tool_router]
+//! impl Notes {
+//!     #[tool(description = "Search the notes.", annotations(read_only_hint = true))]
+//!     async fn search(&self, Parameters(search): Parameters<Search>) -> String {
+//!         format!("no note says {}", search.query)
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let tools = toolgraft_mcp::import::tools(Notes::tool_router(), Notes)?;
+//! let toolset = Toolset::new();
+//! toolset.bind(tools.iter().map(|tool| tool.combo().with(Timeout::new(Duration::from_secs(5)))).collect::<Vec<_>>())?;
+//! assert_eq!(toolset.names(), ["search", "search_timeout"]);
+//! assert_eq!(toolset.info("search_timeout").unwrap().presentation.annotations.read_only, Some(true));
+//! let found = toolset.call("search_timeout", json!({"query": "rust"})).await?;
+//! assert_eq!(found["content"][0]["text"], "no note says rust");
+//! # Ok(()) }
+//! ```
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorCode, NumberOrString,
+};
+use rmcp::service::{RequestContext, RxJsonRpcMessage, TxJsonRpcMessage, serve_directly};
+use rmcp::transport::Transport;
+use rmcp::{ErrorData, Peer, RoleServer};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde_json::Value;
+
+use toolgraft::error::{ArgsError, ArgsErrorKind, BoxError, InvalidName};
+use toolgraft::runtime::DynTool;
+use toolgraft::schema::Args;
+
+use crate::call::McpCall;
+use crate::content::McpContent;
+use crate::server::ToolsOnly;
+use crate::tool::presentation_of;
+
+/// Every enabled tool of `router`, served by `service`, as base tools sorted by
+/// name (see the [module docs](self)).
+///
+/// # Errors
+///
+/// [`ImportError`] for a tool whose name toolgraft does not take (see
+/// [`Name`](toolgraft::Name)): rmcp allows characters and lengths toolgraft does not.
+pub fn tools<S: Send + Sync + 'static>(
+    router: ToolRouter<S>,
+    service: impl Into<Arc<S>>,
+) -> Result<Vec<DynTool>, ImportError> {
+    let service = service.into();
+    let mut routes: Vec<_> = router
+        .map
+        .iter()
+        .filter(|(name, _)| !router.is_disabled(name))
+        .map(|(_, route)| route.clone())
+        .collect();
+    routes.sort_by(|a, b| a.attr.name.cmp(&b.attr.name));
+    routes
+        .into_iter()
+        .map(|route| tool(route, service.clone()))
+        .collect()
+}
+
+/// One rmcp tool route, served by `service`, as a base tool (see the
+/// [module docs](self)).
+///
+/// # Errors
+///
+/// [`ImportError`] for a name toolgraft does not take.
+pub fn tool<S: Send + Sync + 'static>(
+    route: ToolRoute<S>,
+    service: Arc<S>,
+) -> Result<DynTool, ImportError> {
+    let attr = &route.attr;
+    let name = attr.name.clone();
+    let structured = attr.output_schema.is_some();
+    let output_schema = match &attr.output_schema {
+        Some(schema) => Schema::from(rmcp::model::JsonObject::clone(schema)),
+        None => McpContent::json_schema(&mut SchemaGenerator::default()),
+    };
+    let call = route.call.clone();
+    let body = move |args: Args| {
+        let (call, service, name) = (call.clone(), service.clone(), name.clone());
+        async move {
+            let request = McpCall::current()
+                .map_or_else(detached_request, |call| call.request_context().clone());
+            let params = CallToolRequestParams::new(name).with_arguments(args);
+            let response = call(ToolCallContext::new(&*service, params, request)).await;
+            outcome(response, structured)
+        }
+    };
+    DynTool::builder()
+        .name(attr.name.as_ref())
+        .description(attr.description.as_deref().unwrap_or_default())
+        .input_schema(Schema::from(rmcp::model::JsonObject::clone(
+            &attr.input_schema,
+        )))
+        .output_schema(output_schema)
+        .presentation(presentation_of(attr))
+        .body(body)
+        .build()
+        .map_err(|source| ImportError {
+            tool: attr.name.to_string(),
+            source,
+        })
+}
+
+/// What an rmcp tool answered, as a body's outcome: a tool that declares an
+/// output schema answers its structured content; one that does not, its
+/// content blocks ([`McpContent`]); an `isError` result is the body failing
+/// with its text, and invalid params (rmcp's `Parameters<T>` that did not
+/// decode) are bad arguments, which the server answers in the mapping it is
+/// set to.
+fn outcome(
+    response: Result<CallToolResponse, ErrorData>,
+    structured: bool,
+) -> Result<Value, BoxError> {
+    let result = match response {
+        Ok(CallToolResponse::Complete(result)) => result,
+        Ok(_) => {
+            return Err(
+                "the rmcp tool answered with a task or a request for input, which toolgraft does not serve yet"
+                    .into(),
+            );
+        }
+        Err(error) if error.code == ErrorCode::INVALID_PARAMS => {
+            let error = ArgsError {
+                field: None,
+                kind: ArgsErrorKind::InvalidValue,
+                problem: error.message.into_owned(),
+            };
+            return Err(error.into());
+        }
+        Err(error) => return Err(error.message.into_owned().into()),
+    };
+    if result.is_error == Some(true) {
+        return Err(text_of(&result).into());
+    }
+    if !structured {
+        return Ok(serde_json::to_value(McpContent(result))?);
+    }
+    match result.structured_content {
+        Some(value) => Ok(value),
+        // rmcp's structured tools send both; a hand-written one may send only text.
+        None => Ok(serde_json::from_str(&text_of(&result)).map_err(
+            |_| "the rmcp tool declares an output schema but answered no structured content",
+        )?),
+    }
+}
+
+/// The text blocks of a result, one per line.
+fn text_of(result: &CallToolResult) -> String {
+    let texts: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|text| text.text.as_str()))
+        .collect();
+    texts.join("\n")
+}
+
+/// The request an rmcp tool gets when the call did not come over MCP: id 0, no
+/// `_meta`, and a peer with no client behind it.
+fn detached_request() -> RequestContext<RoleServer> {
+    static PEER: OnceLock<Peer<RoleServer>> = OnceLock::new();
+    let peer = PEER.get_or_init(|| serve_directly(ToolsOnly, Closed, None).peer().clone());
+    RequestContext::new(NumberOrString::Number(0), peer.clone())
+}
+
+/// A transport with nobody at the other end: the service over it ends at once,
+/// and its peer's requests fail.
+struct Closed;
+
+impl Transport<RoleServer> for Closed {
+    type Error = std::io::Error;
+
+    fn name() -> Cow<'static, str> {
+        "no MCP client".into()
+    }
+
+    fn send(
+        &mut self,
+        _: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        std::future::ready(Err(std::io::Error::new(
+            std::io::ErrorKind::NotConnected,
+            "the call did not come over MCP: there is no client to send to",
+        )))
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
+        std::future::ready(None)
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        std::future::ready(Ok(()))
+    }
+}
+
+/// An rmcp tool that cannot be a toolgraft base tool: its name is not one
+/// toolgraft takes.
+///
+/// ```
+/// let error = toolgraft_mcp::import::ImportError {
+///     tool: "notes search".into(),
+///     source: toolgraft::Name::new("notes search").unwrap_err(),
+/// };
+/// assert!(error.to_string().starts_with("the rmcp tool `notes search`"));
+/// ```
+#[derive(Debug)]
+pub struct ImportError {
+    /// The rmcp tool's name.
+    pub tool: String,
+    /// Why toolgraft does not take it.
+    pub source: InvalidName,
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the rmcp tool `{}` cannot be imported: {}",
+            self.tool, self.source
+        )
+    }
+}
+
+impl std::error::Error for ImportError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}

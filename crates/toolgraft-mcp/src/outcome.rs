@@ -1,0 +1,141 @@
+//! A call's outcome as MCP wants it: a result, an `isError` result, or a
+//! protocol error.
+
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject};
+use serde_json::{Value, json};
+
+use toolgraft::ToolError;
+use toolgraft::error::ArgsErrorKind;
+use toolgraft::rulebook::Rule;
+
+use crate::content::McpContent;
+use crate::tool::Rendering;
+
+/// The text rendering of a result: a string is the text itself (what a model
+/// should read), anything else its JSON.
+fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A toolset's outcome as MCP wants it: a result (success or `isError: true`) or a
+/// protocol error.
+pub(crate) fn to_mcp(
+    outcome: Result<Value, ToolError>,
+    rendering: Rendering,
+    bad_arguments: BadArguments,
+) -> Result<CallToolResult, ErrorData> {
+    let error = match outcome {
+        Ok(value) => return Ok(answer(value, rendering)),
+        Err(error) => error,
+    };
+    let message = error.to_string();
+    // The rulebook's section the error cites, where it cites one.
+    let rule = error.rule();
+    let with_rule = |mut data: Value| {
+        if let (Some(rule), Some(fields)) = (rule, data.as_object_mut()) {
+            fields.insert("rule".to_owned(), json!(rule));
+        }
+        Some(data)
+    };
+    match error {
+        ToolError::InvalidArguments {
+            tool, field, kind, ..
+        } => {
+            let kind = match kind {
+                ArgsErrorKind::UnknownField => "unknown_field",
+                ArgsErrorKind::MissingField => "missing_field",
+                ArgsErrorKind::TooDeep => "too_deep",
+                // `InvalidValue`, and kinds newer than this crate.
+                _ => "invalid_value",
+            };
+            let data = json!({"tool": tool.as_str(), "field": field, "kind": kind});
+            if bad_arguments == BadArguments::AsToolResult {
+                let mut meta = rule.map(rule_meta).unwrap_or_default();
+                meta.insert(ERROR_META.to_owned(), data);
+                let result = CallToolResult::error(vec![ContentBlock::text(message)]);
+                return Ok(result.with_meta(Some(meta)));
+            }
+            Err(ErrorData::invalid_params(message, with_rule(data)))
+        }
+        // MCP lists an unknown tool among the invalid-params protocol errors.
+        ToolError::UnknownTool { name } => Err(ErrorData::invalid_params(
+            message,
+            with_rule(json!({"tool": name})),
+        )),
+        // `Body`, `Panicked`, `Refused`, `Relocation`, `TimedOut`, `Reported`,
+        // `Extension`, `Output` (and variants newer than this crate): the tool ran
+        // and failed, which MCP reports in the result.
+        _ => {
+            let result = CallToolResult::error(vec![ContentBlock::text(message)]);
+            Ok(match rule {
+                Some(rule) => result.with_meta(Some(rule_meta(rule))),
+                None => result,
+            })
+        }
+    }
+}
+
+/// A value as the answer a client on `rendering` reads.
+fn answer(value: Value, rendering: Rendering) -> CallToolResult {
+    match rendering {
+        Rendering::Structured => CallToolResult::structured(value),
+        // A value under McpContent's schema that is not one (a layer that
+        // changed the value and kept the schema) is an error the model reads,
+        // not an answer made up.
+        Rendering::Content => match serde_json::from_value::<McpContent>(value) {
+            Ok(content) => content.0,
+            Err(error) => CallToolResult::error(vec![ContentBlock::text(format!(
+                "the tool's answer is not the MCP content its schema says: {error}"
+            ))]),
+        },
+        Rendering::Text => CallToolResult::success(vec![ContentBlock::text(text_of(&value))]),
+    }
+}
+
+/// The `_meta` of a failed call's result that cites a rule of the rulebook.
+fn rule_meta(rule: Rule) -> MetaObject {
+    let mut meta = JsonObject::new();
+    meta.insert(RULE_META.to_owned(), json!(rule));
+    MetaObject(meta)
+}
+
+/// The `_meta` key of a failed call's result that names the rule it cites:
+/// `{"_meta": {"toolgraft/rule": "locality-inside-relocation"}}`.
+///
+/// ```
+/// assert_eq!(toolgraft_mcp::RULE_META, "toolgraft/rule");
+/// ```
+pub const RULE_META: &str = "toolgraft/rule";
+
+/// The `_meta` key of a result that reports bad arguments
+/// ([`BadArguments::AsToolResult`]): `{"tool", "field", "kind"}`, what the
+/// `-32602` error's `data` holds otherwise.
+///
+/// ```
+/// assert_eq!(toolgraft_mcp::ERROR_META, "toolgraft/error");
+/// ```
+pub const ERROR_META: &str = "toolgraft/error";
+
+/// How a call with bad arguments is answered ([`ToolsetServer::with_bad_arguments`]).
+///
+/// ```
+/// use toolgraft_mcp::BadArguments;
+/// assert_eq!(BadArguments::default(), BadArguments::AsProtocolError);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BadArguments {
+    /// A JSON-RPC error `-32602` (invalid params) with `{tool, field, kind}` as
+    /// its `data`: the request was wrong, and the client sees it as such.
+    #[default]
+    AsProtocolError,
+    /// A result with `isError: true`: the message as text, for the model to read
+    /// and call again, and `{tool, field, kind}` in `_meta` under [`ERROR_META`].
+    /// What the protocol recommends from `2025-11-25` on, and what rmcp's own
+    /// tools do.
+    AsToolResult,
+}

@@ -1,0 +1,749 @@
+//! [`ToolsetServer`]: the toolset's tools as an rmcp server handler, alone or
+//! beside a handler of the author's own.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::{Arc, Mutex, PoisonError};
+
+#[allow(deprecated)] // `SetLevelRequestParams`: logging, which a handler may still serve.
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CancelledNotificationParam, CompleteRequestParams, CompleteResult, CustomNotification,
+    CustomRequest, CustomResult, GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams,
+    GetSkillResult, GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams,
+    InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use toolgraft::toolset::ToolInfo;
+use toolgraft::{Name, Toolset};
+
+use crate::call;
+use crate::outcome::{BadArguments, to_mcp};
+use crate::tool::{OutputShape, Rendering, mcp_tool};
+
+/// An MCP server for a [`Toolset`]: an rmcp [`ServerHandler`] that lists every
+/// bound name as a tool and calls them by name, as the toolset is at each request.
+///
+/// It advertises the `tools` capability with `listChanged`, and sends
+/// `notifications/tools/list_changed` whenever the bound names change: on a
+/// session opened with `initialize` (protocol versions before `2026-07-28`) once
+/// the client is initialized, and from `2026-07-28` on each `subscriptions/listen`
+/// stream that asks for tool changes.
+///
+/// Serve one per connection (`serve` takes it by value); each is cheap, and they
+/// share the toolset. What it sends on a connection stops when rmcp drops it, at
+/// the end of that connection.
+///
+/// Over stdio, as an MCP client launches a server:
+///
+/// ```no_run
+/// use toolgraft::Toolset;
+/// use toolgraft_mcp::ToolsetServer;
+/// use rmcp::{ServiceExt, transport::stdio};
+///
+/// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let toolset = Toolset::new();
+/// // ... bind tools and combos ...
+/// let server = ToolsetServer::new(toolset)
+///     .with_instructions("Weather and translation tools.")
+///     .serve(stdio())
+///     .await?;
+/// server.waiting().await?;
+/// # Ok(()) }
+/// ```
+///
+/// See the [module docs](self) for an in-process round trip.
+pub struct ToolsetServer<H = ToolsOnly> {
+    toolset: Toolset,
+    /// Shared by every session's server: a session copies none of it. With a
+    /// handler, its info with the tools capability added.
+    info: Arc<ServerConfig>,
+    /// What the server answers besides the toolset's tools.
+    handler: H,
+    /// Whether the handler has tools of its own, listed and called after the
+    /// toolset's.
+    handler_tools: bool,
+    bad_arguments: BadArguments,
+    notifier: Mutex<Notifier>,
+    /// Watches the bound names, for `structuring` to know when it is stale.
+    changes: watch::Receiver<u64>,
+    structuring: Mutex<Structuring>,
+    /// The tools/list answer per output shape, for the toolset at one version:
+    /// shared by every session's server, so a list copies no schema (each is
+    /// behind an `Arc`), and only the first list after a change builds it.
+    listings: Arc<Mutex<Listings>>,
+    /// Dropped with the server, which rmcp does when its connection ends: that ends
+    /// this connection's notifier task (its receivers see the sender gone).
+    connection: watch::Sender<()>,
+}
+
+/// The listings of one toolset version (see [`ToolsetServer::list`]).
+#[derive(Default)]
+struct Listings {
+    version: u64,
+    object_only: Option<Arc<Vec<Tool>>>,
+    any_json: Option<Arc<Vec<Tool>>>,
+}
+
+/// How results of each name called so far are answered, for the toolset as
+/// it was at `version`: a call needs only that bit, and getting it from a clone of
+/// the name's `ToolInfo` (its chain, its description) on every call cost more the
+/// deeper the branch.
+#[derive(Default)]
+struct Structuring {
+    version: u64,
+    /// Bound names only: a name not bound is not kept, so callers cannot grow it.
+    names: HashMap<Name, Renderings, BuildHasherDefault<NameHasher>>,
+}
+
+/// FNV-1a over a bound name, as the toolset hashes its own: every call hashes its
+/// name, and SipHash's flooding resistance buys nothing for keys that are all bound
+/// names (a caller's unknown name only misses).
+struct NameHasher(u64);
+
+impl Default for NameHasher {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for NameHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// How a name's results are answered, for each [`OutputShape`].
+#[derive(Clone, Copy)]
+struct Renderings {
+    object_only: Rendering,
+    any_json: Rendering,
+}
+
+impl Renderings {
+    fn of(info: &ToolInfo) -> Self {
+        Self {
+            object_only: Rendering::of(info, OutputShape::ObjectOnly),
+            any_json: Rendering::of(info, OutputShape::AnyJson),
+        }
+    }
+
+    fn for_shape(self, shape: OutputShape) -> Rendering {
+        match shape {
+            OutputShape::ObjectOnly => self.object_only,
+            OutputShape::AnyJson => self.any_json,
+        }
+    }
+}
+
+/// The list-changed notifier of a session opened with `initialize`.
+enum Notifier {
+    /// No `initialize` yet.
+    Idle,
+    /// Watching since `initialize`, so a change before the client's first
+    /// `tools/list` is not missed; waits for `notifications/initialized`.
+    Armed(watch::Receiver<u64>),
+    /// Notifying (a repeated `initialized` starts nothing).
+    Running,
+}
+
+impl<H> std::fmt::Debug for ToolsetServer<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolsetServer")
+            .field("toolset", &self.toolset)
+            .field("server_info", &self.info.server_info)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The handler of a [`ToolsetServer`] that serves only the toolset's tools:
+/// every other request is answered as a server without it answers
+/// (`method not found`, or an empty list).
+///
+/// ```
+/// use toolgraft_mcp::{ToolsOnly, ToolsetServer};
+/// let _: ToolsetServer<ToolsOnly> = ToolsetServer::new(toolgraft::Toolset::new());
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ToolsOnly;
+
+impl ServerHandler for ToolsOnly {}
+
+impl ToolsetServer {
+    /// A server for `toolset`, named `toolgraft` with this crate's version (the
+    /// workspace's, the same as toolgraft's).
+    ///
+    /// ```
+    /// use toolgraft_mcp::ToolsetServer;
+    /// use rmcp::ServerHandler;
+    /// let server = ToolsetServer::new(toolgraft::Toolset::new());
+    /// let info = server.get_info();
+    /// assert_eq!(info.server_info.name, "toolgraft");
+    /// assert_eq!(info.capabilities.tools.unwrap().list_changed, Some(true));
+    /// ```
+    pub fn new(toolset: Toolset) -> Self {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let info = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("toolgraft", env!("CARGO_PKG_VERSION")));
+        Self {
+            changes: toolset.changes(),
+            toolset,
+            info: Arc::new(info),
+            handler: ToolsOnly,
+            handler_tools: false,
+            bad_arguments: BadArguments::default(),
+            notifier: Mutex::new(Notifier::Idle),
+            structuring: Mutex::default(),
+            listings: Arc::default(),
+            connection: watch::channel(()).0,
+        }
+    }
+
+    /// The toolset's tools beside `handler`'s prompts, resources, completions,
+    /// logging and tools of its own: every request that is not about the
+    /// toolset's tools goes to `handler` as it came, so nothing of it is lost or
+    /// guessed.
+    ///
+    /// - The server's info is `handler`'s (read here, once), with the `tools`
+    ///   capability and `listChanged` added; [`with_server_info`](Self::with_server_info)
+    ///   and [`with_instructions`](Self::with_instructions) still set theirs.
+    /// - `tools/list` is the toolset's tools, then `handler`'s own under names
+    ///   the toolset does not bind; `tools/call` calls the toolset's tool of that
+    ///   name, else `handler`'s.
+    /// - `initialize`, `notifications/initialized` and `subscriptions/listen`
+    ///   reach both: the toolset's list-changed notifications are sent beside
+    ///   whatever `handler` sends.
+    ///
+    /// ```
+    /// use rmcp::ServerHandler;
+    /// use rmcp::model::{ServerCapabilities, ServerConfig};
+    /// use toolgraft_mcp::ToolsetServer;
+    ///
+    /// #[derive(Clone)]
+    /// struct Prompts;
+    /// impl ServerHandler for Prompts {
+    ///     fn get_info(&self) -> ServerConfig {
+    ///         ServerConfig::new(ServerCapabilities::builder().enable_prompts().build())
+    ///     }
+    /// }
+    ///
+    /// let server = ToolsetServer::new(toolgraft::Toolset::new()).with_handler(Prompts);
+    /// let capabilities = server.get_info().capabilities;
+    /// assert!(capabilities.prompts.is_some());
+    /// assert_eq!(capabilities.tools.unwrap().list_changed, Some(true));
+    /// ```
+    pub fn with_handler<H: ServerHandler>(self, handler: H) -> ToolsetServer<H> {
+        let mut info = handler.get_info();
+        let handler_tools = info.capabilities.tools.is_some();
+        let mut tools = info.capabilities.tools.take().unwrap_or_default();
+        tools.list_changed = Some(true);
+        info.capabilities.tools = Some(tools);
+        ToolsetServer {
+            toolset: self.toolset,
+            info: Arc::new(info),
+            handler,
+            handler_tools,
+            bad_arguments: self.bad_arguments,
+            notifier: self.notifier,
+            changes: self.changes,
+            structuring: self.structuring,
+            listings: self.listings,
+            connection: self.connection,
+        }
+    }
+}
+
+impl<H> ToolsetServer<H> {
+    /// A server for the same toolset with the same info, and the per-connection
+    /// state of a new one: what each HTTP session is served by.
+    #[cfg(feature = "http")]
+    pub(crate) fn fresh(&self) -> Self
+    where
+        H: Clone,
+    {
+        Self {
+            toolset: self.toolset.clone(),
+            info: self.info.clone(),
+            handler: self.handler.clone(),
+            handler_tools: self.handler_tools,
+            bad_arguments: self.bad_arguments,
+            notifier: Mutex::new(Notifier::Idle),
+            changes: self.toolset.changes(),
+            structuring: Mutex::default(),
+            listings: self.listings.clone(),
+            connection: watch::channel(()).0,
+        }
+    }
+
+    /// Names the server (`serverInfo` in the handshake).
+    ///
+    /// ```
+    /// use toolgraft_mcp::ToolsetServer;
+    /// use rmcp::{ServerHandler, model::Implementation};
+    /// let server = ToolsetServer::new(toolgraft::Toolset::new())
+    ///     .with_server_info(Implementation::new("weather-server", "1.2.0"));
+    /// assert_eq!(server.get_info().server_info.name, "weather-server");
+    /// ```
+    pub fn with_server_info(mut self, server_info: Implementation) -> Self {
+        Arc::make_mut(&mut self.info).server_info = server_info;
+        self
+    }
+
+    /// Instructions for the client (and its model) on using this server.
+    ///
+    /// ```
+    /// use toolgraft_mcp::ToolsetServer;
+    /// use rmcp::ServerHandler;
+    /// let server = ToolsetServer::new(toolgraft::Toolset::new()).with_instructions("Ask for weather.");
+    /// assert_eq!(server.get_info().instructions.as_deref(), Some("Ask for weather."));
+    /// ```
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+        Arc::make_mut(&mut self.info).instructions = Some(instructions.into());
+        self
+    }
+
+    /// How a call with bad arguments is answered: a `-32602` protocol error (the
+    /// default) or an `isError` result the model can read ([`BadArguments`]).
+    /// Unknown names stay protocol errors either way.
+    ///
+    /// ```
+    /// use toolgraft_mcp::{BadArguments, ToolsetServer};
+    /// let server = ToolsetServer::new(toolgraft::Toolset::new())
+    ///     .with_bad_arguments(BadArguments::AsToolResult);
+    /// ```
+    pub fn with_bad_arguments(mut self, bad_arguments: BadArguments) -> Self {
+        self.bad_arguments = bad_arguments;
+        self
+    }
+
+    /// The toolset served (change it live through this handle or any clone).
+    ///
+    /// ```
+    /// let toolset = toolgraft::Toolset::new();
+    /// let server = toolgraft_mcp::ToolsetServer::new(toolset.clone());
+    /// assert!(server.toolset().names().is_empty());
+    /// ```
+    pub fn toolset(&self) -> &Toolset {
+        &self.toolset
+    }
+
+    /// Every bound name as an MCP tool for a client on `shape`, sorted by name: what
+    /// `tools/list` returns. For a handler of your own that serves the toolset's
+    /// tools beside others.
+    ///
+    /// ```
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::tool::BaseTool;
+    /// # use toolgraft::ext::Trace;
+    /// use toolgraft_mcp::{OutputShape, ToolsetServer};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo().with(Trace),))?;
+    /// let tools = ToolsetServer::new(toolset).list(OutputShape::AnyJson);
+    /// assert_eq!(tools[1].name, "shout_trace");
+    /// assert_eq!(tools[1].output_schema.as_ref().unwrap()["type"], "string");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn list(&self, shape: OutputShape) -> Vec<Tool> {
+        // Copied outside the listings' lock, so sessions listing at once do not
+        // wait for each other; the copy shares every schema (`Arc`): names and
+        // descriptions only.
+        Vec::clone(&self.listing(shape))
+    }
+
+    /// The listing for `shape` of the toolset as it is, built by the first list
+    /// after a change and shared by every session until the next.
+    fn listing(&self, shape: OutputShape) -> Arc<Vec<Tool>> {
+        // Read before the toolset: a listing built after a change is labelled with
+        // the version before it at worst, and built again by the next list.
+        let version = *self.changes.borrow();
+        let mut listings = self.listings.lock().unwrap_or_else(PoisonError::into_inner);
+        if listings.version != version {
+            *listings = Listings {
+                version,
+                ..Listings::default()
+            };
+        }
+        let slot = match shape {
+            OutputShape::ObjectOnly => &mut listings.object_only,
+            OutputShape::AnyJson => &mut listings.any_json,
+        };
+        slot.get_or_insert_with(|| {
+            Arc::new(
+                self.toolset
+                    .tools()
+                    .iter()
+                    .map(|info| mcp_tool(info, shape))
+                    .collect(),
+            )
+        })
+        .clone()
+    }
+
+    /// Calls a bound name for a client on `shape`: what `tools/call` returns, with
+    /// errors mapped as the [module docs](self) say. For a handler of your own.
+    ///
+    /// ```
+    /// # use serde_json::json;
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::tool::BaseTool;
+    /// use toolgraft_mcp::{OutputShape, ToolsetServer};
+    /// use rmcp::model::ErrorCode;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let shout = Tool::builder().name("shout").description("Return the text.")
+    ///     .body(|i: Shout| async move {
+    ///         if i.text.is_empty() { return Err("nothing to shout".into()) }
+    ///         Ok(i.text.to_uppercase())
+    ///     }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo(),))?;
+    /// let server = ToolsetServer::new(toolset);
+    ///
+    /// let args = |v: serde_json::Value| v.as_object().cloned();
+    /// let ok = server.call("shout", args(json!({"text": "hi"})), OutputShape::AnyJson).await?;
+    /// assert_eq!(ok.structured_content, Some(json!("HI")));
+    ///
+    /// let failed = server.call("shout", args(json!({"text": ""})), OutputShape::AnyJson).await?;
+    /// assert_eq!(failed.is_error, Some(true));
+    ///
+    /// let invalid = server.call("shout", args(json!({"txt": "hi"})), OutputShape::AnyJson).await;
+    /// assert_eq!(invalid.unwrap_err().code, ErrorCode::INVALID_PARAMS);
+    /// # Ok(()) }
+    /// ```
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        shape: OutputShape,
+    ) -> Result<CallToolResult, ErrorData> {
+        // Whether to structure follows the listing the client read; a name changed
+        // meanwhile is looked up again by the call, which reports it if it is gone.
+        let rendering = self.rendering(name, shape);
+        let arguments = arguments.map_or(Value::Null, Value::Object);
+        to_mcp(
+            self.toolset.call(name, arguments).await,
+            rendering,
+            self.bad_arguments,
+        )
+    }
+
+    /// How results of `name` are answered for a client on `shape`, as the
+    /// toolset is now.
+    fn rendering(&self, name: &str, shape: OutputShape) -> Rendering {
+        // Read before the toolset: a change after this is seen by the next call.
+        let version = *self.changes.borrow();
+        let mut structuring = self
+            .structuring
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if structuring.version != version {
+            structuring.version = version;
+            structuring.names.clear();
+        }
+        if let Some(renderings) = structuring.names.get(name) {
+            return renderings.for_shape(shape);
+        }
+        let Some(info) = self.toolset.info(name) else {
+            return Rendering::Text;
+        };
+        let renderings = Renderings::of(&info);
+        structuring.names.insert(info.name, renderings);
+        renderings.for_shape(shape)
+    }
+
+    /// Sends `notifications/tools/list_changed` to `peer` after each change of the
+    /// bound names that `changes` sees, until the connection or the toolset ends.
+    fn spawn_notifier(&self, peer: Peer<RoleServer>, mut changes: watch::Receiver<u64>) {
+        let mut connection = self.connection.subscribe();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    changed = changes.changed() => if changed.is_err() { return },
+                    // Only ever an error: the server was dropped with its connection.
+                    _ = connection.changed() => return,
+                }
+                // Changes that came in a burst are seen as one: a client re-lists
+                // once per notification anyway.
+                if peer.notify_tool_list_changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// Methods that are not about tools, answered by the handler as they came.
+macro_rules! forward {
+    ($($(#[$attr:meta])* $method:ident($($arg:ident: $ty:ty),*) -> $out:ty;)+) => {$(
+        $(#[$attr])*
+        async fn $method(&self, $($arg: $ty),*) -> $out {
+            self.handler.$method($($arg),*).await
+        }
+    )+};
+}
+
+impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::clone(&self.info)
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        self.handler.supported_protocol_versions()
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        {
+            let mut notifier = self.notifier.lock().unwrap_or_else(PoisonError::into_inner);
+            if matches!(*notifier, Notifier::Idle) {
+                *notifier = Notifier::Armed(self.toolset.changes());
+            }
+        }
+        // The handler negotiates (and does what else it does at initialize);
+        // the server says what it is as a whole.
+        let mut result = self.handler.initialize(request, context).await?;
+        let info = &*self.info;
+        result.capabilities.clone_from(&info.capabilities);
+        result.server_info.clone_from(&info.server_info);
+        result.instructions.clone_from(&info.instructions);
+        Ok(result)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let changes = {
+            let mut notifier = self.notifier.lock().unwrap_or_else(PoisonError::into_inner);
+            match std::mem::replace(&mut *notifier, Notifier::Running) {
+                Notifier::Armed(changes) => Some(changes),
+                Notifier::Idle => Some(self.toolset.changes()),
+                Notifier::Running => None,
+            }
+        };
+        if let Some(changes) = changes {
+            self.spawn_notifier(context.peer.clone(), changes);
+        }
+        self.handler.on_initialized(context).await;
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let shape = OutputShape::for_protocol(context.protocol_version().as_ref());
+        let mut tools = self.list(shape);
+        if self.handler_tools {
+            let theirs = self.handler.list_tools(request, context).await?;
+            let own = tools.len();
+            let unbound = |tool: &Tool| {
+                tools[..own]
+                    .binary_search_by(|ours| ours.name.cmp(&tool.name))
+                    .is_err()
+            };
+            let theirs: Vec<Tool> = theirs.tools.into_iter().filter(unbound).collect();
+            tools.extend(theirs);
+        }
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        // rmcp reads the input schema from this (which no shape changes) for every
+        // call of protocol `2026-07-28`: taken from the shared listing, sorted by
+        // name, it is not copied per call.
+        let listing = self.listing(OutputShape::AnyJson);
+        let found = listing.binary_search_by(|tool| tool.name.as_ref().cmp(name));
+        match found {
+            Ok(index) => Some(listing[index].clone()),
+            Err(_) if self.handler_tools => self.handler.get_tool(name),
+            Err(_) => None,
+        }
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if self.handler_tools && !self.toolset.contains(&request.name) {
+            return self.handler.call_tool(request, context).await;
+        }
+        let shape = OutputShape::for_protocol(context.protocol_version().as_ref());
+        let rendering = self.rendering(&request.name, shape);
+        let arguments = request.arguments.map_or(Value::Null, Value::Object);
+        let cancelled = context.ct.clone();
+        let call = call::serve(context, self.toolset.call(&request.name, arguments));
+        // rmcp drops the answer to a cancelled request but lets the handler run on;
+        // dropping the call stops the tool (a pool job is aborted with its caller).
+        // The call is polled first: a tool that answers at once never registers with
+        // the cancellation token (which costs a waiter in its list and its removal),
+        // and rmcp drops an answer to a cancelled request anyway.
+        tokio::select! {
+            biased;
+            outcome = call => to_mcp(outcome, rendering, self.bad_arguments).map(Into::into),
+            () = cancelled.cancelled() => Err(ErrorData::internal_error(
+                format!("the call to `{}` was cancelled", request.name),
+                None,
+            )),
+        }
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // rmcp narrows this to what the client asked for.
+        let mut accepted = self
+            .handler
+            .accepted_subscription_filter(requested)
+            .unwrap_or_default();
+        accepted.tools_list_changed = Some(true);
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let tools = (context.accepted().tools_list_changed == Some(true)).then(|| {
+            let sink = context.sink().clone();
+            let ended = context.request_context().ct.clone();
+            let mut changes = self.toolset.changes();
+            async move {
+                loop {
+                    tokio::select! {
+                        () = ended.cancelled() => return,
+                        changed = changes.changed() => if changed.is_err() { return },
+                    }
+                    // A send fails only once the stream or the connection is gone.
+                    if sink.notify_tool_list_changed().await.is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        let theirs = self.handler.listen(context);
+        let Some(tools) = tools else {
+            return theirs.await;
+        };
+        tokio::pin!(theirs);
+        // The subscription lasts as long as the handler's part of it; the
+        // toolset's part ending (the stream gone) leaves the handler's running.
+        tokio::select! {
+            outcome = &mut theirs => return outcome,
+            () = tools => {}
+        }
+        theirs.await
+    }
+
+    forward! {
+        ping(context: RequestContext<RoleServer>) -> Result<(), ErrorData>;
+        complete(request: CompleteRequestParams, context: RequestContext<RoleServer>) -> Result<CompleteResult, ErrorData>;
+        #[allow(deprecated)]
+        set_level(request: SetLevelRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData>;
+        get_prompt(request: GetPromptRequestParams, context: RequestContext<RoleServer>) -> Result<GetPromptResponse, ErrorData>;
+        list_prompts(request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListPromptsResult, ErrorData>;
+        list_resources(request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListResourcesResult, ErrorData>;
+        list_resource_templates(request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListResourceTemplatesResult, ErrorData>;
+        read_resource(request: ReadResourceRequestParams, context: RequestContext<RoleServer>) -> Result<ReadResourceResponse, ErrorData>;
+        #[allow(deprecated)]
+        subscribe(request: SubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData>;
+        #[allow(deprecated)]
+        unsubscribe(request: UnsubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData>;
+        on_custom_request(request: CustomRequest, context: RequestContext<RoleServer>) -> Result<CustomResult, ErrorData>;
+        on_cancelled(notification: CancelledNotificationParam, context: NotificationContext<RoleServer>) -> ();
+        on_progress(notification: ProgressNotificationParam, context: NotificationContext<RoleServer>) -> ();
+        on_roots_list_changed(context: NotificationContext<RoleServer>) -> ();
+        on_custom_notification(notification: CustomNotification, context: NotificationContext<RoleServer>) -> ();
+        get_task(request: GetTaskParams, context: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData>;
+        update_task(request: UpdateTaskParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData>;
+        cancel_task(request: CancelTaskParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData>;
+        list_skills(request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListSkillsResult, ErrorData>;
+        get_skill(request: GetSkillRequestParams, context: RequestContext<RoleServer>) -> Result<GetSkillResult, ErrorData>;
+        read_resource_directory(request: ReadResourceDirectoryRequestParams, context: RequestContext<RoleServer>) -> Result<ReadResourceDirectoryResult, ErrorData>;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolgraft::Tool as BaseTool;
+    use toolgraft::combo::StartCombo;
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Shout {
+        text: String,
+    }
+
+    fn shout(name: &str) -> impl toolgraft::tool::BaseTool {
+        BaseTool::builder()
+            .name(name)
+            .description("Return the text.")
+            .body(|input: Shout| async move { Ok(input.text) })
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn every_session_shares_one_listing_until_the_toolset_changes() {
+        let toolset = Toolset::new();
+        toolset.bind((shout("shout").combo(),)).unwrap();
+        let server = ToolsetServer::new(toolset.clone());
+        let session = server.fresh();
+        let first = server.list(OutputShape::AnyJson);
+        let again = session.list(OutputShape::AnyJson);
+        // One copy of each schema, whoever lists: no schema is copied per list.
+        assert!(Arc::ptr_eq(&first[0].input_schema, &again[0].input_schema));
+        let older = session.list(OutputShape::ObjectOnly);
+        assert_eq!(older.len(), 1);
+
+        toolset.bind((shout("echo").combo(),)).unwrap();
+        let after = session.list(OutputShape::AnyJson);
+        let names: Vec<_> = after.iter().map(|tool| tool.name.as_ref()).collect();
+        assert_eq!(names, ["echo", "shout"]);
+        assert_eq!(server.list(OutputShape::ObjectOnly).len(), 2);
+    }
+
+    #[test]
+    fn a_tool_is_looked_up_in_the_shared_listing() {
+        let toolset = Toolset::new();
+        for name in ["b", "a", "c_d", "c"] {
+            toolset.bind((shout(name).combo(),)).unwrap();
+        }
+        let server = ToolsetServer::new(toolset.clone());
+        let listed = server.list(OutputShape::AnyJson);
+        for tool in &listed {
+            let found = server.get_tool(&tool.name).expect("a listed name is found");
+            assert_eq!(found.name, tool.name);
+            assert!(Arc::ptr_eq(&found.input_schema, &tool.input_schema));
+        }
+        for missing in ["", "c_", "d", "A"] {
+            assert!(server.get_tool(missing).is_none(), "{missing}");
+        }
+        toolset.bind((shout("e").combo(),)).unwrap();
+        assert!(
+            server.get_tool("e").is_some(),
+            "a name bound later is found"
+        );
+    }
+}

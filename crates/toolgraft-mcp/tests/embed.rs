@@ -1,0 +1,487 @@
+//! toolgraft inside an rmcp server of one's own: rmcp tools brought in, the
+//! toolset's tools beside the author's handler, the call context a body reads,
+//! and content blocks passed through.
+// Logging is deprecated in the newest protocol, and still what clients show.
+#![allow(deprecated)]
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolRequestParams, ContentBlock, ErrorCode, JsonObject, ListPromptsResult, LoggingLevel,
+    LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
+    Prompt, RequestMetaObject, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::{
+    ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, Peer, RoleClient, RoleServer,
+    ServerHandler, ServiceExt, tool, tool_handler, tool_router,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use toolgraft::context::{self, Progress};
+use toolgraft::ext::{Cache, Pool, Timeout};
+use toolgraft::prelude::*;
+use toolgraft_mcp::call::McpCall;
+use toolgraft_mcp::{BadArguments, ERROR_META, McpContent, ToolsetServer, import};
+
+/// The notes server of an author, in plain rmcp: two tools, a prompt.
+#[derive(Clone)]
+struct Notes {
+    searches: Arc<AtomicUsize>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Search {
+    /// What to look for.
+    query: String,
+}
+
+#[tool_router]
+impl Notes {
+    fn new() -> Self {
+        Self {
+            searches: Arc::default(),
+        }
+    }
+
+    #[tool(
+        title = "Search notes",
+        description = "Search the notes.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        meta = MetaObject(json!({"example.com/team": "notes"}).as_object().cloned().unwrap())
+    )]
+    async fn search(&self, Parameters(search): Parameters<Search>) -> String {
+        self.searches.fetch_add(1, Ordering::SeqCst);
+        format!("1 note says {}", search.query)
+    }
+
+    #[tool(description = "Who is asking.")]
+    async fn whoami(&self, peer: Peer<RoleServer>) -> Result<String, ErrorData> {
+        let client = peer.peer_info().map(|info| info.client_info.name.clone());
+        Ok(client.unwrap_or_else(|| "nobody".to_owned()))
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for Notes {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_prompts()
+            .build();
+        ServerConfig::new(capabilities).with_instructions("Notes of the author's own.")
+    }
+
+    async fn list_prompts(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let prompt = Prompt::new("summarize", Some("Summarize the notes."), None);
+        Ok(ListPromptsResult::with_all_items(vec![prompt]))
+    }
+}
+
+/// A client that keeps the progress and log messages it is sent.
+#[derive(Clone, Default)]
+struct Client {
+    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    logs: Arc<Mutex<Vec<LoggingMessageNotificationParam>>>,
+    list_changed: Arc<Notify>,
+}
+
+impl ClientHandler for Client {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        self.logs.lock().unwrap().push(params);
+    }
+
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        self.list_changed.notify_one();
+    }
+}
+
+type Connection = RunningService<RoleClient, Client>;
+
+async fn connect<S: ServerHandler>(server: S) -> Connection {
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    within(
+        "connecting",
+        Client::default().serve_with_lifecycle(client_io, ClientLifecycleMode::Initialize),
+    )
+    .await
+    .expect("the client connects")
+}
+
+async fn within<F: Future>(what: &str, future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(30), future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out: {what}"))
+}
+
+fn args(value: Value) -> JsonObject {
+    value.as_object().cloned().expect("arguments are an object")
+}
+
+fn request(name: &'static str, arguments: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(name).with_arguments(args(arguments))
+}
+
+/// The notes' tools in a toolset, `cache` on `search` and `timeout` on both.
+fn imported(notes: &Notes) -> Toolset {
+    let tools = import::tools(Notes::tool_router(), notes.clone()).unwrap();
+    let (search, whoami) = (&tools[0], &tools[1]);
+    let toolset = Toolset::new();
+    toolset
+        .bind((
+            search
+                .combo()
+                .with(Cache::default())
+                .with(Timeout::new(Duration::from_secs(10))),
+            whoami.combo().with(Timeout::new(Duration::from_secs(10))),
+        ))
+        .unwrap();
+    toolset
+}
+
+#[tokio::test]
+async fn an_rmcp_router_comes_in_with_all_it_says_of_its_tools() {
+    let notes = Notes::new();
+    let toolset = imported(&notes);
+    assert_eq!(
+        toolset.names(),
+        [
+            "search",
+            "search_cache",
+            "search_cache_timeout",
+            "whoami",
+            "whoami_timeout"
+        ]
+    );
+    let client = connect(ToolsetServer::new(toolset)).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let listed = |name: &str| tools.iter().find(|tool| tool.name == name).unwrap().clone();
+    for name in ["search", "search_cache_timeout"] {
+        let search = listed(name);
+        assert_eq!(search.title.as_deref(), Some("Search notes"), "{name}");
+        let hints = search.annotations.as_ref().unwrap();
+        assert_eq!(
+            (hints.read_only_hint, hints.open_world_hint),
+            (Some(true), Some(false))
+        );
+        assert_eq!(search.meta.as_ref().unwrap().0["example.com/team"], "notes");
+        assert_eq!(search.input_schema["properties"]["query"]["type"], "string");
+    }
+    // `cache` adds its reserved param to the branch, as on any tool.
+    assert!(
+        listed("search_cache").input_schema["properties"]
+            .get("exp")
+            .is_some()
+    );
+    assert!(
+        listed("search").output_schema.is_none(),
+        "content, not a schema"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn imported_tools_are_called_through_their_combos_with_the_request_they_came_in() {
+    let notes = Notes::new();
+    let client = connect(ToolsetServer::new(imported(&notes))).await;
+    for _ in 0..2 {
+        let found = client
+            .call_tool(request("search_cache_timeout", json!({"query": "rust"})))
+            .await
+            .unwrap();
+        assert_eq!(found.content[0].as_text().unwrap().text, "1 note says rust");
+    }
+    assert_eq!(
+        notes.searches.load(Ordering::SeqCst),
+        1,
+        "the second was cached"
+    );
+
+    // The rmcp method asked for the peer: it is the client this call came from.
+    let who = client
+        .call_tool(request("whoami_timeout", json!({})))
+        .await
+        .unwrap();
+    let name = ClientHandler::get_info(client.service()).client_info.name;
+    assert_eq!(who.content[0].as_text().unwrap().text, name);
+    client.cancel().await.unwrap();
+
+    // Not over MCP, there is no client behind the peer.
+    let toolset = imported(&notes);
+    let who = toolset.call("whoami", json!({})).await.unwrap();
+    assert_eq!(who["content"][0]["text"], "nobody");
+}
+
+#[tokio::test]
+async fn bad_arguments_of_an_imported_tool_are_answered_in_either_mapping() {
+    let notes = Notes::new();
+    let client = connect(ToolsetServer::new(imported(&notes))).await;
+    // `Parameters<Search>` does not decode `query: 3`: rmcp says invalid params.
+    let refused = client
+        .call_tool(request("search", json!({"query": 3})))
+        .await
+        .unwrap_err();
+    let rmcp::ServiceError::McpError(error) = refused else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+    assert_eq!(error.data.as_ref().unwrap()["tool"], "search");
+    client.cancel().await.unwrap();
+
+    let server =
+        ToolsetServer::new(imported(&notes)).with_bad_arguments(BadArguments::AsToolResult);
+    let client = connect(server).await;
+    let result = client
+        .call_tool(request("search_cache", json!({"query": 3})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    let data = &result.meta.as_ref().unwrap().0[ERROR_META];
+    // The tool whose arguments were wrong: the base, whose body decodes them.
+    assert_eq!(data["tool"], "search");
+    assert_eq!(data["kind"], "invalid_value");
+    assert!(
+        result.content[0]
+            .as_text()
+            .unwrap()
+            .text
+            .contains("expected a string"),
+        "{result:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Steps {
+    steps: u32,
+}
+
+/// A body that reports each step, on whatever thread it runs.
+fn stepper() -> impl toolgraft::tool::BaseTool + Clone {
+    Tool::builder()
+        .name("steps")
+        .description("Work in steps.")
+        .body(|input: Steps| async move {
+            for step in 1..=input.steps {
+                context::report_progress(
+                    Progress::new(step.into())
+                        .of(input.steps.into())
+                        .with_message(format!("step {step}")),
+                );
+            }
+            Ok(std::thread::current()
+                .name()
+                .unwrap_or("unnamed")
+                .to_owned())
+        })
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn progress_from_a_pool_thread_reaches_the_client_in_order_before_the_reply() {
+    let toolset = Toolset::new();
+    toolset
+        .bind((stepper().combo().with(Pool::new(1).unwrap()),))
+        .unwrap();
+    let client = connect(ToolsetServer::new(toolset)).await;
+    let token = rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(7));
+    let mut params = request("steps_pool", json!({"steps": 5}));
+    params.meta = Some(RequestMetaObject::with_progress_token(token));
+    let answer = client.call_tool(params).await.unwrap();
+    let thread = answer.content[0].as_text().unwrap().text.clone();
+    assert_ne!(
+        thread,
+        std::thread::current().name().unwrap_or("unnamed"),
+        "the body ran on a pool thread"
+    );
+    // Notifications before the reply are handled before it; a moment for the
+    // client's handler to have run them all.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let progress = client.service().progress.lock().unwrap().clone();
+    let seen: Vec<_> = progress.iter().map(|p| (p.progress, p.total)).collect();
+    assert_eq!(
+        seen,
+        (1..=5)
+            .map(|step| (f64::from(step), Some(5.0)))
+            .collect::<Vec<_>>()
+    );
+    // rmcp's client sends a token of its own making in place of ours: one for
+    // the whole call.
+    let token = &progress[0].progress_token;
+    assert!(
+        progress.iter().all(|p| &p.progress_token == token),
+        "{progress:?}"
+    );
+    assert_eq!(progress[4].message.as_deref(), Some("step 5"));
+
+    client.cancel().await.unwrap();
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Say {
+    text: String,
+}
+
+#[tokio::test]
+async fn a_body_logs_to_the_client_through_the_calls_peer() {
+    let say = Tool::builder()
+        .name("say")
+        .description("Log the text to the client.")
+        .body(|input: Say| async move {
+            let call = McpCall::current().ok_or("not an MCP call")?;
+            let mut message =
+                LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(input.text));
+            message.logger = Some("say".into());
+            call.peer().notify_logging_message(message).await?;
+            Ok(format!("{:?}", call.id()))
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind((say.combo().with(Timeout::new(Duration::from_secs(10))),))
+        .unwrap();
+    let client = connect(ToolsetServer::new(toolset.clone())).await;
+    client
+        .call_tool(request("say_timeout", json!({"text": "hello"})))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let logs = client.service().logs.lock().unwrap().clone();
+    assert_eq!(logs.len(), 1);
+    assert_eq!(logs[0].data, json!("hello"));
+    client.cancel().await.unwrap();
+
+    // The same body outside MCP: an empty context, the same API.
+    let outside = toolset
+        .call("say", json!({"text": "hi"}))
+        .await
+        .unwrap_err();
+    assert!(outside.to_string().contains("not an MCP call"), "{outside}");
+}
+
+#[tokio::test]
+async fn the_toolset_serves_beside_the_authors_handler_and_its_own_tools() {
+    let notes = Notes::new();
+    let toolset = Toolset::new();
+    toolset.bind((stepper().combo(),)).unwrap();
+    let server = ToolsetServer::new(toolset.clone()).with_handler(notes.clone());
+    let client = connect(server).await;
+    let info = client.peer_info().unwrap();
+    assert!(info.capabilities.prompts.is_some());
+    assert_eq!(
+        info.capabilities.tools.as_ref().unwrap().list_changed,
+        Some(true)
+    );
+    assert_eq!(
+        info.instructions.as_deref(),
+        Some("Notes of the author's own.")
+    );
+
+    let names: Vec<_> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|tool| tool.name.to_string())
+        .collect();
+    assert_eq!(names, ["steps", "search", "whoami"]);
+    let prompts = client.list_all_prompts().await.unwrap();
+    assert_eq!(prompts[0].name, "summarize");
+
+    // The handler's own tool is called by the handler, the toolset's by the toolset.
+    let found = client
+        .call_tool(request("search", json!({"query": "tea"})))
+        .await
+        .unwrap();
+    assert_eq!(found.content[0].as_text().unwrap().text, "1 note says tea");
+    client
+        .call_tool(request("steps", json!({"steps": 1})))
+        .await
+        .unwrap();
+
+    // A change of the toolset reaches the client of the merged server.
+    let more = Tool::builder()
+        .name("more")
+        .description("More.")
+        .body(|_: Steps| async { Ok(1) })
+        .build()
+        .unwrap();
+    toolset.bind((more.combo(),)).unwrap();
+    within("list_changed", client.service().list_changed.notified()).await;
+    let listed = client.list_all_tools().await.unwrap();
+    assert_eq!(listed[0].name, "more");
+    client.cancel().await.unwrap();
+}
+
+#[derive(Deserialize, serde::Serialize, JsonSchema)]
+struct Chart {}
+
+#[tokio::test]
+async fn content_blocks_pass_through_and_a_cached_image_is_still_an_image() {
+    let drawn = Arc::new(AtomicUsize::new(0));
+    let chart = Tool::builder()
+        .name("chart")
+        .description("Draw the chart.")
+        .body({
+            let drawn = drawn.clone();
+            move |_: Chart| {
+                drawn.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    Ok(McpContent::new(vec![
+                        ContentBlock::text("Sales:"),
+                        ContentBlock::image("iVBORw0KGgo=", "image/png"),
+                    ]))
+                }
+            }
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind((chart.combo().with(Cache::default()),))
+        .unwrap();
+    let client = connect(ToolsetServer::new(toolset)).await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().all(|tool| tool.output_schema.is_none()));
+    for _ in 0..2 {
+        let answer = client
+            .call_tool(request("chart_cache", json!({})))
+            .await
+            .unwrap();
+        assert_eq!(answer.content.len(), 2);
+        let image = answer.content[1].as_image().expect("an image block");
+        assert_eq!(image.mime_type, "image/png");
+        assert!(answer.structured_content.is_none());
+    }
+    assert_eq!(drawn.load(Ordering::SeqCst), 1);
+    client.cancel().await.unwrap();
+}
