@@ -89,14 +89,15 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The modules, bottom to top (`scripts/module-graph` checks it): what a client
-// sees of a tool and of an outcome; the call's context; rmcp tools brought in;
-// the server handler; `http` serves it over Streamable HTTP.
+// sees of a tool and of an outcome; the call's context; the server handler;
+// rmcp tools brought in (whose peer, outside MCP, is a server's with no client);
+// `http` serves it over Streamable HTTP.
 mod content;
 mod tool;
 mod outcome;
 pub mod call;
-pub mod import;
 mod server;
+pub mod import;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
