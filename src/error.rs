@@ -437,6 +437,53 @@ pub enum BindError {
         fits: usize,
     },
 
+    /// A tool publishes a name its bound names do not include
+    /// ([published-names](crate::rulebook#published-names)).
+    #[error(
+        "`{tool}` would publish `{published}` as `{bound}`, which `{tool}` does not bind; publish one of its bound names, or bind the combo that mints `{bound}` (rule `published-names` in `toolgraft::rulebook`)"
+    )]
+    PublishedUnbound {
+        /// The tool.
+        tool: Name,
+        /// The published name.
+        published: Name,
+        /// The bound name it would be served by.
+        bound: Name,
+    },
+
+    /// A published name is longer than the toolset's
+    /// [`Limits::max_published_len`](crate::limits::Limits::max_published_len)
+    /// ([published-names](crate::rulebook#published-names)).
+    #[error(
+        "`{tool}` would publish `{published}` (served by `{bound}`), {len} bytes long, over the limit of {limit} for published names; publish it under a shorter name (`Publish::only([(\"short\", \"{bound}\")])`, or `\"publish\"` in the manifest), publish only the outermost branches, or raise the limit with `Limits::with_max_published_len` (rule `published-names` in `toolgraft::rulebook`)"
+    )]
+    PublishedTooLong {
+        /// The tool.
+        tool: Name,
+        /// The published name (shortened).
+        published: String,
+        /// The bound name it would be served by.
+        bound: Name,
+        /// Its length in bytes.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+
+    /// Two published names are the same
+    /// ([published-names](crate::rulebook#published-names)).
+    #[error(
+        "`{tool}` would publish `{published}`, which `{owner}` publishes already: a client calls one tool by one name; publish one of them under another name (rule `published-names` in `toolgraft::rulebook`)"
+    )]
+    PublishedTwice {
+        /// The tool publishing it.
+        tool: Name,
+        /// The contested published name.
+        published: Name,
+        /// The tool that publishes it already (the same tool, if it lists it twice).
+        owner: Name,
+    },
+
     /// A run-time extension's factory failed (or panicked) while building a branch.
     #[error("`{extension}` (on `{tool}`) could not build its branch: {problem}")]
     ExtensionFailed {
@@ -693,6 +740,9 @@ impl BindError {
             Self::TransformerSchemaNotConcrete { .. } => Rule::TransformerInputSchema,
             Self::OutputSchemaContradicts { .. } => Rule::OutputSchema,
             Self::ComboTooLong { .. } | Self::NameTooLong { .. } => Rule::Depth,
+            Self::PublishedUnbound { .. }
+            | Self::PublishedTooLong { .. }
+            | Self::PublishedTwice { .. } => Rule::PublishedNames,
             // Live-change bookkeeping, not rules of a combo.
             Self::AlreadyBound { .. }
             | Self::UnknownTool { .. }

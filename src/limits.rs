@@ -20,6 +20,7 @@ pub use crate::name::MAX_NAME_LEN;
 /// | [`max_depth`](Limits::max_depth): nesting of by-name call arguments | 64 | 128 | each [`Toolset::call`](crate::Toolset::call), before any other work |
 /// | [`max_combo_len`](Limits::max_combo_len): elements in one combo | 64 | 1,024 | at bind, before any factory runs |
 /// | [`max_name_len`](Limits::max_name_len): bytes of a bound name | 128 | 4,096 | at bind |
+/// | [`max_published_len`](Limits::max_published_len): bytes of a published name | `max_name_len`'s | 4,096 | at bind and publish |
 ///
 /// Why these defaults: real tool arguments nest a handful of levels, and 64 leaves
 /// room for schema-heavy inputs while keeping decoding (which recurses) far from any
@@ -28,7 +29,11 @@ pub use crate::name::MAX_NAME_LEN;
 /// useful stack, and a run-time call recurses once per layer. MCP clients expect
 /// tool names of at most 128 bytes; a deep combo's branch names grow with its depth,
 /// so binding deep combos may need a higher `max_name_len` (they then stay callable
-/// by name in process, but MCP clients may refuse them).
+/// by name in process, but MCP clients may refuse them). Clients see only the
+/// published names ([`Publish`](crate::toolset::Publish)), which have a cap of
+/// their own: many model APIs take function names of at most 64 characters, so
+/// a server for them sets `with_max_published_len(64)` and publishes deep
+/// branches under shorter names.
 ///
 /// What is **not** bounded, on purpose:
 ///
@@ -78,6 +83,8 @@ pub struct Limits {
     max_depth: usize,
     max_combo_len: usize,
     max_name_len: usize,
+    /// `None`: the bound names' limit.
+    max_published_len: Option<usize>,
 }
 
 impl Limits {
@@ -124,6 +131,12 @@ impl Limits {
         self.max_name_len
     }
 
+    /// How many bytes a published name may have (see [`Limits`]): a name a
+    /// tool would publish beyond it is refused when bound or published.
+    pub fn max_published_len(&self) -> usize {
+        self.max_published_len.unwrap_or(self.max_name_len)
+    }
+
     /// Sets [`Limits::max_depth`] (1 to [`Limits::DEPTH_CEILING`]; see [`Limits`]).
     #[must_use]
     pub fn with_max_depth(self, max_depth: usize) -> Self {
@@ -155,6 +168,30 @@ impl Limits {
         }
     }
 
+    /// Sets [`Limits::max_published_len`] (1 to [`Limits::NAME_LEN_CEILING`]; see
+    /// [`Limits`]). 64 fits the clients that cap function names there.
+    ///
+    /// ```
+    /// use toolgraft::{BindError, Tool, Toolset};
+    /// use toolgraft::ext::Trace;
+    /// use toolgraft::limits::Limits;
+    /// use toolgraft::toolset::Publish;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+    /// let toolset = Toolset::with_limits(Limits::default().with_max_published_len(12))?;
+    /// let ping = Tool::builder().name("ping").description("Answer pong.")
+    ///     .body(|_: Ping| async { Ok("pong") }).build()?;
+    /// let deep = toolset.bind((ping.combo().with(Trace).with(Trace),));
+    /// assert!(matches!(deep, Err(BindError::PublishedTooLong { .. })), "ping_trace_trace");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_max_published_len(self, max_published_len: usize) -> Self {
+        Self {
+            max_published_len: Some(max_published_len),
+            ..self
+        }
+    }
+
     /// Refuses a limit out of its range.
     pub(crate) fn checked(self) -> Result<Self, LimitError> {
         let ranges = [
@@ -173,6 +210,12 @@ impl Limits {
             (
                 "with_max_name_len",
                 self.max_name_len,
+                Self::NAME_LEN_CEILING,
+                "names are listed and logged whole",
+            ),
+            (
+                "with_max_published_len",
+                self.max_published_len(),
                 Self::NAME_LEN_CEILING,
                 "names are listed and logged whole",
             ),
@@ -197,6 +240,7 @@ impl Default for Limits {
             max_depth: 64,
             max_combo_len: 64,
             max_name_len: MAX_NAME_LEN,
+            max_published_len: None,
         }
     }
 }

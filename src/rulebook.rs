@@ -150,7 +150,26 @@
 //! "batch"], ["trace"]]}}`; a flat list is one combo. Refused, naming the tool: a
 //! value that is not a list, an empty list or combo, flat elements mixed with
 //! combos, and an element that is neither a non-empty name nor `{name, config}`
-//! with a mapping config and no other keys.
+//! with a mapping config and no other keys. A tool's value may also be an
+//! object, `{"combos": [...], "publish": ...}`, to set its
+//! [published names](#published-names) beside its combos (`"publish"`: `"all"`,
+//! `"outermost"`, or `{"published": "bound", ...}`); an object with other keys is
+//! refused.
+//!
+//! # published-names
+//! Clients (an MCP server's `tools/list` and `tools/call`) see the names each tool
+//! publishes ([`Publish`](crate::toolset::Publish)): all its bound names (the
+//! default), the outermost branch of each combo (the base when it has none), or
+//! exactly the `(published, bound)` pairs given, which may publish a branch under
+//! its base's name (`search` served by `search_cache_timeout`) and hide the rest.
+//! A call by a published name is a call of the bound name behind it, and the
+//! call's [`CallName`](crate::context::CallName) is the published name. Refused,
+//! with nothing changed: a pair whose bound name the tool does not bind, a name
+//! published twice (by one tool or two), and a published name longer than
+//! [`Limits::max_published_len`](crate::limits::Limits::max_published_len). A
+//! change of a tool's combos keeps its publication, and is refused when the
+//! publication no longer holds (an alias of a branch the change removes): change
+//! both in one step (one manifest entry, or one [`Edit`](crate::toolset::Edit)).
 
 use std::fmt;
 use std::str::FromStr;
@@ -228,6 +247,9 @@ pub enum Rule {
     Relocation,
     /// [manifest-shape](self#manifest-shape): how a manifest writes tools and combos.
     ManifestShape,
+    /// [published-names](self#published-names): which names clients see; each
+    /// published once, bound, and within its length limit.
+    PublishedNames,
 }
 
 impl Rule {
@@ -236,9 +258,9 @@ impl Rule {
     /// ```
     /// use toolgraft::rulebook::Rule;
     /// assert_eq!(Rule::ALL[0], Rule::BranchByRename);
-    /// assert_eq!(Rule::ALL.last(), Some(&Rule::ManifestShape));
+    /// assert_eq!(Rule::ALL.last(), Some(&Rule::PublishedNames));
     /// ```
-    pub const ALL: [Rule; 19] = [
+    pub const ALL: [Rule; 20] = [
         Self::BranchByRename,
         Self::Order,
         Self::OneBranchPerPrefix,
@@ -258,6 +280,7 @@ impl Rule {
         Self::BranchBookkeeping,
         Self::Relocation,
         Self::ManifestShape,
+        Self::PublishedNames,
     ];
 
     /// The section's anchor name, as the rulebook heads it (`cardinality`): stable,
@@ -288,6 +311,7 @@ impl Rule {
             Self::BranchBookkeeping => "branch-bookkeeping",
             Self::Relocation => "relocation",
             Self::ManifestShape => "manifest-shape",
+            Self::PublishedNames => "published-names",
         }
     }
 

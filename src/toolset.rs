@@ -25,6 +25,7 @@ use crate::tool::BaseTool;
 
 mod edit;
 
+pub use crate::bind::{Publish, Published};
 pub use edit::Edit;
 
 /// Bound tools: each base with one branch per prefix of each of its combos.
@@ -114,6 +115,8 @@ struct Catalog {
     /// Each base tool: its base, its combos, and every name it binds.
     tools: BTreeMap<Name, ToolGroup>,
     entries: HashMap<Name, Arc<Entry>, BuildHasherDefault<NameHasher>>,
+    /// Each published name with the entry that serves it ([`Publish`]).
+    published: HashMap<Name, Arc<Entry>, BuildHasherDefault<NameHasher>>,
     /// Counts changes to the bound names, for whoever serves the list.
     changes: tokio::sync::watch::Sender<u64>,
     limits: Limits,
@@ -124,6 +127,7 @@ impl Default for Catalog {
         Self {
             tools: BTreeMap::new(),
             entries: HashMap::default(),
+            published: HashMap::default(),
             changes: tokio::sync::watch::Sender::new(0),
             limits: Limits::default(),
         }
@@ -135,6 +139,7 @@ impl Default for Catalog {
 pub(crate) struct ToolGroup {
     pub base: Minted,
     pub combos: Vec<Attached>,
+    pub publish: Publish,
     names: Vec<Name>,
     /// Bumped on every change, so a change prepared outside the lock can tell
     /// whether the tool moved on meanwhile.
@@ -147,6 +152,7 @@ impl ToolGroup {
         Self {
             base,
             combos,
+            publish: Publish::default(),
             names: Vec::new(),
             generation: 0,
         }
@@ -388,6 +394,7 @@ impl Toolset {
             }
         }
         drop(minted);
+        let published = publish_all(&catalog, &changed, &planned, catalog.limits)?;
         drop(changed);
         // What is replaced is dropped after the lock is released: dropping it runs
         // extensions' and bodies' `Drop`, which may call back into the toolset.
@@ -411,6 +418,12 @@ impl Toolset {
             catalog.tools.insert(tool, group);
             old_groups.push(old);
         }
+        let entry = |name: &Name| catalog.entries.get(name).cloned();
+        let published = published
+            .into_iter()
+            .filter_map(|(name, bound)| Some((name, entry(&bound)?)))
+            .collect();
+        catalog.published = published;
         catalog.changes.send_modify(|changes| *changes += 1);
         drop(catalog);
         drop((old_groups, replaced));
@@ -468,7 +481,10 @@ impl Toolset {
                 let combos = by_tool.get(tool.as_str()).copied().unwrap_or(&no_combos);
                 let limits = self.limits();
                 let bound = build_combos(registry, base, combos, &limits).and_then(|combos| {
-                    let group = ToolGroup::new(base.clone(), combos);
+                    let mut group = ToolGroup::new(base.clone(), combos);
+                    if let Some(publish) = manifest.publish_of(tool) {
+                        group.publish = publish.clone();
+                    }
                     self.install(vec![(group, None)]).map(drop)
                 });
                 (tool.as_str().to_owned(), bound)
@@ -531,8 +547,11 @@ impl Toolset {
             .tools
             .iter()
             .map(|(tool, combos)| {
-                let outcome = self.edit().replace(registry, tool, combos).commit();
-                (tool.clone(), outcome)
+                let mut edit = self.edit().replace(registry, tool, combos);
+                if let Some(publish) = manifest.publish_of(tool) {
+                    edit = edit.publish(tool, publish.clone());
+                }
+                (tool.clone(), edit.commit())
             })
             .collect()
     }
@@ -569,6 +588,53 @@ impl Toolset {
             let catalog = self.read();
             (catalog.entries.get(name).cloned(), catalog.limits)
         };
+        self.call_entry(entry, None, name, args, limits).await
+    }
+
+    /// Calls a published name ([`Publish`]) with JSON arguments: the bound name
+    /// behind it, as [`call`](Toolset::call) does, with the published name as the
+    /// call's [`CallName`] (what traces and metrics name). A bound name that is
+    /// not published is unknown here.
+    ///
+    /// ```
+    /// # use serde_json::json;
+    /// # use toolgraft::{Tool, ToolError, Toolset};
+    /// # use toolgraft::ext::Trace;
+    /// use toolgraft::toolset::Publish;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo().with(Trace),))?;
+    /// toolset.edit().publish("shout", Publish::Outermost).commit()?;
+    /// assert_eq!(toolset.call_published("shout_trace", json!({"text": "hi"})).await?, json!("hi"));
+    /// let hidden = toolset.call_published("shout", json!({"text": "hi"})).await;
+    /// assert!(matches!(hidden, Err(ToolError::UnknownTool { .. })));
+    /// # Ok(()) }
+    /// ```
+    pub async fn call_published(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        let (entry, limits) = {
+            let catalog = self.read();
+            (catalog.published.get(name).cloned(), catalog.limits)
+        };
+        let published = entry
+            .as_ref()
+            .filter(|entry| entry.info.name != name)
+            .and_then(|_| Name::new(name).ok());
+        self.call_entry(entry, published, name, args, limits).await
+    }
+
+    /// Calls `entry` (what `name` named, if anything), as `published` when a
+    /// published name other than its own was called.
+    async fn call_entry(
+        &self,
+        entry: Option<Arc<Entry>>,
+        published: Option<Name>,
+        name: &str,
+        args: Value,
+        limits: Limits,
+    ) -> Result<Value, ToolError> {
         // First, and without recursing: decoding, formatting and even dropping a
         // value recurse once per level.
         let too_deep = deeper_than(&args, limits.max_depth());
@@ -607,10 +673,10 @@ impl Toolset {
         // The bound name called is part of the call's context, for the layers and
         // the body (and their errors) deep in the combo.
         let current = Context::current();
-        let context = if current.is_empty() {
-            entry.called.clone()
-        } else {
-            current.with(CallName(tool.clone()))
+        let context = match published {
+            Some(published) => current.with(CallName(published)),
+            None if current.is_empty() => entry.called.clone(),
+            None => current.with(CallName(tool.clone())),
         };
         let call =
             context.scope(AssertUnwindSafe(entry.stack.call_json(tool, args)).catch_unwind());
@@ -708,6 +774,75 @@ impl Toolset {
             .collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         tools
+    }
+
+    /// Every published name ([`Publish`]) with the bound name behind it and what
+    /// clients see of that, sorted by published name: what a server lists.
+    ///
+    /// ```
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::ext::Trace;
+    /// use toolgraft::toolset::Publish;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo().with(Trace),))?;
+    /// assert_eq!(toolset.published().len(), 2, "all, by default");
+    /// toolset.edit().publish("shout", Publish::only([("shout", "shout_trace")])?).commit()?;
+    /// let published = toolset.published();
+    /// assert_eq!((published[0].name.as_str(), published[0].info.name.as_str()), ("shout", "shout_trace"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn published(&self) -> Vec<Published> {
+        let catalog = self.read();
+        let mut published: Vec<Published> = catalog
+            .published
+            .iter()
+            .map(|(name, entry)| Published {
+                name: name.clone(),
+                info: entry.info.clone(),
+            })
+            .collect();
+        published.sort_by(|a, b| a.name.cmp(&b.name));
+        published
+    }
+
+    /// Whether `name` is published.
+    ///
+    /// ```
+    /// # use toolgraft::{Tool, Toolset};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo(),))?;
+    /// assert!(toolset.is_published("shout") && !toolset.is_published("whisper"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_published(&self, name: &str) -> bool {
+        self.read().published.contains_key(name)
+    }
+
+    /// The bound name a published name calls, if it is published.
+    ///
+    /// ```
+    /// # use toolgraft::{Tool, Toolset};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo(),))?;
+    /// assert_eq!(toolset.resolve("shout").unwrap(), "shout");
+    /// assert!(toolset.resolve("whisper").is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn resolve(&self, published: &str) -> Option<ToolInfo> {
+        let catalog = self.read();
+        catalog
+            .published
+            .get(published)
+            .map(|entry| entry.info.clone())
     }
 
     /// Every bound name, sorted.
@@ -867,6 +1002,45 @@ impl BaseTools {
             .map(|base| base.running.base.clone())
             .collect()
     }
+}
+
+/// Every tool's published names after a change (`planned`, for the tools
+/// `changed`; the catalog's groups for the others), as `(published, bound)`:
+/// refused if a name is published twice or is too long, or names an unbound one.
+fn publish_all(
+    catalog: &Catalog,
+    changed: &[&Name],
+    planned: &[(ToolGroup, Option<u64>, Vec<Entry>)],
+    limits: Limits,
+) -> Result<Vec<(Name, Name)>, BindError> {
+    let limit = limits.max_published_len();
+    let mut owners = HashMap::new();
+    let mut all = Vec::new();
+    let planned = planned.iter().map(|(group, _, entries)| {
+        let names: Vec<Name> = entries
+            .iter()
+            .map(|entry| entry.info.name.clone())
+            .collect();
+        (group, names)
+    });
+    let kept = catalog
+        .tools
+        .values()
+        .filter(|group| !changed.contains(&&group.base.running.base))
+        .map(|group| (group, group.names.clone()));
+    for (group, names) in planned.chain(kept) {
+        let tool = &group.base.running.base;
+        let outermost = group.combos.iter().filter_map(|combo| {
+            combo
+                .branches
+                .last()
+                .map(|branch| branch.running.name.clone())
+        });
+        let pairs = group.publish.names(tool, &names, outermost)?;
+        bind::check_unique(&mut owners, tool, &pairs, limit)?;
+        all.extend(pairs);
+    }
+    Ok(all)
 }
 
 /// A multiply-rotate hash over a bound name, eight bytes at a time (as rustc's

@@ -26,6 +26,10 @@ use crate::tool::{BaseTool, Presentation, ToolSpec};
 
 pub(crate) mod element;
 pub(crate) mod rules;
+mod publish;
+
+pub(crate) use publish::check_unique;
+pub use publish::{Publish, Published};
 
 pub(crate) use element::{ComboSpec, ElementSpec};
 

@@ -9,6 +9,16 @@
 //! ```
 //!
 //! A flat list is one combo: `["trace"]` is `[["trace"]]`.
+//!
+//! A tool's combos and its [published names](crate::rulebook#published-names)
+//! together are an object:
+//!
+//! ```json
+//! { "tools": {
+//!     "search": {"combos": [["cache", "timeout"]], "publish": {"search": "search_cache_timeout"}},
+//!     "fetch":  {"combos": [["proxy"], ["trace"]], "publish": "outermost"}
+//! } }
+//! ```
 
 use std::fmt;
 use std::path::Path;
@@ -17,9 +27,11 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
+use crate::bind::Publish;
 pub use crate::bind::element::{ComboSpec, ElementSpec};
 use crate::error::{shorten, shorten_json};
 use crate::limits::deeper_than;
+use crate::name::Name;
 
 /// The combos of every base tool, in file order.
 ///
@@ -35,6 +47,9 @@ use crate::limits::deeper_than;
 pub struct Manifest {
     /// Each base tool's name with its combos.
     pub tools: Vec<(String, Vec<ComboSpec>)>,
+    /// The tools whose published names the manifest sets, with them; a tool
+    /// it does not list here keeps what it publishes.
+    pub publish: Vec<(String, Publish)>,
 }
 
 /// A manifest that cannot be used. Shape errors name the tool key and say what to
@@ -172,6 +187,14 @@ impl Manifest {
         }
     }
 
+    /// What the manifest says `tool` publishes, if it says.
+    pub(crate) fn publish_of(&self, tool: &str) -> Option<&Publish> {
+        self.publish
+            .iter()
+            .find(|(name, _)| name == tool)
+            .map(|(_, publish)| publish)
+    }
+
     /// Reads a manifest from a JSON value of the [manifest shape](crate::rulebook#manifest-shape), normalizing flat
     /// lists to one combo.
     pub fn from_value(value: &Value) -> Result<Self, ManifestError> {
@@ -196,11 +219,21 @@ impl Manifest {
             .ok_or_else(|| ManifestError::TopLevel {
                 problem: "`tools` is not an object".to_owned(),
             })?;
-        let tools = tools
-            .iter()
-            .map(|(tool, combos)| Ok((tool.clone(), combos_of(tool, combos)?)))
-            .collect::<Result<_, ManifestError>>()?;
-        Ok(Self { tools })
+        let mut manifest = Self::default();
+        for (tool, value) in tools {
+            let combos = match value {
+                Value::Object(fields) => {
+                    let (combos, publish) = entry_of(tool, fields)?;
+                    manifest
+                        .publish
+                        .extend(publish.map(|publish| (tool.clone(), publish)));
+                    combos
+                }
+                combos => combos_of(tool, combos)?,
+            };
+            manifest.tools.push((tool.clone(), combos));
+        }
+        Ok(manifest)
     }
 }
 
@@ -208,6 +241,70 @@ fn shape(tool: &str, problem: String) -> ManifestError {
     ManifestError::Shape {
         tool: shorten(tool).into_owned(),
         problem,
+    }
+}
+
+/// A tool's `{"combos": [...], "publish": ...}`: its combos (none is its base
+/// alone) and what it publishes, if it says.
+fn entry_of(
+    tool: &str,
+    fields: &Map<String, Value>,
+) -> Result<(Vec<ComboSpec>, Option<Publish>), ManifestError> {
+    const FORM: &str = r#"write {"combos": [["a", "b"]], "publish": "all" | "outermost" | {"published": "bound"}}"#;
+    if let Some(extra) = fields
+        .keys()
+        .find(|key| *key != "combos" && *key != "publish")
+    {
+        return Err(shape(
+            tool,
+            format!("has an unexpected key `{}`; {FORM}", shorten(extra)),
+        ));
+    }
+    let combos = match fields.get("combos") {
+        None => return Err(shape(tool, format!("has no `combos`; {FORM}"))),
+        Some(Value::Array(combos)) if combos.is_empty() => Vec::new(),
+        Some(combos) => combos_of(tool, combos)?,
+    };
+    let publish = fields
+        .get("publish")
+        .map(|publish| publish_of(tool, publish, FORM))
+        .transpose()?;
+    Ok((combos, publish))
+}
+
+fn publish_of(tool: &str, value: &Value, form: &str) -> Result<Publish, ManifestError> {
+    match value {
+        Value::String(scope) if scope == "all" => Ok(Publish::All),
+        Value::String(scope) if scope == "outermost" => Ok(Publish::Outermost),
+        Value::Object(names) => {
+            let name = |name: &str| {
+                Name::new(name).map_err(|err| {
+                    shape(
+                        tool,
+                        format!("publishes `{}`, which is not a name: {err}", shorten(name)),
+                    )
+                })
+            };
+            let pairs = names
+                .iter()
+                .map(|(published, bound)| match bound {
+                    Value::String(bound) => Ok((name(published)?, name(bound)?)),
+                    other => Err(shape(
+                        tool,
+                        format!(
+                            "publishes `{}` as {}, not a bound name; {form}",
+                            shorten(published),
+                            shown(other)
+                        ),
+                    )),
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(Publish::Only(pairs))
+        }
+        other => Err(shape(
+            tool,
+            format!("has a `publish` of {}; {form}", shown(other)),
+        )),
     }
 }
 

@@ -9,7 +9,7 @@ use crate::error::{BindError, listed};
 use crate::runtime::Registry;
 use crate::runtime::manifest::{ComboSpec, ElementSpec};
 
-use super::{Retry, ToolGroup, Toolset};
+use super::{Publish, Retry, ToolGroup, Toolset};
 
 impl Toolset {
     /// Starts a change of bound tools: add [`attach`](Edit::attach),
@@ -145,14 +145,19 @@ enum Step<'a> {
         tool: String,
         combos: Vec<ComboSpec>,
     },
+    Publish {
+        tool: String,
+        publish: Publish,
+    },
 }
 
 impl Step<'_> {
     fn tool(&self) -> &str {
         match self {
-            Step::Attach { tool, .. } | Step::Detach { tool, .. } | Step::Replace { tool, .. } => {
-                tool
-            }
+            Step::Attach { tool, .. }
+            | Step::Detach { tool, .. }
+            | Step::Replace { tool, .. }
+            | Step::Publish { tool, .. } => tool,
         }
     }
 }
@@ -168,6 +173,7 @@ impl fmt::Debug for Step<'_> {
                     .entries(combos.iter().map(|combo| format!("[{}]", listed(combo))))
                     .finish()
             }
+            Step::Publish { tool, publish } => write!(f, "publish {tool} {publish:?}"),
         }
     }
 }
@@ -275,6 +281,42 @@ impl<'a> Edit<'a> {
         self
     }
 
+    /// Sets which of the bound base tool `tool`'s names its clients see
+    /// ([`Publish`]); checked at commit against the tool's names after every
+    /// step, so one edit can change a tool's combos and what it publishes
+    /// together.
+    ///
+    /// ```
+    /// # use toolgraft::runtime::manifest::ElementSpec;
+    /// # use toolgraft::{BindError, Registry, Tool, Toolset};
+    /// # use toolgraft::ext::Trace;
+    /// use toolgraft::toolset::Publish;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo(),))?;
+    /// let mut registry = Registry::new();
+    /// registry.register(Trace)?;
+    /// let alias = Publish::only([("shout", "shout_trace")])?;
+    /// // `shout_trace` is not bound yet: refused alone, fine with the combo that mints it.
+    /// let alone = toolset.edit().publish("shout", alias.clone()).commit();
+    /// assert!(matches!(alone, Err(BindError::PublishedUnbound { .. })));
+    /// toolset.edit()
+    ///     .attach(&registry, "shout", &[ElementSpec::named("trace")])
+    ///     .publish("shout", alias)
+    ///     .commit()?;
+    /// assert_eq!(toolset.resolve("shout").unwrap().name, "shout_trace");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn publish(mut self, tool: &str, publish: Publish) -> Self {
+        self.steps.push(Step::Publish {
+            tool: tool.to_owned(),
+            publish,
+        });
+        self
+    }
+
     /// Applies every step as one change: all of it, or on any error none of it
     /// (see [`Edit`] for the order of the checks). An edit without steps changes
     /// nothing.
@@ -370,6 +412,7 @@ impl<'a> Edit<'a> {
                     };
                     slots.remove(at);
                 }
+                Step::Publish { publish, .. } => group.publish = publish.clone(),
                 Step::Replace {
                     registry, combos, ..
                 } => {

@@ -255,6 +255,7 @@ fn the_run_time_path_accepts_exactly_what_the_rules_accept() {
             .collect();
         let manifest = Manifest {
             tools: vec![("shout".to_owned(), specs.clone())],
+            ..Manifest::default()
         };
         let toolset = Toolset::new();
         let outcome = toolset.bind_manifest(&registry, &BaseTools::new().with(&shout()), &manifest);

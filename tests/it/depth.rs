@@ -28,6 +28,7 @@ fn manifest(layers: usize) -> Manifest {
             "shout".to_owned(),
             vec![vec![ElementSpec::named("trace"); layers]],
         )],
+        ..Manifest::default()
     }
 }
 

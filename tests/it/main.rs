@@ -24,6 +24,7 @@ mod manifest_shape;
 mod metrics;
 mod naming;
 mod pass;
+mod publish;
 mod relocation;
 mod schemas;
 mod third_party;

@@ -25,6 +25,7 @@ fn text_of(value: &Value) -> String {
 /// protocol error.
 pub(crate) fn to_mcp(
     outcome: Result<Value, ToolError>,
+    called: &str,
     rendering: Rendering,
     bad_arguments: BadArguments,
 ) -> Result<CallToolResult, ErrorData> {
@@ -42,9 +43,9 @@ pub(crate) fn to_mcp(
         Some(data)
     };
     match error {
-        ToolError::InvalidArguments {
-            tool, field, kind, ..
-        } => {
+        // `tool` is the name the client called (the published one), whichever
+        // layer found the arguments wrong.
+        ToolError::InvalidArguments { field, kind, .. } => {
             let kind = match kind {
                 ArgsErrorKind::UnknownField => "unknown_field",
                 ArgsErrorKind::MissingField => "missing_field",
@@ -52,7 +53,7 @@ pub(crate) fn to_mcp(
                 // `InvalidValue`, and kinds newer than this crate.
                 _ => "invalid_value",
             };
-            let data = json!({"tool": tool.as_str(), "field": field, "kind": kind});
+            let data = json!({"tool": called, "field": field, "kind": kind});
             if bad_arguments == BadArguments::AsToolResult {
                 let mut meta = rule.map(rule_meta).unwrap_or_default();
                 meta.insert(ERROR_META.to_owned(), data);

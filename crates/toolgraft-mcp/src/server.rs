@@ -28,7 +28,7 @@ use toolgraft::{Name, Toolset};
 
 use crate::call;
 use crate::outcome::{BadArguments, to_mcp};
-use crate::tool::{OutputShape, Rendering, mcp_tool};
+use crate::tool::{OutputShape, Rendering, published_tool};
 
 /// An MCP server for a [`Toolset`]: an rmcp [`ServerHandler`] that lists every
 /// bound name as a tool and calls them by name, as the toolset is at each request.
@@ -222,6 +222,11 @@ impl ToolsetServer {
     /// toolset's tools goes to `handler` as it came, so nothing of it is lost or
     /// guessed.
     ///
+    /// A server for one connection, sharing this one's toolset, settings and
+    /// listings: call it once per session with that session's handler
+    /// (`McpHttp::for_handler(move || tools.with_handler(Notes::new()), guard)`),
+    /// or once for a handler that is `Clone` and give the result to `McpHttp::new`.
+    ///
     /// - The server's info is `handler`'s (read here, once), with the `tools`
     ///   capability and `listChanged` added; [`with_server_info`](Self::with_server_info)
     ///   and [`with_instructions`](Self::with_instructions) still set theirs.
@@ -250,23 +255,23 @@ impl ToolsetServer {
     /// assert!(capabilities.prompts.is_some());
     /// assert_eq!(capabilities.tools.unwrap().list_changed, Some(true));
     /// ```
-    pub fn with_handler<H: ServerHandler>(self, handler: H) -> ToolsetServer<H> {
+    pub fn with_handler<H: ServerHandler>(&self, handler: H) -> ToolsetServer<H> {
         let mut info = handler.get_info();
         let handler_tools = info.capabilities.tools.is_some();
         let mut tools = info.capabilities.tools.take().unwrap_or_default();
         tools.list_changed = Some(true);
         info.capabilities.tools = Some(tools);
         ToolsetServer {
-            toolset: self.toolset,
+            toolset: self.toolset.clone(),
             info: Arc::new(info),
             handler,
             handler_tools,
             bad_arguments: self.bad_arguments,
-            notifier: self.notifier,
-            changes: self.changes,
-            structuring: self.structuring,
-            listings: self.listings,
-            connection: self.connection,
+            notifier: Mutex::new(Notifier::Idle),
+            changes: self.toolset.changes(),
+            structuring: Mutex::default(),
+            listings: self.listings.clone(),
+            connection: watch::channel(()).0,
         }
     }
 }
@@ -391,9 +396,9 @@ impl<H> ToolsetServer<H> {
         slot.get_or_insert_with(|| {
             Arc::new(
                 self.toolset
-                    .tools()
+                    .published()
                     .iter()
-                    .map(|info| mcp_tool(info, shape))
+                    .map(|published| published_tool(published, shape))
                     .collect(),
             )
         })
@@ -442,7 +447,8 @@ impl<H> ToolsetServer<H> {
         let rendering = self.rendering(name, shape);
         let arguments = arguments.map_or(Value::Null, Value::Object);
         to_mcp(
-            self.toolset.call(name, arguments).await,
+            self.toolset.call_published(name, arguments).await,
+            name,
             rendering,
             self.bad_arguments,
         )
@@ -464,11 +470,11 @@ impl<H> ToolsetServer<H> {
         if let Some(renderings) = structuring.names.get(name) {
             return renderings.for_shape(shape);
         }
-        let Some(info) = self.toolset.info(name) else {
+        let (Some(info), Ok(published)) = (self.toolset.resolve(name), Name::new(name)) else {
             return Rendering::Text;
         };
         let renderings = Renderings::of(&info);
-        structuring.names.insert(info.name, renderings);
+        structuring.names.insert(published, renderings);
         renderings.for_shape(shape)
     }
 
@@ -588,14 +594,17 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if self.handler_tools && !self.toolset.contains(&request.name) {
+        if self.handler_tools && !self.toolset.is_published(&request.name) {
             return self.handler.call_tool(request, context).await;
         }
         let shape = OutputShape::for_protocol(context.protocol_version().as_ref());
         let rendering = self.rendering(&request.name, shape);
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let cancelled = context.ct.clone();
-        let call = call::serve(context, self.toolset.call(&request.name, arguments));
+        let call = call::serve(
+            context,
+            self.toolset.call_published(&request.name, arguments),
+        );
         // rmcp drops the answer to a cancelled request but lets the handler run on;
         // dropping the call stops the tool (a pool job is aborted with its caller).
         // The call is polled first: a tool that answers at once never registers with
@@ -603,7 +612,7 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         // and rmcp drops an answer to a cancelled request anyway.
         tokio::select! {
             biased;
-            outcome = call => to_mcp(outcome, rendering, self.bad_arguments).map(Into::into),
+            outcome = call => to_mcp(outcome, &request.name, rendering, self.bad_arguments).map(Into::into),
             () = cancelled.cancelled() => Err(ErrorData::internal_error(
                 format!("the call to `{}` was cancelled", request.name),
                 None,

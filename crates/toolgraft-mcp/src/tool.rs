@@ -6,7 +6,7 @@ use schemars::Schema;
 use serde_json::{Value, json};
 
 use toolgraft::tool::{Annotations, Presentation};
-use toolgraft::toolset::ToolInfo;
+use toolgraft::toolset::{Published, ToolInfo};
 
 use crate::content::is_content_schema;
 
@@ -108,6 +108,16 @@ pub fn mcp_tool(info: &ToolInfo, shape: OutputShape) -> Tool {
         tool = tool.with_raw_output_schema(schema_object(output).into());
     }
     present(tool, &info.presentation)
+}
+
+/// The MCP tool for a published name: the bound name's, under the name
+/// clients call.
+pub(crate) fn published_tool(published: &Published, shape: OutputShape) -> Tool {
+    let mut tool = mcp_tool(&published.info, shape);
+    if published.name != published.info.name {
+        tool.name = published.name.to_string().into();
+    }
+    tool
 }
 
 /// The tool with the base's title, annotations, icons and `_meta`. A protocol

@@ -264,8 +264,8 @@ async fn bad_arguments_of_an_imported_tool_are_answered_in_either_mapping() {
         .unwrap();
     assert_eq!(result.is_error, Some(true));
     let data = &result.meta.as_ref().unwrap().0[ERROR_META];
-    // The tool whose arguments were wrong: the base, whose body decodes them.
-    assert_eq!(data["tool"], "search");
+    // The tool the client called, whichever layer found the arguments wrong.
+    assert_eq!(data["tool"], "search_cache");
     assert_eq!(data["kind"], "invalid_value");
     assert!(
         result.content[0]
@@ -483,5 +483,65 @@ async fn content_blocks_pass_through_and_a_cached_image_is_still_an_image() {
         assert!(answer.structured_content.is_none());
     }
     assert_eq!(drawn.load(Ordering::SeqCst), 1);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn clients_list_and_call_the_published_names_only() {
+    let notes = Notes::new();
+    let toolset = imported(&notes);
+    let alias = toolgraft::toolset::Publish::only([("search", "search_cache_timeout")]).unwrap();
+    toolset
+        .edit()
+        .publish("search", alias)
+        .publish("whoami", toolgraft::toolset::Publish::Outermost)
+        .commit()
+        .unwrap();
+    let client = connect(ToolsetServer::new(toolset.clone())).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<_> = tools.iter().map(|tool| tool.name.to_string()).collect();
+    assert_eq!(names, ["search", "whoami_timeout"]);
+    // `search` is the branch: its reserved param and the base's annotations.
+    assert!(tools[0].input_schema["properties"].get("exp").is_some());
+    assert_eq!(tools[0].title.as_deref(), Some("Search notes"));
+
+    let found = client
+        .call_tool(request("search", json!({"query": "tea"})))
+        .await
+        .unwrap();
+    assert_eq!(found.content[0].as_text().unwrap().text, "1 note says tea");
+    client
+        .call_tool(request("search", json!({"query": "tea"})))
+        .await
+        .unwrap();
+    assert_eq!(
+        notes.searches.load(Ordering::SeqCst),
+        1,
+        "served by the cache"
+    );
+
+    // A hidden name is unknown to clients, and errors name what the client called.
+    let hidden = client
+        .call_tool(request("search_cache", json!({"query": "tea"})))
+        .await
+        .unwrap_err();
+    assert!(hidden.to_string().contains("search_cache"), "{hidden}");
+    let rmcp::ServiceError::McpError(bad) = client
+        .call_tool(request("search", json!({"query": 3})))
+        .await
+        .unwrap_err()
+    else {
+        panic!()
+    };
+    assert_eq!(bad.data.as_ref().unwrap()["tool"], "search");
+
+    // What is published changes live, and the client hears of it.
+    toolset
+        .edit()
+        .publish("search", toolgraft::toolset::Publish::All)
+        .commit()
+        .unwrap();
+    within("list_changed", client.service().list_changed.notified()).await;
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 4);
     client.cancel().await.unwrap();
 }
