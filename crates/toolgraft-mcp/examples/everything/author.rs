@@ -98,6 +98,13 @@ impl Author {
     }
 }
 
+impl Drop for Author {
+    /// A session's subscriptions end with it.
+    fn drop(&mut self) {
+        self.subscriptions.forget(self.session);
+    }
+}
+
 /// Whether a request is on protocol 2026-07-28 or later, where each request
 /// carries what a session used to (log level, capabilities) and sessions' own
 /// methods (`logging/setLevel`, `resources/subscribe`) are gone.
@@ -122,13 +129,6 @@ const SESSION_METHODS: &[&str] = &[
     "resources/unsubscribe",
     "logging/setLevel",
 ];
-
-impl Drop for Author {
-    /// A session's subscriptions end with it.
-    fn drop(&mut self) {
-        self.subscriptions.forget(self.session);
-    }
-}
 
 impl ServerHandler for Author {
     /// Exactly what this handler serves; the tools handler adds `tools`.
@@ -720,6 +720,58 @@ mod tests {
         );
         assert!(prompt_argument_values("test_prompt_with_arguments", "arg3").is_err());
         assert!(prompt_argument_values("no_such_prompt", "arg1").is_err());
+    }
+
+    /// A client that passes on the URIs it hears are updated.
+    struct Watcher(tokio::sync::mpsc::UnboundedSender<String>);
+
+    impl rmcp::ClientHandler for Watcher {
+        async fn on_resource_updated(
+            &self,
+            params: ResourceUpdatedNotificationParam,
+            _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+        ) {
+            let _ = self.0.send(params.uri);
+        }
+    }
+
+    #[tokio::test]
+    async fn subscribers_hear_of_updates_until_they_unsubscribe() {
+        use rmcp::ServiceExt;
+        use std::time::Duration;
+
+        let subscriptions = Subscriptions::default();
+        let (server_io, client_io) = tokio::io::duplex(1 << 16);
+        let author = Author::new_shared(&subscriptions);
+        tokio::spawn(async move {
+            if let Ok(running) = author.serve(server_io).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let (updates, mut heard) = tokio::sync::mpsc::unbounded_channel();
+        let client = Watcher(updates).serve(client_io).await.expect("connects");
+
+        let unknown = client
+            .subscribe(SubscribeRequestParams::new("test://nope"))
+            .await;
+        assert!(unknown.is_err(), "no subscribing to what does not exist");
+
+        client
+            .subscribe(SubscribeRequestParams::new(WATCHED))
+            .await
+            .expect("subscribes");
+        subscriptions.notify_updated(STATIC_TEXT).await;
+        subscriptions.notify_updated(WATCHED).await;
+        let uri = tokio::time::timeout(Duration::from_secs(10), heard.recv()).await;
+        assert_eq!(uri.ok().flatten().as_deref(), Some(WATCHED));
+
+        client
+            .unsubscribe(UnsubscribeRequestParams::new(WATCHED))
+            .await
+            .expect("unsubscribes");
+        subscriptions.notify_updated(WATCHED).await;
+        let silence = tokio::time::timeout(Duration::from_millis(200), heard.recv()).await;
+        assert!(silence.is_err(), "nothing after unsubscribing");
     }
 
     #[test]
