@@ -139,9 +139,10 @@ pub fn tool<S: Send + Sync + 'static>(
 /// What an rmcp tool answered, as a body's outcome: a tool that declares an
 /// output schema answers its structured content; one that does not, its
 /// content blocks ([`McpContent`]); an `isError` result is the body failing
-/// with its text, and invalid params (rmcp's `Parameters<T>` that did not
-/// decode) are bad arguments, which the server answers in the mapping it is
-/// set to.
+/// with its text; invalid params (rmcp's `Parameters<T>` that did not decode)
+/// are bad arguments, which the server answers in the mapping it is set to; any
+/// other protocol error is the body failing with it, which the server answers
+/// as that error.
 fn outcome(
     response: Result<CallToolResponse, ErrorData>,
     structured: bool,
@@ -162,7 +163,8 @@ fn outcome(
             };
             return Err(error.into());
         }
-        Err(error) => return Err(error.message.into_owned().into()),
+        // Answered as the protocol error it is (see the server's error mapping).
+        Err(error) => return Err(error.into()),
     };
     if result.is_error == Some(true) {
         return Err(text_of(&result).into());

@@ -1,21 +1,34 @@
-//! The `everything` example, for now only its author's part ([`author::Author`]:
-//! prompts, resources, completions and logging) served over Streamable HTTP.
-//! A temporary harness: the example's tools handler, delegating the rest to
-//! `Author`, takes its place.
+//! The `everything` example: every server scenario of the official MCP
+//! conformance suite, served by toolgraft inside a server of an author's own.
+//!
+//! - The author's rmcp handler ([`author::Author`]) serves prompts, resources,
+//!   completions and logging, as any rmcp server does.
+//! - The toolset ([`tools`]) serves the tools beside it: toolgraft tools, and the
+//!   rmcp `#[tool_router]` of [`fixtures`] imported whole. `test_simple_text` is
+//!   served by its `timeout` branch and `test_tool_with_progress` by its `pool`
+//!   branch (its progress comes from a worker thread), each published under the
+//!   suite's name.
 //!
 //! Run: `cargo run -p toolgraft-mcp --features http --example everything -- --port 8931`
 //! (port 0, the default, takes a free port). It prints the endpoint's URL on
 //! stderr, e.g. `everything: MCP over HTTP at http://127.0.0.1:8931/mcp`; no
 //! token, loopback only.
 
-// The tools handler (to come) reads the session's log level and announces
-// resource updates; until then those parts of `Author` go unused.
-#[expect(dead_code, reason = "the tools handler is not written yet")]
+// Logging is deprecated by the newest protocol, and still what clients show.
+#![allow(deprecated)]
+
+// `Author`'s log-level handles and resource updates are its API for tools of
+// its own; this server's tools do not use them.
+#[allow(dead_code)]
 mod author;
+mod fixtures;
+mod tools;
 
 use std::process::ExitCode;
 
 use author::{Author, Subscriptions};
+use rmcp::model::Implementation;
+use toolgraft_mcp::ToolsetServer;
 use toolgraft_mcp::http::{Guard, McpHttp};
 
 const USAGE: &str = "usage: everything [--port PORT]";
@@ -29,8 +42,25 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let toolset = match tools::toolset() {
+        Ok(toolset) => toolset,
+        Err(error) => {
+            eprintln!("everything: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let tools = ToolsetServer::new(toolset);
     let subscriptions = Subscriptions::default();
-    let mcp = McpHttp::for_handler(move || Author::new_shared(&subscriptions), Guard::off());
+    let info = Implementation::new("toolgraft-everything", env!("CARGO_PKG_VERSION"));
+    // One server per session: the toolset's tools beside that session's Author.
+    let mcp = McpHttp::for_handler(
+        move || {
+            tools
+                .with_handler(Author::new_shared(&subscriptions))
+                .with_server_info(info.clone())
+        },
+        Guard::off(),
+    );
     let serving = match mcp.serve(([127, 0, 0, 1], port)).await {
         Ok(serving) => serving,
         Err(error) => {
