@@ -753,6 +753,65 @@ impl BindError {
 }
 
 impl ToolError {
+    /// The error as the client of a published name reads it: every layer's
+    /// name it carries is the name called (a client knows no other).
+    pub(crate) fn for_caller(self, called: &Name) -> Self {
+        let called = called.clone();
+        match self {
+            Self::InvalidArguments {
+                field,
+                kind,
+                problem,
+                ..
+            } => Self::InvalidArguments {
+                tool: called,
+                field,
+                kind,
+                problem,
+            },
+            Self::Body { source, .. } => Self::Body {
+                tool: called,
+                source,
+            },
+            Self::Panicked { message, .. } => Self::Panicked {
+                tool: called,
+                message,
+            },
+            Self::Refused {
+                extension, reason, ..
+            } => Self::Refused {
+                tool: called,
+                extension,
+                reason,
+            },
+            Self::TimedOut {
+                extension,
+                job,
+                after,
+                ..
+            } => Self::TimedOut {
+                tool: called,
+                extension,
+                job,
+                after,
+            },
+            Self::Relocation {
+                backend, reason, ..
+            } => Self::Relocation {
+                tool: called,
+                backend,
+                reason,
+            },
+            Self::Output { source, .. } => Self::Output {
+                tool: called,
+                source,
+            },
+            other => other,
+        }
+    }
+}
+
+impl ToolError {
     /// An extension's own error, as [`ToolError::Extension`]: what a third-party
     /// extension returns for a failure of its own that no other variant describes.
     ///

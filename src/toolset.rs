@@ -316,6 +316,19 @@ impl Toolset {
                 .into_iter()
                 .map(ComboDraft::finish)
                 .collect::<Result<Vec<_>, _>>()?;
+            // One combo once, as an edit holds them: bound twice, one `detach`
+            // would leave it attached.
+            for (at, combo) in combos.iter().enumerate() {
+                if combos[..at]
+                    .iter()
+                    .any(|earlier| earlier.elements == combo.elements)
+                {
+                    return Err(BindError::AlreadyAttached {
+                        tool: tool.clone(),
+                        combo: listed(&combo.elements),
+                    });
+                }
+            }
             changes.push((ToolGroup::new(base, combos), None));
         }
         if !changes.is_empty() {
@@ -588,7 +601,8 @@ impl Toolset {
             let catalog = self.read();
             (catalog.entries.get(name).cloned(), catalog.limits)
         };
-        self.call_entry(entry, None, name, args, limits).await
+        self.call_entry(entry, Called::Bound, name, args, limits)
+            .await
     }
 
     /// Calls a published name ([`Publish`]) with JSON arguments: the bound name
@@ -618,19 +632,37 @@ impl Toolset {
             let catalog = self.read();
             (catalog.published.get(name).cloned(), catalog.limits)
         };
-        let published = entry
-            .as_ref()
-            .filter(|entry| entry.info.name != name)
-            .and_then(|_| Name::new(name).ok());
-        self.call_entry(entry, published, name, args, limits).await
+        let called = match entry.as_ref().filter(|entry| entry.info.name != name) {
+            Some(_) => Name::new(name).map_or(Called::Published, Called::Alias),
+            None => Called::Published,
+        };
+        self.call_entry(entry, called, name, args, limits).await
     }
 
-    /// Calls `entry` (what `name` named, if anything), as `published` when a
-    /// published name other than its own was called.
+    /// Calls `entry` (what `name` named, if anything), as `called` says.
     async fn call_entry(
         &self,
         entry: Option<Arc<Entry>>,
-        published: Option<Name>,
+        called: Called,
+        name: &str,
+        args: Value,
+        limits: Limits,
+    ) -> Result<Value, ToolError> {
+        let alias = match &called {
+            Called::Alias(alias) => Some(alias.clone()),
+            Called::Bound | Called::Published => None,
+        };
+        let outcome = self.call_found(entry, &called, name, args, limits).await;
+        match alias {
+            Some(alias) => outcome.map_err(|error| error.for_caller(&alias)),
+            None => outcome,
+        }
+    }
+
+    async fn call_found(
+        &self,
+        entry: Option<Arc<Entry>>,
+        called: &Called,
         name: &str,
         args: Value,
         limits: Limits,
@@ -673,10 +705,10 @@ impl Toolset {
         // The bound name called is part of the call's context, for the layers and
         // the body (and their errors) deep in the combo.
         let current = Context::current();
-        let context = match published {
-            Some(published) => current.with(CallName(published)),
-            None if current.is_empty() => entry.called.clone(),
-            None => current.with(CallName(tool.clone())),
+        let context = match called {
+            Called::Alias(alias) => current.with(CallName(alias.clone())),
+            _ if current.is_empty() => entry.called.clone(),
+            _ => current.with(CallName(tool.clone())),
         };
         let call =
             context.scope(AssertUnwindSafe(entry.stack.call_json(tool, args)).catch_unwind());
@@ -687,7 +719,8 @@ impl Toolset {
                 kind: ArgsErrorKind::UnknownField,
                 problem,
             })) => {
-                let hint = self.taken_by_sibling(&entry.info, &field);
+                let clients = !matches!(called, Called::Bound);
+                let hint = self.taken_by_sibling(&entry.info, &field, clients);
                 Err(ToolError::InvalidArguments {
                     tool,
                     field: Some(field),
@@ -703,8 +736,10 @@ impl Toolset {
         }
     }
 
-    /// " (`arg` is a parameter of `x`)" when a sibling of `info` names `arg`.
-    fn taken_by_sibling(&self, info: &ToolInfo, arg: &str) -> String {
+    /// " (`arg` is a parameter of `x`)" when a sibling of `info` names `arg`;
+    /// for a client of published names, a sibling published under its own name
+    /// only (a client can call no other).
+    fn taken_by_sibling(&self, info: &ToolInfo, arg: &str, clients: bool) -> String {
         let catalog = self.read();
         let siblings = catalog
             .tools
@@ -713,6 +748,7 @@ impl Toolset {
             .flat_map(|group| &group.names);
         siblings
             .filter(|name| **name != info.name)
+            .filter(|name| !clients || catalog.published.contains_key(*name))
             .filter_map(|name| catalog.entries.get(name))
             .find(|entry| {
                 schema::property_names(&entry.info.input_schema)
@@ -1002,6 +1038,16 @@ impl BaseTools {
             .map(|base| base.running.base.clone())
             .collect()
     }
+}
+
+/// How a call named what it calls.
+enum Called {
+    /// By a bound name, in process.
+    Bound,
+    /// By a published name that is the bound name's own.
+    Published,
+    /// By a published name other than the bound name's: errors speak of it.
+    Alias(Name),
 }
 
 /// Every tool's published names after a change (`planned`, for the tools

@@ -25,6 +25,7 @@ mod metrics;
 mod naming;
 mod pass;
 mod publish;
+mod publish_clients;
 mod relocation;
 mod schemas;
 mod third_party;

@@ -143,6 +143,30 @@ fn json_with_tool(text: &str, tool: &str, combos: &[ComboSpec]) -> Result<String
     let key = serde_json::to_string(tool).map_err(|err| err.to_string())?;
     let at = tools.members.iter().position(|member| member.key == tool);
     let mut out = String::with_capacity(text.len() + 256);
+    // A tool written `{"combos": [...], "publish": ...}`: only its combos change,
+    // and what it publishes stays as the file says it.
+    if let Some(member) = at.map(|at| &tools.members[at])
+        && text[member.value.0..].starts_with('{')
+    {
+        scanner.at = member.value.0;
+        let entry = scanner.object()?;
+        let member = entry
+            .members
+            .iter()
+            .find(|member| member.key == "combos")
+            .ok_or("the tool's entry has no `combos`")?;
+        let old = &text[member.value.0..member.value.1];
+        let value = if combos.is_empty() {
+            "[]".to_owned()
+        } else {
+            let reused = old_json_combos(text, member.value);
+            json_combos(combos, layout_of(text, old, member), reused)?
+        };
+        out.push_str(&text[..member.value.0]);
+        out.push_str(&value);
+        out.push_str(&text[member.value.1..]);
+        return Ok(out);
+    }
     match (at, combos.is_empty()) {
         (Some(at), false) => {
             let member = &tools.members[at];
@@ -478,6 +502,20 @@ fn toml_with_tool(text: &str, tool: &str, combos: &[ComboSpec]) -> Result<String
         .get_mut("tools")
         .and_then(toml_edit::Item::as_table_like_mut)
         .ok_or("the manifest has no `tools` table")?;
+    // A tool written as a table with `combos` (and `publish`): only its combos
+    // change, and what it publishes stays as the file says it.
+    if let Some(entry) = tools
+        .get_mut(tool)
+        .and_then(toml_edit::Item::as_table_like_mut)
+    {
+        let value = match entry.get("combos").and_then(toml_edit::Item::as_value) {
+            _ if combos.is_empty() => toml_edit::Value::Array(toml_edit::Array::new()),
+            Some(old) => toml_combos(combos, old)?,
+            None => toml_value(&combos_value(combos))?,
+        };
+        entry.insert("combos", toml_edit::Item::Value(value));
+        return Ok(document.to_string());
+    }
     if combos.is_empty() {
         tools.remove(tool);
         return Ok(document.to_string());

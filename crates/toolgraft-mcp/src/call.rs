@@ -27,14 +27,15 @@
 //! from a test, a worker process) have none of it: [`McpCall::current`] is
 //! `None`, and reporting progress reaches no one.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestId, RequestMetaObject};
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 
 use toolgraft::context::{self, Context, Entry, InProcess, Progress, ProgressSink, Unkeyed};
 
@@ -131,9 +132,32 @@ impl Entry for McpCall {
 }
 
 /// How many progress reports wait for the client at most: a body reporting
-/// faster than they are sent loses the ones in between (a later report says
-/// more than an earlier one), and never waits.
+/// faster than they are sent loses the oldest waiting ones (a later report says
+/// more than an earlier one, and the last one is never lost), and never waits.
 const PROGRESS_QUEUE: usize = 64;
+
+/// The reports of one call on their way to the client, oldest first.
+#[derive(Default)]
+struct Reports {
+    waiting: Mutex<VecDeque<Progress>>,
+    arrived: Notify,
+}
+
+impl Reports {
+    fn push(&self, progress: Progress) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        if waiting.len() == PROGRESS_QUEUE {
+            waiting.pop_front();
+        }
+        waiting.push_back(progress);
+        drop(waiting);
+        self.arrived.notify_one();
+    }
+
+    fn take(&self) -> VecDeque<Progress> {
+        std::mem::take(&mut *self.waiting.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
 
 /// Runs `call` as the call of `request`: with its [`McpCall`], the principal the
 /// HTTP layer found, and, when the client sent a progress token, a
@@ -155,10 +179,16 @@ pub(crate) async fn serve<F: Future>(request: RequestContext<RoleServer>, call: 
     let Some(token) = token else {
         return context.scope(call).await;
     };
-    let (reports, mut queue) = mpsc::channel(PROGRESS_QUEUE);
-    let sink = ProgressSink::new(move |progress: Progress| {
-        // Full: this report is lost (see PROGRESS_QUEUE); closed: the call ended.
-        let _ = reports.try_send(progress);
+    let reports = Arc::new(Reports::default());
+    // Weak: a sink a body kept past its call (in a task of its own) reports to
+    // no one.
+    let sink = ProgressSink::new({
+        let reports = Arc::downgrade(&reports);
+        move |progress: Progress| {
+            if let Some(reports) = reports.upgrade() {
+                reports.push(progress);
+            }
+        }
     });
     let call = context.with(sink).scope(call);
     let send = |progress: Progress| {
@@ -174,13 +204,17 @@ pub(crate) async fn serve<F: Future>(request: RequestContext<RoleServer>, call: 
         tokio::select! {
             biased;
             output = &mut call => break output,
-            Some(progress) = queue.recv() => send(progress).await,
+            () = reports.arrived.notified() => {
+                for progress in reports.take() {
+                    send(progress).await;
+                }
+            }
         }
     };
-    // What the body reported before it returned goes before the reply; a sink a
-    // body kept past its call (in a task of its own) reports to no one.
-    queue.close();
-    while let Ok(progress) = queue.try_recv() {
+    // What the body reported before it returned goes before the reply.
+    let last = reports.take();
+    drop(reports);
+    for progress in last {
         send(progress).await;
     }
     output

@@ -71,9 +71,10 @@ pub(crate) fn to_mcp(
         // `Err(ErrorData)`, a missing client capability) is answered with it, as
         // rmcp answers for its own tools.
         ToolError::Body { source, .. } if source.downcast_ref::<ErrorData>().is_some() => {
-            Err(source.downcast_ref::<ErrorData>().cloned().unwrap_or_else(|| {
-                ErrorData::internal_error(message, None)
-            }))
+            Err(source
+                .downcast_ref::<ErrorData>()
+                .cloned()
+                .unwrap_or_else(|| ErrorData::internal_error(message, None)))
         }
         // `Body`, `Panicked`, `Refused`, `Relocation`, `TimedOut`, `Reported`,
         // `Extension`, `Output` (and variants newer than this crate): the tool ran

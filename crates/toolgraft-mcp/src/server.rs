@@ -67,6 +67,9 @@ pub struct ToolsetServer<H = ToolsOnly> {
     /// Shared by every session's server: a session copies none of it. With a
     /// handler, its info with the tools capability added.
     info: Arc<ServerConfig>,
+    /// What `with_server_info` and `with_instructions` set, which win over a
+    /// handler's own.
+    overrides: Arc<Overrides>,
     /// What the server answers besides the toolset's tools.
     handler: H,
     /// Whether the handler has tools of its own, listed and called after the
@@ -182,7 +185,14 @@ impl<H> std::fmt::Debug for ToolsetServer<H> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ToolsOnly;
 
-impl ServerHandler for ToolsOnly {}
+impl ServerHandler for ToolsOnly {
+    /// A server named `toolgraft`, with this crate's version, and no capability
+    /// but the toolset's tools (which its server adds).
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::default())
+            .with_server_info(Implementation::new("toolgraft", env!("CARGO_PKG_VERSION")))
+    }
+}
 
 impl ToolsetServer {
     /// A server for `toolset`, named `toolgraft` with this crate's version (the
@@ -207,6 +217,7 @@ impl ToolsetServer {
             changes: toolset.changes(),
             toolset,
             info: Arc::new(info),
+            overrides: Arc::default(),
             handler: ToolsOnly,
             handler_tools: false,
             bad_arguments: BadArguments::default(),
@@ -258,12 +269,13 @@ impl ToolsetServer {
     pub fn with_handler<H: ServerHandler>(&self, handler: H) -> ToolsetServer<H> {
         let mut info = handler.get_info();
         let handler_tools = info.capabilities.tools.is_some();
-        let mut tools = info.capabilities.tools.take().unwrap_or_default();
-        tools.list_changed = Some(true);
-        info.capabilities.tools = Some(tools);
+        self.overrides
+            .apply(&mut info.server_info, &mut info.instructions);
+        add_tools(&mut info.capabilities);
         ToolsetServer {
             toolset: self.toolset.clone(),
             info: Arc::new(info),
+            overrides: self.overrides.clone(),
             handler,
             handler_tools,
             bad_arguments: self.bad_arguments,
@@ -287,6 +299,7 @@ impl<H> ToolsetServer<H> {
         Self {
             toolset: self.toolset.clone(),
             info: self.info.clone(),
+            overrides: self.overrides.clone(),
             handler: self.handler.clone(),
             handler_tools: self.handler_tools,
             bad_arguments: self.bad_arguments,
@@ -308,7 +321,8 @@ impl<H> ToolsetServer<H> {
     /// assert_eq!(server.get_info().server_info.name, "weather-server");
     /// ```
     pub fn with_server_info(mut self, server_info: Implementation) -> Self {
-        Arc::make_mut(&mut self.info).server_info = server_info;
+        Arc::make_mut(&mut self.info).server_info = server_info.clone();
+        Arc::make_mut(&mut self.overrides).server_info = Some(server_info);
         self
     }
 
@@ -321,7 +335,9 @@ impl<H> ToolsetServer<H> {
     /// assert_eq!(server.get_info().instructions.as_deref(), Some("Ask for weather."));
     /// ```
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
-        Arc::make_mut(&mut self.info).instructions = Some(instructions.into());
+        let instructions = instructions.into();
+        Arc::make_mut(&mut self.info).instructions = Some(instructions.clone());
+        Arc::make_mut(&mut self.overrides).instructions = Some(instructions);
         self
     }
 
@@ -499,6 +515,31 @@ impl<H> ToolsetServer<H> {
     }
 }
 
+/// What a server was told to say of itself, over what its handler says.
+#[derive(Clone, Debug, Default)]
+struct Overrides {
+    server_info: Option<Implementation>,
+    instructions: Option<String>,
+}
+
+impl Overrides {
+    fn apply(&self, server_info: &mut Implementation, instructions: &mut Option<String>) {
+        if let Some(set) = &self.server_info {
+            server_info.clone_from(set);
+        }
+        if let Some(set) = &self.instructions {
+            *instructions = Some(set.clone());
+        }
+    }
+}
+
+/// The `tools` capability with `listChanged` added to what a handler declares.
+fn add_tools(capabilities: &mut ServerCapabilities) {
+    let mut tools = capabilities.tools.take().unwrap_or_default();
+    tools.list_changed = Some(true);
+    capabilities.tools = Some(tools);
+}
+
 /// Methods that are not about tools, answered by the handler as they came.
 macro_rules! forward {
     ($($(#[$attr:meta])* $method:ident($($arg:ident: $ty:ty),*) -> $out:ty;)+) => {$(
@@ -533,10 +574,9 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         // The handler negotiates (and does what else it does at initialize);
         // the server says what it is as a whole.
         let mut result = self.handler.initialize(request, context).await?;
-        let info = &*self.info;
-        result.capabilities.clone_from(&info.capabilities);
-        result.server_info.clone_from(&info.server_info);
-        result.instructions.clone_from(&info.instructions);
+        add_tools(&mut result.capabilities);
+        self.overrides
+            .apply(&mut result.server_info, &mut result.instructions);
         Ok(result)
     }
 
@@ -561,19 +601,25 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let shape = OutputShape::for_protocol(context.protocol_version().as_ref());
-        let mut tools = self.list(shape);
-        if self.handler_tools {
-            let theirs = self.handler.list_tools(request, context).await?;
-            let own = tools.len();
-            let unbound = |tool: &Tool| {
-                tools[..own]
-                    .binary_search_by(|ours| ours.name.cmp(&tool.name))
-                    .is_err()
-            };
-            let theirs: Vec<Tool> = theirs.tools.into_iter().filter(unbound).collect();
-            tools.extend(theirs);
+        if !self.handler_tools {
+            return Ok(ListToolsResult::with_all_items(self.list(shape)));
         }
-        Ok(ListToolsResult::with_all_items(tools))
+        // The toolset's tools come first, whole, on the first page; the handler's
+        // follow, page by page as it pages them, under names the toolset does
+        // not bind (published or hidden: a hidden name is still the toolset's).
+        let first_page = request
+            .as_ref()
+            .is_none_or(|request| request.cursor.is_none());
+        let mut theirs = self.handler.list_tools(request, context).await?;
+        theirs
+            .tools
+            .retain(|tool| !self.toolset.contains(&tool.name));
+        if first_page {
+            let mut tools = self.list(shape);
+            tools.append(&mut theirs.tools);
+            theirs.tools = tools;
+        }
+        Ok(theirs)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -584,7 +630,9 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         let found = listing.binary_search_by(|tool| tool.name.as_ref().cmp(name));
         match found {
             Ok(index) => Some(listing[index].clone()),
-            Err(_) if self.handler_tools => self.handler.get_tool(name),
+            Err(_) if self.handler_tools && !self.toolset.contains(name) => {
+                self.handler.get_tool(name)
+            }
             Err(_) => None,
         }
     }
@@ -594,7 +642,7 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if self.handler_tools && !self.toolset.is_published(&request.name) {
+        if self.handler_tools && !self.toolset.contains(&request.name) {
             return self.handler.call_tool(request, context).await;
         }
         let shape = OutputShape::for_protocol(context.protocol_version().as_ref());

@@ -4,9 +4,9 @@
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
-    CreateMessageRequestParams, ElicitRequest, ElicitRequestParams, ElicitationAction,
-    ElicitationSchema, InputRequest, InputRequests, InputRequiredResult, LoggingMessageNotificationParam, SamplingMessage,
+    CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, CreateMessageRequestParams,
+    ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest,
+    InputRequests, InputRequiredResult, LoggingMessageNotificationParam, SamplingMessage,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer, tool, tool_router};
@@ -157,8 +157,9 @@ impl Fixtures {
     #[tool(description = "Logs at the level the request asks for, and only then.")]
     async fn test_logging_tool(&self, context: RequestContext<RoleServer>) -> CallToolResult {
         if let Some(level) = context.meta.log_level() {
-            let message = LoggingMessageNotificationParam::new(level, json!("logLevel was requested"))
-                .with_logger("everything");
+            let message =
+                LoggingMessageNotificationParam::new(level, json!("logLevel was requested"))
+                    .with_logger("everything");
             let _ = context.peer.notify_logging_message(message).await;
         }
         CallToolResult::success(vec![ContentBlock::text("Logging tool completed")])
@@ -194,7 +195,12 @@ impl Fixtures {
 
 /// Asks the client's user `message` for values of `schema`, and says what came
 /// back after `said`.
-async fn elicit(peer: &Peer<RoleServer>, message: String, schema: Value, said: &str) -> CallToolResult {
+async fn elicit(
+    peer: &Peer<RoleServer>,
+    message: String,
+    schema: Value,
+    said: &str,
+) -> CallToolResult {
     let schema: ElicitationSchema = match serde_json::from_value(schema) {
         Ok(schema) => schema,
         Err(error) => return failed(format!("Elicitation schema: {error}")),

@@ -31,7 +31,9 @@ pub fn toolset() -> Result<Toolset, Box<dyn Error>> {
     toolset.bind(fixtures.iter().map(|tool| tool.combo()).collect::<Vec<_>>())?;
     let changes = toolset.downgrade();
     toolset.bind((
-        simple_text()?.combo().with(Timeout::new(Duration::from_secs(10))),
+        simple_text()?
+            .combo()
+            .with(Timeout::new(Duration::from_secs(10))),
         // Its progress comes from a worker thread of the pool.
         progress()?.combo().with(Pool::new(2)?),
         embedded_resource()?.combo(),

@@ -1,0 +1,308 @@
+//! The toolset beside an author's handler, where the two could step on each
+//! other: names the toolset hides, the handler's paged tools, the server's
+//! info at `initialize`, and a body's progress reported faster than it is sent.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolRequestParams, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, RequestMetaObject,
+    ServerCapabilities, ServerConfig, Tool as McpTool,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::{
+    ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient, RoleServer,
+    ServerHandler, ServiceExt, tool, tool_handler, tool_router,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolgraft::context::{self, Progress};
+use toolgraft::ext::Cache;
+use toolgraft::prelude::*;
+use toolgraft::toolset::Publish;
+use toolgraft_mcp::{ToolsetServer, import};
+
+#[derive(Clone)]
+struct Notes {
+    searches: Arc<AtomicUsize>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Search {
+    query: String,
+}
+
+#[tool_router]
+impl Notes {
+    fn new() -> Self {
+        Self {
+            searches: Arc::default(),
+        }
+    }
+
+    #[tool(description = "Search the notes.")]
+    async fn search(&self, Parameters(search): Parameters<Search>) -> String {
+        self.searches.fetch_add(1, Ordering::SeqCst);
+        format!("1 note says {}", search.query)
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for Notes {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_prompts()
+            .build();
+        ServerConfig::new(capabilities)
+    }
+}
+
+#[derive(Clone, Default)]
+struct Client {
+    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+}
+
+impl ClientHandler for Client {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+}
+
+type Connection = RunningService<RoleClient, Client>;
+
+async fn connect<S: ServerHandler>(server: S) -> Connection {
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    within(
+        "connecting",
+        Client::default().serve_with_lifecycle(client_io, ClientLifecycleMode::Initialize),
+    )
+    .await
+    .expect("the client connects")
+}
+
+async fn within<F: Future>(what: &str, future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(30), future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out: {what}"))
+}
+
+fn args(value: Value) -> JsonObject {
+    value.as_object().cloned().expect("arguments are an object")
+}
+
+fn request(name: &'static str, arguments: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(name).with_arguments(args(arguments))
+}
+
+async fn names(client: &Connection) -> Vec<String> {
+    within("listing", client.list_all_tools())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|tool| tool.name.to_string())
+        .collect()
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Steps {
+    steps: u32,
+}
+
+/// A body that reports every step without yielding in between (a tight loop
+/// over an in-memory job): the reports pile up before the server can send any.
+fn stepper() -> impl toolgraft::tool::BaseTool + Clone {
+    Tool::builder()
+        .name("steps")
+        .description("Work in steps.")
+        .body(|input: Steps| async move {
+            for step in 1..=input.steps {
+                context::report_progress(Progress::new(step.into()).of(input.steps.into()));
+            }
+            Ok("done")
+        })
+        .build()
+        .unwrap()
+}
+
+/// call.rs says a body reporting faster than the client is sent "loses the
+/// ones in between (a later report says more than an earlier one)"; the queue
+/// keeps the first 64 and drops every later one, the final `200 of 200`
+/// included, so the client's progress bar stops at 64 of 200.
+#[tokio::test]
+async fn the_last_progress_report_is_never_the_one_dropped() {
+    let toolset = Toolset::new();
+    toolset.bind((stepper().combo(),)).unwrap();
+    let client = connect(ToolsetServer::new(toolset)).await;
+    let token = rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(1));
+    let mut params = request("steps", json!({"steps": 200}));
+    params.meta = Some(RequestMetaObject::with_progress_token(token));
+    within("calling", client.call_tool(params)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let progress = client.service().progress.lock().unwrap().clone();
+    let last = progress.last().map(|p| p.progress);
+    assert_eq!(
+        last,
+        Some(200.0),
+        "{} reports reached the client, the last being {last:?}",
+        progress.len()
+    );
+    client.cancel().await.unwrap();
+}
+
+/// The documented way to serve the toolset beside the author's handler, where
+/// the author also imported the handler's tools to give them combos, and
+/// publishes only the cached branch. `with_handler`'s docs: the handler's own
+/// tools are listed "under names the toolset does not bind". The toolset binds
+/// `search` (hidden), yet the handler's raw, uncached `search` is listed and
+/// called: hiding a base re-exposes it without its combo.
+#[tokio::test]
+async fn a_name_the_toolset_binds_but_hides_is_not_the_handlers() {
+    let notes = Notes::new();
+    let tools = import::tools(Notes::tool_router(), notes.clone()).unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind(
+            tools
+                .iter()
+                .map(|tool| tool.combo().with(Cache::default()))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+    toolset
+        .edit()
+        .publish("search", Publish::Outermost)
+        .commit()
+        .unwrap();
+    assert!(toolset.contains("search") && !toolset.is_published("search"));
+
+    let client = connect(ToolsetServer::new(toolset).with_handler(notes.clone())).await;
+    let listed = names(&client).await;
+    assert_eq!(listed, ["search_cache"], "the raw base is back: {listed:?}");
+    let raw = within(
+        "calling",
+        client.call_tool(request("search", json!({"query": "tea"}))),
+    )
+    .await;
+    assert!(raw.is_err(), "{raw:?}");
+    assert_eq!(notes.searches.load(Ordering::SeqCst), 0);
+    client.cancel().await.unwrap();
+}
+
+/// A handler of its own with no server name or instructions.
+#[derive(Clone)]
+struct Prompts;
+
+impl ServerHandler for Prompts {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_prompts().build())
+    }
+}
+
+/// `with_handler(&self)` is made to be called per session on a template server;
+/// it keeps the template's `with_bad_arguments` but drops its
+/// `with_server_info` and `with_instructions`: the session calls itself `rmcp`
+/// and gives the model no instructions.
+#[test]
+fn with_handler_keeps_the_templates_server_info_and_instructions() {
+    let template = ToolsetServer::new(Toolset::new())
+        .with_server_info(Implementation::new("weather", "1.2.0"))
+        .with_instructions("Ask for weather.");
+    let session = template.with_handler(Prompts);
+    let info = session.get_info();
+    assert_eq!(info.server_info.name, "weather");
+    assert_eq!(info.instructions.as_deref(), Some("Ask for weather."));
+}
+
+/// A handler whose `initialize` says something for this client: what it
+/// answers at `initialize` is overwritten with what its `get_info` said once,
+/// when `with_handler` ran.
+#[derive(Clone)]
+struct PerClient;
+
+impl ServerHandler for PerClient {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_prompts().build())
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        let mut result = self.negotiate_initialize(&request)?;
+        result.instructions = Some(format!("Hello, {}.", request.client_info.name));
+        context.peer.set_peer_info(request);
+        Ok(result)
+    }
+}
+
+#[tokio::test]
+async fn initialize_keeps_what_the_handler_answered() {
+    let client = connect(ToolsetServer::new(Toolset::new()).with_handler(PerClient)).await;
+    let name = ClientHandler::get_info(client.service()).client_info.name;
+    let info = client.peer_info().unwrap();
+    assert_eq!(
+        info.instructions.as_deref(),
+        Some(format!("Hello, {name}.").as_str())
+    );
+    client.cancel().await.unwrap();
+}
+
+/// A handler that pages its tools (rmcp's cursor): the merged list answers
+/// every page as the whole list, so the handler's later pages are lost.
+#[derive(Clone)]
+struct Paged;
+
+impl ServerHandler for Paged {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tool = |name: &'static str| {
+            McpTool::new(
+                name,
+                "A tool of the handler's.",
+                Arc::new(JsonObject::new()),
+            )
+        };
+        let cursor = request.and_then(|request| request.cursor);
+        Ok(match cursor.as_deref() {
+            None => ListToolsResult {
+                tools: vec![tool("first")],
+                next_cursor: Some("2".into()),
+                ..ListToolsResult::default()
+            },
+            Some(_) => ListToolsResult::with_all_items(vec![tool("second")]),
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_handlers_paged_tools_are_all_listed_once() {
+    let toolset = Toolset::new();
+    toolset.bind((stepper().combo(),)).unwrap();
+    let client = connect(ToolsetServer::new(toolset).with_handler(Paged)).await;
+    let listed = names(&client).await;
+    assert_eq!(listed, ["steps", "first", "second"]);
+    client.cancel().await.unwrap();
+}
