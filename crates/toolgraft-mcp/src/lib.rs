@@ -1,4 +1,5 @@
-//! Serve a [`Toolset`] over MCP with [`rmcp`], the official Rust SDK.
+//! Serve a [`Toolset`](toolgraft::Toolset) over MCP with [`rmcp`], the official Rust SDK, alone
+//! or inside an rmcp server of your own.
 //!
 //! Depend on `rmcp` yourself, with the same minor version (`~3.11`) and the
 //! transports you serve over (`transport-io` for stdio); toolgraft enables only its
@@ -6,29 +7,45 @@
 //!
 //! Over HTTP, the `http` feature's `toolgraft_mcp::http` module serves it on MCP's
 //! Streamable HTTP transport (an axum router, or a loopback server of its own), with
-//! sessions, DNS-rebinding protection and an optional bearer token.
+//! s//! [`ToolsetServer`] is an rmcp [`ServerHandler`](rmcp::ServerHandler) built from the
+//! toolset at run time: every published name (all bound names unless the tool says
+//! otherwise: [`Publish`](toolgraft::toolset::Publish)) is an MCP tool, listed from
+//! [`Toolset::published`](toolgraft::Toolset::published) on each `tools/list` and
+//! called through [`Toolset::call_published`](toolgraft::Toolset::call_published)
+//! by name, so live changes ([`Toolset::edit`](toolgraft::Toolset::edit),
+//! `apply_manifest`) show in the next `tools/list`, and the server tells the client
+//! with `notifications/tools/list_changed`.
 //!
-//! [`ToolsetServer`] is an rmcp [`ServerHandler`] built from the toolset at run time:
-//! every bound name (bases and every branch) is an MCP tool, listed from
-//! [`Toolset::tools`] on each `tools/list` and called through [`Toolset::call`] by
-//! name, so live changes ([`Toolset::edit`], `apply_manifest`)
-//! show in the next `tools/list`, and the server tells the client with
-//! `notifications/tools/list_changed`.
+//! Inside a server of your own:
 //!
-//! What a client sees of a bound name:
+//! * [`ToolsetServer::with_handler`] serves the toolset's tools beside your rmcp
+//!   handler's prompts, resources, completions, logging and tools: every other
+//!   request goes to your handler as it came.
+//! * [`import::tools`] brings an rmcp `#[tool_router]` in as base tools (names,
+//!   schemas, title, annotations, icons and `_meta` kept), for combos to apply to.
+//! * [`call::McpCall`] is the MCP request of the current call, in the
+//!   [call context](toolgraft::context) a body and every extension read: its id and
+//!   `_meta`, the peer (elicitation, sampling, logging), cancellation and the HTTP
+//!   request; [`toolgraft::context::report_progress`] reaches the client's progress
+//!   token, from a pool thread too; `McpHttp::with_principal` (feature `http`)
+//!   sets the caller's [`Principal`](toolgraft::context::Principal).
 //!
-//! * `name`, `description`, and `inputSchema` (with `"type": "object"` added when the
-//!   root schema has no `type`: MCP requires it, and [`Toolset::call`] only takes an
-//!   object anyway, so it narrows nothing).
+//! What a client sees of a published name:
+//!
+//! * `name` (the published one), `description`, and `inputSchema` (with `"type":
+//!   "object"` added when the root schema has no `type`: MCP requires it, and a call
+//!   by name only takes an object anyway, so it narrows nothing).
+//! * `title`, `annotations`, `icons` and `_meta`: the base tool's
+//!   [`Presentation`](toolgraft::tool::Presentation), on every branch.
 //! * `outputSchema`: the name's output schema (inherited by [output-schema](toolgraft::rulebook#output-schema)), see
-//!   [`OutputShape`] for schemas that are not objects.
+//!   [`OutputShape`] for schemas that are not objects; none for [`McpContent`].
 //! * Calls: a result is returned as `structuredContent` plus its JSON as text when the
-//!   tool advertises an output schema; otherwise as text only (a string result is the
-//!   text itself, anything else its JSON).
+//!   tool advertises an output schema; an [`McpContent`] as its blocks; otherwise as
+//!   text only (a string result is the text itself, anything else its JSON).
 //!
 //! Errors map the way MCP separates them:
 //!
-//! | [`ToolError`] | MCP |
+//! | [`ToolError`](toolgraft::ToolError) | MCP |
 //! |---|---|
 //! | `InvalidArguments` | JSON-RPC error `-32602` (invalid params); `data` = `{tool, field, kind}`; or, with [`BadArguments::AsToolResult`], a result with `isError: true`, the same message as text and the same data in `_meta` under [`ERROR_META`] |
 //! | `UnknownTool` | JSON-RPC error `-32602` (invalid params); `data` = `{tool}` |
@@ -36,7 +53,7 @@
 //! | `Body`, `Panicked`, `Refused`, `Relocation`, `TimedOut`, `Reported`, `Extension`, `Output` | a result with `isError: true` and the error's message as text |
 //!
 //! An error that cites a section of the [rulebook](toolgraft::rulebook)
-//! ([`ToolError::rule`]) names it too, as its [`Rule`] string: in the error's `data`
+//! ([`ToolError::rule`](toolgraft::ToolError::rule)) names it too, as its [`Rule`](toolgraft::rulebook::Rule) string: in the error's `data`
 //! as `rule`, or in the result's `_meta` under [`RULE_META`] (`"toolgraft/rule"`).
 //!
 //! Bad arguments and unknown names are the caller's request being wrong, which MCP

@@ -130,7 +130,7 @@ pub const RULE_META: &str = "toolgraft/rule";
 /// ```
 pub const ERROR_META: &str = "toolgraft/error";
 
-/// How a call with bad arguments is answered ([`ToolsetServer::with_bad_arguments`]).
+/// How a call with bad arguments is answered ([`ToolsetServer::with_bad_arguments`](crate::ToolsetServer::with_bad_arguments)).
 ///
 /// ```
 /// use toolgraft_mcp::BadArguments;

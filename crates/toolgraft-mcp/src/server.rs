@@ -61,7 +61,7 @@ use crate::tool::{OutputShape, Rendering, published_tool};
 /// # Ok(()) }
 /// ```
 ///
-/// See the [module docs](self) for an in-process round trip.
+/// See the [crate docs](crate) for an in-process round trip.
 pub struct ToolsetServer<H = ToolsOnly> {
     toolset: Toolset,
     /// Shared by every session's server: a session copies none of it. With a
@@ -422,7 +422,7 @@ impl<H> ToolsetServer<H> {
     }
 
     /// Calls a bound name for a client on `shape`: what `tools/call` returns, with
-    /// errors mapped as the [module docs](self) say. For a handler of your own.
+    /// errors mapped as the [crate docs](crate) say. For a handler of your own.
     ///
     /// ```
     /// # use serde_json::json;

@@ -68,7 +68,7 @@ impl OutputShape {
 }
 
 /// The MCP tool for a bound name, as a client on `shape` sees it (see the
-/// [module docs](self) for what goes where).
+/// [crate docs](crate) for what goes where).
 ///
 /// ```
 /// use serde_json::json;
