@@ -860,7 +860,8 @@ impl Toolset {
         self.read().published.contains_key(name)
     }
 
-    /// The bound name a published name calls, if it is published.
+    /// What a published name calls, if it is published: the bound name behind it
+    /// and what clients see of that.
     ///
     /// ```
     /// # use toolgraft::{Tool, Toolset};
@@ -869,7 +870,7 @@ impl Toolset {
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo(),))?;
-    /// assert_eq!(toolset.resolve("shout").unwrap(), "shout");
+    /// assert_eq!(toolset.resolve("shout").unwrap().name, "shout");
     /// assert!(toolset.resolve("whisper").is_none());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
