@@ -23,7 +23,7 @@ use toolgraft::Toolset;
 use toolgraft::ext::{Cache, Timeout};
 use toolgraft::toolset::Publish;
 use toolgraft_mcp::http::{Guard, McpHttp};
-use toolgraft_mcp::{ToolsetServer, import};
+use toolgraft_mcp::{BadArguments, ToolsetServer, import};
 
 #[derive(Clone, Default)]
 struct Notes {
@@ -156,7 +156,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .publish("add", Publish::only([("add", "add_timeout")])?)
         .commit()?;
-    let server = ToolsetServer::new(toolset).with_handler(notes);
+    // `--bad-arguments-as-results`: bad arguments as `isError` results the model
+    // reads (what rmcp's own tools answer), not `-32602` errors.
+    let mut server = ToolsetServer::new(toolset);
+    if std::env::args().any(|arg| arg == "--bad-arguments-as-results") {
+        server = server.with_bad_arguments(BadArguments::AsToolResult);
+    }
+    let server = server.with_handler(notes);
     let port = std::env::args()
         .skip_while(|arg| arg != "--port")
         .nth(1)
