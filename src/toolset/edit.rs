@@ -72,6 +72,28 @@ impl Toolset {
             .map(|attached| attached.elements)
             .collect())
     }
+
+    /// What the bound base tool `tool` publishes ([`Publish`]), as an
+    /// [`Edit::publish`] or a manifest set it. A branch or an unknown name is
+    /// refused, as for a change.
+    ///
+    /// ```
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::ext::Trace;
+    /// use toolgraft::toolset::Publish;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo().with(Trace),))?;
+    /// assert_eq!(toolset.publication("shout")?, Publish::All);
+    /// toolset.edit().publish("shout", Publish::Outermost).commit()?;
+    /// assert_eq!(toolset.publication("shout")?, Publish::Outermost);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn publication(&self, tool: &str) -> Result<Publish, BindError> {
+        Ok(self.group(tool)?.publish)
+    }
 }
 
 /// A change of bound tools, from [`Toolset::edit`]: steps that

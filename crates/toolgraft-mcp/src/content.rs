@@ -20,6 +20,10 @@ pub(crate) const CONTENT_KEYWORD: &str = "x-toolgraft-mcp-content";
 /// pool) keep it too, so a cached image is still an image; a layer that
 /// reshapes the output (a batch) makes it JSON, which a client reads as text.
 ///
+/// It is a success to every layer (a cache keeps it, metrics count it so):
+/// fail with `Err(..)` for a failure, which the server answers `isError`, rather
+/// than with a `CallToolResult::error` inside.
+///
 /// ```
 /// use rmcp::model::ContentBlock;
 /// use toolgraft_mcp::McpContent;
