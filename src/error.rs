@@ -455,7 +455,7 @@ pub enum BindError {
     /// [`Limits::max_published_len`](crate::limits::Limits::max_published_len)
     /// ([published-names](crate::rulebook#published-names)).
     #[error(
-        "`{tool}` would publish `{published}` (served by `{bound}`), {len} bytes long, over the limit of {limit} for published names; publish it under a shorter name (`Publish::only([(\"short\", \"{bound}\")])`, or `\"publish\"` in the manifest), publish only the outermost branches, or raise the limit with `Limits::with_max_published_len` (rule `published-names` in `toolgraft::rulebook`)"
+        "`{tool}` would publish `{published}` (served by `{bound}`), {len} bytes long, over the limit of {limit} for published names; publish it under a shorter name (`Publish::only([(\"short\", \"{bound}\")])` with `Toolset::bind_publishing` or `Edit::publish`, or `\"publish\"` in the manifest), publish only the outermost branches, or raise the limit with `Limits::with_max_published_len` (rule `published-names` in `toolgraft::rulebook`)"
     )]
     PublishedTooLong {
         /// The tool.

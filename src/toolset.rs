@@ -276,6 +276,35 @@ impl Toolset {
     /// Toolset::new().bind((shout.clone(),)); // `Tool<..>` is not a combo
     /// ```
     pub fn bind<C: Combos>(&self, combos: C) -> Result<C::Branches, BindError> {
+        self.bind_publishing(combos, [])
+    }
+
+    /// [`bind`](Toolset::bind), with what some of the tools publish
+    /// ([`Publish`]) set in the same step: clients never see the names the
+    /// publication hides, and a branch too long to publish under its own name
+    /// ([`Limits::max_published_len`]) binds under an alias. A publication for a
+    /// tool the combos do not bind is refused ([`BindError::UnknownTool`]).
+    ///
+    /// ```
+    /// use toolgraft::{Tool, Toolset};
+    /// use toolgraft::ext::Trace;
+    /// use toolgraft::limits::Limits;
+    /// use toolgraft::toolset::Publish;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+    /// let ping = Tool::builder().name("ping").description("Answer pong.")
+    ///     .body(|_: Ping| async { Ok("pong") }).build()?;
+    /// let toolset = Toolset::with_limits(Limits::default().with_max_published_len(12))?;
+    /// let deep = ping.combo().with(Trace).with(Trace); // `ping_trace_trace`: 16 bytes
+    /// toolset.bind_publishing((deep,), [("ping", Publish::only([("ping", "ping_trace_trace")])?)])?;
+    /// assert_eq!(toolset.resolve("ping").unwrap().name, "ping_trace_trace");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn bind_publishing<'a, C: Combos>(
+        &self,
+        combos: C,
+        publications: impl IntoIterator<Item = (&'a str, Publish)>,
+    ) -> Result<C::Branches, BindError> {
+        let mut publications: Vec<(&str, Publish)> = publications.into_iter().collect();
         let mut drafts = Vec::new();
         let branches = combos.into_drafts(&mut drafts);
         // One group per base tool, in the order the combos name them.
@@ -329,7 +358,20 @@ impl Toolset {
                     });
                 }
             }
-            changes.push((ToolGroup::new(base, combos), None));
+            let publish = publications
+                .iter()
+                .position(|(name, _)| *name == tool.as_str())
+                .map(|at| publications.swap_remove(at).1);
+            let mut group = ToolGroup::new(base, combos);
+            if let Some(publish) = publish {
+                group.publish = publish;
+            }
+            changes.push((group, None));
+        }
+        if let Some((tool, _)) = publications.first() {
+            return Err(BindError::UnknownTool {
+                tool: shorten(tool).into_owned(),
+            });
         }
         if !changes.is_empty() {
             self.install(changes)?;

@@ -284,3 +284,30 @@ fn a_change_of_what_is_published_is_a_change_clients_hear_of() {
         .unwrap();
     assert!(*changes.borrow() > before);
 }
+
+#[test]
+fn typed_combos_bind_with_what_they_publish_in_one_step() {
+    let toolset = Toolset::new();
+    let changes = toolset.changes();
+    let before = *changes.borrow();
+    let alias = Publish::only([("search", "search_cache_trace")]).unwrap();
+    toolset
+        .bind_publishing(
+            (search().combo().with(Cache::default()).with(Trace),),
+            [("search", alias)],
+        )
+        .unwrap();
+    // One change: no client ever listed the base or the hidden branches.
+    assert_eq!(*changes.borrow(), before + 1);
+    assert_eq!(
+        published(&toolset),
+        pairs(&[("search", "search_cache_trace")])
+    );
+
+    let unknown = toolset.bind_publishing((ping().combo(),), [("pong", Publish::Outermost)]);
+    assert!(
+        matches!(unknown, Err(BindError::UnknownTool { .. })),
+        "{unknown:?}"
+    );
+    assert!(!toolset.contains("ping"), "nothing of the call is bound");
+}
