@@ -437,6 +437,22 @@ pub enum BindError {
         fits: usize,
     },
 
+    /// An element pins a param that is not one of its reserved params
+    /// ([reserved-params](crate::rulebook#reserved-params)).
+    #[error(
+        "`{extension}` (on `{tool}`) pins `{param}`, which is not one of its reserved params (it reserves: {reserved}); pin only those, or set the extension's config instead (rule `reserved-params` in `toolgraft::rulebook`)"
+    )]
+    PinNotReserved {
+        /// The tool.
+        tool: Name,
+        /// The extension.
+        extension: Name,
+        /// The param it pins (shortened).
+        param: String,
+        /// The params it reserves, listed.
+        reserved: String,
+    },
+
     /// A tool publishes a name its bound names do not include
     /// ([published-names](crate::rulebook#published-names)).
     #[error(
@@ -734,7 +750,8 @@ impl BindError {
             | Self::ConfigNotAccepted { .. }
             | Self::InvalidConfig { .. } => Rule::Config,
             Self::WrapperChangedSchema { .. } => Rule::WrapperInputSchema,
-            Self::ReservedParamExists { .. }
+            Self::PinNotReserved { .. }
+            | Self::ReservedParamExists { .. }
             | Self::ReservedParamNotInline { .. }
             | Self::MalformedSchema { .. } => Rule::ReservedParams,
             Self::TransformerSchemaNotConcrete { .. } => Rule::TransformerInputSchema,

@@ -99,6 +99,11 @@
 //! the layer input already has is refused (it would mask a real parameter), and so
 //! is one that is not an inline JSON type. Parameters a transformer or backend adds
 //! beside its layer input's follow the same rule.
+//! An operator may pin a wrapper's reserved params in a manifest
+//! (`{"name": "cache", "pin": {"exp": 60}}`): a pinned param is not in the input
+//! schema of its branch or of any branch above, a call that sends it is refused
+//! (`unknown field`), and every call passes the pinned value. Only the element's
+//! own reserved params can be pinned.
 //!
 //! # transformer-input-schema
 //! A transformer presents its own concrete input schema: an object with named

@@ -733,7 +733,7 @@ impl Toolset {
                 ),
             });
         }
-        let args = match args {
+        let mut args = match args {
             Value::Object(args) => args,
             Value::Null => Args::new(),
             other => {
@@ -744,6 +744,18 @@ impl Toolset {
                 return Err(ArgsError::whole(problem).for_tool(tool));
             }
         };
+        // The operator's pinned params: never the caller's, always passed.
+        if !entry.pinned.is_empty() {
+            if let Some(param) = args.keys().find(|param| entry.pinned.contains_key(*param)) {
+                return Err(ToolError::InvalidArguments {
+                    tool: tool.clone(),
+                    field: Some(param.clone()),
+                    kind: ArgsErrorKind::UnknownField,
+                    problem: format!("unknown field `{param}`: the operator pins it"),
+                });
+            }
+            args.extend(entry.pinned.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
         // The bound name called is part of the call's context, for the layers and
         // the body (and their errors) deep in the combo.
         let current = Context::current();

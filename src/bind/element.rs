@@ -25,6 +25,11 @@ pub struct ElementSpec {
     /// name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config: Option<Map<String, Value>>,
+    /// Reserved params the operator pins: not advertised to the model, refused
+    /// from it, and passed with these values on every call
+    /// ([reserved-params](crate::rulebook#reserved-params)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pin: Option<Map<String, Value>>,
 }
 
 impl ElementSpec {
@@ -33,7 +38,30 @@ impl ElementSpec {
         Self {
             name: name.into(),
             config: None,
+            pin: None,
         }
+    }
+
+    /// The element with its reserved params in `pins` pinned by the operator:
+    /// not advertised to the model, refused from it, and passed with these
+    /// values on every call.
+    ///
+    /// ```
+    /// use toolgraft::runtime::manifest::ElementSpec;
+    /// let pinned = ElementSpec::named("cache").pinned(serde_json::json!({"exp": 60}));
+    /// assert_eq!(pinned.to_string(), r#"cache pin{"exp":60}"#);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `pins` is not a JSON object (a manifest with one is refused with an
+    /// error).
+    pub fn pinned(mut self, pins: Value) -> Self {
+        match pins {
+            Value::Object(pins) => self.pin = Some(pins),
+            other => panic!("an element's pins are a JSON object, not {other}"),
+        }
+        self
     }
 
     /// An extension with config.
@@ -47,6 +75,7 @@ impl ElementSpec {
             Value::Object(config) => Self {
                 name: name.into(),
                 config: Some(config),
+                pin: None,
             },
             other => panic!("an element's config is a JSON object, not {other}"),
         }
@@ -57,10 +86,12 @@ impl fmt::Display for ElementSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = shorten(&self.name);
         match &self.config {
-            Some(config) if !config.is_empty() => {
-                write!(f, "{name}{}", shorten_json(config))
-            }
-            _ => f.write_str(&name),
+            Some(config) if !config.is_empty() => write!(f, "{name}{}", shorten_json(config))?,
+            _ => f.write_str(&name)?,
+        }
+        match &self.pin {
+            Some(pins) if !pins.is_empty() => write!(f, " pin{}", shorten_json(pins)),
+            _ => Ok(()),
         }
     }
 }

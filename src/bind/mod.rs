@@ -217,6 +217,8 @@ pub(crate) struct Element {
     /// The config the combo wrote for the element (empty is none): what rule `config`
     /// checks, and the element's identity among a tool's attached combos.
     pub written: Option<Map<String, Value>>,
+    /// The reserved params the operator pins, with their values.
+    pub pinned: Option<Map<String, Value>>,
     /// The config the built extension reports: what clients see in its [`Link`].
     pub config: Option<Value>,
     /// What went wrong building the element, found when it was made.
@@ -241,6 +243,7 @@ impl Element {
             body_local: false,
             accepts_config: false,
             written: None,
+            pinned: None,
             config: None,
             problem: None,
             branch: below.name.branch(name),
@@ -276,6 +279,9 @@ pub(crate) struct Running {
     pub input_schema: Arc<Schema>,
     pub output_schema: Option<Arc<Schema>>,
     pub presentation: Arc<Presentation>,
+    /// The reserved params pinned by this layer and those below, with their
+    /// values: not in the input schema, refused from callers, passed on every call.
+    pub pinned: Arc<Map<String, Value>>,
     pub chain: Arc<[Link]>,
 }
 
@@ -288,6 +294,7 @@ impl Running {
             input_schema: spec.input_schema.clone(),
             output_schema: spec.output_schema.clone(),
             presentation: spec.presentation.clone(),
+            pinned: Arc::default(),
             chain: Arc::new([]),
         }
     }
@@ -309,7 +316,16 @@ impl Running {
         rules::locality(self, element)?;
         rules::config(self, element)?;
         rules::new_name(self, element)?;
-        let input_schema = rules::input_schema(self, element)?;
+        let mut input_schema = rules::input_schema(self, element)?;
+        let mut pinned = self.pinned.clone();
+        if let Some(pins) = element.pinned.as_ref().filter(|pins| !pins.is_empty()) {
+            rules::pins(self, element, pins)?;
+            let names: Vec<String> = pins.keys().cloned().collect();
+            input_schema = Arc::new(crate::schema::without(&input_schema, &names));
+            let mut all = Map::clone(&pinned);
+            all.extend(pins.clone());
+            pinned = Arc::new(all);
+        }
         let output_schema = rules::output_schema(self, element)?;
         let description = rules::description(self, element);
         let link = Link {
@@ -325,6 +341,7 @@ impl Running {
             input_schema,
             output_schema,
             presentation: self.presentation.clone(),
+            pinned,
             chain,
         })
     }
@@ -383,6 +400,9 @@ pub(crate) struct Entry {
     /// The context of a call by this name from outside any other call: made once,
     /// so that the common call allocates no context of its own.
     pub called: Context,
+    /// The reserved params the operator pinned on this name's layers, with their
+    /// values: refused from a caller, passed on every call.
+    pub pinned: Arc<Map<String, Value>>,
 }
 
 /// A bound name before it is bound: what clients will see, and the stack serving
@@ -417,11 +437,13 @@ impl Minted {
     }
 
     fn into_entry(self) -> Entry {
+        let pinned = self.running.pinned.clone();
         let info = self.running.into_info();
         Entry {
             called: Context::new().with(CallName(info.name.clone())),
             info,
             stack: self.stack,
+            pinned,
         }
     }
 }
@@ -524,6 +546,7 @@ impl ComboDraft {
             name: element.name,
             kind: element.kind,
             written: element.written,
+            pinned: element.pinned,
         });
     }
 
@@ -561,6 +584,7 @@ impl ComboDraft {
             .map(|element| ElementSpec {
                 name: element.name.as_str().to_owned(),
                 config: element.written,
+                pin: element.pinned,
             })
             .collect();
         Ok(Attached {
@@ -575,6 +599,7 @@ struct Folded {
     name: Name,
     kind: ExtensionKind,
     written: Option<Map<String, Value>>,
+    pinned: Option<Map<String, Value>>,
 }
 
 /// Whether `spec` is the combo `key` (a [`combo_key`]), without making its key.
@@ -584,6 +609,7 @@ pub(crate) fn is_combo(key: &[ElementSpec], spec: &[ElementSpec]) -> bool {
             key.name == element.name
                 && key.config.as_ref()
                     == element.config.as_ref().filter(|config| !config.is_empty())
+                && key.pin.as_ref() == element.pin.as_ref().filter(|pins| !pins.is_empty())
         })
 }
 
@@ -606,6 +632,11 @@ pub(crate) fn combo_key(elements: &[ElementSpec]) -> ComboSpec {
                 .config
                 .as_ref()
                 .filter(|config| !config.is_empty())
+                .cloned(),
+            pin: element
+                .pin
+                .as_ref()
+                .filter(|pins| !pins.is_empty())
                 .cloned(),
         })
         .collect()

@@ -94,6 +94,33 @@ pub(crate) fn new_name(below: &Running, element: &Element) -> Result<(), BindErr
     Ok(())
 }
 
+/// Rule `reserved-params` for pins: an operator pins only reserved params of the
+/// element it pins them on.
+pub(crate) fn pins(
+    below: &Running,
+    element: &Element,
+    pins: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(), BindError> {
+    let reserved = element
+        .reserved
+        .as_ref()
+        .and_then(|reserved| schema::property_names(reserved))
+        .unwrap_or_default();
+    match pins.keys().find(|param| !reserved.contains(param)) {
+        None => Ok(()),
+        Some(param) => Err(BindError::PinNotReserved {
+            tool: below.base.clone(),
+            extension: element.name.clone(),
+            param: crate::error::shorten(param).into_owned(),
+            reserved: if reserved.is_empty() {
+                "none".to_owned()
+            } else {
+                reserved.join(", ")
+            },
+        }),
+    }
+}
+
 /// Rules `wrapper-input-schema`, `reserved-params`, `transformer-input-schema` and
 /// `backend-input-schema`: the branch's input schema, by the kind's input rule.
 pub(crate) fn input_schema(below: &Running, element: &Element) -> Result<Arc<Schema>, BindError> {
@@ -110,6 +137,12 @@ pub(crate) fn input_schema(below: &Running, element: &Element) -> Result<Arc<Sch
                 .as_ref()
                 .and_then(|reserved| schema::property_names(reserved))
                 .unwrap_or_default();
+            // A param pinned below is the operator's, not the model's: the
+            // branch below no longer presents it, though its stack takes it.
+            let reserved: Vec<String> = reserved
+                .into_iter()
+                .chain(below.pinned.keys().cloned())
+                .collect();
             let stripped = schema::without(presented, &reserved);
             if let Some(difference) = schema::difference(&below.input_schema, &stripped) {
                 return Err(BindError::WrapperChangedSchema {

@@ -260,6 +260,7 @@ where
         body_local: <E::Locality as Locality>::REQUIRES_BODY_LOCALITY,
         accepts_config,
         written: written_config(extension.config().as_ref()),
+        pinned: None,
         config: extension.config(),
         problem: extension.check_config().err().map(Problem::Config),
         own_params: extension

@@ -365,8 +365,7 @@ fn combo_of(tool: &str, number: usize, elements: &[Value]) -> Result<ComboSpec, 
         .collect()
 }
 
-const ELEMENT_FORMS: &str =
-    r#"an element is an extension name, like "cache", or {"name": "cache", "config": {...}}"#;
+const ELEMENT_FORMS: &str = r#"an element is an extension name, like "cache", or {"name": "cache", "config": {...}} (and "pin": {"exp": 60} to pin a reserved param)"#;
 
 fn element_of(
     tool: &str,
@@ -384,7 +383,10 @@ fn element_of(
         Value::String(name) if !name.is_empty() => Ok(ElementSpec::named(name.clone())),
         Value::String(_) => Err(fail("is an empty name".to_owned())),
         Value::Object(fields) => {
-            if let Some(extra) = fields.keys().find(|key| *key != "name" && *key != "config") {
+            if let Some(extra) = fields
+                .keys()
+                .find(|key| !matches!(key.as_str(), "name" | "config" | "pin"))
+            {
                 return Err(fail(format!("has an unexpected key `{}`", shorten(extra))));
             }
             let name = match fields.get("name") {
@@ -397,15 +399,31 @@ fn element_of(
                 }
                 None => return Err(fail("has no `name`".to_owned())),
             };
+            let pin = match fields.get("pin") {
+                Some(Value::Object(pins)) => Some(pins.clone()),
+                Some(other) => {
+                    return Err(fail(format!(
+                        "has a `pin` that is not a mapping of reserved params to values: {}",
+                        shown(other)
+                    )));
+                }
+                None => None,
+            };
             match fields.get("config") {
                 Some(Value::Object(config)) => Ok(ElementSpec {
                     name,
                     config: Some(config.clone()),
+                    pin,
                 }),
                 Some(other) => Err(fail(format!(
                     "has a `config` that is not a mapping: {}",
                     shown(other)
                 ))),
+                None if pin.is_some() => Ok(ElementSpec {
+                    name,
+                    config: None,
+                    pin,
+                }),
                 None => Err(fail(format!(
                     "has no `config` mapping (write \"{}\" alone, or add \"config\": {{}})",
                     shorten(&name)

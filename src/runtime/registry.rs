@@ -247,13 +247,14 @@ impl Registry {
         }
         let mut draft = ComboDraft::new(&base.running);
         let mut below = base.dyn_stack();
-        for (name, factory, element) in resolved {
+        for (name, factory, spec) in resolved {
             if draft.is_refused() {
                 break;
             }
-            let written = written_config(element.config.clone().map(Value::Object).as_ref());
-            let (element, stack) =
+            let written = written_config(spec.config.clone().map(Value::Object).as_ref());
+            let (mut element, stack) =
                 factory.apply(name, written.as_ref(), draft.running(), below.clone());
+            element.pinned = spec.pin.clone().filter(|pins| !pins.is_empty());
             if let Some(stack) = &stack {
                 below = DynStack::erased(element.branch.clone(), stack.clone());
             }

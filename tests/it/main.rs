@@ -24,6 +24,7 @@ mod manifest_shape;
 mod metrics;
 mod naming;
 mod pass;
+mod pins;
 mod publish;
 mod publish_clients;
 mod relocation;

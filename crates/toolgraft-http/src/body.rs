@@ -117,16 +117,22 @@ fn combos_of(tool: &str, key: &str, value: &Value) -> Result<Vec<ComboSpec>, Pro
 }
 
 /// A combo as a manifest writes it: `"trace"` for a bare name, `{"name", "config"}`
-/// with config.
+/// with config, and `"pin"` beside them with pinned params.
 pub(crate) fn combo_value(combo: &ComboSpec) -> Value {
     Value::Array(
         combo
             .iter()
-            .map(|element| match &element.config {
-                Some(config) if !config.is_empty() => {
-                    json!({"name": element.name, "config": config})
+            .map(|element| {
+                let config = element.config.as_ref().filter(|config| !config.is_empty());
+                let pin = element.pin.as_ref().filter(|pins| !pins.is_empty());
+                match (config, pin) {
+                    (None, None) => Value::String(element.name.clone()),
+                    (Some(config), None) => json!({"name": element.name, "config": config}),
+                    (None, Some(pin)) => json!({"name": element.name, "pin": pin}),
+                    (Some(config), Some(pin)) => {
+                        json!({"name": element.name, "config": config, "pin": pin})
+                    }
                 }
-                _ => Value::String(element.name.clone()),
             })
             .collect(),
     )
@@ -135,4 +141,29 @@ pub(crate) fn combo_value(combo: &ComboSpec) -> Value {
 /// A tool's combos as a manifest writes them.
 pub(crate) fn combos_value(combos: &[ComboSpec]) -> Value {
     Value::Array(combos.iter().map(combo_value).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use toolgraft::runtime::manifest::{ElementSpec, Manifest};
+
+    use super::combo_value;
+
+    #[test]
+    fn a_combo_is_written_back_with_its_config_and_pins_and_reads_the_same() {
+        let combo = vec![
+            ElementSpec::named("trace"),
+            ElementSpec::named("cache").pinned(json!({"exp": 60})),
+            ElementSpec::configured("batch", json!({"max_items": 5})).pinned(json!({"x": 1})),
+        ];
+        let written = combo_value(&combo);
+        assert_eq!(
+            written,
+            json!(["trace", {"name": "cache", "pin": {"exp": 60}},
+                   {"name": "batch", "config": {"max_items": 5}, "pin": {"x": 1}}])
+        );
+        let read = Manifest::from_value(&json!({"tools": {"t": [written]}})).unwrap();
+        assert_eq!(read.tools[0].1[0], combo);
+    }
 }

@@ -1,0 +1,112 @@
+//! Reserved params an operator pins: not advertised, refused from the caller,
+//! passed on every call.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::json;
+use toolgraft::ext::{Cache, Timeout};
+use toolgraft::prelude::*;
+use toolgraft::rulebook::Rule;
+use toolgraft::runtime::manifest::Manifest;
+use toolgraft::toolset::BaseTools;
+use toolgraft::{BindError, Registry, ToolError};
+
+use crate::common::Shout;
+
+fn counted(calls: Arc<AtomicUsize>) -> impl BaseTool<Input = Shout, Output = String> + Clone {
+    Tool::builder()
+        .name("search")
+        .description("Search.")
+        .body(move |input: Shout| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async move { Ok(input.text) }
+        })
+        .build()
+        .unwrap()
+}
+
+fn registry() -> Registry {
+    let mut registry = Registry::new();
+    registry.register(Cache::default()).unwrap();
+    registry
+        .register(Timeout::new(std::time::Duration::from_secs(5)))
+        .unwrap();
+    registry
+}
+
+fn bind(manifest: &str, calls: &Arc<AtomicUsize>) -> (Toolset, Result<(), BindError>) {
+    let toolset = Toolset::new();
+    let manifest = Manifest::from_json(manifest).unwrap();
+    let bases = BaseTools::new().with(&counted(calls.clone()));
+    let mut outcome = toolset.bind_manifest(&registry(), &bases, &manifest);
+    (toolset, outcome.remove(0).1)
+}
+
+#[tokio::test]
+async fn a_pinned_param_is_not_advertised_refused_from_the_caller_and_always_passed() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    // `exp: 0` bypasses the cache: every call runs the body.
+    let (toolset, bound) = bind(
+        r#"{"tools": {"search": [[{"name": "cache", "pin": {"exp": 0}}, "timeout"]]}}"#,
+        &calls,
+    );
+    bound.unwrap();
+    for name in ["search_cache", "search_cache_timeout"] {
+        let schema = toolset.info(name).unwrap().input_schema;
+        assert!(
+            schema.get("properties").unwrap().get("exp").is_none(),
+            "{name}: {schema:?}"
+        );
+        let refused = toolset
+            .call(name, json!({"text": "tea", "exp": 60}))
+            .await
+            .unwrap_err();
+        let ToolError::InvalidArguments { field, .. } = &refused else {
+            panic!("{refused}")
+        };
+        assert_eq!(field.as_deref(), Some("exp"));
+        assert!(
+            refused.to_string().contains("the operator pins it"),
+            "{refused}"
+        );
+    }
+    for _ in 0..3 {
+        let found = toolset
+            .call("search_cache_timeout", json!({"text": "tea"}))
+            .await
+            .unwrap();
+        assert_eq!(found, json!("tea"));
+    }
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        3,
+        "the pinned `exp: 0` reached the cache"
+    );
+    assert_eq!(
+        toolset.combos("search").unwrap()[0][0].to_string(),
+        r#"cache pin{"exp":0}"#
+    );
+}
+
+#[test]
+fn only_reserved_params_are_pinned_and_the_manifest_says_how() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (toolset, bound) = bind(
+        r#"{"tools": {"search": [[{"name": "cache", "pin": {"ttl": 5}}]]}}"#,
+        &calls,
+    );
+    let err = bound.unwrap_err();
+    assert!(matches!(err, BindError::PinNotReserved { .. }), "{err}");
+    assert_eq!(err.rule(), Some(Rule::ReservedParams));
+    assert!(err.to_string().contains("it reserves: exp"), "{err}");
+    assert!(toolset.names().is_empty());
+
+    let err =
+        Manifest::from_json(r#"{"tools": {"s": [[{"name": "cache", "pin": 5}]]}}"#).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("has a `pin` that is not a mapping"),
+        "{err}"
+    );
+}
