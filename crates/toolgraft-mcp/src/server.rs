@@ -31,7 +31,9 @@ use crate::outcome::{BadArguments, to_mcp};
 use crate::tool::{OutputShape, Rendering, published_tool};
 
 /// An MCP server for a [`Toolset`]: an rmcp [`ServerHandler`] that lists every
-/// bound name as a tool and calls them by name, as the toolset is at each request.
+/// published name ([`Publish`](toolgraft::toolset::Publish)) as a tool and calls
+/// them by name, as the toolset is at each request; beside a handler of your own
+/// with [`with_handler`](Self::with_handler).
 ///
 /// It advertises the `tools` capability with `listChanged`, and sends
 /// `notifications/tools/list_changed` whenever the bound names change: on a
@@ -366,9 +368,8 @@ impl<H> ToolsetServer<H> {
         &self.toolset
     }
 
-    /// Every bound name as an MCP tool for a client on `shape`, sorted by name: what
-    /// `tools/list` returns. For a handler of your own that serves the toolset's
-    /// tools beside others.
+    /// Every published name as an MCP tool for a client on `shape`, sorted by
+    /// name: the toolset's part of what `tools/list` returns.
     ///
     /// ```
     /// # use toolgraft::{Tool, Toolset};
@@ -421,8 +422,10 @@ impl<H> ToolsetServer<H> {
         .clone()
     }
 
-    /// Calls a bound name for a client on `shape`: what `tools/call` returns, with
-    /// errors mapped as the [crate docs](crate) say. For a handler of your own.
+    /// Calls a published name for a client on `shape`, outside any MCP request
+    /// (no [`McpCall`](crate::call::McpCall), progress or principal): what
+    /// `tools/call` returns, with errors mapped as the [crate docs](crate) say.
+    /// Over MCP, the server's `call_tool` is the call with the request's context.
     ///
     /// ```
     /// # use serde_json::json;
