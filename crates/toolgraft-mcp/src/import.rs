@@ -193,7 +193,7 @@ fn text_of(result: &CallToolResult) -> String {
 
 /// The request an rmcp tool gets when the call did not come over MCP: id 0, no
 /// `_meta`, and a peer with no client behind it.
-fn detached_request() -> RequestContext<RoleServer> {
+pub(crate) fn detached_request() -> RequestContext<RoleServer> {
     static PEER: OnceLock<Peer<RoleServer>> = OnceLock::new();
     let peer = PEER.get_or_init(|| serve_directly(ToolsOnly, Closed, None).peer().clone());
     RequestContext::new(NumberOrString::Number(0), peer.clone())
