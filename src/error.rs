@@ -612,6 +612,20 @@ pub enum BindError {
         relocating: Name,
     },
 
+    /// Rule `caller-outside-relocation`: an extension that needs the caller's session
+    /// inside a relocating one.
+    #[error(
+        "on `{tool}`, `{extension}` needs the caller's session but sits inside `{relocating}`, which would run it on a worker with no caller to ask or report to; place `{extension}` after `{relocating}`"
+    )]
+    CallerLocalInsideRelocation {
+        /// The tool.
+        tool: Name,
+        /// The extension that needs the caller's session.
+        extension: Name,
+        /// The relocating extension outside it.
+        relocating: Name,
+    },
+
     /// Rule `config`: non-empty config for an extension that takes none.
     #[error(
         "`{extension}` (on `{tool}`) does not accept config; remove its `config` or leave it empty"
@@ -746,6 +760,7 @@ impl BindError {
             Self::UnknownExtensions { .. } => Rule::UnknownExtension,
             Self::MultipleOfKind { .. } => Rule::Cardinality,
             Self::LocalityOutsideRelocation { .. } => Rule::LocalityInsideRelocation,
+            Self::CallerLocalInsideRelocation { .. } => Rule::CallerOutsideRelocation,
             Self::ExtensionFailed { .. }
             | Self::ConfigNotAccepted { .. }
             | Self::InvalidConfig { .. } => Rule::Config,

@@ -80,6 +80,17 @@
 //! another tool runs that tool with that tool's own combo. A wrapper has one
 //! locality: every `Wrap<S>` impl of it declares the one the rules read.
 //!
+//! # caller-outside-relocation
+//! The dual: an extension that needs the caller's session (it asks the caller's
+//! user, or reports to the caller, like `approve`) must sit outside, that is
+//! after, every extension that relocates execution: `[pool, approve]` binds,
+//! `[approve, pool]` does not, since inside the pool it would run where the body
+//! runs, on a worker thread or process with no caller to ask. Its locality is
+//! `CallerLocal`. The rule is the binding's side of [relocation](#relocation):
+//! what only the caller's process has (the MCP peer of the call) stays behind at a
+//! process boundary, and this rule keeps the extensions that need it in front of
+//! every backend, from typed combos, manifests and the authoring API alike.
+//!
 //! # config
 //! An element's config reaches only an extension that accepts config (an empty one
 //! is fine anywhere); a config the extension cannot parse or work with is refused,
@@ -218,6 +229,9 @@ pub enum Rule {
     /// [locality-inside-relocation](self#locality-inside-relocation): an extension
     /// that needs body locality sits inside every relocating one.
     LocalityInsideRelocation,
+    /// [caller-outside-relocation](self#caller-outside-relocation): an extension
+    /// that needs the caller's session sits outside every relocating one.
+    CallerOutsideRelocation,
     /// [config](self#config): config reaches only an extension that accepts it, and
     /// must be one it can work with.
     Config,
@@ -265,7 +279,7 @@ impl Rule {
     /// assert_eq!(Rule::ALL[0], Rule::BranchByRename);
     /// assert_eq!(Rule::ALL.last(), Some(&Rule::PublishedNames));
     /// ```
-    pub const ALL: [Rule; 20] = [
+    pub const ALL: [Rule; 21] = [
         Self::BranchByRename,
         Self::Order,
         Self::OneBranchPerPrefix,
@@ -273,6 +287,7 @@ impl Rule {
         Self::UnknownExtension,
         Self::Cardinality,
         Self::LocalityInsideRelocation,
+        Self::CallerOutsideRelocation,
         Self::Config,
         Self::WrapperInputSchema,
         Self::ReservedParams,
@@ -304,6 +319,7 @@ impl Rule {
             Self::UnknownExtension => "unknown-extension",
             Self::Cardinality => "cardinality",
             Self::LocalityInsideRelocation => "locality-inside-relocation",
+            Self::CallerOutsideRelocation => "caller-outside-relocation",
             Self::Config => "config",
             Self::WrapperInputSchema => "wrapper-input-schema",
             Self::ReservedParams => "reserved-params",

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::context::{CallName, Context};
 use crate::error::BindError;
-use crate::extension::{ConfigError, LayerInput};
+use crate::extension::{ConfigError, LayerInput, Placement};
 use crate::kind::ExtensionKind;
 use crate::name::InvalidName;
 use crate::name::Name;
@@ -40,7 +40,13 @@ pub(crate) use element::{ComboSpec, ElementSpec};
 /// use toolgraft::Name;
 /// use toolgraft::kind::ExtensionKind;
 /// use toolgraft::toolset::Link;
-/// let link = Link { extension: Name::new("cache")?, kind: ExtensionKind::Wrapper, config: None };
+/// use toolgraft::extension::Placement;
+/// let link = Link {
+///     extension: Name::new("cache")?,
+///     kind: ExtensionKind::Wrapper,
+///     placement: Placement::Anywhere,
+///     config: None,
+/// };
 /// assert_eq!(link.to_string(), "cache");
 /// # Ok::<(), toolgraft::error::InvalidName>(())
 /// ```
@@ -50,6 +56,9 @@ pub struct Link {
     pub extension: Name,
     /// Its kind.
     pub kind: ExtensionKind,
+    /// Where it must run: anywhere, beside the body (inside any relocating
+    /// extension) or beside the caller (outside any).
+    pub placement: Placement,
     /// The author config it was applied with, if any.
     pub config: Option<Value>,
 }
@@ -212,7 +221,8 @@ impl ToolInfo {
 pub(crate) struct Element {
     pub name: Name,
     pub kind: ExtensionKind,
-    pub body_local: bool,
+    /// Where the element must run (rules `locality-inside-relocation`, `caller-outside-relocation`).
+    pub placement: Placement,
     pub accepts_config: bool,
     /// The config the combo wrote for the element (empty is none): what rule `config`
     /// checks, and the element's identity among a tool's attached combos.
@@ -240,7 +250,7 @@ impl Element {
         Self {
             name: name.clone(),
             kind,
-            body_local: false,
+            placement: Placement::Anywhere,
             accepts_config: false,
             written: None,
             pinned: None,
@@ -310,10 +320,11 @@ impl Running {
         )
     }
 
-    /// Applies one element (the rulebook's per-layer order: locality, config, same name,
-    /// input rule, output fold, description).
+    /// Applies one element (the rulebook's per-layer order: locality, caller side,
+    /// config, same name, input rule, output fold, description).
     pub(crate) fn apply(&self, element: &Element) -> Result<Running, BindError> {
         rules::locality(self, element)?;
+        rules::caller_side(self, element)?;
         rules::config(self, element)?;
         rules::new_name(self, element)?;
         let mut input_schema = rules::input_schema(self, element)?;
@@ -331,6 +342,7 @@ impl Running {
         let link = Link {
             extension: element.name.clone(),
             kind: element.kind,
+            placement: element.placement,
             config: element.config.clone(),
         };
         let chain = self.chain.iter().cloned().chain([link]).collect();
@@ -769,7 +781,7 @@ mod tests {
         let base = shout();
         let pool = element(&base, "pool", Backend);
         let mut proxy = element(&base, "proxy", Wrapper);
-        proxy.body_local = true;
+        proxy.placement = Placement::BesideBody;
         let after_pool = base.apply(&pool).unwrap();
         let mut outside = proxy.clone();
         outside.branch = after_pool.name.branch(&outside.name);
@@ -786,6 +798,42 @@ mod tests {
         let mut trace = element(&after_pool, "trace", Wrapper);
         trace.branch = after_pool.name.branch(&trace.name);
         assert!(after_pool.apply(&trace).is_ok());
+    }
+
+    #[test]
+    fn caller_outside_relocation_names_both_and_the_fix() {
+        let base = shout();
+        let mut approve = element(&base, "approve", Wrapper);
+        approve.placement = Placement::BesideCaller;
+        let approved = base.apply(&approve).unwrap();
+        let mut pool = element(&approved, "pool", Backend);
+        pool.branch = approved.name.branch(&pool.name);
+        let err = approved.apply(&pool).unwrap_err();
+        assert_eq!(
+            err.rule(),
+            Some(crate::rulebook::Rule::CallerOutsideRelocation)
+        );
+        assert_eq!(
+            err.to_string(),
+            "on `shout`, `approve` needs the caller's session but sits inside `pool`, which would run it on a worker with no caller to ask or report to; place `approve` after `pool`"
+        );
+        // Outside is fine, and so are wrappers of every other placement inside.
+        let pooled = base.apply(&element(&base, "pool", Backend)).unwrap();
+        let mut outside = approve.clone();
+        outside.branch = pooled.name.branch(&approve.name);
+        assert!(pooled.apply(&outside).is_ok());
+        for placement in [Placement::Anywhere, Placement::BesideBody] {
+            let mut inner = element(&base, "inner", Wrapper);
+            inner.placement = placement;
+            let wrapped = base.apply(&inner).unwrap();
+            let mut pool = element(&wrapped, "pool", Backend);
+            pool.branch = wrapped.name.branch(&pool.name);
+            assert!(wrapped.apply(&pool).is_ok(), "{placement}");
+        }
+        // The chain says where each layer must run.
+        let outer = pooled.apply(&outside).unwrap();
+        let placements: Vec<Placement> = outer.chain.iter().map(|link| link.placement).collect();
+        assert_eq!(placements, [Placement::Anywhere, Placement::BesideCaller]);
     }
 
     #[test]
@@ -971,7 +1019,7 @@ mod tests {
         let base = shout();
         let after_pool = base.apply(&element(&base, "pool", Backend)).unwrap();
         let mut proxy = element(&after_pool, "proxy", Wrapper);
-        proxy.body_local = true;
+        proxy.placement = Placement::BesideBody;
         proxy.written = written_config(Some(&json!({"allow": ["a"]})));
         let err = after_pool.apply(&proxy).unwrap_err();
         assert!(

@@ -9,6 +9,7 @@ use schemars::Schema;
 
 use crate::bind::{Element, Link, Problem, Running};
 use crate::error::BindError;
+use crate::extension::Placement;
 use crate::kind::ExtensionKind;
 use crate::name::Name;
 use crate::schema::{self, ReservedConflict};
@@ -35,7 +36,7 @@ pub(crate) fn cardinality<'a>(
 
 /// Rule `locality-inside-relocation`: a body-locality element must not follow a relocating one.
 pub(crate) fn locality(below: &Running, element: &Element) -> Result<(), BindError> {
-    if !element.body_local {
+    if element.placement != Placement::BesideBody {
         return Ok(());
     }
     match below
@@ -47,6 +48,26 @@ pub(crate) fn locality(below: &Running, element: &Element) -> Result<(), BindErr
             tool: below.base.clone(),
             extension: element.name.clone(),
             relocating: relocating.extension.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Rule `caller-outside-relocation`: a relocating element must not follow one that
+/// needs the caller's session.
+pub(crate) fn caller_side(below: &Running, element: &Element) -> Result<(), BindError> {
+    if !element.kind.relocates_execution() {
+        return Ok(());
+    }
+    match below
+        .chain
+        .iter()
+        .find(|link| link.placement == Placement::BesideCaller)
+    {
+        Some(caller_side) => Err(BindError::CallerLocalInsideRelocation {
+            tool: below.base.clone(),
+            extension: caller_side.extension.clone(),
+            relocating: element.name.clone(),
         }),
         None => Ok(()),
     }
@@ -313,6 +334,7 @@ mod tests {
             .map(|_| Link {
                 extension: Name::new(extension).unwrap(),
                 kind: ExtensionKind::Wrapper,
+                placement: Placement::Anywhere,
                 config: None,
             })
             .collect();

@@ -257,7 +257,7 @@ where
     let layer_input = below.layer_input(&branch);
     let element = Element {
         kind: <E::Kind as Kind>::KIND,
-        body_local: <E::Locality as Locality>::REQUIRES_BODY_LOCALITY,
+        placement: <E::Locality as Locality>::PLACEMENT,
         accepts_config,
         written: written_config(extension.config().as_ref()),
         pinned: None,

@@ -5,11 +5,12 @@
 //!
 //! A combo's type carries a [`State`]: the extensions of kinds that allow one per
 //! combo (rule `cardinality` in the [rulebook](crate::rulebook)), the first
-//! extension that relocates execution (rule `locality-inside-relocation`), and how
+//! extension that relocates execution (rule `locality-inside-relocation`), the first
+//! that needs the caller's session (rule `caller-outside-relocation`), and how
 //! many layers are stacked by value since the last [`Segment`].
 //! `.with(e)` asks one trait per rule of the state and of `e`'s [`Kind`]:
-//! [`OneOfKindPerCombo`], [`InsideRelocation`], [`InputContract`] and
-//! [`OutputContract`]. Each carries a `#[diagnostic::on_unimplemented]` message that
+//! [`OneOfKindPerCombo`], [`InsideRelocation`], [`OutsideCallerLocal`],
+//! [`InputContract`] and [`OutputContract`]. Each carries a `#[diagnostic::on_unimplemented]` message that
 //! names both offenders, the rule and the fix; each is sealed, so no extension can
 //! switch a rule off by implementing it. The binding engine decides the same rules
 //! again at run time from the same kind properties (`bind::rules`), which is what
@@ -28,8 +29,8 @@ use schemars::Schema;
 
 use crate::extension::{Extension, Mint, OneLocality};
 use crate::kind::property::{
-    self, Anywhere, Cardinality, Declared, Execution, NotRelocated, Preserved, Relocator, Reshaped,
-    SameShape, Unconstrained,
+    self, Anywhere, CallerLocal, Cardinality, Declared, Execution, InPlace, Locality,
+    NoCallerLocal, NotRelocated, Preserved, Relocator, Reshaped, SameShape, Unconstrained,
 };
 use crate::kind::{Kind, Succ, Zero};
 use crate::stack::Stack;
@@ -58,6 +59,7 @@ mod sealed {
 }
 
 impl sealed::Machinery for NotRelocated {}
+impl sealed::Machinery for NoCallerLocal {}
 impl<B: Extension> sealed::Machinery for B {}
 impl sealed::Machinery for Zero {}
 impl<N> sealed::Machinery for Succ<N> {}
@@ -71,16 +73,19 @@ impl<X, Tail> sealed::Machinery for HCons<X, Tail> {}
 // ---------------------------------------------------------------------------------
 
 /// A combo's state: `Seen` lists the extensions of kinds whose `multiple` is false,
-/// `Relocated` is the first relocating extension (or [`NotRelocated`]), `Depth`
-/// counts the layers since the last [`Segment`].
+/// `Relocated` is the first relocating extension (or [`NotRelocated`]),
+/// `CallerSide` the first that needs the caller's session (or [`NoCallerLocal`]),
+/// `Depth` counts the layers since the last [`Segment`].
 #[derive(Debug)]
-pub struct State<Seen, Relocated, Depth = Layers<0>>(PhantomData<Marker<(Seen, Relocated, Depth)>>);
+pub struct State<Seen, Relocated, CallerSide = NoCallerLocal, Depth = Layers<0>>(
+    PhantomData<Marker<(Seen, Relocated, CallerSide, Depth)>>,
+);
 
 /// A type carried for the compiler only: never held, always `Send + Sync`.
 type Marker<T> = fn() -> T;
 
 /// The state of a combo with no extension yet.
-pub type Start = State<HNil, NotRelocated, Layers<0>>;
+pub type Start = State<HNil, NotRelocated, NoCallerLocal, Layers<0>>;
 
 /// No extension of the kind in question sits in the combo (yet).
 #[derive(Debug)]
@@ -95,6 +100,8 @@ pub trait ComboState: sealed::Sealed {
     type Seen;
     /// The first relocating extension so far, or [`NotRelocated`].
     type Relocated: Relocator;
+    /// The first extension so far that needs the caller's session, or [`NoCallerLocal`].
+    type CallerSide: Relocator;
     /// Layers since the last segment.
     type Depth: Depth;
     /// The state once `E` is added.
@@ -103,18 +110,20 @@ pub trait ComboState: sealed::Sealed {
     type Segmented;
 }
 
-impl<Seen, R, D> sealed::Sealed for State<Seen, R, D> {}
+impl<Seen, R, C, D> sealed::Sealed for State<Seen, R, C, D> {}
 
-impl<Seen, R: Relocator, D: Depth> ComboState for State<Seen, R, D> {
+impl<Seen, R: Relocator, C: Relocator, D: Depth> ComboState for State<Seen, R, C, D> {
     type Seen = Seen;
     type Relocated = R;
+    type CallerSide = C;
     type Depth = D;
     type After<E: Extension> = State<
         <<E::Kind as Kind>::Cardinality as Cardinality>::After<E, Seen>,
         <<E::Kind as Kind>::Execution as Execution>::After<E, R>,
+        <E::Locality as Locality>::After<E, C>,
         D::Next,
     >;
-    type Segmented = State<Seen, R, Layers<0>>;
+    type Segmented = State<Seen, R, C, Layers<0>>;
 }
 
 /// The stack `S` of a combo in state `St`, as its next extension receives it: `S`
@@ -256,6 +265,41 @@ impl<E, B: Extension> InsideRelocation<B, E> for Anywhere {
     fn sealed(_: sealed::Token) {}
 }
 
+#[diagnostic::do_not_recommend]
+impl<E, B: Extension> InsideRelocation<B, E> for CallerLocal {
+    fn sealed(_: sealed::Token) {}
+}
+
+// ---------------------------------------------------------------------------------
+// Rule `caller-outside-relocation`, typed: an extension that needs the caller's
+// session must sit outside every relocating one. `Self` is the execution word of
+// `E`'s kind (never an extension), for the reason given at rule `cardinality`.
+// ---------------------------------------------------------------------------------
+
+/// Rule `caller-outside-relocation` at the type level: `E`, whose kind executes by
+/// `Self`, may be added over `CallerSide`, the first extension of the combo that
+/// needs the caller's session (or [`NoCallerLocal`]).
+#[diagnostic::on_unimplemented(
+    message = "`{E}` relocates execution, but `{CallerSide}` before it needs the caller's session",
+    label = "`{CallerSide}` would run where `{E}` sends the call, away from the caller",
+    note = "everything before `{E}` runs where `{E}` runs the body (a worker thread or process), which has no caller to ask or report to, so `{CallerSide}` would silently not reach the caller (rule `caller-outside-relocation` in `toolgraft::rulebook`)",
+    note = "place `{CallerSide}` after `{E}`: `.with({E}..).with({CallerSide}..)`"
+)]
+pub trait OutsideCallerLocal<CallerSide, E> {
+    #[doc(hidden)]
+    fn sealed(_: sealed::Token);
+}
+
+#[diagnostic::do_not_recommend]
+impl<X, E> OutsideCallerLocal<NoCallerLocal, E> for X {
+    fn sealed(_: sealed::Token) {}
+}
+
+#[diagnostic::do_not_recommend]
+impl<C: Extension, E> OutsideCallerLocal<C, E> for InPlace {
+    fn sealed(_: sealed::Token) {}
+}
+
 // ---------------------------------------------------------------------------------
 // Rules `wrapper-input-schema`, `transformer-input-schema` and
 // `backend-input-schema`, typed: what the branch takes, keyed off the kind's input rule.
@@ -376,8 +420,8 @@ pub(crate) fn token() -> sealed::Token {
 /// combo over the stack `S` in the state `St`.
 ///
 /// Implemented for every extension that passes all the rule traits
-/// ([`OneOfKindPerCombo`], [`InsideRelocation`], [`InputContract`],
-/// [`OutputContract`]); when one fails, the compiler reports that one, with its own
+/// ([`OneOfKindPerCombo`], [`InsideRelocation`], [`OutsideCallerLocal`],
+/// [`InputContract`], [`OutputContract`]); when one fails, the compiler reports that one, with its own
 /// message. That a wrapper's branch is [`Wrapped`](crate::extension::Wrapped) needs
 /// no rule trait: [`Mint`] only ever mints that.
 pub trait Joins<S: Stack, St: ComboState>: Mint<Closed<St, S>> {
@@ -399,6 +443,7 @@ where
     E::DeclaredLocality: OneLocality<E::Locality, E, S>,
     <E::Kind as Kind>::InputRule: InputContract<E, S::Input, <E::Branch as Stack>::Input>,
     <E::Kind as Kind>::OutputRule: OutputContract<E, S::Output, <E::Branch as Stack>::Output>,
+    <E::Kind as Kind>::Execution: OutsideCallerLocal<St::CallerSide, E>,
 {
     fn reserved(token: sealed::Token) -> Option<Arc<Schema>> {
         <<E::Kind as Kind>::InputRule as InputContract<E, S::Input, <E::Branch as Stack>::Input>>::reserved(token)

@@ -35,7 +35,7 @@ use crate::name::Name;
 mod transform;
 mod wrap;
 
-pub use crate::kind::property::{Anywhere, BodyLocal, Locality};
+pub use crate::kind::property::{Anywhere, BodyLocal, CallerLocal, Locality, Placement};
 pub use crate::kind::{Backend, Transformer, Wrapper};
 pub use crate::schema::Args;
 pub use crate::stack::params::{Forwards, Params, ReservedParams, WithParams};
@@ -170,8 +170,10 @@ impl ConfigError {
 /// another extension's branch (a `pool`'s, say) under its own kind, and a wrapper's
 /// branch is always [`Wrapped`]. What the types cannot see is what the extension's
 /// own code does: one that runs the layer below somewhere else must declare
-/// `type Kind = Backend;`, and one that sets something only the body's task or
-/// thread can see must declare `type Locality = BodyLocal;`. Code that calls a bound
+/// `type Kind = Backend;`, one that sets something only the body's task or
+/// thread can see must declare `type Locality = BodyLocal;`, and one that needs
+/// the caller's session (the MCP peer of the call, to ask its user) must declare
+/// `type Locality = CallerLocal;`. Code that calls a bound
 /// branch (a body calling a `pool` branch) is outside any combo's types; there the
 /// built-in backends check the locality rule at run time.
 ///
@@ -196,8 +198,9 @@ impl ConfigError {
 pub trait Extension: Send + Sync + 'static {
     /// [`Wrapper`], [`Transformer`] or [`Backend`].
     type Kind: Kind;
-    /// [`Anywhere`], or [`BodyLocal`] when the
-    /// extension only works in the thread/task that runs the tool body.
+    /// [`Anywhere`]; [`BodyLocal`] when the extension only works in the
+    /// thread/task that runs the tool body; [`CallerLocal`] when it only works
+    /// where the call arrived.
     type Locality: Locality;
 
     /// The extension's name: the suffix of the branches it mints.

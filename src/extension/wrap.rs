@@ -169,7 +169,10 @@ pub trait Wrap<S: Stack>: Clone + Send + Sync + 'static {
     /// [`Anywhere`], or [`BodyLocal`](crate::extension::BodyLocal) if the wrapper only
     /// works beside the tool body (it sets a task-local, say): then it must sit
     /// inside any backend (rule `locality-inside-relocation` in the
-    /// [rulebook](crate::rulebook)). The rules read the one of `Wrap<DynStack>`,
+    /// [rulebook](crate::rulebook)); [`CallerLocal`](crate::extension::CallerLocal)
+    /// if it needs the caller's session (it asks the caller's user, or reports to
+    /// the caller): then it must sit outside any backend (rule
+    /// `caller-outside-relocation`). The rules read the one of `Wrap<DynStack>`,
     /// and a combo refuses an impl over another stack that declares another.
     type Locality: Locality;
 

@@ -146,16 +146,29 @@ impl OutputRule for Reshaped {
     const PRESERVES_OUTPUT_SHAPE: bool = false;
 }
 
-/// Whether an extension needs body locality: a property of one extension, not of
-/// its kind.
+/// Where an extension must run to work: a property of one extension, not of its
+/// kind. Rules `locality-inside-relocation` (beside the body: inside any relocating
+/// extension) and `caller-outside-relocation` (beside the caller: outside any).
 ///
 /// ```
-/// use toolgraft::extension::{Anywhere, BodyLocal, Locality};
+/// use toolgraft::extension::{Anywhere, BodyLocal, CallerLocal, Locality, Placement};
 /// assert!(BodyLocal::REQUIRES_BODY_LOCALITY && !Anywhere::REQUIRES_BODY_LOCALITY);
+/// assert!(CallerLocal::REQUIRES_CALLER_LOCALITY && !BodyLocal::REQUIRES_CALLER_LOCALITY);
+/// assert_eq!(CallerLocal::PLACEMENT, Placement::BesideCaller);
 /// ```
 pub trait Locality: sealed::Sealed + Send + Sync + 'static {
     /// True when the extension only works in the thread/task that runs the body.
     const REQUIRES_BODY_LOCALITY: bool;
+    /// True when the extension only works where the call arrived: it asks the
+    /// caller's user, or reports to the caller's session.
+    const REQUIRES_CALLER_LOCALITY: bool;
+    /// The same, as a value the engine and clients read.
+    const PLACEMENT: Placement;
+
+    /// The first caller-local extension of a combo once `E` (of this locality)
+    /// is added, given the one so far, `C`.
+    #[doc(hidden)]
+    type After<E: Relocator, C: Relocator>: Relocator;
 
     /// Runs a wrapper's call: marked as a body-local layer's for a body-local
     /// wrapper (so a backend reached from inside it refuses to relocate), as is for
@@ -168,20 +181,69 @@ pub trait Locality: sealed::Sealed + Send + Sync + 'static {
     ) -> impl Future<Output = F::Output> + Send;
 }
 
+/// Where a layer must run, as a value: what [`Locality::PLACEMENT`] says, what the
+/// binding engine checks for combos from manifests, and what a
+/// [`Link`](crate::toolset::Link) shows clients.
+///
+/// ```
+/// use toolgraft::extension::Placement;
+/// assert_eq!(Placement::BesideCaller.to_string(), "beside the caller");
+/// assert_eq!(serde_json::to_value(Placement::BesideBody)?, "beside_body");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// Works wherever it runs ([`Anywhere`]).
+    #[default]
+    Anywhere,
+    /// Only beside the tool body: inside any relocating extension ([`BodyLocal`]).
+    BesideBody,
+    /// Only where the call arrived: outside any relocating extension ([`CallerLocal`]).
+    BesideCaller,
+}
+
+impl Placement {
+    /// Whether it is [`Placement::Anywhere`].
+    pub fn is_anywhere(&self) -> bool {
+        *self == Self::Anywhere
+    }
+}
+
+impl std::fmt::Display for Placement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Anywhere => "anywhere",
+            Self::BesideBody => "beside the body",
+            Self::BesideCaller => "beside the caller",
+        })
+    }
+}
+
 /// The extension works wherever it runs.
 #[derive(Debug)]
 pub struct Anywhere;
 /// The extension only works beside the tool body (it sets a context entry the body
-/// reads, say), so it
-/// must sit inside any relocating extension.
+/// reads, say), so it must sit inside any relocating extension.
 #[derive(Debug)]
 pub struct BodyLocal;
+/// The extension only works where the call arrived (it asks the caller's user, or
+/// reports to the caller's session), so it must sit outside any relocating
+/// extension: inside one, it would run on a worker that has no caller.
+#[derive(Debug)]
+pub struct CallerLocal;
 
 impl sealed::Sealed for Anywhere {}
 impl sealed::Sealed for BodyLocal {}
+impl sealed::Sealed for CallerLocal {}
 
 impl Locality for Anywhere {
     const REQUIRES_BODY_LOCALITY: bool = false;
+    const REQUIRES_CALLER_LOCALITY: bool = false;
+    const PLACEMENT: Placement = Placement::Anywhere;
+    type After<E: Relocator, C: Relocator> = C;
 
     #[inline(always)]
     fn run_layer<F: Future + Send>(
@@ -195,6 +257,9 @@ impl Locality for Anywhere {
 
 impl Locality for BodyLocal {
     const REQUIRES_BODY_LOCALITY: bool = true;
+    const REQUIRES_CALLER_LOCALITY: bool = false;
+    const PLACEMENT: Placement = Placement::BesideBody;
+    type After<E: Relocator, C: Relocator> = C;
 
     fn run_layer<F: Future + Send>(
         extension: &str,
@@ -206,6 +271,22 @@ impl Locality for BodyLocal {
             branch: branch.clone(),
         };
         context::with(call_in, call)
+    }
+}
+
+impl Locality for CallerLocal {
+    const REQUIRES_BODY_LOCALITY: bool = false;
+    const REQUIRES_CALLER_LOCALITY: bool = true;
+    const PLACEMENT: Placement = Placement::BesideCaller;
+    type After<E: Relocator, C: Relocator> = C::First<E>;
+
+    #[inline(always)]
+    fn run_layer<F: Future + Send>(
+        _: &str,
+        _: &Name,
+        call: F,
+    ) -> impl Future<Output = F::Output> + Send {
+        call
     }
 }
 
@@ -224,5 +305,16 @@ pub struct NotRelocated;
 impl sealed::Relocator for NotRelocated {}
 
 impl Relocator for NotRelocated {
+    type First<E: Relocator> = E;
+}
+
+/// No extension of the combo needs the caller's session (yet): the typestate's
+/// counterpart of [`NotRelocated`] for rule `caller-outside-relocation`.
+#[derive(Debug)]
+pub struct NoCallerLocal;
+
+impl sealed::Relocator for NoCallerLocal {}
+
+impl Relocator for NoCallerLocal {
     type First<E: Relocator> = E;
 }

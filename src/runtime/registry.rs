@@ -23,7 +23,7 @@ use crate::combo::typestate::{InputContract, OutputContract, reserved_schema};
 use crate::error::BindError;
 use crate::error::panic_message;
 use crate::error::shorten;
-use crate::extension::{ConfigError, Configurable, LayerInput, Mint};
+use crate::extension::{ConfigError, Configurable, LayerInput, Mint, Placement};
 use crate::kind::property::Locality;
 use crate::kind::{ExtensionKind, Kind};
 use crate::limits::{Limits, deeper_than};
@@ -640,7 +640,7 @@ where
             )),
         };
         let mut element = Element::bare(name, <E::Kind as Kind>::KIND, below);
-        element.body_local = <E::Locality as Locality>::REQUIRES_BODY_LOCALITY;
+        element.placement = <E::Locality as Locality>::PLACEMENT;
         element.accepts_config = accepts_config;
         element.written = written;
         element.problem = Some(problem);
@@ -689,9 +689,10 @@ pub struct DynExtension {
     name: String,
     /// The kind.
     kind: ExtensionKind,
-    /// Whether it needs body locality.
+    /// Where it must run: [`Placement::BesideBody`] for one that only works beside
+    /// the body, [`Placement::BesideCaller`] for one that needs the caller's session.
     #[builder(default)]
-    body_local: bool,
+    placement: Placement,
     /// Its reserved params (wrappers), as an object schema.
     #[builder(default, setter(transform = |reserved: Schema| Some(Arc::new(reserved))))]
     reserved: Option<Arc<Schema>>,
@@ -785,7 +786,7 @@ impl Factory for DynExtension {
     ) -> (Element, Option<Arc<dyn ErasedStack>>) {
         let written = config.cloned();
         let mut element = Element::bare(name, self.kind, below);
-        element.body_local = self.body_local;
+        element.placement = self.placement;
         element.accepts_config = self.accepts_config;
         element.config = written.clone().map(Value::Object);
         element.written = written;
@@ -820,7 +821,7 @@ impl Factory for DynExtension {
                 element.presented_input = branch.input_schema.map(Arc::new);
                 element.declared_output = branch.output_schema.map(Arc::new);
                 element.description = branch.description;
-                let stack = if self.body_local {
+                let stack = if self.placement == Placement::BesideBody {
                     branch
                         .stack
                         .body_local(name.clone(), element.branch.clone())

@@ -1,12 +1,15 @@
 //! The run-time path agrees with the rules: random combos drawn from a catalogue of
-//! wrappers, transformers, backends and a body-locality wrapper, some with config
+//! wrappers, transformers, backends, a body-locality wrapper and a caller-local
+//! one, some with config
 //! and some with unknown names, are accepted exactly when the rules computed from
 //! the kind properties accept them (rules `one-branch-per-prefix`, `unknown-extension`,
-//! `cardinality`, `locality-inside-relocation`, `config` and `reserved-params`), bind
+//! `cardinality`, `locality-inside-relocation`, `caller-outside-relocation`, `config`
+//! and `reserved-params`), bind
 //! the names those rules predict with the output schemas rule `output-schema`
 //! predicts, and are refused with the error the rulebook names, first error first
 //! (`unknown-extension`, then `cardinality`, then per layer
-//! `locality-inside-relocation`, `config`, `reserved-params`).
+//! `locality-inside-relocation`, `caller-outside-relocation`, `config`,
+//! `reserved-params`).
 
 use crate::common;
 
@@ -17,6 +20,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use serde_json::Value;
 use toolgraft::ext::{Batch, Pool, Proxy};
+use toolgraft::extension::Placement;
 use toolgraft::kind::ExtensionKind;
 use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::{ComboSpec, ElementSpec, Manifest};
@@ -24,16 +28,65 @@ use toolgraft::runtime::{DynBranch, DynExtension, DynStack};
 use toolgraft::toolset::BaseTools;
 use toolgraft::{BindError, Name, Registry, Toolset};
 
-/// The catalogue: name, kind, whether it needs body locality, whether it reserves
-/// `proxies`, whether it takes config.
-const CATALOGUE: [(&str, ExtensionKind, bool, bool, bool); 7] = [
-    ("w1", ExtensionKind::Wrapper, false, false, false),
-    ("w2", ExtensionKind::Wrapper, false, false, false),
-    ("batch", ExtensionKind::Transformer, false, false, true),
-    ("t2", ExtensionKind::Transformer, false, false, false),
-    ("b1", ExtensionKind::Backend, false, false, false),
-    ("b2", ExtensionKind::Backend, false, false, false),
-    ("proxy", ExtensionKind::Wrapper, true, true, false),
+/// The catalogue: name, kind, where it must run, whether it reserves `proxies`,
+/// whether it takes config.
+const CATALOGUE: [(&str, ExtensionKind, Placement, bool, bool); 8] = [
+    (
+        "w1",
+        ExtensionKind::Wrapper,
+        Placement::Anywhere,
+        false,
+        false,
+    ),
+    (
+        "w2",
+        ExtensionKind::Wrapper,
+        Placement::Anywhere,
+        false,
+        false,
+    ),
+    (
+        "batch",
+        ExtensionKind::Transformer,
+        Placement::Anywhere,
+        false,
+        true,
+    ),
+    (
+        "t2",
+        ExtensionKind::Transformer,
+        Placement::Anywhere,
+        false,
+        false,
+    ),
+    (
+        "b1",
+        ExtensionKind::Backend,
+        Placement::Anywhere,
+        false,
+        false,
+    ),
+    (
+        "b2",
+        ExtensionKind::Backend,
+        Placement::Anywhere,
+        false,
+        false,
+    ),
+    (
+        "proxy",
+        ExtensionKind::Wrapper,
+        Placement::BesideBody,
+        true,
+        false,
+    ),
+    (
+        "ask",
+        ExtensionKind::Wrapper,
+        Placement::BesideCaller,
+        false,
+        false,
+    ),
 ];
 
 /// How an element is written: which catalogue entry (or an unknown name), and
@@ -91,6 +144,16 @@ fn registry() -> Registry {
     registry.register(pool.named("b2")).unwrap();
     registry.register(Proxy::allow(["egress"])).unwrap();
     registry
+        .register(
+            DynExtension::builder()
+                .name("ask")
+                .kind(ExtensionKind::Wrapper)
+                .placement(Placement::BesideCaller)
+                .factory(|layer| Ok(DynBranch::builder().stack(layer.below).build()))
+                .build(),
+        )
+        .unwrap();
+    registry
 }
 
 /// A bound name the rules predict: its name, its stack as written (identity), and
@@ -130,12 +193,23 @@ fn model(combo: &[Written]) -> Result<Vec<Predicted>, String> {
     let mut names = Vec::new();
     let (mut running, mut identity) = ("shout".to_owned(), Vec::new());
     let mut relocated_by: Option<&str> = None;
+    let mut caller_side: Option<&str> = None;
     let mut reserved_visible = false;
     let mut inherits = true;
     for written in combo {
-        let (name, kind, body_local, reserves, takes_config) = CATALOGUE[at(written)];
-        if body_local && let Some(by) = relocated_by {
+        let (name, kind, placement, reserves, takes_config) = CATALOGUE[at(written)];
+        if placement == Placement::BesideBody
+            && let Some(by) = relocated_by
+        {
             return Err(format!("locality: {name} outside {by}"));
+        }
+        if kind.relocates_execution()
+            && let Some(asks) = caller_side
+        {
+            return Err(format!("caller: {asks} inside {name}"));
+        }
+        if placement == Placement::BesideCaller && caller_side.is_none() {
+            caller_side = Some(name);
         }
         if let Written::Sized(_, n) = written {
             if !takes_config {
@@ -223,6 +297,11 @@ fn observed(error: &BindError) -> String {
         } => {
             format!("locality: {extension} outside {relocating}")
         }
+        BindError::CallerLocalInsideRelocation {
+            extension,
+            relocating,
+            ..
+        } => format!("caller: {extension} inside {relocating}"),
         BindError::ConfigNotAccepted { extension, .. } => {
             format!("config not accepted: {extension}")
         }

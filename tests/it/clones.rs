@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use toolgraft::Wrap;
 use toolgraft::ext::{Batch, Cache, Pool, Trace};
-use toolgraft::extension::{Anywhere, Next};
+use toolgraft::extension::{Anywhere, Next, Placement};
 use toolgraft::kind::ExtensionKind;
 use toolgraft::prelude::*;
 use toolgraft::runtime::{Configured, DynBranch, DynExtension, DynStack};
@@ -67,7 +67,11 @@ fn expiring(name: &'static str, param: &'static str, body_local: bool, log: Seen
     DynExtension::builder()
         .name(name)
         .kind(ExtensionKind::Wrapper)
-        .body_local(body_local)
+        .placement(if body_local {
+            Placement::BesideBody
+        } else {
+            Placement::Anywhere
+        })
         .reserved(
             schemars::json_schema!({"type": "object", "properties": {param: {"type": "number"}}}),
         )

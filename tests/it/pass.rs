@@ -26,5 +26,6 @@ allowed!(
     many_wrappers_and_transformers,
     one_backend_per_combo,
     pool_then_cache,
+    pool_then_caller_local,
     proxy_then_pool,
 );

@@ -1,8 +1,8 @@
 // A wrapper fits the run-time stack too, `DynStack`, which is what a manifest runs
 // it over: one bound to a typed input only (`Input = Query`) is no extension.
-// rustc reports the bound the impl wrote (`DynStack`'s input is not `Query`) and
-// the chain to `Extension`; `Wrap`'s docs show the fix (a trait of one's own,
-// implemented for `Query` and for `DynInput`).
+// rustc reports the bound the impl wrote (`DynStack`'s input is not `Query`) at
+// the `.with` that needs it, pointing at the impl; `Wrap`'s docs show the fix (a
+// trait of one's own, implemented for `Query` and for `DynInput`).
 use toolgraft::extension::{Anywhere, Next, Stack};
 use toolgraft::prelude::*;
 use toolgraft::Wrap;

@@ -75,7 +75,19 @@ fn bound_names(page: &mut String, tools: &[ToolInfo]) {
             .iter()
             .zip(info.sites())
             .map(|(link, site)| {
-                format!("{}: {}", escape(link.extension.as_str()), site_text(&site))
+                let needs = if link.placement.is_anywhere() {
+                    String::new()
+                } else {
+                    format!(
+                        " <span class=\"placement\">(must run {})</span>",
+                        link.placement
+                    )
+                };
+                format!(
+                    "{}: {}{needs}",
+                    escape(link.extension.as_str()),
+                    site_text(&site)
+                )
             })
             .collect();
         runs.push(format!("body: {}", site_text(&info.body_site())));

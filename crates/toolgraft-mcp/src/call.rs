@@ -24,8 +24,14 @@
 //! ```
 //!
 //! Calls that do not come over MCP ([`Toolset::call`](toolgraft::Toolset::call)
-//! from a test, a worker process) have none of it: [`McpCall::current`] is
-//! `None`, and reporting progress reaches no one.
+//! from a test) have none of it: [`McpCall::current`] is `None`, and reporting
+//! progress reaches no one.
+//!
+//! The entry reaches worker threads (a `pool` body reads it) and stays behind at
+//! a process boundary: a body on a worker process has no peer. An extension that
+//! needs the peer (to ask the client's user, say) declares
+//! `type Locality = CallerLocal;`, and the rules keep it outside every backend
+//! (rule `caller-outside-relocation`), in typed combos and manifests alike.
 
 use std::collections::VecDeque;
 use std::fmt;

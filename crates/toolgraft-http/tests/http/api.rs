@@ -841,6 +841,21 @@ async fn the_page_renders_the_table_combos_forms_and_catalogue() {
         )
     );
     assert!(page.contains("<code>city</code>, <code>exp?</code>"));
+    // A layer that must run somewhere says so beside where it runs.
+    let body = r#"{"add": [["proxy", "pool"]]}"#;
+    let added = send(
+        &server.router,
+        "POST",
+        &combos_path("weather"),
+        Some(body),
+        None,
+    )
+    .await;
+    assert_eq!(added.status, 200, "{}", added.body);
+    let after = send(&server.router, "GET", "/", None, None).await.body;
+    assert!(after.as_str().unwrap().contains(
+        r#"proxy: via <code>pool</code> <span class="placement">(must run beside the body)</span><br>pool: caller<br>body: via <code>pool</code>"#
+    ));
     // A remove button per combo, carrying the combo as JSON.
     assert!(
         page.contains(r#"data-tool="weather" data-combo="[&quot;trace&quot;,&quot;cache&quot;]""#)
