@@ -209,25 +209,13 @@ impl ToolsetServer {
     /// assert_eq!(info.capabilities.tools.unwrap().list_changed, Some(true));
     /// ```
     pub fn new(toolset: Toolset) -> Self {
-        let capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_tool_list_changed()
-            .build();
-        let info = ServerConfig::new(capabilities)
-            .with_server_info(Implementation::new("toolgraft", env!("CARGO_PKG_VERSION")));
-        Self {
-            changes: toolset.changes(),
+        let shared = Shared {
             toolset,
-            info: Arc::new(info),
             overrides: Arc::default(),
-            handler: ToolsOnly,
-            handler_tools: false,
             bad_arguments: BadArguments::default(),
-            notifier: Mutex::new(Notifier::Idle),
-            structuring: Mutex::default(),
             listings: Arc::default(),
-            connection: watch::channel(()).0,
-        }
+        };
+        shared.serve(ToolsOnly)
     }
 
     /// The toolset's tools beside `handler`'s prompts, resources, completions,
@@ -269,22 +257,49 @@ impl ToolsetServer {
     /// assert_eq!(capabilities.tools.unwrap().list_changed, Some(true));
     /// ```
     pub fn with_handler<H: ServerHandler>(&self, handler: H) -> ToolsetServer<H> {
+        self.shared().serve(handler)
+    }
+}
+
+/// What every server made from one shares: the toolset, the settings, the
+/// listings. Each server adds a handler and its own per-connection state.
+struct Shared {
+    toolset: Toolset,
+    overrides: Arc<Overrides>,
+    bad_arguments: BadArguments,
+    listings: Arc<Mutex<Listings>>,
+}
+
+impl Shared {
+    /// A server for `handler`, whose info it reads once, with the toolset's tools
+    /// added and the settings applied.
+    fn serve<H: ServerHandler>(self, handler: H) -> ToolsetServer<H> {
         let mut info = handler.get_info();
         let handler_tools = info.capabilities.tools.is_some();
         self.overrides
             .apply(&mut info.server_info, &mut info.instructions);
         add_tools(&mut info.capabilities);
+        self.connect(handler, Arc::new(info), handler_tools)
+    }
+
+    /// A server with what a new connection starts with.
+    fn connect<H>(
+        self,
+        handler: H,
+        info: Arc<ServerConfig>,
+        handler_tools: bool,
+    ) -> ToolsetServer<H> {
         ToolsetServer {
-            toolset: self.toolset.clone(),
-            info: Arc::new(info),
-            overrides: self.overrides.clone(),
+            changes: self.toolset.changes(),
+            toolset: self.toolset,
+            info,
+            overrides: self.overrides,
             handler,
             handler_tools,
             bad_arguments: self.bad_arguments,
             notifier: Mutex::new(Notifier::Idle),
-            changes: self.toolset.changes(),
             structuring: Mutex::default(),
-            listings: self.listings.clone(),
+            listings: self.listings,
             connection: watch::channel(()).0,
         }
     }
@@ -298,18 +313,16 @@ impl<H> ToolsetServer<H> {
     where
         H: Clone,
     {
-        Self {
+        self.shared()
+            .connect(self.handler.clone(), self.info.clone(), self.handler_tools)
+    }
+
+    fn shared(&self) -> Shared {
+        Shared {
             toolset: self.toolset.clone(),
-            info: self.info.clone(),
             overrides: self.overrides.clone(),
-            handler: self.handler.clone(),
-            handler_tools: self.handler_tools,
             bad_arguments: self.bad_arguments,
-            notifier: Mutex::new(Notifier::Idle),
-            changes: self.toolset.changes(),
-            structuring: Mutex::default(),
             listings: self.listings.clone(),
-            connection: watch::channel(()).0,
         }
     }
 
