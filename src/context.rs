@@ -69,8 +69,10 @@ use serde_json::Value;
 
 use crate::name::Name;
 
+mod ask;
 mod caller;
 
+pub use ask::{Answer, Answered, Ask, Asker, InputRequired, Question, Reach};
 pub use caller::{Principal, Progress, ProgressSink, report_progress};
 
 mod sealed {

@@ -317,6 +317,7 @@ impl Running {
             &self.description,
             &self.input_schema,
             self.output_schema.as_ref(),
+            &self.presentation,
         )
     }
 

@@ -12,6 +12,7 @@
 //! | [`Timeout`] | wrapper | no | — | cancels the layer below at a deadline: [`ToolError::TimedOut`](crate::ToolError::TimedOut) |
 //! | `Metrics` (feature `metrics`) | wrapper | no | — | per bound name: calls by outcome, errors by kind, a duration histogram, through the `metrics` facade |
 
+pub mod approve;
 pub mod batch;
 pub mod cache;
 pub mod chain;
@@ -25,6 +26,7 @@ pub mod proxy;
 pub mod timeout;
 pub mod trace;
 
+pub use approve::Approve;
 pub use batch::{Batch, BatchInput, BatchItem};
 pub use cache::{Cache, CacheParams, Cacheable};
 pub use chain::Chain;

@@ -31,6 +31,7 @@ use serde_json::Value;
 
 use crate::kind::{Kind, words};
 use crate::name::Name;
+use crate::tool::Presentation;
 
 mod transform;
 mod wrap;
@@ -82,6 +83,9 @@ pub struct LayerInput<'a, E: ?Sized> {
     pub input_schema: &'a Schema,
     /// The layer input's output schema, when it has one.
     pub output_schema: Option<&'a Schema>,
+    /// The base tool's title, annotations and protocol fields (every branch
+    /// presents them).
+    pub presentation: &'a Presentation,
     /// The same, shared: what a derived schema is remembered by.
     shared_output_schema: Option<&'a Arc<Schema>>,
     extension: PhantomData<fn() -> *const E>,
@@ -96,8 +100,10 @@ impl<'a, E: ?Sized> LayerInput<'a, E> {
         description: &'a str,
         input_schema: &'a Schema,
         output_schema: Option<&'a Arc<Schema>>,
+        presentation: &'a Presentation,
     ) -> Self {
         Self {
+            presentation,
             name,
             branch,
             base,

@@ -5,6 +5,7 @@
 mod common;
 
 mod agreement;
+mod approve;
 mod authoring;
 mod bind;
 mod builder;

@@ -1,0 +1,367 @@
+//! `approve`: the caller's user approves a call before the layers below run.
+//!
+//! It asks through the call's [`Asker`](crate::context::Asker) (the server in
+//! front's way to the user; toolgraft-mcp's is MCP elicitation, or an
+//! input-required result on protocol 2026-07-28), showing the tool and its
+//! arguments, and goes on only on a yes. Where the caller cannot be asked, the
+//! call is refused: it fails closed.
+//!
+//! An approval that comes back with the call (the input-required round trip) is
+//! a seal ([`SealKey`]) over the tool, a digest of the arguments, the principal
+//! and an expiry, with an id that a [`Ledger`] lets be used once: a tampered,
+//! replayed, expired or mismatched one is refused with an [`ApprovalError`].
+//! Every replica with the same key and ledger takes what any of them sealed.
+//!
+//! `approve` needs the caller's session, so it is
+//! [`CallerLocal`](crate::extension::CallerLocal): it sits outside every backend
+//! (rule `caller-outside-relocation`), and a backend below reads the approval's
+//! id as [`Approval`] (`remote` keys its job on it, so a retry runs it once).
+//!
+//! ```
+//! use toolgraft::ext::approve::{Approve, SealKey};
+//! use toolgraft::ext::Pool;
+//! use toolgraft::prelude::*;
+//! # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Wipe { disk: String }
+//! let wipe = Tool::builder().name("wipe").description("Wipe a disk.")
+//!     .body(|wipe: Wipe| async move { Ok(format!("wiped {}", wipe.disk)) }).build()?;
+//! let approve = Approve::new(SealKey::new(vec![7; 32])?);
+//! let toolset = Toolset::new();
+//! toolset.bind((wipe.combo().with(Pool::new(1)?).with(approve),))?;
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {}
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod ledger;
+mod seal;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+pub use ledger::{Ledger, MemoryLedger};
+pub use seal::{KeyTooShort, SealKey};
+use seal::{Sealed, Subject};
+
+use crate::context::{
+    self, Answer, Asker, Entry, InputRequired, Principal, Question, Reach, Serialized, Unkeyed,
+};
+use crate::error::ToolError;
+use crate::extension::{CallerLocal, ConfigError, LayerInput, Next, Stack, Wrap};
+use crate::name::Name;
+
+/// What the answer to an approval is filed under.
+pub const KEY: &str = "approve";
+
+/// Which tools need an approval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Which {
+    /// Every tool it is bound on.
+    #[default]
+    All,
+    /// Tools that may be destructive, as MCP reads their annotations: not
+    /// read-only, and not annotated `destructive: false` (MCP's default is
+    /// destructive).
+    Destructive,
+}
+
+/// The operator's config: `{"tools": "all" | "destructive", "message": "..",
+/// "expiry_secs": 300}`, every field optional.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApproveConfig {
+    /// Which tools need an approval (default: all).
+    #[serde(default)]
+    pub tools: Which,
+    /// What the user reads before the tool and its arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// How long an approval asked for by an input-required result stays good,
+    /// in seconds: 1 to a day (default 300).
+    #[serde(default = "default_expiry_secs")]
+    pub expiry_secs: u64,
+}
+
+fn default_expiry_secs() -> u64 {
+    300
+}
+
+impl Default for ApproveConfig {
+    fn default() -> Self {
+        Self {
+            tools: Which::All,
+            message: None,
+            expiry_secs: default_expiry_secs(),
+        }
+    }
+}
+
+/// Why an approval did not let a call go on.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApprovalError {
+    /// The user said no, or dismissed the question.
+    #[error("the caller's user did not approve the call")]
+    Declined,
+    /// The caller cannot be asked: no way to reach its user.
+    #[error(
+        "the call needs the caller's user to approve it, and this caller cannot ask its user (no elicitation, no input-required results)"
+    )]
+    CannotAsk,
+    /// Asking failed on the way.
+    #[error("asking the caller's user failed: {0}")]
+    AskFailed(String),
+    /// The approval sent back is not one this server sealed as it is.
+    #[error("the approval was tampered with: {0}")]
+    Tampered(String),
+    /// The approval was used already.
+    #[error("the approval was used already: each approval is good for one call")]
+    Replayed,
+    /// The approval expired.
+    #[error("the approval expired {ago} s ago: call again to be asked again")]
+    Expired {
+        /// Seconds since it expired.
+        ago: u64,
+    },
+    /// The approval is for another call.
+    #[error("the approval is for {0}")]
+    Mismatched(String),
+    /// The ledger could not say whether the approval was used.
+    #[error("the approval ledger failed: {0}")]
+    Ledger(String),
+}
+
+/// The approval a call went on with, for the layers below: its id (one per
+/// approval, random). It travels to worker processes with the call.
+///
+/// ```
+/// use toolgraft::context;
+/// use toolgraft::ext::approve::Approval;
+/// assert!(context::get::<Approval>().is_none());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    /// The approval's id.
+    pub id: String,
+}
+
+impl Entry for Approval {
+    const NAME: &'static str = "toolgraft.approval";
+    type Travel = Serialized;
+    type Key = Unkeyed;
+}
+
+/// The `approve` wrapper (see the [module docs](self)).
+#[derive(Clone)]
+pub struct Approve {
+    key: SealKey,
+    ledger: Arc<dyn Ledger>,
+    config: ApproveConfig,
+    /// Set per branch: the tool an approval is for, and whether it needs one.
+    tool: Option<Name>,
+    needed: bool,
+}
+
+impl std::fmt::Debug for Approve {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Approve")
+            .field("config", &self.config)
+            .field("tool", &self.tool)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Approve {
+    /// The most an expiry may be: a day.
+    pub const MAX_EXPIRY: Duration = Duration::from_secs(24 * 60 * 60);
+
+    /// Approvals sealed with `key`, used once by this process's memory
+    /// ([`MemoryLedger`]), for every tool, expiring after five minutes.
+    pub fn new(key: SealKey) -> Self {
+        Self {
+            key,
+            ledger: Arc::new(MemoryLedger::default()),
+            config: ApproveConfig::default(),
+            tool: None,
+            needed: true,
+        }
+    }
+
+    /// The same, writing used approvals down in `ledger` (one a fleet shares).
+    pub fn with_ledger(mut self, ledger: impl Ledger) -> Self {
+        self.ledger = Arc::new(ledger);
+        self
+    }
+
+    /// The same key and ledger with the operator's `config`: what a manifest's
+    /// `{"name": "approve", "config": {..}}` gives
+    /// (`registry.register(Refined::new(approve, Approve::configured))`).
+    ///
+    /// ```
+    /// use toolgraft::ext::approve::{Approve, ApproveConfig, SealKey, Which};
+    /// let approve = Approve::new(SealKey::new(vec![7; 32])?);
+    /// let config = ApproveConfig { tools: Which::Destructive, ..ApproveConfig::default() };
+    /// assert!(approve.configured(config).is_ok());
+    /// let never = ApproveConfig { expiry_secs: 0, ..ApproveConfig::default() };
+    /// assert_eq!(approve.configured(never).unwrap_err().field, "expiry_secs");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn configured(&self, config: ApproveConfig) -> Result<Self, ConfigError> {
+        let approve = Self {
+            config,
+            ..self.clone()
+        };
+        <Self as Wrap<crate::runtime::DynStack>>::check_config(&approve)?;
+        Ok(approve)
+    }
+
+    fn question(&self, tool: &str, arguments: &Value) -> Question {
+        let shown = crate::error::shorten_json(arguments);
+        let lead = self
+            .config
+            .message
+            .as_deref()
+            .unwrap_or("Approve this call?");
+        Question::new(
+            format!("{lead}\n\nTool: {tool}\nArguments: {shown}"),
+            json!({
+                "type": "object",
+                "properties": {
+                    "approve": {"type": "boolean", "title": "Approve", "description": format!("Run `{tool}` with these arguments")}
+                },
+                "required": ["approve"]
+            }),
+        )
+    }
+
+    /// Decides whether the call may go on: with an approval, after the caller
+    /// asks its user, or not (why).
+    async fn decide(&self, arguments: &Value) -> Result<Decision, ApprovalError> {
+        let tool = self.tool.as_ref().map_or("", Name::as_str);
+        let principal = context::get::<Principal>();
+        let subject = Subject::new(tool, arguments, principal.as_ref().map(Principal::as_str));
+        let asker = context::get::<Asker>().ok_or(ApprovalError::CannotAsk)?;
+        if let Some(answered) = asker.answered(KEY) {
+            let state = answered.state.ok_or_else(|| {
+                ApprovalError::Tampered("the answer came without its state".to_owned())
+            })?;
+            let now = seal::now();
+            let sealed = self.key.open(&state, &subject, now)?;
+            let first = self
+                .ledger
+                .redeem(&sealed.id, sealed.expires, now)
+                .await
+                .map_err(ApprovalError::Ledger)?;
+            if !first {
+                return Err(ApprovalError::Replayed);
+            }
+            return approved(&answered.answer, sealed.id).map(Decision::Go);
+        }
+        let question = self.question(tool, arguments);
+        match asker.reach() {
+            Reach::Now => {
+                let answer = asker
+                    .ask_now(question)
+                    .await
+                    .map_err(ApprovalError::AskFailed)?;
+                approved(&answer, seal::new_id()?).map(Decision::Go)
+            }
+            Reach::Later => {
+                let sealed = Sealed {
+                    id: seal::new_id()?,
+                    subject,
+                    expires: seal::now().saturating_add(self.config.expiry_secs),
+                };
+                Ok(Decision::Ask(InputRequired {
+                    key: KEY.to_owned(),
+                    question,
+                    state: self.key.seal(&sealed),
+                }))
+            }
+            Reach::Not => Err(ApprovalError::CannotAsk),
+        }
+    }
+}
+
+/// What [`Approve::decide`] decided.
+enum Decision {
+    /// Go on with this approval.
+    Go(Approval),
+    /// Answer the call with this question first.
+    Ask(InputRequired),
+}
+
+fn approved(answer: &Answer, id: String) -> Result<Approval, ApprovalError> {
+    match answer.field("approve") {
+        Some(Value::Bool(true)) => Ok(Approval { id }),
+        _ => Err(ApprovalError::Declined),
+    }
+}
+
+impl<S: Stack<Input: Serialize>> Wrap<S> for Approve {
+    type Locality = CallerLocal;
+    type Params = ();
+
+    fn name(&self) -> &str {
+        KEY
+    }
+
+    fn describe(&self, running: &str) -> Option<String> {
+        // Said only where it holds for every tool: the description is read before
+        // the branch (and its annotations) is.
+        (self.config.tools == Which::All)
+            .then(|| format!("{running} (asks the user to approve each call)"))
+    }
+
+    fn config(&self) -> Option<Value> {
+        serde_json::to_value(&self.config).ok()
+    }
+
+    fn check_config(&self) -> Result<(), ConfigError> {
+        let secs = self.config.expiry_secs;
+        if secs == 0 || secs > Self::MAX_EXPIRY.as_secs() {
+            return Err(ConfigError::new(
+                "expiry_secs",
+                format!(
+                    "{secs} is out of range: use 1 to {} seconds",
+                    Self::MAX_EXPIRY.as_secs()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn for_branch(mut self, below: &LayerInput<'_, Self>) -> Self {
+        let annotations = &below.presentation.annotations;
+        self.needed = match self.config.tools {
+            Which::All => true,
+            Which::Destructive => {
+                annotations.read_only != Some(true) && annotations.destructive != Some(false)
+            }
+        };
+        self.tool = Some(below.branch.clone());
+        self
+    }
+
+    async fn around(
+        &self,
+        next: Next<'_, S, Self>,
+        (): (),
+        input: S::Input,
+    ) -> Result<S::Output, ToolError> {
+        if !self.needed {
+            return next.call(input).await;
+        }
+        let arguments = serde_json::to_value(&input).unwrap_or(Value::Null);
+        let extension = Name::unchecked(KEY);
+        match self.decide(&arguments).await {
+            Ok(Decision::Go(approval)) => context::with(approval, next.call(input)).await,
+            Ok(Decision::Ask(needed)) => {
+                Err(ToolError::extension(next.name().clone(), extension, needed))
+            }
+            Err(error) => Err(ToolError::extension(next.name().clone(), extension, error)),
+        }
+    }
+}
