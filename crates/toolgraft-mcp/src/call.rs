@@ -36,14 +36,21 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestId, RequestMetaObject};
+use rmcp::model::{
+    ElicitRequestParams, ElicitResult, ElicitationAction, InputResponses,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId, RequestMetaObject,
+};
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 use tokio::sync::Notify;
 
-use toolgraft::context::{self, Context, Entry, InProcess, Progress, ProgressSink, Unkeyed};
+use toolgraft::context::{
+    self, Answer, Answered, Ask, Asker, Context, Entry, InProcess, Progress, ProgressSink,
+    Question, Reach, Unkeyed,
+};
 
 /// The MCP request a call came in by (`tools/call`), set by
 /// [`ToolsetServer`](crate::ToolsetServer) for the whole call: every layer of the
@@ -165,11 +172,106 @@ impl Reports {
     }
 }
 
+/// What a `tools/call` brings back after an input-required result: the answers
+/// by key, and the state the result carried (both as the client sent them).
+#[derive(Default)]
+pub(crate) struct Brought {
+    pub responses: Option<InputResponses>,
+    pub state: Option<String>,
+}
+
+/// How an MCP client's user is asked, for toolgraft's [`Asker`]: by an
+/// input-required result on protocol 2026-07-28 and later, by elicitation
+/// before it, and not at all by a client that declared no elicitation.
+struct McpAsk {
+    peer: Peer<RoleServer>,
+    reach: Reach,
+    brought: Brought,
+}
+
+impl McpAsk {
+    fn new(request: &RequestContext<RoleServer>, brought: Brought) -> Self {
+        let elicits = request
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.elicitation.is_some());
+        let stateless = request
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        let reach = match (elicits, stateless) {
+            (false, _) => Reach::Not,
+            (true, true) => Reach::Later,
+            (true, false) => Reach::Now,
+        };
+        Self {
+            peer: request.peer.clone(),
+            reach,
+            brought,
+        }
+    }
+}
+
+/// An elicitation result as toolgraft's answer; one that is not one declines.
+pub(crate) fn answer_of(result: &serde_json::Value) -> Answer {
+    match serde_json::from_value::<ElicitResult>(result.clone()) {
+        Ok(ElicitResult {
+            action: ElicitationAction::Accept,
+            content,
+            ..
+        }) => match content {
+            Some(serde_json::Value::Object(fields)) => Answer::Accept(fields),
+            _ => Answer::Accept(serde_json::Map::new()),
+        },
+        Ok(ElicitResult {
+            action: ElicitationAction::Cancel,
+            ..
+        }) => Answer::Cancel,
+        _ => Answer::Decline,
+    }
+}
+
+impl Ask for McpAsk {
+    fn answered(&self, key: &str) -> Option<Answered> {
+        let response = self.brought.responses.as_ref()?.get(key)?;
+        Some(Answered {
+            answer: answer_of(response),
+            state: self.brought.state.clone(),
+        })
+    }
+
+    fn reach(&self) -> Reach {
+        self.reach
+    }
+
+    fn ask_now(
+        &self,
+        question: Question,
+    ) -> Pin<Box<dyn Future<Output = Result<Answer, String>> + Send>> {
+        let peer = self.peer.clone();
+        Box::pin(async move {
+            let params: ElicitRequestParams = serde_json::from_value(serde_json::json!({
+                "mode": "form",
+                "message": question.message,
+                "requestedSchema": question.schema,
+            }))
+            .map_err(|error| format!("the question is not an elicitation: {error}"))?;
+            let result = peer
+                .create_elicitation(params)
+                .await
+                .map_err(|error| error.to_string())?;
+            Ok(answer_of(&serde_json::to_value(result).unwrap_or_default()))
+        })
+    }
+}
+
 /// Runs `call` as the call of `request`: with its [`McpCall`], the principal the
-/// HTTP layer found, and, when the client sent a progress token, a
-/// [`ProgressSink`] whose reports reach the client in order, all before the
-/// reply.
-pub(crate) async fn serve<F: Future>(request: RequestContext<RoleServer>, call: F) -> F::Output {
+/// HTTP layer found, an [`Asker`] for its client's user (with the answers
+/// `brought`), and, when the client sent a progress token, a [`ProgressSink`]
+/// whose reports reach the client in order, all before the reply.
+pub(crate) async fn serve<F: Future>(
+    request: RequestContext<RoleServer>,
+    brought: Brought,
+    call: F,
+) -> F::Output {
     let token = request.meta.get_progress_token();
     let peer = request.peer.clone();
     let mut context = Context::current();
@@ -181,6 +283,7 @@ pub(crate) async fn serve<F: Future>(request: RequestContext<RoleServer>, call: 
     {
         context = context.with(principal.clone());
     }
+    context = context.with(Asker::new(McpAsk::new(&request, brought)));
     context = context.with(McpCall::new(request));
     let Some(token) = token else {
         return context.scope(call).await;
@@ -224,4 +327,29 @@ pub(crate) async fn serve<F: Future>(request: RequestContext<RoleServer>, call: 
         send(progress).await;
     }
     output
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_elicitation_result_is_an_answer_and_anything_else_declines() {
+        let accepted = answer_of(&json!({"action": "accept", "content": {"approve": true}}));
+        assert_eq!(accepted.field("approve"), Some(&json!(true)));
+        assert_eq!(
+            answer_of(&json!({"action": "accept"})),
+            Answer::Accept(serde_json::Map::new())
+        );
+        assert_eq!(answer_of(&json!({"action": "cancel"})), Answer::Cancel);
+        for other in [
+            json!({"action": "decline"}),
+            json!({"action": "sure"}),
+            json!("yes"),
+            json!(null),
+        ] {
+            assert_eq!(answer_of(&other), Answer::Decline, "{other}");
+        }
+    }
 }

@@ -2,15 +2,47 @@
 //! protocol error.
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject};
+use rmcp::model::{
+    CallToolResult, ContentBlock, InputRequest, InputRequests, InputRequiredResult, JsonObject,
+    MetaObject,
+};
 use serde_json::{Value, json};
 
 use toolgraft::ToolError;
+use toolgraft::context::InputRequired;
 use toolgraft::error::ArgsErrorKind;
 use toolgraft::rulebook::Rule;
 
 use crate::content::McpContent;
-use crate::tool::Rendering;
+use crate::tool::{OutputShape, Rendering};
+
+/// The input-required result a call answers with, when a layer asked the
+/// caller's user first ([`InputRequired`]) and the client's protocol has such
+/// results (2026-07-28 and later; an older client sees the error as any other).
+/// The question is an elicitation, filed under the layer's key.
+pub(crate) fn input_required(
+    outcome: &Result<Value, ToolError>,
+    shape: OutputShape,
+) -> Option<InputRequiredResult> {
+    if shape != OutputShape::AnyJson {
+        return None;
+    }
+    let needed = outcome.as_ref().err()?.downcast_ref::<InputRequired>()?;
+    let request: InputRequest = serde_json::from_value(json!({
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": needed.question.message,
+            "requestedSchema": needed.question.schema,
+        },
+    }))
+    .ok()?;
+    let requests: InputRequests = [(needed.key.clone(), request)].into_iter().collect();
+    Some(InputRequiredResult::new(
+        Some(requests),
+        Some(needed.state.clone()),
+    ))
+}
 
 /// The text rendering of a result: a string is the text itself (what a model
 /// should read), anything else its JSON.
@@ -148,4 +180,54 @@ pub enum BadArguments {
     /// What the protocol recommends from `2025-11-25` on, and what rmcp's own
     /// tools do.
     AsToolResult,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolgraft::Name;
+    use toolgraft::context::Question;
+
+    fn asking() -> Result<Value, ToolError> {
+        let needed = InputRequired {
+            key: "approve".to_owned(),
+            question: Question::new(
+                "Run `wipe`?",
+                json!({"type": "object", "properties": {"approve": {"type": "boolean"}}}),
+            ),
+            state: "tg1.sealed".to_owned(),
+        };
+        Err(ToolError::extension(
+            Name::new("wipe").unwrap(),
+            Name::new("approve").unwrap(),
+            needed,
+        ))
+    }
+
+    #[test]
+    fn a_question_is_an_input_required_result_where_the_protocol_has_them() {
+        let result =
+            input_required(&asking(), OutputShape::AnyJson).expect("an input-required result");
+        assert_eq!(
+            serde_json::to_value(&result).unwrap(),
+            json!({
+                "resultType": "input_required",
+                "inputRequests": {"approve": {"method": "elicitation/create", "params": {
+                    "mode": "form",
+                    "message": "Run `wipe`?",
+                    "requestedSchema": {"type": "object", "properties": {"approve": {"type": "boolean"}}},
+                }}},
+                "requestState": "tg1.sealed",
+            })
+        );
+        // An older client sees the error; other errors and results are not questions.
+        assert!(input_required(&asking(), OutputShape::ObjectOnly).is_none());
+        assert!(input_required(&Ok(json!("done")), OutputShape::AnyJson).is_none());
+        let other = ToolError::extension(
+            Name::new("wipe").unwrap(),
+            Name::new("approve").unwrap(),
+            std::fmt::Error,
+        );
+        assert!(input_required(&Err(other), OutputShape::AnyJson).is_none());
+    }
 }

@@ -27,7 +27,7 @@ use toolgraft::toolset::ToolInfo;
 use toolgraft::{Name, Toolset};
 
 use crate::call;
-use crate::outcome::{BadArguments, to_mcp};
+use crate::outcome::{self, BadArguments, to_mcp};
 use crate::tool::{OutputShape, Rendering, published_tool};
 
 /// An MCP server for a [`Toolset`]: an rmcp [`ServerHandler`] that lists every
@@ -665,10 +665,15 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         let rendering = self.rendering(&request.name, shape);
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let cancelled = context.ct.clone();
+        let brought = call::Brought {
+            responses: request.input_responses,
+            state: request.request_state,
+        };
         // Boxed: the call's state is kilobytes, which rmcp's spawn of each request
         // would copy (see `import::future_sizes`).
         let call = Box::pin(call::serve(
             context,
+            brought,
             self.toolset.call_published(&request.name, arguments),
         ));
         // rmcp drops the answer to a cancelled request but lets the handler run on;
@@ -678,7 +683,10 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         // and rmcp drops an answer to a cancelled request anyway.
         tokio::select! {
             biased;
-            outcome = call => to_mcp(outcome, &request.name, rendering, self.bad_arguments).map(Into::into),
+            outcome = call => match outcome::input_required(&outcome, shape) {
+                Some(needed) => Ok(needed.into()),
+                None => to_mcp(outcome, &request.name, rendering, self.bad_arguments).map(Into::into),
+            },
             () = cancelled.cancelled() => Err(ErrorData::internal_error(
                 format!("the call to `{}` was cancelled", request.name),
                 None,
@@ -780,6 +788,8 @@ mod tests {
             .unwrap()
     }
 
+    // Sessions are the HTTP transport's.
+    #[cfg(feature = "http")]
     #[test]
     fn every_session_shares_one_listing_until_the_toolset_changes() {
         let toolset = Toolset::new();

@@ -45,7 +45,8 @@ pub use seal::{KeyTooShort, SealKey};
 use seal::{Sealed, Subject};
 
 use crate::context::{
-    self, Answer, Asker, Entry, InputRequired, Principal, Question, Reach, Serialized, Unkeyed,
+    self, Answer, Asker, CallName, Entry, InputRequired, Principal, Question, Reach, Serialized,
+    Unkeyed,
 };
 use crate::error::ToolError;
 use crate::extension::{CallerLocal, ConfigError, LayerInput, Next, Stack, Wrap};
@@ -259,7 +260,9 @@ impl Approve {
             }
             return approved(&answered.answer, sealed.id).map(Decision::Go);
         }
-        let question = self.question(tool, arguments);
+        // The user reads the name the caller called (a published one, say).
+        let called = context::get::<CallName>().map(|name| name.0);
+        let question = self.question(called.as_ref().map_or(tool, Name::as_str), arguments);
         match asker.reach() {
             Reach::Now => {
                 let answer = asker

@@ -58,6 +58,19 @@ impl SealKey {
         Ok(Self(bytes.into()))
     }
 
+    /// A key of 32 random bytes: for one process (replicas of a fleet need one
+    /// key, given to each with [`SealKey::new`]).
+    ///
+    /// ```
+    /// let key = toolgraft::ext::approve::SealKey::random()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn random() -> Result<Self, std::io::Error> {
+        let mut bytes = vec![0u8; Self::MIN_LEN];
+        getrandom::fill(&mut bytes).map_err(|error| std::io::Error::other(error.to_string()))?;
+        Ok(Self(bytes.into()))
+    }
+
     fn mac(&self) -> Hmac<Sha256> {
         // HMAC takes a key of any length.
         <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0).expect("HMAC takes any key length")

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgraft::context::{self, Progress};
 use toolgraft::error::{BoxError, InvalidName};
+use toolgraft::ext::approve::{Approve, SealKey};
 use toolgraft::ext::{Pool, Timeout};
 use toolgraft::prelude::*;
 use toolgraft::runtime::DynTool;
@@ -43,6 +44,11 @@ pub fn toolset() -> Result<Toolset, Box<dyn Error>> {
         reconnection()?.combo(),
         trigger_tool_change(changes)?.combo(),
         json_schema_2020_12()?.combo(),
+        // Runs on a pool thread once the caller's user approves.
+        wipe()?
+            .combo()
+            .with(Pool::new(1)?)
+            .with(Approve::new(approval_key()?)),
     ))?;
     // Clients call the suite's names and are served by the branches.
     toolset
@@ -51,12 +57,42 @@ pub fn toolset() -> Result<Toolset, Box<dyn Error>> {
             "test_simple_text",
             Publish::only([("test_simple_text", "test_simple_text_timeout")])?,
         )
+        .publish("wipe", Publish::only([("wipe", "wipe_pool_approve")])?)
         .publish(
             "test_tool_with_progress",
             Publish::only([("test_tool_with_progress", "test_tool_with_progress_pool")])?,
         )
         .commit()?;
     Ok(toolset)
+}
+
+/// The key approvals are sealed with: `TOOLGRAFT_APPROVAL_KEY` (32 bytes or
+/// more, the same on every replica), or one of this process's own.
+fn approval_key() -> Result<SealKey, Box<dyn Error>> {
+    Ok(match std::env::var("TOOLGRAFT_APPROVAL_KEY") {
+        Ok(key) => SealKey::new(key.into_bytes())?,
+        Err(_) => SealKey::random()?,
+    })
+}
+
+/// The disk to wipe.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+pub struct Wipe {
+    /// Its name, as `sda`.
+    pub disk: String,
+}
+
+/// `wipe {disk}`, which the caller's user approves first (`approve`), on a pool
+/// thread.
+fn wipe() -> Result<impl BaseTool<Input = Wipe> + Clone, InvalidName> {
+    Tool::builder()
+        .name("wipe")
+        .description("Wipe a disk (pretend).")
+        .body(|wipe: Wipe| async move {
+            let thread = std::thread::current().name().unwrap_or("?").to_owned();
+            Ok(format!("wiped {} on {thread}", wipe.disk))
+        })
+        .build()
 }
 
 fn simple_text() -> Result<impl BaseTool<Input = NoArgs> + Clone, InvalidName> {
