@@ -50,7 +50,7 @@ use crate::context::{
 };
 use crate::error::ToolError;
 use crate::extension::{CallerLocal, ConfigError, LayerInput, Next, Stack, Wrap};
-use crate::name::Name;
+use crate::Name;
 
 /// What the answer to an approval is filed under.
 pub const KEY: &str = "approve";
@@ -358,7 +358,7 @@ impl<S: Stack<Input: Serialize>> Wrap<S> for Approve {
             return next.call(input).await;
         }
         let arguments = serde_json::to_value(&input).unwrap_or(Value::Null);
-        let extension = Name::unchecked(KEY);
+        let extension = Name::lossy(KEY);
         match self.decide(&arguments).await {
             Ok(Decision::Go(approval)) => context::with(approval, next.call(input)).await,
             Ok(Decision::Ask(needed)) => {
