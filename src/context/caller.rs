@@ -128,6 +128,25 @@ impl ProgressSink {
     pub fn new(send: impl Fn(Progress) + Send + Sync + 'static) -> Self {
         Self(Arc::new(send))
     }
+
+    /// Hands `progress` to the sink: what [`report_progress`] does with the
+    /// current call's, and what a backend does with the reports of a body that
+    /// ran elsewhere.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use toolgraft::context::{Progress, ProgressSink};
+    /// let seen = Arc::new(Mutex::new(None));
+    /// let sink = ProgressSink::new({
+    ///     let seen = seen.clone();
+    ///     move |progress: Progress| *seen.lock().unwrap() = Some(progress.progress)
+    /// });
+    /// sink.send(Progress::new(7.0));
+    /// assert_eq!(*seen.lock().unwrap(), Some(7.0));
+    /// ```
+    pub fn send(&self, progress: Progress) {
+        (self.0)(progress);
+    }
 }
 
 impl fmt::Debug for ProgressSink {
@@ -155,6 +174,6 @@ pub fn report_progress(progress: Progress) -> bool {
     let Some(sink) = super::get::<ProgressSink>() else {
         return false;
     };
-    (sink.0)(progress);
+    sink.send(progress);
     true
 }

@@ -1,5 +1,6 @@
 //! A caller's connection to its queue: the broker, and the reply router that
-//! hands each job's reply to the caller waiting for it.
+//! hands each job's reply to the caller waiting for it, and its progress reports
+//! to the caller's progress sink.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -8,7 +9,9 @@ use std::time::Duration;
 use tokio::sync::{Notify, oneshot};
 use tokio::task::AbortHandle;
 
-use super::job::Reply;
+use toolgraft::context::ProgressSink;
+
+use super::job::{Message, Reply};
 use super::tier::Broker;
 
 /// How long one wait for replies blocks before the router checks it is still needed.
@@ -20,7 +23,7 @@ pub(crate) struct Client {
     pub(crate) broker: Broker,
     /// The caller's reply channel, named in its jobs.
     pub(crate) reply_to: String,
-    pending: Mutex<HashMap<String, oneshot::Sender<Reply>>>,
+    pending: Mutex<HashMap<String, Waiter>>,
     /// Wakes the router when a first caller starts waiting (shared with the router,
     /// which must not keep the client alive while it sleeps).
     waiting: Arc<Notify>,
@@ -38,6 +41,12 @@ impl Drop for Client {
             router.abort();
         }
     }
+}
+
+/// A caller waiting for one job: where its reply goes, and its progress.
+struct Waiter {
+    reply: oneshot::Sender<Reply>,
+    progress: Option<ProgressSink>,
 }
 
 /// Drops the waiting callers' senders when the router ends.
@@ -103,8 +112,8 @@ impl Client {
                     .await
                 {
                     Ok(replies) => {
-                        for reply in replies {
-                            client.route(reply);
+                        for message in replies {
+                            client.route(message);
                         }
                     }
                     Err(error) => {
@@ -128,13 +137,18 @@ impl Client {
             .is_some_and(|router| !router.is_finished())
     }
 
-    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Reply>>> {
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiter>> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn expect(self: &Arc<Self>, id: &str) -> Pending {
+    /// Waits for the reply to `id`, and hands its progress reports to `progress`.
+    pub(crate) fn expect(self: &Arc<Self>, id: &str, progress: Option<ProgressSink>) -> Pending {
         let (sender, reply) = oneshot::channel();
-        self.lock_pending().insert(id.to_owned(), sender);
+        let waiter = Waiter {
+            reply: sender,
+            progress,
+        };
+        self.lock_pending().insert(id.to_owned(), waiter);
         self.waiting.notify_one();
         Pending {
             reply,
@@ -143,10 +157,24 @@ impl Client {
         }
     }
 
-    fn route(&self, reply: Reply) {
+    fn route(&self, message: Message) {
+        let reply = match message {
+            Message::Reply(reply) => reply,
+            Message::Progress(report) => {
+                // Taken out first: the sink runs outside the lock.
+                let sink = self
+                    .lock_pending()
+                    .get(&report.job)
+                    .and_then(|waiter| waiter.progress.clone());
+                if let Some(sink) = sink {
+                    sink.send(report.progress);
+                }
+                return;
+            }
+        };
         match self.lock_pending().remove(&reply.job) {
             Some(waiting) => {
-                let _ = waiting.send(reply);
+                let _ = waiting.reply.send(reply);
             }
             // A caller that timed out, or a second run of a re-delivered job.
             None => {

@@ -30,6 +30,26 @@ pub(crate) struct Job {
     /// behind it catches up before running the job.
     #[serde(default)]
     pub generation: u64,
+    /// Whether the caller listens for the body's progress (its call had a
+    /// progress sink): the worker sends it on `reply_to`, before the reply.
+    #[serde(default)]
+    pub progress: bool,
+}
+
+/// What arrives on a caller's reply channel: a job's reply, or a report of its
+/// progress (any number, in order, before the reply).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Message {
+    Reply(Reply),
+    Progress(ProgressReport),
+}
+
+/// A job's progress, as its body reported it on the worker.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct ProgressReport {
+    pub job: String,
+    pub progress: toolgraft::context::Progress,
 }
 
 /// A worker's answer to one job.

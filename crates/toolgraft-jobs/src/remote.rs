@@ -14,6 +14,7 @@ use super::job::{Job, JobError, JobResult, JobState, JobTicket, Record, job_key,
 use super::now_ms;
 use super::queues;
 use super::tier::{Broker, Cancel, Engine, Stored, TierUrl, Waiting};
+use toolgraft::context::ProgressSink;
 use toolgraft::error::ArgsError;
 use toolgraft::extension::{Anywhere, Args, ConfigError, Configurable, LayerInput};
 use toolgraft::kind::Backend;
@@ -303,6 +304,8 @@ impl Remote {
             reply_to: job_key(&self.config.queue, &id),
             context: departure.to_wire()?,
             generation: queues::generation_for(&self.config.url, &self.config.queue),
+            // A submitted job answers no one waiting.
+            progress: false,
         };
         // Whole seconds, rounded up: a job never runs before its time.
         let run_at_s = run_at.map(|ms| ms.div_ceil(1000));
@@ -491,6 +494,8 @@ impl Remote {
     ) -> Result<Value, ToolError> {
         let (tool, backend) = (departure.below(), departure.backend());
         let relocation = |reason: String| departure.failed(reason);
+        // The caller's sink stays here; the worker sends the body's reports back.
+        let progress = toolgraft::context::get::<ProgressSink>();
         let client = self.client().await.map_err(relocation)?;
         let job = Job {
             id: id.to_owned(),
@@ -499,9 +504,10 @@ impl Remote {
             reply_to: client.reply_to.clone(),
             context: departure.to_wire()?,
             generation: queues::generation_for(&self.config.url, &self.config.queue),
+            progress: progress.is_some(),
         };
         // Waiting before sending: a fast worker cannot answer before anyone listens.
-        let pending = client.expect(id);
+        let pending = client.expect(id, progress);
         client
             .broker
             .push(job)

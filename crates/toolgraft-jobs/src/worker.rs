@@ -1,13 +1,17 @@
 //! The worker's side: a process that runs jobs by name on its own toolset.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use toolgraft::context::{self, Progress, ProgressSink};
 
 use apalis::prelude::BoxDynError;
 
 use super::fleet::Fleet;
-use super::job::{Job, Reply};
+use super::job::{Job, ProgressReport, Reply, is_job_key};
 use super::remote::Remote;
 use super::tier::{Broker, RECONNECT_FIRST, RECONNECT_LAST, RunJob, Ticks, VACUUM_BATCH};
 use super::wire::WireError;
@@ -324,14 +328,14 @@ impl Worker {
 /// One job: run the named tool, reply. The tool's failure is a reply, not a job
 /// failure (it is not retried); only a reply that cannot be sent fails the job, and
 /// the engine runs it again (at least once).
-async fn run_job(job: Job, state: Arc<State>) -> Result<(), BoxDynError> {
+async fn run_job(mut job: Job, state: Arc<State>) -> Result<(), BoxDynError> {
     tracing::info!(job = %job.id, tool = %job.tool, worker = %state.worker, "job started");
     let result = match behind(&job, &state).await {
         Some(refused) => Err(refused),
         None => {
-            let call = state.toolset.call(&job.tool, job.args);
-            job.context
-                .arrive(call)
+            let call = state.toolset.call(&job.tool, std::mem::take(&mut job.args));
+            let call = std::mem::take(&mut job.context).arrive(call);
+            forwarding_progress(&job, &state.broker, call)
                 .await
                 .map_err(|error| WireError::from_tool_error(&error, &job.tool))
         }
@@ -347,6 +351,83 @@ async fn run_job(job: Job, state: Arc<State>) -> Result<(), BoxDynError> {
     };
     state.broker.send_reply(&job.reply_to, &reply).await?;
     Ok(())
+}
+
+/// How often a job's progress goes back to its caller at most: the reports a
+/// body makes between two sends are folded into the newest (a later report says
+/// more than an earlier one), so a body reporting in a tight loop costs its
+/// caller 20 messages a second, not one per report.
+const PROGRESS_EVERY: Duration = Duration::from_millis(50);
+
+/// The newest report of a job's body not sent yet.
+#[derive(Default)]
+struct Newest {
+    progress: Mutex<Option<Progress>>,
+    arrived: Notify,
+}
+
+impl Newest {
+    fn take(&self) -> Option<Progress> {
+        self.progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// Runs `call` with a progress sink whose reports go back on the job's reply
+/// channel, in order, at most every [`PROGRESS_EVERY`], the last one before the
+/// reply; as it is when the caller does not listen.
+async fn forwarding_progress<F: Future>(job: &Job, broker: &Broker, call: F) -> F::Output {
+    if !job.progress || is_job_key(&job.reply_to) {
+        return call.await;
+    }
+    let newest = Arc::new(Newest::default());
+    // Weak: a sink a body kept past its job reports to no one.
+    let sink = ProgressSink::new({
+        let newest = Arc::downgrade(&newest);
+        move |progress: Progress| {
+            if let Some(newest) = newest.upgrade() {
+                *newest
+                    .progress
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(progress);
+                newest.arrived.notify_one();
+            }
+        }
+    });
+    let mut seq = 0u64;
+    let mut send = async |progress: Progress| {
+        let report = ProgressReport {
+            job: job.id.clone(),
+            progress,
+        };
+        // A report that cannot be sent is lost, not the job.
+        if let Err(error) = broker.send_progress(&job.reply_to, seq, &report).await {
+            tracing::warn!(job = %job.id, %error, "cannot send a progress report");
+        }
+        seq += 1;
+    };
+    let call = context::with(sink, call);
+    tokio::pin!(call);
+    let (mut due, mut next) = (false, Instant::now());
+    let output = loop {
+        tokio::select! {
+            biased;
+            output = &mut call => break output,
+            () = newest.arrived.notified(), if !due => due = true,
+            () = tokio::time::sleep_until(next), if due => {
+                if let Some(progress) = newest.take() {
+                    send(progress).await;
+                }
+                (due, next) = (false, Instant::now() + PROGRESS_EVERY);
+            }
+        }
+    };
+    if let Some(progress) = newest.take() {
+        send(progress).await;
+    }
+    output
 }
 
 /// Aborts a task when dropped.
@@ -421,6 +502,7 @@ mod tests {
             reply_to: "nobody".into(),
             context: Default::default(),
             generation,
+            progress: false,
         }
     }
 

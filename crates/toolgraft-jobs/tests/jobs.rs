@@ -76,6 +76,27 @@ struct Sleep {
 #[derive(Deserialize, Serialize, JsonSchema)]
 struct Nothing {}
 
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Steps {
+    steps: u32,
+    /// Between two steps.
+    ms: u64,
+}
+
+/// Reports each step's progress, `steps` of them, `ms` apart; answers with the
+/// process it ran in and the principal it ran for.
+async fn steps(input: Steps) -> Result<Value, BoxError> {
+    for step in 1..=input.steps {
+        tokio::time::sleep(Duration::from_millis(input.ms)).await;
+        let progress = context::Progress::new(step.into())
+            .of(input.steps.into())
+            .with_message(format!("step {step} in pid {}", std::process::id()));
+        context::report_progress(progress);
+    }
+    let principal = context::get::<context::Principal>().map(|principal| principal.to_string());
+    Ok(json!({"pid": std::process::id(), "principal": principal}))
+}
+
 async fn whereami(input: City) -> Result<Report, BoxError> {
     Ok(Report {
         city: input.city,
@@ -175,6 +196,13 @@ fn toolset(remote: &Remote) -> Toolset {
         .bind((mark.combo().with(remote.clone()).with(Submit::new()),))
         .unwrap();
     toolset.bind((boom.combo().with(remote.clone()),)).unwrap();
+    let steps = Tool::builder()
+        .name("steps")
+        .description("Report progress in steps.")
+        .body(steps)
+        .build()
+        .unwrap();
+    toolset.bind((steps.combo().with(remote.clone()),)).unwrap();
     toolset
 }
 
@@ -557,6 +585,7 @@ on_every_tier!(
     a_job_of_a_killed_worker_runs_again_on_another,
     two_workers_serve_many_concurrent_calls,
     a_manifest_relocates_with_the_same_workers,
+    progress_from_the_worker_reaches_the_caller_in_order_before_the_reply,
     a_change_on_one_caller_reaches_every_worker_and_caller,
     finished_jobs_go_after_the_retention,
     an_idle_worker_is_woken_by_each_job,
@@ -575,6 +604,76 @@ fn report(value: Value) -> Report {
 }
 
 // ---------------------------------------------------------------- the tests
+
+async fn progress_from_the_worker_reaches_the_caller_in_order_before_the_reply(env: Env) {
+    let worker = WorkerProcess::start(&env);
+    let toolset = toolset(&env.remote());
+    let started = Instant::now();
+    let seen: Arc<Mutex<Vec<(Duration, context::Progress)>>> = Arc::default();
+    let sink = context::ProgressSink::new({
+        let seen = seen.clone();
+        move |progress| seen.lock().unwrap().push((started.elapsed(), progress))
+    });
+    let call = toolset.call("steps_remote", json!({"steps": 5, "ms": 80}));
+    let call = context::with(context::Principal::new("alice"), call);
+    let answer = context::with(sink, call).await.unwrap();
+    let answered = started.elapsed();
+    let seen = seen.lock().unwrap().clone();
+    for (at, progress) in &seen {
+        eprintln!(
+            "+{:>6.1} ms  {}/{:?}  {:?}",
+            at.as_secs_f64() * 1e3,
+            progress.progress,
+            progress.total,
+            progress.message
+        );
+    }
+    eprintln!("+{:>6.1} ms  reply {answer}", answered.as_secs_f64() * 1e3);
+    // The body ran in the worker, for the caller's principal.
+    assert_eq!(answer["pid"], worker.pid());
+    assert_eq!(answer["principal"], "alice");
+    // Every report 80 ms apart is sent (the bound folds only faster ones), in
+    // order, with the worker's message; the last one before the reply.
+    let steps: Vec<f64> = seen.iter().map(|(_, progress)| progress.progress).collect();
+    assert_eq!(steps, [1.0, 2.0, 3.0, 4.0, 5.0], "{seen:?}");
+    assert!(seen.iter().all(|(_, progress)| progress.total == Some(5.0)));
+    let last = &seen.last().unwrap().1;
+    assert_eq!(
+        last.message.as_deref(),
+        Some(format!("step 5 in pid {}", worker.pid()).as_str())
+    );
+
+    // A body reporting faster than the bound: folded, in order, the newest kept.
+    let seen: Arc<Mutex<Vec<f64>>> = Arc::default();
+    let sink = context::ProgressSink::new({
+        let seen = seen.clone();
+        move |progress: context::Progress| seen.lock().unwrap().push(progress.progress)
+    });
+    let call = toolset.call("steps_remote", json!({"steps": 200, "ms": 1}));
+    context::with(sink, call).await.unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        seen.windows(2).all(|pair| pair[0] < pair[1]),
+        "in order: {seen:?}"
+    );
+    assert_eq!(
+        seen.last(),
+        Some(&200.0),
+        "the last report is never folded away"
+    );
+    assert!(
+        seen.len() < 200,
+        "reports are folded at the bound: {} of 200 sent",
+        seen.len()
+    );
+
+    // A caller that does not listen gets no reports sent.
+    let quiet = toolset
+        .call("steps_remote", json!({"steps": 3, "ms": 1}))
+        .await
+        .unwrap();
+    assert_eq!(quiet["pid"], worker.pid());
+}
 
 async fn proxy_inside_remote_runs_the_body_in_the_worker_with_the_route(env: Env) {
     let worker = WorkerProcess::start(&env);

@@ -44,13 +44,13 @@ pub use ledger::{Ledger, MemoryLedger};
 pub use seal::{KeyTooShort, SealKey};
 use seal::{Sealed, Subject};
 
+use crate::Name;
 use crate::context::{
     self, Answer, Asker, CallName, Entry, InputRequired, Principal, Question, Reach, Serialized,
     Unkeyed,
 };
 use crate::error::ToolError;
 use crate::extension::{CallerLocal, ConfigError, LayerInput, Next, Stack, Wrap};
-use crate::Name;
 
 /// What the answer to an approval is filed under.
 pub const KEY: &str = "approve";

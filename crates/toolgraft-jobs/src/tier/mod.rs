@@ -15,7 +15,7 @@ use apalis::prelude::{BoxDynError, Monitor, Task, TaskBuilder, TaskId};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::job::{Job, Reply};
+use super::job::{Job, Message, Reply};
 
 /// The engine settings both tiers share, on their two `Config` types: one job per
 /// fetch (idle workers share the load) and the liveness beat. Results travel on
@@ -171,13 +171,24 @@ pub(crate) trait Tier: Send + Sync {
 
     // --------------------------------------------------------------- replies
 
-    /// The replies waiting on `reply_to`, waiting up to `wait` for the first.
-    fn take_replies<'a>(&'a self, reply_to: &'a str, wait: Duration) -> Answer<'a, Vec<Reply>>;
+    /// The messages waiting on `reply_to` (replies, progress reports), in the
+    /// order they were sent, waiting up to `wait` for the first.
+    fn take_replies<'a>(&'a self, reply_to: &'a str, wait: Duration) -> Answer<'a, Vec<Message>>;
 
     /// Stores the reply `body` to `job` on `reply_to` (a caller's channel, or a
     /// submitted job's record: see [`job_key`](super::job::job_key)); a job run
     /// twice answers once.
     fn put_reply<'a>(&'a self, reply_to: &'a str, job: &'a str, body: &'a str) -> Answer<'a, ()>;
+
+    /// Sends `body`, the `seq`-th progress report of `job`, on the caller's
+    /// channel `reply_to`, after the ones before it and before the reply.
+    fn put_progress<'a>(
+        &'a self,
+        reply_to: &'a str,
+        job: &'a str,
+        seq: u64,
+        body: &'a str,
+    ) -> Answer<'a, ()>;
 
     // ------------------------------------------------------- submitted jobs
 
@@ -280,6 +291,16 @@ impl Broker {
         let body = serde_json::to_string(reply).map_err(|error| error.to_string())?;
         self.0.put_reply(reply_to, &reply.job, &body).await
     }
+
+    pub(crate) async fn send_progress(
+        &self,
+        reply_to: &str,
+        seq: u64,
+        report: &super::job::ProgressReport,
+    ) -> Result<(), String> {
+        let body = serde_json::to_string(report).map_err(|error| error.to_string())?;
+        self.0.put_progress(reply_to, &report.job, seq, &body).await
+    }
 }
 
 /// `job` as the engine's task, runnable from `run_at` (whole seconds since the
@@ -333,7 +354,7 @@ fn decode_reply(body: &str) -> Option<Reply> {
         .ok()
 }
 
-fn decode_replies(bodies: Vec<String>) -> Vec<Reply> {
+fn decode_replies(bodies: Vec<String>) -> Vec<Message> {
     bodies
         .into_iter()
         .filter_map(|body| match serde_json::from_str(&body) {

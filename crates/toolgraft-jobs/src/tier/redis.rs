@@ -13,7 +13,7 @@ use redis::aio::{ConnectionManager, MultiplexedConnection};
 use tokio::sync::{Mutex, Notify};
 use tokio::task::JoinHandle;
 
-use super::super::job::{Job, Reply, is_job_key, job_key};
+use super::super::job::{Job, Message, is_job_key, job_key};
 use super::super::now_ms;
 use super::{
     Answer, Cancel, Engine, RECONNECT_FIRST, RECONNECT_LAST, RunJob, Stored, Ticks, Tier,
@@ -164,7 +164,7 @@ impl Tier for Redis {
         })
     }
 
-    fn take_replies<'a>(&'a self, reply_to: &'a str, wait: Duration) -> Answer<'a, Vec<Reply>> {
+    fn take_replies<'a>(&'a self, reply_to: &'a str, wait: Duration) -> Answer<'a, Vec<Message>> {
         Box::pin(async move {
             let mut slot = self.blocking.lock().await;
             let connection = match &mut *slot {
@@ -205,6 +205,27 @@ impl Tier for Redis {
                 Err(_) => *slot = None,
             }
             Ok(decode_replies(bodies))
+        })
+    }
+
+    fn put_progress<'a>(
+        &'a self,
+        reply_to: &'a str,
+        _job: &'a str,
+        _seq: u64,
+        body: &'a str,
+    ) -> Answer<'a, ()> {
+        Box::pin(async move {
+            let retention = i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX);
+            redis::pipe()
+                .atomic()
+                .rpush(reply_to, body)
+                .ignore()
+                .expire(reply_to, retention)
+                .ignore()
+                .query_async::<()>(&mut self.commands.clone())
+                .await
+                .map_err(text)
         })
     }
 

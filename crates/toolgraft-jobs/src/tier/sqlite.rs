@@ -12,7 +12,7 @@ use sqlx::SqlitePool;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::super::job::{Job, Reply, is_job_key};
+use super::super::job::{Job, Message, is_job_key};
 use super::super::now_ms;
 use super::{
     Answer, Cancel, Engine, RunJob, Stored, Ticks, Tier, VACUUM_BATCH, Waiting, decode_replies,
@@ -125,18 +125,19 @@ impl Tier for Sqlite {
         })
     }
 
-    fn take_replies<'a>(&'a self, reply_to: &'a str, wait: Duration) -> Answer<'a, Vec<Reply>> {
+    fn take_replies<'a>(&'a self, reply_to: &'a str, wait: Duration) -> Answer<'a, Vec<Message>> {
         Box::pin(async move {
             let deadline = Instant::now() + wait;
             loop {
                 // Read first: polling must not take the write lock the workers'
                 // replies need; only rows found are deleted.
-                let rows: Vec<(String, String)> =
-                    sqlx::query_as("SELECT job, body FROM toolgraft_replies WHERE reply_to = ?1")
-                        .bind(reply_to)
-                        .fetch_all(&self.replies)
-                        .await
-                        .map_err(text)?;
+                let rows: Vec<(String, String)> = sqlx::query_as(
+                    "SELECT job, body FROM toolgraft_replies WHERE reply_to = ?1 ORDER BY rowid",
+                )
+                .bind(reply_to)
+                .fetch_all(&self.replies)
+                .await
+                .map_err(text)?;
                 if !rows.is_empty() {
                     let mut delete = sqlx::QueryBuilder::new(
                         "DELETE FROM toolgraft_replies WHERE (created < unixepoch() - ",
@@ -192,6 +193,30 @@ impl Tier for Sqlite {
             )
             .bind(reply_to)
             .bind(job)
+            .bind(body)
+            .execute(&self.replies)
+            .await
+            .map_err(text)?;
+            self.doorbells.ring_reply(reply_to).await;
+            Ok(())
+        })
+    }
+
+    fn put_progress<'a>(
+        &'a self,
+        reply_to: &'a str,
+        job: &'a str,
+        seq: u64,
+        body: &'a str,
+    ) -> Answer<'a, ()> {
+        Box::pin(async move {
+            // A row of its own per report (the reply's row is the job's), in
+            // rowid order with the reply after them.
+            sqlx::query(
+                "INSERT OR IGNORE INTO toolgraft_replies (reply_to, job, body) VALUES (?1, ?2, ?3)",
+            )
+            .bind(reply_to)
+            .bind(format!("{job}:progress:{seq}"))
             .bind(body)
             .execute(&self.replies)
             .await

@@ -32,6 +32,7 @@ async fn push_many(broker: &Sqlite, jobs: usize) -> Result<(), String> {
             reply_to: "r".to_owned(),
             context: Default::default(),
             generation: 0,
+            progress: false,
         };
         let task = TaskBuilder::new(job)
             .task_id(TaskId::from_string(id))
