@@ -60,24 +60,43 @@ impl Drop for ReleaseWaiting {
     }
 }
 
-/// A caller's claim on one job's reply; dropping it (a caller that gave up)
-/// forgets the job, so a late reply is dropped instead of kept.
+/// A caller's claim on one job's reply; dropping it unanswered (a caller that
+/// gave up: cancelled, timed out) forgets the job, so a late reply is dropped
+/// instead of kept, and withdraws it, so a worker skips or stops it.
 pub(crate) struct Pending {
     reply: oneshot::Receiver<Reply>,
     id: String,
     client: Arc<Client>,
+    answered: bool,
 }
 
 impl Pending {
     /// The reply, or `None` if the router is gone.
     pub(crate) async fn reply(mut self) -> Option<Reply> {
-        (&mut self.reply).await.ok()
+        let reply = (&mut self.reply).await.ok();
+        self.answered = reply.is_some();
+        reply
     }
 }
 
 impl Drop for Pending {
     fn drop(&mut self) {
         self.client.lock_pending().remove(&self.id);
+        if self.answered {
+            return;
+        }
+        // Dropped in a runtime (a call's future is): the withdrawal goes on
+        // without the caller, which is gone.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (broker, id) = (self.client.broker.clone(), self.id.clone());
+        runtime.spawn(async move {
+            match broker.withdraw(&id).await {
+                Ok(()) => tracing::info!(job = %id, "job withdrawn: its caller stopped waiting"),
+                Err(error) => tracing::warn!(job = %id, %error, "cannot withdraw a job its caller stopped waiting for"),
+            }
+        });
     }
 }
 
@@ -154,6 +173,7 @@ impl Client {
             reply,
             id: id.to_owned(),
             client: self.clone(),
+            answered: false,
         }
     }
 

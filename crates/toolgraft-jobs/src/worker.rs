@@ -329,15 +329,33 @@ impl Worker {
 /// failure (it is not retried); only a reply that cannot be sent fails the job, and
 /// the engine runs it again (at least once).
 async fn run_job(mut job: Job, state: Arc<State>) -> Result<(), BoxDynError> {
+    let waited_for = !is_job_key(&job.reply_to);
+    if waited_for && state.broker.is_withdrawn(&job.id).await.unwrap_or(false) {
+        tracing::info!(job = %job.id, tool = %job.tool, worker = %state.worker, "job withdrawn before it ran: skipped");
+        return Ok(());
+    }
     tracing::info!(job = %job.id, tool = %job.tool, worker = %state.worker, "job started");
+    let started = Instant::now();
     let result = match behind(&job, &state).await {
         Some(refused) => Err(refused),
         None => {
             let call = state.toolset.call(&job.tool, std::mem::take(&mut job.args));
             let call = std::mem::take(&mut job.context).arrive(call);
-            forwarding_progress(&job, &state.broker, call)
-                .await
-                .map_err(|error| WireError::from_tool_error(&error, &job.tool))
+            let call = forwarding_progress(&job, &state.broker, call);
+            let outcome = if waited_for {
+                until_withdrawn(&job.id, &state.broker, call).await
+            } else {
+                Some(call.await)
+            };
+            let Some(outcome) = outcome else {
+                tracing::info!(
+                    job = %job.id, tool = %job.tool, worker = %state.worker,
+                    after_ms = started.elapsed().as_millis() as u64,
+                    "job withdrawn by its caller: the body stopped, no reply"
+                );
+                return Ok(());
+            };
+            outcome.map_err(|error| WireError::from_tool_error(&error, &job.tool))
         }
     };
     tracing::info!(
@@ -351,6 +369,28 @@ async fn run_job(mut job: Job, state: Arc<State>) -> Result<(), BoxDynError> {
     };
     state.broker.send_reply(&job.reply_to, &reply).await?;
     Ok(())
+}
+
+/// How often a running job looks whether its caller withdrew it.
+const WITHDRAWN_POLL: Duration = Duration::from_millis(100);
+
+/// Runs `call` until it ends, or until the caller withdraws `job`: then the
+/// call's future is dropped (the body stops at its next `.await`) and `None`
+/// is the outcome. A look that fails is tried again at the next poll.
+async fn until_withdrawn<F: Future>(job: &str, broker: &Broker, call: F) -> Option<F::Output> {
+    let withdrawn = async {
+        loop {
+            tokio::time::sleep(WITHDRAWN_POLL).await;
+            if broker.is_withdrawn(job).await.unwrap_or(false) {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        biased;
+        output = call => Some(output),
+        () = withdrawn => None,
+    }
 }
 
 /// How often a job's progress goes back to its caller at most: the reports a

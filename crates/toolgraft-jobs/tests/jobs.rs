@@ -586,6 +586,8 @@ on_every_tier!(
     two_workers_serve_many_concurrent_calls,
     a_manifest_relocates_with_the_same_workers,
     progress_from_the_worker_reaches_the_caller_in_order_before_the_reply,
+    a_caller_that_stops_waiting_stops_the_body_on_the_worker,
+    a_job_withdrawn_while_queued_never_runs,
     a_change_on_one_caller_reaches_every_worker_and_caller,
     finished_jobs_go_after_the_retention,
     an_idle_worker_is_woken_by_each_job,
@@ -604,6 +606,73 @@ fn report(value: Value) -> Report {
 }
 
 // ---------------------------------------------------------------- the tests
+
+async fn a_caller_that_stops_waiting_stops_the_body_on_the_worker(env: Env) {
+    let worker = WorkerProcess::start(&env);
+    let toolset = toolset(&env.remote());
+    // A call of ten seconds, dropped once it runs (what an MCP cancellation or a
+    // closed HTTP stream does to the call's future).
+    let mut call = Box::pin(toolset.call("slow_remote", json!({"ms": 10_000})));
+    let started = worker.log_text().matches("job started").count();
+    let running = async {
+        while worker.log_text().matches("job started").count() == started {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::select! {
+        outcome = &mut call => panic!("the call ended before it was cancelled: {outcome:?}"),
+        () = running => {}
+    }
+    drop(call);
+    let cancelled = Instant::now();
+    let line = worker
+        .wait_for_line(&["job withdrawn by its caller", "tool=slow "])
+        .await;
+    let stopped = cancelled.elapsed();
+    eprintln!(
+        "cancel to body stopped: {:.1} ms (seen in the log); the worker: {line}",
+        stopped.as_secs_f64() * 1e3
+    );
+    assert!(line.contains("the body stopped, no reply"), "{line}");
+    // Stopped, not finished: no reply was made, and the worker serves on.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let finished = |log: String| {
+        log.lines()
+            .filter(|line| line.contains("job finished") && line.contains("tool=slow "))
+            .count()
+    };
+    assert_eq!(
+        finished(worker.log_text()),
+        0,
+        "the body ran to its end:\n{}",
+        worker.log_text()
+    );
+    let again = toolset.call("slow_remote", json!({"ms": 1})).await.unwrap();
+    assert_eq!(again, json!(worker.pid()));
+}
+
+async fn a_job_withdrawn_while_queued_never_runs(env: Env) {
+    // No worker yet: the job waits in the queue, and its caller gives up.
+    let impatient = toolset(&env.remote().timeout(Duration::from_millis(300)));
+    let path = std::env::temp_dir().join(format!("{}.mark", unique("withdrawn")));
+    let args = json!({"path": path.display().to_string()});
+    let error = impatient.call("mark_remote", args).await.unwrap_err();
+    assert!(matches!(error, ToolError::TimedOut { .. }), "{error}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let worker = WorkerProcess::start(&env);
+    let line = worker
+        .wait_for_line(&["job withdrawn before it ran", "tool=mark "])
+        .await;
+    eprintln!("{line}");
+    // The worker serves the next job, and the withdrawn one never ran.
+    let served = toolset(&env.remote())
+        .call("slow_remote", json!({"ms": 1}))
+        .await
+        .unwrap();
+    assert_eq!(served, json!(worker.pid()));
+    assert!(!path.exists(), "the withdrawn job ran");
+    assert_eq!(worker.jobs_started("mark"), 0, "{}", worker.log_text());
+}
 
 async fn progress_from_the_worker_reaches_the_caller_in_order_before_the_reply(env: Env) {
     let worker = WorkerProcess::start(&env);

@@ -190,6 +190,14 @@ pub(crate) trait Tier: Send + Sync {
         body: &'a str,
     ) -> Answer<'a, ()>;
 
+    /// Marks `job` withdrawn by its caller (it stopped waiting: cancelled, timed
+    /// out): a worker that has not started it skips it, one running it stops it.
+    /// Remembered for the retention.
+    fn withdraw<'a>(&'a self, job: &'a str) -> Answer<'a, ()>;
+
+    /// Whether the caller withdrew `job`.
+    fn is_withdrawn<'a>(&'a self, job: &'a str) -> Answer<'a, bool>;
+
     // ------------------------------------------------------- submitted jobs
 
     /// Records the submitted job `id` (`record`, the caller's JSON about it).

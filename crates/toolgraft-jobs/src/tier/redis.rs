@@ -78,6 +78,13 @@ struct FleetKeys {
     channel: String,
 }
 
+impl Redis {
+    /// The key that says the caller withdrew `job`.
+    fn withdrawn(&self, job: &str) -> String {
+        format!("toolgraft:withdrawn:{}:{job}", self.queue)
+    }
+}
+
 fn config(queue: &str, engine: Engine) -> Config {
     engine_config!(Config, queue, engine)
 }
@@ -205,6 +212,27 @@ impl Tier for Redis {
                 Err(_) => *slot = None,
             }
             Ok(decode_replies(bodies))
+        })
+    }
+
+    fn withdraw<'a>(&'a self, job: &'a str) -> Answer<'a, ()> {
+        Box::pin(async move {
+            let retention = u64::try_from(self.engine.retention.as_secs()).unwrap_or(u64::MAX);
+            self.commands
+                .clone()
+                .set_ex::<_, _, ()>(self.withdrawn(job), 1, retention.max(1))
+                .await
+                .map_err(text)
+        })
+    }
+
+    fn is_withdrawn<'a>(&'a self, job: &'a str) -> Answer<'a, bool> {
+        Box::pin(async move {
+            self.commands
+                .clone()
+                .exists::<_, bool>(self.withdrawn(job))
+                .await
+                .map_err(text)
         })
     }
 

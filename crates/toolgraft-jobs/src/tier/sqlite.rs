@@ -121,6 +121,14 @@ impl Tier for Sqlite {
             .execute(&self.replies)
             .await
             .map_err(text)?;
+            sqlx::query(
+                "DELETE FROM toolgraft_withdrawn WHERE queue = ?1 AND created < unixepoch() - ?2",
+            )
+            .bind(&self.queue)
+            .bind(i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX))
+            .execute(&self.replies)
+            .await
+            .map_err(text)?;
             Ok(removed)
         })
     }
@@ -199,6 +207,32 @@ impl Tier for Sqlite {
             .map_err(text)?;
             self.doorbells.ring_reply(reply_to).await;
             Ok(())
+        })
+    }
+
+    fn withdraw<'a>(&'a self, job: &'a str) -> Answer<'a, ()> {
+        Box::pin(async move {
+            sqlx::query("INSERT OR IGNORE INTO toolgraft_withdrawn (queue, job) VALUES (?1, ?2)")
+                .bind(&self.queue)
+                .bind(job)
+                .execute(&self.replies)
+                .await
+                .map(drop)
+                .map_err(text)
+        })
+    }
+
+    fn is_withdrawn<'a>(&'a self, job: &'a str) -> Answer<'a, bool> {
+        Box::pin(async move {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT COUNT(*) FROM toolgraft_withdrawn WHERE queue = ?1 AND job = ?2",
+            )
+            .bind(&self.queue)
+            .bind(job)
+            .fetch_one(&self.replies)
+            .await
+            .map(|found| found > 0)
+            .map_err(text)
         })
     }
 

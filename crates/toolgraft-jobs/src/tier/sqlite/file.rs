@@ -64,8 +64,15 @@ async fn open_one(url: &str) -> Result<SqlitePool, String> {
 }
 
 /// The side file's tables: replies to callers, submitted jobs (the caller's
-/// record, the first reply, the end) and the fleet's state.
-const SIDE_TABLES: [&str; 4] = [
+/// record, the first reply, the end), the jobs their callers withdrew, and the
+/// fleet's state.
+const SIDE_TABLES: [&str; 5] = [
+    "CREATE TABLE IF NOT EXISTS toolgraft_withdrawn (
+         queue TEXT NOT NULL,
+         job TEXT NOT NULL,
+         created INTEGER NOT NULL DEFAULT (unixepoch()),
+         PRIMARY KEY (queue, job)
+     )",
     "CREATE TABLE IF NOT EXISTS toolgraft_replies (
          reply_to TEXT NOT NULL,
          job TEXT NOT NULL,
