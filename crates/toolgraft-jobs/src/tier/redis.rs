@@ -217,7 +217,7 @@ impl Tier for Redis {
 
     fn withdraw<'a>(&'a self, job: &'a str) -> Answer<'a, ()> {
         Box::pin(async move {
-            let retention = u64::try_from(self.engine.retention.as_secs()).unwrap_or(u64::MAX);
+            let retention = self.engine.retention.as_secs();
             self.commands
                 .clone()
                 .set_ex::<_, _, ()>(self.withdrawn(job), 1, retention.max(1))
