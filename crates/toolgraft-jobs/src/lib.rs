@@ -114,6 +114,8 @@ mod scratch;
 mod wire;
 mod job;
 mod tier;
+#[cfg(feature = "redis")]
+mod ledger;
 mod client;
 mod queues;
 mod remote;
@@ -133,6 +135,8 @@ fn now_ms() -> u64 {
 
 pub use fleet::{Fleet, FleetError, FleetMember, Role};
 pub use job::{JobError, JobResult, JobState, JobTicket};
+#[cfg(feature = "redis")]
+pub use ledger::RedisLedger;
 pub use remote::{MAX_TIMEOUT_MS, Remote, RemoteConfig, Remoted};
 pub use submit::{MAX_SCHEDULING_HORIZON, PAST_SLACK, RemoteBranch, Submission, Submit, Submitted};
 pub use wire::RemoteFailure;

@@ -2073,3 +2073,92 @@ async fn a_silent_engine_costs_the_timeout_not_more() {
     assert!(took < Duration::from_secs(4), "{took:?} for four calls");
     drop(silent);
 }
+
+/// The user's side of `approve` for the fleet test: asked later (an
+/// input-required round trip), bringing `answer` with its state.
+struct Later(Option<(bool, String)>);
+
+impl context::Ask for Later {
+    fn answered(&self, _: &str) -> Option<context::Answered> {
+        let (yes, state) = self.0.clone()?;
+        let mut fields = serde_json::Map::new();
+        fields.insert("approve".to_owned(), json!(yes));
+        Some(context::Answered {
+            answer: context::Answer::Accept(fields),
+            state: Some(state),
+        })
+    }
+
+    fn reach(&self) -> context::Reach {
+        context::Reach::Later
+    }
+
+    fn ask_now(
+        &self,
+        _: context::Question,
+    ) -> futures_util::future::BoxFuture<'static, Result<context::Answer, String>> {
+        Box::pin(async { Err("asked later only".to_owned()) })
+    }
+}
+
+/// Two replicas with one key and one Redis ledger: an approval sealed by one is
+/// taken by the other once, and refused as replayed on either after that.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_is_spent_on_every_replica_of_a_fleet() {
+    use toolgraft::ext::approve::{ApprovalError, Approve, SealKey};
+    let env = Env::redis("approval_fleet").await;
+    let key = SealKey::new(vec![5; 32]).unwrap();
+    let replica = || {
+        let approve = Approve::new(key.clone())
+            .with_ledger(toolgraft_jobs::RedisLedger::new(&env.url).unwrap());
+        let toolset = Toolset::new();
+        toolset
+            .bind((whereami_tool().combo().with(approve),))
+            .unwrap();
+        toolset
+    };
+    let (one, two) = (replica(), replica());
+    async fn call(toolset: &Toolset, brought: Option<(bool, String)>) -> Result<Value, ToolError> {
+        let call = toolset.call("whereami_approve", json!({"city": "Oslo"}));
+        context::with(context::Asker::new(Later(brought)), call).await
+    }
+    let asked = call(&one, None).await.unwrap_err();
+    let state = asked
+        .downcast_ref::<context::InputRequired>()
+        .unwrap()
+        .state
+        .clone();
+    let ran = call(&two, Some((true, state.clone()))).await.unwrap();
+    assert_eq!(report(ran).city, "Oslo");
+    for replica in [&one, &two] {
+        let replayed = call(replica, Some((true, state.clone())))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            replayed.downcast_ref::<ApprovalError>(),
+            Some(&ApprovalError::Replayed),
+            "{replayed}"
+        );
+    }
+    // A ledger that cannot be reached refuses: fail closed.
+    let down = Approve::new(key)
+        .with_ledger(toolgraft_jobs::RedisLedger::new("redis://127.0.0.1:1").unwrap());
+    let toolset = Toolset::new();
+    toolset.bind((whereami_tool().combo().with(down),)).unwrap();
+    let state = call(&toolset, None)
+        .await
+        .unwrap_err()
+        .downcast_ref::<context::InputRequired>()
+        .unwrap()
+        .state
+        .clone();
+    let refused = call(&toolset, Some((true, state))).await.unwrap_err();
+    assert!(
+        matches!(
+            refused.downcast_ref::<ApprovalError>(),
+            Some(ApprovalError::Ledger(_))
+        ),
+        "{refused}"
+    );
+}

@@ -144,6 +144,32 @@ impl Entry for McpCall {
     type Key = Unkeyed;
 }
 
+/// The request's `_meta` (the client's own fields, trace ids, ..), as a context
+/// entry that travels: unlike [`McpCall`], it crosses to worker processes,
+/// serialized, so a body on a `remote` worker reads what the client sent.
+///
+/// ```
+/// use toolgraft::context;
+/// use toolgraft_mcp::call::RequestMeta;
+/// assert!(context::get::<RequestMeta>().is_none(), "outside an MCP call");
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct RequestMeta(pub serde_json::Map<String, serde_json::Value>);
+
+impl RequestMeta {
+    /// The field `key` of the request's `_meta`.
+    pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
+        self.0.get(key)
+    }
+}
+
+impl Entry for RequestMeta {
+    const NAME: &'static str = "toolgraft_mcp.request_meta";
+    type Travel = toolgraft::context::Serialized;
+    type Key = Unkeyed;
+}
+
 /// How many progress reports wait for the client at most: a body reporting
 /// faster than they are sent loses the oldest waiting ones (a later report says
 /// more than an earlier one, and the last one is never lost), and never waits.
@@ -284,6 +310,11 @@ pub(crate) async fn serve<F: Future>(
         context = context.with(principal.clone());
     }
     context = context.with(Asker::new(McpAsk::new(&request, brought)));
+    if let Ok(serde_json::Value::Object(meta)) = serde_json::to_value(&request.meta)
+        && !meta.is_empty()
+    {
+        context = context.with(RequestMeta(meta));
+    }
     context = context.with(McpCall::new(request));
     let Some(token) = token else {
         return context.scope(call).await;

@@ -351,6 +351,54 @@ struct Say {
 }
 
 #[tokio::test]
+async fn the_request_meta_crosses_to_a_worker_process_and_the_peer_does_not() {
+    // What a backend to a worker process sends with its job: the context's wire.
+    let wire = Tool::builder()
+        .name("wire")
+        .description("The context that would cross to a worker process.")
+        .body(|_: Steps| async move {
+            let below = toolgraft::Name::new("wire")?;
+            let wire = toolgraft::relocation::Departure::new("remote", &below)?.to_wire()?;
+            let names: Vec<String> = wire.names().map(str::to_owned).collect();
+            // On the worker, the same entries read the same.
+            let meta = wire
+                .arrive(async { context::get::<toolgraft_mcp::call::RequestMeta>() })
+                .await;
+            Ok(json!({"names": names, "trace": meta.and_then(|meta| meta.get("trace").cloned())}))
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset.bind((wire.combo(),)).unwrap();
+    let client = connect(ToolsetServer::new(toolset)).await;
+    let mut params = request("wire", json!({"steps": 1}));
+    let mut meta = RequestMetaObject::default();
+    meta.0.insert("trace".to_owned(), json!("t-42"));
+    params.meta = Some(meta);
+    let answer = client.call_tool(params).await.unwrap();
+    let answer = answer.structured_content.unwrap_or_else(|| {
+        serde_json::from_str(&answer.content[0].as_text().unwrap().text).unwrap()
+    });
+    assert_eq!(answer["trace"], "t-42", "{answer}");
+    let names: Vec<&str> = answer["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(names.contains(&"toolgraft_mcp.request_meta"), "{names:?}");
+    assert!(
+        !names.contains(&"toolgraft_mcp.call"),
+        "the peer stays behind: {names:?}"
+    );
+    assert!(
+        !names.contains(&"toolgraft.asker"),
+        "so does the way to ask the user: {names:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_body_logs_to_the_client_through_the_calls_peer() {
     let say = Tool::builder()
         .name("say")
