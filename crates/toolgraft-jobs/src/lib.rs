@@ -39,6 +39,21 @@
 //!   of uncollected replies) are [`RemoteConfig`] fields.
 //! * A [`Fleet`] keeps every process of a queue at the same combos: changes a
 //!   caller makes at run time reach the other callers and the workers.
+//! * **Progress comes back.** A body on a worker reports through the call
+//!   context (`toolgraft::context::report_progress`) as in process; when the
+//!   caller listens (its call has a progress sink: an MCP request with a progress
+//!   token), the reports come back on its reply channel, in order, at most one
+//!   every 50 ms (faster ones fold into the newest), the last before the reply.
+//! * **A caller that stops waiting withdraws its job** (an MCP cancellation, a
+//!   closed HTTP stream, its timeout: the call's future is dropped). A worker
+//!   skips a withdrawn job it has not started, and stops one it runs within
+//!   100 ms: the body's future is dropped, no reply is sent (about 100 ms from
+//!   the caller's drop to the body stopping, measured on both tiers).
+//! * The call context crosses as each entry says: the principal, the MCP
+//!   request's `_meta` and entries of one's own arrive serialized; the MCP peer
+//!   does not, and the rules keep what needs it outside `remote` (rule
+//!   `caller-outside-relocation`). [`RedisLedger`] spends an `approve`al on every
+//!   replica of a fleet.
 //!
 //! # Submit and schedule
 //!
