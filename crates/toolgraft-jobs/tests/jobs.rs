@@ -2162,3 +2162,50 @@ async fn an_approval_is_spent_on_every_replica_of_a_fleet() {
         "{refused}"
     );
 }
+
+/// From a manifest, `approve` binds outside `remote` and is refused inside it,
+/// with the rule and the fix.
+#[test]
+fn a_manifest_puts_approve_outside_remote_only() {
+    use toolgraft::ext::approve::{Approve, SealKey};
+    use toolgraft::runtime::Refined;
+    let mut registry = registry();
+    registry
+        .register(Refined::new(
+            Approve::new(SealKey::new(vec![5; 32]).unwrap()),
+            Approve::configured,
+        ))
+        .unwrap();
+    let path = std::env::temp_dir().join(format!("{}.db", unique("approve_manifest")));
+    let remote =
+        json!({"name": "remote", "config": {"url": format!("sqlite://{}", path.display())}});
+    let tools = BaseTools::new().with(&whereami_tool());
+    let outside =
+        Manifest::from_value(&json!({"tools": {"whereami": [[remote.clone(), "approve"]]}}))
+            .unwrap();
+    let toolset = Toolset::new();
+    let outcome = toolset.bind_manifest(&registry, &tools, &outside);
+    assert!(outcome[0].1.is_ok(), "{outcome:?}");
+    assert!(
+        toolset
+            .names()
+            .iter()
+            .any(|name| name.as_str() == "whereami_remote_approve")
+    );
+
+    let inside =
+        Manifest::from_value(&json!({"tools": {"whereami": [["approve", remote]]}})).unwrap();
+    let toolset = Toolset::new();
+    let outcome = toolset.bind_manifest(&registry, &tools, &inside);
+    let error = outcome[0].1.as_ref().unwrap_err();
+    eprintln!("{error}");
+    assert!(
+        matches!(error, BindError::CallerLocalInsideRelocation { .. }),
+        "{error}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "on `whereami`, `approve` needs the caller's session but sits inside `remote`, which would run it on a worker with no caller to ask or report to; place `approve` after `remote`"
+    );
+    assert!(toolset.names().is_empty());
+}
