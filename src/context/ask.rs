@@ -90,8 +90,9 @@ pub enum Reach {
     Not,
 }
 
-/// The server in front's way to the caller's user, for one call (see the
-/// [module docs](self)).
+/// The server in front's way to the caller's user, for one call: what an
+/// [`Asker`] holds (toolgraft-mcp's asks by MCP elicitation, or by an
+/// input-required result).
 pub trait Ask: Send + Sync + 'static {
     /// The answer to the question `key` this call brings, when it is the call
     /// again after an [`InputRequired`].

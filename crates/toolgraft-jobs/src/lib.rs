@@ -52,8 +52,8 @@
 //! * The call context crosses as each entry says: the principal, the MCP
 //!   request's `_meta` and entries of one's own arrive serialized; the MCP peer
 //!   does not, and the rules keep what needs it outside `remote` (rule
-//!   `caller-outside-relocation`). [`RedisLedger`] spends an `approve`al on every
-//!   replica of a fleet.
+//!   `caller-outside-relocation`). `RedisLedger` (feature `redis`) spends an
+//!   `approve` approval on every replica of a fleet.
 //!
 //! # Submit and schedule
 //!

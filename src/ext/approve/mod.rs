@@ -1,6 +1,6 @@
 //! `approve`: the caller's user approves a call before the layers below run.
 //!
-//! It asks through the call's [`Asker`](crate::context::Asker) (the server in
+//! It asks through the call's [`crate::context::Asker`] (the server in
 //! front's way to the user; toolgraft-mcp's is MCP elicitation, or an
 //! input-required result on protocol 2026-07-28), showing the tool and its
 //! arguments, and goes on only on a yes. Where the caller cannot be asked, the
@@ -13,9 +13,9 @@
 //! Every replica with the same key and ledger takes what any of them sealed.
 //!
 //! `approve` needs the caller's session, so it is
-//! [`CallerLocal`](crate::extension::CallerLocal): it sits outside every backend
-//! (rule `caller-outside-relocation`), and a backend below reads the approval's
-//! id as [`Approval`] (`remote` keys its job on it, so a retry runs it once).
+//! [`crate::extension::CallerLocal`]: it sits outside every backend
+//! (rule `caller-outside-relocation`), and the layers below read the approval's
+//! id as [`Approval`]; it travels to worker processes with the call.
 //!
 //! ```
 //! use toolgraft::ext::approve::{Approve, SealKey};
