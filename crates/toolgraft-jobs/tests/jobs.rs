@@ -2209,3 +2209,72 @@ fn a_manifest_puts_approve_outside_remote_only() {
     );
     assert!(toolset.names().is_empty());
 }
+
+/// An MCP client that keeps the progress notifications it gets, with when.
+#[derive(Clone, Default)]
+struct ProgressClient {
+    seen: Arc<Mutex<Vec<(Instant, rmcp::model::ProgressNotificationParam)>>>,
+}
+
+impl rmcp::ClientHandler for ProgressClient {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.seen.lock().unwrap().push((Instant::now(), params));
+    }
+}
+
+/// The whole way: an MCP client calls a `remote` branch through toolgraft-mcp,
+/// the body runs in a worker process and reports progress, and the client gets
+/// each notification, in order, before the reply.
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_from_a_worker_process_reaches_an_mcp_client() {
+    use rmcp::ServiceExt;
+    let env = Env::sqlite("progress_to_mcp").await;
+    let worker = WorkerProcess::start(&env);
+    let server = toolgraft_mcp::ToolsetServer::new(toolset(&env.remote()));
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = ProgressClient::default();
+    let running = client.clone().serve(client_io).await.unwrap();
+    let token = rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(1));
+    let mut params = rmcp::model::CallToolRequestParams::new("steps_remote")
+        .with_arguments(json!({"steps": 4, "ms": 80}).as_object().unwrap().clone());
+    params.meta = Some(rmcp::model::RequestMetaObject::with_progress_token(token));
+    let started = Instant::now();
+    let answer = running.call_tool(params).await.unwrap();
+    let answered = started.elapsed();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let seen = client.seen.lock().unwrap().clone();
+    for (at, progress) in &seen {
+        eprintln!(
+            "+{:>6.1} ms  notifications/progress {}/{:?} {:?}",
+            at.duration_since(started).as_secs_f64() * 1e3,
+            progress.progress,
+            progress.total,
+            progress.message
+        );
+    }
+    eprintln!(
+        "+{:>6.1} ms  reply {:?}",
+        answered.as_secs_f64() * 1e3,
+        answer.content[0].as_text().map(|text| &text.text)
+    );
+    let steps: Vec<f64> = seen.iter().map(|(_, progress)| progress.progress).collect();
+    assert_eq!(steps, [1.0, 2.0, 3.0, 4.0], "{seen:?}");
+    let worker_step = format!("step 4 in pid {}", worker.pid());
+    assert_eq!(seen[3].1.message.as_deref(), Some(worker_step.as_str()));
+    assert!(
+        seen.iter()
+            .all(|(at, _)| at.duration_since(started) <= answered),
+        "every notification before the reply"
+    );
+    running.cancel().await.unwrap();
+}
