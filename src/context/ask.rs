@@ -101,6 +101,13 @@ pub trait Ask: Send + Sync + 'static {
     /// How the caller can be asked.
     fn reach(&self) -> Reach;
 
+    /// The arguments of the call as the caller sent them (what an approval must
+    /// cover, rather than what a decoded input writes back); `None` when the
+    /// server in front has none to give.
+    fn arguments(&self) -> Option<&serde_json::Value> {
+        None
+    }
+
     /// Asks now and waits for the answer ([`Reach::Now`]); an error says why
     /// no answer came.
     fn ask_now(&self, question: Question) -> BoxFuture<'static, Result<Answer, String>>;
@@ -131,6 +138,11 @@ impl Asker {
     /// See [`Ask::reach`].
     pub fn reach(&self) -> Reach {
         self.0.reach()
+    }
+
+    /// See [`Ask::arguments`].
+    pub fn arguments(&self) -> Option<&serde_json::Value> {
+        self.0.arguments()
     }
 
     /// See [`Ask::ask_now`].

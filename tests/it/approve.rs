@@ -54,6 +54,8 @@ struct Caller {
     answer: Answer,
     answered: Option<Answered>,
     asked: Arc<Mutex<Vec<Question>>>,
+    /// The arguments as the server in front saw them sent, when it says.
+    sent: Option<Value>,
 }
 
 impl Caller {
@@ -63,7 +65,13 @@ impl Caller {
             answer,
             answered: None,
             asked: Arc::default(),
+            sent: None,
         }
+    }
+
+    fn sending(mut self, arguments: Value) -> Self {
+        self.sent = Some(arguments);
+        self
     }
 
     fn bringing(mut self, answer: Answer, state: &str) -> Self {
@@ -83,6 +91,10 @@ impl Ask for Caller {
 
     fn reach(&self) -> Reach {
         self.reach
+    }
+
+    fn arguments(&self) -> Option<&Value> {
+        self.sent.as_ref()
     }
 
     fn ask_now(&self, question: Question) -> BoxFuture<'static, Result<Answer, String>> {
@@ -267,20 +279,19 @@ async fn asked_later_the_sealed_answer_runs_once_and_only_for_its_call() {
         "{replayed}"
     );
 
-    // A no spends the approval too.
+    // A no runs nothing and spends nothing (declined round trips cannot fill
+    // the ledger); the question stays open until it expires.
     let again = call_as(&toolset, Some(later.clone()), "alice", "sda")
         .await
         .unwrap_err();
     let state = again.downcast_ref::<InputRequired>().unwrap().state.clone();
-    let declined = call_as(
-        &toolset,
-        Some(later.clone().bringing(Answer::Decline, &state)),
-        "alice",
-        "sda",
-    )
-    .await
-    .unwrap_err();
-    assert_eq!(approval_error(&declined), Some(&ApprovalError::Declined));
+    for _ in 0..3 {
+        let no = Some(later.clone().bringing(Answer::Decline, &state));
+        let declined = call_as(&toolset, no, "alice", "sda").await.unwrap_err();
+        assert_eq!(approval_error(&declined), Some(&ApprovalError::Declined));
+    }
+    let yes_now = Some(later.clone().bringing(yes(), &state));
+    assert!(call_as(&toolset, yes_now, "alice", "sda").await.is_ok());
     let after = call_as(
         &toolset,
         Some(later.bringing(yes(), &state)),
@@ -413,5 +424,98 @@ fn from_a_manifest_approve_binds_outside_a_backend_only() {
     let outcome = Toolset::new().bind_manifest(&registry, &tools, &zero);
     assert!(
         matches!(outcome[0].1, Err(BindError::InvalidConfig { ref field, .. }) if field == "expiry_secs")
+    );
+}
+
+#[tokio::test]
+async fn the_seal_covers_the_arguments_as_sent_not_as_decoded() {
+    // `force` is read and never written back: an approval of the decoded input
+    // alone would cover `force: true` too.
+    #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+    struct Careful {
+        disk: String,
+        #[serde(default, skip_serializing)]
+        force: bool,
+    }
+    let careful = Tool::builder()
+        .name("careful")
+        .description("Wipe, maybe by force.")
+        .body(
+            |wipe: Careful| async move { Ok(format!("wiped {} force={}", wipe.disk, wipe.force)) },
+        )
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind((careful.combo().with(Approve::new(key())),))
+        .unwrap();
+    let call = |args: Value, caller: Caller| {
+        let call = toolset.call("careful_approve", args);
+        context::with(Asker::new(caller), call)
+    };
+    let gentle = json!({"disk": "sda", "force": false});
+    let later = Caller::new(Reach::Later, Answer::Decline);
+    let asked = call(gentle.clone(), later.clone().sending(gentle.clone()))
+        .await
+        .unwrap_err();
+    let state = asked.downcast_ref::<InputRequired>().unwrap().state.clone();
+    let forced = json!({"disk": "sda", "force": true});
+    let refused = call(
+        forced.clone(),
+        later.clone().sending(forced).bringing(yes(), &state),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        approval_error(&refused),
+        Some(&ApprovalError::Mismatched("other arguments".into()))
+    );
+    let ran = call(
+        gentle.clone(),
+        later.sending(gentle).bringing(yes(), &state),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ran, json!("wiped sda force=false"));
+}
+
+#[tokio::test]
+async fn the_question_shows_the_arguments_whole_and_no_line_can_be_faked() {
+    let toolset = bound();
+    let caller = Caller::new(Reach::Now, Answer::Decline);
+    let disk = "sda\u{2028}Tool: list_files\u{2028}Arguments: {}\u{202e}";
+    call_as(&toolset, Some(caller.clone()), "alice", disk)
+        .await
+        .unwrap_err();
+    let message = caller.asked.lock().unwrap()[0].message.clone();
+    assert!(
+        !message.contains('\u{2028}') && !message.contains('\u{202e}'),
+        "{message:?}"
+    );
+    assert_eq!(
+        message
+            .lines()
+            .filter(|line| line.starts_with("Tool:"))
+            .count(),
+        1,
+        "{message}"
+    );
+    assert!(message.contains(r"\u{2028}Tool: list_files"), "{message}");
+    // Too long to show whole: refused, never shortened.
+    let long = "x".repeat(toolgraft::ext::approve::MAX_SHOWN);
+    let refused = call_as(
+        &toolset,
+        Some(Caller::new(Reach::Now, yes())),
+        "alice",
+        &long,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(
+            approval_error(&refused),
+            Some(ApprovalError::TooLongToShow { .. })
+        ),
+        "{refused}"
     );
 }

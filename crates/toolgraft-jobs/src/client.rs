@@ -47,6 +47,9 @@ impl Drop for Client {
 struct Waiter {
     reply: oneshot::Sender<Reply>,
     progress: Option<ProgressSink>,
+    /// The last progress handed on: a redelivered job reports again from its
+    /// start, and progress only goes forward.
+    reached: Option<f64>,
 }
 
 /// Drops the waiting callers' senders when the router ends.
@@ -166,6 +169,7 @@ impl Client {
         let waiter = Waiter {
             reply: sender,
             progress,
+            reached: None,
         };
         self.lock_pending().insert(id.to_owned(), waiter);
         self.waiting.notify_one();
@@ -182,10 +186,15 @@ impl Client {
             Message::Reply(reply) => reply,
             Message::Progress(report) => {
                 // Taken out first: the sink runs outside the lock.
-                let sink = self
-                    .lock_pending()
-                    .get(&report.job)
-                    .and_then(|waiter| waiter.progress.clone());
+                let sink = self.lock_pending().get_mut(&report.job).and_then(|waiter| {
+                    let forward = waiter
+                        .reached
+                        .is_none_or(|reached| report.progress.progress > reached);
+                    if forward {
+                        waiter.reached = Some(report.progress.progress);
+                    }
+                    waiter.progress.clone().filter(|_| forward)
+                });
                 if let Some(sink) = sink {
                     sink.send(report.progress);
                 }

@@ -27,12 +27,27 @@ pub struct RedisLedger {
 impl std::fmt::Debug for RedisLedger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisLedger")
-            .field("url", &self.url)
+            .field("server", &self.server())
             .finish_non_exhaustive()
     }
 }
 
+/// How long a used approval's key outlives its expiry: a replica whose clock is
+/// behind the redeeming one's by up to this much still finds it used.
+const CLOCK_SKEW: u64 = 300;
+
 impl RedisLedger {
+    /// The server's host and port, never its credentials: what errors and
+    /// `Debug` show (errors reach callers).
+    fn server(&self) -> String {
+        let rest = self
+            .url
+            .split_once("://")
+            .map_or(self.url.as_str(), |(_, rest)| rest);
+        let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+        host.split('/').next().unwrap_or_default().to_owned()
+    }
+
     /// A ledger on the Redis server at `url` (`redis://host:port[/db]`).
     pub fn new(url: &str) -> Result<Self, redis::RedisError> {
         redis::Client::open(url)?;
@@ -52,14 +67,11 @@ impl Ledger for RedisLedger {
                 .get_or_try_init(|| apalis_redis::connect(self.url.clone()))
                 .await
                 .map_err(|error| {
-                    format!(
-                        "cannot reach the approval ledger at `{}`: {error}",
-                        self.url
-                    )
+                    format!("cannot reach the Redis at `{}`: {error}", self.server())
                 })?;
-            // Kept a second past the expiry: an approval is never taken for new
-            // while it could still be opened.
-            let keep = expires.saturating_sub(now).saturating_add(1);
+            // Kept past the expiry: an approval is never taken for new while a
+            // replica (its clock a little behind) could still open it.
+            let keep = expires.saturating_sub(now).saturating_add(CLOCK_SKEW);
             let written: Option<String> = redis::cmd("SET")
                 .arg(&key)
                 .arg(now)
@@ -68,8 +80,29 @@ impl Ledger for RedisLedger {
                 .arg(keep)
                 .query_async(&mut connection.clone())
                 .await
-                .map_err(|error| format!("the approval ledger failed: {error}"))?;
+                .map_err(|error| format!("Redis answered: {error}"))?;
             Ok(written.is_some())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_and_debug_name_the_server_never_its_password() {
+        for (url, server) in [
+            (
+                "redis://:s3cret@cache.internal:6379/2",
+                "cache.internal:6379",
+            ),
+            ("redis://user:s3cret@10.0.0.5:6380", "10.0.0.5:6380"),
+            ("redis://127.0.0.1:6379", "127.0.0.1:6379"),
+        ] {
+            let ledger = RedisLedger::new(url).unwrap();
+            assert_eq!(ledger.server(), server);
+            assert!(!format!("{ledger:?}").contains("s3cret"));
+        }
     }
 }

@@ -204,6 +204,26 @@ impl Reports {
 pub(crate) struct Brought {
     pub responses: Option<InputResponses>,
     pub state: Option<String>,
+    /// The call's arguments as sent, where an approval must cover them (a
+    /// caller asked [`Reach::Later`]: the seal is over what it sends).
+    pub arguments: Option<serde_json::Value>,
+}
+
+/// How the client of `request` can be asked: by an input-required result on
+/// protocol 2026-07-28 and later, by elicitation before it, and not at all by
+/// a client that declared no elicitation.
+pub(crate) fn reach_of(request: &RequestContext<RoleServer>) -> Reach {
+    let elicits = request
+        .client_capabilities()
+        .is_some_and(|capabilities| capabilities.elicitation.is_some());
+    let stateless = request
+        .protocol_version()
+        .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+    match (elicits, stateless) {
+        (false, _) => Reach::Not,
+        (true, true) => Reach::Later,
+        (true, false) => Reach::Now,
+    }
 }
 
 /// How an MCP client's user is asked, for toolgraft's [`Asker`]: by an
@@ -217,20 +237,9 @@ struct McpAsk {
 
 impl McpAsk {
     fn new(request: &RequestContext<RoleServer>, brought: Brought) -> Self {
-        let elicits = request
-            .client_capabilities()
-            .is_some_and(|capabilities| capabilities.elicitation.is_some());
-        let stateless = request
-            .protocol_version()
-            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
-        let reach = match (elicits, stateless) {
-            (false, _) => Reach::Not,
-            (true, true) => Reach::Later,
-            (true, false) => Reach::Now,
-        };
         Self {
             peer: request.peer.clone(),
-            reach,
+            reach: reach_of(request),
             brought,
         }
     }
@@ -266,6 +275,10 @@ impl Ask for McpAsk {
 
     fn reach(&self) -> Reach {
         self.reach
+    }
+
+    fn arguments(&self) -> Option<&serde_json::Value> {
+        self.brought.arguments.as_ref()
     }
 
     fn ask_now(

@@ -665,9 +665,12 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         let rendering = self.rendering(&request.name, shape);
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let cancelled = context.ct.clone();
+        // Kept only where an approval seals them: the hot path copies nothing.
+        let sealed = call::reach_of(&context) == toolgraft::context::Reach::Later;
         let brought = call::Brought {
             responses: request.input_responses,
             state: request.request_state,
+            arguments: sealed.then(|| arguments.clone()),
         };
         // Boxed: the call's state is kilobytes, which rmcp's spawn of each request
         // would copy (see `import::future_sizes`).

@@ -11,6 +11,19 @@
 //! and an expiry, with an id that a [`Ledger`] lets be used once: a tampered,
 //! replayed, expired or mismatched one is refused with an [`ApprovalError`].
 //! Every replica with the same key and ledger takes what any of them sealed.
+//! The seal covers the arguments as the caller sent them where the server in
+//! front says ([`Ask::arguments`](crate::context::Ask::arguments)), so a field
+//! the input reads but does not write back is covered too. Only a yes spends an
+//! approval. The question shows the arguments whole, with every character that
+//! could fake a line escaped; arguments over [`MAX_SHOWN`] bytes are refused,
+//! never shortened.
+//!
+//! Used once means once per ledger: a [`MemoryLedger`] forgets at a restart
+//! (a fleet, or a key kept across restarts, wants a shared ledger such as
+//! `toolgraft_jobs::RedisLedger`), and a backend that delivers at least once may
+//! still run an approved body twice. Two `approve` layers on one call path file
+//! their answers under one key and never both pass on protocol 2026-07-28:
+//! bind one.
 //!
 //! `approve` needs the caller's session, so it is
 //! [`crate::extension::CallerLocal`]: it sits outside every backend
@@ -54,6 +67,27 @@ use crate::extension::{CallerLocal, ConfigError, LayerInput, Next, Stack, Wrap};
 
 /// What the answer to an approval is filed under.
 pub const KEY: &str = "approve";
+
+/// The most a question shows of the arguments, in bytes: longer ones are
+/// refused, never shortened.
+pub const MAX_SHOWN: usize = 8 * 1024;
+
+/// The arguments as the user reads them: compact JSON, with every character
+/// that could start a line or turn text around escaped.
+fn shown(arguments: &Value) -> String {
+    let json = arguments.to_string();
+    let mut shown = String::with_capacity(json.len());
+    for c in json.chars() {
+        let fakes_a_line = matches!(c, '\u{0085}' | '\u{2028}' | '\u{2029}');
+        let turns_text = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if fakes_a_line || turns_text || c.is_control() {
+            shown.push_str(&format!("\\u{{{:04x}}}", u32::from(c)));
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
+}
 
 /// Which tools need an approval.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,6 +166,17 @@ pub enum ApprovalError {
     /// The ledger could not say whether the approval was used.
     #[error("the approval ledger failed: {0}")]
     Ledger(String),
+    /// The arguments are too long to show the user whole.
+    #[error(
+        "the arguments are {len} bytes as shown, over the {MAX_SHOWN} a question shows whole; an approval covers only what the user can read"
+    )]
+    TooLongToShow {
+        /// Their length, as shown.
+        len: usize,
+    },
+    /// The arguments cannot be written out to be shown and sealed.
+    #[error("the arguments cannot be shown: {0}")]
+    Unshowable(String),
 }
 
 /// The approval a call went on with, for the layers below: its id (one per
@@ -218,14 +263,19 @@ impl Approve {
         Ok(approve)
     }
 
-    fn question(&self, tool: &str, arguments: &Value) -> Question {
-        let shown = crate::error::shorten_json(arguments);
+    fn question(&self, tool: &str, arguments: &Value) -> Result<Question, ApprovalError> {
+        // Whole, never shortened: the user approves what they read. Characters
+        // that could fake a line of the question are escaped.
+        let shown = shown(arguments);
+        if shown.len() > MAX_SHOWN {
+            return Err(ApprovalError::TooLongToShow { len: shown.len() });
+        }
         let lead = self
             .config
             .message
             .as_deref()
             .unwrap_or("Approve this call?");
-        Question::new(
+        Ok(Question::new(
             format!("{lead}\n\nTool: {tool}\nArguments: {shown}"),
             json!({
                 "type": "object",
@@ -234,22 +284,32 @@ impl Approve {
                 },
                 "required": ["approve"]
             }),
-        )
+        ))
     }
 
     /// Decides whether the call may go on: with an approval, after the caller
     /// asks its user, or not (why).
-    async fn decide(&self, arguments: &Value) -> Result<Decision, ApprovalError> {
+    async fn decide(&self, decoded: Result<Value, String>) -> Result<Decision, ApprovalError> {
         let tool = self.tool.as_ref().map_or("", Name::as_str);
         let principal = context::get::<Principal>();
-        let subject = Subject::new(tool, arguments, principal.as_ref().map(Principal::as_str));
         let asker = context::get::<Asker>().ok_or(ApprovalError::CannotAsk)?;
+        // What the caller sent, where the server in front has it: a field the
+        // input reads but does not write back is covered too.
+        let arguments = match asker.arguments() {
+            Some(sent) => sent.clone(),
+            None => decoded.map_err(ApprovalError::Unshowable)?,
+        };
+        let arguments = &arguments;
+        let subject = Subject::new(tool, arguments, principal.as_ref().map(Principal::as_str));
         if let Some(answered) = asker.answered(KEY) {
             let state = answered.state.ok_or_else(|| {
                 ApprovalError::Tampered("the answer came without its state".to_owned())
             })?;
             let now = seal::now();
             let sealed = self.key.open(&state, &subject, now)?;
+            // Only a yes spends the approval: a no runs nothing, and spending it
+            // would let declined round trips fill the ledger.
+            let approval = approved(&answered.answer, sealed.id.clone())?;
             let first = self
                 .ledger
                 .redeem(&sealed.id, sealed.expires, now)
@@ -258,11 +318,11 @@ impl Approve {
             if !first {
                 return Err(ApprovalError::Replayed);
             }
-            return approved(&answered.answer, sealed.id).map(Decision::Go);
+            return Ok(Decision::Go(approval));
         }
         // The user reads the name the caller called (a published one, say).
         let called = context::get::<CallName>().map(|name| name.0);
-        let question = self.question(called.as_ref().map_or(tool, Name::as_str), arguments);
+        let question = self.question(called.as_ref().map_or(tool, Name::as_str), arguments)?;
         match asker.reach() {
             Reach::Now => {
                 let answer = asker
@@ -357,9 +417,9 @@ impl<S: Stack<Input: Serialize>> Wrap<S> for Approve {
         if !self.needed {
             return next.call(input).await;
         }
-        let arguments = serde_json::to_value(&input).unwrap_or(Value::Null);
+        let decoded = serde_json::to_value(&input).map_err(|error| error.to_string());
         let extension = Name::lossy(KEY);
-        match self.decide(&arguments).await {
+        match self.decide(decoded).await {
             Ok(Decision::Go(approval)) => context::with(approval, next.call(input)).await,
             Ok(Decision::Ask(needed)) => {
                 Err(ToolError::extension(next.name().clone(), extension, needed))
