@@ -436,18 +436,26 @@ async fn forwarding_progress<F: Future>(job: &Job, broker: &Broker, call: F) -> 
             }
         }
     });
-    let mut seq = 0u64;
-    let mut send = async |progress: Progress| {
-        let report = ProgressReport {
-            job: job.id.clone(),
-            progress,
-        };
-        // A report that cannot be sent is lost, not the job.
-        if let Err(error) = broker.send_progress(&job.reply_to, seq, &report).await {
-            tracing::warn!(job = %job.id, %error, "cannot send a progress report");
+    // Sent by a task of its own, in order: a slow send never holds the body up.
+    // A few reports wait for it at most; past them the newest waits in `newest`.
+    let (reports, mut outbox) = tokio::sync::mpsc::channel::<Progress>(4);
+    let sender = tokio::spawn({
+        let (broker, job, reply_to) = (broker.clone(), job.id.clone(), job.reply_to.clone());
+        async move {
+            let mut seq = 0u64;
+            while let Some(progress) = outbox.recv().await {
+                let report = ProgressReport {
+                    job: job.clone(),
+                    progress,
+                };
+                // A report that cannot be sent is lost, not the job.
+                if let Err(error) = broker.send_progress(&reply_to, seq, &report).await {
+                    tracing::warn!(%job, %error, "cannot send a progress report");
+                }
+                seq += 1;
+            }
         }
-        seq += 1;
-    };
+    });
     let call = context::with(sink, call);
     tokio::pin!(call);
     let (mut due, mut next) = (false, Instant::now());
@@ -457,16 +465,26 @@ async fn forwarding_progress<F: Future>(job: &Job, broker: &Broker, call: F) -> 
             output = &mut call => break output,
             () = newest.arrived.notified(), if !due => due = true,
             () = tokio::time::sleep_until(next), if due => {
-                if let Some(progress) = newest.take() {
-                    send(progress).await;
-                }
-                (due, next) = (false, Instant::now() + PROGRESS_EVERY);
+                // A full outbox: the newest report waits for the next turn.
+                let sent = match reports.try_reserve() {
+                    Ok(slot) => {
+                        if let Some(progress) = newest.take() {
+                            slot.send(progress);
+                        }
+                        true
+                    }
+                    Err(_) => false,
+                };
+                (due, next) = (!sent, Instant::now() + PROGRESS_EVERY);
             }
         }
     };
+    // The last report goes after the others, and all of them before the reply.
     if let Some(progress) = newest.take() {
-        send(progress).await;
+        let _ = reports.send(progress).await;
     }
+    drop(reports);
+    let _ = sender.await;
     output
 }
 
