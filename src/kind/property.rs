@@ -157,13 +157,13 @@ impl OutputRule for Reshaped {
 /// assert_eq!(CallerLocal::PLACEMENT, Placement::BesideCaller);
 /// ```
 pub trait Locality: sealed::Sealed + Send + Sync + 'static {
+    /// Where the extension must run, as a value the engine and clients read.
+    const PLACEMENT: Placement;
     /// True when the extension only works in the thread/task that runs the body.
-    const REQUIRES_BODY_LOCALITY: bool;
+    const REQUIRES_BODY_LOCALITY: bool = matches!(Self::PLACEMENT, Placement::BesideBody);
     /// True when the extension only works where the call arrived: it asks the
     /// caller's user, or reports to the caller's session.
-    const REQUIRES_CALLER_LOCALITY: bool;
-    /// The same, as a value the engine and clients read.
-    const PLACEMENT: Placement;
+    const REQUIRES_CALLER_LOCALITY: bool = matches!(Self::PLACEMENT, Placement::BesideCaller);
 
     /// The first caller-local extension of a combo once `E` (of this locality)
     /// is added, given the one so far, `C`.
@@ -240,8 +240,6 @@ impl sealed::Sealed for BodyLocal {}
 impl sealed::Sealed for CallerLocal {}
 
 impl Locality for Anywhere {
-    const REQUIRES_BODY_LOCALITY: bool = false;
-    const REQUIRES_CALLER_LOCALITY: bool = false;
     const PLACEMENT: Placement = Placement::Anywhere;
     type After<E: Relocator, C: Relocator> = C;
 
@@ -256,8 +254,6 @@ impl Locality for Anywhere {
 }
 
 impl Locality for BodyLocal {
-    const REQUIRES_BODY_LOCALITY: bool = true;
-    const REQUIRES_CALLER_LOCALITY: bool = false;
     const PLACEMENT: Placement = Placement::BesideBody;
     type After<E: Relocator, C: Relocator> = C;
 
@@ -275,8 +271,6 @@ impl Locality for BodyLocal {
 }
 
 impl Locality for CallerLocal {
-    const REQUIRES_BODY_LOCALITY: bool = false;
-    const REQUIRES_CALLER_LOCALITY: bool = true;
     const PLACEMENT: Placement = Placement::BesideCaller;
     type After<E: Relocator, C: Relocator> = C::First<E>;
 

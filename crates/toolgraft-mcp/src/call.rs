@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
     ElicitRequestParams, ElicitResult, ElicitationAction, InputResponses,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId, RequestMetaObject,
+    ProgressNotificationParam, ProgressToken, RequestId, RequestMetaObject,
 };
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
@@ -67,12 +67,6 @@ pub struct McpCall {
 }
 
 impl McpCall {
-    pub(crate) fn new(request: RequestContext<RoleServer>) -> Self {
-        Self {
-            request: Arc::new(request),
-        }
-    }
-
     /// The current call's MCP request, when it came over MCP.
     ///
     /// ```
@@ -204,45 +198,20 @@ impl Reports {
 pub(crate) struct Brought {
     pub responses: Option<InputResponses>,
     pub state: Option<String>,
-    /// The call's arguments as sent, where an approval must cover them (a
-    /// caller asked [`Reach::Later`]: the seal is over what it sends).
+    /// Whether the call's protocol has input-required results (2026-07-28 and
+    /// later): what the server found already, for the call's output shape.
+    pub stateless: bool,
+    /// The call's arguments as sent, kept where an approval may seal them
+    /// (`stateless`: the seal is over what the client sends).
     pub arguments: Option<serde_json::Value>,
-}
-
-/// How the client of `request` can be asked: by an input-required result on
-/// protocol 2026-07-28 and later, by elicitation before it, and not at all by
-/// a client that declared no elicitation.
-pub(crate) fn reach_of(request: &RequestContext<RoleServer>) -> Reach {
-    let elicits = request
-        .client_capabilities()
-        .is_some_and(|capabilities| capabilities.elicitation.is_some());
-    let stateless = request
-        .protocol_version()
-        .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
-    match (elicits, stateless) {
-        (false, _) => Reach::Not,
-        (true, true) => Reach::Later,
-        (true, false) => Reach::Now,
-    }
 }
 
 /// How an MCP client's user is asked, for toolgraft's [`Asker`]: by an
 /// input-required result on protocol 2026-07-28 and later, by elicitation
 /// before it, and not at all by a client that declared no elicitation.
 struct McpAsk {
-    peer: Peer<RoleServer>,
-    reach: Reach,
+    request: Arc<RequestContext<RoleServer>>,
     brought: Brought,
-}
-
-impl McpAsk {
-    fn new(request: &RequestContext<RoleServer>, brought: Brought) -> Self {
-        Self {
-            peer: request.peer.clone(),
-            reach: reach_of(request),
-            brought,
-        }
-    }
 }
 
 /// An elicitation result as toolgraft's answer; one that is not one declines.
@@ -274,7 +243,16 @@ impl Ask for McpAsk {
     }
 
     fn reach(&self) -> Reach {
-        self.reach
+        // Read only when asked: the client's capabilities are a copy to take.
+        let elicits = self
+            .request
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.elicitation.is_some());
+        match (elicits, self.brought.stateless) {
+            (false, _) => Reach::Not,
+            (true, true) => Reach::Later,
+            (true, false) => Reach::Now,
+        }
     }
 
     fn arguments(&self) -> Option<&serde_json::Value> {
@@ -285,7 +263,7 @@ impl Ask for McpAsk {
         &self,
         question: Question,
     ) -> Pin<Box<dyn Future<Output = Result<Answer, String>> + Send>> {
-        let peer = self.peer.clone();
+        let peer = self.request.peer.clone();
         Box::pin(async move {
             let params: ElicitRequestParams = serde_json::from_value(serde_json::json!({
                 "mode": "form",
@@ -322,13 +300,15 @@ pub(crate) async fn serve<F: Future>(
     {
         context = context.with(principal.clone());
     }
-    context = context.with(Asker::new(McpAsk::new(&request, brought)));
-    if let Ok(serde_json::Value::Object(meta)) = serde_json::to_value(&request.meta)
-        && !meta.is_empty()
-    {
-        context = context.with(RequestMeta(meta));
+    if !request.meta.0.0.is_empty() {
+        context = context.with(RequestMeta(request.meta.0.0.clone()));
     }
-    context = context.with(McpCall::new(request));
+    let request = Arc::new(request);
+    context = context.with(Asker::new(McpAsk {
+        request: request.clone(),
+        brought,
+    }));
+    context = context.with(McpCall { request });
     let Some(token) = token else {
         return context.scope(call).await;
     };

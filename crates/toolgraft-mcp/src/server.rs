@@ -665,12 +665,14 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         let rendering = self.rendering(&request.name, shape);
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let cancelled = context.ct.clone();
-        // Kept only where an approval seals them: the hot path copies nothing.
-        let sealed = call::reach_of(&context) == toolgraft::context::Reach::Later;
+        // Kept only where an approval may seal them: an older client's call
+        // copies nothing.
+        let stateless = shape == OutputShape::AnyJson;
         let brought = call::Brought {
             responses: request.input_responses,
             state: request.request_state,
-            arguments: sealed.then(|| arguments.clone()),
+            stateless,
+            arguments: stateless.then(|| arguments.clone()),
         };
         // Boxed: the call's state is kilobytes, which rmcp's spawn of each request
         // would copy (see `import::future_sizes`).

@@ -289,17 +289,24 @@ impl Approve {
 
     /// Decides whether the call may go on: with an approval, after the caller
     /// asks its user, or not (why).
-    async fn decide(&self, decoded: Result<Value, String>) -> Result<Decision, ApprovalError> {
+    /// `written` is the input written out, where `asker` does not give the
+    /// arguments as sent.
+    async fn decide(
+        &self,
+        asker: Option<Asker>,
+        written: Option<Result<Value, String>>,
+    ) -> Result<Decision, ApprovalError> {
         let tool = self.tool.as_ref().map_or("", Name::as_str);
         let principal = context::get::<Principal>();
-        let asker = context::get::<Asker>().ok_or(ApprovalError::CannotAsk)?;
+        let asker = asker.ok_or(ApprovalError::CannotAsk)?;
         // What the caller sent, where the server in front has it: a field the
         // input reads but does not write back is covered too.
-        let arguments = match asker.arguments() {
-            Some(sent) => sent.clone(),
-            None => decoded.map_err(ApprovalError::Unshowable)?,
+        let written = written.transpose().map_err(ApprovalError::Unshowable)?;
+        let arguments = match (asker.arguments(), &written) {
+            (Some(sent), _) => sent,
+            (None, Some(written)) => written,
+            (None, None) => return Err(ApprovalError::Unshowable("no arguments".to_owned())),
         };
-        let arguments = &arguments;
         let subject = Subject::new(tool, arguments, principal.as_ref().map(Principal::as_str));
         if let Some(answered) = asker.answered(KEY) {
             let state = answered.state.ok_or_else(|| {
@@ -417,9 +424,15 @@ impl<S: Stack<Input: Serialize>> Wrap<S> for Approve {
         if !self.needed {
             return next.call(input).await;
         }
-        let decoded = serde_json::to_value(&input).map_err(|error| error.to_string());
+        // Written out only where the server in front does not give the
+        // arguments as sent.
+        let asker = context::get::<Asker>();
+        let written = asker
+            .as_ref()
+            .is_some_and(|asker| asker.arguments().is_none())
+            .then(|| serde_json::to_value(&input).map_err(|error| error.to_string()));
         let extension = Name::lossy(KEY);
-        match self.decide(decoded).await {
+        match self.decide(asker, written).await {
             Ok(Decision::Go(approval)) => context::with(approval, next.call(input)).await,
             Ok(Decision::Ask(needed)) => {
                 Err(ToolError::extension(next.name().clone(), extension, needed))

@@ -76,6 +76,22 @@ impl Sqlite {
             replies,
         })
     }
+
+    /// Puts `body` on the caller's channel `reply_to` under `key` (once: a key
+    /// sent again is ignored), and rings the caller.
+    async fn send_on(&self, reply_to: &str, key: &str, body: &str) -> Result<(), String> {
+        sqlx::query(
+            "INSERT OR IGNORE INTO toolgraft_replies (reply_to, job, body) VALUES (?1, ?2, ?3)",
+        )
+        .bind(reply_to)
+        .bind(key)
+        .bind(body)
+        .execute(&self.replies)
+        .await
+        .map_err(text)?;
+        self.doorbells.ring_reply(reply_to).await;
+        Ok(())
+    }
 }
 
 impl Tier for Sqlite {
@@ -196,17 +212,7 @@ impl Tier for Sqlite {
                 .map_err(text);
             }
             // A job run twice (at least once) answers once: the first reply stays.
-            sqlx::query(
-                "INSERT OR IGNORE INTO toolgraft_replies (reply_to, job, body) VALUES (?1, ?2, ?3)",
-            )
-            .bind(reply_to)
-            .bind(job)
-            .bind(body)
-            .execute(&self.replies)
-            .await
-            .map_err(text)?;
-            self.doorbells.ring_reply(reply_to).await;
-            Ok(())
+            self.send_on(reply_to, job, body).await
         })
     }
 
@@ -246,17 +252,8 @@ impl Tier for Sqlite {
         Box::pin(async move {
             // A row of its own per report (the reply's row is the job's), in
             // rowid order with the reply after them.
-            sqlx::query(
-                "INSERT OR IGNORE INTO toolgraft_replies (reply_to, job, body) VALUES (?1, ?2, ?3)",
-            )
-            .bind(reply_to)
-            .bind(format!("{job}:progress:{seq}"))
-            .bind(body)
-            .execute(&self.replies)
-            .await
-            .map_err(text)?;
-            self.doorbells.ring_reply(reply_to).await;
-            Ok(())
+            self.send_on(reply_to, &format!("{job}:progress:{seq}"), body)
+                .await
         })
     }
 
