@@ -72,7 +72,7 @@ use crate::name::Name;
 mod ask;
 mod caller;
 
-pub use ask::{Answer, Answered, Ask, Asker, InputRequired, Question, Reach};
+pub use ask::{Answer, Answered, Ask, Asker, InputRequest, InputRequired, Question, Reach};
 pub use caller::{Principal, Progress, ProgressSink, report_progress};
 
 mod sealed {

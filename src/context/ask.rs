@@ -4,6 +4,7 @@
 //! without knowing the protocol. Only where the call arrived: an extension that
 //! asks is [`CallerLocal`](crate::extension::CallerLocal).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -111,6 +112,27 @@ pub trait Ask: Send + Sync + 'static {
     /// Asks now and waits for the answer ([`Reach::Now`]); an error says why
     /// no answer came.
     fn ask_now(&self, question: Question) -> BoxFuture<'static, Result<Answer, String>>;
+
+    /// The caller's response to the request `key` of an earlier
+    /// [`InputRequired`], as it came (untrusted: check its shape), whatever the
+    /// request was; `None` when this call brings none under that key.
+    fn response(&self, key: &str) -> Option<Value> {
+        let _ = key;
+        None
+    }
+
+    /// The state this call brings back from an earlier [`InputRequired`], as
+    /// the caller echoed it (untrusted: seal what must not be forged).
+    fn state(&self) -> Option<String> {
+        None
+    }
+
+    /// Whether the caller can answer `request` ([`InputRequired`]): it
+    /// declared the capability it takes (MCP: elicitation, sampling, roots).
+    fn can_answer(&self, request: &InputRequest) -> bool {
+        let _ = request;
+        false
+    }
 }
 
 /// The current call's [`Ask`], as a context entry: set by the server in front,
@@ -149,6 +171,21 @@ impl Asker {
     pub fn ask_now(&self, question: Question) -> BoxFuture<'static, Result<Answer, String>> {
         self.0.ask_now(question)
     }
+
+    /// See [`Ask::response`].
+    pub fn response(&self, key: &str) -> Option<Value> {
+        self.0.response(key)
+    }
+
+    /// See [`Ask::state`].
+    pub fn state(&self) -> Option<String> {
+        self.0.state()
+    }
+
+    /// See [`Ask::can_answer`].
+    pub fn can_answer(&self, request: &InputRequest) -> bool {
+        self.0.can_answer(request)
+    }
 }
 
 impl fmt::Debug for Asker {
@@ -163,28 +200,128 @@ impl Entry for Asker {
     type Key = Unkeyed;
 }
 
-/// The answer of a call that needs its caller's user first: the question, under
-/// `key`, and the `state` to send back with the answer. An extension returns it
-/// as its error ([`ToolError::extension`](crate::ToolError::extension)); the
-/// server in front answers the call with it (toolgraft-mcp: an input-required
-/// result), and any other caller sees an error that says what is missing.
+/// One thing a call asks its caller for before it goes on ([`InputRequired`]).
 ///
 /// ```
-/// use toolgraft::context::{InputRequired, Question};
-/// let needed = InputRequired {
-///     key: "approve".into(),
-///     question: Question::new("Run `delete`?", serde_json::json!({"type": "object"})),
-///     state: "sealed".into(),
-/// };
-/// assert_eq!(needed.to_string(), "the caller's user must answer first: Run `delete`?");
+/// use toolgraft::context::{InputRequest, Question};
+/// let ask = InputRequest::Ask(Question::new("Your name?", serde_json::json!({"type": "object"})));
+/// assert_eq!(ask.question().map(|q| q.message.as_str()), Some("Your name?"));
+/// let roots = InputRequest::protocol("roots/list", serde_json::json!({}));
+/// assert_eq!(roots.question(), None);
 /// ```
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("the caller's user must answer first: {}", question.message)]
-pub struct InputRequired {
-    /// What the answer is filed under when the caller sends it.
-    pub key: String,
-    /// The question.
-    pub question: Question,
-    /// The state to send back with the answer.
-    pub state: String,
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum InputRequest {
+    /// A question for the caller's user (MCP: an elicitation).
+    Ask(Question),
+    /// A request in the words of the server in front's protocol, which it
+    /// passes to the caller as it is (MCP: `sampling/createMessage`,
+    /// `roots/list`, with their params).
+    Protocol {
+        /// The request's method.
+        method: String,
+        /// Its params.
+        params: Value,
+    },
 }
+
+impl InputRequest {
+    /// A request of the protocol's own.
+    pub fn protocol(method: impl Into<String>, params: Value) -> Self {
+        Self::Protocol {
+            method: method.into(),
+            params,
+        }
+    }
+
+    /// The question, when this asks the caller's user.
+    pub fn question(&self) -> Option<&Question> {
+        match self {
+            Self::Ask(question) => Some(question),
+            Self::Protocol { .. } => None,
+        }
+    }
+}
+
+/// The answer of a call that needs its caller first: what it asks, each under a
+/// key the caller files its response under, and the `state` to send back with
+/// the responses. A body or an extension returns it as its error
+/// ([`ToolError::extension`](crate::ToolError::extension), or a body's `Err`);
+/// the server in front answers the call with it (toolgraft-mcp: an
+/// input-required result, or the task waiting for input), and any other caller
+/// sees an error that says what is missing. The call comes again with the
+/// responses ([`Asker::response`], [`Asker::answered`]) and the state
+/// ([`Asker::state`]), both as the caller sent them.
+///
+/// ```
+/// use toolgraft::context::{InputRequest, InputRequired, Question};
+/// let needed = InputRequired::ask(
+///     "approve",
+///     Question::new("Run `delete`?", serde_json::json!({"type": "object"})),
+///     "sealed",
+/// );
+/// assert_eq!(needed.to_string(), "the caller's user must answer first: Run `delete`?");
+///
+/// let roots = InputRequired::new([("roots".to_owned(), InputRequest::protocol("roots/list", serde_json::json!({})))], None);
+/// assert_eq!(roots.to_string(), "the caller must answer first: `roots` (roots/list)");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputRequired {
+    /// What the call asks, by the key each response is filed under.
+    pub requests: BTreeMap<String, InputRequest>,
+    /// The state to send back with the responses.
+    pub state: Option<String>,
+}
+
+impl InputRequired {
+    /// The call needs `requests` answered first, and `state` back with them.
+    pub fn new(
+        requests: impl IntoIterator<Item = (String, InputRequest)>,
+        state: Option<String>,
+    ) -> Self {
+        Self {
+            requests: requests.into_iter().collect(),
+            state,
+        }
+    }
+
+    /// The call needs the caller's user to answer `question` (under `key`) first.
+    pub fn ask(key: impl Into<String>, question: Question, state: impl Into<String>) -> Self {
+        Self::new(
+            [(key.into(), InputRequest::Ask(question))],
+            Some(state.into()),
+        )
+    }
+
+    /// The question under `key`, when it asks the caller's user.
+    pub fn question(&self, key: &str) -> Option<&Question> {
+        self.requests.get(key)?.question()
+    }
+}
+
+impl fmt::Display for InputRequired {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut requests = self.requests.iter();
+        if let (Some((_, InputRequest::Ask(question))), 1) = (requests.next(), self.requests.len())
+        {
+            return write!(
+                f,
+                "the caller's user must answer first: {}",
+                question.message
+            );
+        }
+        f.write_str("the caller must answer first: ")?;
+        for (at, (key, request)) in self.requests.iter().enumerate() {
+            if at > 0 {
+                f.write_str(", ")?;
+            }
+            match request {
+                InputRequest::Ask(question) => write!(f, "`{key}` ({})", question.message)?,
+                InputRequest::Protocol { method, .. } => write!(f, "`{key}` ({method})")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for InputRequired {}

@@ -207,9 +207,10 @@ async fn asked_later_the_sealed_answer_runs_once_and_only_for_its_call() {
     let needed = first
         .downcast_ref::<InputRequired>()
         .expect("the question, as the answer");
-    assert_eq!(needed.key, "approve");
-    assert!(needed.question.message.contains("Tool: wipe_pool_approve"));
-    let state = needed.state.clone();
+    assert_eq!(needed.requests.keys().collect::<Vec<_>>(), ["approve"]);
+    let question = needed.question("approve").expect("a question for the user");
+    assert!(question.message.contains("Tool: wipe_pool_approve"));
+    let state = needed.state.clone().expect("a sealed state");
     assert!(
         later.asked.lock().unwrap().is_empty(),
         "not asked within the call"
@@ -284,7 +285,12 @@ async fn asked_later_the_sealed_answer_runs_once_and_only_for_its_call() {
     let again = call_as(&toolset, Some(later.clone()), "alice", "sda")
         .await
         .unwrap_err();
-    let state = again.downcast_ref::<InputRequired>().unwrap().state.clone();
+    let state = again
+        .downcast_ref::<InputRequired>()
+        .unwrap()
+        .state
+        .clone()
+        .unwrap();
     for _ in 0..3 {
         let no = Some(later.clone().bringing(Answer::Decline, &state));
         let declined = call_as(&toolset, no, "alice", "sda").await.unwrap_err();
@@ -310,7 +316,12 @@ async fn a_seal_from_another_key_is_tampering_and_a_fleet_shares_its_key() {
     let first = call_as(&one, Some(later.clone()), "alice", "sda")
         .await
         .unwrap_err();
-    let state = first.downcast_ref::<InputRequired>().unwrap().state.clone();
+    let state = first
+        .downcast_ref::<InputRequired>()
+        .unwrap()
+        .state
+        .clone()
+        .unwrap();
     // A replica with the same key takes the seal; one with another key does not.
     let replica = bound();
     let stranger = Toolset::new();
@@ -458,7 +469,12 @@ async fn the_seal_covers_the_arguments_as_sent_not_as_decoded() {
     let asked = call(gentle.clone(), later.clone().sending(gentle.clone()))
         .await
         .unwrap_err();
-    let state = asked.downcast_ref::<InputRequired>().unwrap().state.clone();
+    let state = asked
+        .downcast_ref::<InputRequired>()
+        .unwrap()
+        .state
+        .clone()
+        .unwrap();
     let forced = json!({"disk": "sda", "force": true});
     let refused = call(
         forced.clone(),

@@ -2128,7 +2128,8 @@ async fn an_approval_is_spent_on_every_replica_of_a_fleet() {
         .downcast_ref::<context::InputRequired>()
         .unwrap()
         .state
-        .clone();
+        .clone()
+        .unwrap();
     let ran = call(&two, Some((true, state.clone()))).await.unwrap();
     assert_eq!(report(ran).city, "Oslo");
     for replica in [&one, &two] {
@@ -2152,7 +2153,8 @@ async fn an_approval_is_spent_on_every_replica_of_a_fleet() {
         .downcast_ref::<context::InputRequired>()
         .unwrap()
         .state
-        .clone();
+        .clone()
+        .unwrap();
     let refused = call(&toolset, Some((true, state))).await.unwrap_err();
     assert!(
         matches!(

@@ -48,8 +48,8 @@ use rmcp::{Peer, RoleServer};
 use tokio::sync::Notify;
 
 use toolgraft::context::{
-    self, Answer, Answered, Ask, Asker, Context, Entry, InProcess, Progress, ProgressSink,
-    Question, Reach, Unkeyed,
+    self, Answer, Answered, Ask, Asker, Context, Entry, InProcess, InputRequest, Progress,
+    ProgressSink, Question, Reach, Unkeyed,
 };
 
 /// The MCP request a call came in by (`tools/call`), set by
@@ -64,6 +64,7 @@ use toolgraft::context::{
 #[derive(Clone)]
 pub struct McpCall {
     request: Arc<RequestContext<RoleServer>>,
+    brought: Arc<Brought>,
 }
 
 impl McpCall {
@@ -108,6 +109,18 @@ impl McpCall {
     /// this only to stop work it handed elsewhere.
     pub async fn cancelled(&self) {
         self.request.ct.cancelled().await;
+    }
+
+    /// The responses the call brings to the input requests of an earlier
+    /// input-required result, by key, as the client sent them.
+    pub fn input_responses(&self) -> Option<&InputResponses> {
+        self.brought.responses.as_ref()
+    }
+
+    /// The `requestState` the call brings back from an earlier input-required
+    /// result, as the client echoed it (untrusted).
+    pub fn request_state(&self) -> Option<&str> {
+        self.brought.state.as_deref()
     }
 
     /// The whole rmcp request context: what an rmcp tool gets.
@@ -211,7 +224,7 @@ pub(crate) struct Brought {
 /// before it, and not at all by a client that declared no elicitation.
 struct McpAsk {
     request: Arc<RequestContext<RoleServer>>,
-    brought: Brought,
+    brought: Arc<Brought>,
 }
 
 /// An elicitation result as toolgraft's answer; one that is not one declines.
@@ -259,6 +272,30 @@ impl Ask for McpAsk {
         self.brought.arguments.as_ref()
     }
 
+    fn response(&self, key: &str) -> Option<serde_json::Value> {
+        self.brought.responses.as_ref()?.get(key).cloned()
+    }
+
+    fn state(&self) -> Option<String> {
+        self.brought.state.clone()
+    }
+
+    fn can_answer(&self, request: &InputRequest) -> bool {
+        let Some(capabilities) = self.request.client_capabilities() else {
+            return false;
+        };
+        match request {
+            InputRequest::Ask(_) => capabilities.elicitation.is_some(),
+            InputRequest::Protocol { method, .. } => match method.as_str() {
+                "elicitation/create" => capabilities.elicitation.is_some(),
+                "sampling/createMessage" => capabilities.sampling.is_some(),
+                "roots/list" => capabilities.roots.is_some(),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     fn ask_now(
         &self,
         question: Question,
@@ -304,11 +341,12 @@ pub(crate) async fn serve<F: Future>(
         context = context.with(RequestMeta(request.meta.0.0.clone()));
     }
     let request = Arc::new(request);
+    let brought = Arc::new(brought);
     context = context.with(Asker::new(McpAsk {
         request: request.clone(),
-        brought,
+        brought: brought.clone(),
     }));
-    context = context.with(McpCall { request });
+    context = context.with(McpCall { request, brought });
     let Some(token) = token else {
         return context.scope(call).await;
     };

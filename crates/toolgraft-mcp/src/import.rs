@@ -50,7 +50,8 @@ use std::sync::{Arc, OnceLock};
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorCode, NumberOrString,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorCode, InputRequiredResult,
+    NumberOrString,
 };
 use rmcp::service::{RequestContext, RxJsonRpcMessage, TxJsonRpcMessage, serve_directly};
 use rmcp::transport::Transport;
@@ -58,6 +59,7 @@ use rmcp::{ErrorData, Peer, RoleServer};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::Value;
 
+use toolgraft::context::{InputRequest, InputRequired, Question};
 use toolgraft::error::{ArgsError, ArgsErrorKind, BoxError, InvalidName};
 use toolgraft::runtime::DynTool;
 use toolgraft::schema::Args;
@@ -113,9 +115,16 @@ pub fn tool<S: Send + Sync + 'static>(
     let body = move |args: Args| {
         let (call, service, name) = (call.clone(), service.clone(), name.clone());
         async move {
-            let request = McpCall::current()
+            let call_in = McpCall::current();
+            let request = call_in
+                .as_ref()
                 .map_or_else(detached_request, |call| call.request_context().clone());
-            let params = CallToolRequestParams::new(name).with_arguments(args);
+            let mut params = CallToolRequestParams::new(name).with_arguments(args);
+            // What an earlier input-required result of the tool's asked for.
+            if let Some(call) = &call_in {
+                params.input_responses = call.input_responses().cloned();
+                params.request_state = call.request_state().map(str::to_owned);
+            }
             let response = call(ToolCallContext::new(&*service, params, request)).await;
             outcome(response, structured)
         }
@@ -149,9 +158,12 @@ fn outcome(
 ) -> Result<Value, BoxError> {
     let result = match response {
         Ok(CallToolResponse::Complete(result)) => result,
+        // Asked of the caller as a toolgraft body asks: through every layer
+        // outside it to the server, which answers the call with it.
+        Ok(CallToolResponse::InputRequired(result)) => return Err(needed(result)?.into()),
         Ok(_) => {
             return Err(
-                "the rmcp tool answered with a task or a request for input, which toolgraft does not serve yet"
+                "the rmcp tool answered with a task of its own: toolgraft makes the tasks (ToolsetServer::with_tasks)"
                     .into(),
             );
         }
@@ -179,6 +191,33 @@ fn outcome(
             |_| "the rmcp tool declares an output schema but answered no structured content",
         )?),
     }
+}
+
+/// An rmcp tool's input-required result as toolgraft's: an elicitation is a
+/// question, anything else a protocol request passed on as it is.
+fn needed(result: InputRequiredResult) -> Result<InputRequired, BoxError> {
+    let requests = result.input_requests.unwrap_or_default();
+    let mut needed = InputRequired::new([], result.request_state);
+    for (key, request) in requests {
+        let request = serde_json::to_value(request)?;
+        let method = request["method"].as_str().unwrap_or_default().to_owned();
+        let params = request.get("params").cloned().unwrap_or(Value::Null);
+        let question = (method == "elicitation/create"
+            && params.get("mode").is_none_or(|mode| mode == "form"))
+        .then(|| {
+            Some(Question::new(
+                params.get("message")?.as_str()?,
+                params.get("requestedSchema")?.clone(),
+            ))
+        })
+        .flatten();
+        let request = match question {
+            Some(question) => InputRequest::Ask(question),
+            None => InputRequest::protocol(method, params),
+        };
+        needed.requests.insert(key, request);
+    }
+    Ok(needed)
 }
 
 /// The text blocks of a result, one per line.

@@ -16,10 +16,9 @@ use toolgraft::rulebook::Rule;
 use crate::content::McpContent;
 use crate::tool::{OutputShape, Rendering};
 
-/// The input-required result a call answers with, when a layer asked the
-/// caller's user first ([`InputRequired`]) and the client's protocol has such
+/// The input-required result a call answers with, when a layer or the body
+/// asked its caller first ([`InputRequired`]) and the client's protocol has such
 /// results (2026-07-28 and later; an older client sees the error as any other).
-/// The question is an elicitation, filed under the layer's key.
 pub(crate) fn input_required(
     outcome: &Result<Value, ToolError>,
     shape: OutputShape,
@@ -28,20 +27,39 @@ pub(crate) fn input_required(
         return None;
     }
     let needed = outcome.as_ref().err()?.downcast_ref::<InputRequired>()?;
-    let request: InputRequest = serde_json::from_value(json!({
-        "method": "elicitation/create",
-        "params": {
-            "mode": "form",
-            "message": needed.question.message,
-            "requestedSchema": needed.question.schema,
-        },
-    }))
-    .ok()?;
-    let requests: InputRequests = [(needed.key.clone(), request)].into_iter().collect();
     Some(InputRequiredResult::new(
-        Some(requests),
-        Some(needed.state.clone()),
+        Some(input_requests(needed)?),
+        needed.state.clone(),
     ))
+}
+
+/// What `needed` asks, as MCP input requests: a question is an elicitation
+/// (a form); a protocol request goes as it is. `None` when one is not a request
+/// MCP has (the call is then answered with the error).
+pub(crate) fn input_requests(needed: &InputRequired) -> Option<InputRequests> {
+    needed
+        .requests
+        .iter()
+        .map(|(key, request)| {
+            let request = match request {
+                toolgraft::context::InputRequest::Ask(question) => json!({
+                    "method": "elicitation/create",
+                    "params": {
+                        "mode": "form",
+                        "message": question.message,
+                        "requestedSchema": question.schema,
+                    },
+                }),
+                toolgraft::context::InputRequest::Protocol { method, params } => {
+                    json!({"method": method, "params": params})
+                }
+                // Kinds newer than this crate.
+                _ => return None,
+            };
+            let request: InputRequest = serde_json::from_value(request).ok()?;
+            Some((key.clone(), request))
+        })
+        .collect()
 }
 
 /// The text rendering of a result: a string is the text itself (what a model
@@ -189,14 +207,14 @@ mod tests {
     use toolgraft::context::Question;
 
     fn asking() -> Result<Value, ToolError> {
-        let needed = InputRequired {
-            key: "approve".to_owned(),
-            question: Question::new(
+        let needed = InputRequired::ask(
+            "approve",
+            Question::new(
                 "Run `wipe`?",
                 json!({"type": "object", "properties": {"approve": {"type": "boolean"}}}),
             ),
-            state: "tg1.sealed".to_owned(),
-        };
+            "tg1.sealed",
+        );
         Err(ToolError::extension(
             Name::new("wipe").unwrap(),
             Name::new("approve").unwrap(),

@@ -344,11 +344,11 @@ impl Approve {
                     subject,
                     expires: seal::now().saturating_add(self.config.expiry_secs),
                 };
-                Ok(Decision::Ask(InputRequired {
-                    key: KEY.to_owned(),
+                Ok(Decision::Ask(InputRequired::ask(
+                    KEY,
                     question,
-                    state: self.key.seal(&sealed),
-                }))
+                    self.key.seal(&sealed),
+                )))
             }
             Reach::Not => Err(ApprovalError::CannotAsk),
         }

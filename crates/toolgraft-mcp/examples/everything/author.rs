@@ -161,6 +161,9 @@ impl ServerHandler for Author {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name == "test_input_required_result_prompt" {
+            return Ok(prompt_asking_context(request.input_responses.as_ref()));
+        }
         let arguments = request.arguments.unwrap_or_default();
         let result = match request.name.as_str() {
             "test_simple_prompt" => simple_prompt(),
@@ -354,7 +357,46 @@ fn prompts() -> Vec<Prompt> {
             Some("A prompt with an image, then a question about it"),
             None,
         ),
+        Prompt::new(
+            "test_input_required_result_prompt",
+            Some("A prompt that asks the client's user for its context first"),
+            None,
+        ),
     ]
+}
+
+/// The prompt of the user's context, which it asks for first (an
+/// input-required result, protocol 2026-07-28): an rmcp handler's own, which
+/// toolgraft forwards as it came.
+fn prompt_asking_context(responses: Option<&rmcp::model::InputResponses>) -> GetPromptResponse {
+    let context = responses
+        .and_then(|responses| responses.get("user_context"))
+        .filter(|answer| answer["action"] == "accept")
+        .and_then(|answer| answer["content"]["context"].as_str());
+    if let Some(context) = context {
+        return GetPromptResult::new(vec![PromptMessage::new_text(
+            Role::User,
+            format!("Answer with this context in mind: {context}"),
+        )])
+        .into();
+    }
+    let question = serde_json::json!({
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": "What context should the prompt use?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"context": {"type": "string"}},
+                "required": ["context"],
+            },
+        },
+    });
+    let requests = [(
+        "user_context".to_owned(),
+        serde_json::from_value(question).expect("an elicitation"),
+    )];
+    rmcp::model::InputRequiredResult::from_input_requests(requests.into_iter().collect()).into()
 }
 
 fn simple_prompt() -> GetPromptResult {

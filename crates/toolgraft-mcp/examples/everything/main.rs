@@ -22,6 +22,7 @@
 #[allow(dead_code)]
 mod author;
 mod fixtures;
+mod mrtr;
 mod tools;
 
 use std::process::ExitCode;

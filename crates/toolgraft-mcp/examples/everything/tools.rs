@@ -30,6 +30,8 @@ pub fn toolset() -> Result<Toolset, Box<dyn Error>> {
     let toolset = Toolset::new();
     let fixtures = import::tools(Fixtures::tool_router(), Fixtures)?;
     toolset.bind(fixtures.iter().map(|tool| tool.combo()).collect::<Vec<_>>())?;
+    let asking = crate::mrtr::tools()?;
+    toolset.bind(asking.iter().map(|tool| tool.combo()).collect::<Vec<_>>())?;
     let changes = toolset.downgrade();
     toolset.bind((
         simple_text()?
