@@ -317,6 +317,22 @@ impl Ask for McpAsk {
     }
 }
 
+/// The principal the HTTP layer found for `request`, if any.
+pub(crate) fn principal_of(
+    request: &RequestContext<RoleServer>,
+) -> Option<toolgraft::context::Principal> {
+    #[cfg(feature = "http")]
+    if let Some(principal) = request
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<toolgraft::context::Principal>())
+    {
+        return Some(principal.clone());
+    }
+    let _ = request;
+    None
+}
+
 /// Runs `call` as the call of `request`: with its [`McpCall`], the principal the
 /// HTTP layer found, an [`Asker`] for its client's user (with the answers
 /// `brought`), and, when the client sent a progress token, a [`ProgressSink`]
@@ -329,13 +345,8 @@ pub(crate) async fn serve<F: Future>(
     let token = request.meta.get_progress_token();
     let peer = request.peer.clone();
     let mut context = Context::current();
-    #[cfg(feature = "http")]
-    if let Some(principal) = request
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<toolgraft::context::Principal>())
-    {
-        context = context.with(principal.clone());
+    if let Some(principal) = principal_of(&request) {
+        context = context.with(principal);
     }
     if !request.meta.0.0.is_empty() {
         context = context.with(RequestMeta(request.meta.0.0.clone()));

@@ -114,6 +114,7 @@ mod content;
 mod tool;
 mod outcome;
 pub mod call;
+pub mod task;
 mod server;
 pub mod import;
 #[cfg(feature = "http")]

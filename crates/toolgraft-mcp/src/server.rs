@@ -4,19 +4,21 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Poll;
 
 #[allow(deprecated)] // `SetLevelRequestParams`: logging, which a handler may still serve.
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
-    CancelledNotificationParam, CompleteRequestParams, CompleteResult, CustomNotification,
-    CustomRequest, CustomResult, GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams,
-    GetSkillResult, GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams,
-    InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProtocolVersion, ReadResourceDirectoryRequestParams,
-    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-    SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
+    CancelledNotificationParam, ClientCapabilities, CompleteRequestParams, CompleteResult,
+    CreateTaskResult, CustomNotification, CustomRequest, CustomResult, GetPromptRequestParams,
+    GetPromptResponse, GetSkillRequestParams, GetSkillResult, GetTaskParams, GetTaskResult,
+    Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, TASKS_EXTENSION_ID, Tool, UnsubscribeRequestParams,
+    UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -28,6 +30,7 @@ use toolgraft::{Name, Toolset};
 
 use crate::call;
 use crate::outcome::{self, BadArguments, to_mcp};
+use crate::task::{Resume, Running, Settled, Table, TaskSupport, Tasks};
 use crate::tool::{OutputShape, Rendering, published_tool};
 
 /// An MCP server for a [`Toolset`]: an rmcp [`ServerHandler`] that lists every
@@ -89,6 +92,8 @@ pub struct ToolsetServer<H = ToolsOnly> {
     /// Dropped with the server, which rmcp does when its connection ends: that ends
     /// this connection's notifier task (its receivers see the sender gone).
     connection: watch::Sender<()>,
+    /// The tasks of every session, when the server makes them.
+    tasks: Option<Arc<Table>>,
 }
 
 /// The listings of one toolset version (see [`ToolsetServer::list`]).
@@ -138,6 +143,8 @@ impl Hasher for NameHasher {
 struct Renderings {
     object_only: Rendering,
     any_json: Rendering,
+    /// Whether the name's body is relocated (what makes it a task by default).
+    relocated: bool,
 }
 
 impl Renderings {
@@ -145,6 +152,10 @@ impl Renderings {
         Self {
             object_only: Rendering::of(info, OutputShape::ObjectOnly),
             any_json: Rendering::of(info, OutputShape::AnyJson),
+            relocated: info
+                .chain
+                .iter()
+                .any(|link| link.kind.relocates_execution()),
         }
     }
 
@@ -214,6 +225,7 @@ impl ToolsetServer {
             overrides: Arc::default(),
             bad_arguments: BadArguments::default(),
             listings: Arc::default(),
+            tasks: None,
         };
         shared.serve(ToolsOnly)
     }
@@ -268,6 +280,7 @@ struct Shared {
     overrides: Arc<Overrides>,
     bad_arguments: BadArguments,
     listings: Arc<Mutex<Listings>>,
+    tasks: Option<Arc<Table>>,
 }
 
 impl Shared {
@@ -279,6 +292,9 @@ impl Shared {
         self.overrides
             .apply(&mut info.server_info, &mut info.instructions);
         add_tools(&mut info.capabilities);
+        if self.tasks.is_some() {
+            add_tasks(&mut info.capabilities);
+        }
         self.connect(handler, Arc::new(info), handler_tools)
     }
 
@@ -301,6 +317,7 @@ impl Shared {
             structuring: Mutex::default(),
             listings: self.listings,
             connection: watch::channel(()).0,
+            tasks: self.tasks,
         }
     }
 }
@@ -323,6 +340,7 @@ impl<H> ToolsetServer<H> {
             overrides: self.overrides.clone(),
             bad_arguments: self.bad_arguments,
             listings: self.listings.clone(),
+            tasks: self.tasks.clone(),
         }
     }
 
@@ -367,6 +385,25 @@ impl<H> ToolsetServer<H> {
     /// ```
     pub fn with_bad_arguments(mut self, bad_arguments: BadArguments) -> Self {
         self.bad_arguments = bad_arguments;
+        self
+    }
+
+    /// Makes MCP tasks of the calls that must wait, for clients that declared the
+    /// extension (`io.modelcontextprotocol/tasks`, which the server then
+    /// advertises): see [`task`](crate::task) for which calls, and how they are
+    /// followed. One table for every session made from this server (call it
+    /// before [`with_handler`](Self::with_handler)).
+    ///
+    /// ```
+    /// use rmcp::ServerHandler;
+    /// use toolgraft_mcp::ToolsetServer;
+    /// use toolgraft_mcp::task::Tasks;
+    /// let server = ToolsetServer::new(toolgraft::Toolset::new()).with_tasks(Tasks::new());
+    /// assert!(server.get_info().capabilities.supports_tasks());
+    /// ```
+    pub fn with_tasks(mut self, tasks: Tasks) -> Self {
+        self.tasks = Some(Arc::new(Table::new(tasks)));
+        add_tasks(&mut Arc::make_mut(&mut self.info).capabilities);
         self
     }
 
@@ -489,6 +526,13 @@ impl<H> ToolsetServer<H> {
     /// How results of `name` are answered for a client on `shape`, as the
     /// toolset is now.
     fn rendering(&self, name: &str, shape: OutputShape) -> Rendering {
+        self.renderings(name)
+            .map_or(Rendering::Text, |renderings| renderings.for_shape(shape))
+    }
+
+    /// How results of `name` are answered, and whether its body is relocated, as
+    /// the toolset is now; `None` for a name it does not bind.
+    fn renderings(&self, name: &str) -> Option<Renderings> {
         // Read before the toolset: a change after this is seen by the next call.
         let version = *self.changes.borrow();
         let mut structuring = self
@@ -500,14 +544,14 @@ impl<H> ToolsetServer<H> {
             structuring.names.clear();
         }
         if let Some(renderings) = structuring.names.get(name) {
-            return renderings.for_shape(shape);
+            return Some(*renderings);
         }
         let (Some(info), Ok(published)) = (self.toolset.resolve(name), Name::new(name)) else {
-            return Rendering::Text;
+            return None;
         };
         let renderings = Renderings::of(&info);
         structuring.names.insert(published, renderings);
-        renderings.for_shape(shape)
+        Some(renderings)
     }
 
     /// Sends `notifications/tools/list_changed` to `peer` after each change of the
@@ -531,6 +575,92 @@ impl<H> ToolsetServer<H> {
     }
 }
 
+impl<H: Send + Sync + 'static> ToolsetServer<H> {
+    /// A call that may become a task: a relocated one is a task from the start
+    /// (its body leaves the caller's process, or thread, and whether it is done
+    /// by the time it is first asked is a race); any other is answered at once
+    /// when it has its answer (or a request for input) without waiting, and is a
+    /// task the moment it must wait.
+    async fn call_as_task(
+        &self,
+        tasks: Arc<Table>,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        shape: OutputShape,
+        rendering: Rendering,
+        relocated: bool,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        let arguments = request.arguments.map_or(Value::Null, Value::Object);
+        let principal = call::principal_of(&context);
+        let (toolset, bad_arguments) = (self.toolset.clone(), self.bad_arguments);
+        let run = Arc::new(
+            move |context: RequestContext<RoleServer>, mut brought: call::Brought| -> Running {
+                let (toolset, name, arguments) = (toolset.clone(), name.clone(), arguments.clone());
+                // What an approval seals, as for a call that is not a task.
+                if brought.stateless {
+                    brought.arguments = Some(arguments.clone());
+                }
+                Box::pin(async move {
+                    let call = toolset.call_published(&name, arguments);
+                    let outcome = call::serve(context, brought, call).await;
+                    settled(outcome, &name, rendering, bad_arguments, shape)
+                })
+            },
+        );
+        let stateless = shape == OutputShape::AnyJson;
+        let first = call::Brought {
+            responses: request.input_responses,
+            state: request.request_state,
+            stateless,
+            arguments: None,
+        };
+        let mut running = run(context.clone(), first);
+        if !relocated
+            && let Poll::Ready(settled) =
+                std::future::poll_fn(|cx| Poll::Ready(running.as_mut().poll(cx))).await
+        {
+            return settled.into();
+        }
+        // Again with what a request for input brought, as the client's next call
+        // would bring it.
+        let resume: Resume = Arc::new(move |responses, state| {
+            let brought = call::Brought {
+                responses: Some(responses),
+                state,
+                stateless: true,
+                arguments: None,
+            };
+            run(context.clone(), brought)
+        });
+        let task = tasks.start(principal, running, resume)?;
+        Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+    }
+}
+
+/// A call's outcome as MCP answers it.
+fn settled(
+    outcome: Result<Value, toolgraft::ToolError>,
+    called: &str,
+    rendering: Rendering,
+    bad_arguments: BadArguments,
+    shape: OutputShape,
+) -> Settled {
+    match outcome::input_required(&outcome, shape) {
+        Some(needed) => Settled::Needs(needed),
+        None => Settled::Answered(to_mcp(outcome, called, rendering, bad_arguments)),
+    }
+}
+
+impl From<Settled> for Result<CallToolResponse, ErrorData> {
+    fn from(settled: Settled) -> Self {
+        match settled {
+            Settled::Answered(answered) => answered.map(Into::into),
+            Settled::Needs(needed) => Ok(needed.into()),
+        }
+    }
+}
+
 /// What a server was told to say of itself, over what its handler says.
 #[derive(Clone, Debug, Default)]
 struct Overrides {
@@ -547,6 +677,14 @@ impl Overrides {
             *instructions = Some(set.clone());
         }
     }
+}
+
+/// The tasks extension added to what a handler declares.
+fn add_tasks(capabilities: &mut ServerCapabilities) {
+    capabilities
+        .extensions
+        .get_or_insert_with(Default::default)
+        .insert(TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
 }
 
 /// The `tools` capability with `listChanged` added to what a handler declares.
@@ -591,6 +729,9 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         // the server says what it is as a whole.
         let mut result = self.handler.initialize(request, context).await?;
         add_tools(&mut result.capabilities);
+        if self.tasks.is_some() {
+            add_tasks(&mut result.capabilities);
+        }
         self.overrides
             .apply(&mut result.server_info, &mut result.instructions);
         Ok(result)
@@ -662,7 +803,30 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
             return self.handler.call_tool(request, context).await;
         }
         let shape = OutputShape::for_protocol(context.protocol_version().as_ref());
-        let rendering = self.rendering(&request.name, shape);
+        let renderings = self.renderings(&request.name);
+        let rendering = renderings.map_or(Rendering::Text, |known| known.for_shape(shape));
+        if let Some(tasks) = &self.tasks {
+            let relocated = renderings.is_some_and(|known| known.relocated);
+            let declared = context
+                .client_capabilities()
+                .is_some_and(|capabilities| capabilities.supports_tasks());
+            match (
+                tasks.settings().support_of(&request.name, relocated),
+                declared,
+            ) {
+                (TaskSupport::Required, false) => {
+                    return Err(ErrorData::missing_required_client_capability(
+                        ClientCapabilities::builder().enable_tasks().build(),
+                    ));
+                }
+                (TaskSupport::Allowed | TaskSupport::Required, true) => {
+                    return self
+                        .call_as_task(tasks.clone(), request, context, shape, rendering, relocated)
+                        .await;
+                }
+                _ => {}
+            }
+        }
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let cancelled = context.ct.clone();
         // Kept only where an approval may seal them: an older client's call
@@ -688,15 +852,54 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         // and rmcp drops an answer to a cancelled request anyway.
         tokio::select! {
             biased;
-            outcome = call => match outcome::input_required(&outcome, shape) {
-                Some(needed) => Ok(needed.into()),
-                None => to_mcp(outcome, &request.name, rendering, self.bad_arguments).map(Into::into),
-            },
+            outcome = call => settled(outcome, &request.name, rendering, self.bad_arguments, shape).into(),
             () = cancelled.cancelled() => Err(ErrorData::internal_error(
                 format!("the call to `{}` was cancelled", request.name),
                 None,
             )),
         }
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let Some(tasks) = &self.tasks else {
+            return self.handler.get_task(request, context).await;
+        };
+        let principal = call::principal_of(&context);
+        tasks
+            .get(&request.task_id, principal.as_ref())
+            .map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Some(tasks) = &self.tasks else {
+            return self.handler.update_task(request, context).await;
+        };
+        let principal = call::principal_of(&context);
+        tasks.update(
+            &request.task_id,
+            principal.as_ref(),
+            request.input_responses,
+        )
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Some(tasks) = &self.tasks else {
+            return self.handler.cancel_task(request, context).await;
+        };
+        let principal = call::principal_of(&context);
+        tasks.cancel(&request.task_id, principal.as_ref())
     }
 
     fn accepted_subscription_filter(
@@ -764,9 +967,6 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         on_progress(notification: ProgressNotificationParam, context: NotificationContext<RoleServer>) -> ();
         on_roots_list_changed(context: NotificationContext<RoleServer>) -> ();
         on_custom_notification(notification: CustomNotification, context: NotificationContext<RoleServer>) -> ();
-        get_task(request: GetTaskParams, context: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData>;
-        update_task(request: UpdateTaskParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData>;
-        cancel_task(request: CancelTaskParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData>;
         list_skills(request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListSkillsResult, ErrorData>;
         get_skill(request: GetSkillRequestParams, context: RequestContext<RoleServer>) -> Result<GetSkillResult, ErrorData>;
         read_resource_directory(request: ReadResourceDirectoryRequestParams, context: RequestContext<RoleServer>) -> Result<ReadResourceDirectoryResult, ErrorData>;

@@ -23,6 +23,7 @@
 mod author;
 mod fixtures;
 mod mrtr;
+mod tasks;
 mod tools;
 
 use std::process::ExitCode;
@@ -50,7 +51,15 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let tools = ToolsetServer::new(toolset);
+    let policy = match tasks::policy() {
+        Ok(policy) => policy,
+        Err(error) => {
+            eprintln!("everything: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Calls that must wait become MCP tasks, for clients that take them.
+    let tools = ToolsetServer::new(toolset).with_tasks(policy);
     let subscriptions = Subscriptions::default();
     let info = Implementation::new("toolgraft-everything", env!("CARGO_PKG_VERSION"));
     // One server per session: the toolset's tools beside that session's Author.

@@ -52,6 +52,16 @@ pub fn toolset() -> Result<Toolset, Box<dyn Error>> {
             .with(Pool::new(1)?)
             .with(Approve::new(approval_key()?)),
     ))?;
+    // The tasks scenarios': what must wait runs on pool threads.
+    toolset.bind((
+        crate::tasks::greet()?.combo(),
+        crate::tasks::slow_compute()?.combo().with(Pool::new(4)?),
+        crate::tasks::failing_job()?.combo().with(Pool::new(2)?),
+        crate::tasks::protocol_error_job()?.combo(),
+        crate::tasks::confirm_delete()?.combo().with(Pool::new(2)?),
+        crate::tasks::multi_input()?.combo().with(Pool::new(2)?),
+        crate::tasks::tool_with_task()?.combo(),
+    ))?;
     // Clients call the suite's names and are served by the branches.
     toolset
         .edit()
@@ -60,6 +70,22 @@ pub fn toolset() -> Result<Toolset, Box<dyn Error>> {
             Publish::only([("test_simple_text", "test_simple_text_timeout")])?,
         )
         .publish("wipe", Publish::only([("wipe", "wipe_pool_approve")])?)
+        .publish(
+            "slow_compute",
+            Publish::only([("slow_compute", "slow_compute_pool")])?,
+        )
+        .publish(
+            "failing_job",
+            Publish::only([("failing_job", "failing_job_pool")])?,
+        )
+        .publish(
+            "confirm_delete",
+            Publish::only([("confirm_delete", "confirm_delete_pool")])?,
+        )
+        .publish(
+            "multi_input",
+            Publish::only([("multi_input", "multi_input_pool")])?,
+        )
         .publish(
             "test_tool_with_progress",
             Publish::only([("test_tool_with_progress", "test_tool_with_progress_pool")])?,
