@@ -39,7 +39,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -48,6 +48,7 @@ use rmcp::model::{
 };
 use serde_json::Value;
 use tokio::task::AbortHandle;
+use tokio::time::Instant;
 
 use toolgraft::context::Principal;
 
@@ -543,4 +544,248 @@ fn error_object(error: &ErrorData) -> JsonObject {
 
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    fn answered(text: &str) -> Settled {
+        Settled::Answered(Ok(CallToolResult::success(vec![
+            rmcp::model::ContentBlock::text(text),
+        ])))
+    }
+
+    fn never() -> Running {
+        Box::pin(std::future::pending())
+    }
+
+    fn no_resume() -> Resume {
+        Arc::new(|_, _| Box::pin(async { answered("again") }))
+    }
+
+    fn table(tasks: Tasks) -> Arc<Table> {
+        Arc::new(Table::new(tasks))
+    }
+
+    async fn settled_status(table: &Table, id: &str, principal: Option<&Principal>) -> TaskStatus {
+        for _ in 0..100 {
+            let status = table.get(id, principal).unwrap().status();
+            if status != TaskStatus::Working {
+                return status;
+            }
+            tokio::task::yield_now().await;
+        }
+        TaskStatus::Working
+    }
+
+    #[tokio::test]
+    async fn a_task_is_found_only_by_the_principal_that_made_it() {
+        let table = table(Tasks::new());
+        let alice = Principal::new("alice");
+        let task = table
+            .start(Some(alice.clone()), never(), no_resume())
+            .unwrap();
+        assert!(table.get(&task.task_id, Some(&alice)).is_ok());
+        for other in [Some(Principal::new("bob")), None] {
+            let error = table.get(&task.task_id, other.as_ref()).unwrap_err();
+            assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+            assert_eq!(error.message, format!("no task `{}`", task.task_id));
+            assert!(table.cancel(&task.task_id, other.as_ref()).is_err());
+            assert!(
+                table
+                    .update(&task.task_id, other.as_ref(), InputResponses::new())
+                    .is_err()
+            );
+        }
+        assert_eq!(
+            table.get(&task.task_id, Some(&alice)).unwrap().status(),
+            TaskStatus::Working
+        );
+    }
+
+    #[tokio::test]
+    async fn no_more_tasks_than_the_most_are_kept_and_ids_differ() {
+        let table = table(Tasks::new().with_max_tasks(2).unwrap());
+        let one = table.start(None, never(), no_resume()).unwrap();
+        let two = table.start(None, never(), no_resume()).unwrap();
+        assert_ne!(one.task_id, two.task_id);
+        assert_eq!(one.task_id.len(), 32, "128 random bits, in hex");
+        let refused = table.start(None, never(), no_resume()).unwrap_err();
+        assert_eq!(refused.code, rmcp::model::ErrorCode::INTERNAL_ERROR);
+        assert!(
+            refused.message.contains("holds 2 tasks"),
+            "{}",
+            refused.message
+        );
+        // An ended task still counts until it expires: the client may not have read it.
+        table.cancel(&one.task_id, None).unwrap();
+        assert!(table.start(None, never(), no_resume()).is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_task_is_kept_for_its_time_to_live_and_then_forgotten_and_stopped() {
+        struct Dropped(Arc<AtomicBool>);
+        impl Drop for Dropped {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let table = table(Tasks::new().with_ttl(Duration::from_secs(5)).unwrap());
+        let stopped = Arc::new(AtomicBool::new(false));
+        let guard = Dropped(stopped.clone());
+        let running: Running = Box::pin(async move {
+            let _guard = guard;
+            std::future::pending::<Settled>().await
+        });
+        let task = table.start(None, running, no_resume()).unwrap();
+        assert_eq!(task.ttl_ms, Some(5000));
+        tokio::time::sleep(Duration::from_millis(4900)).await;
+        assert!(
+            table.get(&task.task_id, None).is_ok(),
+            "kept for its whole time to live"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(
+            table.get(&task.task_id, None).is_err(),
+            "forgotten after it"
+        );
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            stopped.load(Ordering::SeqCst),
+            "the call still running was stopped"
+        );
+    }
+
+    #[tokio::test]
+    async fn cancel_stops_the_call_and_the_task_stays_cancelled() {
+        let table = table(Tasks::new());
+        let (sender, receiver) = tokio::sync::oneshot::channel::<()>();
+        let running: Running = Box::pin(async move {
+            let _sender = sender;
+            std::future::pending::<Settled>().await
+        });
+        let task = table.start(None, running, no_resume()).unwrap();
+        table.cancel(&task.task_id, None).unwrap();
+        assert!(receiver.await.is_err(), "the call's future was dropped");
+        assert_eq!(
+            table.get(&task.task_id, None).unwrap().status(),
+            TaskStatus::Cancelled
+        );
+        // Cancelling an ended task is no error and changes nothing.
+        table.cancel(&task.task_id, None).unwrap();
+        assert_eq!(
+            table.get(&task.task_id, None).unwrap().status(),
+            TaskStatus::Cancelled
+        );
+        assert!(table.cancel("nope", None).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_task_waits_for_every_request_then_runs_again_with_the_answers() {
+        let table = table(Tasks::new());
+        let requests: rmcp::model::InputRequests = serde_json::from_value(serde_json::json!({
+            "a": {"method": "roots/list", "params": {}},
+            "b": {"method": "roots/list", "params": {}},
+        }))
+        .unwrap();
+        let first: Running = Box::pin(async move {
+            Settled::Needs(InputRequiredResult::new(
+                Some(requests),
+                Some("s1".to_owned()),
+            ))
+        });
+        let seen = Arc::new(Mutex::new(None));
+        let resume: Resume = Arc::new({
+            let seen = seen.clone();
+            move |responses: InputResponses, state| {
+                *seen.lock().unwrap() =
+                    Some((responses.keys().cloned().collect::<Vec<_>>(), state));
+                Box::pin(async { answered("done") })
+            }
+        });
+        let task = table.start(None, first, resume).unwrap();
+        let id = task.task_id;
+        assert_eq!(
+            settled_status(&table, &id, None).await,
+            TaskStatus::InputRequired
+        );
+        let one = |key: &str| -> InputResponses {
+            [(key.to_owned(), serde_json::json!({"roots": []}))]
+                .into_iter()
+                .collect()
+        };
+        // An answer to nothing asked is ignored; a partial one leaves the rest.
+        table.update(&id, None, one("zzz")).unwrap();
+        table.update(&id, None, one("a")).unwrap();
+        let TaskPayload::InputRequired { input_requests } = table.get(&id, None).unwrap().payload
+        else {
+            panic!("still waiting");
+        };
+        assert_eq!(input_requests.keys().collect::<Vec<_>>(), ["b"]);
+        table.update(&id, None, one("b")).unwrap();
+        assert_eq!(
+            settled_status(&table, &id, None).await,
+            TaskStatus::Completed
+        );
+        assert_eq!(
+            seen.lock().unwrap().clone(),
+            Some((vec!["a".to_owned(), "b".to_owned()], Some("s1".to_owned()))),
+            "run again with every answer and the state, once"
+        );
+        // An answer after the end changes nothing.
+        table.update(&id, None, one("a")).unwrap();
+        assert_eq!(
+            table.get(&id, None).unwrap().status(),
+            TaskStatus::Completed
+        );
+    }
+
+    #[tokio::test]
+    async fn a_protocol_error_fails_the_task_with_it_inlined() {
+        let table = table(Tasks::new());
+        let running: Running =
+            Box::pin(async { Settled::Answered(Err(ErrorData::internal_error("broke", None))) });
+        let task = table.start(None, running, no_resume()).unwrap();
+        assert_eq!(
+            settled_status(&table, &task.task_id, None).await,
+            TaskStatus::Failed
+        );
+        let TaskPayload::Failed { error } = table.get(&task.task_id, None).unwrap().payload else {
+            panic!("failed");
+        };
+        assert_eq!(error["message"], "broke");
+        assert_eq!(error["code"], -32603);
+    }
+
+    #[test]
+    fn settings_outside_their_ranges_are_refused() {
+        assert!(Tasks::new().with_ttl(Duration::from_millis(999)).is_err());
+        assert!(
+            Tasks::new()
+                .with_ttl(MAX_TTL + Duration::from_secs(1))
+                .is_err()
+        );
+        assert!(Tasks::new().with_ttl(MAX_TTL).is_ok());
+        assert!(
+            Tasks::new()
+                .with_poll_interval(Duration::from_millis(9))
+                .is_err()
+        );
+        assert!(
+            Tasks::new()
+                .with_poll_interval(Duration::from_secs(61))
+                .is_err()
+        );
+        assert!(Tasks::new().with_max_tasks(MAX_TASKS + 1).is_err());
+        assert!(Tasks::new().with_max_tasks(MAX_TASKS).is_ok());
+        let error = Tasks::new().with_ttl(Duration::ZERO).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the tasks setting `ttl` takes 1 s to 24 h, not 0ns"
+        );
+    }
 }

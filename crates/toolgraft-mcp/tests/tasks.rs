@@ -1,0 +1,490 @@
+//! MCP tasks and input-required results over rmcp's own client, in process: a
+//! relocated call followed as a task to its end, cancelled while it runs, parked
+//! for input and resumed; a call that asks its caller at once answered with an
+//! input-required result; approval inside a task.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
+    ErrorCode, GetTaskParams, Implementation, InputRequiredResult, InputResponses, ProtocolVersion,
+    TaskPayload, TaskStatus, UpdateTaskParams,
+};
+use rmcp::service::RunningService;
+use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient, ServerHandler, tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use toolgraft::context::{self, Asker, InputRequest, InputRequired, Question};
+use toolgraft::ext::approve::{Approve, SealKey};
+use toolgraft::ext::{Pool, Timeout};
+use toolgraft::prelude::*;
+use toolgraft_mcp::ToolsetServer;
+use toolgraft_mcp::task::Tasks;
+
+type Connection = RunningService<RoleClient, ClientConfig>;
+
+#[derive(Clone, Deserialize, Serialize, JsonSchema)]
+struct Work {
+    /// How long, in milliseconds.
+    ms: u64,
+}
+
+#[derive(Clone, Deserialize, Serialize, JsonSchema)]
+struct Nothing {}
+
+/// Drops its flag's hold when the body's future is dropped.
+struct Stopped(Arc<AtomicBool>);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+fn toolset(stopped: Arc<AtomicBool>) -> Toolset {
+    let work = Tool::builder()
+        .name("work")
+        .description("Works for a while.")
+        .body(move |work: Work| {
+            let stopped = stopped.clone();
+            async move {
+                let _guard = Stopped(stopped);
+                tokio::time::sleep(Duration::from_millis(work.ms)).await;
+                Ok(format!("worked {} ms", work.ms))
+            }
+        })
+        .build()
+        .unwrap();
+    let ask = Tool::builder()
+        .name("ask")
+        .description("Asks two things, then answers with both.")
+        .body(|_: Nothing| async move {
+            let asker = context::get::<Asker>().ok_or("nobody to ask")?;
+            let name = asker
+                .answered("name")
+                .and_then(|answered| answered.answer.field("name").cloned());
+            let roots = asker.response("roots");
+            if let (Some(name), Some(roots)) = (name, roots) {
+                return Ok(json!({"name": name, "roots": roots["roots"]}));
+            }
+            let question = Question::new(
+                "Your name?",
+                json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+            );
+            Err(InputRequired::new(
+                [
+                    ("name".to_owned(), InputRequest::Ask(question)),
+                    (
+                        "roots".to_owned(),
+                        InputRequest::protocol("roots/list", json!({})),
+                    ),
+                ],
+                Some("kept".to_owned()),
+            )
+            .into())
+        })
+        .build()
+        .unwrap();
+    let wipe = Tool::builder()
+        .name("wipe")
+        .description("Wipes a disk (pretend).")
+        .body(|_: Nothing| async { Ok("wiped") })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind((
+            work.combo(),
+            work.combo().with(Pool::new(2).unwrap()),
+            ask.combo(),
+            ask.combo().with(Pool::new(1).unwrap()),
+            wipe.combo()
+                .with(Pool::new(1).unwrap())
+                .with(Approve::new(SealKey::random().unwrap())),
+        ))
+        .unwrap();
+    toolset
+}
+
+fn capabilities(tasks: bool) -> ClientCapabilities {
+    let mut declared = json!({"elicitation": {}, "roots": {}});
+    if tasks {
+        declared["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+    }
+    serde_json::from_value(declared).unwrap()
+}
+
+/// A `2026-07-28` session with `server`, declaring the tasks extension or not.
+async fn connect(server: ToolsetServer, tasks: bool) -> Connection {
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = rmcp::ServiceExt::serve(server, server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = ClientConfig::new(capabilities(tasks), Implementation::new("tasks-test", "0"));
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    within(
+        "connecting",
+        client.serve_with_lifecycle(client_io, lifecycle),
+    )
+    .await
+    .expect("the client connects")
+}
+
+async fn within<F: Future>(what: &str, future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(30), future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out: {what}"))
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(name.to_owned())
+        .with_arguments(arguments.as_object().cloned().unwrap_or_default())
+}
+
+async fn task_of(client: &Connection, params: CallToolRequestParams) -> String {
+    match within("calling", client.call_tool_once(params))
+        .await
+        .unwrap()
+    {
+        CallToolResponse::Task(created) => {
+            assert_eq!(created.task.status, TaskStatus::Working);
+            created.task.task_id
+        }
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+async fn get(client: &Connection, id: &str) -> rmcp::model::DetailedTask {
+    within("tasks/get", client.get_task(GetTaskParams::new(id)))
+        .await
+        .unwrap()
+        .task
+}
+
+/// Polls `tasks/get` until the task leaves `working`.
+async fn settled(client: &Connection, id: &str) -> rmcp::model::DetailedTask {
+    within("the task to settle", async {
+        loop {
+            let task = get(client, id).await;
+            if task.status() != TaskStatus::Working {
+                return task;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+}
+
+fn server(stopped: Arc<AtomicBool>) -> ToolsetServer {
+    let tasks = Tasks::new()
+        .with_ttl(Duration::from_secs(60))
+        .unwrap()
+        .with_poll_interval(Duration::from_millis(50))
+        .unwrap()
+        .require("ask");
+    ToolsetServer::new(toolset(stopped)).with_tasks(tasks)
+}
+
+#[tokio::test]
+async fn a_relocated_call_is_a_task_the_client_follows_to_its_result() {
+    let server = server(Arc::default());
+    assert!(server.get_info().capabilities.supports_tasks());
+    let client = connect(server, true).await;
+    let id = task_of(&client, call("work_pool", json!({"ms": 100}))).await;
+    // In the table before the client read its id.
+    let working = get(&client, &id).await;
+    assert_eq!(working.task.ttl_ms, Some(60_000));
+    assert_eq!(working.task.poll_interval_ms, Some(50));
+    let done = settled(&client, &id).await;
+    let TaskPayload::Completed { result } = done.payload else {
+        panic!("completed, not {:?}", done.task.status);
+    };
+    assert_eq!(result["structuredContent"], json!("worked 100 ms"));
+    assert_ne!(result["isError"], json!(true));
+
+    // A name whose body is not relocated is answered as the call ends.
+    let direct = within(
+        "calling",
+        client.call_tool_once(call("work", json!({"ms": 1}))),
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(direct, CallToolResponse::Complete(_)),
+        "{direct:?}"
+    );
+
+    // Unknown ids are invalid params; the same error for every one.
+    let unknown = client
+        .get_task(GetTaskParams::new("0123"))
+        .await
+        .unwrap_err();
+    assert!(unknown.to_string().contains("no task `0123`"), "{unknown}");
+}
+
+#[tokio::test]
+async fn a_client_without_the_extension_has_its_call_answered_and_a_required_name_refused() {
+    let client = connect(server(Arc::default()), false).await;
+    let answered = within(
+        "calling",
+        client.call_tool_once(call("work_pool", json!({"ms": 1}))),
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(answered, CallToolResponse::Complete(_)),
+        "{answered:?}"
+    );
+    let refused = client
+        .call_tool_once(call("ask", json!({})))
+        .await
+        .unwrap_err();
+    let rmcp::ServiceError::McpError(error) = refused else {
+        panic!("a protocol error, not {refused}");
+    };
+    assert_eq!(error.code, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+    assert_eq!(
+        error.data.unwrap()["requiredCapabilities"]["extensions"],
+        json!({"io.modelcontextprotocol/tasks": {}})
+    );
+    // And tasks/* are refused to it too (rmcp's gate, on the capability the server advertises).
+    let gated = client.get_task(GetTaskParams::new("x")).await.unwrap_err();
+    assert!(gated.to_string().contains("-32021"), "{gated}");
+}
+
+#[tokio::test]
+async fn tasks_cancel_stops_the_relocated_body_and_the_task_reads_cancelled() {
+    let stopped = Arc::new(AtomicBool::new(false));
+    let client = connect(server(stopped.clone()), true).await;
+    let id = task_of(&client, call("work_pool", json!({"ms": 30_000}))).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!stopped.load(Ordering::SeqCst), "running");
+    let asked = Instant::now();
+    within(
+        "tasks/cancel",
+        client.cancel_task(CancelTaskParams::new(&id)),
+    )
+    .await
+    .unwrap();
+    within("the body to stop", async {
+        while !stopped.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
+    eprintln!(
+        "tasks/cancel to the pool body dropped: {:?}",
+        asked.elapsed()
+    );
+    assert_eq!(get(&client, &id).await.status(), TaskStatus::Cancelled);
+    // Again: the same empty ack, and still cancelled.
+    within(
+        "tasks/cancel",
+        client.cancel_task(CancelTaskParams::new(&id)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(get(&client, &id).await.status(), TaskStatus::Cancelled);
+}
+
+fn responses(value: Value) -> InputResponses {
+    serde_json::from_value(value).unwrap()
+}
+
+#[tokio::test]
+async fn a_task_parks_for_input_and_runs_again_once_every_request_is_answered() {
+    let client = connect(server(Arc::default()), true).await;
+    let id = task_of(&client, call("ask_pool", json!({}))).await;
+    let parked = settled(&client, &id).await;
+    let TaskPayload::InputRequired { input_requests } = parked.payload else {
+        panic!("input required, not {:?}", parked.task.status);
+    };
+    assert_eq!(input_requests.keys().collect::<Vec<_>>(), ["name", "roots"]);
+    let name = json!({"name": {"action": "accept", "content": {"name": "Ada"}}});
+    within(
+        "tasks/update",
+        client.update_task(UpdateTaskParams::new(&id, responses(name))),
+    )
+    .await
+    .unwrap();
+    let TaskPayload::InputRequired { input_requests } = get(&client, &id).await.payload else {
+        panic!("still waiting for the roots");
+    };
+    assert_eq!(input_requests.keys().collect::<Vec<_>>(), ["roots"]);
+    let roots = json!({"roots": {"roots": [{"uri": "file:///work"}]}});
+    within(
+        "tasks/update",
+        client.update_task(UpdateTaskParams::new(&id, responses(roots))),
+    )
+    .await
+    .unwrap();
+    let done = settled(&client, &id).await;
+    let TaskPayload::Completed { result } = done.payload else {
+        panic!("completed, not {:?}", done.task.status);
+    };
+    assert_eq!(
+        result["structuredContent"],
+        json!({"name": "Ada", "roots": [{"uri": "file:///work"}]})
+    );
+}
+
+#[tokio::test]
+async fn a_call_that_asks_at_once_is_answered_with_an_input_required_result_then_completes() {
+    let client = connect(server(Arc::default()), true).await;
+    // `ask` is required to be a task, and is not relocated: it asks before it
+    // waits, so the question is the call's answer, not a task's.
+    let first = within("calling", client.call_tool_once(call("ask", json!({}))))
+        .await
+        .unwrap();
+    let CallToolResponse::InputRequired(needed) = first else {
+        panic!("an input-required result, not {first:?}");
+    };
+    let asked = serde_json::to_value(&needed).unwrap();
+    assert_eq!(
+        asked["inputRequests"]["name"]["method"],
+        "elicitation/create"
+    );
+    assert_eq!(
+        asked["inputRequests"]["name"]["params"]["message"],
+        "Your name?"
+    );
+    assert_eq!(asked["inputRequests"]["roots"]["method"], "roots/list");
+    assert_eq!(asked["requestState"], "kept");
+    let mut again = call("ask", json!({}));
+    again.input_responses = Some(responses(json!({
+        "name": {"action": "accept", "content": {"name": "Lin"}},
+        "roots": {"roots": []},
+    })));
+    again.request_state = needed.request_state.clone();
+    // Answered: the call goes on, and is a task once it must wait (it need not
+    // here: its answer is ready at once).
+    let done = within("calling", client.call_tool_once(again))
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(result) = done else {
+        panic!("complete, not {done:?}");
+    };
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"name": "Lin", "roots": []}))
+    );
+}
+
+#[tokio::test]
+async fn an_approval_inside_a_task_parks_the_task_until_the_user_says_yes() {
+    let client = connect(server(Arc::default()), true).await;
+    let id = task_of(&client, call("wipe_pool_approve", json!({}))).await;
+    let parked = settled(&client, &id).await;
+    let TaskPayload::InputRequired { input_requests } = parked.payload else {
+        panic!("input required, not {:?}", parked.task.status);
+    };
+    let question = serde_json::to_value(&input_requests["approve"]).unwrap();
+    assert!(
+        question["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Tool: wipe_pool_approve"),
+        "{question}"
+    );
+    let yes = json!({"approve": {"action": "accept", "content": {"approve": true}}});
+    within(
+        "tasks/update",
+        client.update_task(UpdateTaskParams::new(&id, responses(yes))),
+    )
+    .await
+    .unwrap();
+    let done = settled(&client, &id).await;
+    let TaskPayload::Completed { result } = done.payload else {
+        panic!("completed, not {:?}", done.task.status);
+    };
+    assert_eq!(result["structuredContent"], json!("wiped"));
+}
+
+// ------------------------------------------------- an rmcp tool, imported
+
+#[derive(Clone)]
+struct Rounds;
+
+#[tool_router]
+impl Rounds {
+    #[tool(description = "Asks for a color, keeping a state.")]
+    async fn color(
+        &self,
+        Responses(responses): Responses,
+        RequestState(state): RequestState,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        let color = responses
+            .as_ref()
+            .and_then(|responses| responses.get("color"))
+            .and_then(|answer| answer["content"]["color"].as_str());
+        match (color, state.as_deref()) {
+            (Some(color), Some("round-1")) => {
+                Ok(
+                    rmcp::model::CallToolResult::success(vec![rmcp::model::ContentBlock::text(
+                        format!("you like {color}"),
+                    )])
+                    .into(),
+                )
+            }
+            _ => {
+                let request = serde_json::from_value(json!({
+                    "method": "elicitation/create",
+                    "params": {"mode": "form", "message": "Color?", "requestedSchema": {
+                        "type": "object", "properties": {"color": {"type": "string"}}}},
+                }))
+                .unwrap();
+                Ok(InputRequiredResult::new(
+                    Some([("color".to_owned(), request)].into_iter().collect()),
+                    Some("round-1".to_owned()),
+                )
+                .into())
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_imported_rmcp_tool_asks_through_the_layers_outside_it_and_gets_its_answers() {
+    let imported = toolgraft_mcp::import::tools(Rounds::tool_router(), Rounds).unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind(
+            imported
+                .iter()
+                .map(|tool| tool.combo().with(Timeout::new(Duration::from_secs(5))))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+    let client = connect(ToolsetServer::new(toolset), false).await;
+    let first = within(
+        "calling",
+        client.call_tool_once(call("color_timeout", json!({}))),
+    )
+    .await
+    .unwrap();
+    let CallToolResponse::InputRequired(needed) = first else {
+        panic!("an input-required result, not {first:?}");
+    };
+    assert_eq!(needed.request_state.as_deref(), Some("round-1"));
+    let mut again = call("color_timeout", json!({}));
+    again.input_responses = Some(responses(json!({
+        "color": {"action": "accept", "content": {"color": "teal"}},
+    })));
+    again.request_state = needed.request_state;
+    let done = within("calling", client.call_tool_once(again))
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(result) = done else {
+        panic!("complete, not {done:?}");
+    };
+    assert_eq!(result.content[0].as_text().unwrap().text, "you like teal");
+}
