@@ -820,9 +820,17 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
                     ));
                 }
                 (TaskSupport::Allowed | TaskSupport::Required, true) => {
-                    return self
-                        .call_as_task(tasks.clone(), request, context, shape, rendering, relocated)
-                        .await;
+                    // Boxed: the call's future stays as small as it is without
+                    // tasks (see `import::future_sizes`).
+                    let task = self.call_as_task(
+                        tasks.clone(),
+                        request,
+                        context,
+                        shape,
+                        rendering,
+                        relocated,
+                    );
+                    return Box::pin(task).await;
                 }
                 _ => {}
             }
