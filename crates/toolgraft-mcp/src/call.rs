@@ -104,9 +104,10 @@ impl McpCall {
         self.request.ct.is_cancelled()
     }
 
-    /// Waits until the client cancels the request (or its connection ends). The
-    /// call is stopped then anyway (its future is dropped); a body waits for
-    /// this only to stop work it handed elsewhere.
+    /// Waits until the client cancels the request (or its connection ends; for a
+    /// call that became an MCP task, until the task is cancelled). The call is
+    /// stopped then anyway (its future is dropped); a body waits for this only
+    /// to stop work it handed elsewhere.
     pub async fn cancelled(&self) {
         self.request.ct.cancelled().await;
     }
@@ -217,6 +218,9 @@ pub(crate) struct Brought {
     /// The call's arguments as sent, kept where an approval may seal them
     /// (`stateless`: the seal is over what the client sends).
     pub arguments: Option<serde_json::Value>,
+    /// Where progress goes instead of the client's progress token: a task's
+    /// (whose request was answered when it became one).
+    pub progress: Option<ProgressSink>,
 }
 
 /// How an MCP client's user is asked, for toolgraft's [`Asker`]: by an
@@ -342,7 +346,10 @@ pub(crate) async fn serve<F: Future>(
     brought: Brought,
     call: F,
 ) -> F::Output {
-    let token = request.meta.get_progress_token();
+    let token = match brought.progress {
+        Some(_) => None,
+        None => request.meta.get_progress_token(),
+    };
     let peer = request.peer.clone();
     let mut context = Context::current();
     if let Some(principal) = principal_of(&request) {
@@ -350,6 +357,9 @@ pub(crate) async fn serve<F: Future>(
     }
     if !request.meta.0.0.is_empty() {
         context = context.with(RequestMeta(request.meta.0.0.clone()));
+    }
+    if let Some(progress) = brought.progress.clone() {
+        context = context.with(progress);
     }
     let request = Arc::new(request);
     let brought = Arc::new(brought);

@@ -27,8 +27,10 @@ pub(crate) fn input_required(
         return None;
     }
     let needed = outcome.as_ref().err()?.downcast_ref::<InputRequired>()?;
+    // Asking for nothing is no question a client can answer: the error stands.
+    let requests = input_requests(needed).filter(|requests| !requests.is_empty())?;
     Some(InputRequiredResult::new(
-        Some(input_requests(needed)?),
+        Some(requests),
         needed.state.clone(),
     ))
 }

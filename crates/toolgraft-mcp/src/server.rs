@@ -591,16 +591,17 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
         relocated: bool,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        let arguments = request.arguments.map_or(Value::Null, Value::Object);
-        let principal = call::principal_of(&context);
+        let arguments = arguments_of(&request.arguments);
+        // The place is taken before the call runs: a call that must wait is a
+        // task, never a call begun and then refused for want of room.
+        let reserved = tasks.reserve(call::principal_of(&context))?;
+        let mut context = context;
+        // The task's own: the request is answered when the call becomes a task.
+        context.ct = reserved.cancel.clone();
         let (toolset, bad_arguments) = (self.toolset.clone(), self.bad_arguments);
         let run = Arc::new(
-            move |context: RequestContext<RoleServer>, mut brought: call::Brought| -> Running {
+            move |context: RequestContext<RoleServer>, brought: call::Brought| -> Running {
                 let (toolset, name, arguments) = (toolset.clone(), name.clone(), arguments.clone());
-                // What an approval seals, as for a call that is not a task.
-                if brought.stateless {
-                    brought.arguments = Some(arguments.clone());
-                }
                 Box::pin(async move {
                     let call = toolset.call_published(&name, arguments);
                     let outcome = call::serve(context, brought, call).await;
@@ -608,34 +609,51 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
                 })
             },
         );
-        let stateless = shape == OutputShape::AnyJson;
-        let first = call::Brought {
-            responses: request.input_responses,
-            state: request.request_state,
-            stateless,
-            arguments: None,
+        // Every run is the stateless protocol's (tasks are 2026-07-28's): an
+        // approval seals the arguments as sent, and asks by a request for input.
+        let brought = {
+            let arguments = arguments_of(&request.arguments);
+            let progress = reserved.progress.clone();
+            move |responses, state| call::Brought {
+                responses,
+                state,
+                stateless: true,
+                arguments: Some(arguments.clone()),
+                progress: Some(progress.clone()),
+            }
         };
-        let mut running = run(context.clone(), first);
+        let mut running = run(
+            context.clone(),
+            brought(request.input_responses, request.request_state),
+        );
         if !relocated
             && let Poll::Ready(settled) =
                 std::future::poll_fn(|cx| Poll::Ready(running.as_mut().poll(cx))).await
         {
+            tasks.release(&reserved.id);
             return settled.into();
         }
         // Again with what a request for input brought, as the client's next call
         // would bring it.
-        let resume: Resume = Arc::new(move |responses, state| {
-            let brought = call::Brought {
-                responses: Some(responses),
-                state,
-                stateless: true,
-                arguments: None,
-            };
-            run(context.clone(), brought)
-        });
-        let task = tasks.start(principal, running, resume)?;
+        let resume: Resume =
+            Arc::new(move |responses, state| run(context.clone(), brought(Some(responses), state)));
+        let task = tasks.begin(&reserved.id, running, resume);
         Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
     }
+}
+
+/// What the handler answered for a task the table does not hold: a handler
+/// without tasks of its own leaves the table's "no task" standing.
+fn or_unknown<T>(theirs: Result<T, ErrorData>, unknown: ErrorData) -> Result<T, ErrorData> {
+    match theirs {
+        Err(error) if error.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND => Err(unknown),
+        answered => answered,
+    }
+}
+
+/// The arguments of a call as the client sent them.
+fn arguments_of(arguments: &Option<JsonObject>) -> Value {
+    arguments.clone().map_or(Value::Null, Value::Object)
 }
 
 /// A call's outcome as MCP answers it.
@@ -810,6 +828,9 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
             let declared = context
                 .client_capabilities()
                 .is_some_and(|capabilities| capabilities.supports_tasks());
+            // Tasks are protocol 2026-07-28's (an older client that declares
+            // the extension has its calls answered as they end).
+            let declared = declared && shape == OutputShape::AnyJson;
             match (
                 tasks.settings().support_of(&request.name, relocated),
                 declared,
@@ -845,6 +866,7 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
             state: request.request_state,
             stateless,
             arguments: stateless.then(|| arguments.clone()),
+            progress: None,
         };
         // Boxed: the call's state is kilobytes, which rmcp's spawn of each request
         // would copy (see `import::future_sizes`).
@@ -877,9 +899,11 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
             return self.handler.get_task(request, context).await;
         };
         let principal = call::principal_of(&context);
-        tasks
-            .get(&request.task_id, principal.as_ref())
-            .map(GetTaskResult::new)
+        match tasks.get(&request.task_id, principal.as_ref()) {
+            Ok(task) => Ok(GetTaskResult::new(task)),
+            // Perhaps a task of the handler's own tools.
+            Err(unknown) => or_unknown(self.handler.get_task(request, context).await, unknown),
+        }
     }
 
     async fn update_task(
@@ -891,11 +915,11 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
             return self.handler.update_task(request, context).await;
         };
         let principal = call::principal_of(&context);
-        tasks.update(
-            &request.task_id,
-            principal.as_ref(),
-            request.input_responses,
-        )
+        let responses = request.input_responses.clone();
+        match tasks.update(&request.task_id, principal.as_ref(), responses) {
+            Ok(()) => Ok(()),
+            Err(unknown) => or_unknown(self.handler.update_task(request, context).await, unknown),
+        }
     }
 
     async fn cancel_task(
@@ -907,7 +931,10 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
             return self.handler.cancel_task(request, context).await;
         };
         let principal = call::principal_of(&context);
-        tasks.cancel(&request.task_id, principal.as_ref())
+        match tasks.cancel(&request.task_id, principal.as_ref()) {
+            Ok(()) => Ok(()),
+            Err(unknown) => or_unknown(self.handler.cancel_task(request, context).await, unknown),
+        }
     }
 
     fn accepted_subscription_filter(

@@ -21,26 +21,38 @@
 //!   `input_required` with its requests; `tasks/update` files the responses (one
 //!   at a time if the client likes), and once every request is answered the
 //!   call runs again with them, as it would on the client's next `tools/call`;
-//! - `tasks/cancel` stops it: its future is dropped (a `pool` job is aborted, a
-//!   `remote` job withdrawn), and the task reads `cancelled`.
+//! - `tasks/cancel` stops it: the call's request reads cancelled
+//!   ([`McpCall::is_cancelled`](crate::call::McpCall::is_cancelled)) and its
+//!   future is dropped (an async `pool` body stops at its next await, a
+//!   `remote` job is withdrawn; a body that blocks its thread runs on to its
+//!   end, unheard), and the task reads `cancelled`;
+//! - what the call reports as progress is the working task's status message
+//!   (its `tools/call` was answered: there is no request to send progress to).
 //!
 //! A name that [requires](Tasks::require) a task is refused to a client that did
 //! not declare the extension (`-32021`, naming it); any other name runs as an
-//! ordinary call for it. A task is the caller's: one with a principal (the HTTP
-//! layer's) is found only by the same principal, and reads as unknown to
-//! anyone else. Tasks are kept for their time to live from creation
-//! ([`Tasks::with_ttl`]), and at most [`Tasks::with_max_tasks`] at once.
+//! ordinary call for it, and so does every call of a protocol older than
+//! `2026-07-28`. A task made for a principal (the HTTP layer's) is found only by
+//! the same principal and reads as unknown to anyone else; one made without is
+//! found by its id alone (128 random bits). A task's call runs no longer than
+//! its time to live from creation ([`Tasks::with_ttl`]; it fails then), the task
+//! is read for a minute more, and at most [`Tasks::with_max_tasks`] are kept at
+//! once (ended ones count until they are forgotten). A later round's requests
+//! are asked under new keys (`confirm.2`), so an answer meant for an earlier one
+//! never answers them; the call reads its own keys.
 //!
 //! The table is the process's: a fleet of servers behind a balancer answers for
 //! a task on the replica that created it only.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures_util::FutureExt as _;
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolResult, DetailedTask, InputRequiredResult, InputResponses, JsonObject, Task,
@@ -49,8 +61,9 @@ use rmcp::model::{
 use serde_json::Value;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
-use toolgraft::context::Principal;
+use toolgraft::context::{Principal, Progress, ProgressSink};
 
 /// Whether a name's calls may become tasks.
 ///
@@ -169,8 +182,9 @@ impl Tasks {
         Ok(self)
     }
 
-    /// Calls to the published name `name` always become tasks (and are refused
-    /// to a client without the extension).
+    /// Calls to the published name `name` are tasks for clients with the
+    /// extension (answered at once when not relocated and done without waiting),
+    /// and are refused to clients without it.
     pub fn require(self, name: impl Into<String>) -> Self {
         self.support(name, TaskSupport::Required)
     }
@@ -261,10 +275,22 @@ pub(crate) type Running = Pin<Box<dyn Future<Output = Settled> + Send>>;
 /// Runs the call again with the responses and the state an input brought.
 pub(crate) type Resume = Arc<dyn Fn(InputResponses, Option<String>) -> Running + Send + Sync>;
 
+/// How long an ended task (or one stopped at its time to live) is kept past
+/// its time to live, for a client still polling to read how it ended.
+const KEPT_PAST_TTL: Duration = Duration::from_secs(60);
+
 /// The tasks of one server (every session's), by id.
 pub(crate) struct Table {
     settings: Tasks,
-    records: Mutex<HashMap<String, Record>>,
+    records: Mutex<Records>,
+}
+
+#[derive(Default)]
+struct Records {
+    by_id: HashMap<String, Record>,
+    /// Ids in the order they were made: every task lives as long, so the
+    /// oldest expire first and expiring never looks past the first live one.
+    by_age: VecDeque<(Instant, String)>,
 }
 
 struct Record {
@@ -273,19 +299,32 @@ struct Record {
     updated_at: String,
     principal: Option<Principal>,
     status: Status,
+    /// What the task's calls see as their request's cancellation: cancelled
+    /// with the task (the request the call came in answered long ago).
+    cancel: CancellationToken,
     running: Option<AbortHandle>,
-    resume: Resume,
+    /// Whether the reserved place became a task.
+    begun: bool,
+    /// Until the task ends.
+    resume: Option<Resume>,
+    /// How many times the call asked for input: keys of later rounds are
+    /// renamed, so an answer meant for an earlier round never answers a later one.
+    rounds: u32,
+    /// The call's last report of its progress.
+    message: Option<String>,
 }
 
 enum Status {
     Working,
     Waiting {
-        pending: BTreeMap<String, rmcp::model::InputRequest>,
+        /// By the key the client answers under: the call's key and its request.
+        pending: BTreeMap<String, (String, rmcp::model::InputRequest)>,
+        /// By the call's key.
         answered: InputResponses,
         state: Option<String>,
     },
-    Completed(JsonObject),
-    Failed(JsonObject),
+    Completed(Arc<JsonObject>),
+    Failed(Arc<JsonObject>),
     Cancelled,
 }
 
@@ -297,7 +336,7 @@ impl Status {
 
 /// The task a client did not make, or may not see: the same error either way,
 /// so an id reveals nothing.
-fn unknown(id: &str) -> ErrorData {
+pub(crate) fn unknown(id: &str) -> ErrorData {
     ErrorData::invalid_params(format!("no task `{id}`"), None)
 }
 
@@ -312,6 +351,17 @@ fn new_id() -> Result<String, ErrorData> {
     Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
+/// A place in the table, taken before the call first runs: a call that then
+/// must wait becomes the task ([`Table::begin`]), one answered at once gives it
+/// back ([`Table::release`]).
+pub(crate) struct Reserved {
+    pub(crate) id: String,
+    /// The cancellation the task's calls see.
+    pub(crate) cancel: CancellationToken,
+    /// Where the calls report progress: the task's status message.
+    pub(crate) progress: ProgressSink,
+}
+
 impl Table {
     pub(crate) fn new(settings: Tasks) -> Self {
         Self {
@@ -324,74 +374,140 @@ impl Table {
         &self.settings
     }
 
-    fn records(&self) -> std::sync::MutexGuard<'_, HashMap<String, Record>> {
-        self.records.lock().unwrap_or_else(PoisonError::into_inner)
+    fn records(&self) -> std::sync::MutexGuard<'_, Records> {
+        let mut records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
+        self.expire(&mut records);
+        records
     }
 
-    /// Makes the task that runs `running` on (a call that must wait), in the
-    /// table before its id is returned.
-    pub(crate) fn start(
+    /// Takes a place for a call of `principal` that may become a task; refused
+    /// when the table is full.
+    pub(crate) fn reserve(
         self: &Arc<Self>,
         principal: Option<Principal>,
-        running: Running,
-        resume: Resume,
-    ) -> Result<Task, ErrorData> {
+    ) -> Result<Reserved, ErrorData> {
         let id = new_id()?;
-        let created_at = now_iso();
         let mut records = self.records();
-        self.expire(&mut records);
-        if records.len() >= self.settings.max_tasks {
+        if records.by_id.len() >= self.settings.max_tasks {
             return Err(ErrorData::internal_error(
-                format!(
-                    "the server holds {} tasks, its most: try again once some expire",
-                    records.len()
-                ),
+                "the server holds as many tasks as it keeps: try again once some expire",
                 None,
             ));
         }
-        records.insert(
+        let created_at = now_iso();
+        let cancel = CancellationToken::new();
+        records.by_id.insert(
             id.clone(),
             Record {
                 created: Instant::now(),
                 created_at: created_at.clone(),
-                updated_at: created_at.clone(),
+                updated_at: created_at,
                 principal,
                 status: Status::Working,
+                cancel: cancel.clone(),
                 running: None,
-                resume,
+                begun: false,
+                resume: None,
+                rounds: 0,
+                message: None,
             },
         );
-        self.run(&mut records, &id, running);
-        drop(records);
-        Ok(self.seed(&id, &created_at))
+        let progress = ProgressSink::new({
+            let (table, id) = (Arc::downgrade(self), id.clone());
+            move |progress: Progress| {
+                if let Some(table) = table.upgrade() {
+                    table.report(&id, &progress);
+                }
+            }
+        });
+        Ok(Reserved {
+            id,
+            cancel,
+            progress,
+        })
     }
 
-    fn seed(&self, id: &str, at: &str) -> Task {
-        Task::new(id, TaskStatus::Working, at, at)
+    /// Gives back a place the call did not need.
+    pub(crate) fn release(&self, id: &str) {
+        self.records().by_id.remove(id);
+    }
+
+    /// The reserved `id` becomes the task that runs `running` on: in the table
+    /// before its id is returned.
+    pub(crate) fn begin(self: &Arc<Self>, id: &str, running: Running, resume: Resume) -> Task {
+        let mut records = self.records();
+        let created = records.by_id.get(id).map(|record| record.created);
+        if let Some(created) = created {
+            records.by_age.push_back((created, id.to_owned()));
+        }
+        let at = match records.by_id.get_mut(id) {
+            Some(record) => {
+                record.begun = true;
+                record.resume = Some(resume);
+                record.created_at.clone()
+            }
+            None => now_iso(),
+        };
+        self.run(&mut records, id, running);
+        drop(records);
+        Task::new(id, TaskStatus::Working, at.clone(), at)
             .with_ttl_ms(millis(self.settings.ttl))
             .with_poll_interval_ms(millis(self.settings.poll_interval))
     }
 
-    /// Spawns `running` for the task `id`, whose end settles it.
-    fn run(self: &Arc<Self>, records: &mut HashMap<String, Record>, id: &str, running: Running) {
+    /// Spawns `running` for the task `id`, whose end settles it; a call still
+    /// running at the task's time to live is stopped there, and one that panics
+    /// outside its body fails the task.
+    fn run(self: &Arc<Self>, records: &mut Records, id: &str, running: Running) {
+        let Some(record) = records.by_id.get_mut(id) else {
+            return;
+        };
+        let deadline = record.created + self.settings.ttl;
         let table = Arc::downgrade(self);
         let owner = id.to_owned();
         let handle = tokio::spawn(async move {
-            let settled = running.await;
+            let bounded =
+                tokio::time::timeout_at(deadline, AssertUnwindSafe(running).catch_unwind());
+            let settled = match bounded.await {
+                Ok(Ok(settled)) => settled,
+                Ok(Err(_)) => Settled::Answered(Err(ErrorData::internal_error(
+                    "the task's call panicked",
+                    None,
+                ))),
+                Err(_) => Settled::Answered(Err(ErrorData::internal_error(
+                    "the task ran to its time to live and was stopped",
+                    None,
+                ))),
+            };
             if let Some(table) = table.upgrade() {
                 table.settle(&owner, settled);
             }
         });
-        if let Some(record) = records.get_mut(id) {
-            record.running = Some(handle.abort_handle());
-        }
+        record.running = Some(handle.abort_handle());
+    }
+
+    /// Files the progress the call of `id` reported, as its status message.
+    fn report(&self, id: &str, progress: &Progress) {
+        let mut records = self.records();
+        let Some(record) = records.by_id.get_mut(id) else {
+            return;
+        };
+        let done = match progress.total {
+            Some(total) => format!("{}/{total}", progress.progress),
+            None => progress.progress.to_string(),
+        };
+        record.message = Some(match &progress.message {
+            Some(message) => format!("{done}: {message}"),
+            None => done,
+        });
+        record.updated_at = now_iso();
     }
 
     /// Files how the call of `id` ended; a task cancelled or gone meanwhile
     /// keeps what it is.
     fn settle(&self, id: &str, settled: Settled) {
         let mut records = self.records();
-        let Some(record) = records.get_mut(id) else {
+        let Some(record) = records.by_id.get_mut(id) else {
             return;
         };
         if !matches!(record.status, Status::Working) {
@@ -401,48 +517,67 @@ impl Table {
         record.updated_at = now_iso();
         record.status = match settled {
             Settled::Answered(Ok(result)) => match serde_json::to_value(result) {
-                Ok(Value::Object(result)) => Status::Completed(result),
-                _ => Status::Failed(error_object(&ErrorData::internal_error(
-                    "the result could not be written",
-                    None,
-                ))),
+                Ok(Value::Object(result)) => Status::Completed(Arc::new(result)),
+                _ => failed("the result could not be written"),
             },
-            Settled::Answered(Err(error)) => Status::Failed(error_object(&error)),
+            Settled::Answered(Err(error)) => Status::Failed(Arc::new(error_object(&error))),
             Settled::Needs(needed) => match needed.input_requests.filter(|asked| !asked.is_empty())
             {
-                Some(pending) => Status::Waiting {
-                    pending,
-                    answered: InputResponses::new(),
-                    state: needed.request_state,
-                },
-                None => Status::Failed(error_object(&ErrorData::internal_error(
-                    "the call asked for input but named none",
-                    None,
-                ))),
+                Some(asked) => {
+                    record.rounds += 1;
+                    let round = record.rounds;
+                    let pending = asked
+                        .into_iter()
+                        .map(|(key, request)| {
+                            let answered_as = match round {
+                                1 => key.clone(),
+                                later => format!("{key}.{later}"),
+                            };
+                            (answered_as, (key, request))
+                        })
+                        .collect();
+                    Status::Waiting {
+                        pending,
+                        answered: InputResponses::new(),
+                        state: needed.request_state,
+                    }
+                }
+                None => failed("the call asked for input but named none"),
             },
         };
+        if record.status.is_terminal() {
+            record.resume = None;
+        }
     }
 
-    /// Forgets the tasks past their time to live, stopping any still running.
-    fn expire(&self, records: &mut HashMap<String, Record>) {
-        let ttl = self.settings.ttl;
-        records.retain(|_, record| {
-            let keep = record.created.elapsed() < ttl;
-            if !keep && let Some(running) = record.running.take() {
-                running.abort();
+    /// Forgets the tasks past their time to live (and the grace after it),
+    /// stopping any still running.
+    fn expire(&self, records: &mut Records) {
+        let kept = self.settings.ttl + KEPT_PAST_TTL;
+        while let Some((created, _)) = records.by_age.front()
+            && created.elapsed() >= kept
+        {
+            let Some((_, id)) = records.by_age.pop_front() else {
+                break;
+            };
+            if let Some(record) = records.by_id.remove(&id) {
+                record.cancel.cancel();
+                if let Some(running) = record.running {
+                    running.abort();
+                }
             }
-            keep
-        });
+        }
     }
 
-    /// The record `id`, when `principal` may see it.
+    /// The record `id`, when `principal` may see it: a place reserved for a
+    /// call that is not a task (yet) is none.
     fn find<'r>(
-        records: &'r mut HashMap<String, Record>,
+        records: &'r mut Records,
         id: &str,
         principal: Option<&Principal>,
     ) -> Result<&'r mut Record, ErrorData> {
-        match records.get_mut(id) {
-            Some(record) if record.principal.as_ref() == principal => Ok(record),
+        match records.by_id.get_mut(id) {
+            Some(record) if record.begun && record.principal.as_ref() == principal => Ok(record),
             _ => Err(unknown(id)),
         }
     }
@@ -454,22 +589,24 @@ impl Table {
         principal: Option<&Principal>,
     ) -> Result<DetailedTask, ErrorData> {
         let mut records = self.records();
-        self.expire(&mut records);
         let record = Self::find(&mut records, id, principal)?;
         let payload = match &record.status {
             Status::Working => TaskPayload::Working,
             Status::Waiting { pending, .. } => TaskPayload::InputRequired {
-                input_requests: pending.clone(),
+                input_requests: pending
+                    .iter()
+                    .map(|(answered_as, (_, request))| (answered_as.clone(), request.clone()))
+                    .collect(),
             },
             Status::Completed(result) => TaskPayload::Completed {
-                result: result.clone(),
+                result: JsonObject::clone(result),
             },
             Status::Failed(error) => TaskPayload::Failed {
-                error: error.clone(),
+                error: JsonObject::clone(error),
             },
             Status::Cancelled => TaskPayload::Cancelled,
         };
-        let task = Task::new(
+        let mut task = Task::new(
             id,
             TaskStatus::Working,
             record.created_at.clone(),
@@ -477,6 +614,9 @@ impl Table {
         )
         .with_ttl_ms(millis(self.settings.ttl))
         .with_poll_interval_ms(millis(self.settings.poll_interval));
+        if let (Some(message), TaskPayload::Working) = (&record.message, &payload) {
+            task = task.with_status_message(message.clone());
+        }
         Ok(DetailedTask::new(task, payload))
     }
 
@@ -489,7 +629,6 @@ impl Table {
         responses: InputResponses,
     ) -> Result<(), ErrorData> {
         let mut records = self.records();
-        self.expire(&mut records);
         let record = Self::find(&mut records, id, principal)?;
         let Status::Waiting {
             pending,
@@ -500,10 +639,15 @@ impl Table {
             // Nothing waits for input: an answer late or early changes nothing.
             return Ok(());
         };
-        for (key, response) in responses {
-            if pending.remove(&key).is_some() {
+        let mut filed = false;
+        for (answered_as, response) in responses {
+            if let Some((key, _)) = pending.remove(&answered_as) {
                 answered.insert(key, response);
+                filed = true;
             }
+        }
+        if !filed {
+            return Ok(());
         }
         record.updated_at = now_iso();
         if !pending.is_empty() {
@@ -511,7 +655,10 @@ impl Table {
         }
         let (answered, state) = (std::mem::take(answered), state.take());
         record.status = Status::Working;
-        let running = (record.resume)(answered, state);
+        let Some(resume) = record.resume.clone() else {
+            return Ok(());
+        };
+        let running = resume(answered, state);
         self.run(&mut records, id, running);
         Ok(())
     }
@@ -520,18 +667,25 @@ impl Table {
     /// it is.
     pub(crate) fn cancel(&self, id: &str, principal: Option<&Principal>) -> Result<(), ErrorData> {
         let mut records = self.records();
-        self.expire(&mut records);
         let record = Self::find(&mut records, id, principal)?;
         if record.status.is_terminal() {
             return Ok(());
         }
+        record.cancel.cancel();
         if let Some(running) = record.running.take() {
             running.abort();
         }
         record.status = Status::Cancelled;
+        record.resume = None;
         record.updated_at = now_iso();
         Ok(())
     }
+}
+
+fn failed(message: &'static str) -> Status {
+    Status::Failed(Arc::new(error_object(&ErrorData::internal_error(
+        message, None,
+    ))))
 }
 
 /// A JSON-RPC error as the object a failed task inlines.
@@ -569,6 +723,17 @@ mod tests {
         Arc::new(Table::new(tasks))
     }
 
+    /// A call that must wait, as the server makes it a task.
+    fn start(
+        table: &Arc<Table>,
+        principal: Option<Principal>,
+        running: Running,
+        resume: Resume,
+    ) -> Result<Task, ErrorData> {
+        let reserved = table.reserve(principal)?;
+        Ok(table.begin(&reserved.id, running, resume))
+    }
+
     async fn settled_status(table: &Table, id: &str, principal: Option<&Principal>) -> TaskStatus {
         for _ in 0..100 {
             let status = table.get(id, principal).unwrap().status();
@@ -584,9 +749,7 @@ mod tests {
     async fn a_task_is_found_only_by_the_principal_that_made_it() {
         let table = table(Tasks::new());
         let alice = Principal::new("alice");
-        let task = table
-            .start(Some(alice.clone()), never(), no_resume())
-            .unwrap();
+        let task = start(&table, Some(alice.clone()), never(), no_resume()).unwrap();
         assert!(table.get(&task.task_id, Some(&alice)).is_ok());
         for other in [Some(Principal::new("bob")), None] {
             let error = table.get(&task.task_id, other.as_ref()).unwrap_err();
@@ -608,24 +771,24 @@ mod tests {
     #[tokio::test]
     async fn no_more_tasks_than_the_most_are_kept_and_ids_differ() {
         let table = table(Tasks::new().with_max_tasks(2).unwrap());
-        let one = table.start(None, never(), no_resume()).unwrap();
-        let two = table.start(None, never(), no_resume()).unwrap();
+        let one = start(&table, None, never(), no_resume()).unwrap();
+        let two = start(&table, None, never(), no_resume()).unwrap();
         assert_ne!(one.task_id, two.task_id);
         assert_eq!(one.task_id.len(), 32, "128 random bits, in hex");
-        let refused = table.start(None, never(), no_resume()).unwrap_err();
+        let refused = start(&table, None, never(), no_resume()).unwrap_err();
         assert_eq!(refused.code, rmcp::model::ErrorCode::INTERNAL_ERROR);
-        assert!(
-            refused.message.contains("holds 2 tasks"),
-            "{}",
-            refused.message
+        assert_eq!(
+            refused.message,
+            "the server holds as many tasks as it keeps: try again once some expire",
+            "and not how many that is"
         );
         // An ended task still counts until it expires: the client may not have read it.
         table.cancel(&one.task_id, None).unwrap();
-        assert!(table.start(None, never(), no_resume()).is_err());
+        assert!(start(&table, None, never(), no_resume()).is_err());
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_task_is_kept_for_its_time_to_live_and_then_forgotten_and_stopped() {
+    async fn a_task_runs_no_longer_than_its_time_to_live_and_is_read_a_while_after() {
         struct Dropped(Arc<AtomicBool>);
         impl Drop for Dropped {
             fn drop(&mut self) {
@@ -639,25 +802,65 @@ mod tests {
             let _guard = guard;
             std::future::pending::<Settled>().await
         });
-        let task = table.start(None, running, no_resume()).unwrap();
+        let task = start(&table, None, running, no_resume()).unwrap();
         assert_eq!(task.ttl_ms, Some(5000));
         tokio::time::sleep(Duration::from_millis(4900)).await;
-        assert!(
-            table.get(&task.task_id, None).is_ok(),
-            "kept for its whole time to live"
+        assert_eq!(
+            table.get(&task.task_id, None).unwrap().status(),
+            TaskStatus::Working
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(
-            table.get(&task.task_id, None).is_err(),
-            "forgotten after it"
-        );
-        for _ in 0..10 {
-            tokio::task::yield_now().await;
-        }
-        assert!(
             stopped.load(Ordering::SeqCst),
-            "the call still running was stopped"
+            "stopped at its time to live"
         );
+        let stopped_task = table.get(&task.task_id, None).unwrap();
+        let TaskPayload::Failed { error } = stopped_task.payload else {
+            panic!("failed, not {:?}", stopped_task.task.status);
+        };
+        assert_eq!(
+            error["message"],
+            "the task ran to its time to live and was stopped"
+        );
+        tokio::time::sleep(KEPT_PAST_TTL).await;
+        assert!(
+            table.get(&task.task_id, None).is_err(),
+            "forgotten a while after"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_place_reserved_is_no_task_until_it_begins_and_can_be_given_back() {
+        let table = table(Tasks::new().with_max_tasks(1).unwrap());
+        let reserved = table.reserve(None).unwrap();
+        assert!(table.get(&reserved.id, None).is_err(), "not a task yet");
+        assert!(table.reserve(None).is_err(), "but it holds its place");
+        table.release(&reserved.id);
+        let again = table.reserve(None).unwrap();
+        table.begin(&again.id, never(), no_resume());
+        assert!(table.get(&again.id, None).is_ok());
+    }
+
+    #[tokio::test]
+    async fn progress_is_the_working_task_s_status_message() {
+        let table = table(Tasks::new());
+        let reserved = table.reserve(None).unwrap();
+        reserved
+            .progress
+            .send(Progress::new(2.0).of(4.0).with_message("half"));
+        table.begin(&reserved.id, never(), no_resume());
+        let task = table.get(&reserved.id, None).unwrap();
+        assert_eq!(task.task.status_message.as_deref(), Some("2/4: half"));
+    }
+
+    #[tokio::test]
+    async fn cancel_cancels_the_token_the_call_sees() {
+        let table = table(Tasks::new());
+        let reserved = table.reserve(None).unwrap();
+        table.begin(&reserved.id, never(), no_resume());
+        assert!(!reserved.cancel.is_cancelled());
+        table.cancel(&reserved.id, None).unwrap();
+        assert!(reserved.cancel.is_cancelled());
     }
 
     #[tokio::test]
@@ -668,7 +871,7 @@ mod tests {
             let _sender = sender;
             std::future::pending::<Settled>().await
         });
-        let task = table.start(None, running, no_resume()).unwrap();
+        let task = start(&table, None, running, no_resume()).unwrap();
         table.cancel(&task.task_id, None).unwrap();
         assert!(receiver.await.is_err(), "the call's future was dropped");
         assert_eq!(
@@ -707,7 +910,7 @@ mod tests {
                 Box::pin(async { answered("done") })
             }
         });
-        let task = table.start(None, first, resume).unwrap();
+        let task = start(&table, None, first, resume).unwrap();
         let id = task.task_id;
         assert_eq!(
             settled_status(&table, &id, None).await,
@@ -745,11 +948,66 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_later_round_asks_under_new_keys_so_an_old_answer_answers_nothing() {
+        let table = table(Tasks::new());
+        let asking = || -> Running {
+            let requests: rmcp::model::InputRequests = serde_json::from_value(serde_json::json!({
+                "confirm": {"method": "roots/list", "params": {}},
+            }))
+            .unwrap();
+            Box::pin(async move { Settled::Needs(InputRequiredResult::new(Some(requests), None)) })
+        };
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let resume: Resume = Arc::new({
+            let seen = seen.clone();
+            move |responses: InputResponses, _| {
+                seen.lock()
+                    .unwrap()
+                    .push(responses.keys().cloned().collect::<Vec<_>>());
+                asking()
+            }
+        });
+        let id = start(&table, None, asking(), resume).unwrap().task_id;
+        assert_eq!(
+            settled_status(&table, &id, None).await,
+            TaskStatus::InputRequired
+        );
+        let answer = |key: &str| -> InputResponses {
+            [(key.to_owned(), serde_json::json!({}))]
+                .into_iter()
+                .collect()
+        };
+        table.update(&id, None, answer("confirm")).unwrap();
+        assert_eq!(
+            settled_status(&table, &id, None).await,
+            TaskStatus::InputRequired
+        );
+        let TaskPayload::InputRequired { input_requests } = table.get(&id, None).unwrap().payload
+        else {
+            panic!("asked again");
+        };
+        assert_eq!(input_requests.keys().collect::<Vec<_>>(), ["confirm.2"]);
+        // A late copy of the first answer answers nothing now.
+        table.update(&id, None, answer("confirm")).unwrap();
+        assert_eq!(
+            table.get(&id, None).unwrap().status(),
+            TaskStatus::InputRequired
+        );
+        table.update(&id, None, answer("confirm.2")).unwrap();
+        settled_status(&table, &id, None).await;
+        // The call reads its own key, whatever the round.
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [vec!["confirm".to_owned()], vec!["confirm".to_owned()]]
+        );
+    }
+
+    #[tokio::test]
     async fn a_protocol_error_fails_the_task_with_it_inlined() {
         let table = table(Tasks::new());
         let running: Running =
             Box::pin(async { Settled::Answered(Err(ErrorData::internal_error("broke", None))) });
-        let task = table.start(None, running, no_resume()).unwrap();
+        let task = start(&table, None, running, no_resume()).unwrap();
         assert_eq!(
             settled_status(&table, &task.task_id, None).await,
             TaskStatus::Failed

@@ -96,9 +96,20 @@ fn toolset(stopped: Arc<AtomicBool>) -> Toolset {
         .body(|_: Nothing| async { Ok("wiped") })
         .build()
         .unwrap();
+    let waits = Tool::builder()
+        .name("waits")
+        .description("Waits, then says whether its request reads cancelled.")
+        .body(|_: Nothing| async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let call = toolgraft_mcp::call::McpCall::current().ok_or("not over MCP")?;
+            Ok(json!({"cancelled": call.is_cancelled()}))
+        })
+        .build()
+        .unwrap();
     let toolset = Toolset::new();
     toolset
         .bind((
+            waits.combo(),
             work.combo(),
             work.combo().with(Pool::new(2).unwrap()),
             ask.combo(),
@@ -190,7 +201,8 @@ fn server(stopped: Arc<AtomicBool>) -> ToolsetServer {
         .unwrap()
         .with_poll_interval(Duration::from_millis(50))
         .unwrap()
-        .require("ask");
+        .require("ask")
+        .allow("waits");
     ToolsetServer::new(toolset(stopped)).with_tasks(tasks)
 }
 
@@ -229,6 +241,19 @@ async fn a_relocated_call_is_a_task_the_client_follows_to_its_result() {
         .await
         .unwrap_err();
     assert!(unknown.to_string().contains("no task `0123`"), "{unknown}");
+}
+
+#[tokio::test]
+async fn an_allowed_name_not_relocated_is_a_task_once_it_waits_and_its_request_is_not_cancelled() {
+    let client = connect(server(Arc::default()), true).await;
+    let id = task_of(&client, call("waits", json!({}))).await;
+    let done = settled(&client, &id).await;
+    let TaskPayload::Completed { result } = done.payload else {
+        panic!("completed, not {:?}", done.task.status);
+    };
+    // The tools/call was answered with the task; the call's request is the
+    // task's from then on, cancelled only with it.
+    assert_eq!(result["structuredContent"], json!({"cancelled": false}));
 }
 
 #[tokio::test]
@@ -407,6 +432,41 @@ async fn an_approval_inside_a_task_parks_the_task_until_the_user_says_yes() {
         panic!("completed, not {:?}", done.task.status);
     };
     assert_eq!(result["structuredContent"], json!("wiped"));
+    // Answering again after the end runs nothing.
+    within(
+        "tasks/update",
+        client.update_task(UpdateTaskParams::new(&id, responses(yes_again()))),
+    )
+    .await
+    .unwrap();
+    assert_eq!(get(&client, &id).await.status(), TaskStatus::Completed);
+
+    // A no ends the task with the refusal, as a tool error.
+    let id = task_of(&client, call("wipe_pool_approve", json!({}))).await;
+    settled(&client, &id).await;
+    let no = json!({"approve": {"action": "decline"}});
+    within(
+        "tasks/update",
+        client.update_task(UpdateTaskParams::new(&id, responses(no))),
+    )
+    .await
+    .unwrap();
+    let done = settled(&client, &id).await;
+    let TaskPayload::Completed { result } = done.payload else {
+        panic!("completed, not {:?}", done.task.status);
+    };
+    assert_eq!(result["isError"], json!(true));
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("did not approve"),
+        "{result:?}"
+    );
+}
+
+fn yes_again() -> Value {
+    json!({"approve": {"action": "accept", "content": {"approve": true}}})
 }
 
 // ------------------------------------------------- an rmcp tool, imported
