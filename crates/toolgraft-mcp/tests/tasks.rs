@@ -106,9 +106,42 @@ fn toolset(stopped: Arc<AtomicBool>) -> Toolset {
         })
         .build()
         .unwrap();
+    let rename = Tool::builder()
+        .name("rename")
+        .description("Renames, asking for the new name.")
+        .body(|_: Nothing| async move {
+            let asker = context::get::<Asker>().ok_or("nobody to ask")?;
+            let name = asker
+                .answered("new_name")
+                .and_then(|answered| answered.answer.field("name").cloned());
+            match (name, asker.state()) {
+                (Some(name), Some(state)) if state == "body-state" => Ok(
+                    json!({"renamed": name, "approve_seen": asker.answered("approve").is_some()}),
+                ),
+                _ => {
+                    let question = Question::new(
+                        "New name?",
+                        json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+                    );
+                    Err(InputRequired::new(
+                        [("new_name".to_owned(), InputRequest::Ask(question))],
+                        Some("body-state".to_owned()),
+                    )
+                    .into())
+                }
+            }
+        })
+        .build()
+        .unwrap();
+    let key = SealKey::random().unwrap();
     let toolset = Toolset::new();
     toolset
         .bind((
+            rename.combo().with(Approve::new(key.clone())),
+            rename
+                .combo()
+                .with(Pool::new(1).unwrap())
+                .with(Approve::new(key)),
             waits.combo(),
             work.combo(),
             work.combo().with(Pool::new(2).unwrap()),
@@ -462,6 +495,115 @@ async fn an_approval_inside_a_task_parks_the_task_until_the_user_says_yes() {
             .unwrap()
             .contains("did not approve"),
         "{result:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_body_that_asks_after_an_approval_is_asked_without_the_user_approving_again_and_once() {
+    let client = connect(server(Arc::default()), false).await;
+    let round = |responses_: Option<Value>, state: Option<String>| {
+        let mut params = call("rename_approve", json!({}));
+        params.input_responses = responses_.map(responses);
+        params.request_state = state;
+        params
+    };
+    let asked = |response: CallToolResponse| match response {
+        CallToolResponse::InputRequired(needed) => needed,
+        other => panic!("an input-required result, not {other:?}"),
+    };
+    let first = asked(
+        within("1", client.call_tool_once(round(None, None)))
+            .await
+            .unwrap(),
+    );
+    assert!(
+        first
+            .input_requests
+            .as_ref()
+            .unwrap()
+            .contains_key("approve")
+    );
+    let yes = json!({"approve": {"action": "accept", "content": {"approve": true}}});
+    let second = asked(
+        within(
+            "2",
+            client.call_tool_once(round(Some(yes), first.request_state.clone())),
+        )
+        .await
+        .unwrap(),
+    );
+    // The body's question now, not approve's again.
+    let keys: Vec<_> = second
+        .input_requests
+        .as_ref()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(keys, ["new_name"]);
+    let name = json!({"new_name": {"action": "accept", "content": {"name": "kestrel"}}});
+    let third = round(Some(name), second.request_state.clone());
+    let done = within("3", client.call_tool_once(third.clone()))
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(result) = done else {
+        panic!("complete, not {done:?}");
+    };
+    // The body saw its own answer and its own state, and nothing of approve's.
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"renamed": "kestrel", "approve_seen": false}))
+    );
+    // That round again runs nothing: the continuation is spent.
+    let replayed = within("3 again", client.call_tool_once(third))
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(replayed) = replayed else {
+        panic!("a refusal, not {replayed:?}");
+    };
+    assert_eq!(replayed.is_error, Some(true));
+    assert!(
+        replayed.content[0]
+            .as_text()
+            .unwrap()
+            .text
+            .contains("used already"),
+        "{replayed:?}"
+    );
+}
+
+#[tokio::test]
+async fn in_a_task_an_approval_then_the_body_s_own_question_then_the_result() {
+    let client = connect(server(Arc::default()), true).await;
+    let id = task_of(&client, call("rename_pool_approve", json!({}))).await;
+    settled(&client, &id).await;
+    let yes = json!({"approve": {"action": "accept", "content": {"approve": true}}});
+    within(
+        "tasks/update",
+        client.update_task(UpdateTaskParams::new(&id, responses(yes))),
+    )
+    .await
+    .unwrap();
+    let parked = settled(&client, &id).await;
+    let TaskPayload::InputRequired { input_requests } = parked.payload else {
+        panic!("the body's question, not {:?}", parked.task.status);
+    };
+    // A second round: asked under a key of its own.
+    assert_eq!(input_requests.keys().collect::<Vec<_>>(), ["new_name.2"]);
+    let name = json!({"new_name.2": {"action": "accept", "content": {"name": "osprey"}}});
+    within(
+        "tasks/update",
+        client.update_task(UpdateTaskParams::new(&id, responses(name))),
+    )
+    .await
+    .unwrap();
+    let done = settled(&client, &id).await;
+    let TaskPayload::Completed { result } = done.payload else {
+        panic!("completed, not {:?}", done.task.status);
+    };
+    assert_eq!(
+        result["structuredContent"],
+        json!({"renamed": "osprey", "approve_seen": false})
     );
 }
 

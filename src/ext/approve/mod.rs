@@ -18,6 +18,11 @@
 //! could fake a line escaped; arguments over [`MAX_SHOWN`] bytes are refused,
 //! never shortened.
 //!
+//! A call whose layers inside ask their caller after the approval (an
+//! [`InputRequired`] of their own) is not approved again: its next round
+//! carries a continuation of the approval, sealed and spent once like one, and
+//! the layers inside read only their own answers and state.
+//!
 //! Used once means once per ledger: a [`MemoryLedger`] forgets at a restart
 //! (a fleet, or a key kept across restarts, wants a shared ledger such as
 //! `toolgraft_jobs::RedisLedger`), and a backend that delivers at least once may
@@ -45,6 +50,7 @@
 //! ```
 
 mod ledger;
+mod rounds;
 mod seal;
 
 use std::sync::Arc;
@@ -54,6 +60,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 pub use ledger::{Ledger, MemoryLedger};
+use rounds::{Continued, Narrowed};
 pub use seal::{KeyTooShort, SealKey};
 use seal::{Sealed, Subject};
 
@@ -308,12 +315,38 @@ impl Approve {
             (None, None) => return Err(ApprovalError::Unshowable("no arguments".to_owned())),
         };
         let subject = Subject::new(tool, arguments, principal.as_ref().map(Principal::as_str));
+        // A round after the approval: the layers inside asked their caller.
+        if let Some(continued) = asker.state().as_deref().and_then(Continued::parse) {
+            let now = seal::now();
+            let sealed = self.key.open(&continued.approved, &subject, now)?;
+            let granted = sealed.granted.clone().ok_or_else(|| {
+                ApprovalError::Tampered("the state is not a continuation".to_owned())
+            })?;
+            if !self
+                .ledger
+                .redeem(&sealed.id, sealed.expires, now)
+                .await
+                .map_err(ApprovalError::Ledger)?
+            {
+                return Err(ApprovalError::Replayed);
+            }
+            return Ok(Decision::Go {
+                approval: Approval { id: granted },
+                subject,
+                inner: Some(continued.inner),
+            });
+        }
         if let Some(answered) = asker.answered(KEY) {
             let state = answered.state.ok_or_else(|| {
                 ApprovalError::Tampered("the answer came without its state".to_owned())
             })?;
             let now = seal::now();
             let sealed = self.key.open(&state, &subject, now)?;
+            if sealed.granted.is_some() {
+                return Err(ApprovalError::Tampered(
+                    "a continuation is not an approval to answer".to_owned(),
+                ));
+            }
             // Only a yes spends the approval: a no runs nothing, and spending it
             // would let declined round trips fill the ledger.
             let approval = approved(&answered.answer, sealed.id.clone())?;
@@ -325,7 +358,12 @@ impl Approve {
             if !first {
                 return Err(ApprovalError::Replayed);
             }
-            return Ok(Decision::Go(approval));
+            // The state was approve's: the layers inside have none of theirs.
+            return Ok(Decision::Go {
+                approval,
+                subject,
+                inner: Some(None),
+            });
         }
         // The user reads the name the caller called (a published one, say).
         let called = context::get::<CallName>().map(|name| name.0);
@@ -336,13 +374,19 @@ impl Approve {
                     .ask_now(question)
                     .await
                     .map_err(ApprovalError::AskFailed)?;
-                approved(&answer, seal::new_id()?).map(Decision::Go)
+                let approval = approved(&answer, seal::new_id()?)?;
+                Ok(Decision::Go {
+                    approval,
+                    subject,
+                    inner: None,
+                })
             }
             Reach::Later => {
                 let sealed = Sealed {
                     id: seal::new_id()?,
                     subject,
                     expires: seal::now().saturating_add(self.config.expiry_secs),
+                    granted: None,
                 };
                 Ok(Decision::Ask(InputRequired::ask(
                     KEY,
@@ -357,8 +401,14 @@ impl Approve {
 
 /// What [`Approve::decide`] decided.
 enum Decision {
-    /// Go on with this approval.
-    Go(Approval),
+    /// Go on with this approval, for the call `subject`; the layers inside see
+    /// `inner` as their state where it is set (the caller's state was
+    /// `approve`'s), the caller's own otherwise.
+    Go {
+        approval: Approval,
+        subject: Subject,
+        inner: Option<Option<String>>,
+    },
     /// Answer the call with this question first.
     Ask(InputRequired),
 }
@@ -432,12 +482,46 @@ impl<S: Stack<Input: Serialize>> Wrap<S> for Approve {
             .is_some_and(|asker| asker.arguments().is_none())
             .then(|| serde_json::to_value(&input).map_err(|error| error.to_string()));
         let extension = Name::lossy(KEY);
-        match self.decide(asker, written).await {
-            Ok(Decision::Go(approval)) => context::with(approval, next.call(input)).await,
-            Ok(Decision::Ask(needed)) => {
-                Err(ToolError::extension(next.name().clone(), extension, needed))
+        let name = next.name().clone();
+        match self.decide(asker.clone(), written).await {
+            Ok(Decision::Go {
+                approval,
+                subject,
+                inner,
+            }) => {
+                let granted = approval.id.clone();
+                let call = context::with(approval, next.call(input));
+                let outcome = match (inner, asker) {
+                    (Some(state), Some(outer)) => {
+                        context::with(Asker::new(Narrowed { outer, state }), call).await
+                    }
+                    _ => call.await,
+                };
+                let Err(error) = outcome else {
+                    return outcome;
+                };
+                // The layers inside ask their caller: the next round goes on
+                // without asking the user again, once.
+                let Some(needed) = rounds::asked_inside(&error) else {
+                    return Err(error);
+                };
+                let continuation = Sealed {
+                    id: seal::new_id().map_err(|error| {
+                        ToolError::extension(name.clone(), extension.clone(), error)
+                    })?,
+                    subject,
+                    expires: seal::now().saturating_add(self.config.expiry_secs),
+                    granted: Some(granted),
+                };
+                let state = Continued {
+                    approved: self.key.seal(&continuation),
+                    inner: needed.state,
+                };
+                let asked = InputRequired::new(needed.requests, Some(state.to_state()));
+                Err(ToolError::extension(name, extension, asked))
             }
-            Err(error) => Err(ToolError::extension(next.name().clone(), extension, error)),
+            Ok(Decision::Ask(needed)) => Err(ToolError::extension(name, extension, needed)),
+            Err(error) => Err(ToolError::extension(name, extension, error)),
         }
     }
 }

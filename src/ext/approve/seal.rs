@@ -194,6 +194,10 @@ pub(crate) struct Sealed {
     pub subject: Subject,
     /// Unix seconds.
     pub expires: u64,
+    /// Set on a continuation: the approval (its id) the user gave already, for
+    /// a call whose inner layers asked their caller after it (see `rounds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub granted: Option<String>,
 }
 
 /// Unix seconds now.
@@ -223,6 +227,7 @@ mod tests {
 
     fn sealed(subject: &Subject) -> Sealed {
         Sealed {
+            granted: None,
             id: "a1".into(),
             subject: subject.clone(),
             expires: 1_000,
@@ -287,6 +292,7 @@ mod tests {
         }
         // A seal re-signed for an expiry of the caller's choosing needs the key.
         let forged = Sealed {
+            granted: None,
             expires: u64::MAX,
             ..sealed(&subject)
         };
