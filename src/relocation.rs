@@ -54,6 +54,10 @@ use crate::error::{ToolError, panic_message};
 use crate::name::Name;
 use crate::rulebook::Rule;
 
+mod defer;
+
+pub use defer::{Deferral, Deferred, Follow, Followed, Phase};
+
 /// A call on its way to where a backend runs the layer below: the backend, the
 /// layer, and the part of the caller's context that travels (see the
 /// [module docs](self)).

@@ -196,6 +196,9 @@ pub(crate) struct Record {
     /// engine with no job of it by then never got it.
     #[serde(default)]
     pub(crate) enqueue_by: u64,
+    /// The principal the job was submitted for (who may follow it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) principal: Option<String>,
 }
 
 /// `ms` since the Unix epoch as an RFC 3339 time in UTC.

@@ -69,8 +69,19 @@
 //! queue.
 //! Results, and the [`ToolError`] a job failed with, are kept for the retention
 //! (`retention_s`). A scheduled or queued job that is cancelled never runs; one a
-//! worker has taken cannot be stopped: it runs to its end and its result is kept
+//! worker runs is withdrawn: the worker stops the body within about 100 ms and
+//! sends no result, and the job reads cancelled; one that ended stays as it ended
 //! ([`JobError::NotCancellable`]).
+//!
+//! # MCP tasks
+//!
+//! A [`Remote`] is a [`Follow`](toolgraft::relocation::Follow): its jobs are read by
+//! id from its store, in any process. A server that offers to follow a call
+//! ([`Deferral`](toolgraft::relocation::Deferral); toolgraft-mcp's
+//! `Tasks::following(remote)`) gets the call enqueued, not waited for, and the
+//! job's id back ([`Deferred`](toolgraft::relocation::Deferred)): an MCP task that
+//! every caller process of the fleet answers for. The job records the principal
+//! it was made for.
 //!
 //! **Why `submit` is a transformer, not a backend.** A backend preserves output
 //! shape: its branch returns what the layer below returns, and inherits its output
@@ -134,6 +145,7 @@ mod ledger;
 mod client;
 mod queues;
 mod remote;
+mod follow;
 mod submit;
 mod fleet;
 mod worker;

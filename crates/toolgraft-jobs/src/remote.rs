@@ -19,6 +19,7 @@ use toolgraft::error::ArgsError;
 use toolgraft::extension::{Anywhere, Args, ConfigError, Configurable, LayerInput};
 use toolgraft::kind::Backend;
 use toolgraft::relocation::Departure;
+use toolgraft::relocation::{Deferral, Deferred};
 use toolgraft::{Extension, Layer, Name, Stack, ToolError};
 
 /// The queue jobs go to unless told otherwise.
@@ -295,6 +296,8 @@ impl Remote {
             ticket: ticket.clone(),
             backend: self.name.clone(),
             enqueue_by: now.saturating_add(after.as_millis() as u64 + ENQUEUE_SLACK_MS),
+            principal: toolgraft::context::get::<toolgraft::context::Principal>()
+                .map(|principal| principal.as_str().to_owned()),
         })
         .map_err(|error| relocation(error.to_string()))?;
         let job = Job {
@@ -353,7 +356,25 @@ impl Remote {
             .ok_or_else(unknown)?;
         let record: Record = serde_json::from_str(&stored.record)
             .map_err(|error| JobError::Engine(format!("job `{id}`'s record: {error}")))?;
+        let mut stored = stored;
+        // A running job cancelled (withdrawn) ends with no reply: it reads cancelled.
+        if stored.reply.is_none() && !stored.cancelled && stored.engine == Waiting::Running {
+            stored.cancelled = self
+                .within_timeout(async { self.broker().await?.is_withdrawn(id).await })
+                .await?;
+        }
         Ok((stored, record))
+    }
+
+    /// The job `id` as a follower reads it: its result, the principal it was
+    /// submitted for, and when it was to run.
+    pub(crate) async fn followed(
+        &self,
+        id: &str,
+    ) -> Result<(JobResult, Option<String>, String), JobError> {
+        let (_, record) = self.stored(id).await?;
+        let result = self.job_result(id).await?;
+        Ok((result, record.principal, record.ticket.run_at))
     }
 
     /// Where the job `id`, submitted on this queue, is now.
@@ -427,13 +448,15 @@ impl Remote {
         })
     }
 
-    /// Cancels the job `id` if no worker has taken it yet (it is scheduled or
-    /// queued): it then never runs, and its ticket says `cancelled`. Cancelling
-    /// it again answers the same.
+    /// Cancels the job `id`: one no worker has taken yet (scheduled or queued)
+    /// never runs; one a worker runs is withdrawn, and its worker stops the
+    /// body within about 100 ms (its future is dropped) and sends no result.
+    /// Either way its ticket says `cancelled`; cancelling it again answers the
+    /// same.
     ///
-    /// A job a worker has taken cannot be cancelled
-    /// ([`JobError::NotCancellable`]): nothing stops a body midway in another
-    /// process, so it runs to its end and its result is kept as any other's.
+    /// A job that ended cannot be cancelled ([`JobError::NotCancellable`]): its
+    /// result is kept as any other's. A body that blocks its thread (no await)
+    /// is stopped only at its end, and its result is then dropped.
     ///
     /// ```no_run
     /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -459,13 +482,16 @@ impl Remote {
                 job: id.to_owned(),
                 queue: self.config.queue.clone(),
             }),
+            // Taken by a worker and not ended: withdrawn, which its worker heeds.
+            Cancel::TooLate if !ticket.state.is_done() => {
+                self.within_timeout(async { self.broker().await?.withdraw(id).await })
+                    .await?;
+                tracing::info!(job = %id, "job cancelled while running: withdrawn");
+                self.job_status(id).await
+            }
             Cancel::TooLate => Err(JobError::NotCancellable {
                 job: id.to_owned(),
-                // Taken by a worker, not answered yet: running.
-                state: match ticket.state {
-                    JobState::Scheduled | JobState::Queued => JobState::Running,
-                    state => state,
-                },
+                state: ticket.state,
             }),
         }
     }
@@ -671,6 +697,19 @@ where
         let args = serde_json::to_value(&input).map_err(|error| {
             departure.failed(format!("the arguments do not serialize: {error}"))
         })?;
+        // The caller follows the job by its id (an MCP task): enqueued, not waited for.
+        if toolgraft::context::get::<Deferral>().is_some_and(|offer| offer.take()) {
+            let ticket = self.remote.submit(&departure, args, None).await?;
+            let deferred = Deferred {
+                job: ticket.job_id,
+                follower: Arc::new(self.remote.clone()),
+            };
+            return Err(ToolError::extension(
+                departure.below().clone(),
+                Name::lossy(&self.remote.name),
+                deferred,
+            ));
+        }
         let output = self.remote.run(&departure, args).await?;
         serde_json::from_value(output).map_err(|error| {
             departure.failed(format!(

@@ -447,8 +447,9 @@ impl Remote {
     /// `job_status` answers with the [`JobTicket`]; `job_result` with `{job_id,
     /// state, result}` (`result` once finished), or fails with the job's own
     /// error (the source of its [`ToolError::Body`] is that [`ToolError`]);
-    /// `job_cancel` with the ticket of the cancelled job, or fails (source: a
-    /// [`JobError`](crate::JobError)) when it is running or done. An id it does
+    /// `job_cancel` with the ticket of the cancelled job (one running is
+    /// withdrawn, its body stopped), or fails (source: a
+    /// [`JobError`](crate::JobError)) when it ended. An id it does
     /// not know fails with [`JobError::Unknown`](crate::JobError::Unknown) as the
     /// source.
     ///
@@ -517,7 +518,7 @@ impl Remote {
             self.job_tool(
                 format!("{prefix}_cancel"),
                 format!(
-                    "Cancel a job submitted on queue `{queue}` that no worker has taken yet (scheduled or queued): it never runs. A running job cannot be stopped."
+                    "Cancel a job submitted on queue `{queue}`: one scheduled or queued never runs, one running is stopped (no result). An ended job stays as it ended."
                 ),
                 |remote, job_id| async move { Ok(remote.cancel(&job_id).await?) },
             )?,

@@ -329,8 +329,9 @@ impl Worker {
 /// failure (it is not retried); only a reply that cannot be sent fails the job, and
 /// the engine runs it again (at least once).
 async fn run_job(mut job: Job, state: Arc<State>) -> Result<(), BoxDynError> {
-    let waited_for = !is_job_key(&job.reply_to);
-    if waited_for && state.broker.is_withdrawn(&job.id).await.unwrap_or(false) {
+    // A job is withdrawn by the caller that stopped waiting for it, or by a
+    // cancel of one submitted (an MCP task's): either way it runs no more.
+    if state.broker.is_withdrawn(&job.id).await.unwrap_or(false) {
         tracing::info!(job = %job.id, tool = %job.tool, worker = %state.worker, "job withdrawn before it ran: skipped");
         return Ok(());
     }
@@ -342,16 +343,12 @@ async fn run_job(mut job: Job, state: Arc<State>) -> Result<(), BoxDynError> {
             let call = state.toolset.call(&job.tool, std::mem::take(&mut job.args));
             let call = std::mem::take(&mut job.context).arrive(call);
             let call = forwarding_progress(&job, &state.broker, call);
-            let outcome = if waited_for {
-                until_withdrawn(&job.id, &state.broker, call).await
-            } else {
-                Some(call.await)
-            };
+            let outcome = until_withdrawn(&job.id, &state.broker, call).await;
             let Some(outcome) = outcome else {
                 tracing::info!(
                     job = %job.id, tool = %job.tool, worker = %state.worker,
                     after_ms = started.elapsed().as_millis() as u64,
-                    "job withdrawn by its caller: the body stopped, no reply"
+                    "job withdrawn (its caller stopped waiting, or it was cancelled): the body stopped, no reply"
                 );
                 return Ok(());
             };

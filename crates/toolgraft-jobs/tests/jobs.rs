@@ -24,7 +24,9 @@ use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::{ElementSpec, Manifest};
 use toolgraft::toolset::BaseTools;
 use toolgraft::{BindError, Combo, Registry, ToolError};
-use toolgraft_jobs::{Fleet, JobError, JobResult, JobState, Remote, RemoteFailure, Submit, Worker};
+use toolgraft_jobs::{
+    Fleet, JobError, JobResult, JobState, JobTicket, Remote, RemoteFailure, Submit, Worker,
+};
 
 // ---------------------------------------------------------------- the toolset
 
@@ -594,7 +596,8 @@ on_every_tier!(
     submit_then_result,
     schedule_then_cancel,
     a_submitted_failure_comes_back_typed_and_unknown_ids_are_errors,
-    a_running_job_is_not_cancelled,
+    a_running_job_is_cancelled_and_its_body_stopped,
+    mcp_tasks_are_jobs_any_replica_follows,
     a_manifest_submits_only_right_outside_remote,
     the_callers_context_reaches_the_worker_as_each_entry_says,
     two_queues_have_job_tools_under_names_of_their_own,
@@ -626,7 +629,10 @@ async fn a_caller_that_stops_waiting_stops_the_body_on_the_worker(env: Env) {
     drop(call);
     let cancelled = Instant::now();
     let line = worker
-        .wait_for_line(&["job withdrawn by its caller", "tool=slow "])
+        .wait_for_line(&[
+            "job withdrawn (its caller stopped waiting, or it was cancelled)",
+            "tool=slow ",
+        ])
         .await;
     let stopped = cancelled.elapsed();
     eprintln!(
@@ -1857,14 +1863,14 @@ async fn concurrent_cancels_of_a_queued_job_all_cancel_it(env: Env) {
     }
 }
 
-/// A job a worker has taken is not cancelled: it runs to its end, and its result
-/// is kept.
-async fn a_running_job_is_not_cancelled(env: Env) {
-    let _worker = WorkerProcess::start(&env);
+/// A job a worker runs is cancelled by withdrawing it: the worker stops the body
+/// and sends no result, and the job reads cancelled; one that ended stays ended.
+async fn a_running_job_is_cancelled_and_its_body_stopped(env: Env) {
+    let worker = WorkerProcess::start(&env);
     let remote = env.remote();
     let toolset = toolset_with_job_tools(&remote);
     let ticket = toolset
-        .call("slow_remote_submit", json!({"ms": 1500}))
+        .call("slow_remote_submit", json!({"ms": 20_000}))
         .await
         .unwrap();
     let id = ticket["job_id"].as_str().unwrap().to_owned();
@@ -1873,31 +1879,155 @@ async fn a_running_job_is_not_cancelled(env: Env) {
         assert!(Instant::now() < deadline);
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let error = transcript(&toolset, "job_cancel", json!({"job_id": id}))
+    let asked = Instant::now();
+    let cancelled = transcript(&toolset, "job_cancel", json!({"job_id": id}))
         .await
-        .unwrap_err();
+        .unwrap();
+    assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
+    while !worker.log_text().contains("the body stopped") {
+        assert!(Instant::now() < deadline, "{}", worker.log_text());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    eprintln!(
+        "cancel to the body stopped on the worker: {:?}",
+        asked.elapsed()
+    );
     assert!(matches!(
-        job_tool_source::<JobError>(&error),
-        JobError::NotCancellable {
-            state: JobState::Running,
+        remote.job_result(&id).await.unwrap(),
+        JobResult::NotFinished(JobTicket {
+            state: JobState::Cancelled,
             ..
-        }
+        })
     ));
-    while !remote.job_status(&id).await.unwrap().state.is_done() {
+    // An ended job is not cancelled: its result stays.
+    let done = toolset
+        .call("slow_remote_submit", json!({"ms": 1}))
+        .await
+        .unwrap();
+    let done = done["job_id"].as_str().unwrap().to_owned();
+    while !remote.job_status(&done).await.unwrap().state.is_done() {
         assert!(Instant::now() < deadline);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(matches!(
-        remote.job_result(&id).await.unwrap(),
-        JobResult::Finished(_)
-    ));
-    assert!(matches!(
-        remote.cancel(&id).await,
+        remote.cancel(&done).await,
         Err(JobError::NotCancellable {
             state: JobState::Finished,
             ..
         })
     ));
+}
+
+/// MCP tasks for `remote` branches are their jobs: a call on one replica (a
+/// caller process of a fleet, here a second server with its own toolset) is
+/// followed, answered and cancelled from another, by the task id alone.
+async fn mcp_tasks_are_jobs_any_replica_follows(env: Env) {
+    use rmcp::model::{CallToolResponse, CancelTaskParams, GetTaskParams, TaskPayload, TaskStatus};
+    let worker = WorkerProcess::start(&env);
+    let remote = env.remote();
+    let replica = |remote: &Remote| {
+        let tasks = toolgraft_mcp::task::Tasks::new().following(remote.clone());
+        toolgraft_mcp::ToolsetServer::new(toolset(remote)).with_tasks(tasks)
+    };
+    let (one, two) = (
+        tasks_client(replica(&remote)).await,
+        tasks_client(replica(&env.remote())).await,
+    );
+    let created = one
+        .call_tool_once(
+            rmcp::model::CallToolRequestParams::new("slow_remote")
+                .with_arguments(json!({"ms": 200}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    let CallToolResponse::Task(created) = created else {
+        panic!("a task, not {created:?}");
+    };
+    let id = created.task.task_id;
+    assert!(id.starts_with("job."), "{id}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let ended = loop {
+        let task = two.get_task(GetTaskParams::new(&id)).await.unwrap().task;
+        if task.status() != TaskStatus::Working {
+            break task;
+        }
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let TaskPayload::Completed { result } = ended.payload else {
+        panic!("completed, not {:?}", ended.task.status);
+    };
+    assert_eq!(
+        result["structuredContent"],
+        json!(worker.pid()),
+        "run by the worker"
+    );
+
+    // A long one, cancelled from the other replica while it runs.
+    let created = one
+        .call_tool_once(
+            rmcp::model::CallToolRequestParams::new("slow_remote")
+                .with_arguments(json!({"ms": 20_000}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    let CallToolResponse::Task(created) = created else {
+        panic!("a task, not {created:?}");
+    };
+    let id = created.task.task_id;
+    let started = worker.log_text().matches("job started").count();
+    while worker.log_text().matches("job started").count() < started.max(2) {
+        assert!(Instant::now() < deadline, "{}", worker.log_text());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let asked = Instant::now();
+    two.cancel_task(CancelTaskParams::new(&id)).await.unwrap();
+    while !worker.log_text().contains("the body stopped") {
+        assert!(Instant::now() < deadline, "{}", worker.log_text());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    eprintln!(
+        "tasks/cancel on another replica to the body stopped: {:?}",
+        asked.elapsed()
+    );
+    for client in [&one, &two] {
+        let task = client.get_task(GetTaskParams::new(&id)).await.unwrap().task;
+        assert_eq!(task.status(), TaskStatus::Cancelled);
+    }
+    // An id nobody made is unknown on every replica.
+    let unknown = two
+        .get_task(GetTaskParams::new("job.7b7d"))
+        .await
+        .unwrap_err();
+    assert!(unknown.to_string().contains("-32602"), "{unknown}");
+}
+
+type TasksClient = rmcp::service::RunningService<rmcp::RoleClient, rmcp::model::ClientConfig>;
+
+/// A `2026-07-28` client of `server` that declared the tasks extension.
+async fn tasks_client<H: rmcp::ServerHandler>(server: H) -> TasksClient {
+    use rmcp::{ClientServiceExt, ServiceExt};
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let capabilities = serde_json::from_value(json!({
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
+    }))
+    .unwrap();
+    let client = rmcp::model::ClientConfig::new(
+        capabilities,
+        rmcp::model::Implementation::new("jobs-test", "0"),
+    );
+    let lifecycle = rmcp::ClientLifecycleMode::Discover {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+    };
+    client
+        .serve_with_lifecycle(client_io, lifecycle)
+        .await
+        .unwrap()
 }
 
 /// A manifest binds `[remote, submit]` with the registry's run-time `submit`,

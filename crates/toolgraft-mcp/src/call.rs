@@ -221,6 +221,8 @@ pub(crate) struct Brought {
     /// Where progress goes instead of the client's progress token: a task's
     /// (whose request was answered when it became one).
     pub progress: Option<ProgressSink>,
+    /// The offer to follow the call later, by its job's id (an MCP task).
+    pub deferral: Option<toolgraft::relocation::Deferral>,
 }
 
 /// How an MCP client's user is asked, for toolgraft's [`Asker`]: by an
@@ -360,6 +362,9 @@ pub(crate) async fn serve<F: Future>(
     }
     if let Some(progress) = brought.progress.clone() {
         context = context.with(progress);
+    }
+    if let Some(deferral) = brought.deferral.clone() {
+        context = context.with(deferral);
     }
     let request = Arc::new(request);
     let brought = Arc::new(brought);

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Poll;
+use std::time::Duration;
 
 #[allow(deprecated)] // `SetLevelRequestParams`: logging, which a handler may still serve.
 use rmcp::model::{
@@ -25,12 +26,15 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio::sync::watch;
 
+use rmcp::model::{DetailedTask, Task, TaskPayload, TaskStatus};
+use toolgraft::context::Principal;
+use toolgraft::relocation::{Deferral, Deferred, Phase};
 use toolgraft::toolset::ToolInfo;
 use toolgraft::{Name, Toolset};
 
 use crate::call;
 use crate::outcome::{self, BadArguments, to_mcp};
-use crate::task::{Resume, Running, Settled, Table, TaskSupport, Tasks};
+use crate::task::{self, FollowedTask, Resume, Running, Settled, Table, TaskSupport, Tasks};
 use crate::tool::{OutputShape, Rendering, published_tool};
 
 /// An MCP server for a [`Toolset`]: an rmcp [`ServerHandler`] that lists every
@@ -139,12 +143,15 @@ impl Hasher for NameHasher {
 }
 
 /// How a name's results are answered, for each [`OutputShape`].
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Renderings {
     object_only: Rendering,
     any_json: Rendering,
     /// Whether the name's body is relocated (what makes it a task by default).
     relocated: bool,
+    /// The outermost relocating layer, when only wrappers sit outside it (no
+    /// layer there changes the output): a backend that may defer the call.
+    defers_to: Option<Name>,
 }
 
 impl Renderings {
@@ -156,10 +163,20 @@ impl Renderings {
                 .chain
                 .iter()
                 .any(|link| link.kind.relocates_execution()),
+            defers_to: info
+                .chain
+                .iter()
+                .rposition(|link| link.kind.relocates_execution())
+                .filter(|&at| {
+                    info.chain[at + 1..]
+                        .iter()
+                        .all(|link| link.kind == toolgraft::kind::ExtensionKind::Wrapper)
+                })
+                .map(|at| info.chain[at].extension.clone()),
         }
     }
 
-    fn for_shape(self, shape: OutputShape) -> Rendering {
+    fn for_shape(&self, shape: OutputShape) -> Rendering {
         match shape {
             OutputShape::ObjectOnly => self.object_only,
             OutputShape::AnyJson => self.any_json,
@@ -544,13 +561,13 @@ impl<H> ToolsetServer<H> {
             structuring.names.clear();
         }
         if let Some(renderings) = structuring.names.get(name) {
-            return Some(*renderings);
+            return Some(renderings.clone());
         }
         let (Some(info), Ok(published)) = (self.toolset.resolve(name), Name::new(name)) else {
             return None;
         };
         let renderings = Renderings::of(&info);
-        structuring.names.insert(published, renderings);
+        structuring.names.insert(published, renderings.clone());
         Some(renderings)
     }
 
@@ -620,6 +637,7 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
                 stateless: true,
                 arguments: Some(arguments.clone()),
                 progress: Some(progress.clone()),
+                deferral: None,
             }
         };
         let mut running = run(
@@ -654,6 +672,100 @@ fn or_unknown<T>(theirs: Result<T, ErrorData>, unknown: ErrorData) -> Result<T, 
 /// The arguments of a call as the client sent them.
 fn arguments_of(arguments: &Option<JsonObject>) -> Value {
     arguments.clone().map_or(Value::Null, Value::Object)
+}
+
+impl<H: Send + Sync + 'static> ToolsetServer<H> {
+    /// A call a backend may defer: enqueued and answered with the task that is
+    /// its job (which any server following the backend answers for), or
+    /// answered as it ends when it did not defer (a layer outside asked first,
+    /// or failed).
+    async fn call_deferred(
+        &self,
+        tasks: Arc<Table>,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        rendering: Rendering,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        let arguments = arguments_of(&request.arguments);
+        let brought = call::Brought {
+            responses: request.input_responses,
+            state: request.request_state,
+            stateless: true,
+            arguments: Some(arguments.clone()),
+            progress: None,
+            deferral: Some(Deferral::offer()),
+        };
+        let call = self.toolset.call_published(&name, arguments);
+        let outcome = call::serve(context, brought, call).await;
+        if let Err(error) = &outcome
+            && let Some(deferred) = error.downcast_ref::<Deferred>()
+        {
+            let id = tasks.follow(deferred, &name);
+            let now = task::now_iso();
+            let task = Task::new(id, TaskStatus::Working, now.clone(), now)
+                .with_ttl_ms(task::millis(deferred.follower.kept_for()))
+                .with_poll_interval_ms(task::millis(tasks.settings().poll_interval()));
+            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
+        }
+        settled(
+            outcome,
+            &name,
+            rendering,
+            self.bad_arguments,
+            OutputShape::AnyJson,
+        )
+        .into()
+    }
+
+    /// `tasks/get` of a followed job: its phase, read from its backend's store.
+    async fn get_followed(
+        &self,
+        id: &str,
+        followed: FollowedTask,
+        principal: Option<&Principal>,
+    ) -> Result<DetailedTask, ErrorData> {
+        let found = followed
+            .follow
+            .status(&followed.job)
+            .await
+            .map_err(|error| {
+                ErrorData::internal_error(
+                    format!("task `{id}`: its job cannot be read: {error}"),
+                    None,
+                )
+            })?;
+        let Some(found) = found.filter(|found| found.principal.as_ref() == principal) else {
+            return Err(task::unknown(id));
+        };
+        let payload = match found.phase {
+            Phase::Waiting => TaskPayload::Working,
+            Phase::Cancelled => TaskPayload::Cancelled,
+            Phase::Ended(outcome) => {
+                let rendering = self.rendering(&followed.name, OutputShape::AnyJson);
+                match to_mcp(outcome, &followed.name, rendering, self.bad_arguments) {
+                    Ok(result) => TaskPayload::Completed {
+                        result: task::object_of(&result),
+                    },
+                    Err(error) => TaskPayload::Failed {
+                        error: task::error_object(&error),
+                    },
+                }
+            }
+            // Phases newer than this crate.
+            _ => TaskPayload::Working,
+        };
+        let task = Task::new(id, TaskStatus::Working, found.since, task::now_iso())
+            .with_ttl_ms(task::millis(followed.follow.kept_for()))
+            .with_poll_interval_ms(task::millis(
+                self.tasks
+                    .as_ref()
+                    .map_or(Duration::from_millis(500), |tasks| {
+                        tasks.settings().poll_interval()
+                    }),
+            ));
+        Ok(DetailedTask::new(task, payload))
+    }
 }
 
 /// A call's outcome as MCP answers it.
@@ -822,9 +934,14 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         }
         let shape = OutputShape::for_protocol(context.protocol_version().as_ref());
         let renderings = self.renderings(&request.name);
-        let rendering = renderings.map_or(Rendering::Text, |known| known.for_shape(shape));
+        let rendering = renderings
+            .as_ref()
+            .map_or(Rendering::Text, |known| known.for_shape(shape));
         if let Some(tasks) = &self.tasks {
-            let relocated = renderings.is_some_and(|known| known.relocated);
+            let relocated = renderings.as_ref().is_some_and(|known| known.relocated);
+            let defers = renderings
+                .and_then(|known| known.defers_to)
+                .is_some_and(|backend| tasks.settings().follows_backend(&backend));
             let declared = context
                 .client_capabilities()
                 .is_some_and(|capabilities| capabilities.supports_tasks());
@@ -839,6 +956,10 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
                     return Err(ErrorData::missing_required_client_capability(
                         ClientCapabilities::builder().enable_tasks().build(),
                     ));
+                }
+                (TaskSupport::Allowed | TaskSupport::Required, true) if defers => {
+                    let task = self.call_deferred(tasks.clone(), request, context, rendering);
+                    return Box::pin(task).await;
                 }
                 (TaskSupport::Allowed | TaskSupport::Required, true) => {
                     // Boxed: the call's future stays as small as it is without
@@ -867,6 +988,7 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
             stateless,
             arguments: stateless.then(|| arguments.clone()),
             progress: None,
+            deferral: None,
         };
         // Boxed: the call's state is kilobytes, which rmcp's spawn of each request
         // would copy (see `import::future_sizes`).
@@ -899,6 +1021,12 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
             return self.handler.get_task(request, context).await;
         };
         let principal = call::principal_of(&context);
+        if let Some(followed) = tasks.followed(&request.task_id) {
+            return self
+                .get_followed(&request.task_id, followed, principal.as_ref())
+                .await
+                .map(GetTaskResult::new);
+        }
         match tasks.get(&request.task_id, principal.as_ref()) {
             Ok(task) => Ok(GetTaskResult::new(task)),
             // Perhaps a task of the handler's own tools.
@@ -915,6 +1043,13 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
             return self.handler.update_task(request, context).await;
         };
         let principal = call::principal_of(&context);
+        if let Some(followed) = tasks.followed(&request.task_id) {
+            // A job asks nothing of its caller: known, nothing to file.
+            return self
+                .get_followed(&request.task_id, followed, principal.as_ref())
+                .await
+                .map(drop);
+        }
         let responses = request.input_responses.clone();
         match tasks.update(&request.task_id, principal.as_ref(), responses) {
             Ok(()) => Ok(()),
@@ -931,6 +1066,15 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
             return self.handler.cancel_task(request, context).await;
         };
         let principal = call::principal_of(&context);
+        if let Some(followed) = tasks.followed(&request.task_id) {
+            let (follow, job) = (followed.follow.clone(), followed.job.clone());
+            // Known to this caller first: an id is no way to cancel another's job.
+            self.get_followed(&request.task_id, followed, principal.as_ref())
+                .await?;
+            return follow.cancel(&job).await.map_err(|error| {
+                ErrorData::internal_error(format!("the job cannot be cancelled: {error}"), None)
+            });
+        }
         match tasks.cancel(&request.task_id, principal.as_ref()) {
             Ok(()) => Ok(()),
             Err(unknown) => or_unknown(self.handler.cancel_task(request, context).await, unknown),

@@ -64,6 +64,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use toolgraft::context::{Principal, Progress, ProgressSink};
+use toolgraft::relocation::{Deferred, Follow};
 
 /// Whether a name's calls may become tasks.
 ///
@@ -103,12 +104,26 @@ pub const MAX_TASKS: usize = 1_000_000;
 /// let server = toolgraft_mcp::ToolsetServer::new(toolgraft::Toolset::new()).with_tasks(tasks);
 /// # Ok::<(), toolgraft_mcp::task::TaskSettingError>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Tasks {
     ttl: Duration,
     poll_interval: Duration,
     max_tasks: usize,
     support: HashMap<String, TaskSupport>,
+    /// By follower (`remote:<queue>`).
+    followers: HashMap<String, Arc<dyn Follow>>,
+}
+
+impl fmt::Debug for Tasks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tasks")
+            .field("ttl", &self.ttl)
+            .field("poll_interval", &self.poll_interval)
+            .field("max_tasks", &self.max_tasks)
+            .field("support", &self.support)
+            .field("followers", &self.followers.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl Default for Tasks {
@@ -126,7 +141,45 @@ impl Tasks {
             poll_interval: Duration::from_millis(500),
             max_tasks: 10_000,
             support: HashMap::new(),
+            followers: HashMap::new(),
         }
+    }
+
+    /// Follows the jobs of a backend that defers (toolgraft-jobs' `Remote`):
+    /// a call to a branch whose outermost relocating layer is that backend,
+    /// with only wrappers outside it, is enqueued and answered with a task
+    /// that is its job, which every server following the same backend answers
+    /// for (a fleet's replicas behind a balancer: register it on each).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// use toolgraft::relocation::{Follow, Followed};
+    /// # struct Jobs;
+    /// # impl Follow for Jobs {
+    /// #     fn follower(&self) -> String { "remote:reports".into() }
+    /// #     fn backend(&self) -> String { "remote".into() }
+    /// #     fn kept_for(&self) -> std::time::Duration { std::time::Duration::from_secs(3600) }
+    /// #     fn status(&self, _: &str) -> futures_util::future::BoxFuture<'static, Result<Option<Followed>, String>> { Box::pin(async { Ok(None) }) }
+    /// #     fn cancel(&self, _: &str) -> futures_util::future::BoxFuture<'static, Result<(), String>> { Box::pin(async { Ok(()) }) }
+    /// # }
+    /// let tasks = toolgraft_mcp::task::Tasks::new().following(Jobs);
+    /// assert!(tasks.follows_backend("remote"));
+    /// ```
+    pub fn following(mut self, follow: impl Follow) -> Self {
+        self.followers.insert(follow.follower(), Arc::new(follow));
+        self
+    }
+
+    /// How often a client should poll.
+    pub fn poll_interval(&self) -> Duration {
+        self.poll_interval
+    }
+
+    /// Whether a backend named `backend` is followed.
+    pub fn follows_backend(&self, backend: &str) -> bool {
+        self.followers
+            .values()
+            .any(|follow| follow.backend() == backend)
     }
 
     /// How long a task is kept from its creation (`ttlMs`), whether or not it
@@ -283,6 +336,19 @@ const KEPT_PAST_TTL: Duration = Duration::from_secs(60);
 pub(crate) struct Table {
     settings: Tasks,
     records: Mutex<Records>,
+    /// Followers of deferred calls met here but not registered (this process
+    /// follows their jobs; others cannot).
+    adopted: Mutex<HashMap<String, Arc<dyn Follow>>>,
+}
+
+/// The prefix of the id of a task that is a followed job.
+const JOB_TASK: &str = "job.";
+
+/// A task that is a followed job: its follower, the name called, the job.
+pub(crate) struct FollowedTask {
+    pub(crate) follow: Arc<dyn Follow>,
+    pub(crate) name: String,
+    pub(crate) job: String,
 }
 
 #[derive(Default)]
@@ -340,7 +406,7 @@ pub(crate) fn unknown(id: &str) -> ErrorData {
     ErrorData::invalid_params(format!("no task `{id}`"), None)
 }
 
-fn now_iso() -> String {
+pub(crate) fn now_iso() -> String {
     jiff::Timestamp::now().to_string()
 }
 
@@ -367,7 +433,49 @@ impl Table {
         Self {
             settings,
             records: Mutex::default(),
+            adopted: Mutex::default(),
         }
+    }
+
+    /// The id of the task that is `deferred`'s job, for the call to `name`:
+    /// `job.` and the hex of `[follower, name, job]`, which any server that
+    /// follows the same backend reads back.
+    pub(crate) fn follow(&self, deferred: &Deferred, name: &str) -> String {
+        let follower = deferred.follower.follower();
+        if !self.settings.followers.contains_key(&follower) {
+            self.adopted
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(follower.clone())
+                .or_insert_with(|| deferred.follower.clone());
+        }
+        let parts = serde_json::json!([follower, name, deferred.job]).to_string();
+        let hex: String = parts.bytes().map(|byte| format!("{byte:02x}")).collect();
+        format!("{JOB_TASK}{hex}")
+    }
+
+    /// The followed job an id names, when it names one this server follows.
+    pub(crate) fn followed(&self, id: &str) -> Option<FollowedTask> {
+        let hex = id.strip_prefix(JOB_TASK)?;
+        if hex.len() % 2 != 0 || hex.len() > 4096 {
+            return None;
+        }
+        let bytes: Option<Vec<u8>> = (0..hex.len())
+            .step_by(2)
+            .map(|at| u8::from_str_radix(hex.get(at..at + 2)?, 16).ok())
+            .collect();
+        let (follower, name, job): (String, String, String) =
+            serde_json::from_slice(&bytes?).ok()?;
+        let follow = match self.settings.followers.get(&follower) {
+            Some(follow) => follow.clone(),
+            None => self
+                .adopted
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&follower)?
+                .clone(),
+        };
+        Some(FollowedTask { follow, name, job })
     }
 
     pub(crate) fn settings(&self) -> &Tasks {
@@ -688,15 +796,23 @@ fn failed(message: &'static str) -> Status {
     ))))
 }
 
+/// A result as the object a completed task inlines.
+pub(crate) fn object_of(result: &CallToolResult) -> JsonObject {
+    match serde_json::to_value(result) {
+        Ok(Value::Object(result)) => result,
+        _ => JsonObject::new(),
+    }
+}
+
 /// A JSON-RPC error as the object a failed task inlines.
-fn error_object(error: &ErrorData) -> JsonObject {
+pub(crate) fn error_object(error: &ErrorData) -> JsonObject {
     match serde_json::to_value(error) {
         Ok(Value::Object(error)) => error,
         _ => JsonObject::new(),
     }
 }
 
-fn millis(duration: Duration) -> u64 {
+pub(crate) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
