@@ -13,38 +13,57 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
-use crate::context::{Entry, Principal, Stays, Unkeyed};
+use crate::context::{Entry, Keyed, Principal, Stays};
 use crate::error::ToolError;
 
-/// The server in front's offer to follow the current call later, as a context
-/// entry: taken by the first backend that defers (once: a layer that calls the
-/// one below twice waits for its second call as usual).
+/// The server in front's offer to follow the current call later, by the job of
+/// one of the backends it follows ([`Follow::follower`]), as a context entry:
+/// taken by the first such backend that defers (once: a layer that calls the
+/// one below twice waits for its second call as usual). A cache inside keys on
+/// it: a call followed later never shares an answer with one waited for.
 ///
 /// ```
 /// use toolgraft::relocation::Deferral;
-/// let offer = Deferral::offer();
-/// assert!(offer.take());
-/// assert!(!offer.take(), "taken once");
+/// let offer = Deferral::offer(["remote:reports".to_owned()]);
+/// assert!(!offer.take("remote:other"), "not a backend the server follows");
+/// assert!(offer.take("remote:reports"));
+/// assert!(!offer.take("remote:reports"), "taken once");
 /// ```
 #[derive(Clone, Debug)]
-pub struct Deferral(Arc<AtomicBool>);
+pub struct Deferral {
+    followers: Arc<[String]>,
+    open: Arc<AtomicBool>,
+}
 
 impl Deferral {
-    /// An offer not taken yet.
-    pub fn offer() -> Self {
-        Self(Arc::new(AtomicBool::new(true)))
+    /// An offer, not taken yet, to follow the jobs of `followers`.
+    pub fn offer(followers: impl IntoIterator<Item = String>) -> Self {
+        let mut followers: Vec<String> = followers.into_iter().collect();
+        followers.sort();
+        Self {
+            followers: followers.into(),
+            open: Arc::new(AtomicBool::new(true)),
+        }
     }
 
-    /// Takes the offer: `true` the first time only.
-    pub fn take(&self) -> bool {
-        self.0.swap(false, Ordering::SeqCst)
+    /// Takes the offer for the backend `follower` follows: `true` the first
+    /// time only, and only for a follower offered.
+    pub fn take(&self, follower: &str) -> bool {
+        self.followers.iter().any(|offered| offered == follower)
+            && self.open.swap(false, Ordering::SeqCst)
+    }
+}
+
+impl serde::Serialize for Deferral {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.followers.serialize(serializer)
     }
 }
 
 impl Entry for Deferral {
     const NAME: &'static str = "toolgraft.deferral";
     type Travel = Stays;
-    type Key = Unkeyed;
+    type Key = Keyed;
 }
 
 /// Where a followed job is.
@@ -68,6 +87,9 @@ pub struct Followed {
     pub principal: Option<Principal>,
     /// When the job was made (or is to run, if later), RFC 3339.
     pub since: String,
+    /// The name the caller called (a published name), which renders its
+    /// result.
+    pub called: String,
 }
 
 /// A backend's jobs, followed by id from any process that reaches the same

@@ -307,7 +307,7 @@ async fn within<T>(
     };
     Err(FleetError::Engine(format!(
         "`{}`: {problem}",
-        toolgraft::error::shorten(&remote.settings().url)
+        crate::server_of(&remote.settings().url)
     )))
 }
 

@@ -17,7 +17,7 @@ impl Follow for Remote {
     /// `<backend name>:<queue>`: the same in every process that binds the same
     /// backend.
     fn follower(&self) -> String {
-        format!("{}:{}", self.name(), self.queue_name())
+        crate::follow_key(self)
     }
 
     fn backend(&self) -> String {
@@ -25,7 +25,7 @@ impl Follow for Remote {
     }
 
     fn kept_for(&self) -> Duration {
-        self.engine().keep_finished()
+        self.engine().retention
     }
 
     fn status(
@@ -34,7 +34,11 @@ impl Follow for Remote {
     ) -> Pin<Box<dyn Future<Output = Result<Option<Followed>, String>> + Send>> {
         let (remote, job) = (self.clone(), job.to_owned());
         Box::pin(async move {
-            let (result, principal, since) = match remote.followed(&job).await {
+            // `<job id>.<token>`: what a deferred call answered with.
+            let Some((id, token)) = job.split_once('.') else {
+                return Ok(None);
+            };
+            let (result, principal, since, called) = match remote.followed(id, token).await {
                 Ok(found) => found,
                 Err(JobError::Unknown { .. }) => return Ok(None),
                 Err(error) => return Err(error.to_string()),
@@ -51,6 +55,7 @@ impl Follow for Remote {
                 phase,
                 principal: principal.map(Principal::new),
                 since,
+                called,
             }))
         })
     }
@@ -58,7 +63,14 @@ impl Follow for Remote {
     fn cancel(&self, job: &str) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> {
         let (remote, job) = (self.clone(), job.to_owned());
         Box::pin(async move {
-            match remote.cancel(&job).await {
+            let Some((id, token)) = job.split_once('.') else {
+                return Err("no such job".to_owned());
+            };
+            // Only a job this handle follows.
+            if let Err(error) = remote.followed(id, token).await {
+                return Err(error.to_string());
+            }
+            match remote.cancel(id).await {
                 // Ended before the cancel: it stays as it ended.
                 Ok(_) | Err(JobError::NotCancellable { .. }) => Ok(()),
                 Err(error) => Err(error.to_string()),

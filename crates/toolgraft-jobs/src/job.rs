@@ -199,6 +199,18 @@ pub(crate) struct Record {
     /// The principal the job was submitted for (who may follow it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) principal: Option<String>,
+    /// Set on a job a server follows for its caller (a deferred call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) following: Option<Following>,
+}
+
+/// What makes a job one a server may follow: a secret its handle carries (the
+/// job's id alone is no secret: tickets, logs and errors show it), and the
+/// name the caller called.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Following {
+    pub(crate) token: String,
+    pub(crate) called: String,
 }
 
 /// `ms` since the Unix epoch as an RFC 3339 time in UTC.

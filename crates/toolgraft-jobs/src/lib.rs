@@ -160,6 +160,41 @@ fn now_ms() -> u64 {
         })
 }
 
+/// The host and port of a tier's URL, never its credentials: what errors show
+/// (errors reach callers, MCP clients among them).
+fn server_of(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    host.split('/').next().unwrap_or_default().to_owned()
+}
+
+/// What a server follows a remote's jobs by: `<backend name>:<queue>`.
+fn follow_key(remote: &Remote) -> String {
+    format!(
+        "{}:{}",
+        toolgraft::Extension::name(remote),
+        remote.queue_name()
+    )
+}
+
+/// The secret of a followed job: 160 random bits, hex (two ULIDs' random
+/// parts, from the operating system's generator).
+fn follow_token() -> String {
+    let (one, two) = (ulid::Ulid::new().random(), ulid::Ulid::new().random());
+    format!("{one:020x}{two:020x}")
+}
+
+/// Whether two secrets are the same, in a time that depends on their length
+/// only.
+fn same_secret(one: &str, two: &str) -> bool {
+    one.len() == two.len()
+        && one
+            .bytes()
+            .zip(two.bytes())
+            .fold(0u8, |differ, (a, b)| differ | (a ^ b))
+            == 0
+}
+
 pub use fleet::{Fleet, FleetError, FleetMember, Role};
 pub use job::{JobError, JobResult, JobState, JobTicket};
 #[cfg(feature = "redis")]

@@ -10,10 +10,13 @@ use serde_json::Value;
 use tokio::sync::Mutex as AsyncMutex;
 
 use super::client::Client;
-use super::job::{Job, JobError, JobResult, JobState, JobTicket, Record, job_key, rfc3339};
+use super::job::{
+    Following, Job, JobError, JobResult, JobState, JobTicket, Record, Reply, job_key, rfc3339,
+};
 use super::now_ms;
 use super::queues;
 use super::tier::{Broker, Cancel, Engine, Stored, TierUrl, Waiting};
+use super::wire::WireError;
 use toolgraft::context::ProgressSink;
 use toolgraft::error::ArgsError;
 use toolgraft::extension::{Anywhere, Args, ConfigError, Configurable, LayerInput};
@@ -275,6 +278,7 @@ impl Remote {
         departure: &Departure,
         args: Value,
         run_at: Option<u64>,
+        following: Option<Following>,
     ) -> Result<JobTicket, ToolError> {
         let tool = departure.below();
         let relocation = |reason: String| departure.failed(reason);
@@ -298,6 +302,7 @@ impl Remote {
             enqueue_by: now.saturating_add(after.as_millis() as u64 + ENQUEUE_SLACK_MS),
             principal: toolgraft::context::get::<toolgraft::context::Principal>()
                 .map(|principal| principal.as_str().to_owned()),
+            following,
         })
         .map_err(|error| relocation(error.to_string()))?;
         let job = Job {
@@ -356,25 +361,31 @@ impl Remote {
             .ok_or_else(unknown)?;
         let record: Record = serde_json::from_str(&stored.record)
             .map_err(|error| JobError::Engine(format!("job `{id}`'s record: {error}")))?;
-        let mut stored = stored;
-        // A running job cancelled (withdrawn) ends with no reply: it reads cancelled.
-        if stored.reply.is_none() && !stored.cancelled && stored.engine == Waiting::Running {
-            stored.cancelled = self
-                .within_timeout(async { self.broker().await?.is_withdrawn(id).await })
-                .await?;
-        }
         Ok((stored, record))
     }
 
-    /// The job `id` as a follower reads it: its result, the principal it was
-    /// submitted for, and when it was to run.
+    /// The job `id` as a follower reads it (its result, the principal it was
+    /// submitted for, when it was to run, the name called), when `token` is the
+    /// one it was submitted with; unknown otherwise.
     pub(crate) async fn followed(
         &self,
         id: &str,
-    ) -> Result<(JobResult, Option<String>, String), JobError> {
-        let (_, record) = self.stored(id).await?;
-        let result = self.job_result(id).await?;
-        Ok((result, record.principal, record.ticket.run_at))
+        token: &str,
+    ) -> Result<(JobResult, Option<String>, String, String), JobError> {
+        let (stored, record) = self.stored(id).await?;
+        let Some(following) = record
+            .following
+            .as_ref()
+            .filter(|following| crate::same_secret(&following.token, token))
+        else {
+            return Err(JobError::Unknown {
+                job: toolgraft::error::shorten(id).into_owned(),
+                queue: self.config.queue.clone(),
+            });
+        };
+        let called = following.called.clone();
+        let result = self.result_of(&stored, &record);
+        Ok((result, record.principal, record.ticket.run_at, called))
     }
 
     /// Where the job `id`, submitted on this queue, is now.
@@ -401,7 +412,7 @@ impl Remote {
             Ok(answer) => answer.map_err(JobError::Engine),
             Err(_) => Err(JobError::Engine(format!(
                 "`{}` did not answer within {after:?}",
-                toolgraft::error::shorten(&self.config.url)
+                crate::server_of(&self.config.url)
             ))),
         }
     }
@@ -423,10 +434,16 @@ impl Remote {
     /// ```
     pub async fn job_result(&self, id: &str) -> Result<JobResult, JobError> {
         let (stored, record) = self.stored(id).await?;
+        Ok(self.result_of(&stored, &record))
+    }
+
+    /// What a stored job's result is.
+    fn result_of(&self, stored: &Stored, record: &Record) -> JobResult {
+        let record = record.clone();
         let name = Name::lossy;
         let Some(reply) = &stored.reply else {
-            if never_enqueued(&stored, &record) {
-                return Ok(JobResult::Failed(ToolError::Relocation {
+            if never_enqueued(stored, &record) {
+                return JobResult::Failed(ToolError::Relocation {
                     tool: name(&record.ticket.tool),
                     backend: name(&record.backend),
                     reason: format!(
@@ -434,29 +451,31 @@ impl Remote {
                          recording it; submit it again",
                         record.ticket.job_id
                     ),
-                }));
+                });
             }
-            return Ok(JobResult::NotFinished(ticket_of(&stored, record)));
+            return JobResult::NotFinished(ticket_of(stored, record));
         };
-        Ok(match reply.result.clone() {
+        match reply.result.clone() {
             Ok(value) => JobResult::Finished(value),
+            Err(WireError::Cancelled { .. }) => JobResult::NotFinished(ticket_of(stored, record)),
             Err(error) => JobResult::Failed(error.into_tool_error(
                 &name(&record.ticket.tool),
                 &name(&record.backend),
                 &reply.worker,
             )),
-        })
+        }
     }
 
     /// Cancels the job `id`: one no worker has taken yet (scheduled or queued)
-    /// never runs; one a worker runs is withdrawn, and its worker stops the
-    /// body within about 100 ms (its future is dropped) and sends no result.
-    /// Either way its ticket says `cancelled`; cancelling it again answers the
-    /// same.
+    /// never runs; one a worker runs ends cancelled (the cancel's reply is the
+    /// job's, the first reply staying, so a result the body sends after it is
+    /// not kept) and is withdrawn, so its worker stops the body within about
+    /// 100 ms (its future is dropped; a body that blocks its thread runs on to
+    /// its end, unheard). Either way its ticket says `cancelled`; cancelling it
+    /// again answers the same.
     ///
-    /// A job that ended cannot be cancelled ([`JobError::NotCancellable`]): its
-    /// result is kept as any other's. A body that blocks its thread (no await)
-    /// is stopped only at its end, and its result is then dropped.
+    /// A job that ended first cannot be cancelled ([`JobError::NotCancellable`]):
+    /// its result is kept as any other's.
     ///
     /// ```no_run
     /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -482,12 +501,32 @@ impl Remote {
                 job: id.to_owned(),
                 queue: self.config.queue.clone(),
             }),
-            // Taken by a worker and not ended: withdrawn, which its worker heeds.
+            // Taken by a worker and not ended: its end is the cancel (unless
+            // the body's reply got there first), and the worker is told to stop.
             Cancel::TooLate if !ticket.state.is_done() => {
-                self.within_timeout(async { self.broker().await?.withdraw(id).await })
-                    .await?;
+                let reply = Reply {
+                    job: id.to_owned(),
+                    worker: "cancelled by a caller".to_owned(),
+                    result: Err(WireError::Cancelled {
+                        tool: record.ticket.tool.clone(),
+                    }),
+                };
+                let reply_to = job_key(&self.config.queue, id);
+                self.within_timeout(async {
+                    let broker = self.broker().await?;
+                    broker.send_reply(&reply_to, &reply).await?;
+                    broker.withdraw(id).await
+                })
+                .await?;
                 tracing::info!(job = %id, "job cancelled while running: withdrawn");
-                self.job_status(id).await
+                let ticket = self.job_status(id).await?;
+                match ticket.state {
+                    JobState::Cancelled => Ok(ticket),
+                    state => Err(JobError::NotCancellable {
+                        job: id.to_owned(),
+                        state,
+                    }),
+                }
             }
             Cancel::TooLate => Err(JobError::NotCancellable {
                 job: id.to_owned(),
@@ -698,10 +737,22 @@ where
             departure.failed(format!("the arguments do not serialize: {error}"))
         })?;
         // The caller follows the job by its id (an MCP task): enqueued, not waited for.
-        if toolgraft::context::get::<Deferral>().is_some_and(|offer| offer.take()) {
-            let ticket = self.remote.submit(&departure, args, None).await?;
+        let follower = crate::follow_key(&self.remote);
+        if toolgraft::context::get::<Deferral>().is_some_and(|offer| offer.take(&follower)) {
+            let following = Following {
+                token: crate::follow_token(),
+                called: toolgraft::context::get::<toolgraft::context::CallName>().map_or_else(
+                    || departure.below().to_string(),
+                    |called| called.0.to_string(),
+                ),
+            };
+            let token = following.token.clone();
+            let ticket = self
+                .remote
+                .submit(&departure, args, None, Some(following))
+                .await?;
             let deferred = Deferred {
-                job: ticket.job_id,
+                job: format!("{}.{token}", ticket.job_id),
                 follower: Arc::new(self.remote.clone()),
             };
             return Err(ToolError::extension(
@@ -729,6 +780,9 @@ fn ticket_of(stored: &Stored, record: Record) -> JobTicket {
     let mut ticket = record.ticket;
     ticket.state = match (&stored.reply, stored.cancelled, stored.engine) {
         (Some(reply), _, _) if reply.result.is_ok() => JobState::Finished,
+        (Some(reply), _, _) if matches!(reply.result, Err(WireError::Cancelled { .. })) => {
+            JobState::Cancelled
+        }
         (Some(_), _, _) => JobState::Failed,
         (None, true, _) => JobState::Cancelled,
         (None, false, Waiting::Scheduled) => JobState::Scheduled,
@@ -773,6 +827,6 @@ where
         let args = serde_json::to_value(&input).map_err(|error| {
             departure.failed(format!("the arguments do not serialize: {error}"))
         })?;
-        self.remote.submit(&departure, args, run_at).await
+        self.remote.submit(&departure, args, run_at, None).await
     }
 }

@@ -70,6 +70,11 @@ pub(crate) enum WireError {
         tool: String,
         message: String,
     },
+    /// Cancelled while it ran: the reply a cancel writes, which the job keeps
+    /// (the first reply stays), so a body that answers after it is not heard.
+    Cancelled {
+        tool: String,
+    },
 }
 
 impl WireError {
@@ -238,6 +243,11 @@ impl WireError {
                 after: std::time::Duration::from_millis(after_ms),
             },
             Self::Reported { message } => ToolError::Reported { message },
+            Self::Cancelled { .. } => ToolError::Relocation {
+                tool: below.clone(),
+                backend: backend.clone(),
+                reason: "the job was cancelled while it ran".to_owned(),
+            },
             Self::Other { message, .. } => ToolError::Relocation {
                 tool: below.clone(),
                 backend: backend.clone(),

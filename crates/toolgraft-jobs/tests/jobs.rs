@@ -1994,12 +1994,55 @@ async fn mcp_tasks_are_jobs_any_replica_follows(env: Env) {
         let task = client.get_task(GetTaskParams::new(&id)).await.unwrap().task;
         assert_eq!(task.status(), TaskStatus::Cancelled);
     }
-    // An id nobody made is unknown on every replica.
-    let unknown = two
-        .get_task(GetTaskParams::new("job.7b7d"))
+    // Ids nobody made are unknown on every replica: a real job's id with a
+    // made-up secret (a job id is no secret: tickets and logs show it), a job
+    // no server followed, one of another follower, and ones that name nothing.
+    let follower = format!("remote:{}", env.queue);
+    let hex = |parts: Value| -> String {
+        parts
+            .to_string()
+            .bytes()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    };
+    let unhex = |id: &str| -> Value {
+        let bytes: Vec<u8> = (4..id.len())
+            .step_by(2)
+            .map(|at| u8::from_str_radix(&id[at..at + 2], 16).unwrap())
+            .collect();
+        serde_json::from_slice(&bytes).unwrap()
+    };
+    let handle = unhex(&id)[1].as_str().unwrap().to_owned();
+    let (job_id, _) = handle.split_once('.').unwrap();
+    let submitted = toolset(&remote)
+        .call("slow_remote_submit", json!({"ms": 1}))
         .await
-        .unwrap_err();
-    assert!(unknown.to_string().contains("-32602"), "{unknown}");
+        .unwrap();
+    let submitted = submitted["job_id"].as_str().unwrap();
+    let forged_secret = format!("{job_id}.{}", "0".repeat(40));
+    for forged in [
+        format!("job.{}", hex(json!([follower, forged_secret]))),
+        format!("job.{}", hex(json!([follower, format!("{submitted}.x")]))),
+        format!(
+            "job.{}",
+            hex(json!([follower, "01M8TJTYMW2H8NQBKJZ4RHQT79.1"]))
+        ),
+        format!("job.{}", hex(json!(["remote:elsewhere", handle]))),
+        "job.7b7d".to_owned(),
+        "job.zz".to_owned(),
+    ] {
+        let unknown = two.get_task(GetTaskParams::new(&forged)).await.unwrap_err();
+        assert!(
+            unknown.to_string().contains("-32602"),
+            "{forged}: {unknown}"
+        );
+        assert!(
+            two.cancel_task(CancelTaskParams::new(&forged))
+                .await
+                .is_err(),
+            "{forged}"
+        );
+    }
 }
 
 type TasksClient = rmcp::service::RunningService<rmcp::RoleClient, rmcp::model::ClientConfig>;

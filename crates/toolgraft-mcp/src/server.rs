@@ -694,14 +694,14 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
             stateless: true,
             arguments: Some(arguments.clone()),
             progress: None,
-            deferral: Some(Deferral::offer()),
+            deferral: Some(Deferral::offer(tasks.settings().follower_keys())),
         };
         let call = self.toolset.call_published(&name, arguments);
         let outcome = call::serve(context, brought, call).await;
         if let Err(error) = &outcome
             && let Some(deferred) = error.downcast_ref::<Deferred>()
         {
-            let id = tasks.follow(deferred, &name);
+            let id = tasks.follow(deferred);
             let now = task::now_iso();
             let task = Task::new(id, TaskStatus::Working, now.clone(), now)
                 .with_ttl_ms(task::millis(deferred.follower.kept_for()))
@@ -735,15 +735,24 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
                     None,
                 )
             })?;
-        let Some(found) = found.filter(|found| found.principal.as_ref() == principal) else {
+        // The job's own principal, and a name this server serves through that
+        // backend: or the id is none.
+        let serves = |called: &str| {
+            self.renderings(called)
+                .and_then(|known| known.defers_to)
+                .is_some_and(|backend| backend.as_str() == followed.follow.backend())
+        };
+        let Some(found) =
+            found.filter(|found| found.principal.as_ref() == principal && serves(&found.called))
+        else {
             return Err(task::unknown(id));
         };
         let payload = match found.phase {
             Phase::Waiting => TaskPayload::Working,
             Phase::Cancelled => TaskPayload::Cancelled,
             Phase::Ended(outcome) => {
-                let rendering = self.rendering(&followed.name, OutputShape::AnyJson);
-                match to_mcp(outcome, &followed.name, rendering, self.bad_arguments) {
+                let rendering = self.rendering(&found.called, OutputShape::AnyJson);
+                match to_mcp(outcome, &found.called, rendering, self.bad_arguments) {
                     Ok(result) => TaskPayload::Completed {
                         result: task::object_of(&result),
                     },

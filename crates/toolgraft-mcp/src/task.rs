@@ -42,7 +42,16 @@
 //! never answers them; the call reads its own keys.
 //!
 //! The table is the process's: a fleet of servers behind a balancer answers for
-//! a task on the replica that created it only.
+//! such a task on the replica that created it only. A backend that keeps its
+//! jobs in a store every replica reads (toolgraft-jobs' `remote`) makes tasks
+//! of its own when the server follows it ([`Tasks::following`]): a call to a
+//! branch whose outermost relocating layer it is, with only wrappers outside, is
+//! enqueued and answered with a task that is its job, which every replica that
+//! follows the same backend answers for (`tasks/get` reads the job, `tasks/cancel`
+//! cancels it). Such a task is found by its id (which carries a secret of its
+//! job's, not its job id alone) and only by the principal it was made for; the
+//! table's limits (`max_tasks`, the time to live) are not its: the job's store
+//! keeps it for its retention.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
@@ -173,6 +182,11 @@ impl Tasks {
     /// How often a client should poll.
     pub fn poll_interval(&self) -> Duration {
         self.poll_interval
+    }
+
+    /// The followers followed, by [`Follow::follower`].
+    pub(crate) fn follower_keys(&self) -> impl Iterator<Item = String> + '_ {
+        self.followers.keys().cloned()
     }
 
     /// Whether a backend named `backend` is followed.
@@ -344,10 +358,10 @@ pub(crate) struct Table {
 /// The prefix of the id of a task that is a followed job.
 const JOB_TASK: &str = "job.";
 
-/// A task that is a followed job: its follower, the name called, the job.
+/// A task that is a followed job: its follower, and the job's handle (what the
+/// backend deferred with).
 pub(crate) struct FollowedTask {
     pub(crate) follow: Arc<dyn Follow>,
-    pub(crate) name: String,
     pub(crate) job: String,
 }
 
@@ -437,10 +451,10 @@ impl Table {
         }
     }
 
-    /// The id of the task that is `deferred`'s job, for the call to `name`:
-    /// `job.` and the hex of `[follower, name, job]`, which any server that
-    /// follows the same backend reads back.
-    pub(crate) fn follow(&self, deferred: &Deferred, name: &str) -> String {
+    /// The id of the task that is `deferred`'s job: `job.` and the hex of
+    /// `[follower, handle]`, which any server that follows the same backend
+    /// reads back (the handle carries the job's secret).
+    pub(crate) fn follow(&self, deferred: &Deferred) -> String {
         let follower = deferred.follower.follower();
         if !self.settings.followers.contains_key(&follower) {
             self.adopted
@@ -449,7 +463,7 @@ impl Table {
                 .entry(follower.clone())
                 .or_insert_with(|| deferred.follower.clone());
         }
-        let parts = serde_json::json!([follower, name, deferred.job]).to_string();
+        let parts = serde_json::json!([follower, deferred.job]).to_string();
         let hex: String = parts.bytes().map(|byte| format!("{byte:02x}")).collect();
         format!("{JOB_TASK}{hex}")
     }
@@ -464,8 +478,7 @@ impl Table {
             .step_by(2)
             .map(|at| u8::from_str_radix(hex.get(at..at + 2)?, 16).ok())
             .collect();
-        let (follower, name, job): (String, String, String) =
-            serde_json::from_slice(&bytes?).ok()?;
+        let (follower, job): (String, String) = serde_json::from_slice(&bytes?).ok()?;
         let follow = match self.settings.followers.get(&follower) {
             Some(follow) => follow.clone(),
             None => self
@@ -475,7 +488,7 @@ impl Table {
                 .get(&follower)?
                 .clone(),
         };
-        Some(FollowedTask { follow, name, job })
+        Some(FollowedTask { follow, job })
     }
 
     pub(crate) fn settings(&self) -> &Tasks {
