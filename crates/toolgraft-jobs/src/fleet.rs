@@ -536,6 +536,23 @@ mod tests {
         );
     }
 
+    /// Errors name the server, never the password in its URL.
+    #[test]
+    fn a_url_is_shown_without_its_credentials() {
+        assert_eq!(
+            crate::server_of("redis://:hunter2@cache:6379/0"),
+            "redis://cache:6379/0"
+        );
+        assert_eq!(
+            crate::server_of("redis://user:hunter2@cache"),
+            "redis://cache"
+        );
+        assert_eq!(
+            crate::server_of("sqlite:///var/jobs.db"),
+            "sqlite:///var/jobs.db"
+        );
+    }
+
     /// A process that joins a queue's fleet twice stamps its jobs with the newer
     /// of the two generations, and a fleet that left stops counting.
     #[tokio::test]

@@ -160,12 +160,18 @@ fn now_ms() -> u64 {
         })
 }
 
-/// The host and port of a tier's URL, never its credentials: what errors show
-/// (errors reach callers, MCP clients among them).
+/// A tier's URL without its credentials (`redis://:secret@host` shows as
+/// `redis://host`), shortened: what errors show (errors reach callers, MCP
+/// clients among them).
 fn server_of(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
-    host.split('/').next().unwrap_or_default().to_owned()
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return toolgraft::error::shorten(url).into_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    toolgraft::error::shorten(&format!("{scheme}://{host}{path}")).into_owned()
 }
 
 /// What a server follows a remote's jobs by: `<backend name>:<queue>`.
