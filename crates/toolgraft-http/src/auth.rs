@@ -28,9 +28,16 @@ pub(crate) fn layer(guard: &Guard) -> GuardLayer {
         .respond_with(refusal)
 }
 
-/// `/login` wherever the router is nested (the path ends with it).
+/// The sign-in route, wherever the router is nested: the route the request
+/// matched (its template, which the router sets before the guard runs) is the
+/// `/login` one. Not the request's path: any path ending in `/login` (one no
+/// route matches, answered by the fallback) is no sign-in, and gets the token
+/// check as every other.
 fn is_login(request: &Parts) -> bool {
-    request.uri.path().ends_with("/login")
+    request
+        .extensions
+        .get::<axum::extract::MatchedPath>()
+        .is_some_and(|matched| matched.as_str().ends_with("/login"))
 }
 
 /// The page without a token gets the sign-in form; everything else the API's JSON

@@ -30,7 +30,9 @@
 //! [`manifest_file`](Authoring::manifest_file) it is written to the file: only the
 //! tool's entry changes, everything else in the file stays as it was, byte for
 //! byte (JSON and TOML, comments included), and the file is replaced atomically
-//! (a temporary file in the same directory, renamed over it).
+//! (a temporary file in the same directory, renamed over it). The temporary file
+//! a writer killed mid-write left is removed when the next server starts (one of
+//! a process that no longer runs, or, where that cannot be told, ten minutes old).
 //!
 //! Every route is behind a [`Guard`] (the `toolgraft-guard` crate's, the one the
 //! MCP endpoint of `toolgraft-mcp` takes too), which [`Authoring::guard`] requires:
@@ -190,6 +192,8 @@ impl Authoring<Guard> {
     pub fn router(self) -> Result<Router, SetupError> {
         if let Some(path) = &self.manifest {
             check_manifest(path)?;
+            // What a writer killed mid-write (its temporary file) left beside it.
+            writeback::remove_leftovers(path);
         }
         let state = Arc::new(State {
             toolset: self.toolset,

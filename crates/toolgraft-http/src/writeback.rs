@@ -83,6 +83,68 @@ pub(crate) fn representable(format: Format, combos: &[ComboSpec]) -> Result<(), 
     }
 }
 
+/// How old a temporary file of another process must be to be taken for a
+/// leftover where the system cannot say whether that process lives: a write
+/// takes milliseconds.
+const LEFTOVER_AFTER: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
+/// Removes the temporary files a writer of `path` killed mid-write left beside
+/// it (`.<name>.<pid>.<n>.tmp`): those of processes that no longer run (Linux:
+/// no `/proc/<pid>`), or, where that cannot be told, older than
+/// [`LEFTOVER_AFTER`]. This process's own and other files are kept. Returns how
+/// many went.
+pub(crate) fn remove_leftovers(path: &Path) -> usize {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let Some(name) = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+    else {
+        return 0;
+    };
+    let prefix = format!(".{name}.");
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let proc_fs = Path::new("/proc/self").exists();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let Some(middle) = file
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(".tmp"))
+        else {
+            continue;
+        };
+        let Some(pid) = middle
+            .split_once('.')
+            .filter(|(_, n)| n.bytes().all(|byte| byte.is_ascii_digit()) && !n.is_empty())
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        let gone = if proc_fs {
+            !Path::new("/proc").join(pid.to_string()).exists()
+        } else {
+            entry
+                .metadata()
+                .and_then(|metadata| metadata.modified())
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|age| age > LEFTOVER_AFTER)
+        };
+        if gone && fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// Writes `text` to a new file beside `path` and renames it over `path`: a reader
 /// sees the old file or the new one, never a part. Keeps the file's permissions.
 pub(crate) fn write_atomically(path: &Path, text: &str) -> io::Result<()> {

@@ -37,8 +37,9 @@
 //!   that is not a loopback address until [`McpHttp::allow_non_loopback`] says so.
 //!
 //! Hostile input gets an HTTP error and never takes the server down: bodies over
-//! 4 MiB are refused with `413`, bad JSON with `400`, and the arguments of a call are
-//! checked by the toolset as over stdio.
+//! 4 MiB are refused with `413`, a body said to be JSON that is no JSON-RPC message
+//! with `400` and a JSON-RPC parse error (`-32700`), a body of another media type
+//! with `415`, and the arguments of a call are checked by the toolset as over stdio.
 //!
 //! ```
 //! use toolgraft::Toolset;

@@ -833,16 +833,29 @@ async fn hostile_bodies_get_http_errors_and_the_server_goes_on() {
             .send()
     };
 
-    let garbage = post(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\":".to_vec())
+    // Bad JSON, or JSON that is no JSON-RPC message: 400 with a parse error,
+    // as the docs say (rmcp alone says 415, as if the media type were wrong).
+    for body in [
+        &b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\":"[..],
+        b"[1, 2, 3]",
+        b"{not json",
+    ] {
+        let refused = post(body.to_vec()).await.unwrap();
+        assert_eq!(refused.status(), 400, "{}", String::from_utf8_lossy(body));
+        let error: Value = refused.json().await.unwrap();
+        assert_eq!(error["error"]["code"], -32700, "{error}");
+        assert_eq!(error["id"], Value::Null);
+    }
+    // A body that is not said to be JSON keeps its 415.
+    let wrong_type = http
+        .post(&url)
+        .header("content-type", "text/plain")
+        .header("accept", ACCEPT)
+        .body("{}")
+        .send()
         .await
         .unwrap();
-    assert!(garbage.status().is_client_error(), "{}", garbage.status());
-    let not_json_rpc = post(b"[1, 2, 3]".to_vec()).await.unwrap();
-    assert!(
-        not_json_rpc.status().is_client_error(),
-        "{}",
-        not_json_rpc.status()
-    );
+    assert_eq!(wrong_type.status(), 415);
 
     // Past the 4 MiB limit: refused while reading, never buffered whole.
     let mut huge = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":""#.to_vec();

@@ -680,6 +680,24 @@ async fn a_token_guards_every_route_and_the_page_signs_in() {
             .body(Body::from(format!("token={token}")))
             .unwrap()
     };
+    // Only the sign-in route skips the token: another path ending in `/login`
+    // is checked as any other (it used to reach the fallback unchecked).
+    for path in [
+        "/tools/login",
+        "/tools/weather/extensions/login",
+        "/no/such/login",
+    ] {
+        for method in ["POST", "GET", "DELETE"] {
+            let request = Request::builder()
+                .method(method)
+                .uri(path)
+                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .body(Body::from(format!("token={TOKEN}")))
+                .unwrap();
+            let answer = crate::common::answer(&server.router, request).await;
+            assert_eq!(answer.status, 401, "{method} {path}");
+        }
+    }
     let refused = crate::common::answer(&server.router, sign_in("nope")).await;
     assert_eq!(refused.status, 401);
     assert!(refused.headers.get(header::SET_COOKIE).is_none());
@@ -865,4 +883,44 @@ async fn the_page_renders_the_table_combos_forms_and_catalogue() {
             && page.contains(r#"<label for="add-combo">Combo</label>"#)
     );
     assert!(page.contains(r#"<th scope="row"><code>pool</code></th><td>backend</td>"#));
+}
+
+/// A writer killed mid-write leaves its temporary file beside the manifest; the
+/// next server removes it when it starts, and keeps what is not one (its own
+/// process's, a live process's, other files).
+#[test]
+fn a_server_starting_removes_the_temporary_files_a_killed_writer_left() {
+    let dir = crate::common::temp_dir("leftovers");
+    let manifest = dir.join("combos.json");
+    std::fs::write(&manifest, JSON_MANIFEST).unwrap();
+    // No process runs with the largest pid the kernel can give (2^22) plus one.
+    let dead = dir.join(".combos.json.4194305.7.tmp");
+    let own = dir.join(format!(".combos.json.{}.0.tmp", std::process::id()));
+    let live = dir.join(".combos.json.1.0.tmp");
+    let other = [
+        dir.join(".other.json.4194305.0.tmp"),
+        dir.join(".combos.json.x.tmp"),
+    ];
+    for file in [&dead, &own, &live].into_iter().chain(&other) {
+        std::fs::write(file, "{\"half\": ").unwrap();
+    }
+    let toolset = restart(&manifest);
+    let _router = toolgraft_http::Authoring::new(toolset, crate::common::registry())
+        .manifest_file(&manifest)
+        .guard(toolgraft_http::Guard::off())
+        .router()
+        .unwrap();
+    assert!(!dead.exists(), "a dead writer's leftover is removed");
+    assert!(own.exists(), "this process's own is kept");
+    if std::path::Path::new("/proc/1").exists() {
+        assert!(live.exists(), "pid 1 runs: its file is kept");
+    }
+    for file in &other {
+        assert!(
+            file.exists(),
+            "{} is not a leftover of this manifest",
+            file.display()
+        );
+    }
+    assert!(manifest.exists());
 }

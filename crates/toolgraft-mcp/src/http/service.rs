@@ -88,6 +88,27 @@ fn identified(request: Request, identify: &Identify) -> Request {
     Request::from_parts(parts, body)
 }
 
+/// The answer to a body that says it is JSON and is not JSON-RPC: `400` with a
+/// JSON-RPC parse error (`-32700`, id `null`) saying why.
+async fn parse_error(refused: Response) -> Response {
+    // rmcp's reason is a short text; more than this is cut.
+    const MAX_REASON: usize = 1024;
+    let reason = axum::body::to_bytes(refused.into_body(), MAX_REASON)
+        .await
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default();
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32700, "message": format!("Parse error: {reason}")},
+    });
+    Response::builder()
+        .status(StatusCode::BAD_REQUEST)
+        .header(axum::http::header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap_or_default()
+}
+
 /// rmcp's answer, with a reply sent whole ([`whole`]) and a session ended by
 /// `DELETE` answered `204 No Content` where rmcp says `202 Accepted`: the session
 /// has ended by then, and the official Python SDK reads anything but 200 or 204
@@ -98,9 +119,20 @@ async fn answer<S: ServerHandler + Send + 'static>(
 ) -> Response {
     let wants_whole = whole::wants_whole(&request);
     let deleting = request.method() == Method::DELETE;
+    let says_json = request.method() == Method::POST
+        && request
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.trim_start().starts_with("application/json"));
     let mut response = rmcp.handle(request).await.map(Body::new);
     if deleting && response.status() == StatusCode::ACCEPTED {
         *response.status_mut() = StatusCode::NO_CONTENT;
+    }
+    // rmcp answers a JSON body it cannot read `415`, as if the media type were
+    // wrong: it is the JSON that is, a JSON-RPC parse error.
+    if says_json && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return parse_error(response).await;
     }
     if wants_whole {
         response = whole::send_whole(response).await;
