@@ -182,7 +182,13 @@ pub struct McpHttp<S = ToolsetServer> {
     non_loopback: bool,
     cancel: CancellationToken,
     identify: Option<Arc<service::Identify>>,
+    max_sessions: usize,
 }
+
+/// How many sessions [`McpHttp`] keeps open at once unless told otherwise
+/// ([`McpHttp::with_max_sessions`]): an idle session holds about 61 KiB until it
+/// expires (five minutes unused).
+pub const DEFAULT_MAX_SESSIONS: usize = 1_000;
 
 impl<S> fmt::Debug for McpHttp<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -239,7 +245,24 @@ impl<S: ServerHandler + Send + 'static> McpHttp<S> {
             non_loopback: false,
             cancel: CancellationToken::new(),
             identify: None,
+            max_sessions: DEFAULT_MAX_SESSIONS,
         }
+    }
+
+    /// The most sessions open at once (from 1; [`DEFAULT_MAX_SESSIONS`] unless
+    /// set). A client that would open one more is answered `503 Service
+    /// Unavailable` with `Retry-After: 30` and a JSON-RPC error saying why;
+    /// sessions end when their client deletes them or five minutes unused.
+    /// Requests of protocol `2026-07-28` and later open no session.
+    ///
+    /// ```
+    /// use toolgraft_mcp::{ToolsetServer, http::{Guard, McpHttp}};
+    /// let mcp = McpHttp::new(ToolsetServer::new(toolgraft::Toolset::new()), Guard::off())
+    ///     .with_max_sessions(200);
+    /// ```
+    pub fn with_max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max.max(1);
+        self
     }
 
     /// Who each request is from, as the application tells from the request
@@ -348,15 +371,12 @@ impl<S: ServerHandler + Send + 'static> McpHttp<S> {
             .with_cancellation_token(cancel.child_token());
         // Sessions as rmcp's `LocalSessionManager` keeps them, without its task
         // between the HTTP handlers and the service loop: two hops fewer a call.
-        let service = StreamableHttpService::new(
-            move || Ok(handler()),
-            Arc::new(sessions::DirectSessions::default()),
-            config,
-        );
+        let sessions = Arc::new(sessions::DirectSessions::with_max(self.max_sessions));
+        let service = StreamableHttpService::new(move || Ok(handler()), sessions.clone(), config);
         Router::new()
             .route_service(
                 MCP_PATH,
-                service::McpService::new(service, self.identify.clone()),
+                service::McpService::new(service, sessions, self.identify.clone()),
             )
             .route_layer(self.guard.layer())
     }

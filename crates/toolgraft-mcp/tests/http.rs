@@ -979,3 +979,61 @@ async fn the_embedders_token_stops_the_server_and_shutdown_leaves_it_alone() {
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
     let _ = client.cancel().await;
 }
+
+/// The resident set of this process, in KiB (Linux), for the record.
+fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_past_the_cap_are_refused_with_503_and_retry_after_until_one_ends() {
+    let (toolset, _) = toolset();
+    let server = serve(mcp(&toolset, Guard::off()).with_max_sessions(200)).await;
+    let url = server.url();
+    let before = rss_kib();
+    let (mut opened, mut refused) = (Vec::new(), 0);
+    for _ in 0..2_000 {
+        let answer = raw_initialize(&url, &[]).await;
+        match answer.status().as_u16() {
+            200 => opened.push(
+                answer.headers()["mcp-session-id"]
+                    .to_str()
+                    .unwrap()
+                    .to_owned(),
+            ),
+            503 => {
+                assert_eq!(answer.headers()["retry-after"], "30");
+                let error: Value = answer.json().await.unwrap();
+                assert!(
+                    error["error"]["message"]
+                        .as_str()
+                        .unwrap()
+                        .contains("as many sessions are open"),
+                    "{error}"
+                );
+                refused += 1;
+            }
+            other => panic!("{other}"),
+        }
+    }
+    eprintln!(
+        "2000 session opens against a cap of 200: {} opened, {refused} refused; RSS {before:?} KiB before, {:?} KiB after",
+        opened.len(),
+        rss_kib()
+    );
+    assert_eq!((opened.len(), refused), (200, 1_800));
+    // A session that ends makes room for one more.
+    let ended = reqwest::Client::new()
+        .delete(&url)
+        .header("mcp-session-id", &opened[0])
+        .header("accept", ACCEPT)
+        .send()
+        .await
+        .unwrap();
+    assert!(ended.status().is_success(), "{}", ended.status());
+    assert_eq!(raw_initialize(&url, &[]).await.status(), 200);
+    assert_eq!(raw_initialize(&url, &[]).await.status(), 503);
+    within("shutdown", server.shutdown()).await.unwrap();
+}

@@ -31,6 +31,7 @@ pub(crate) type Identify = dyn Fn(&Parts) -> Option<Principal> + Send + Sync;
 /// application's check of who a request is from, shared.
 pub(crate) struct McpService<S> {
     rmcp: Arc<StreamableHttpService<S, DirectSessions>>,
+    sessions: Arc<DirectSessions>,
     identify: Option<Arc<Identify>>,
 }
 
@@ -38,6 +39,7 @@ impl<S> Clone for McpService<S> {
     fn clone(&self) -> Self {
         Self {
             rmcp: self.rmcp.clone(),
+            sessions: self.sessions.clone(),
             identify: self.identify.clone(),
         }
     }
@@ -46,13 +48,46 @@ impl<S> Clone for McpService<S> {
 impl<S> McpService<S> {
     pub(crate) fn new(
         rmcp: StreamableHttpService<S, DirectSessions>,
+        sessions: Arc<DirectSessions>,
         identify: Option<Arc<Identify>>,
     ) -> Self {
         Self {
             rmcp: Arc::new(rmcp),
+            sessions,
             identify,
         }
     }
+}
+
+/// How long a client refused for want of sessions is told to wait.
+const FULL_RETRY_AFTER_S: u64 = 30;
+
+/// Whether `request` opens a session: a `POST` without a session id whose body
+/// rmcp will read as `initialize` (the body is not read here: a request without
+/// a session id is one that would make one, whatever else it holds).
+fn opens_session(request: &Request) -> bool {
+    request.method() == Method::POST
+        && !request.headers().contains_key("mcp-session-id")
+        && request
+            .headers()
+            .get("mcp-protocol-version")
+            .is_none_or(|version| {
+                // Protocol 2026-07-28 on serves requests without sessions.
+                version.to_str().is_ok_and(|version| version < "2026-07-28")
+            })
+}
+
+/// `503 Service Unavailable` with `Retry-After`: as many sessions are open as the
+/// server keeps.
+fn full() -> Response {
+    Response::builder()
+        .status(StatusCode::SERVICE_UNAVAILABLE)
+        .header(axum::http::header::RETRY_AFTER, FULL_RETRY_AFTER_S.to_string())
+        .header(axum::http::header::CONTENT_TYPE, "application/json")
+        .body(Body::from(
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"as many sessions are open as the server keeps: try again later"}}"#,
+        ))
+        .unwrap_or_default()
 }
 
 impl<S: ServerHandler + Send + 'static> tower_service::Service<Request> for McpService<S> {
@@ -65,6 +100,9 @@ impl<S: ServerHandler + Send + 'static> tower_service::Service<Request> for McpS
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
+        if opens_session(&request) && !self.sessions.has_room() {
+            return Box::pin(std::future::ready(Ok(full())));
+        }
         let rmcp = self.rmcp.clone();
         let request = match &self.identify {
             Some(identify) => identified(request, &**identify),

@@ -88,6 +88,8 @@ pub(crate) enum DirectSessionsError {
     StreamGone(String),
     /// The client let [`STREAM_CAPACITY`] events pile up unread.
     NotReading,
+    /// As many sessions are open as the server keeps.
+    Full,
 }
 
 impl fmt::Display for DirectSessionsError {
@@ -102,6 +104,7 @@ impl fmt::Display for DirectSessionsError {
                 f,
                 "the client left {STREAM_CAPACITY} events unread; its stream was cut off"
             ),
+            Self::Full => f.write_str("as many sessions are open as the server keeps"),
         }
     }
 }
@@ -112,9 +115,17 @@ type Result<T, E = DirectSessionsError> = std::result::Result<T, E>;
 type Events = mpsc::Receiver<ServerSseMessage>;
 
 /// The session manager: see the [module docs](self).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct DirectSessions {
     sessions: Mutex<Sessions>,
+    /// The most sessions open at once.
+    max: usize,
+}
+
+impl Default for DirectSessions {
+    fn default() -> Self {
+        Self::with_max(usize::MAX)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -124,6 +135,24 @@ struct Sessions {
 }
 
 impl DirectSessions {
+    /// Sessions, at most `max` open at once.
+    pub(crate) fn with_max(max: usize) -> Self {
+        Self {
+            sessions: Mutex::default(),
+            max,
+        }
+    }
+
+    /// Whether another session fits (ended ones swept first).
+    pub(crate) fn has_room(&self) -> bool {
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        if sessions.by_id.len() < self.max {
+            return true;
+        }
+        sessions.by_id.retain(|_, session| !session.lock().ended());
+        sessions.by_id.len() < self.max
+    }
+
     fn get(&self, id: &SessionId) -> Result<Arc<Session>> {
         let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         sessions
@@ -147,8 +176,13 @@ impl SessionManager for DirectSessions {
         sessions.created += 1;
         // rmcp closes a session when its service ends; one whose task died without
         // that (a panic) would otherwise stay in the map.
-        if sessions.created.is_multiple_of(SWEEP_EVERY) {
+        if sessions.created.is_multiple_of(SWEEP_EVERY) || sessions.by_id.len() >= self.max {
             sessions.by_id.retain(|_, session| !session.lock().ended());
+        }
+        // The service checks for room first and answers 503; this holds the cap
+        // against opens that raced past that check.
+        if sessions.by_id.len() >= self.max {
+            return Err(DirectSessionsError::Full);
         }
         sessions.by_id.insert(id.clone(), session.clone());
         let transport = DirectTransport {
