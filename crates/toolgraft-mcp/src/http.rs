@@ -183,6 +183,7 @@ pub struct McpHttp<S = ToolsetServer> {
     cancel: CancellationToken,
     identify: Option<Arc<service::Identify>>,
     max_sessions: usize,
+    max_sessions_per_principal: usize,
 }
 
 /// How many sessions [`McpHttp`] keeps open at once unless told otherwise
@@ -246,7 +247,25 @@ impl<S: ServerHandler + Send + 'static> McpHttp<S> {
             cancel: CancellationToken::new(),
             identify: None,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_sessions_per_principal: usize::MAX,
         }
+    }
+
+    /// The most sessions one principal ([`with_principal`](Self::with_principal))
+    /// has open at once (from 1; no cap of its own unless set, so one principal
+    /// may take all [`with_max_sessions`](Self::with_max_sessions)). Refused as
+    /// the cap in all is.
+    ///
+    /// ```
+    /// use toolgraft::context::Principal;
+    /// use toolgraft_mcp::{ToolsetServer, http::{Guard, McpHttp}};
+    /// let mcp = McpHttp::new(ToolsetServer::new(toolgraft::Toolset::new()), Guard::off())
+    ///     .with_principal(|request| Some(Principal::new(request.headers.get("x-user")?.to_str().ok()?)))
+    ///     .with_max_sessions_per_principal(10);
+    /// ```
+    pub fn with_max_sessions_per_principal(mut self, max: usize) -> Self {
+        self.max_sessions_per_principal = max.max(1);
+        self
     }
 
     /// The most sessions open at once (from 1; [`DEFAULT_MAX_SESSIONS`] unless
@@ -371,7 +390,10 @@ impl<S: ServerHandler + Send + 'static> McpHttp<S> {
             .with_cancellation_token(cancel.child_token());
         // Sessions as rmcp's `LocalSessionManager` keeps them, without its task
         // between the HTTP handlers and the service loop: two hops fewer a call.
-        let sessions = Arc::new(sessions::DirectSessions::with_max(self.max_sessions));
+        let sessions = Arc::new(sessions::DirectSessions::with_max(
+            self.max_sessions,
+            self.max_sessions_per_principal,
+        ));
         let service = StreamableHttpService::new(move || Ok(handler()), sessions.clone(), config);
         Router::new()
             .route_service(

@@ -1037,3 +1037,48 @@ async fn sessions_past_the_cap_are_refused_with_503_and_retry_after_until_one_en
     assert_eq!(raw_initialize(&url, &[]).await.status(), 503);
     within("shutdown", server.shutdown()).await.unwrap();
 }
+
+#[tokio::test]
+async fn one_principal_cannot_take_every_session() {
+    let (toolset, _) = toolset();
+    let mcp = mcp(&toolset, Guard::off())
+        .with_principal(|request| {
+            let user = request.headers.get("x-user")?.to_str().ok()?;
+            Some(toolgraft::context::Principal::new(user))
+        })
+        .with_max_sessions(100)
+        .with_max_sessions_per_principal(2);
+    let server = serve(mcp).await;
+    let url = server.url();
+    let open = |user: &'static str| {
+        let url = url.clone();
+        async move { raw_initialize(&url, &[("x-user", user)]).await }
+    };
+    let first = open("alice").await;
+    assert_eq!(first.status(), 200);
+    let first = first.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(open("alice").await.status(), 200);
+    let third = open("alice").await;
+    assert_eq!(third.status(), 503, "alice has two open");
+    assert_eq!(third.headers()["retry-after"], "30");
+    assert_eq!(open("bob").await.status(), 200, "bob has his own share");
+    // No principal: only the cap in all.
+    assert_eq!(raw_initialize(&url, &[]).await.status(), 200);
+    let ended = reqwest::Client::new()
+        .delete(&url)
+        .header("mcp-session-id", &first)
+        .header("accept", ACCEPT)
+        .send()
+        .await
+        .unwrap();
+    assert!(ended.status().is_success());
+    assert_eq!(
+        open("alice").await.status(),
+        200,
+        "room again once one ended"
+    );
+    within("shutdown", server.shutdown()).await.unwrap();
+}

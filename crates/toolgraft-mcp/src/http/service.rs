@@ -100,15 +100,23 @@ impl<S: ServerHandler + Send + 'static> tower_service::Service<Request> for McpS
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        if opens_session(&request) && !self.sessions.has_room() {
-            return Box::pin(std::future::ready(Ok(full())));
-        }
         let rmcp = self.rmcp.clone();
         let request = match &self.identify {
             Some(identify) => identified(request, &**identify),
             None => request,
         };
-        Box::pin(async move { Ok(answer(&rmcp, request).await) })
+        if !opens_session(&request) {
+            return Box::pin(async move { Ok(answer(&rmcp, request).await) });
+        }
+        let opener = request.extensions().get::<Principal>().cloned();
+        if !self.sessions.has_room(opener.as_ref()) {
+            return Box::pin(std::future::ready(Ok(full())));
+        }
+        // The session manager learns who opens the session (for the cap per
+        // principal) from the request rmcp handles in this task.
+        Box::pin(
+            super::sessions::OPENER.scope(opener, async move { Ok(answer(&rmcp, request).await) }),
+        )
     }
 }
 

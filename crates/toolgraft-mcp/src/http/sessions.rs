@@ -43,6 +43,7 @@ use rmcp::transport::streamable_http_server::session::{
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, Sleep, sleep_until};
+use toolgraft::context::Principal;
 
 mod outlet;
 mod table;
@@ -120,37 +121,71 @@ pub(crate) struct DirectSessions {
     sessions: Mutex<Sessions>,
     /// The most sessions open at once.
     max: usize,
+    /// The most sessions one principal has open at once.
+    per_principal: usize,
 }
 
 impl Default for DirectSessions {
     fn default() -> Self {
-        Self::with_max(usize::MAX)
+        Self::with_max(usize::MAX, usize::MAX)
     }
+}
+
+tokio::task_local! {
+    /// The principal of the request that is opening a session, for the
+    /// session manager rmcp calls within that request's handling.
+    pub(crate) static OPENER: Option<Principal>;
 }
 
 #[derive(Debug, Default)]
 struct Sessions {
     by_id: HashMap<SessionId, Arc<Session>>,
+    /// Who opened each session that a principal opened.
+    owners: HashMap<SessionId, Principal>,
     created: u64,
 }
 
+impl Sessions {
+    /// Forgets the sessions whose service ended without closing them.
+    fn sweep(&mut self) {
+        self.by_id.retain(|_, session| !session.lock().ended());
+        let by_id = &self.by_id;
+        self.owners.retain(|id, _| by_id.contains_key(id));
+    }
+
+    fn opened_by(&self, principal: &Principal) -> usize {
+        self.owners
+            .values()
+            .filter(|owner| *owner == principal)
+            .count()
+    }
+
+    /// Whether a session for `principal` fits under `max` and `per_principal`.
+    fn fits(&self, principal: Option<&Principal>, max: usize, per_principal: usize) -> bool {
+        self.by_id.len() < max
+            && principal.is_none_or(|principal| self.opened_by(principal) < per_principal)
+    }
+}
+
 impl DirectSessions {
-    /// Sessions, at most `max` open at once.
-    pub(crate) fn with_max(max: usize) -> Self {
+    /// Sessions, at most `max` open at once and `per_principal` for one
+    /// principal.
+    pub(crate) fn with_max(max: usize, per_principal: usize) -> Self {
         Self {
             sessions: Mutex::default(),
             max,
+            per_principal,
         }
     }
 
-    /// Whether another session fits (ended ones swept first).
-    pub(crate) fn has_room(&self) -> bool {
+    /// Whether another session of `principal` fits (ended ones swept first).
+    pub(crate) fn has_room(&self, principal: Option<&Principal>) -> bool {
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        if sessions.by_id.len() < self.max {
+        if sessions.fits(principal, self.max, self.per_principal) {
             return true;
         }
-        sessions.by_id.retain(|_, session| !session.lock().ended());
-        sessions.by_id.len() < self.max
+        sessions.sweep();
+        sessions.fits(principal, self.max, self.per_principal)
     }
 
     fn get(&self, id: &SessionId) -> Result<Arc<Session>> {
@@ -176,13 +211,18 @@ impl SessionManager for DirectSessions {
         sessions.created += 1;
         // rmcp closes a session when its service ends; one whose task died without
         // that (a panic) would otherwise stay in the map.
-        if sessions.created.is_multiple_of(SWEEP_EVERY) || sessions.by_id.len() >= self.max {
-            sessions.by_id.retain(|_, session| !session.lock().ended());
+        let opener = OPENER.try_with(Clone::clone).ok().flatten();
+        let fits = sessions.fits(opener.as_ref(), self.max, self.per_principal);
+        if sessions.created.is_multiple_of(SWEEP_EVERY) || !fits {
+            sessions.sweep();
         }
-        // The service checks for room first and answers 503; this holds the cap
+        // The service checks for room first and answers 503; this holds the caps
         // against opens that raced past that check.
-        if sessions.by_id.len() >= self.max {
+        if !sessions.fits(opener.as_ref(), self.max, self.per_principal) {
             return Err(DirectSessionsError::Full);
+        }
+        if let Some(opener) = opener {
+            sessions.owners.insert(id.clone(), opener);
         }
         sessions.by_id.insert(id.clone(), session.clone());
         let transport = DirectTransport {
@@ -221,6 +261,7 @@ impl SessionManager for DirectSessions {
     async fn close_session(&self, id: &SessionId) -> Result<()> {
         let session = {
             let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            sessions.owners.remove(id);
             sessions.by_id.remove(id)
         };
         if let Some(session) = session {
