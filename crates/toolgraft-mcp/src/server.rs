@@ -143,19 +143,19 @@ impl Hasher for NameHasher {
 }
 
 /// How a name's results are answered, for each [`OutputShape`].
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 struct Renderings {
     object_only: Rendering,
     any_json: Rendering,
     /// Whether the name's body is relocated (what makes it a task by default).
     relocated: bool,
-    /// The outermost relocating layer, when only wrappers sit outside it (no
-    /// layer there changes the output): a backend that may defer the call.
-    defers_to: Option<Name>,
+    /// Whether its call may be deferred to a backend the server follows
+    /// ([`deferring_backend`]).
+    defers: bool,
 }
 
 impl Renderings {
-    fn of(info: &ToolInfo) -> Self {
+    fn of(info: &ToolInfo, tasks: Option<&Table>) -> Self {
         Self {
             object_only: Rendering::of(info, OutputShape::ObjectOnly),
             any_json: Rendering::of(info, OutputShape::AnyJson),
@@ -163,25 +163,31 @@ impl Renderings {
                 .chain
                 .iter()
                 .any(|link| link.kind.relocates_execution()),
-            defers_to: info
-                .chain
-                .iter()
-                .rposition(|link| link.kind.relocates_execution())
-                .filter(|&at| {
-                    info.chain[at + 1..]
-                        .iter()
-                        .all(|link| link.kind == toolgraft::kind::ExtensionKind::Wrapper)
-                })
-                .map(|at| info.chain[at].extension.clone()),
+            defers: deferring_backend(info).is_some_and(|backend| {
+                tasks.is_some_and(|tasks| tasks.settings().follows_backend(backend))
+            }),
         }
     }
 
-    fn for_shape(&self, shape: OutputShape) -> Rendering {
+    fn for_shape(self, shape: OutputShape) -> Rendering {
         match shape {
             OutputShape::ObjectOnly => self.object_only,
             OutputShape::AnyJson => self.any_json,
         }
     }
+}
+
+/// The outermost relocating layer of a name, when only wrappers sit outside it
+/// (no layer there changes the output): a backend that may defer its call.
+fn deferring_backend(info: &ToolInfo) -> Option<&Name> {
+    let at = info
+        .chain
+        .iter()
+        .rposition(|link| link.kind.relocates_execution())?;
+    info.chain[at + 1..]
+        .iter()
+        .all(|link| link.kind == toolgraft::kind::ExtensionKind::Wrapper)
+        .then(|| &info.chain[at].extension)
 }
 
 /// The list-changed notifier of a session opened with `initialize`.
@@ -420,6 +426,8 @@ impl<H> ToolsetServer<H> {
     /// ```
     pub fn with_tasks(mut self, tasks: Tasks) -> Self {
         self.tasks = Some(Arc::new(Table::new(tasks)));
+        // What each name defers to depends on the backends followed.
+        self.structuring = Mutex::default();
         add_tasks(&mut Arc::make_mut(&mut self.info).capabilities);
         self
     }
@@ -561,13 +569,13 @@ impl<H> ToolsetServer<H> {
             structuring.names.clear();
         }
         if let Some(renderings) = structuring.names.get(name) {
-            return Some(renderings.clone());
+            return Some(*renderings);
         }
         let (Some(info), Ok(published)) = (self.toolset.resolve(name), Name::new(name)) else {
             return None;
         };
-        let renderings = Renderings::of(&info);
-        structuring.names.insert(published, renderings.clone());
+        let renderings = Renderings::of(&info, self.tasks.as_deref());
+        structuring.names.insert(published, renderings);
         Some(renderings)
     }
 
@@ -738,9 +746,10 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
         // The job's own principal, and a name this server serves through that
         // backend: or the id is none.
         let serves = |called: &str| {
-            self.renderings(called)
-                .and_then(|known| known.defers_to)
-                .is_some_and(|backend| backend.as_str() == followed.follow.backend())
+            self.toolset.resolve(called).is_some_and(|info| {
+                deferring_backend(&info)
+                    .is_some_and(|backend| backend.as_str() == followed.follow.backend())
+            })
         };
         let Some(found) =
             found.filter(|found| found.principal.as_ref() == principal && serves(&found.called))
@@ -943,14 +952,10 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         }
         let shape = OutputShape::for_protocol(context.protocol_version().as_ref());
         let renderings = self.renderings(&request.name);
-        let rendering = renderings
-            .as_ref()
-            .map_or(Rendering::Text, |known| known.for_shape(shape));
+        let rendering = renderings.map_or(Rendering::Text, |known| known.for_shape(shape));
         if let Some(tasks) = &self.tasks {
-            let relocated = renderings.as_ref().is_some_and(|known| known.relocated);
-            let defers = renderings
-                .and_then(|known| known.defers_to)
-                .is_some_and(|backend| tasks.settings().follows_backend(&backend));
+            let relocated = renderings.is_some_and(|known| known.relocated);
+            let defers = renderings.is_some_and(|known| known.defers);
             let declared = context
                 .client_capabilities()
                 .is_some_and(|capabilities| capabilities.supports_tasks());
