@@ -109,11 +109,16 @@ fn question(message: &str, field: &str, kind: &str) -> InputRequest {
 }
 
 /// The fields of an accepted answer under `key`.
-fn accepted(asker: &Asker, key: &str) -> Option<Map<String, Value>> {
+pub fn accepted(asker: &Asker, key: &str) -> Option<Map<String, Value>> {
     match asker.answered(key)?.answer {
         Answer::Accept(fields) => Some(fields),
         Answer::Decline | Answer::Cancel => None,
     }
+}
+
+/// The text field `field` of an accepted answer under `key`.
+pub fn accepted_text(asker: &Asker, key: &str, field: &str) -> Option<String> {
+    Some(accepted(asker, key)?.get(field)?.as_str()?.to_owned())
 }
 
 fn text(text: String) -> Value {
@@ -149,9 +154,7 @@ fn opened(asker: &Asker, tool: &str) -> Result<Option<Round>, BoxError> {
 }
 
 fn elicitation(asker: &Asker, _: &str) -> Result<Value, BoxError> {
-    match accepted(asker, "user_name")
-        .and_then(|fields| Some(fields.get("name")?.as_str()?.to_owned()))
-    {
+    match accepted_text(asker, "user_name", "name") {
         Some(name) => Ok(text(format!("Hello, {name}!"))),
         // Asked again when the answer is missing, declined or not a name.
         None => ask(
@@ -237,8 +240,7 @@ fn request_state(asker: &Asker, tool: &str) -> Result<Value, BoxError> {
 
 fn multiple_inputs(asker: &Asker, tool: &str) -> Result<Value, BoxError> {
     let round = opened(asker, tool)?;
-    let name = accepted(asker, "user_name")
-        .and_then(|fields| Some(fields.get("name")?.as_str()?.to_owned()));
+    let name = accepted_text(asker, "user_name", "name");
     let greeting = asker
         .response("greeting")
         .and_then(|said| Some(said["content"]["text"].as_str()?.to_owned()));
@@ -275,9 +277,7 @@ fn multiple_inputs(asker: &Asker, tool: &str) -> Result<Value, BoxError> {
 fn multi_round(asker: &Asker, tool: &str) -> Result<Value, BoxError> {
     match opened(asker, tool)? {
         Some(Round { round: 1, .. }) => {
-            if let Some(name) = accepted(asker, "step1")
-                .and_then(|fields| Some(fields.get("name")?.as_str()?.to_owned()))
-            {
+            if let Some(name) = accepted_text(asker, "step1", "name") {
                 let state = seal(
                     tool,
                     &Round {
@@ -295,8 +295,7 @@ fn multi_round(asker: &Asker, tool: &str) -> Result<Value, BoxError> {
             }
         }
         Some(Round { round: 2, name }) => {
-            let color = accepted(asker, "step2")
-                .and_then(|fields| Some(fields.get("color")?.as_str()?.to_owned()));
+            let color = accepted_text(asker, "step2", "color");
             if let (Some(name), Some(color)) = (name, color) {
                 return Ok(text(format!("{name} likes {color}")));
             }

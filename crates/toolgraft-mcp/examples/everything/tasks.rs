@@ -9,13 +9,14 @@ use rmcp::ErrorData;
 use rmcp::model::ContentBlock;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
-use toolgraft::context::{self, Answer, Asker, InputRequest, InputRequired, Question};
+use serde_json::{Value, json};
+use toolgraft::context::{self, Asker, InputRequest, InputRequired, Question};
 use toolgraft::error::{BoxError, InvalidName};
 use toolgraft::prelude::*;
 use toolgraft_mcp::McpContent;
 use toolgraft_mcp::task::{TaskSettingError, Tasks};
 
+use crate::mrtr::{accepted, accepted_text};
 use crate::tools::NoArgs;
 
 /// Tasks for the relocated names, and for the ones that are not relocated but
@@ -170,8 +171,7 @@ pub fn tool_with_task() -> Result<impl BaseTool<Input = NoArgs> + Clone, Invalid
         .description("Asks for a name, then greets it from a task.")
         .body(|_: NoArgs| async move {
             let asker = context::get::<Asker>().ok_or("nobody to ask")?;
-            let name = accepted(&asker, "user_name")
-                .and_then(|fields| Some(fields.get("name")?.as_str()?.to_owned()));
+            let name = accepted_text(&asker, "user_name", "name");
             let Some(name) = name else {
                 let question = InputRequest::Ask(Question::new(
                     "What is your name?",
@@ -190,11 +190,4 @@ fn confirm(message: &str) -> InputRequest {
         message,
         json!({"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}),
     ))
-}
-
-fn accepted(asker: &Asker, key: &str) -> Option<Map<String, Value>> {
-    match asker.answered(key)?.answer {
-        Answer::Accept(fields) => Some(fields),
-        Answer::Decline | Answer::Cancel => None,
-    }
 }
