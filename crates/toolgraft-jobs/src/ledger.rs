@@ -40,12 +40,7 @@ impl RedisLedger {
     /// The server's host and port, never its credentials: what errors and
     /// `Debug` show (errors reach callers).
     fn server(&self) -> String {
-        let rest = self
-            .url
-            .split_once("://")
-            .map_or(self.url.as_str(), |(_, rest)| rest);
-        let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
-        host.split('/').next().unwrap_or_default().to_owned()
+        crate::host_of(&self.url).to_owned()
     }
 
     /// A ledger on the Redis server at `url` (`redis://host:port[/db]`).

@@ -167,11 +167,17 @@ fn server_of(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return toolgraft::error::shorten(url).into_owned();
     };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let host = authority
+    let path = rest.find('/').map_or("", |at| &rest[at..]);
+    toolgraft::error::shorten(&format!("{scheme}://{}{path}", host_of(url))).into_owned()
+}
+
+/// The host and port of a URL, without the credentials before them.
+fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or_default();
+    authority
         .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    toolgraft::error::shorten(&format!("{scheme}://{host}{path}")).into_owned()
+        .map_or(authority, |(_, host)| host)
 }
 
 /// What a server follows a remote's jobs by: `<backend name>:<queue>`.
