@@ -228,6 +228,15 @@ async fn settled(client: &Connection, id: &str) -> rmcp::model::DetailedTask {
     .await
 }
 
+/// The result the task settles with; it must complete.
+async fn completed(client: &Connection, id: &str) -> rmcp::model::JsonObject {
+    let done = settled(client, id).await;
+    let TaskPayload::Completed { result } = done.payload else {
+        panic!("completed, not {:?}", done.task.status);
+    };
+    result
+}
+
 fn server(stopped: Arc<AtomicBool>) -> ToolsetServer {
     let tasks = Tasks::new()
         .with_ttl(Duration::from_secs(60))
@@ -249,10 +258,7 @@ async fn a_relocated_call_is_a_task_the_client_follows_to_its_result() {
     let working = get(&client, &id).await;
     assert_eq!(working.task.ttl_ms, Some(60_000));
     assert_eq!(working.task.poll_interval_ms, Some(50));
-    let done = settled(&client, &id).await;
-    let TaskPayload::Completed { result } = done.payload else {
-        panic!("completed, not {:?}", done.task.status);
-    };
+    let result = completed(&client, &id).await;
     assert_eq!(result["structuredContent"], json!("worked 100 ms"));
     assert_ne!(result["isError"], json!(true));
 
@@ -280,10 +286,7 @@ async fn a_relocated_call_is_a_task_the_client_follows_to_its_result() {
 async fn an_allowed_name_not_relocated_is_a_task_once_it_waits_and_its_request_is_not_cancelled() {
     let client = connect(server(Arc::default()), true).await;
     let id = task_of(&client, call("waits", json!({}))).await;
-    let done = settled(&client, &id).await;
-    let TaskPayload::Completed { result } = done.payload else {
-        panic!("completed, not {:?}", done.task.status);
-    };
+    let result = completed(&client, &id).await;
     // The tools/call was answered with the task; the call's request is the
     // task's from then on, cancelled only with it.
     assert_eq!(result["structuredContent"], json!({"cancelled": false}));
@@ -385,10 +388,7 @@ async fn a_task_parks_for_input_and_runs_again_once_every_request_is_answered() 
     )
     .await
     .unwrap();
-    let done = settled(&client, &id).await;
-    let TaskPayload::Completed { result } = done.payload else {
-        panic!("completed, not {:?}", done.task.status);
-    };
+    let result = completed(&client, &id).await;
     assert_eq!(
         result["structuredContent"],
         json!({"name": "Ada", "roots": [{"uri": "file:///work"}]})
@@ -460,10 +460,7 @@ async fn an_approval_inside_a_task_parks_the_task_until_the_user_says_yes() {
     )
     .await
     .unwrap();
-    let done = settled(&client, &id).await;
-    let TaskPayload::Completed { result } = done.payload else {
-        panic!("completed, not {:?}", done.task.status);
-    };
+    let result = completed(&client, &id).await;
     assert_eq!(result["structuredContent"], json!("wiped"));
     // Answering again after the end runs nothing.
     within(
@@ -484,10 +481,7 @@ async fn an_approval_inside_a_task_parks_the_task_until_the_user_says_yes() {
     )
     .await
     .unwrap();
-    let done = settled(&client, &id).await;
-    let TaskPayload::Completed { result } = done.payload else {
-        panic!("completed, not {:?}", done.task.status);
-    };
+    let result = completed(&client, &id).await;
     assert_eq!(result["isError"], json!(true));
     assert!(
         result["content"][0]["text"]
@@ -597,10 +591,7 @@ async fn in_a_task_an_approval_then_the_body_s_own_question_then_the_result() {
     )
     .await
     .unwrap();
-    let done = settled(&client, &id).await;
-    let TaskPayload::Completed { result } = done.payload else {
-        panic!("completed, not {:?}", done.task.status);
-    };
+    let result = completed(&client, &id).await;
     assert_eq!(
         result["structuredContent"],
         json!({"renamed": "osprey", "approve_seen": false})
