@@ -158,6 +158,21 @@ pub enum ToolError {
         /// The limit: how long the caller waited.
         after: std::time::Duration,
     },
+    /// A limit refused the call, or would have kept it waiting too long: a
+    /// `rate_limit` or `concurrency` wrapper's, a tower layer's that sheds load, or
+    /// a fleet-wide limit's. Transient: the same call may succeed later, after
+    /// `retry_after` when the limit says when.
+    #[error("{}", overloaded(.tool, .extension, .reason, .retry_after.as_ref()))]
+    Overloaded {
+        /// The branch that was called.
+        tool: Name,
+        /// The extension whose limit refused it.
+        extension: Name,
+        /// Which limit, in words (`over 5 calls per 1s for this caller`).
+        reason: String,
+        /// When a retry may be admitted, when the limit knows.
+        retry_after: Option<std::time::Duration>,
+    },
     /// An error that reached this process as its message only: a batch item's
     /// error in a result relayed from a worker.
     #[error("{message}")]
@@ -834,6 +849,17 @@ impl ToolError {
                 backend,
                 reason,
             },
+            Self::Overloaded {
+                extension,
+                reason,
+                retry_after,
+                ..
+            } => Self::Overloaded {
+                tool: called,
+                extension,
+                reason,
+                retry_after,
+            },
             Self::Output { source, .. } => Self::Output {
                 tool: called,
                 source,
@@ -924,6 +950,84 @@ impl ToolError {
     }
 }
 
+impl ToolError {
+    /// Whether the same call may succeed if made again: the job engine was
+    /// unreachable or a backend could not run it ([`Relocation`](Self::Relocation)),
+    /// it ran out of time ([`TimedOut`](Self::TimedOut)), a limit refused it
+    /// ([`Overloaded`](Self::Overloaded)), or a body or an extension said so by
+    /// returning a [`Transient`] error. Never invalid arguments, a panic, or a
+    /// body's own error that is not marked: what `retry` retries.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use toolgraft::{Name, ToolError};
+    /// use toolgraft::error::Transient;
+    /// let tool = Name::new("read")?;
+    /// let busy = ToolError::Body { tool: tool.clone(), source: Arc::new(Transient::new("the database is busy")) };
+    /// assert!(busy.is_transient());
+    /// let missing = ToolError::Body { tool: tool.clone(), source: Arc::new(std::io::Error::other("no such file")) };
+    /// assert!(!missing.is_transient());
+    /// let late = ToolError::TimedOut { tool, extension: Name::new("timeout")?, job: None, after: Duration::from_secs(1) };
+    /// assert!(late.is_transient());
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Relocation { .. } | Self::TimedOut { .. } | Self::Overloaded { .. } => true,
+            Self::Body { source, .. } => transient(source.as_ref()),
+            Self::Extension { error, .. } => transient(error.as_ref()),
+            _ => false,
+        }
+    }
+}
+
+/// Whether a body's or an extension's error is marked transient, or is a
+/// transient toolgraft error (a body that called a branch and met one).
+fn transient(error: &(dyn std::error::Error + 'static)) -> bool {
+    if error.downcast_ref::<Transient>().is_some() {
+        return true;
+    }
+    error
+        .downcast_ref::<ToolError>()
+        .is_some_and(ToolError::is_transient)
+}
+
+/// A body's or an extension's error that may not happen again: what a body
+/// returns to let `retry` make the call again (a busy database, a dropped
+/// connection). Its message is the error's own.
+///
+/// ```
+/// use toolgraft::error::{BoxError, Transient};
+/// async fn fetch(url: String) -> Result<String, BoxError> {
+///     Err(Transient::new(format!("{url}: connection reset")).into())
+/// }
+/// # let _ = fetch;
+/// let err = Transient::new(std::io::Error::other("connection reset"));
+/// assert_eq!(err.to_string(), "connection reset");
+/// ```
+#[derive(Debug)]
+pub struct Transient(Box<dyn std::error::Error + Send + Sync + 'static>);
+
+impl Transient {
+    /// Marks `error` transient.
+    pub fn new(error: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
+        Self(error.into())
+    }
+}
+
+impl fmt::Display for Transient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for Transient {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
 /// The rule an error from a body or an extension cites: a toolgraft error's own
 /// (a body that called a branch, or bound a combo), or one its message cites.
 fn rule_of(error: &(dyn std::error::Error + 'static)) -> Option<Rule> {
@@ -949,6 +1053,32 @@ fn timed_out(
             shorten(job)
         ),
         None => format!("`{tool}` did not finish within {after:?}; `{extension}` cancelled it"),
+    }
+}
+
+fn overloaded(
+    tool: &Name,
+    extension: &Name,
+    reason: &str,
+    retry_after: Option<&std::time::Duration>,
+) -> String {
+    match retry_after {
+        Some(after) => format!(
+            "`{extension}` refused the call to `{tool}`: {reason}; retry after {}",
+            Millis(*after)
+        ),
+        None => format!("`{extension}` refused the call to `{tool}`: {reason}"),
+    }
+}
+
+/// A wait as people read it: whole milliseconds, at least 1 ms for any wait.
+struct Millis(std::time::Duration);
+
+impl fmt::Display for Millis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let nanos = self.0.as_nanos();
+        let ms = nanos.div_ceil(1_000_000);
+        write!(f, "{ms} ms")
     }
 }
 

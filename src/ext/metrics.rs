@@ -149,6 +149,7 @@ pub fn error_kind(error: &ToolError) -> &'static str {
         ToolError::Refused { .. } => "refused",
         ToolError::Relocation { .. } => "relocation",
         ToolError::TimedOut { .. } => "timed_out",
+        ToolError::Overloaded { .. } => "overloaded",
         ToolError::Reported { .. } => "reported",
         ToolError::Extension { .. } => "extension",
         ToolError::Output { .. } => "output",
