@@ -489,10 +489,18 @@ impl Context {
     /// # Ok::<(), toolgraft::context::EntryError>(())
     /// ```
     pub fn write_keyed(&self, key: &mut Vec<u8>) -> Result<(), EntryError> {
+        self.write_keyed_except(key, None)
+    }
+
+    /// [`write_keyed`](Self::write_keyed) without the entries of one type.
+    fn write_keyed_except(&self, key: &mut Vec<u8>, except: Option<TypeId>) -> Result<(), EntryError> {
         // Every keyed entry, shadowed ones too: an entry of another type under
         // the same name must not hide one that changes the answer. Extra parts
         // only cost hits, never a wrong answer.
-        let mut keyed: Vec<&dyn Link> = self.links().filter(|e| e.keyed()).collect();
+        let mut keyed: Vec<&dyn Link> = self
+            .links()
+            .filter(|e| e.keyed() && Some(e.entry_type()) != except)
+            .collect();
         keyed.sort_by(|a, b| a.name().cmp(b.name()));
         // Two types under one name: each says which it is, or `A` = 1 beside
         // `B` = 2 would pass for `A` = 2 beside `B` = 1, another answer.
@@ -602,6 +610,27 @@ pub fn get<E: Entry>() -> Option<E> {
 pub fn write_keyed(key: &mut Vec<u8>) -> Result<(), EntryError> {
     CURRENT
         .try_with(|context| context.write_keyed(key))
+        .unwrap_or(Ok(()))
+}
+
+/// [`write_keyed`] without the entries of type `E`: what a cache whose operator
+/// says its tool answers every caller alike writes (`E` is
+/// [`Principal`]).
+///
+/// ```
+/// use toolgraft::context::{self, Principal};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (mut all, mut public) = (Vec::new(), Vec::new());
+/// context::with(Principal::new("alice"), async {
+///     context::write_keyed(&mut all)?;
+///     context::write_keyed_but::<Principal>(&mut public)
+/// }).await?;
+/// assert!(!all.is_empty() && public.is_empty());
+/// # Ok(()) }
+/// ```
+pub fn write_keyed_but<E: Entry>(key: &mut Vec<u8>) -> Result<(), EntryError> {
+    CURRENT
+        .try_with(|context| context.write_keyed_except(key, Some(TypeId::of::<E>())))
         .unwrap_or(Ok(()))
 }
 

@@ -641,6 +641,23 @@ pub enum BindError {
         relocating: Name,
     },
 
+    /// Rule `side-effects`: an extension that makes a call again (`retry`) or
+    /// answers without making it (`cache`), on a layer whose hints do not allow it.
+    #[error("{}", side_effects(.tool, .extension, .layer, *.demand, .transformer.as_ref()))]
+    SideEffects {
+        /// The tool.
+        tool: Name,
+        /// The extension that relies on the hints.
+        extension: Name,
+        /// The layer it sits on (the tool, or a branch of it).
+        layer: Name,
+        /// What it relies on them for.
+        demand: crate::tool::Demand,
+        /// The transformer inside it whose branch, a new tool, says nothing of
+        /// side effects, when there is one.
+        transformer: Option<Name>,
+    },
+
     /// Rule `config`: non-empty config for an extension that takes none.
     #[error(
         "`{extension}` (on `{tool}`) does not accept config; remove its `config` or leave it empty"
@@ -776,6 +793,7 @@ impl BindError {
             Self::MultipleOfKind { .. } => Rule::Cardinality,
             Self::LocalityOutsideRelocation { .. } => Rule::LocalityInsideRelocation,
             Self::CallerLocalInsideRelocation { .. } => Rule::CallerOutsideRelocation,
+            Self::SideEffects { .. } => Rule::SideEffects,
             Self::ExtensionFailed { .. }
             | Self::ConfigNotAccepted { .. }
             | Self::InvalidConfig { .. } => Rule::Config,
@@ -982,6 +1000,36 @@ impl ToolError {
     }
 }
 
+impl ToolError {
+    /// How long a limit that refused the call asks to wait before the next
+    /// ([`Overloaded`](Self::Overloaded)'s `retry_after`), also when a body or an
+    /// extension met it (a body that called a limited branch).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolgraft::{Name, ToolError};
+    /// let over = ToolError::Overloaded {
+    ///     tool: Name::new("search")?, extension: Name::new("rate_limit")?,
+    ///     reason: "over 5 calls per 1s".into(), retry_after: Some(Duration::from_millis(200)),
+    /// };
+    /// assert_eq!(over.retry_after(), Some(Duration::from_millis(200)));
+    /// assert_eq!(over.to_string(), "`rate_limit` refused the call to `search`: over 5 calls per 1s; retry after 200 ms");
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            Self::Overloaded { retry_after, .. } => *retry_after,
+            Self::Body { source, .. } => source
+                .downcast_ref::<ToolError>()
+                .and_then(ToolError::retry_after),
+            Self::Extension { error, .. } => error
+                .downcast_ref::<ToolError>()
+                .and_then(ToolError::retry_after),
+            _ => None,
+        }
+    }
+}
+
 /// Whether a body's or an extension's error is marked transient, or is a
 /// transient toolgraft error (a body that called a branch and met one).
 fn transient(error: &(dyn std::error::Error + 'static)) -> bool {
@@ -1054,6 +1102,42 @@ fn timed_out(
         ),
         None => format!("`{tool}` did not finish within {after:?}; `{extension}` cancelled it"),
     }
+}
+
+fn side_effects(
+    tool: &Name,
+    extension: &Name,
+    layer: &Name,
+    demand: crate::tool::Demand,
+    transformer: Option<&Name>,
+) -> String {
+    use crate::tool::Demand;
+    let does = match demand {
+        Demand::Repeatable => "makes a call again after a failure",
+        Demand::Skippable => "answers calls without making them",
+    };
+    let needs = demand.needs();
+    if let Some(transformer) = transformer {
+        return format!(
+            "on `{tool}`, `{extension}` {does}, but it sits on `{layer}`, the branch of `{transformer}`: \
+             a new tool whose hints say nothing of its side effects; place `{extension}` inside \
+             `{transformer}`, on a layer of `{tool}` that is {needs}"
+        );
+    }
+    let fix = match demand {
+        Demand::Repeatable => format!(
+            "if a second call does no more than the first, annotate `{tool}` idempotent \
+             (`.idempotent()` in its builder, or \"annotations\": {{\"idempotentHint\": true}} \
+             for it in the manifest); otherwise leave `{extension}` off"
+        ),
+        _ => format!(
+            "if a call not made loses nothing, annotate `{tool}` so (`.read_only()` in its \
+             builder, or \"annotations\": {{\"readOnlyHint\": true}} for it in the manifest), \
+             or let `{extension}` skip its calls anyway where its config allows it (`cache`: \
+             \"side_effects\": \"allowed\")"
+        ),
+    };
+    format!("on `{tool}`, `{extension}` {does}, but `{tool}` is not annotated {needs}; {fix}")
 }
 
 fn overloaded(

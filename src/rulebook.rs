@@ -96,6 +96,27 @@
 //! is fine anywhere); a config the extension cannot parse or work with is refused,
 //! naming the extension and the field.
 //!
+//! # side-effects
+//! A tool's hints (MCP's annotations: `readOnlyHint`, `destructiveHint`,
+//! `idempotentHint`, `openWorldHint`) are set where the tool is built (a typed
+//! tool's builder, a [`DynTool`](crate::runtime::DynTool)'s presentation, an
+//! imported MCP tool's own) and may be set again by the operator, in a manifest
+//! entry's `"annotations"`. A wrapper's branch and a backend's present their
+//! layer's hints, since they make their layer's calls; a transformer's branch is a
+//! new tool (a `chain` calls another tool too, a `batch` calls many times) and
+//! says nothing of side effects: its `readOnlyHint`, `destructiveHint` and
+//! `idempotentHint` are unsaid (MCP's defaults: it may change and destroy things,
+//! and is not idempotent); its other hints are kept.
+//!
+//! An extension that makes a call again with the same arguments (`retry`) binds
+//! only on a layer that is read-only or idempotent; one that answers calls without
+//! making them (`cache`) only on a layer that is read-only, or idempotent and not
+//! destructive. Only hints that are said count. A typed `retry` over a tool that
+//! does not say it does not compile; a manifest's is refused when bound, naming
+//! the fix: annotate the tool (`.idempotent()`, `"annotations": {"idempotentHint":
+//! true}`), or, for a cache whose operator wants it anyway, its config's
+//! `"side_effects": "allowed"`.
+//!
 //! # wrapper-input-schema
 //! A wrapper's branch presents its layer input's input schema unchanged, defaults,
 //! descriptions and constraints included, plus the wrapper's reserved params. Typed
@@ -232,6 +253,9 @@ pub enum Rule {
     /// [caller-outside-relocation](self#caller-outside-relocation): an extension
     /// that needs the caller's session sits outside every relocating one.
     CallerOutsideRelocation,
+    /// [side-effects](self#side-effects): an extension that makes a call again, or
+    /// answers without making it, sits only where the tool's hints allow it.
+    SideEffects,
     /// [config](self#config): config reaches only an extension that accepts it, and
     /// must be one it can work with.
     Config,
@@ -279,7 +303,7 @@ impl Rule {
     /// assert_eq!(Rule::ALL[0], Rule::BranchByRename);
     /// assert_eq!(Rule::ALL.last(), Some(&Rule::PublishedNames));
     /// ```
-    pub const ALL: [Rule; 21] = [
+    pub const ALL: [Rule; 22] = [
         Self::BranchByRename,
         Self::Order,
         Self::OneBranchPerPrefix,
@@ -289,6 +313,7 @@ impl Rule {
         Self::LocalityInsideRelocation,
         Self::CallerOutsideRelocation,
         Self::Config,
+        Self::SideEffects,
         Self::WrapperInputSchema,
         Self::ReservedParams,
         Self::TransformerInputSchema,
@@ -321,6 +346,7 @@ impl Rule {
             Self::LocalityInsideRelocation => "locality-inside-relocation",
             Self::CallerOutsideRelocation => "caller-outside-relocation",
             Self::Config => "config",
+            Self::SideEffects => "side-effects",
             Self::WrapperInputSchema => "wrapper-input-schema",
             Self::ReservedParams => "reserved-params",
             Self::TransformerInputSchema => "transformer-input-schema",

@@ -21,7 +21,7 @@ use crate::runtime::Registry;
 use crate::runtime::manifest::{ComboSpec, Manifest};
 use crate::schema;
 use crate::schema::Args;
-use crate::tool::BaseTool;
+use crate::tool::{Annotations, BaseTool, Presentation};
 
 mod edit;
 
@@ -138,6 +138,8 @@ impl Default for Catalog {
 #[derive(Clone)]
 pub(crate) struct ToolGroup {
     pub base: Minted,
+    /// The base tool's own presentation, before an operator's hints.
+    pub own: Arc<Presentation>,
     pub combos: Vec<Attached>,
     pub publish: Publish,
     names: Vec<Name>,
@@ -147,9 +149,16 @@ pub(crate) struct ToolGroup {
 }
 
 impl ToolGroup {
+    /// Sets the base's hints to its own with each one `said` replacing its own
+    /// (a manifest's `"annotations"`; none said is the tool's own again).
+    pub(crate) fn annotate(&mut self, said: &Annotations) {
+        self.base.running.presentation = annotated(&self.own, said);
+    }
+
     /// A tool not bound yet, with its combos.
     pub(crate) fn new(base: Minted, combos: Vec<Attached>) -> Self {
         Self {
+            own: base.running.presentation.clone(),
             base,
             combos,
             publish: Publish::default(),
@@ -157,6 +166,17 @@ impl ToolGroup {
             generation: 0,
         }
     }
+}
+
+/// `own` with each hint `said` replacing its own.
+fn annotated(own: &Arc<Presentation>, said: &Annotations) -> Arc<Presentation> {
+    if said.is_empty() {
+        return own.clone();
+    }
+    Arc::new(Presentation {
+        annotations: own.annotations.overridden_by(said),
+        ..Presentation::clone(own)
+    })
 }
 
 impl Toolset {
@@ -535,7 +555,11 @@ impl Toolset {
                 let tool = &base.running.base;
                 let combos = by_tool.get(tool.as_str()).copied().unwrap_or(&no_combos);
                 let limits = self.limits();
-                let bound = build_combos(registry, base, combos, &limits).and_then(|combos| {
+                let mut base = base.clone();
+                if let Some(said) = manifest.annotations_of(tool) {
+                    base.running.presentation = annotated(&base.running.presentation, said);
+                }
+                let bound = build_combos(registry, &base, combos, &limits).and_then(|combos| {
                     let mut group = ToolGroup::new(base.clone(), combos);
                     if let Some(publish) = manifest.publish_of(tool) {
                         group.publish = publish.clone();
@@ -602,7 +626,8 @@ impl Toolset {
             .tools
             .iter()
             .map(|(tool, combos)| {
-                let mut edit = self.edit().replace(registry, tool, combos);
+                let said = manifest.annotations_of(tool).cloned().unwrap_or_default();
+                let mut edit = self.edit().replace_annotated(registry, tool, combos, said);
                 if let Some(publish) = manifest.publish_of(tool) {
                     edit = edit.publish(tool, publish.clone());
                 }

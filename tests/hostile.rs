@@ -155,6 +155,7 @@ fn shout(name: &str) -> impl BaseTool<Input = Shout, Output = String> {
     Tool::builder()
         .name(name)
         .description("Return the text, loud.")
+        .read_only()
         .body(|input: Shout| async move { Ok(input.text.to_uppercase()) })
         .build()
         .unwrap()
@@ -164,6 +165,7 @@ fn forecast(name: &str) -> impl BaseTool<Input = Forecast, Output = Value> {
     Tool::builder()
         .name(name)
         .description("Tomorrow's weather.")
+        .read_only()
         .body(|input: Forecast| async move {
             Ok(json!({"city": input.city, "celsius": 21, "days": input.days.unwrap_or(1)}))
         })

@@ -224,6 +224,8 @@ pub(crate) struct Element {
     /// Where the element must run (rules `locality-inside-relocation`, `caller-outside-relocation`).
     pub placement: Placement,
     pub accepts_config: bool,
+    /// What the element relies on the tool's hints for (rule `side-effects`).
+    pub demand: Option<crate::tool::Demand>,
     /// The config the combo wrote for the element (empty is none): what rule `config`
     /// checks, and the element's identity among a tool's attached combos.
     pub written: Option<Map<String, Value>>,
@@ -252,6 +254,7 @@ impl Element {
             kind,
             placement: Placement::Anywhere,
             accepts_config: false,
+            demand: None,
             written: None,
             pinned: None,
             config: None,
@@ -327,6 +330,7 @@ impl Running {
         rules::locality(self, element)?;
         rules::caller_side(self, element)?;
         rules::config(self, element)?;
+        rules::side_effects(self, element)?;
         rules::new_name(self, element)?;
         let mut input_schema = rules::input_schema(self, element)?;
         let mut pinned = self.pinned.clone();
@@ -353,7 +357,7 @@ impl Running {
             description,
             input_schema,
             output_schema,
-            presentation: self.presentation.clone(),
+            presentation: rules::presentation(self, element),
             pinned,
             chain,
         })

@@ -12,6 +12,7 @@ use crate::error::BindError;
 use crate::extension::Placement;
 use crate::kind::ExtensionKind;
 use crate::name::Name;
+use crate::tool::Presentation;
 use crate::schema::{self, ReservedConflict};
 
 /// Rule `cardinality`: at most one element of a non-`multiple` kind per combo. Reports the
@@ -94,6 +95,52 @@ pub(crate) fn config(below: &Running, element: &Element) -> Result<(), BindError
         }),
         Some(Problem::BranchName(_)) | None => Ok(()),
     }
+}
+
+/// Rule `side-effects`: an element that makes a call again, or answers without
+/// making it, binds only where the running hints allow it.
+pub(crate) fn side_effects(below: &Running, element: &Element) -> Result<(), BindError> {
+    let Some(demand) = element.demand else {
+        return Ok(());
+    };
+    if below.presentation.annotations.allow(demand) {
+        return Ok(());
+    }
+    let transformer = below
+        .chain
+        .iter()
+        .rev()
+        .find(|link| !keeps_hints(link.kind))
+        .map(|link| link.extension.clone());
+    Err(BindError::SideEffects {
+        tool: below.base.clone(),
+        extension: element.name.clone(),
+        layer: below.name.clone(),
+        demand,
+        transformer,
+    })
+}
+
+/// Rule `side-effects`, the hints a branch presents: a wrapper's and a backend's
+/// are their layer's (they make its calls), a transformer's say nothing of side
+/// effects (its branch is a new tool).
+pub(crate) fn presentation(below: &Running, element: &Element) -> Arc<Presentation> {
+    if keeps_hints(element.kind) {
+        return below.presentation.clone();
+    }
+    let annotations = below.presentation.annotations.of_new_tool();
+    if annotations == below.presentation.annotations {
+        return below.presentation.clone();
+    }
+    Arc::new(Presentation {
+        annotations,
+        ..Presentation::clone(&below.presentation)
+    })
+}
+
+/// Whether a kind's branch makes its layer's calls (a wrapper's, a backend's).
+fn keeps_hints(kind: ExtensionKind) -> bool {
+    kind.preserves_schema() || kind.relocates_execution()
 }
 
 /// Rule `branch-by-rename`: a branch needs a new name.

@@ -259,6 +259,7 @@ where
         kind: <E::Kind as Kind>::KIND,
         placement: <E::Locality as Locality>::PLACEMENT,
         accepts_config,
+        demand: extension.demands(),
         written: written_config(extension.config().as_ref()),
         pinned: None,
         config: extension.config(),

@@ -10,6 +10,7 @@
 //! | [`OutputSchema`] | transformer | no | — | declares an output schema and validates every result against it |
 //! | [`Chain`] | transformer | no | — | feeds (a selection of) the result into another bound tool, by name (a JSON Pointer, or a jq expression with the `jq` feature) |
 //! | [`Timeout`] | wrapper | no | — | cancels the layer below at a deadline: [`ToolError::TimedOut`](crate::ToolError::TimedOut) |
+//! | [`Retry`] | wrapper | no | — | makes a call again after a [transient](crate::ToolError::is_transient) failure, with backoff, jitter and a deadline; only on read-only or idempotent tools ([side-effects](crate::rulebook#side-effects)) |
 //! | `Metrics` (feature `metrics`) | wrapper | no | — | per bound name: calls by outcome, errors by kind, a duration histogram, through the `metrics` facade |
 
 pub mod approve;
@@ -23,6 +24,7 @@ pub mod metrics;
 pub mod output_schema;
 pub mod pool;
 pub mod proxy;
+pub mod retry;
 pub mod timeout;
 pub mod trace;
 
@@ -35,5 +37,6 @@ pub use metrics::Metrics;
 pub use output_schema::OutputSchema;
 pub use pool::Pool;
 pub use proxy::{Proxy, ProxyParams};
+pub use retry::Retry;
 pub use timeout::Timeout;
 pub use trace::Trace;

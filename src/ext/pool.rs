@@ -212,6 +212,11 @@ impl<S> Clone for Pooled<S> {
     }
 }
 
+// A backend runs its layer elsewhere, the same calls.
+impl<S: crate::tool::Hinted> crate::tool::Hinted for Pooled<S> {
+    type Hints = S::Hints;
+}
+
 impl<S: Stack> Stack for Pooled<S> {
     type Input = S::Input;
     type Output = S::Output;

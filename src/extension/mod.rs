@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use crate::kind::{Kind, words};
 use crate::name::Name;
-use crate::tool::Presentation;
+use crate::tool::{Demand, Presentation};
 
 mod transform;
 mod wrap;
@@ -235,6 +235,24 @@ pub trait Extension: Send + Sync + 'static {
     /// ```
     fn check_config(&self) -> Result<(), ConfigError> {
         Ok(())
+    }
+
+    /// What the extension does with calls that relies on the tool's hints: it
+    /// makes a call again ([`Demand::Repeatable`], a retry) or answers without
+    /// making it ([`Demand::Skippable`], a cache). The combo is refused on a tool
+    /// whose hints do not allow it (rule `side-effects` in the
+    /// [rulebook](crate::rulebook)). An extension that does such a thing and says
+    /// `None` is not checked: say it.
+    ///
+    /// ```
+    /// use toolgraft::Extension;
+    /// use toolgraft::ext::{Cache, Trace};
+    /// use toolgraft::tool::Demand;
+    /// assert_eq!(Cache::default().demands(), Some(Demand::Skippable));
+    /// assert_eq!(Trace.demands(), None);
+    /// ```
+    fn demands(&self) -> Option<Demand> {
+        None
     }
 
     /// Parameters a transformer or backend adds beside those of its layer input

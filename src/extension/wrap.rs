@@ -243,6 +243,11 @@ pub trait Wrap<S: Stack>: Clone + Send + Sync + 'static {
         Ok(())
     }
 
+    /// As [`Extension::demands`].
+    fn demands(&self) -> Option<crate::tool::Demand> {
+        None
+    }
+
     /// As [`Extension::output_schema`]: a wrapper returns the layer's output, so
     /// what it declares can only narrow the layer's output schema (a wrapper
     /// that answers only some of the layer's results, say); `None` inherits it.
@@ -272,6 +277,10 @@ impl<W: Wrap<DynStack>> Extension for W {
 
     fn check_config(&self) -> Result<(), ConfigError> {
         Wrap::<DynStack>::check_config(self)
+    }
+
+    fn demands(&self) -> Option<crate::tool::Demand> {
+        Wrap::<DynStack>::demands(self)
     }
 
     fn output_schema(&self, below: &LayerInput<'_, Self>) -> Option<Schema> {
@@ -408,6 +417,11 @@ impl<W: Wrap<S> + Extension, S: Stack> Wrapped<W, S> {
     pub fn wrapper(&self) -> &W {
         &self.wrapper
     }
+}
+
+// A wrapper forwards its layer's calls: its branch makes what its layer makes.
+impl<W: Wrap<S> + Extension, S: crate::tool::Hinted> crate::tool::Hinted for Wrapped<W, S> {
+    type Hints = S::Hints;
 }
 
 impl<W: Wrap<S> + Extension, S: Stack> Stack for Wrapped<W, S> {

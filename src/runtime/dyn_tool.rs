@@ -147,6 +147,10 @@ impl Stack for DynTool {
     }
 }
 
+impl crate::tool::Hinted for DynTool {
+    type Hints = crate::tool::AtBind;
+}
+
 impl crate::tool::sealed::BaseTool for DynTool {}
 
 impl BaseTool for DynTool {

@@ -19,6 +19,15 @@
 //!     "fetch":  {"combos": [["proxy"], ["trace"]], "publish": "outermost"}
 //! } }
 //! ```
+//!
+//! So are the hints an operator sets for a tool (MCP's annotations by their names
+//! there; each one said replaces the tool's own, [side-effects](crate::rulebook#side-effects)):
+//!
+//! ```json
+//! { "tools": {
+//!     "lookup": {"combos": [["retry"]], "annotations": {"idempotentHint": true}}
+//! } }
+//! ```
 
 use std::fmt;
 use std::path::Path;
@@ -32,6 +41,7 @@ pub use crate::bind::element::{ComboSpec, ElementSpec};
 use crate::error::{shorten, shorten_json};
 use crate::limits::deeper_than;
 use crate::name::Name;
+use crate::tool::Annotations;
 
 /// The combos of every base tool, in file order.
 ///
@@ -50,6 +60,10 @@ pub struct Manifest {
     /// The tools whose published names the manifest sets, with them; a tool
     /// it does not list here keeps what it publishes.
     pub publish: Vec<(String, Publish)>,
+    /// The tools whose hints the operator sets (`"annotations"`), with the hints
+    /// said: each one said replaces the tool's own, the others stay the tool's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub annotations: Vec<(String, Annotations)>,
 }
 
 /// A manifest that cannot be used. Shape errors name the tool key and say what to
@@ -187,6 +201,14 @@ impl Manifest {
         }
     }
 
+    /// The hints the manifest sets for `tool`, if it sets any.
+    pub(crate) fn annotations_of(&self, tool: &str) -> Option<&Annotations> {
+        self.annotations
+            .iter()
+            .find(|(name, _)| name == tool)
+            .map(|(_, annotations)| annotations)
+    }
+
     /// What the manifest says `tool` publishes, if it says.
     pub(crate) fn publish_of(&self, tool: &str) -> Option<&Publish> {
         self.publish
@@ -223,10 +245,13 @@ impl Manifest {
         for (tool, value) in tools {
             let combos = match value {
                 Value::Object(fields) => {
-                    let (combos, publish) = entry_of(tool, fields)?;
+                    let (combos, publish, annotations) = entry_of(tool, fields)?;
                     manifest
                         .publish
                         .extend(publish.map(|publish| (tool.clone(), publish)));
+                    manifest
+                        .annotations
+                        .extend(annotations.map(|hints| (tool.clone(), hints)));
                     combos
                 }
                 combos => combos_of(tool, combos)?,
@@ -244,16 +269,17 @@ fn shape(tool: &str, problem: String) -> ManifestError {
     }
 }
 
-/// A tool's `{"combos": [...], "publish": ...}`: its combos (none is its base
-/// alone) and what it publishes, if it says.
+/// A tool's `{"combos": [...], "publish": ..., "annotations": {..}}`: its combos
+/// (none is its base alone), what it publishes and the hints the operator sets,
+/// if it says.
 fn entry_of(
     tool: &str,
     fields: &Map<String, Value>,
-) -> Result<(Vec<ComboSpec>, Option<Publish>), ManifestError> {
-    const FORM: &str = r#"write {"combos": [["a", "b"]], "publish": "all" | "outermost" | {"published": "bound"}}"#;
+) -> Result<(Vec<ComboSpec>, Option<Publish>, Option<Annotations>), ManifestError> {
+    const FORM: &str = r#"write {"combos": [["a", "b"]], "publish": "all" | "outermost" | {"published": "bound"}, "annotations": {"readOnlyHint": true}}"#;
     if let Some(extra) = fields
         .keys()
-        .find(|key| *key != "combos" && *key != "publish")
+        .find(|key| !["combos", "publish", "annotations"].contains(&key.as_str()))
     {
         return Err(shape(
             tool,
@@ -269,7 +295,56 @@ fn entry_of(
         .get("publish")
         .map(|publish| publish_of(tool, publish, FORM))
         .transpose()?;
-    Ok((combos, publish))
+    let annotations = fields
+        .get("annotations")
+        .map(|hints| annotations_of(tool, hints))
+        .transpose()?;
+    Ok((combos, publish, annotations))
+}
+
+/// A tool's `"annotations"`: MCP's hints by their names there, each a boolean
+/// (`title` a string).
+fn annotations_of(tool: &str, value: &Value) -> Result<Annotations, ManifestError> {
+    const HINTS: &str = r#"write "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false, "title": "..."}, each optional"#;
+    let Value::Object(hints) = value else {
+        return Err(shape(
+            tool,
+            format!("has `annotations` of {}; {HINTS}", shown(value)),
+        ));
+    };
+    let mut annotations = Annotations::default();
+    for (hint, said) in hints {
+        let slot = match hint.as_str() {
+            "readOnlyHint" => &mut annotations.read_only,
+            "destructiveHint" => &mut annotations.destructive,
+            "idempotentHint" => &mut annotations.idempotent,
+            "openWorldHint" => &mut annotations.open_world,
+            "title" => {
+                let Value::String(title) = said else {
+                    return Err(shape(
+                        tool,
+                        format!("has an annotation `title` of {}; {HINTS}", shown(said)),
+                    ));
+                };
+                annotations.title = Some(title.clone());
+                continue;
+            }
+            other => {
+                return Err(shape(
+                    tool,
+                    format!("has an unknown annotation `{}`; {HINTS}", shorten(other)),
+                ));
+            }
+        };
+        let Value::Bool(said) = said else {
+            return Err(shape(
+                tool,
+                format!("has an annotation `{hint}` of {}, not a boolean; {HINTS}", shown(said)),
+            ));
+        };
+        *slot = Some(*said);
+    }
+    Ok(annotations)
 }
 
 fn publish_of(tool: &str, value: &Value, form: &str) -> Result<Publish, ManifestError> {

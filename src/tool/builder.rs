@@ -9,7 +9,7 @@ use schemars::{JsonSchema, Schema};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{Annotations, Presentation, Tool, ToolSpec, sealed};
+use super::{Annotations, Hints, Idempotent, Presentation, ReadOnly, Tool, ToolSpec, Unsaid, sealed};
 use crate::error::{ArgsError, BoxError};
 use crate::name::{InvalidName, Name};
 use crate::schema::{self, ArgNames, Args};
@@ -35,14 +35,15 @@ use crate::stack::{decode_args, decode_args_keeping};
 /// # Ok::<(), toolgraft::error::InvalidName>(())
 /// ```
 #[must_use = "a tool builder does nothing until `.build()`"]
-pub struct ToolBuilder<N = NoName, D = NoDescription, B = NoBody> {
+pub struct ToolBuilder<N = NoName, D = NoDescription, B = NoBody, H = Unsaid> {
     name: N,
     description: D,
     body: B,
     presentation: Presentation,
+    hints: PhantomData<fn() -> H>,
 }
 
-impl<N, D, B> std::fmt::Debug for ToolBuilder<N, D, B> {
+impl<N, D, B, H> std::fmt::Debug for ToolBuilder<N, D, B, H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolBuilder").finish_non_exhaustive()
     }
@@ -271,7 +272,7 @@ impl<I, O, F> BodySet<I, O, F> for TypedBody<I, O, F> {
     }
 }
 
-impl<N, D, B> ToolBuilder<N, D, B> {
+impl<N, D, B, H> ToolBuilder<N, D, B, H> {
     /// The tool's name; see [`Name`] for the allowed characters (checked by
     /// [`build`](Self::build)). Setting it again replaces it.
     ///
@@ -283,12 +284,13 @@ impl<N, D, B> ToolBuilder<N, D, B> {
     /// assert_eq!(ping.spec().name, "ping");
     /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
-    pub fn name(self, name: impl Into<String>) -> ToolBuilder<String, D, B> {
+    pub fn name(self, name: impl Into<String>) -> ToolBuilder<String, D, B, H> {
         ToolBuilder {
             name: name.into(),
             description: self.description,
             body: self.body,
             presentation: self.presentation,
+            hints: PhantomData,
         }
     }
 
@@ -302,12 +304,13 @@ impl<N, D, B> ToolBuilder<N, D, B> {
     /// assert_eq!(ping.spec().description, "Answer pong.");
     /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
-    pub fn description(self, description: impl Into<String>) -> ToolBuilder<N, String, B> {
+    pub fn description(self, description: impl Into<String>) -> ToolBuilder<N, String, B, H> {
         ToolBuilder {
             name: self.name,
             description: description.into(),
             body: self.body,
             presentation: self.presentation,
+            hints: PhantomData,
         }
     }
 
@@ -338,10 +341,50 @@ impl<N, D, B> ToolBuilder<N, D, B> {
     /// assert_eq!(ping.spec().presentation.annotations.read_only, Some(true));
     /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
-    pub fn annotations(mut self, annotations: Annotations) -> Self {
+    pub fn annotations(mut self, annotations: Annotations) -> Self
+    where
+        H: Hints,
+    {
         self.presentation.annotations = annotations;
+        // What the tool's type promises stays said.
+        H::say(&mut self.presentation.annotations);
         self
     }
+
+    /// The tool may destroy or overwrite (`destructiveHint`; `false` says it only
+    /// adds). A destructive tool is never cached, idempotent or not.
+    ///
+    /// ```
+    /// # use toolgraft::Tool;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Path { path: String }
+    /// let delete = Tool::builder().name("delete").description("Delete a file.")
+    ///     .idempotent().destructive(true)
+    ///     .body(|i: Path| async move { Ok(i.path) }).build()?;
+    /// assert_eq!(delete.spec().presentation.annotations.destructive, Some(true));
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn destructive(mut self, destructive: bool) -> Self {
+        self.presentation.annotations.destructive = Some(destructive);
+        self
+    }
+
+    /// The tool reaches things outside the server, the web or other systems
+    /// (`openWorldHint`).
+    ///
+    /// ```
+    /// # use toolgraft::Tool;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Url { url: String }
+    /// let fetch = Tool::builder().name("fetch").description("Fetch a page.")
+    ///     .open_world(true)
+    ///     .body(|i: Url| async move { Ok(i.url) }).build()?;
+    /// assert_eq!(fetch.spec().presentation.annotations.open_world, Some(true));
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn open_world(mut self, open_world: bool) -> Self {
+        self.presentation.annotations.open_world = Some(open_world);
+        self
+    }
+
 
     /// A field of a protocol's own, by its name there (MCP's `icons`, `_meta`),
     /// passed through to clients as it is. Setting one again replaces it.
@@ -377,7 +420,7 @@ impl<N, D, B> ToolBuilder<N, D, B> {
     /// # let _ = count;
     /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
-    pub fn body<I, O, F, Fut>(self, body: F) -> ToolBuilder<N, D, TypedBody<I, O, F>>
+    pub fn body<I, O, F, Fut>(self, body: F) -> ToolBuilder<N, D, TypedBody<I, O, F>, H>
     where
         I: ToolInput,
         O: ToolOutput,
@@ -388,6 +431,7 @@ impl<N, D, B> ToolBuilder<N, D, B> {
             name: self.name,
             description: self.description,
             presentation: self.presentation,
+            hints: PhantomData,
             body: TypedBody {
                 body,
                 decode: decode_args::<I>,
@@ -416,7 +460,7 @@ impl<N, D, B> ToolBuilder<N, D, B> {
     /// let ping = Tool::builder().name("ping") // no description
     ///     .body(|_: Ping| async { Ok("pong") }).build();
     /// ```
-    pub fn build<I, O, F>(self) -> Result<Tool<I, O, F>, InvalidName>
+    pub fn build<I, O, F>(self) -> Result<Tool<I, O, F, H>, InvalidName>
     where
         N: NameSet,
         D: DescriptionSet,
@@ -443,6 +487,54 @@ impl<N, D, B> ToolBuilder<N, D, B> {
     }
 }
 
+impl<N, D, B> ToolBuilder<N, D, B, Unsaid> {
+    /// The tool changes nothing (`readOnlyHint`): calling it twice, or not at all,
+    /// does no harm. A typed `retry` or `cache` needs it, or
+    /// [`idempotent`](Self::idempotent) (rule `side-effects` in the
+    /// [rulebook](crate::rulebook)). Said once: the hint is the tool's type.
+    ///
+    /// ```
+    /// # use toolgraft::Tool;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Query { q: String }
+    /// let search = Tool::builder().name("search").description("Search the notes.")
+    ///     .read_only()
+    ///     .body(|i: Query| async move { Ok(i.q) }).build()?;
+    /// assert_eq!(search.spec().presentation.annotations.read_only, Some(true));
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn read_only(self) -> ToolBuilder<N, D, B, ReadOnly> {
+        self.hinted()
+    }
+
+    /// Calling the tool twice with the same arguments does no more than once
+    /// (`idempotentHint`): what a typed `retry` needs (or
+    /// [`read_only`](Self::read_only)). Said once: the hint is the tool's type.
+    ///
+    /// ```
+    /// # use toolgraft::Tool;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Put { key: String }
+    /// let put = Tool::builder().name("put").description("Store a key.")
+    ///     .idempotent()
+    ///     .body(|i: Put| async move { Ok(i.key) }).build()?;
+    /// assert_eq!(put.spec().presentation.annotations.idempotent, Some(true));
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn idempotent(self) -> ToolBuilder<N, D, B, Idempotent> {
+        self.hinted()
+    }
+
+    fn hinted<Then: Hints>(mut self) -> ToolBuilder<N, D, B, Then> {
+        Then::say(&mut self.presentation.annotations);
+        ToolBuilder {
+            name: self.name,
+            description: self.description,
+            body: self.body,
+            presentation: self.presentation,
+            hints: PhantomData,
+        }
+    }
+}
+
 impl Tool<(), (), ()> {
     /// Starts building a tool.
     ///
@@ -462,6 +554,7 @@ impl Tool<(), (), ()> {
             description: NoDescription,
             body: NoBody,
             presentation: Presentation::default(),
+            hints: PhantomData,
         }
     }
 }

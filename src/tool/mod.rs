@@ -17,12 +17,14 @@ use crate::schema::Args;
 use crate::stack::Stack;
 
 mod builder;
+mod hints;
 mod presentation;
 
 pub use builder::{
     BodyFuture, BodyResult, BodySet, DescriptionSet, NameSet, NoBody, NoDescription, NoName,
     ToolBuilder, ToolInput, ToolOutput, TypedBody,
 };
+pub use hints::{AtBind, Demand, Hinted, Hints, Idempotent, ReadOnly, Repeatable, Unsaid};
 pub use presentation::{Annotations, Presentation};
 
 pub(crate) mod sealed {
@@ -175,7 +177,11 @@ where
 /// assert!(matches!(err, ToolError::Body { .. }));
 /// # Ok(()) }
 /// ```
-pub struct Tool<I, O, F> {
+///
+/// Its last parameter is what its hints promise about a second call, as a type
+/// ([`Unsaid`] unless the builder said [`read_only`](ToolBuilder::read_only) or
+/// [`idempotent`](ToolBuilder::idempotent)): what a typed `retry` asks.
+pub struct Tool<I, O, F, H = Unsaid> {
     spec: Arc<ToolSpec>,
     args: ArgNames,
     body: F,
@@ -184,16 +190,16 @@ pub struct Tool<I, O, F> {
     // depend on regions (`for<'de> Deserialize<'de>`), proven again in each query.
     decode: fn(Args) -> Result<I, ArgsError>,
     decode_keeping: fn(Args) -> Result<(I, Args), ArgsError>,
-    types: PhantomData<fn(I) -> O>,
+    types: PhantomData<fn(I) -> (O, H)>,
 }
 
-impl<I, O, F> std::fmt::Debug for Tool<I, O, F> {
+impl<I, O, F, H> std::fmt::Debug for Tool<I, O, F, H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("Tool").field(&self.spec.name).finish()
     }
 }
 
-impl<I, O, F: Clone> Clone for Tool<I, O, F> {
+impl<I, O, F: Clone, H> Clone for Tool<I, O, F, H> {
     fn clone(&self) -> Self {
         Self {
             spec: self.spec.clone(),
@@ -206,7 +212,7 @@ impl<I, O, F: Clone> Clone for Tool<I, O, F> {
     }
 }
 
-impl<I, O, F> Tool<I, O, F> {
+impl<I, O, F, H> Tool<I, O, F, H> {
     /// The tool's name, description and schemas.
     ///
     /// ```
@@ -222,11 +228,12 @@ impl<I, O, F> Tool<I, O, F> {
     }
 }
 
-impl<I, O, F> Stack for Tool<I, O, F>
+impl<I, O, F, H> Stack for Tool<I, O, F, H>
 where
     I: JsonSchema + Send + 'static,
     O: Serialize + JsonSchema + Send + 'static,
     F: Body<I, O>,
+    H: Hints,
 {
     type Input = I;
     type Output = O;
@@ -261,13 +268,20 @@ where
     }
 }
 
-impl<I, O, F> sealed::BaseTool for Tool<I, O, F> {}
+impl<I, O, F, H> sealed::BaseTool for Tool<I, O, F, H> {}
 
-impl<I, O, F> BaseTool for Tool<I, O, F>
+impl<I, O, F, H> BaseTool for Tool<I, O, F, H>
 where
-    Tool<I, O, F>: Stack,
+    Tool<I, O, F, H>: Stack,
 {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
+}
+
+impl<I, O, F, H: Hints> Hinted for Tool<I, O, F, H>
+where
+    Tool<I, O, F, H>: Stack,
+{
+    type Hints = H;
 }

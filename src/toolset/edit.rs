@@ -8,6 +8,7 @@ use crate::bind;
 use crate::error::{BindError, listed};
 use crate::runtime::Registry;
 use crate::runtime::manifest::{ComboSpec, ElementSpec};
+use crate::tool::Annotations;
 
 use super::{Publish, Retry, ToolGroup, Toolset};
 
@@ -166,6 +167,9 @@ enum Step<'a> {
         registry: &'a Registry,
         tool: String,
         combos: Vec<ComboSpec>,
+        /// The hints a manifest sets for the tool (none said: the tool's own);
+        /// `None` keeps them.
+        annotations: Option<Annotations>,
     },
     Publish {
         tool: String,
@@ -299,6 +303,26 @@ impl<'a> Edit<'a> {
             registry,
             tool: tool.to_owned(),
             combos: combos.to_vec(),
+            annotations: None,
+        });
+        self
+    }
+
+    /// [`replace`](Self::replace), with the tool's hints as a manifest sets them:
+    /// its own, with each one `said` replacing its own. Every combo is rebuilt, so
+    /// every branch presents them and is checked against them.
+    pub(crate) fn replace_annotated(
+        mut self,
+        registry: &'a Registry,
+        tool: &str,
+        combos: &[ComboSpec],
+        said: Annotations,
+    ) -> Self {
+        self.steps.push(Step::Replace {
+            registry,
+            tool: tool.to_owned(),
+            combos: combos.to_vec(),
+            annotations: Some(said),
         });
         self
     }
@@ -399,7 +423,8 @@ impl<'a> Edit<'a> {
                 }
             };
             let (group, slots) = &mut tools[at];
-            let base = &group.base.running.base;
+            let base = group.base.running.base.clone();
+            let base = &base;
             let attached =
                 |slots: &[Slot], key: &[ElementSpec]| slots.iter().any(|slot| slot.key() == key);
             match step {
@@ -436,8 +461,14 @@ impl<'a> Edit<'a> {
                 }
                 Step::Publish { publish, .. } => group.publish = publish.clone(),
                 Step::Replace {
-                    registry, combos, ..
+                    registry,
+                    combos,
+                    annotations,
+                    ..
                 } => {
+                    if let Some(said) = annotations {
+                        group.annotate(said);
+                    }
                     slots.clear();
                     for combo in combos {
                         let key = bind::combo_key(combo);

@@ -18,6 +18,7 @@ fn route() -> impl toolgraft::tool::BaseTool<Input = Shout, Output = String> {
     Tool::builder()
         .name("route")
         .description("Say which route the body saw.")
+        .read_only()
         .body(|input: Shout| async move {
             Ok(format!("{} via {:?}", input.text, proxy::current_route()))
         })
@@ -177,6 +178,7 @@ async fn a_wrap_fn_cannot_return_an_output_it_did_not_get_from_its_call() {
     let number = Tool::builder()
         .name("number")
         .description("A number.")
+        .read_only()
         .body(|_: crate::common::Ping| async { Ok(7_u32) })
         .build()
         .unwrap();

@@ -108,6 +108,7 @@ fn combos_of_several_tools_bind_every_base_or_none() {
     let fresh = Tool::builder()
         .name("fresh")
         .description("Return the text.")
+        .read_only()
         .body(|input: Shout| async move { Ok(input.text) })
         .build()
         .unwrap();
@@ -153,6 +154,7 @@ fn two_different_tools_of_one_name_in_one_call_are_refused() {
     let second = Tool::builder()
         .name("shout")
         .description("Another tool, of the same name.")
+        .read_only()
         .body(|input: Shout| async move { Ok(input.text) })
         .build()
         .unwrap();
@@ -186,6 +188,7 @@ fn names_minted_by_two_tools_of_one_call_are_refused() {
         Tool::builder()
             .name(name)
             .description("Return the text.")
+            .read_only()
             .body(|input: Shout| async move { Ok(input.text) })
             .build()
             .unwrap()

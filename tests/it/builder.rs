@@ -13,6 +13,7 @@ async fn fields_are_set_in_any_order_and_the_last_setting_wins() {
     let tool = Tool::builder()
         .body(|input: Shout| async move { Ok(input.text.to_uppercase()) })
         .description("First description.")
+        .read_only()
         .name("first")
         .name("loud")
         .description("Return the text, loud.")
@@ -28,6 +29,7 @@ fn the_name_is_checked_when_the_tool_is_built() {
     let built = Tool::builder()
         .name("not a name")
         .description("Return the text.")
+        .read_only()
         .body(|input: Shout| async move { Ok(input.text) })
         .build();
     assert!(built.is_err());
@@ -38,6 +40,7 @@ async fn a_body_converts_its_errors_with_question_mark_and_may_be_an_async_fn() 
     let parse = Tool::builder()
         .name("parse")
         .description("Parse a number.")
+        .read_only()
         .body(|input: Shout| async move {
             let n: u32 = input.text.parse()?;
             Ok(n)
@@ -57,6 +60,7 @@ async fn a_body_converts_its_errors_with_question_mark_and_may_be_an_async_fn() 
     let echo = Tool::builder()
         .name("echo")
         .description("Return the text.")
+        .read_only()
         .body(echo)
         .build()
         .unwrap();

@@ -19,6 +19,7 @@ fn counted_shout(runs: Arc<AtomicUsize>) -> impl BaseTool<Input = Shout, Output 
     Tool::builder()
         .name("shout")
         .description("Return the text.")
+        .read_only()
         .body(move |input: Shout| {
             let runs = runs.clone();
             async move {
@@ -196,6 +197,7 @@ fn identity(
     Tool::builder()
         .name("identity")
         .description("Return n.")
+        .read_only()
         .body(move |input: Num| {
             let (started, peak) = (started.clone(), peak.clone());
             async move {
@@ -358,6 +360,7 @@ fn route_reporter(
     Tool::builder()
         .name("fetch")
         .description("Report the route.")
+        .read_only()
         .body(move |_: common::Ping| {
             runs.fetch_add(1, Ordering::SeqCst);
             async { Ok(proxy::current_route()) }
@@ -562,6 +565,7 @@ async fn concurrent_callers_share_a_failure_instead_of_retrying_one_by_one() {
     let slow_failure = Tool::builder()
         .name("flaky")
         .description("Fails after a second.")
+        .read_only()
         .body(move |_: Shout| {
             counter.fetch_add(1, Ordering::SeqCst);
             async {
@@ -599,6 +603,7 @@ async fn identical_calls_from_many_threads_run_the_body_once() {
     let slow = Tool::builder()
         .name("slow")
         .description("Takes a while.")
+        .read_only()
         .body(move |input: Shout| {
             counter.fetch_add(1, Ordering::SeqCst);
             async move {
@@ -655,6 +660,7 @@ async fn a_parallel_fail_fast_batch_fails_when_the_failure_happens() {
     let waiter = Tool::builder()
         .name("wait")
         .description("Waits, then maybe fails.")
+        .read_only()
         .body(|input: Wait| async move {
             tokio::time::sleep(Duration::from_secs(input.secs)).await;
             if input.fail {

@@ -116,6 +116,7 @@ async fn unknown_names_and_body_errors_are_typed() {
     let failing = Tool::builder()
         .name("fail")
         .description("Always fails.")
+        .read_only()
         .body(|input: Shout| async move {
             Err::<String, _>(format!("cannot handle {}", input.text).into())
         })
@@ -180,6 +181,7 @@ async fn enum_inputs_are_callable_by_name() {
     let calc = Tool::builder()
         .name("calc")
         .description("Calculate.")
+        .read_only()
         .body(|input: Calc| async move {
             Ok(match input {
                 Calc::Add { a, b } => a + b,

@@ -52,6 +52,7 @@ fn rec(seen: Seen) -> impl BaseTool<Input = Rec, Output = String> {
     Tool::builder()
         .name("rec")
         .description("Record the text.")
+        .read_only()
         .body(move |input: Rec| {
             let seen = seen.clone();
             async move {

@@ -38,6 +38,7 @@ pub fn shout() -> impl BaseTool<Input = Shout, Output = String> {
     Tool::builder()
         .name("shout")
         .description("Return the text.")
+        .read_only()
         .body(|input: Shout| std::future::ready(Ok(input.text)))
         .build()
         .unwrap()
@@ -48,6 +49,7 @@ pub fn ping() -> impl BaseTool<Input = Ping, Output = String> {
     Tool::builder()
         .name("ping")
         .description("Answer pong.")
+        .read_only()
         .body(|_: Ping| std::future::ready(Ok("pong".to_owned())))
         .build()
         .unwrap()
@@ -58,6 +60,7 @@ pub fn report() -> impl BaseTool<Input = ReportInput, Output = Report> {
     Tool::builder()
         .name("report")
         .description("Summarise a text.")
+        .read_only()
         .body(|input: ReportInput| {
             std::future::ready(Ok(Report {
                 score: input.text.len() as i64,

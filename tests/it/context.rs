@@ -216,6 +216,7 @@ async fn a_cache_tells_two_types_under_one_name_apart() {
     let region = Tool::builder()
         .name("region")
         .description("Say the region.")
+        .read_only()
         .body(move |_: Where| {
             counter.fetch_add(1, Ordering::SeqCst);
             async { Ok(context::get::<Region>().map(|region| region.0)) }
@@ -246,6 +247,7 @@ async fn a_call_by_name_is_named_in_its_context_at_the_top_and_nested() {
     let inner = toolgraft::Tool::builder()
         .name("inner")
         .description("Say which name was called.")
+        .read_only()
         .body(|_: serde_json::Value| async {
             Ok(toolgraft::context::get::<CallName>().map(|name| name.0.to_string()))
         })

@@ -467,6 +467,7 @@ async fn output_schema_is_checked_at_bind_and_enforced_at_call() {
     let get_user = toolgraft::Tool::builder()
         .name("get_user")
         .description("Look a user up.")
+        .read_only()
         .body(|input: GetUser| async move {
             Ok(json!({"name": if input.user_id == 1 { "Alice" } else { "Al" }}))
         })

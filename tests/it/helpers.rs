@@ -47,6 +47,7 @@ fn counted() -> (
     let tool = Tool::builder()
         .name("shout")
         .description("Return the text.")
+        .read_only()
         .body(move |input: Shout| {
             counter.fetch_add(1, Ordering::SeqCst);
             std::future::ready(Ok(input.text))

@@ -40,6 +40,7 @@ fn tools(
     let find = Tool::builder()
         .name("find")
         .description("Locate a city.")
+        .read_only()
         .body(move |input: Find| {
             runs.fetch_add(1, Ordering::SeqCst);
             async move {
@@ -51,6 +52,7 @@ fn tools(
     let forecast = Tool::builder()
         .name("forecast")
         .description("Forecast at a place.")
+        .read_only()
         .body(|input: Forecast| async move {
             Ok(format!(
                 "sunny at {} for {} days",

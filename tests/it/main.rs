@@ -30,6 +30,7 @@ mod publish;
 mod publish_clients;
 mod relocation;
 mod schemas;
+mod side_effects;
 mod third_party;
 mod timeout;
 mod typed_params;

@@ -25,6 +25,7 @@ fn echo() -> impl BaseTool<Input = Echo, Output = String> {
     Tool::builder()
         .name("echo")
         .description("Answer the text.")
+        .read_only()
         .body(|input: Echo| async move {
             match input.text.as_str() {
                 "fail" => Err("asked to fail".into()),

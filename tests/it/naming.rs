@@ -191,6 +191,7 @@ fn a_name_bound_by_another_tool_is_refused_whole() {
     let squatter = Tool::builder()
         .name("shout_trace")
         .description("Squats a branch name.")
+        .read_only()
         .body(|input: Shout| async move { Ok(input.text) })
         .build()
         .unwrap();
@@ -222,6 +223,7 @@ fn names_are_validated() {
     let built = Tool::builder()
         .name("get weather")
         .description("Spaces are not allowed.")
+        .read_only()
         .body(|input: Shout| async move { Ok(input.text) })
         .build();
     assert_eq!(built.err().unwrap().name, "get weather");

@@ -18,6 +18,7 @@ fn counted(calls: Arc<AtomicUsize>) -> impl BaseTool<Input = Shout, Output = Str
     Tool::builder()
         .name("search")
         .description("Search.")
+        .read_only()
         .body(move |input: Shout| {
             calls.fetch_add(1, Ordering::SeqCst);
             async move { Ok(input.text) }

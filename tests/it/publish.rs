@@ -18,6 +18,7 @@ fn search() -> impl BaseTool<Input = Shout, Output = String> + Clone {
     Tool::builder()
         .name("search")
         .description("Search.")
+        .read_only()
         .body(|input: Shout| async move {
             let called = context::get::<CallName>().map(|name| name.0.to_string());
             Ok(format!("{} via {}", input.text, called.unwrap_or_default()))

@@ -13,6 +13,7 @@ fn search() -> impl BaseTool<Input = Shout, Output = String> + Clone {
     Tool::builder()
         .name("search")
         .description("Search.")
+        .read_only()
         .body(|input: Shout| async move {
             if input.text.is_empty() {
                 return Err("nothing to search for".into());

@@ -34,6 +34,7 @@ async fn proxy_inside_pool_travels_with_the_body() {
     let fetch = Tool::builder()
         .name("fetch")
         .description("Fetch a page.")
+        .read_only()
         .body(|input: Fetch| async move {
             Ok(json!({"url": input.url, "thread": thread_name(), "route": proxy::current_route()}))
         })
@@ -103,6 +104,7 @@ async fn an_extension_outside_the_backend_runs_in_the_caller() {
     let shout = Tool::builder()
         .name("shout")
         .description("Return the text.")
+        .read_only()
         .body(move |input: Shout| {
             counter.fetch_add(1, Ordering::SeqCst);
             async move { Ok(format!("{} on {}", input.text, thread_name())) }
@@ -142,6 +144,7 @@ async fn batch_outside_the_pool_is_one_hop_inside_it_one_hop_per_item() {
     let square = Tool::builder()
         .name("square")
         .description("Square a number.")
+        .read_only()
         .body(|input: Square| async move { Ok(input.n * input.n) })
         .build()
         .unwrap();
@@ -173,6 +176,7 @@ async fn two_backends_in_two_combos_of_one_tool_both_bind() {
     let ping = Tool::builder()
         .name("ping")
         .description("Say where it runs.")
+        .read_only()
         .body(|_: Ping| async { Ok(thread_name()) })
         .build()
         .unwrap();
@@ -203,6 +207,7 @@ async fn a_panicking_body_is_a_typed_error_and_the_pool_keeps_serving() {
     let flaky = Tool::builder()
         .name("flaky")
         .description("Panics on request.")
+        .read_only()
         .body(|input: Shout| async move {
             if input.text == "panic" {
                 panic!("asked to panic");
@@ -248,6 +253,7 @@ async fn batches_through_a_pool_keep_input_order_and_per_item_errors() {
     let checker = Tool::builder()
         .name("check")
         .description("Fails on `bad`.")
+        .read_only()
         .body(|input: Shout| async move {
             if input.text == "bad" {
                 return Err("bad input".into());
@@ -279,6 +285,7 @@ async fn a_caller_that_gives_up_takes_its_pool_job_with_it() {
     let slow = Tool::builder()
         .name("slow")
         .description("Takes a while.")
+        .read_only()
         .body(move |_: Ping| {
             let counter = counter.clone();
             async move {
@@ -366,6 +373,7 @@ async fn a_backend_reached_from_inside_a_body_local_layer_refuses_to_relocate() 
     let fetch = toolgraft::Tool::builder()
         .name("fetch")
         .description("Say the route.")
+        .read_only()
         .body(|input: Shout| async move {
             Ok(format!("{} via {:?}", input.text, proxy::current_route()))
         })
@@ -391,6 +399,7 @@ async fn a_backend_reached_from_inside_a_body_local_layer_refuses_to_relocate() 
     let launder = toolgraft::Tool::builder()
         .name("launder")
         .description("Fetch through the pool.")
+        .read_only()
         .body(move |input: Shout| {
             let pooled = pooled.clone();
             async move { pooled.call(input).await.map_err(Into::into) }

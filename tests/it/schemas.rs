@@ -35,6 +35,7 @@ fn a_wrapper_presents_its_layer_input_schema_byte_for_byte() {
     let repeat = Tool::builder()
         .name("repeat")
         .description("Repeat a text.")
+        .read_only()
         .body(|input: Counted| async move { Ok(input.text.repeat(input.count as usize)) })
         .build()
         .unwrap();
@@ -302,6 +303,7 @@ fn nested_definitions_still_resolve_inside_a_batch_schema() {
     let forecast = Tool::builder()
         .name("forecast")
         .description("Forecast.")
+        .read_only()
         .body(|input: Forecast| async move { Ok(input.city) })
         .build()
         .unwrap();

@@ -165,6 +165,7 @@ macro_rules! probe {
         Tool::builder()
             .name("probe")
             .description("Report the context the body sees.")
+            .read_only()
             .body(move |_: Probe| {
                 runs.fetch_add(1, Ordering::SeqCst);
                 async { Ok(report()) }
@@ -255,6 +256,7 @@ macro_rules! outer_calling_the_hop {
         let outer = Tool::builder()
             .name("outer")
             .description("Call the hopped probe.")
+            .read_only()
             .body(move |_: Probe| {
                 let toolset = weak.upgrade();
                 async move {

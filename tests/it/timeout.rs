@@ -58,6 +58,7 @@ fn nap() -> (
     let tool = Tool::builder()
         .name("nap")
         .description("Sleep, then answer.")
+        .read_only()
         .body(move |input: Nap| {
             let witness = body_witness.clone();
             async move {

@@ -24,6 +24,7 @@ fn counted(
     let tool = Tool::builder()
         .name(name)
         .description("Return the text.")
+        .read_only()
         .body(move |input: Shout| {
             counter.fetch_add(1, Ordering::SeqCst);
             std::future::ready(Ok(input.text))
@@ -177,6 +178,7 @@ async fn a_chain_first_call_gets_them() {
     let lookup = Tool::builder()
         .name("lookup")
         .description("Look the text up.")
+        .read_only()
         .body({
             let runs = runs.clone();
             move |input: Shout| {

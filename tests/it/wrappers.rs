@@ -76,6 +76,7 @@ fn flaky(calls: Arc<AtomicU32>) -> impl BaseTool<Input = Flaky, Output = String>
     Tool::builder()
         .name("flaky")
         .description("Fail a few times, then echo the text.")
+        .read_only()
         .body(move |input: Flaky| {
             let calls = calls.clone();
             async move {
@@ -306,6 +307,7 @@ async fn a_text_wrapper_edits_a_typed_string_and_a_json_string_alike() {
     let shout = Tool::builder()
         .name("shout")
         .description("Return the text.")
+        .read_only()
         .body(|input: Shout| async move { Ok(input.text) })
         .build()
         .unwrap();

@@ -12,6 +12,7 @@ fn base() -> impl toolgraft::tool::BaseTool<Input = Shout, Output = String> {
     Tool::builder()
         .name("s")
         .description("Return the text.")
+        .read_only()
         .body(|input: Shout| async move { Ok(input.text) })
         .build()
         .unwrap()

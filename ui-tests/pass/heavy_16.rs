@@ -46,6 +46,7 @@ fn main() {
     let shout = Tool::builder()
         .name("s")
         .description("Return the text.")
+        .read_only()
         .body(|input: Shout| async move { Ok(input.text) })
         .build()
         .unwrap();

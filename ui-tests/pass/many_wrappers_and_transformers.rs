@@ -12,6 +12,7 @@ async fn main() {
     let square = Tool::builder()
         .name("square")
         .description("Square a number.")
+        .read_only()
         .body(|input: Square| async move { Ok(input.n * input.n) })
         .build()
         .unwrap();

@@ -10,6 +10,7 @@ async fn main() {
     let ping = Tool::builder()
         .name("ping")
         .description("Answer pong.")
+        .read_only()
         .body(|_: Ping| async { Ok("pong".to_owned()) })
         .build()
         .unwrap();

@@ -13,6 +13,7 @@ async fn main() {
     let shout = Tool::builder()
         .name("shout")
         .description("Return the text.")
+        .read_only()
         .body(|input: Shout| async move { Ok(input.text.to_uppercase()) })
         .build()
         .unwrap();

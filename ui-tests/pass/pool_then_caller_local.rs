@@ -31,6 +31,7 @@ async fn main() {
     let fetch = Tool::builder()
         .name("fetch")
         .description("Fetch a page.")
+        .read_only()
         .body(|input: Fetch| async move { Ok(input.url) })
         .build()
         .unwrap();

@@ -13,6 +13,7 @@ async fn main() {
     let fetch = Tool::builder()
         .name("fetch")
         .description("Fetch a page.")
+        .read_only()
         .body(|input: Fetch| async move {
             Ok(format!("{} via {:?}", input.url, proxy::current_route()))
         })

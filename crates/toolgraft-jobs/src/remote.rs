@@ -720,6 +720,17 @@ impl<S> Clone for Remoted<S> {
     }
 }
 
+// A backend runs its layer elsewhere, the same calls: what a typed `retry` outside
+// reads.
+impl<S> toolgraft::tool::Hinted for Remoted<S>
+where
+    S: toolgraft::tool::Hinted,
+    S::Input: Serialize,
+    S::Output: DeserializeOwned,
+{
+    type Hints = S::Hints;
+}
+
 impl<S> Stack for Remoted<S>
 where
     S: Stack,

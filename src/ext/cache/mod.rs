@@ -37,6 +37,19 @@ use key::cache_key;
 /// | `capacity` | 1,024 results | 1 to [`MAX_CAPACITY`] |
 /// | `max_bytes` | 64 MiB | 1 to [`MAX_BYTES`] |
 /// | `default_ttl_secs` | 60 | 0 and up |
+/// | `public` | `false`: each caller's answers are its own | |
+/// | `side_effects` | `"refused"` | `"refused"`, `"allowed"` |
+///
+/// A cache answers calls without making them, so it binds only on a tool whose
+/// hints say a call not made loses nothing: read-only, or idempotent and not
+/// destructive (rule `side-effects` in the [rulebook](crate::rulebook)).
+/// `"side_effects": "allowed"` is the operator's word that skipping the calls is
+/// what they want anyway.
+///
+/// The key holds the caller's [`Principal`](crate::context::Principal) (when the
+/// server in front set one): one caller's answer never answers another. `public`
+/// is the operator's word that the tool answers everyone alike: one entry serves
+/// every caller.
 ///
 /// ```
 /// let config: toolgraft::ext::cache::CacheConfig = serde_json::from_str(r#"{"capacity": 16}"#)?;
@@ -54,6 +67,31 @@ pub struct CacheConfig {
     pub max_bytes: usize,
     /// How long a result stays fresh when the caller gives no `exp`.
     pub default_ttl_secs: f64,
+    /// Whether the tool answers every caller alike, so that one entry serves them
+    /// all (the caller's principal is left out of the key).
+    pub public: bool,
+    /// Whether the cache may sit on a tool whose hints do not say skipping a call
+    /// is safe.
+    pub side_effects: SideEffects,
+}
+
+/// Whether a [`Cache`] may skip calls of a tool whose hints do not say that is
+/// safe (rule `side-effects` in the [rulebook](crate::rulebook)).
+///
+/// ```
+/// use toolgraft::ext::cache::{CacheConfig, SideEffects};
+/// let config: CacheConfig = serde_json::from_str(r#"{"side_effects": "allowed"}"#)?;
+/// assert_eq!(config.side_effects, SideEffects::Allowed);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SideEffects {
+    /// Only on tools that are read-only, or idempotent and not destructive.
+    #[default]
+    Refused,
+    /// On any tool: the operator wants the calls skipped.
+    Allowed,
 }
 
 /// The most results one cache branch may be configured to keep.
@@ -87,6 +125,8 @@ impl Default for CacheConfig {
             capacity: NonZeroUsize::new(1024).unwrap_or(NonZeroUsize::MIN),
             max_bytes: 64 << 20,
             default_ttl_secs: 60.0,
+            public: false,
+            side_effects: SideEffects::Refused,
         }
     }
 }
@@ -181,6 +221,31 @@ impl Cache {
             ..CacheConfig::default()
         })
     }
+
+    /// The operator's word that the tool answers every caller alike: one entry
+    /// serves them all (the caller's principal is left out of the key).
+    ///
+    /// ```
+    /// let cache = toolgraft::ext::Cache::default().public();
+    /// # let _ = cache;
+    /// ```
+    pub fn public(mut self) -> Self {
+        self.config.public = true;
+        self
+    }
+
+    /// The operator's word that this cache may skip calls of a tool whose hints
+    /// do not say that is safe (rule `side-effects` in the [rulebook](crate::rulebook)).
+    ///
+    /// ```
+    /// use toolgraft::Extension;
+    /// let cache = toolgraft::ext::Cache::default().allowing_side_effects();
+    /// assert_eq!(cache.demands(), None);
+    /// ```
+    pub fn allowing_side_effects(mut self) -> Self {
+        self.config.side_effects = SideEffects::Allowed;
+        self
+    }
 }
 
 impl Configurable for Cache {
@@ -273,6 +338,10 @@ impl<S: Cacheable> Wrap<S> for Cache {
             .flatten()
     }
 
+    fn demands(&self) -> Option<crate::tool::Demand> {
+        (self.config.side_effects == SideEffects::Refused).then_some(crate::tool::Demand::Skippable)
+    }
+
     fn check_config(&self) -> Result<(), ConfigError> {
         let capacity = self.config.capacity.get();
         if capacity > MAX_CAPACITY {
@@ -331,7 +400,12 @@ impl<S: Cacheable> Wrap<S> for Cache {
         // (a proxy's route, any keyed entry of a layer outside) is part of the key.
         if context::has_keyed() {
             let mut bytes = key.into_bytes();
-            context::write_keyed(&mut bytes).map_err(|err| next.refuse(err.to_string()))?;
+            let write = if self.config.public {
+                context::write_keyed_but::<context::Principal>
+            } else {
+                context::write_keyed
+            };
+            write(&mut bytes).map_err(|err| next.refuse(err.to_string()))?;
             key = String::from_utf8(bytes)
                 .map_err(|_| next.refuse("a context entry wrote a key that is not UTF-8"))?;
         }

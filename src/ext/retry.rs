@@ -1,0 +1,292 @@
+//! `retry`: makes a call again when it failed for a reason that may pass, on tools
+//! whose hints say a second call does no more than the first.
+//!
+//! A typed `retry` over a tool that is not [`read_only`](crate::tool::ToolBuilder::read_only)
+//! or [`idempotent`](crate::tool::ToolBuilder::idempotent) does not compile; a
+//! manifest's is refused when bound (rule `side-effects` in the
+//! [rulebook](crate::rulebook)). It retries only [transient](ToolError::is_transient)
+//! errors: the job engine unreachable, a call timed out, a limit that refused it,
+//! or a body's error marked [`Transient`](crate::error::Transient); never invalid
+//! arguments, a panic, or a body's own error.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::context::{self, Entry, InProcess, Unkeyed};
+use crate::error::ToolError;
+use crate::extension::{ConfigError, Configurable, Extension, Resendable, Wrap};
+use crate::extension::{Next, Stack};
+use crate::kind::property::Anywhere;
+use crate::tool::{Demand, Hinted, Repeatable};
+
+/// The operator's side of a retry.
+///
+/// | field | default | range |
+/// |---|---|---|
+/// | `attempts` | 3 (the first call and two more) | 1 to [`Retry::MAX_ATTEMPTS`] |
+/// | `backoff_ms` | 100: the wait before the second attempt | 1 to `max_backoff_ms` |
+/// | `max_backoff_ms` | 5,000: no wait is longer | up to [`Retry::MAX_WAIT_MS`] |
+/// | `deadline_ms` | 30,000: no attempt starts later than this after the first | 1 to [`Retry::MAX_WAIT_MS`] |
+///
+/// Each wait doubles the one before, up to `max_backoff_ms`, and is drawn at
+/// random between half of it and all of it (jitter: callers that failed together
+/// do not come back together). A limit that says when to come back
+/// ([`ToolError::Overloaded`]'s `retry_after`) is waited for instead, when longer.
+///
+/// ```
+/// let config: toolgraft::ext::retry::RetryConfig = serde_json::from_str(r#"{"attempts": 5}"#)?;
+/// assert_eq!((config.attempts, config.backoff_ms), (5, 100));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetryConfig {
+    /// How many calls at most, the first included.
+    pub attempts: u32,
+    /// The wait before the second call, in milliseconds.
+    pub backoff_ms: u64,
+    /// The longest wait between two calls, in milliseconds.
+    pub max_backoff_ms: u64,
+    /// How long after the first call the last may start, in milliseconds.
+    pub deadline_ms: u64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        Self {
+            attempts: 3,
+            backoff_ms: 100,
+            max_backoff_ms: 5_000,
+            deadline_ms: 30_000,
+        }
+    }
+}
+
+/// A wrapper that makes a call again after a [transient](ToolError::is_transient)
+/// failure, with backoff and jitter, within a number of attempts and a deadline;
+/// the last failure is the caller's answer.
+///
+/// It binds only on a layer whose hints are read-only or idempotent (rule
+/// `side-effects`): typed, `Tool::builder()..idempotent()`; from a manifest, the
+/// tool's own hints or the entry's `"annotations": {"idempotentHint": true}`.
+/// Around a backend, each attempt is one more job; the attempt a call is on is
+/// in its [context](crate::context) as an [`Attempt`], for the layers inside.
+///
+/// ```
+/// use std::sync::{Arc, atomic::{AtomicU32, Ordering}};
+/// use serde_json::json;
+/// use toolgraft::{Tool, Toolset};
+/// use toolgraft::error::Transient;
+/// use toolgraft::ext::Retry;
+/// # #[derive(serde::Deserialize, schemars::JsonSchema, Clone)] struct Query { q: String }
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let calls = Arc::new(AtomicU32::new(0));
+/// let seen = calls.clone();
+/// let search = Tool::builder().name("search").description("Search the index.")
+///     .read_only()
+///     .body(move |i: Query| {
+///         let call = seen.fetch_add(1, Ordering::SeqCst);
+///         async move {
+///             if call < 2 { return Err(Transient::new("the index is warming up").into()); }
+///             Ok(i.q)
+///         }
+///     })
+///     .build()?;
+/// let toolset = Toolset::new();
+/// toolset.bind((search.combo().with(Retry::attempts(3)),))?;
+/// assert_eq!(toolset.call("search_retry", json!({"q": "rust"})).await?, json!("rust"));
+/// assert_eq!(calls.load(Ordering::SeqCst), 3);
+/// # Ok(()) }
+/// ```
+///
+/// On a tool that does not say a second call is safe, it does not compile:
+///
+/// ```compile_fail
+/// # use toolgraft::{Tool, Toolset};
+/// # use toolgraft::ext::Retry;
+/// # #[derive(serde::Deserialize, schemars::JsonSchema, Clone)] struct Mail { to: String }
+/// let send = Tool::builder().name("send").description("Send a mail.")
+///     .body(|m: Mail| async move { Ok(m.to) }).build().unwrap();
+/// Toolset::new().bind((send.combo().with(Retry::default()),));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Retry {
+    config: RetryConfig,
+}
+
+impl Retry {
+    /// The most attempts an operator may set.
+    ///
+    /// ```
+    /// use toolgraft::Extension;
+    /// use toolgraft::ext::Retry;
+    /// assert!(Retry::attempts(Retry::MAX_ATTEMPTS + 1).check_config().is_err());
+    /// ```
+    pub const MAX_ATTEMPTS: u32 = 20;
+
+    /// The longest wait or deadline an operator may set, in milliseconds (an hour).
+    pub const MAX_WAIT_MS: u64 = 3_600_000;
+
+    /// A retry with the given config.
+    ///
+    /// ```
+    /// use toolgraft::ext::{Retry, retry::RetryConfig};
+    /// let retry = Retry::new(RetryConfig { deadline_ms: 2_000, ..RetryConfig::default() });
+    /// # let _ = retry;
+    /// ```
+    pub fn new(config: RetryConfig) -> Self {
+        Self { config }
+    }
+
+    /// A retry of at most `attempts` calls, the first included, with the
+    /// default backoff and deadline.
+    ///
+    /// ```
+    /// let retry = toolgraft::ext::Retry::attempts(5);
+    /// # let _ = retry;
+    /// ```
+    pub fn attempts(attempts: u32) -> Self {
+        Self::new(RetryConfig {
+            attempts,
+            ..RetryConfig::default()
+        })
+    }
+
+    /// The wait before attempt `next` (2 for the second call): the backoff
+    /// doubled per attempt before, capped, drawn between half of it and all of it.
+    fn backoff(&self, next: u32) -> Duration {
+        let doublings = next.saturating_sub(2).min(32);
+        let full = self
+            .config
+            .backoff_ms
+            .saturating_mul(1 << doublings)
+            .min(self.config.max_backoff_ms);
+        let half = full / 2;
+        let drawn = getrandom::u64().map_or(0, |random| random % (full - half + 1));
+        Duration::from_millis(half + drawn)
+    }
+}
+
+/// Which attempt of a [`Retry`] a call is: what the layers inside read (a job's
+/// log line, a backend that must not count a redelivery as a new attempt).
+/// `number` is 1 for the first call.
+///
+/// ```
+/// use toolgraft::context;
+/// use toolgraft::ext::retry::Attempt;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// assert_eq!(context::get::<Attempt>(), None);
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// This attempt, from 1.
+    pub number: u32,
+    /// How many the retry makes at most.
+    pub of: u32,
+}
+
+impl Entry for Attempt {
+    const NAME: &'static str = "toolgraft.retry.attempt";
+    type Travel = InProcess;
+    type Key = Unkeyed;
+}
+
+impl Configurable for Retry {
+    type Config = RetryConfig;
+
+    fn from_config(config: RetryConfig) -> Result<Self, ConfigError> {
+        let retry = Self::new(config);
+        Extension::check_config(&retry)?;
+        Ok(retry)
+    }
+}
+
+impl<S> Wrap<S> for Retry
+where
+    S: Hinted<Hints: Repeatable> + Stack<Input: Resendable>,
+{
+    type Locality = Anywhere;
+    type Params = ();
+
+    fn name(&self) -> &str {
+        "retry"
+    }
+
+    fn demands(&self) -> Option<Demand> {
+        Some(Demand::Repeatable)
+    }
+
+    fn config(&self) -> Option<Value> {
+        (self.config != RetryConfig::default())
+            .then(|| serde_json::to_value(self.config).ok())
+            .flatten()
+    }
+
+    fn check_config(&self) -> Result<(), ConfigError> {
+        let RetryConfig {
+            attempts,
+            backoff_ms,
+            max_backoff_ms,
+            deadline_ms,
+        } = self.config;
+        let max = Self::MAX_WAIT_MS;
+        if !(1..=Self::MAX_ATTEMPTS).contains(&attempts) {
+            return Err(ConfigError::new(
+                "attempts",
+                format!("{attempts} is out of range: use 1 to {}", Self::MAX_ATTEMPTS),
+            ));
+        }
+        if !(1..=max).contains(&max_backoff_ms) {
+            return Err(ConfigError::new(
+                "max_backoff_ms",
+                format!("{max_backoff_ms} is out of range: use 1 to {max} ms"),
+            ));
+        }
+        if !(1..=max_backoff_ms).contains(&backoff_ms) {
+            return Err(ConfigError::new(
+                "backoff_ms",
+                format!("{backoff_ms} is out of range: use 1 to `max_backoff_ms` ({max_backoff_ms} ms)"),
+            ));
+        }
+        if !(1..=max).contains(&deadline_ms) {
+            return Err(ConfigError::new(
+                "deadline_ms",
+                format!("{deadline_ms} is out of range: use 1 to {max} ms"),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn around(
+        &self,
+        next: Next<'_, S, Self>,
+        (): (),
+        input: S::Input,
+    ) -> Result<S::Output, ToolError> {
+        let of = self.config.attempts;
+        let deadline = Instant::now() + Duration::from_millis(self.config.deadline_ms);
+        let mut number = 1;
+        loop {
+            let attempt = Attempt { number, of };
+            let error = match context::with(attempt, next.call(input.clone())).await {
+                Err(error) if error.is_transient() && number < of => error,
+                outcome => return outcome,
+            };
+            let mut wait = self.backoff(number + 1);
+            if let Some(after) = error.retry_after() {
+                wait = wait.max(after);
+            }
+            if Instant::now() + wait > deadline {
+                tracing::warn!(tool = %next.name(), attempt = number, %error, "retry: the deadline passes before the next attempt; giving up");
+                return Err(error);
+            }
+            tracing::warn!(tool = %next.name(), attempt = number, of, ?wait, %error, "retry: a transient failure; trying again");
+            tokio::time::sleep(wait).await;
+            number += 1;
+        }
+    }
+}
