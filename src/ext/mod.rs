@@ -11,6 +11,7 @@
 //! | [`Chain`] | transformer | no | — | feeds (a selection of) the result into another bound tool, by name (a JSON Pointer, or a jq expression with the `jq` feature) |
 //! | [`Timeout`] | wrapper | no | — | cancels the layer below at a deadline: [`ToolError::TimedOut`](crate::ToolError::TimedOut) |
 //! | `Metrics` (feature `metrics`) | wrapper | no | — | per bound name: calls by outcome, errors by kind, a duration histogram, through the `metrics` facade |
+//! | `tower::Tower` (feature `tower`) | wrapper | no | — | any `tower::Layer` (`ConcurrencyLimit`, `RateLimit`, `LoadShed`, `Timeout`, ..) over every call of its branch, its errors as [`ToolError::Overloaded`](crate::ToolError::Overloaded) and [`ToolError::TimedOut`](crate::ToolError::TimedOut); tower's own registered from config; and a branch as a `tower::Service` |
 
 pub mod approve;
 pub mod batch;
@@ -24,6 +25,9 @@ pub mod output_schema;
 pub mod pool;
 pub mod proxy;
 pub mod timeout;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod tower;
 pub mod trace;
 
 pub use approve::Approve;

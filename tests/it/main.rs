@@ -32,5 +32,7 @@ mod relocation;
 mod schemas;
 mod third_party;
 mod timeout;
+#[cfg(feature = "tower")]
+mod tower_ext;
 mod typed_params;
 mod wrappers;
