@@ -302,7 +302,9 @@ fn config_of<E: Configurable>(config: Map<String, Value>) -> Result<E, ConfigErr
 }
 
 /// An element's config mapping as `C`, a problem naming the field.
-fn read_config<C: serde::de::DeserializeOwned>(config: Map<String, Value>) -> Result<C, ConfigError> {
+fn read_config<C: serde::de::DeserializeOwned>(
+    config: Map<String, Value>,
+) -> Result<C, ConfigError> {
     decode_args(config).map_err(|err| {
         ConfigError::new(
             err.field.unwrap_or_else(|| "config".to_owned()),

@@ -521,3 +521,22 @@ fn concurrency_configs_are_checked_typed_too() {
     );
     let _shed = Tower::new("shed", shed(ConcurrencyLimitLayer::new(2), true));
 }
+
+#[test]
+fn a_rate_limit_binds_outside_a_runtime_and_runs_in_one() {
+    // tower's `RateLimit` starts a timer when it is made: the branch's service is
+    // made at its first call, in the runtime that serves it, not at bind.
+    let overlap = Overlap::default();
+    let (toolset, bound) = from_manifest(
+        ("tick", &nap("tick", &overlap)),
+        json!([[{"name": "tower_rate_limit", "config": {"num": 1, "per_ms": 10}}]]),
+    );
+    bound.unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let answer = runtime.block_on(toolset.call("tick_tower_rate_limit", json!({"ms": 0})));
+    assert_eq!(answer.unwrap(), json!("awake"));
+}

@@ -38,7 +38,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The layered service is made once per branch, when the combo is bound, so what
+//! The layered service is made once per branch (at its first call), so what
 //! it keeps (`ConcurrencyLimit`'s semaphore, `RateLimit`'s window) is shared by
 //! every call of the branch, and by nothing else. Calls reach it one at a time
 //! through a fair (first come, first served) lock held across `poll_ready` and
@@ -83,7 +83,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use ::tower::{BoxError, Layer, Service};
@@ -176,8 +176,10 @@ impl Service<Call> for Below {
 pub struct Tower<L: Layer<Below>> {
     name: Cow<'static, str>,
     layer: L,
-    /// The branch's service: made again for each branch ([`Wrap::for_branch`]).
-    service: Arc<Mutex<L::Service>>,
+    /// The branch's service: a new one for each branch ([`Wrap::for_branch`]),
+    /// made at its first call, in the runtime that serves it (tower's
+    /// `RateLimit` starts a timer when it is made).
+    service: Arc<OnceLock<Mutex<L::Service>>>,
     /// The element's config, when it was built from one: part of its identity.
     config: Option<Value>,
 }
@@ -216,11 +218,10 @@ impl<L: Layer<Below>> Tower<L> {
     /// assert_eq!(one.name(), "one_at_a_time");
     /// ```
     pub fn new(name: impl Into<Cow<'static, str>>, layer: L) -> Self {
-        let service = Arc::new(Mutex::new(layer.layer(Below { _private: () })));
         Self {
             name: name.into(),
             layer,
-            service,
+            service: Arc::default(),
             config: None,
         }
     }
@@ -362,7 +363,7 @@ where
     }
 
     fn for_branch(mut self, _: &LayerInput<'_, Self>) -> Self {
-        self.service = Arc::new(Mutex::new(self.layer.layer(Below { _private: () })));
+        self.service = Arc::default();
         self
     }
 
@@ -382,7 +383,11 @@ where
                 // Held across readiness and `call` only: the response runs
                 // beside the other calls'. Dropped with this future, so a
                 // cancelled wait frees the service for the next call.
-                let mut service = self.service.lock().await;
+                let mut service = self
+                    .service
+                    .get_or_init(|| Mutex::new(self.layer.layer(Below { _private: () })))
+                    .lock()
+                    .await;
                 std::future::poll_fn(|cx| service.poll_ready(cx))
                     .await
                     .map_err(|error| self.answer(&names, error.into(), started))?;

@@ -8,7 +8,7 @@
 //! use tower::{ServiceBuilder, ServiceExt};
 //! use toolgraft::{Tool, Toolset};
 //! # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tower::BoxError> {
 //! let shout = Tool::builder().name("shout").description("Return the text.")
 //!     .body(|input: Shout| async move { Ok(input.text.to_uppercase()) })
 //!     .build()?;
