@@ -1,6 +1,6 @@
-//! `tower` (feature `tower`): tower both ways. Any [`tower::Layer`](::tower::Layer)
+//! `tower` (feature `tower`): tower both ways. Any [`tower::Layer`]
 //! as a wrapper on any tool ([`Tower`]), and a branch as a
-//! [`tower::Service`](::tower::Service), so that it sits under `ServiceBuilder`
+//! [`tower::Service`], so that it sits under `ServiceBuilder`
 //! layers or in an axum router ([`service`]).
 //!
 //! # A tower layer as a wrapper
@@ -91,10 +91,10 @@ use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
+use crate::Name;
 use crate::error::ToolError;
 use crate::extension::{Call, ConfigError, Done, LayerInput, Next, Stack, Wrap, decode_args};
 use crate::kind::property::Anywhere;
-use crate::name::Name;
 use crate::runtime::Configured;
 
 mod config;

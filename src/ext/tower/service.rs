@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use crate::combo::Branch;
 use crate::error::ToolError;
-use crate::stack::Stack;
+use crate::extension::Stack;
 use crate::toolset::Toolset;
 
 /// A typed branch as a service of its whole input (the base tool's input, or
