@@ -12,6 +12,7 @@
 //! | [`Timeout`] | wrapper | no | — | cancels the layer below at a deadline: [`ToolError::TimedOut`](crate::ToolError::TimedOut) |
 //! | [`Retry`] | wrapper | no | — | makes a call again after a [transient](crate::ToolError::is_transient) failure, with backoff, jitter and a deadline; only on read-only or idempotent tools ([side-effects](crate::rulebook#side-effects)) |
 //! | `Metrics` (feature `metrics`) | wrapper | no | — | per bound name: calls by outcome, errors by kind, a duration histogram, through the `metrics` facade |
+//! | `tower::Tower` (feature `tower`) | wrapper | no | — | any `tower::Layer` (`ConcurrencyLimit`, `RateLimit`, `LoadShed`, `Timeout`, ..) over every call of its branch, its errors as [`ToolError::Overloaded`](crate::ToolError::Overloaded) and [`ToolError::TimedOut`](crate::ToolError::TimedOut); tower's own registered from config; and a branch as a `tower::Service` |
 
 pub mod approve;
 pub mod batch;
@@ -26,6 +27,9 @@ pub mod pool;
 pub mod proxy;
 pub mod retry;
 pub mod timeout;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod tower;
 pub mod trace;
 
 pub use approve::Approve;

@@ -579,19 +579,65 @@ where
         (): (),
         input: S::Input,
     ) -> Result<S::Output, ToolError> {
-        // The closure's future is 'static, the layer below borrows the stack: the
+        next.through(input, |call| (self.around)(call)).await
+    }
+}
+
+impl<'a, S: Stack, W: ?Sized> Next<'a, S, W> {
+    /// Calls the layer below through `hook`, which gets the call as a [`Call`]: a
+    /// `'static` value that names none of the stack's types, to hand to code that
+    /// cannot borrow the stack (a closure kept by [`wrap_fn`], a `tower::Service`).
+    /// The layer below runs when the hook runs [`Call::run`], in this task, and not
+    /// at all if the hook drops the call; the hook's [`Done`] must be this call's
+    /// (one kept from another call is an error).
+    ///
+    /// ```
+    /// use toolgraft::extension::{Anywhere, Next, Stack};
+    /// use toolgraft::{ToolError, Wrap};
+    ///
+    /// /// Runs the call from a `'static` future, as a service would.
+    /// #[derive(Clone, Debug)]
+    /// struct Detached;
+    /// impl<S: Stack> Wrap<S> for Detached {
+    ///     type Locality = Anywhere;
+    ///     type Params = ();
+    ///     fn name(&self) -> &str { "detached" }
+    ///     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
+    ///         -> Result<S::Output, ToolError>
+    ///     {
+    ///         next.through(input, |call| async move {
+    ///             tracing::debug!(below = %call.name(), "running");
+    ///             call.run().await
+    ///         }).await
+    ///     }
+    /// }
+    /// # use toolgraft::{Tool, Toolset};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let ping = Tool::builder().name("ping").description("Pong.").body(|_: Ping| async { Ok("pong") }).build()?;
+    /// # let toolset = Toolset::new();
+    /// # toolset.bind((ping.combo().with(Detached),))?;
+    /// # assert_eq!(toolset.call("ping_detached", serde_json::json!({})).await?, "pong");
+    /// # Ok(()) }
+    /// ```
+    pub async fn through<H, Fut>(self, input: S::Input, hook: H) -> Result<S::Output, ToolError>
+    where
+        H: FnOnce(Call) -> Fut,
+        Fut: Future<Output = Result<Done, ToolError>>,
+    {
+        // The hook's future may be 'static, the layer below borrows the stack: the
         // two run side by side in this task, and `Call::run` asks for the call.
         // Each call's `Done` is stamped, so a kept one cannot answer another call.
         static CALLS: AtomicU64 = AtomicU64::new(0);
         let id = CALLS.fetch_add(1, Ordering::Relaxed);
         let (start, started) = oneshot::channel();
-        let hook = (self.around)(Call {
-            name: next.name().clone(),
+        let hook = hook(Call {
+            name: self.name().clone(),
             start,
         });
         let below = async move {
             if let Ok(reply) = started.await {
-                let outcome = next.call(input).await.map(|output| Done {
+                let outcome = self.call(input).await.map(|output| Done {
                     call: id,
                     output: Box::new(output),
                 });
@@ -607,7 +653,7 @@ where
             .ok_or_else(|| ToolError::Reported {
                 message: format!(
                     "wrapper `{}` returned the outcome of another call",
-                    self.name
+                    self.extension()
                 ),
             })
     }

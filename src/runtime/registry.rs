@@ -295,16 +295,22 @@ enum Typed<E> {
 type Refine<E> = Arc<dyn Fn(&E, Map<String, Value>) -> Result<E, ConfigError> + Send + Sync>;
 
 /// Builds an extension from an element's config mapping.
-type FromConfig<E> = fn(Map<String, Value>) -> Result<E, ConfigError>;
+type FromConfig<E> = Arc<dyn Fn(Map<String, Value>) -> Result<E, ConfigError> + Send + Sync>;
 
 fn config_of<E: Configurable>(config: Map<String, Value>) -> Result<E, ConfigError> {
-    let config: E::Config = decode_args(config).map_err(|err| {
+    E::from_config(read_config(config)?)
+}
+
+/// An element's config mapping as `C`, a problem naming the field.
+fn read_config<C: serde::de::DeserializeOwned>(
+    config: Map<String, Value>,
+) -> Result<C, ConfigError> {
+    decode_args(config).map_err(|err| {
         ConfigError::new(
             err.field.unwrap_or_else(|| "config".to_owned()),
             err.problem,
         )
-    })?;
-    E::from_config(config)
+    })
 }
 
 /// What [`Registry::register`] takes: a typed extension (as itself), a
@@ -430,7 +436,7 @@ impl<E: Configurable> Configured<E> {
         Self {
             default: Some(default),
             name: None,
-            from_config: config_of::<E>,
+            from_config: Arc::new(config_of::<E>),
         }
     }
 
@@ -450,7 +456,44 @@ impl<E: Configurable> Configured<E> {
         Self {
             default: None,
             name: Some(name.into()),
-            from_config: config_of::<E>,
+            from_config: Arc::new(config_of::<E>),
+        }
+    }
+}
+
+impl<E> Configured<E> {
+    /// An extension built by `build` from each element's config, read as `C`
+    /// (serde's reading: a config that does not fit is refused naming the field),
+    /// under `name`; an element without config is built from an empty one. For
+    /// an extension whose instances come from a closure rather than a
+    /// [`Configurable`] impl: a generic one, or one configured per registry.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolgraft::Registry;
+    /// use toolgraft::extension::ConfigError;
+    /// use toolgraft::ext::Timeout;
+    /// use toolgraft::runtime::Configured;
+    ///
+    /// /// `{"name": "deadline", "config": {"secs": 2}}`
+    /// #[derive(serde::Deserialize)]
+    /// struct Secs { secs: u64 }
+    /// let mut registry = Registry::new();
+    /// registry.register(Configured::from_fn("deadline", |config: Secs| {
+    ///     Ok::<_, ConfigError>(Timeout::new(Duration::from_secs(config.secs)))
+    /// }))?;
+    /// assert_eq!(registry.catalogue()[0].name, "deadline");
+    /// # Ok::<(), toolgraft::runtime::RegistryError>(())
+    /// ```
+    pub fn from_fn<C, F>(name: impl Into<String>, build: F) -> Self
+    where
+        C: serde::de::DeserializeOwned,
+        F: Fn(C) -> Result<E, ConfigError> + Send + Sync + 'static,
+    {
+        Self {
+            default: None,
+            name: Some(name.into()),
+            from_config: Arc::new(move |config| build(read_config(config)?)),
         }
     }
 }
@@ -549,13 +592,7 @@ where
         let name = Name::new(self.default.name())?;
         let refine = self.refine;
         let refine: Refine<E> = Arc::new(move |default: &E, config: Map<String, Value>| {
-            let config: C = decode_args(config).map_err(|err| {
-                ConfigError::new(
-                    err.field.unwrap_or_else(|| "config".to_owned()),
-                    err.problem,
-                )
-            })?;
-            refine(default, config)
+            refine(default, read_config(config)?)
         });
         registry.insert(name, E::factory(Typed::Refined(self.default, refine)))
     }

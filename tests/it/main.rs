@@ -33,5 +33,7 @@ mod schemas;
 mod side_effects;
 mod third_party;
 mod timeout;
+#[cfg(feature = "tower")]
+mod tower_ext;
 mod typed_params;
 mod wrappers;
