@@ -262,8 +262,8 @@ impl Concurrency {
                 Err(error) => return Err(store_failed(tool, extension, &error)),
             }
             if place.is_none() {
-                place = Some(Place::take(&self.waiting, key, self.config.queue).ok_or_else(
-                    || {
+                place = Some(
+                    Place::take(&self.waiting, key, self.config.queue).ok_or_else(|| {
                         self.overloaded(
                             tool,
                             extension,
@@ -273,8 +273,8 @@ impl Concurrency {
                                 self.config.queue
                             ),
                         )
-                    },
-                )?);
+                    })?,
+                );
             }
             let poll = tokio::time::Instant::now() + POLL;
             let wake = deadline.map_or(poll, |deadline| deadline.min(poll));
@@ -427,16 +427,16 @@ impl<S: Stack> Wrap<S> for Concurrency {
         if !(MIN_LEASE..=MAX_LEASE).contains(&lease) {
             return Err(ConfigError::new(
                 "lease_ms",
-                format!("{lease:?} is out of range: use 1 s to a day (check the unit: milliseconds)"),
+                format!(
+                    "{lease:?} is out of range: use 1 s to a day (check the unit: milliseconds)"
+                ),
             ));
         }
         Ok(())
     }
 
     fn for_branch(self, _: &LayerInput<'_, Self>) -> Self {
-        let store = self
-            .store
-            .unwrap_or_else(|| Arc::new(MemoryLimits::new()));
+        let store = self.store.unwrap_or_else(|| Arc::new(MemoryLimits::new()));
         Self::from_parts(self.config, Some(store))
     }
 
@@ -467,8 +467,12 @@ impl<S: Stack> Wrap<S> for Concurrency {
                 if let Some(lease) = &held.lease {
                     match store.renew(lease, ttl).await {
                         Ok(true) => {}
-                        Ok(false) => tracing::warn!(tool = %next.branch(), "a permit's lease expired while its call ran"),
-                        Err(error) => tracing::warn!(tool = %next.branch(), %error, "a permit's lease could not be renewed"),
+                        Ok(false) => {
+                            tracing::warn!(tool = %next.branch(), "a permit's lease expired while its call ran")
+                        }
+                        Err(error) => {
+                            tracing::warn!(tool = %next.branch(), %error, "a permit's lease could not be renewed")
+                        }
                     }
                 }
             }

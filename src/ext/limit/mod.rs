@@ -203,10 +203,7 @@ pub struct Lease {
 impl Lease {
     /// The lease `id` (unique in the store) on `key`.
     pub fn new(key: LimitKey, id: impl Into<String>) -> Self {
-        Self {
-            key,
-            id: id.into(),
-        }
+        Self { key, id: id.into() }
     }
 
     /// The key it counts under.

@@ -57,7 +57,9 @@ impl Rate {
         if per < Duration::from_millis(1) || per > MAX_PERIOD {
             return Err(ConfigError::new(
                 "period_ms",
-                format!("{per:?} is out of range: use 1 ms to a day (check the unit: milliseconds)"),
+                format!(
+                    "{per:?} is out of range: use 1 ms to a day (check the unit: milliseconds)"
+                ),
             ));
         }
         let rate = Self {
@@ -419,7 +421,9 @@ impl<S: Stack> Wrap<S> for RateLimit {
         (): (),
         input: S::Input,
     ) -> Result<S::Output, ToolError> {
-        let rate = self.rate().map_err(|error| next.refuse(error.to_string()))?;
+        let rate = self
+            .rate()
+            .map_err(|error| next.refuse(error.to_string()))?;
         let store = self
             .store
             .as_ref()
