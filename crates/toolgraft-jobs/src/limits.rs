@@ -174,7 +174,10 @@ impl RedisLimits {
     }
 
     fn failed(&self, error: &redis::RedisError) -> LimitStoreError {
-        LimitStoreError::new(format!("the Redis at `{}` answered: {error}", self.server()))
+        LimitStoreError::new(format!(
+            "the Redis at `{}` answered: {error}",
+            self.server()
+        ))
     }
 }
 
@@ -294,6 +297,11 @@ mod tests {
         let error = limits.admit(&key, rate).await.unwrap_err().to_string();
         assert!(error.contains(&format!("127.0.0.1:{port}")), "{error}");
         assert!(!error.contains("pw"), "{error}");
-        assert!(limits.acquire(&key, 1, Duration::from_secs(5)).await.is_err());
+        assert!(
+            limits
+                .acquire(&key, 1, Duration::from_secs(5))
+                .await
+                .is_err()
+        );
     }
 }
