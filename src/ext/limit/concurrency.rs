@@ -12,10 +12,10 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::{Lease, LimitKey, LimitStore, MemoryLimits, key_of, millis, store_failed};
+use crate::Name;
 use crate::error::ToolError;
 use crate::extension::{ConfigError, Configurable, Extension, LayerInput, Next, Stack, Wrap};
 use crate::kind::property::Anywhere;
-use crate::name::Name;
 
 /// The most permits, and the longest queue, an operator may configure.
 const MAX_PERMITS: u32 = 100_000;

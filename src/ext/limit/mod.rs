@@ -8,10 +8,10 @@
 //! front set one) is counted under one shared anonymous key: anonymous callers
 //! share one limit, never escape it.
 //!
-//! Over the limit, the caller gets [`ToolError::Overloaded`](crate::ToolError::Overloaded)
+//! Over the limit, the caller gets [`ToolError::Overloaded`]
 //! naming the branch, the extension and the limit; a `rate_limit` says exactly
 //! when a retry may be admitted (`retry_after`, from GCRA). It is transient
-//! ([`ToolError::is_transient`](crate::ToolError::is_transient)), so a retry
+//! ([`ToolError::is_transient`]), so a retry
 //! outside may make the call again.
 //!
 //! # Fleet-wide
@@ -49,9 +49,9 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use crate::Name;
 use crate::context::Principal;
 use crate::error::ToolError;
-use crate::name::Name;
 
 mod concurrency;
 mod memory;
@@ -150,7 +150,7 @@ impl LimitKey {
     /// The principal as logs and errors show it.
     fn caller(&self) -> String {
         match &self.principal {
-            Some(principal) => format!("caller `{}`", crate::quote::shorten(principal.as_str())),
+            Some(principal) => format!("caller `{}`", crate::error::shorten(principal.as_str())),
             None => "the anonymous caller".to_owned(),
         }
     }
@@ -330,7 +330,7 @@ fn store_failed(tool: &Name, extension: &str, error: &LimitStoreError) -> ToolEr
         extension: Name::lossy(extension),
         reason: format!(
             "the limit store could not answer ({}); refused rather than run unlimited",
-            crate::quote::shorten(&error.to_string())
+            crate::error::shorten(&error.to_string())
         ),
         retry_after: None,
     }

@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{LimitStore, MemoryLimits, key_of, millis, store_failed};
+use crate::Name;
 use crate::error::ToolError;
 use crate::extension::{ConfigError, Configurable, Extension, LayerInput, Next, Stack, Wrap};
 use crate::kind::property::Anywhere;
-use crate::name::Name;
 
 use super::Admission;
 
