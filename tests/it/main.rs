@@ -20,6 +20,7 @@ mod helpers;
 #[cfg(feature = "jq")]
 mod jq_chain;
 mod kinds;
+mod limits;
 mod manifest_shape;
 #[cfg(feature = "metrics")]
 mod metrics;

@@ -54,6 +54,12 @@
 //!   does not, and the rules keep what needs it outside `remote` (rule
 //!   `caller-outside-relocation`). `RedisLedger` (feature `redis`) spends an
 //!   `approve` approval on every replica of a fleet.
+//! * **Limits hold for the fleet.** `RedisLimits` (feature `redis`) is the
+//!   store of `rate_limit` and `concurrency` that every replica shares: N
+//!   replicas together admit the limit, not N times it (a Lua script on the
+//!   server per answer; a server that cannot be reached refuses the call).
+//!   A limit's refusal (`ToolError::Overloaded`) crosses back from a worker with
+//!   its `retry_after`.
 //!
 //! # Submit and schedule
 //!
@@ -142,6 +148,8 @@ mod job;
 mod tier;
 #[cfg(feature = "redis")]
 mod ledger;
+#[cfg(feature = "redis")]
+mod limits;
 mod client;
 mod queues;
 mod remote;
@@ -211,6 +219,8 @@ pub use fleet::{Fleet, FleetError, FleetMember, Role};
 pub use job::{JobError, JobResult, JobState, JobTicket};
 #[cfg(feature = "redis")]
 pub use ledger::RedisLedger;
+#[cfg(feature = "redis")]
+pub use limits::RedisLimits;
 pub use remote::{MAX_TIMEOUT_MS, Remote, RemoteConfig, Remoted};
 pub use submit::{MAX_SCHEDULING_HORIZON, PAST_SLACK, RemoteBranch, Submission, Submit, Submitted};
 pub use wire::RemoteFailure;

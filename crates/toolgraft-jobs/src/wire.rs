@@ -62,6 +62,14 @@ pub(crate) enum WireError {
         job: Option<String>,
         after_ms: u64,
     },
+    /// A limit's refusal (`rate_limit`, `concurrency`), with when to retry.
+    Overloaded {
+        tool: String,
+        extension: String,
+        reason: String,
+        #[serde(default)]
+        retry_after_ms: Option<u64>,
+    },
     Reported {
         message: String,
     },
@@ -151,6 +159,24 @@ impl WireError {
                 backend: text(backend),
                 job: job.clone(),
                 after_ms: after.as_millis().try_into().unwrap_or(u64::MAX),
+            },
+            ToolError::Overloaded {
+                tool,
+                extension,
+                reason,
+                retry_after,
+            } => Self::Overloaded {
+                tool: text(tool),
+                extension: text(extension),
+                reason: reason.clone(),
+                // Rounded up: a retry at the time given is never early.
+                retry_after_ms: retry_after.map(|after| {
+                    after
+                        .as_nanos()
+                        .div_ceil(1_000_000)
+                        .try_into()
+                        .unwrap_or(u64::MAX)
+                }),
             },
             ToolError::Reported { message } => Self::Reported {
                 message: message.clone(),
@@ -242,6 +268,17 @@ impl WireError {
                 job,
                 after: std::time::Duration::from_millis(after_ms),
             },
+            Self::Overloaded {
+                tool,
+                extension,
+                reason,
+                retry_after_ms,
+            } => ToolError::Overloaded {
+                tool: name(tool),
+                extension: name(extension),
+                reason,
+                retry_after: retry_after_ms.map(std::time::Duration::from_millis),
+            },
             Self::Reported { message } => ToolError::Reported { message },
             Self::Cancelled { .. } => ToolError::Relocation {
                 tool: below.clone(),
@@ -324,7 +361,7 @@ mod tests {
     }
 
     #[test]
-    fn a_nested_timeout_and_a_reported_error_keep_their_variant() {
+    fn a_nested_timeout_an_overload_and_a_reported_error_keep_their_variant() {
         let timed_out = round_trip(ToolError::TimedOut {
             tool: Name::new("slow").unwrap(),
             extension: Name::new("remote").unwrap(),
@@ -335,6 +372,21 @@ mod tests {
             timed_out,
             ToolError::TimedOut { job, after, .. }
                 if job.as_deref() == Some("01J") && after == std::time::Duration::from_millis(250)
+        ));
+        let overloaded = round_trip(ToolError::Overloaded {
+            tool: Name::new("shout_rate_limit").unwrap(),
+            extension: Name::new("rate_limit").unwrap(),
+            reason: "over 5 calls per 1s (burst 1)".into(),
+            retry_after: Some(std::time::Duration::from_micros(199_500)),
+        });
+        assert!(overloaded.is_transient());
+        assert_eq!(
+            overloaded.to_string(),
+            "`rate_limit` refused the call to `shout_rate_limit`: over 5 calls per 1s (burst 1); retry after 200 ms"
+        );
+        assert!(matches!(
+            overloaded,
+            ToolError::Overloaded { retry_after: Some(after), .. } if after == std::time::Duration::from_millis(200)
         ));
         let reported = round_trip(ToolError::Reported {
             message: "item 2 failed".into(),
