@@ -84,6 +84,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             &Tool::builder()
                 .name("weather")
                 .description("Tomorrow's weather for a city.")
+                .read_only()
                 .body(weather)
                 .build()?,
         )
@@ -91,6 +92,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             &Tool::builder()
                 .name("get_user")
                 .description("Look a user up.")
+                .read_only()
                 .body(get_user)
                 .build()?,
         )
@@ -99,6 +101,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             &Tool::builder()
                 .name("translate")
                 .description("Translate a text.")
+                .read_only()
                 .body(translate)
                 .build()?,
         );

@@ -77,6 +77,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let weather = Tool::builder()
         .name("weather")
         .description("Tomorrow's forecast for a city.")
+        .read_only()
         .body(forecast)
         .build()?;
 

@@ -493,7 +493,11 @@ impl Context {
     }
 
     /// [`write_keyed`](Self::write_keyed) without the entries of one type.
-    fn write_keyed_except(&self, key: &mut Vec<u8>, except: Option<TypeId>) -> Result<(), EntryError> {
+    fn write_keyed_except(
+        &self,
+        key: &mut Vec<u8>,
+        except: Option<TypeId>,
+    ) -> Result<(), EntryError> {
         // Every keyed entry, shadowed ones too: an entry of another type under
         // the same name must not hide one that changes the answer. Extra parts
         // only cost hits, never a wrong answer.

@@ -55,7 +55,7 @@ pub use edit::Edit;
 /// struct Shout { text: String }
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let shout = Tool::builder().name("shout").description("Return the text.")
+/// let shout = Tool::builder().name("shout").description("Return the text.").read_only()
 ///     .body(|i: Shout| async move { Ok(i.text.to_uppercase()) }).build()?;
 ///
 /// let toolset = Toolset::new();
@@ -227,7 +227,7 @@ impl Toolset {
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// let toolset = Toolset::new();
     /// let changes = toolset.changes();
-    /// let shout = Tool::builder().name("shout").description("Return the text.")
+    /// let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// toolset.bind((shout.combo(),))?;
     /// assert!(changes.has_changed()?);
@@ -266,7 +266,7 @@ impl Toolset {
     /// use toolgraft::tool::BaseTool;
     /// use toolgraft::ext::{Cache, Trace};
     /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let tool = |name: &str| Tool::builder().name(name).description("Return the text.")
+    /// # let tool = |name: &str| Tool::builder().name(name).description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build();
     /// let (shout, whisper) = (tool("shout")?, tool("whisper")?);
     /// let toolset = Toolset::new();
@@ -291,7 +291,7 @@ impl Toolset {
     /// ```compile_fail
     /// # use toolgraft::{Tool, Toolset};
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build().unwrap();
     /// Toolset::new().bind((shout.clone(),)); // `Tool<..>` is not a combo
     /// ```
@@ -311,7 +311,7 @@ impl Toolset {
     /// use toolgraft::limits::Limits;
     /// use toolgraft::toolset::Publish;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
-    /// let ping = Tool::builder().name("ping").description("Answer pong.")
+    /// let ping = Tool::builder().name("ping").description("Answer pong.").read_only()
     ///     .body(|_: Ping| async { Ok("pong") }).build()?;
     /// let toolset = Toolset::with_limits(Limits::default().with_max_published_len(12))?;
     /// let deep = ping.combo().with(Trace).with(Trace); // `ping_trace_trace`: 16 bytes
@@ -522,7 +522,7 @@ impl Toolset {
     /// use toolgraft::toolset::BaseTools;
     /// use toolgraft::ext::{Pool, Trace};
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let tool = |name: &str| Tool::builder().name(name).description("Return the text.")
+    /// # let tool = |name: &str| Tool::builder().name(name).description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build();
     /// let (shout, whisper) = (tool("shout")?, tool("whisper")?);
     /// let mut registry = Registry::new();
@@ -604,7 +604,7 @@ impl Toolset {
     /// use toolgraft::tool::BaseTool;
     /// use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// let shout = Tool::builder().name("shout").description("Return the text.")
+    /// let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo(),))?;
@@ -654,7 +654,7 @@ impl Toolset {
     /// # use toolgraft::ext::Cache;
     /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo().with(Cache::default()),))?;
@@ -684,7 +684,7 @@ impl Toolset {
     /// use toolgraft::toolset::Publish;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo().with(Trace),))?;
@@ -852,7 +852,7 @@ impl Toolset {
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo().with(Trace),))?;
@@ -871,7 +871,7 @@ impl Toolset {
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo().with(Trace),))?;
@@ -899,7 +899,7 @@ impl Toolset {
     /// # use toolgraft::ext::Trace;
     /// use toolgraft::toolset::Publish;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo().with(Trace),))?;
@@ -928,7 +928,7 @@ impl Toolset {
     /// ```
     /// # use toolgraft::{Tool, Toolset};
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo(),))?;
@@ -945,7 +945,7 @@ impl Toolset {
     /// ```
     /// # use toolgraft::{Tool, Toolset};
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo(),))?;
@@ -968,7 +968,7 @@ impl Toolset {
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo().with(Trace),))?;
@@ -989,7 +989,7 @@ impl Toolset {
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo().with(Trace),))?;
@@ -1007,7 +1007,7 @@ impl Toolset {
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo().with(Trace),))?;
@@ -1027,7 +1027,7 @@ impl Toolset {
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo().with(Trace),))?;
@@ -1076,7 +1076,7 @@ fn build_combos(
 /// use toolgraft::Tool;
 /// use toolgraft::toolset::BaseTools;
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-/// let shout = Tool::builder().name("shout").description("Return the text.")
+/// let shout = Tool::builder().name("shout").description("Return the text.").read_only()
 ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
 /// let bases = BaseTools::new().with(&shout);
 /// assert_eq!(bases.names(), ["shout"]);

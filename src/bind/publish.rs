@@ -25,7 +25,7 @@ use crate::name::Name;
 /// use toolgraft::toolset::Publish;
 /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Query { q: String }
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let search = Tool::builder().name("search").description("Search.")
+/// let search = Tool::builder().name("search").description("Search.").read_only()
 ///     .body(|i: Query| async move { Ok(i.q) }).build()?;
 /// let toolset = Toolset::new();
 /// toolset.bind((search.combo().with(Cache::default()).with(Trace),))?;
@@ -118,7 +118,7 @@ impl Publish {
 /// ```
 /// # use toolgraft::{Tool, Toolset};
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Query { q: String }
-/// # let search = Tool::builder().name("search").description("Search.")
+/// # let search = Tool::builder().name("search").description("Search.").read_only()
 /// #     .body(|i: Query| async move { Ok(i.q) }).build()?;
 /// let toolset = Toolset::new();
 /// toolset.bind((search.combo(),))?;

@@ -12,8 +12,8 @@ use crate::error::BindError;
 use crate::extension::Placement;
 use crate::kind::ExtensionKind;
 use crate::name::Name;
-use crate::tool::Presentation;
 use crate::schema::{self, ReservedConflict};
+use crate::tool::Presentation;
 
 /// Rule `cardinality`: at most one element of a non-`multiple` kind per combo. Reports the
 /// first such kind, with every element of that kind in combo order.

@@ -31,7 +31,7 @@ use crate::tool::BaseTool;
 /// use toolgraft::{Tool, Toolset};
 /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// # let shout = Tool::builder().name("shout").description("Return the text.")
+/// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
 /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
 /// let (batch,) = Toolset::new().bind((shout.combo().with(Cache::default()).with(Batch::default()),))?;
 /// let items = BatchInput::sequential(vec![Shout { text: "a".into() }, Shout { text: "b".into() }]);
@@ -46,7 +46,7 @@ use crate::tool::BaseTool;
 /// use toolgraft::{Tool, Toolset};
 /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let shout = Tool::builder().name("shout").description("Return the text.")
+/// let shout = Tool::builder().name("shout").description("Return the text.").read_only()
 ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
 /// let (traced, cached) = Toolset::new().bind((
 ///     shout.combo().with(Trace),

@@ -40,7 +40,7 @@ use typestate::{ComboState, Depth, Joins, Start, Then};
 /// use toolgraft::ext::{Batch, Cache, Pool, Proxy, Trace};
 /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Fetch { url: String }
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let fetch = Tool::builder().name("fetch").description("Fetch a page.")
+/// let fetch = Tool::builder().name("fetch").description("Fetch a page.").read_only()
 ///     .body(|input: Fetch| async move { Ok(input.url.len()) }).build()?;
 /// let pool = Pool::new(2)?;
 ///
@@ -58,7 +58,7 @@ use typestate::{ComboState, Depth, Joins, Start, Then};
 /// # use toolgraft::tool::BaseTool;
 /// # use toolgraft::ext::{Pool, Proxy};
 /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Fetch { url: String }
-/// # let fetch = Tool::builder().name("fetch").description("Fetch a page.")
+/// # let fetch = Tool::builder().name("fetch").description("Fetch a page.").read_only()
 /// #     .body(|input: Fetch| async move { Ok(input.url.len()) }).build().unwrap();
 /// let combo = fetch.combo().with(Pool::new(2).unwrap()).with(Proxy::allow(["http://egress-a:3128"]));
 /// ```
@@ -75,7 +75,7 @@ impl<S, St> std::fmt::Debug for Combo<S, St> {
     }
 }
 
-impl<I, O, F> Tool<I, O, F>
+impl<I, O, F, H> Tool<I, O, F, H>
 where
     Self: BaseTool,
 {
@@ -84,7 +84,7 @@ where
     /// ```
     /// use toolgraft::Tool;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
-    /// let ping = Tool::builder().name("ping").description("Answer pong.")
+    /// let ping = Tool::builder().name("ping").description("Answer pong.").read_only()
     ///     .body(|_: Ping| async { Ok("pong".to_owned()) }).build()?;
     /// let combo = ping.combo();
     /// assert_eq!(combo.name(), "ping");
@@ -105,7 +105,7 @@ where
 /// use toolgraft::Tool;
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Ping {}
 /// fn ping() -> impl BaseTool {
-///     Tool::builder().name("ping").description("Answer pong.")
+///     Tool::builder().name("ping").description("Answer pong.").read_only()
 ///         .body(|_: Ping| async { Ok("pong") }).build().unwrap()
 /// }
 /// assert_eq!(ping().combo().name(), "ping");
@@ -151,7 +151,7 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let combo = shout.combo().with(Trace).with(Trace);
     /// assert_eq!(combo.name(), "shout_trace_trace");
@@ -189,7 +189,7 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let combo = shout.combo().with(Trace).with(Trace).segment().with(Trace);
     /// assert_eq!(combo.name(), "shout_trace_trace_trace");
@@ -210,7 +210,7 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// assert_eq!(shout.combo().name(), "shout");
     /// assert_eq!(shout.combo().with(Trace).name(), "shout_trace");
@@ -227,7 +227,7 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let combo = shout.combo().with(Trace);
     /// let _outermost: &toolgraft::extension::Wrapped<Trace, _> = combo.stack();
@@ -308,7 +308,7 @@ where
 /// }
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let shout = Tool::builder().name("shout").description("Return the text.")
+/// let shout = Tool::builder().name("shout").description("Return the text.").read_only()
 ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
 /// let combo = cached_and_traced(traced(shout.combo()));
 /// assert_eq!(combo.name(), "shout_trace_cache_trace");
@@ -328,7 +328,7 @@ where
 /// fn proxied<C: Takes<Proxy>>(combo: C) -> With<C, Proxy> {
 ///     combo.with(Proxy::allow(["http://egress-a:3128"]))
 /// }
-/// # let fetch = Tool::builder().name("fetch").description("Fetch a page.")
+/// # let fetch = Tool::builder().name("fetch").description("Fetch a page.").read_only()
 /// #     .body(|input: Fetch| async move { Ok(input.url.len()) }).build().unwrap();
 /// // rule `locality-inside-relocation`: the proxy would sit outside the pool
 /// let _ = proxied(fetch.combo().with(Pool::new(2).unwrap()));
@@ -381,7 +381,7 @@ impl<C: sealed::Parts, E: Joins<C::Stack, C::State>> Takes<E> for C {
 /// use toolgraft::{Tool, Toolset};
 /// use toolgraft::ext::Trace;
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-/// let shout = Tool::builder().name("shout").description("Return the text.")
+/// let shout = Tool::builder().name("shout").description("Return the text.").read_only()
 ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
 /// let toolset = Toolset::new();
 /// let (base, traced) = toolset.bind((shout.combo(), shout.combo().with(Trace)))?;
@@ -415,7 +415,7 @@ pub trait Combos: sealed::Sealed {
 /// use toolgraft::ext::Trace;
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
 /// fn is_combo<C: TypedCombo>(_: &C) {}
-/// let shout = Tool::builder().name("shout").description("Return the text.")
+/// let shout = Tool::builder().name("shout").description("Return the text.").read_only()
 ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
 /// is_combo(&shout.combo().with(Trace));
 /// # Ok::<(), toolgraft::error::InvalidName>(())

@@ -78,6 +78,7 @@ impl Default for RetryConfig {
 /// ```
 /// use std::sync::{Arc, atomic::{AtomicU32, Ordering}};
 /// use serde_json::json;
+/// use toolgraft::prelude::*;
 /// use toolgraft::{Tool, Toolset};
 /// use toolgraft::error::Transient;
 /// use toolgraft::ext::Retry;
@@ -105,6 +106,7 @@ impl Default for RetryConfig {
 /// On a tool that does not say a second call is safe, it does not compile:
 ///
 /// ```compile_fail
+/// # use toolgraft::prelude::*;
 /// # use toolgraft::{Tool, Toolset};
 /// # use toolgraft::ext::Retry;
 /// # #[derive(serde::Deserialize, schemars::JsonSchema, Clone)] struct Mail { to: String }
@@ -237,7 +239,10 @@ where
         if !(1..=Self::MAX_ATTEMPTS).contains(&attempts) {
             return Err(ConfigError::new(
                 "attempts",
-                format!("{attempts} is out of range: use 1 to {}", Self::MAX_ATTEMPTS),
+                format!(
+                    "{attempts} is out of range: use 1 to {}",
+                    Self::MAX_ATTEMPTS
+                ),
             ));
         }
         if !(1..=max).contains(&max_backoff_ms) {
@@ -249,7 +254,9 @@ where
         if !(1..=max_backoff_ms).contains(&backoff_ms) {
             return Err(ConfigError::new(
                 "backoff_ms",
-                format!("{backoff_ms} is out of range: use 1 to `max_backoff_ms` ({max_backoff_ms} ms)"),
+                format!(
+                    "{backoff_ms} is out of range: use 1 to `max_backoff_ms` ({max_backoff_ms} ms)"
+                ),
             ));
         }
         if !(1..=max).contains(&deadline_ms) {

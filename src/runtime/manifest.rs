@@ -339,7 +339,10 @@ fn annotations_of(tool: &str, value: &Value) -> Result<Annotations, ManifestErro
         let Value::Bool(said) = said else {
             return Err(shape(
                 tool,
-                format!("has an annotation `{hint}` of {}, not a boolean; {HINTS}", shown(said)),
+                format!(
+                    "has an annotation `{hint}` of {}, not a boolean; {HINTS}",
+                    shown(said)
+                ),
             ));
         };
         *slot = Some(*said);

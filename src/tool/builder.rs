@@ -9,7 +9,9 @@ use schemars::{JsonSchema, Schema};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{Annotations, Hints, Idempotent, Presentation, ReadOnly, Tool, ToolSpec, Unsaid, sealed};
+use super::{
+    Annotations, Hints, Idempotent, Presentation, ReadOnly, Tool, ToolSpec, Unsaid, sealed,
+};
 use crate::error::{ArgsError, BoxError};
 use crate::name::{InvalidName, Name};
 use crate::schema::{self, ArgNames, Args};
@@ -384,7 +386,6 @@ impl<N, D, B, H> ToolBuilder<N, D, B, H> {
         self.presentation.annotations.open_world = Some(open_world);
         self
     }
-
 
     /// A field of a protocol's own, by its name there (MCP's `icons`, `_meta`),
     /// passed through to clients as it is. Setting one again replaces it.

@@ -26,7 +26,7 @@ impl Toolset {
     /// use toolgraft::{Registry, Tool, Toolset};
     /// use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// let shout = Tool::builder().name("shout").description("Return the text.")
+    /// let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo(),))?;
@@ -53,7 +53,7 @@ impl Toolset {
     /// use toolgraft::{BindError, Registry, Tool, Toolset};
     /// use toolgraft::ext::{Cache, Trace};
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// let shout = Tool::builder().name("shout").description("Return the text.")
+    /// let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo(),))?;
@@ -83,7 +83,7 @@ impl Toolset {
     /// # use toolgraft::ext::Trace;
     /// use toolgraft::toolset::Publish;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo().with(Trace),))?;
@@ -116,7 +116,7 @@ impl Toolset {
 /// use toolgraft::ext::{Pool, Proxy, Trace};
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let shout = Tool::builder().name("shout").description("Return the text.")
+/// let shout = Tool::builder().name("shout").description("Return the text.").read_only()
 ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
 /// let toolset = Toolset::new();
 /// toolset.bind((shout.combo().with(Trace),))?;
@@ -229,7 +229,7 @@ impl<'a> Edit<'a> {
     /// # use toolgraft::{BindError, Registry, Tool, Toolset};
     /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// # let toolset = Toolset::new();
     /// # toolset.bind((shout.combo(),))?;
@@ -258,7 +258,7 @@ impl<'a> Edit<'a> {
     /// # use toolgraft::{BindError, Registry, Tool, Toolset};
     /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo().with(Trace),))?;
@@ -285,7 +285,7 @@ impl<'a> Edit<'a> {
     /// # use toolgraft::{Registry, Tool, Toolset};
     /// # use toolgraft::ext::{Pool, Trace};
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo().with(Trace),))?;
@@ -338,7 +338,7 @@ impl<'a> Edit<'a> {
     /// # use toolgraft::ext::Trace;
     /// use toolgraft::toolset::Publish;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo(),))?;
@@ -377,7 +377,7 @@ impl<'a> Edit<'a> {
     /// # use toolgraft::{BindError, Registry, Tool, Toolset};
     /// # use toolgraft::ext::Trace;
     /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
-    /// # let tool = |name: &str| Tool::builder().name(name).description("Return the text.")
+    /// # let tool = |name: &str| Tool::builder().name(name).description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build();
     /// let toolset = Toolset::new();
     /// toolset.bind((tool("shout")?.combo(), tool("whisper")?.combo()))?;

@@ -15,8 +15,8 @@ use toolgraft::ext::cache::CacheConfig;
 use toolgraft::ext::retry::{Attempt, RetryConfig};
 use toolgraft::ext::{Batch, Cache, Pool, Retry, Trace};
 use toolgraft::prelude::*;
-use toolgraft::runtime::Configured;
 use toolgraft::rulebook::Rule;
+use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::tool::{Annotations, Demand};
 use toolgraft::toolset::BaseTools;
@@ -48,7 +48,11 @@ fn registry() -> Registry {
 fn flaky(
     failing: u32,
     error: fn() -> toolgraft::error::BoxError,
-) -> (impl toolgraft::tool::BaseTool<Input = Query, Output = String> + toolgraft::tool::Hinted<Hints = toolgraft::tool::ReadOnly>, Arc<AtomicU32>) {
+) -> (
+    impl toolgraft::tool::BaseTool<Input = Query, Output = String>
+    + toolgraft::tool::Hinted<Hints = toolgraft::tool::ReadOnly>,
+    Arc<AtomicU32>,
+) {
     let calls = Arc::new(AtomicU32::new(0));
     let seen = calls.clone();
     let tool = Tool::builder()
@@ -61,7 +65,11 @@ fn flaky(
                 if call < failing {
                     return Err(error());
                 }
-                Ok(format!("{} (attempt {:?})", query.q, context::get::<Attempt>().map(|a| a.number)))
+                Ok(format!(
+                    "{} (attempt {:?})",
+                    query.q,
+                    context::get::<Attempt>().map(|a| a.number)
+                ))
             }
         })
         .build()
@@ -126,14 +134,22 @@ async fn retry_never_makes_a_body_error_invalid_arguments_or_a_panic_again() {
         .await
         .unwrap_err();
     assert!(matches!(err, ToolError::Body { .. }), "{err}");
-    assert_eq!(calls.load(Ordering::SeqCst), 1, "a body's own error is not retried");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "a body's own error is not retried"
+    );
 
     let err = toolset
         .call("lookup_retry", json!({"q": 5}))
         .await
         .unwrap_err();
     assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
-    assert_eq!(calls.load(Ordering::SeqCst), 1, "invalid arguments never reach the body");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "invalid arguments never reach the body"
+    );
 
     let panics = Tool::builder()
         .name("panics")
@@ -228,9 +244,13 @@ fn retry_configs_out_of_range_are_refused_naming_the_field() {
         (json!({"max_backoff_ms": 3_600_001}), "max_backoff_ms"),
         (json!({"deadline_ms": 0}), "deadline_ms"),
     ] {
-        let manifest = Manifest::from_value(&json!({"tools": {"lookup": [[{"name": "retry", "config": config}]]}})).unwrap();
+        let manifest = Manifest::from_value(
+            &json!({"tools": {"lookup": [[{"name": "retry", "config": config}]]}}),
+        )
+        .unwrap();
         let (lookup, _) = flaky(0, || "x".into());
-        let outcome = Toolset::new().bind_manifest(&registry(), &BaseTools::new().with(&lookup), &manifest);
+        let outcome =
+            Toolset::new().bind_manifest(&registry(), &BaseTools::new().with(&lookup), &manifest);
         match &outcome[0].1 {
             Err(BindError::InvalidConfig { field: at, .. }) => assert_eq!(at, field, "{config}"),
             other => panic!("{config}: {other:?}"),
@@ -247,7 +267,14 @@ fn a_manifest_retry_on_a_tool_not_idempotent_is_refused_with_the_rule_and_the_fi
     let err = outcome[0].1.as_ref().unwrap_err();
     eprintln!("manifest error: {err}");
     assert_eq!(err.rule(), Some(Rule::SideEffects));
-    assert!(matches!(err, BindError::SideEffects { demand: Demand::Repeatable, transformer: None, .. }));
+    assert!(matches!(
+        err,
+        BindError::SideEffects {
+            demand: Demand::Repeatable,
+            transformer: None,
+            ..
+        }
+    ));
     assert_eq!(
         err.to_string(),
         "on `send_mail`, `retry` makes a call again after a failure, but `send_mail` is not annotated read-only or idempotent; \
@@ -273,17 +300,23 @@ fn a_manifest_retry_on_a_tool_not_idempotent_is_refused_with_the_rule_and_the_fi
 fn a_retry_or_a_cache_outside_a_transformer_is_refused_naming_it() {
     let (lookup, _) = flaky(0, || "x".into());
     let manifest = Manifest::from_json(r#"{"tools": {"lookup": [["batch", "retry"]]}}"#).unwrap();
-    let outcome = Toolset::new().bind_manifest(&registry(), &BaseTools::new().with(&lookup), &manifest);
+    let outcome =
+        Toolset::new().bind_manifest(&registry(), &BaseTools::new().with(&lookup), &manifest);
     let err = outcome[0].1.as_ref().unwrap_err();
     assert!(
         matches!(err, BindError::SideEffects { transformer: Some(t), .. } if t == "batch"),
         "{err:?}"
     );
-    assert!(err.to_string().contains("place `retry` inside `batch`"), "{err}");
+    assert!(
+        err.to_string().contains("place `retry` inside `batch`"),
+        "{err}"
+    );
 
     // Inside it, it binds: each item is retried.
-    let manifest = Manifest::from_json(r#"{"tools": {"lookup": [["retry", "cache", "batch"]]}}"#).unwrap();
-    let outcome = Toolset::new().bind_manifest(&registry(), &BaseTools::new().with(&lookup), &manifest);
+    let manifest =
+        Manifest::from_json(r#"{"tools": {"lookup": [["retry", "cache", "batch"]]}}"#).unwrap();
+    let outcome =
+        Toolset::new().bind_manifest(&registry(), &BaseTools::new().with(&lookup), &manifest);
     assert!(outcome[0].1.is_ok(), "{:?}", outcome[0].1);
 }
 
@@ -300,25 +333,58 @@ fn wrappers_and_backends_keep_the_hints_a_transformer_says_nothing() {
         .unwrap();
     let toolset = Toolset::new();
     toolset
-        .bind((search.combo().with(Trace).with(Pool::new(1).unwrap()).with(Batch::default()),))
+        .bind((search
+            .combo()
+            .with(Trace)
+            .with(Pool::new(1).unwrap())
+            .with(Batch::default()),))
         .unwrap();
     let hints = |name: &str| toolset.info(name).unwrap().presentation.annotations.clone();
     for kept in ["search", "search_trace", "search_trace_pool"] {
         assert_eq!(hints(kept).read_only, Some(true), "{kept}");
     }
     let batch = hints("search_trace_pool_batch");
-    assert_eq!((batch.read_only, batch.idempotent, batch.destructive), (None, None, None));
-    assert_eq!(batch.open_world, Some(true), "hints that are not about side effects stay");
-    assert_eq!(toolset.info("search_trace_pool_batch").unwrap().presentation.title.as_deref(), Some("Search"));
+    assert_eq!(
+        (batch.read_only, batch.idempotent, batch.destructive),
+        (None, None, None)
+    );
+    assert_eq!(
+        batch.open_world,
+        Some(true),
+        "hints that are not about side effects stay"
+    );
+    assert_eq!(
+        toolset
+            .info("search_trace_pool_batch")
+            .unwrap()
+            .presentation
+            .title
+            .as_deref(),
+        Some("Search")
+    );
 }
 
 #[test]
 fn a_cache_binds_only_where_a_call_not_made_loses_nothing() {
     let send = send_mail();
     let toolset = Toolset::new();
-    let err = toolset.bind((send.combo().with(Cache::default()),)).unwrap_err();
-    assert!(matches!(err, BindError::SideEffects { demand: Demand::Skippable, .. }), "{err}");
-    assert!(err.to_string().contains("\"side_effects\": \"allowed\""), "{err}");
+    let err = toolset
+        .bind((send.combo().with(Cache::default()),))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            BindError::SideEffects {
+                demand: Demand::Skippable,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("\"side_effects\": \"allowed\""),
+        "{err}"
+    );
 
     // Idempotent but destructive (a delete): a cache would skip deleting.
     let delete = Tool::builder()
@@ -334,15 +400,27 @@ fn a_cache_binds_only_where_a_call_not_made_loses_nothing() {
         Err(BindError::SideEffects { .. })
     ));
     // A retry is fine there: deleting twice is deleting once.
-    assert!(toolset.bind((delete.combo().with(Retry::default()),)).is_ok());
+    assert!(
+        toolset
+            .bind((delete.combo().with(Retry::default()),))
+            .is_ok()
+    );
 
     // The operator opts in, typed or in the manifest's config.
-    assert!(toolset.bind((send.clone().combo().with(Cache::default().allowing_side_effects()),)).is_ok());
+    assert!(
+        toolset
+            .bind((send
+                .clone()
+                .combo()
+                .with(Cache::default().allowing_side_effects()),))
+            .is_ok()
+    );
     let manifest = Manifest::from_json(
         r#"{"tools": {"send_mail": [[{"name": "cache", "config": {"side_effects": "allowed"}}]]}}"#,
     )
     .unwrap();
-    let outcome = Toolset::new().bind_manifest(&registry(), &BaseTools::new().with(&send), &manifest);
+    let outcome =
+        Toolset::new().bind_manifest(&registry(), &BaseTools::new().with(&send), &manifest);
     assert!(outcome[0].1.is_ok(), "{:?}", outcome[0].1);
 }
 
@@ -353,7 +431,11 @@ fn whoami() -> impl toolgraft::tool::BaseTool<Input = Query, Output = String> {
         .read_only()
         .body(|query: Query| async move {
             let who = context::get::<Principal>().map(|p| p.as_str().to_owned());
-            Ok(format!("{} for {}", query.q, who.unwrap_or_else(|| "nobody".into())))
+            Ok(format!(
+                "{} for {}",
+                query.q,
+                who.unwrap_or_else(|| "nobody".into())
+            ))
         })
         .build()
         .unwrap()
@@ -367,9 +449,12 @@ async fn two_principals_calling_a_cached_tool_get_two_entries_each_their_own() {
     let call = |who: &'static str| {
         let cached = cached.clone();
         async move {
-            context::with(Principal::new(who), cached.call(Query { q: "hello".into() }))
-                .await
-                .unwrap()
+            context::with(
+                Principal::new(who),
+                cached.call(Query { q: "hello".into() }),
+            )
+            .await
+            .unwrap()
         }
     };
     for _ in 0..2 {
@@ -382,12 +467,18 @@ async fn two_principals_calling_a_cached_tool_get_two_entries_each_their_own() {
 
     // Public answers: one entry serves both (the body saw the first caller).
     let (public,) = Toolset::new()
-        .bind((whoami().combo().with(Cache::new(CacheConfig { public: true, ..CacheConfig::default() })),))
+        .bind((whoami().combo().with(Cache::new(CacheConfig {
+            public: true,
+            ..CacheConfig::default()
+        })),))
         .unwrap();
     for who in ["alice", "bob"] {
-        let answer = context::with(Principal::new(who), public.call(Query { q: "hello".into() }))
-            .await
-            .unwrap();
+        let answer = context::with(
+            Principal::new(who),
+            public.call(Query { q: "hello".into() }),
+        )
+        .await
+        .unwrap();
         assert_eq!(answer, "hello for alice");
     }
     assert_eq!(public.stack().wrapper().len(), 1);
@@ -400,7 +491,9 @@ fn manifest_annotations_are_checked_and_a_later_manifest_without_them_restores_t
         (json!({"readonly": true}), "unknown annotation `readonly`"),
         (json!(true), "has `annotations` of true"),
     ] {
-        let err = Manifest::from_value(&json!({"tools": {"x": {"combos": [], "annotations": hints}}})).unwrap_err();
+        let err =
+            Manifest::from_value(&json!({"tools": {"x": {"combos": [], "annotations": hints}}}))
+                .unwrap_err();
         assert_eq!(err.rule(), Some(Rule::ManifestShape));
         assert!(err.to_string().contains(problem), "{err}");
     }
@@ -423,8 +516,15 @@ fn manifest_annotations_are_checked_and_a_later_manifest_without_them_restores_t
     // is refused on them.
     let plain = Manifest::from_json(r#"{"tools": {"send_mail": [["cache"]]}}"#).unwrap();
     let outcome = toolset.apply_manifest(&registry, &plain);
-    assert!(matches!(outcome[0].1, Err(BindError::SideEffects { .. })), "{:?}", outcome[0].1);
+    assert!(
+        matches!(outcome[0].1, Err(BindError::SideEffects { .. })),
+        "{:?}",
+        outcome[0].1
+    );
     let trace = Manifest::from_json(r#"{"tools": {"send_mail": [["trace"]]}}"#).unwrap();
     assert!(toolset.apply_manifest(&registry, &trace)[0].1.is_ok());
-    assert_eq!(toolset.info("send_mail").unwrap().presentation.annotations, Annotations::default());
+    assert_eq!(
+        toolset.info("send_mail").unwrap().presentation.annotations,
+        Annotations::default()
+    );
 }

@@ -138,6 +138,7 @@ fn whereami_tool() -> impl BaseTool<Input = City, Output = Report> {
     Tool::builder()
         .name("whereami")
         .description("Report the process and route the body runs with.")
+        .read_only()
         .body(whereami)
         .build()
         .unwrap()
@@ -149,18 +150,21 @@ fn toolset(remote: &Remote) -> Toolset {
     let slow = Tool::builder()
         .name("slow")
         .description("Sleep, then report the process.")
+        .read_only()
         .body(slow)
         .build()
         .unwrap();
     let fail = Tool::builder()
         .name("fail")
         .description("Always fails.")
+        .read_only()
         .body(fail)
         .build()
         .unwrap();
     let boom = Tool::builder()
         .name("boom")
         .description("Always panics.")
+        .read_only()
         .body(boom)
         .build()
         .unwrap();
@@ -201,6 +205,7 @@ fn toolset(remote: &Remote) -> Toolset {
     let steps = Tool::builder()
         .name("steps")
         .description("Report progress in steps.")
+        .read_only()
         .body(steps)
         .build()
         .unwrap();
@@ -213,6 +218,7 @@ fn with_unknown_tool(toolset: &Toolset, remote: &Remote) {
     let extra = Tool::builder()
         .name("extra")
         .description("Branch in callers only.")
+        .read_only()
         .body(whereami)
         .build()
         .unwrap();

@@ -216,16 +216,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let weather = Tool::builder()
         .name("weather")
         .description("Tomorrow's forecast for a city.")
+        .read_only()
         .body(forecast)
         .build()?;
     let translate = Tool::builder()
         .name("translate")
         .description("Translate a text.")
+        .read_only()
         .body(translate)
         .build()?;
     let get_user = Tool::builder()
         .name("get_user")
         .description("Look a user up by id.")
+        .read_only()
         .body(get_user)
         .build()?;
 

@@ -36,7 +36,10 @@
 //!   "object"` added when the root schema has no `type`: MCP requires it, and a call
 //!   by name only takes an object anyway, so it narrows nothing).
 //! * `title`, `annotations`, `icons` and `_meta`: the base tool's
-//!   [`Presentation`](toolgraft::tool::Presentation), on every branch.
+//!   [`Presentation`](toolgraft::tool::Presentation), on every branch, but for
+//!   the hints a transformer's branch does not keep (read-only, destructive,
+//!   idempotent: its call is a new tool's; the
+//!   [rulebook](toolgraft::rulebook#side-effects) says which).
 //! * `outputSchema`: the name's output schema (inherited by [output-schema](toolgraft::rulebook#output-schema)), see
 //!   [`OutputShape`] for schemas that are not objects; none for [`McpContent`].
 //! * Calls: a result is returned as `structuredContent` plus its JSON as text when the
@@ -50,7 +53,7 @@
 //! | `InvalidArguments` | JSON-RPC error `-32602` (invalid params); `data` = `{tool, field, kind}`; or, with [`BadArguments::AsToolResult`], a result with `isError: true`, the same message as text and the same data in `_meta` under [`ERROR_META`] |
 //! | `UnknownTool` | JSON-RPC error `-32602` (invalid params); `data` = `{tool}` |
 //! | `Body` whose error is an rmcp [`ErrorData`](rmcp::ErrorData) (an imported rmcp tool's protocol error, a body's `Err(ErrorData::..)`) | that JSON-RPC error, as rmcp answers for its own tools |
-//! | `Body`, `Panicked`, `Refused`, `Relocation`, `TimedOut`, `Reported`, `Extension`, `Output` | a result with `isError: true` and the error's message as text |
+//! | `Body`, `Panicked`, `Refused`, `Relocation`, `TimedOut`, `Overloaded`, `Reported`, `Extension`, `Output` | a result with `isError: true` and the error's message as text; when the error says when to call again ([`ToolError::retry_after`](toolgraft::ToolError::retry_after)), the milliseconds in `_meta` under [`RETRY_AFTER_META`] |
 //!
 //! An error that cites a section of the [rulebook](toolgraft::rulebook)
 //! ([`ToolError::rule`](toolgraft::ToolError::rule)) names it too, as its [`Rule`](toolgraft::rulebook::Rule) string: in the error's `data`
@@ -122,6 +125,6 @@ pub mod import;
 pub mod http;
 
 pub use content::McpContent;
-pub use outcome::{BadArguments, ERROR_META, RULE_META};
+pub use outcome::{BadArguments, ERROR_META, RETRY_AFTER_META, RULE_META};
 pub use server::{ToolsOnly, ToolsetServer};
 pub use tool::{OutputShape, mcp_tool};

@@ -133,9 +133,16 @@ pub(crate) fn to_mcp(
         // and failed, which MCP reports in the result.
         _ => {
             let result = CallToolResult::error(vec![ContentBlock::text(message)]);
-            Ok(match rule {
-                Some(rule) => result.with_meta(Some(rule_meta(rule))),
-                None => result,
+            let mut meta = rule.map(rule_meta).unwrap_or_default();
+            // A client that retries reads when from here, not from the prose.
+            if let Some(wait) = error.retry_after() {
+                let millis = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+                meta.insert(RETRY_AFTER_META.to_owned(), json!(millis));
+            }
+            Ok(if meta.is_empty() {
+                result
+            } else {
+                result.with_meta(Some(meta))
             })
         }
     }
@@ -172,6 +179,15 @@ fn rule_meta(rule: Rule) -> MetaObject {
 /// assert_eq!(toolgraft_mcp::RULE_META, "toolgraft/rule");
 /// ```
 pub const RULE_META: &str = "toolgraft/rule";
+
+/// The `_meta` key of a failed call's result that says, in milliseconds, when
+/// the call may be made again: a limit that refused it
+/// ([`ToolError::Overloaded`] with a `retry_after`), or a body that said when.
+///
+/// ```
+/// assert_eq!(toolgraft_mcp::RETRY_AFTER_META, "toolgraft/retryAfterMs");
+/// ```
+pub const RETRY_AFTER_META: &str = "toolgraft/retryAfterMs";
 
 /// The `_meta` key of a result that reports bad arguments
 /// ([`BadArguments::AsToolResult`]): `{"tool", "field", "kind"}`, what the

@@ -288,6 +288,7 @@ fn stepper() -> impl toolgraft::tool::BaseTool + Clone {
     Tool::builder()
         .name("steps")
         .description("Work in steps.")
+        .read_only()
         .body(|input: Steps| async move {
             for step in 1..=input.steps {
                 context::report_progress(
@@ -356,6 +357,7 @@ async fn the_request_meta_crosses_to_a_worker_process_and_the_peer_does_not() {
     let wire = Tool::builder()
         .name("wire")
         .description("The context that would cross to a worker process.")
+        .read_only()
         .body(|_: Steps| async move {
             let below = toolgraft::Name::new("wire")?;
             let wire = toolgraft::relocation::Departure::new("remote", &below)?.to_wire()?;
@@ -403,6 +405,7 @@ async fn a_body_logs_to_the_client_through_the_calls_peer() {
     let say = Tool::builder()
         .name("say")
         .description("Log the text to the client.")
+        .read_only()
         .body(|input: Say| async move {
             let call = McpCall::current().ok_or("not an MCP call")?;
             let mut message =
@@ -480,6 +483,7 @@ async fn the_toolset_serves_beside_the_authors_handler_and_its_own_tools() {
     let more = Tool::builder()
         .name("more")
         .description("More.")
+        .read_only()
         .body(|_: Steps| async { Ok(1) })
         .build()
         .unwrap();
@@ -499,6 +503,7 @@ async fn content_blocks_pass_through_and_a_cached_image_is_still_an_image() {
     let chart = Tool::builder()
         .name("chart")
         .description("Draw the chart.")
+        .read_only()
         .body({
             let drawn = drawn.clone();
             move |_: Chart| {

@@ -39,6 +39,7 @@ fn toolset() -> (Toolset, Registry) {
     let shout = Tool::builder()
         .name("shout")
         .description("Return the text, loud.")
+        .read_only()
         .body(|input: Shout| async move {
             if input.text.is_empty() {
                 return Err::<String, BoxError>("nothing to shout".into());

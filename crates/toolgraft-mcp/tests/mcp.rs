@@ -89,12 +89,14 @@ fn toolset() -> (Toolset, Registry) {
     let weather = Tool::builder()
         .name("weather")
         .description("Tomorrow's forecast for a city.")
+        .read_only()
         .body(forecast)
         .build()
         .unwrap();
     let translate = Tool::builder()
         .name("translate")
         .description("Translate a text.")
+        .read_only()
         .body(|input: Translate| async move {
             Ok::<_, BoxError>(format!("[{}] {}", input.to, input.text))
         })
@@ -103,6 +105,7 @@ fn toolset() -> (Toolset, Registry) {
     let wait = Tool::builder()
         .name("wait")
         .description("Wait until cancelled.")
+        .read_only()
         .body(|_: Nothing| async move {
             let _dropped = SetOnDrop(&WAIT_DROPPED);
             WAIT_STARTED.notify_one();
@@ -566,6 +569,7 @@ async fn a_failure_that_cites_a_rule_names_it_in_meta() {
         .bind((Tool::builder()
             .name("fetch")
             .description("Look a city up.")
+            .read_only()
             .body(forecast)
             .build()
             .unwrap()
@@ -575,6 +579,7 @@ async fn a_failure_that_cites_a_rule_names_it_in_meta() {
     let launder = Tool::builder()
         .name("launder")
         .description("Look a city up through the pool.")
+        .read_only()
         .body(move |input: City| {
             let pooled = pooled.clone();
             async move { pooled.call(input).await.map_err(Into::into) }
@@ -1032,6 +1037,7 @@ async fn a_panic_is_an_error_result_and_deep_arguments_are_refused() {
     let weather = Tool::builder()
         .name("weather")
         .description("Tomorrow's forecast for a city.")
+        .read_only()
         .body(forecast)
         .build()
         .unwrap();
@@ -1067,4 +1073,59 @@ async fn a_panic_is_an_error_result_and_deep_arguments_are_refused() {
         )
         .await;
     assert_ne!(fine.unwrap().is_error, Some(true));
+}
+
+/// A call a rate limit refuses is a result with `isError` that says why, and
+/// when to call again in `_meta` (milliseconds), for a client that retries.
+#[tokio::test(start_paused = true)]
+async fn an_overloaded_call_says_when_to_call_again() {
+    let toolset = Toolset::new();
+    let ping = Tool::builder()
+        .name("ping")
+        .description("Answer pong.")
+        .read_only()
+        .body(|_: Nothing| async move { Ok::<_, BoxError>("pong".to_owned()) })
+        .build()
+        .unwrap();
+    toolset
+        .bind((ping.combo().with(toolgraft::ext::RateLimit::new(
+            1,
+            Duration::from_millis(400),
+        )),))
+        .unwrap();
+    let client = legacy(&toolset).await;
+
+    let admitted = call_ok(&client, "ping_rate_limit", json!({})).await;
+    assert_eq!(admitted.is_error, Some(false), "{admitted:?}");
+    let refused = call_ok(&client, "ping_rate_limit", json!({})).await;
+    println!("refused: {}  _meta: {:?}", text(&refused), refused.meta);
+    assert_eq!(refused.is_error, Some(true));
+    assert!(
+        text(&refused).contains("`rate_limit` refused the call to `ping_rate_limit`"),
+        "{refused:?}"
+    );
+    let meta = refused.meta.as_ref().expect("when, in `_meta`");
+    let after = meta.0[toolgraft_mcp::RETRY_AFTER_META].as_u64().unwrap();
+    assert!(after > 0 && after <= 400, "{after}");
+    client.cancel().await.unwrap();
+}
+
+/// tools/list carries the hints by rule: a wrapper's branch keeps the base's,
+/// a transformer's (a new tool with its own input) has none of what a call
+/// does, only the title and open-world.
+#[tokio::test]
+async fn tools_list_carries_hints_by_rule() {
+    let (toolset, _) = toolset();
+    let client = legacy(&toolset).await;
+    let tools = list(&client).await;
+    let hints = |name: &str| {
+        find(&tools, name)
+            .annotations
+            .as_ref()
+            .map(|hints| (hints.read_only_hint, hints.idempotent_hint))
+    };
+    assert_eq!(hints("weather"), Some((Some(true), None)));
+    assert_eq!(hints("weather_trace_cache"), Some((Some(true), None)));
+    assert_eq!(hints("weather_batch"), None);
+    client.cancel().await.unwrap();
 }

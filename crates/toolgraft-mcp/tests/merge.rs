@@ -45,7 +45,7 @@ impl Notes {
         }
     }
 
-    #[tool(description = "Search the notes.")]
+    #[tool(description = "Search the notes.", annotations(read_only_hint = true))]
     async fn search(&self, Parameters(search): Parameters<Search>) -> String {
         self.searches.fetch_add(1, Ordering::SeqCst);
         format!("1 note says {}", search.query)
@@ -129,6 +129,7 @@ fn stepper() -> impl toolgraft::tool::BaseTool + Clone {
     Tool::builder()
         .name("steps")
         .description("Work in steps.")
+        .read_only()
         .body(|input: Steps| async move {
             for step in 1..=input.steps {
                 context::report_progress(Progress::new(step.into()).of(input.steps.into()));

@@ -172,7 +172,7 @@ impl Params for CacheParams {}
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let runs = Arc::new(AtomicUsize::new(0));
 /// let counter = runs.clone();
-/// let shout = Tool::builder().name("shout").description("Return the text.")
+/// let shout = Tool::builder().name("shout").description("Return the text.").read_only()
 ///     .body(move |i: Shout| {
 ///         counter.fetch_add(1, Ordering::SeqCst);
 ///         async move { Ok(i.text) }
@@ -425,7 +425,7 @@ impl Cache {
     /// # use toolgraft::ext::Cache;
     /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let (cached,) = Toolset::new().bind((shout.combo().with(Cache::with_capacity(1)),))?;
     /// for text in ["a", "b"] {
@@ -445,7 +445,7 @@ impl Cache {
     /// # use toolgraft::ext::{Cache, cache::CacheConfig};
     /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let shout = Tool::builder().name("shout").description("Return the text.")
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let cache = Cache::new(CacheConfig { max_bytes: 4096, ..CacheConfig::default() });
     /// let (cached,) = Toolset::new().bind((shout.combo().with(cache),))?;

@@ -349,9 +349,12 @@ impl RateLimit {
         } else {
             ""
         };
+        let calls = match rate.calls() {
+            1 => "1 call".to_owned(),
+            calls => format!("{calls} calls"),
+        };
         format!(
-            "over {} calls per {:?}{whom} (burst {})",
-            rate.calls(),
+            "over {calls} per {:?}{whom} (burst {})",
             rate.per(),
             rate.burst()
         )

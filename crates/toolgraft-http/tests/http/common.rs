@@ -69,6 +69,7 @@ pub fn bases() -> BaseTools {
     let weather = Tool::builder()
         .name("weather")
         .description("Tomorrow's weather for a city.")
+        .read_only()
         .body(|input: City| async move {
             let route = proxy::current_route().unwrap_or_else(|| "direct".into());
             Ok::<_, BoxError>(format!("sunny in {} via {route}", input.city))
@@ -78,6 +79,7 @@ pub fn bases() -> BaseTools {
     let translate = Tool::builder()
         .name("translate")
         .description("Translate a text.")
+        .read_only()
         .body(|input: Translate| async move {
             Ok::<_, BoxError>(format!("[{}] {}", input.to, input.text))
         })

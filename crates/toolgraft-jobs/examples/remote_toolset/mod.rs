@@ -66,6 +66,7 @@ pub fn toolset(remote: &Remote) -> Result<Toolset, Box<dyn std::error::Error>> {
     let weather = Tool::builder()
         .name("weather")
         .description("Tomorrow's forecast for a city.")
+        .read_only()
         .body(forecast)
         .build()?;
     let toolset = Toolset::new();
