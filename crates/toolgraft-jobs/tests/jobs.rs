@@ -70,7 +70,7 @@ impl Entry for ThreadsOnly {
     type Key = Unkeyed;
 }
 
-#[derive(Deserialize, Serialize, JsonSchema)]
+#[derive(Clone, Deserialize, Serialize, JsonSchema)]
 struct Sleep {
     ms: u64,
 }
@@ -1359,6 +1359,165 @@ async fn workers_and_callers_survive_a_redis_restart() {
     );
     let restarted = worker.wait_for_line(&["starting it again"]).await;
     eprintln!("worker log: {restarted}");
+}
+
+/// A loopback TCP proxy to a Redis server whose connections the test kills: `cut`
+/// drops every connection through it and refuses new ones for a while, what a
+/// caller sees when its Redis connections die and the network takes time to heal.
+#[cfg(feature = "redis")]
+struct FlakyLink {
+    port: u16,
+    open: Arc<std::sync::atomic::AtomicBool>,
+    links: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+#[cfg(feature = "redis")]
+impl FlakyLink {
+    async fn to(upstream: &str) -> Self {
+        let upstream = upstream.trim_start_matches("redis://").to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let open = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let links = Arc::new(Mutex::new(Vec::new()));
+        let (accepting, linked) = (open.clone(), links.clone());
+        tokio::spawn(async move {
+            while let Ok((mut near, _)) = listener.accept().await {
+                if !accepting.load(std::sync::atomic::Ordering::SeqCst) {
+                    continue;
+                }
+                let upstream = upstream.clone();
+                let link = tokio::spawn(async move {
+                    if let Ok(mut far) = tokio::net::TcpStream::connect(&upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut near, &mut far).await;
+                    }
+                });
+                linked.lock().unwrap().push(link.abort_handle());
+            }
+        });
+        Self { port, open, links }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills every connection now and refuses new ones for `down`.
+    fn cut(&self, down: Duration) {
+        self.open.store(false, std::sync::atomic::Ordering::SeqCst);
+        for link in self.links.lock().unwrap().drain(..) {
+            link.abort();
+        }
+        let open = self.open.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(down).await;
+            open.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+    }
+}
+
+/// Counts the calls that go through it and keeps each failure's message: here,
+/// between `remote` and `retry`, one per attempt.
+#[cfg(feature = "redis")]
+#[derive(Clone, Default)]
+struct Attempts(Arc<Mutex<Vec<Result<(), String>>>>);
+
+#[cfg(feature = "redis")]
+impl<S: Stack> toolgraft::Wrap<S> for Attempts {
+    type Locality = toolgraft::extension::Anywhere;
+    type Params = ();
+
+    fn name(&self) -> &str {
+        "attempts"
+    }
+
+    async fn around(
+        &self,
+        next: toolgraft::extension::Next<'_, S, Self>,
+        (): (),
+        input: S::Input,
+    ) -> Result<S::Output, ToolError> {
+        let outcome = next.call(input).await;
+        let seen = outcome.as_ref().map(|_| ()).map_err(ToString::to_string);
+        self.0.lock().unwrap().push(seen);
+        outcome
+    }
+}
+
+/// `[remote, retry]` on a read-only tool: the caller's Redis connections are
+/// killed (and refused for 600 ms); with `retry` the call is answered after
+/// attempts that met the dead connection, and killed again, the same call
+/// without `retry` fails with that transient relocation error.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_recovers_from_a_killed_redis_connection() {
+    use toolgraft::ext::Retry;
+    use toolgraft::ext::retry::RetryConfig;
+    let env = Env::redis("retry_killed_connection").await;
+    let _worker = WorkerProcess::start(&env);
+    let link = FlakyLink::to(&env.url).await;
+    let remote = Remote::new(link.url())
+        .unwrap()
+        .queue(&env.queue)
+        .unwrap()
+        .timeout(Duration::from_secs(5));
+    let slow = Tool::builder()
+        .name("slow")
+        .description("Sleep, then report the process.")
+        .read_only()
+        .body(slow)
+        .build()
+        .unwrap();
+    let attempts = Attempts::default();
+    let retry = Retry::new(RetryConfig {
+        attempts: 8,
+        backoff_ms: 100,
+        max_backoff_ms: 800,
+        deadline_ms: 20_000,
+    });
+    let toolset = Toolset::new();
+    toolset
+        .bind((slow
+            .combo()
+            .with(remote.clone())
+            .with(attempts.clone())
+            .with(retry),))
+        .unwrap();
+    let started = Instant::now();
+    let at = || format!("{:>6.0} ms", started.elapsed().as_secs_f64() * 1e3);
+    let call = || toolset.call("slow_remote_attempts_retry", json!({"ms": 1}));
+    call().await.expect("a first call, on live connections");
+    attempts.0.lock().unwrap().clear();
+
+    link.cut(Duration::from_millis(600));
+    eprintln!("{}: the caller's Redis connections killed", at());
+    let answered = call().await.expect("retry recovers");
+    let seen = attempts.0.lock().unwrap().clone();
+    eprintln!(
+        "{}: with retry: answered by worker {answered} after {} attempts",
+        at(),
+        seen.len()
+    );
+    for (number, outcome) in seen.iter().enumerate() {
+        eprintln!("  attempt {}: {outcome:?}", number + 1);
+    }
+    assert!(
+        seen.len() >= 2,
+        "the first attempt met the killed connection: {seen:?}"
+    );
+    assert!(seen.last().unwrap().is_ok());
+    assert!(
+        seen[..seen.len() - 1].iter().all(Result::is_err),
+        "{seen:?}"
+    );
+
+    link.cut(Duration::from_millis(600));
+    eprintln!("{}: killed again", at());
+    let without = toolset
+        .call("slow_remote", json!({"ms": 1}))
+        .await
+        .expect_err("a call without retry meets the killed connection");
+    eprintln!("{}: without retry: {without}", at());
+    assert!(without.is_transient(), "{without:?}");
 }
 
 /// What the job engine still holds of the queue's jobs: Redis keys (each job's
