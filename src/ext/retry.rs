@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::context::{self, Entry, InProcess, Unkeyed};
+use crate::context::{self, Entry, Serialized, Unkeyed};
 use crate::error::ToolError;
 use crate::extension::{ConfigError, Configurable, Extension, Resendable, Wrap};
 use crate::extension::{Next, Stack};
@@ -73,7 +73,10 @@ impl Default for RetryConfig {
 /// `side-effects`): typed, `Tool::builder()..idempotent()`; from a manifest, the
 /// tool's own hints or the entry's `"annotations": {"idempotentHint": true}`.
 /// Around a backend, each attempt is one more job; the attempt a call is on is
-/// in its [context](crate::context) as an [`Attempt`], for the layers inside.
+/// in its [context](crate::context) as an [`Attempt`], for the layers inside,
+/// in worker processes too: a backend that runs a job again (`toolgraft-jobs`,
+/// when a worker dies mid-job) counts that run against the same attempts, so
+/// the body runs at most `attempts` times for one call.
 ///
 /// ```
 /// use std::sync::{Arc, atomic::{AtomicU32, Ordering}};
@@ -173,8 +176,14 @@ impl Retry {
 }
 
 /// Which attempt of a [`Retry`] a call is: what the layers inside read (a job's
-/// log line, a backend that must not count a redelivery as a new attempt).
-/// `number` is 1 for the first call.
+/// log line, a backend that counts a redelivery as one more attempt). `number`
+/// is 1 for the first call; `call` names the retried call, the same on each of
+/// its attempts.
+///
+/// It travels to worker processes ([`Serialized`]): a job backend that runs a
+/// job again (its worker died) counts that run against the same `of`, so the
+/// body runs at most `of` times for one call, attempts and redeliveries
+/// together (`toolgraft-jobs` does).
 ///
 /// ```
 /// use toolgraft::context;
@@ -183,18 +192,38 @@ impl Retry {
 /// assert_eq!(context::get::<Attempt>(), None);
 /// # }
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attempt {
     /// This attempt, from 1.
     pub number: u32,
-    /// How many the retry makes at most.
+    /// How many runs the retry allows at most.
     pub of: u32,
+    /// The retried call: 32 hex digits, random, the same on every attempt.
+    pub call: String,
+}
+
+impl Attempt {
+    /// The longest `call` a backend should take from a job: a job's context
+    /// is a caller's word, and a store's key is made of it.
+    pub const MAX_CALL_LEN: usize = 64;
 }
 
 impl Entry for Attempt {
     const NAME: &'static str = "toolgraft.retry.attempt";
-    type Travel = InProcess;
+    type Travel = Serialized;
     type Key = Unkeyed;
+}
+
+/// A new call's name: 128 random bits as hex (or the clock, where the system
+/// gives no randomness).
+fn call_name() -> String {
+    let high = getrandom::u64().unwrap_or_default();
+    let low = getrandom::u64().unwrap_or_else(|_| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos() as u64)
+    });
+    format!("{high:016x}{low:016x}")
 }
 
 impl Configurable for Retry {
@@ -276,9 +305,14 @@ where
     ) -> Result<S::Output, ToolError> {
         let of = self.config.attempts;
         let deadline = Instant::now() + Duration::from_millis(self.config.deadline_ms);
+        let call = call_name();
         let mut number = 1;
         loop {
-            let attempt = Attempt { number, of };
+            let attempt = Attempt {
+                number,
+                of,
+                call: call.clone(),
+            };
             let error = match context::with(attempt, next.call(input.clone())).await {
                 Err(error) if error.is_transient() && number < of => error,
                 outcome => return outcome,

@@ -20,6 +20,11 @@
 //!   the death. The caller gets exactly one result (the first reply; later ones are
 //!   dropped), but a body can run more than once: make relocated bodies idempotent.
 //!   A worker that cannot send its reply fails the job, which runs again too.
+//! * **Retries and redeliveries share one count.** Under a `retry`
+//!   ([`toolgraft::ext::Retry`]) around `remote`, each run of a job (an attempt's,
+//!   or a redelivery's) is counted in the job engine, atomically across workers;
+//!   a run past the retry's attempts is refused (`ToolError::Refused` from
+//!   `retry`), so the body runs at most that many times for one call.
 //! * A tool's own failure (a body error, a panic, a refused call) is a result: it
 //!   comes back as the same [`ToolError`] variant and is not retried.
 //! * Arguments are decoded (and checked) in the caller before anything is

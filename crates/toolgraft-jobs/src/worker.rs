@@ -7,6 +7,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use toolgraft::context::{self, Progress, ProgressSink};
+use toolgraft::ext::retry::Attempt;
+use toolgraft::{Name, ToolError};
 
 use apalis::prelude::BoxDynError;
 
@@ -340,7 +342,14 @@ async fn run_job(mut job: Job, state: Arc<State>) -> Result<(), BoxDynError> {
     let result = match behind(&job, &state).await {
         Some(refused) => Err(refused),
         None => {
-            let call = state.toolset.call(&job.tool, std::mem::take(&mut job.args));
+            let args = std::mem::take(&mut job.args);
+            let (tool, toolset, broker) = (&job.tool, &state.toolset, &state.broker);
+            let call = async move {
+                if let Some(refused) = over_its_runs(tool, broker).await {
+                    return Err(refused);
+                }
+                toolset.call(tool, args).await
+            };
             let call = std::mem::take(&mut job.context).arrive(call);
             let call = forwarding_progress(&job, &state.broker, call);
             let outcome = until_withdrawn(&job.id, &state.broker, call).await;
@@ -366,6 +375,50 @@ async fn run_job(mut job: Job, state: Arc<State>) -> Result<(), BoxDynError> {
     };
     state.broker.send_reply(&job.reply_to, &reply).await?;
     Ok(())
+}
+
+/// Where the job is one run of a call a `retry` makes (its context has an
+/// [`Attempt`]), counts the run against the retry's `of`: a run past it, an
+/// attempt or a redelivery of a job whose worker died, is refused, so the body
+/// runs at most `of` times for one call. `None`: run it.
+async fn over_its_runs(tool: &str, broker: &Broker) -> Option<ToolError> {
+    let attempt = context::get::<Attempt>()?;
+    let refused = |reason: String| ToolError::Refused {
+        tool: Name::lossy(tool),
+        extension: Name::lossy("retry"),
+        reason,
+    };
+    let call = &attempt.call;
+    if call.is_empty()
+        || call.len() > Attempt::MAX_CALL_LEN
+        || !call.bytes().all(|byte| byte.is_ascii_alphanumeric())
+    {
+        return Some(refused(format!(
+            "the job names its call `{}`, not a call name (1 to {} letters and digits)",
+            toolgraft::error::shorten(call),
+            Attempt::MAX_CALL_LEN
+        )));
+    }
+    let runs = match broker.count_run(call).await {
+        Ok(runs) => runs,
+        // Uncounted, a run could be one too many: the engine is asked again
+        // at the next attempt.
+        Err(error) => {
+            return Some(ToolError::Relocation {
+                tool: Name::lossy(tool),
+                backend: Name::lossy("remote"),
+                reason: format!("cannot count the runs of call `{call}`: {error}"),
+            });
+        }
+    };
+    tracing::info!(tool = %tool, call = %call, attempt = attempt.number, run = runs, of = attempt.of, "a retried call's run");
+    (runs > u64::from(attempt.of)).then(|| {
+        refused(format!(
+            "its call has run {} times already, attempts and redeliveries together, all that `retry` allows ({})",
+            runs - 1,
+            attempt.of
+        ))
+    })
 }
 
 /// How often a running job looks whether its caller withdrew it.

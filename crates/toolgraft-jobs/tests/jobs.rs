@@ -591,6 +591,7 @@ on_every_tier!(
     a_caller_timeout_names_the_job,
     sigterm_finishes_the_jobs_in_flight,
     a_job_of_a_killed_worker_runs_again_on_another,
+    attempts_and_redeliveries_are_counted_together,
     two_workers_serve_many_concurrent_calls,
     a_manifest_relocates_with_the_same_workers,
     progress_from_the_worker_reaches_the_caller_in_order_before_the_reply,
@@ -1056,6 +1057,72 @@ async fn a_job_of_a_killed_worker_runs_again_on_another(env: Env) {
         "the first never finished"
     );
     assert_eq!(second.settled_jobs("slow", 1).await, 1);
+}
+
+/// `[remote, retry]`: the job engine's redeliveries count against the retry's
+/// attempts. With 2 attempts, the job of a killed worker runs again on a second
+/// (run 2 of 2); that one killed too, a third refuses the run, and the caller
+/// gets the refusal, not a third run of the body.
+async fn attempts_and_redeliveries_are_counted_together(env: Env) {
+    use toolgraft::ext::Retry;
+    let start = Instant::now();
+    let at = || format!("{:>6.2} s", start.elapsed().as_secs_f64());
+    let slow = Tool::builder()
+        .name("slow")
+        .description("Sleep, then report the process.")
+        .read_only()
+        .body(slow)
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind((slow.combo().with(env.remote()).with(Retry::attempts(2)),))
+        .unwrap();
+    let mut worker = WorkerProcess::start(&env);
+    let call = tokio::spawn({
+        let toolset = toolset.clone();
+        async move { toolset.call("slow_remote_retry", json!({"ms": 3000})).await }
+    });
+    for run in 1..=2 {
+        let line = worker
+            .wait_for_line(&["a retried call's run", &format!("run={run} ")])
+            .await;
+        eprintln!("{} worker pid {}: {line}", at(), worker.pid());
+        assert!(
+            line.contains("attempt=1 "),
+            "one attempt, run again: {line}"
+        );
+        worker.child.kill().unwrap();
+        worker.child.wait().unwrap();
+        eprintln!(
+            "{} worker pid {} killed (SIGKILL) mid-job",
+            at(),
+            worker.pid()
+        );
+        worker = WorkerProcess::start(&env);
+    }
+    let line = worker
+        .wait_for_line(&["a retried call's run", "run=3 "])
+        .await;
+    eprintln!("{} worker pid {}: {line}", at(), worker.pid());
+    let refused = call.await.unwrap().expect_err("a third run is refused");
+    eprintln!("{} the caller: {refused}", at());
+    match &refused {
+        ToolError::Refused {
+            extension, reason, ..
+        } => {
+            assert_eq!(extension.as_str(), "retry");
+            assert!(reason.contains("has run 2 times already"), "{reason}");
+        }
+        other => panic!("expected the retry's refusal, got {other:?}"),
+    }
+    assert!(!refused.is_transient());
+    let log = worker.log_text();
+    assert!(
+        !log.lines()
+            .any(|line| line.contains("job finished") && line.contains("ok=true")),
+        "the third worker did not run the body: {log}"
+    );
 }
 
 async fn two_workers_serve_many_concurrent_calls(env: Env) {

@@ -198,6 +198,11 @@ pub(crate) trait Tier: Send + Sync {
     /// Whether the caller withdrew `job`.
     fn is_withdrawn<'a>(&'a self, job: &'a str) -> Answer<'a, bool>;
 
+    /// Counts one more run of `call`, a call a `retry` makes (each attempt's
+    /// job, each redelivery of one), and returns the runs so far, this one in;
+    /// atomic across workers, remembered for the retention.
+    fn count_run<'a>(&'a self, call: &'a str) -> Answer<'a, u64>;
+
     // ------------------------------------------------------- submitted jobs
 
     /// Records the submitted job `id` (`record`, the caller's JSON about it).

@@ -236,6 +236,23 @@ impl Tier for Redis {
         })
     }
 
+    fn count_run<'a>(&'a self, call: &'a str) -> Answer<'a, u64> {
+        Box::pin(async move {
+            let key = format!("toolgraft:runs:{}:{call}", self.queue);
+            let retention =
+                i64::try_from(self.engine.retention.as_secs().max(1)).unwrap_or(i64::MAX);
+            let (runs,): (u64,) = redis::pipe()
+                .atomic()
+                .incr(&key, 1)
+                .expire(&key, retention)
+                .ignore()
+                .query_async(&mut self.commands.clone())
+                .await
+                .map_err(text)?;
+            Ok(runs)
+        })
+    }
+
     fn put_progress<'a>(
         &'a self,
         reply_to: &'a str,

@@ -145,6 +145,14 @@ impl Tier for Sqlite {
             .execute(&self.replies)
             .await
             .map_err(text)?;
+            sqlx::query(
+                "DELETE FROM toolgraft_runs WHERE queue = ?1 AND created < unixepoch() - ?2",
+            )
+            .bind(&self.queue)
+            .bind(i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX))
+            .execute(&self.replies)
+            .await
+            .map_err(text)?;
             Ok(removed)
         })
     }
@@ -238,6 +246,21 @@ impl Tier for Sqlite {
             .fetch_one(&self.replies)
             .await
             .map(|found| found > 0)
+            .map_err(text)
+        })
+    }
+
+    fn count_run<'a>(&'a self, call: &'a str) -> Answer<'a, u64> {
+        Box::pin(async move {
+            sqlx::query_scalar::<_, i64>(
+                "INSERT INTO toolgraft_runs (queue, call, runs) VALUES (?1, ?2, 1)
+                 ON CONFLICT (queue, call) DO UPDATE SET runs = runs + 1 RETURNING runs",
+            )
+            .bind(&self.queue)
+            .bind(call)
+            .fetch_one(&self.replies)
+            .await
+            .map(|runs| u64::try_from(runs).unwrap_or(0))
             .map_err(text)
         })
     }

@@ -63,10 +63,17 @@ async fn open_one(url: &str) -> Result<SqlitePool, String> {
         .map_err(|error| format!("cannot open `{url}`: {error}"))
 }
 
-/// The side file's tables: replies to callers, submitted jobs (the caller's
-/// record, the first reply, the end), the jobs their callers withdrew, and the
-/// fleet's state.
-const SIDE_TABLES: [&str; 5] = [
+/// The side file's tables: the runs of retried calls, replies to callers,
+/// submitted jobs (the caller's record, the first reply, the end), the jobs
+/// their callers withdrew, and the fleet's state.
+const SIDE_TABLES: [&str; 6] = [
+    "CREATE TABLE IF NOT EXISTS toolgraft_runs (
+         queue TEXT NOT NULL,
+         call TEXT NOT NULL,
+         runs INTEGER NOT NULL,
+         created INTEGER NOT NULL DEFAULT (unixepoch()),
+         PRIMARY KEY (queue, call)
+     )",
     "CREATE TABLE IF NOT EXISTS toolgraft_withdrawn (
          queue TEXT NOT NULL,
          job TEXT NOT NULL,
