@@ -73,7 +73,7 @@ impl Default for RetryConfig {
 /// `side-effects`): typed, `Tool::builder()..idempotent()`; from a manifest, the
 /// tool's own hints or the entry's `"annotations": {"idempotentHint": true}`.
 /// Around a backend, each attempt is one more job; the attempt a call is on is
-/// in its [context](crate::context) as an [`Attempt`], for the layers inside,
+/// in its [context] as an [`Attempt`], for the layers inside,
 /// in worker processes too: a backend that runs a job again (`toolgraft-jobs`,
 /// when a worker dies mid-job) counts that run against the same attempts, so
 /// the body runs at most `attempts` times for one call.

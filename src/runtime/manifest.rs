@@ -245,14 +245,14 @@ impl Manifest {
         for (tool, value) in tools {
             let combos = match value {
                 Value::Object(fields) => {
-                    let (combos, publish, annotations) = entry_of(tool, fields)?;
+                    let entry = entry_of(tool, fields)?;
                     manifest
                         .publish
-                        .extend(publish.map(|publish| (tool.clone(), publish)));
+                        .extend(entry.publish.map(|publish| (tool.clone(), publish)));
                     manifest
                         .annotations
-                        .extend(annotations.map(|hints| (tool.clone(), hints)));
-                    combos
+                        .extend(entry.annotations.map(|hints| (tool.clone(), hints)));
+                    entry.combos
                 }
                 combos => combos_of(tool, combos)?,
             };
@@ -269,13 +269,16 @@ fn shape(tool: &str, problem: String) -> ManifestError {
     }
 }
 
-/// A tool's `{"combos": [...], "publish": ..., "annotations": {..}}`: its combos
-/// (none is its base alone), what it publishes and the hints the operator sets,
-/// if it says.
-fn entry_of(
-    tool: &str,
-    fields: &Map<String, Value>,
-) -> Result<(Vec<ComboSpec>, Option<Publish>, Option<Annotations>), ManifestError> {
+/// A tool's entry in the object form: its combos (none is its base alone), what
+/// it publishes and the hints the operator sets, if it says.
+struct EntrySpec {
+    combos: Vec<ComboSpec>,
+    publish: Option<Publish>,
+    annotations: Option<Annotations>,
+}
+
+/// A tool's `{"combos": [...], "publish": ..., "annotations": {..}}`.
+fn entry_of(tool: &str, fields: &Map<String, Value>) -> Result<EntrySpec, ManifestError> {
     const FORM: &str = r#"write {"combos": [["a", "b"]], "publish": "all" | "outermost" | {"published": "bound"}, "annotations": {"readOnlyHint": true}}"#;
     if let Some(extra) = fields
         .keys()
@@ -299,7 +302,11 @@ fn entry_of(
         .get("annotations")
         .map(|hints| annotations_of(tool, hints))
         .transpose()?;
-    Ok((combos, publish, annotations))
+    Ok(EntrySpec {
+        combos,
+        publish,
+        annotations,
+    })
 }
 
 /// A tool's `"annotations"`: MCP's hints by their names there, each a boolean
