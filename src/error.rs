@@ -652,7 +652,7 @@ pub enum BindError {
         /// The layer it sits on (the tool, or a branch of it).
         layer: Name,
         /// What it relies on them for.
-        demand: crate::tool::Demand,
+        demand: crate::annotations::Demand,
         /// The transformer inside it whose branch, a new tool, says nothing of
         /// side effects, when there is one.
         transformer: Option<Name>,
@@ -1108,10 +1108,10 @@ fn side_effects(
     tool: &Name,
     extension: &Name,
     layer: &Name,
-    demand: crate::tool::Demand,
+    demand: crate::annotations::Demand,
     transformer: Option<&Name>,
 ) -> String {
-    use crate::tool::Demand;
+    use crate::annotations::Demand;
     let does = match demand {
         Demand::Repeatable => "makes a call again after a failure",
         Demand::Skippable => "answers calls without making them",

@@ -11,6 +11,7 @@ pub mod rulebook;
 mod name;
 pub mod context;
 pub mod kind;
+mod annotations;
 pub mod error;
 pub mod relocation;
 pub mod limits;

@@ -6,90 +6,9 @@
 //! second call safe as a type ([`ReadOnly`], [`Idempotent`], or [`Unsaid`]), so
 //! that a typed `retry` on a tool that does not promise it does not compile.
 
+use crate::annotations::Annotations;
 use crate::stack::Stack;
 use crate::stack::erased::DynStack;
-use crate::tool::Annotations;
-
-/// What an extension relies on a tool's hints for: what it does with the calls it
-/// is given (rule `side-effects` in the [rulebook](crate::rulebook)).
-///
-/// ```
-/// use toolgraft::tool::{Annotations, Demand};
-/// let read_only = Annotations { read_only: Some(true), ..Annotations::default() };
-/// let deletes = Annotations { idempotent: Some(true), destructive: Some(true), ..Annotations::default() };
-/// assert!(read_only.allow(Demand::Repeatable) && read_only.allow(Demand::Skippable));
-/// assert!(deletes.allow(Demand::Repeatable) && !deletes.allow(Demand::Skippable));
-/// assert!(!Annotations::default().allow(Demand::Repeatable));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Demand {
-    /// It makes a call again with the same arguments (`retry`): the tool must be
-    /// read-only or idempotent, so that two calls do no more than one.
-    Repeatable,
-    /// It answers some calls without making them (`cache`): the tool must be
-    /// read-only, or idempotent and not destructive, so that a call not made
-    /// loses nothing.
-    Skippable,
-}
-
-impl Demand {
-    /// What the demand promises in words, as errors say it.
-    pub(crate) fn needs(self) -> &'static str {
-        match self {
-            Self::Repeatable => "read-only or idempotent",
-            Self::Skippable => "read-only, or idempotent and not destructive",
-        }
-    }
-}
-
-impl Annotations {
-    /// Whether these hints allow what `demand` does. Only hints said count: MCP's
-    /// defaults for a tool that says nothing are "may change things, may destroy,
-    /// not idempotent".
-    pub fn allow(&self, demand: Demand) -> bool {
-        let read_only = self.read_only == Some(true);
-        let idempotent = self.idempotent == Some(true);
-        match demand {
-            Demand::Repeatable => read_only || idempotent,
-            Demand::Skippable => read_only || (idempotent && self.destructive != Some(true)),
-        }
-    }
-
-    /// These hints with each one `other` says replacing this one's: what a
-    /// manifest's `"annotations"` do to a tool's own.
-    ///
-    /// ```
-    /// use toolgraft::tool::Annotations;
-    /// let own = Annotations { read_only: Some(false), open_world: Some(true), ..Annotations::default() };
-    /// let said = Annotations { read_only: Some(true), ..Annotations::default() };
-    /// let hints = own.overridden_by(&said);
-    /// assert_eq!((hints.read_only, hints.open_world), (Some(true), Some(true)));
-    /// ```
-    pub fn overridden_by(&self, other: &Annotations) -> Self {
-        Self {
-            title: other.title.clone().or_else(|| self.title.clone()),
-            read_only: other.read_only.or(self.read_only),
-            destructive: other.destructive.or(self.destructive),
-            idempotent: other.idempotent.or(self.idempotent),
-            open_world: other.open_world.or(self.open_world),
-        }
-    }
-
-    /// The hints of a transformer's branch: a new tool, of which the base's hints
-    /// about side effects say nothing (a `chain` also calls another tool, a
-    /// `batch` calls many times). What is not about side effects is kept.
-    pub(crate) fn of_new_tool(&self) -> Self {
-        Self {
-            title: self.title.clone(),
-            open_world: self.open_world,
-            read_only: None,
-            destructive: None,
-            idempotent: None,
-        }
-    }
-}
 
 mod sealed {
     pub trait Hints {}
@@ -156,7 +75,7 @@ impl Hints for AtBind {}
 #[diagnostic::on_unimplemented(
     message = "this wrapper makes a call again, but the tool's hints are `{Self}`: it is not annotated read-only or idempotent",
     label = "the tool under this layer may do more when called twice",
-    note = "a second call of a tool that is neither read-only nor idempotent may send the mail twice (rule `side-effects` in `toolgraft::rulebook`)",
+    note = "a second call of a tool that is neither read-only nor idempotent may do its work again, sending a mail or charging a card twice (rule `side-effects` in `toolgraft::rulebook`)",
     note = "if a second call does no more than the first, say so in the tool's builder: `.idempotent()` (or `.read_only()`); otherwise leave the retry off"
 )]
 pub trait Repeatable: Hints {}

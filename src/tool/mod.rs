@@ -20,12 +20,13 @@ mod builder;
 mod hints;
 mod presentation;
 
+pub use crate::annotations::{Annotations, Demand};
 pub use builder::{
     BodyFuture, BodyResult, BodySet, DescriptionSet, NameSet, NoBody, NoDescription, NoName,
     ToolBuilder, ToolInput, ToolOutput, TypedBody,
 };
-pub use hints::{AtBind, Demand, Hinted, Hints, Idempotent, ReadOnly, Repeatable, Unsaid};
-pub use presentation::{Annotations, Presentation};
+pub use hints::{AtBind, Hinted, Hints, Idempotent, ReadOnly, Repeatable, Unsaid};
+pub use presentation::Presentation;
 
 pub(crate) mod sealed {
     /// The seal of [`BaseTool`](super::BaseTool).

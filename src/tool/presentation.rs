@@ -3,6 +3,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::annotations::Annotations;
+
 /// What a client is told about a tool beyond its name, description and schemas:
 /// a display title, hints about what calling it does (MCP's tool annotations),
 /// and fields of a protocol's own, kept as they were given (MCP's `icons` and
@@ -40,41 +42,4 @@ pub struct Presentation {
     /// through as they are.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
-}
-
-/// Hints about what calling a tool does, as MCP's tool annotations say them
-/// (`readOnlyHint` and the rest): hints for a client, which a client must not
-/// trust from a server it does not trust. `None` is "not said".
-///
-/// ```
-/// use toolgraft::tool::Annotations;
-/// let hints = Annotations { destructive: Some(true), ..Annotations::default() };
-/// assert!(!hints.is_empty());
-/// assert!(Annotations::default().is_empty());
-/// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Annotations {
-    /// A title for the annotations' own use (MCP keeps one here too, beside the
-    /// tool's).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// The tool changes nothing.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub read_only: Option<bool>,
-    /// The tool may destroy or overwrite (meaningful when not read-only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub destructive: Option<bool>,
-    /// Calling it twice with the same arguments does no more than once.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub idempotent: Option<bool>,
-    /// The tool reaches things outside the server (the web, other systems).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub open_world: Option<bool>,
-}
-
-impl Annotations {
-    /// Whether no hint is said.
-    pub fn is_empty(&self) -> bool {
-        *self == Self::default()
-    }
 }
