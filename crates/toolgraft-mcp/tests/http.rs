@@ -990,12 +990,28 @@ fn rss_kib() -> Option<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_past_the_cap_are_refused_with_503_and_retry_after_until_one_ends() {
+    opens_against_a_cap(2_000, 200).await;
+}
+
+/// The issue's measure, for the record (`cargo test -p toolgraft-mcp --features http
+/// --test http -- --ignored --nocapture ten_thousand`): it holds a thousand live
+/// sessions, too much for every run of the suite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "10 000 opens and 1 000 live sessions: run by hand for the record"]
+async fn ten_thousand_opens_against_a_cap_of_a_thousand() {
+    opens_against_a_cap(10_000, 1_000).await;
+}
+
+/// `opens` session opens against a cap of `cap`: `cap` opened, the rest refused
+/// with 503 and `Retry-After`, and room again once a session ends.
+async fn opens_against_a_cap(opens: usize, cap: usize) {
     let (toolset, _) = toolset();
-    let server = serve(mcp(&toolset, Guard::off()).with_max_sessions(200)).await;
+    let server = serve(mcp(&toolset, Guard::off()).with_max_sessions(cap)).await;
     let url = server.url();
     let before = rss_kib();
     let (mut opened, mut refused) = (Vec::new(), 0);
-    for _ in 0..2_000 {
+    let started = std::time::Instant::now();
+    for _ in 0..opens {
         let answer = raw_initialize(&url, &[]).await;
         match answer.status().as_u16() {
             200 => opened.push(
@@ -1020,11 +1036,13 @@ async fn sessions_past_the_cap_are_refused_with_503_and_retry_after_until_one_en
         }
     }
     eprintln!(
-        "2000 session opens against a cap of 200: {} opened, {refused} refused; RSS {before:?} KiB before, {:?} KiB after",
+        "{opens} session opens against a cap of {cap} in {:?}: {} opened, {refused} refused; \
+         RSS {before:?} KiB before, {:?} KiB after",
+        started.elapsed(),
         opened.len(),
         rss_kib()
     );
-    assert_eq!((opened.len(), refused), (200, 1_800));
+    assert_eq!((opened.len(), refused), (cap, opens - cap));
     // A session that ends makes room for one more.
     let ended = reqwest::Client::new()
         .delete(&url)
