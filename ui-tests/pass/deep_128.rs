@@ -3,7 +3,6 @@
 // an `async fn`: compiles with the default `recursion_limit`.
 use toolgraft::ext::{Batch, Cache, Pool, Trace};
 use toolgraft::prelude::*;
-use toolgraft::Wrap;
 
 #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
 struct Shout {
@@ -14,7 +13,7 @@ struct Shout {
 #[derive(Clone)]
 struct Audit;
 
-impl<S: Stack> Wrap<S> for Audit {
+impl<S: Stack> toolgraft::Wrap<S> for Audit {
     type Locality = toolgraft::extension::Anywhere;
     type Params = ();
 
