@@ -48,8 +48,13 @@ impl Annotations {
 /// use toolgraft::tool::{Annotations, Demand};
 /// let read_only = Annotations { read_only: Some(true), ..Annotations::default() };
 /// let deletes = Annotations { idempotent: Some(true), destructive: Some(true), ..Annotations::default() };
+/// let puts = Annotations { idempotent: Some(true), destructive: Some(false), ..Annotations::default() };
+/// let unsaid = Annotations { idempotent: Some(true), ..Annotations::default() };
 /// assert!(read_only.allow(Demand::Repeatable) && read_only.allow(Demand::Skippable));
 /// assert!(deletes.allow(Demand::Repeatable) && !deletes.allow(Demand::Skippable));
+/// assert!(puts.allow(Demand::Skippable));
+/// // MCP reads an unsaid `destructiveHint` as destructive.
+/// assert!(unsaid.allow(Demand::Repeatable) && !unsaid.allow(Demand::Skippable));
 /// assert!(!Annotations::default().allow(Demand::Repeatable));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -60,7 +65,8 @@ pub enum Demand {
     /// read-only or idempotent, so that two calls do no more than one.
     Repeatable,
     /// It answers some calls without making them (`cache`): the tool must be
-    /// read-only, or idempotent and not destructive, so that a call not made
+    /// read-only, or idempotent and said not destructive (`destructiveHint:
+    /// false`; MCP reads an unsaid one as destructive), so that a call not made
     /// loses nothing.
     Skippable,
 }
@@ -84,7 +90,7 @@ impl Annotations {
         let idempotent = self.idempotent == Some(true);
         match demand {
             Demand::Repeatable => read_only || idempotent,
-            Demand::Skippable => read_only || (idempotent && self.destructive != Some(true)),
+            Demand::Skippable => read_only || (idempotent && self.destructive == Some(false)),
         }
     }
 

@@ -1132,8 +1132,9 @@ fn side_effects(
         ),
         _ => format!(
             "if a call not made loses nothing, annotate `{tool}` so (`.read_only()` in its \
-             builder, or \"annotations\": {{\"readOnlyHint\": true}} for it in the manifest), \
-             or let `{extension}` skip its calls anyway where its config allows it (`cache`: \
+             builder, or `.destructive(false)` on an idempotent one; in the manifest \
+             \"annotations\": {{\"readOnlyHint\": true}} or {{\"idempotentHint\": true, \
+             \"destructiveHint\": false}} for it), or let `{extension}` skip its calls anyway where its config allows it (`cache`: \
              \"side_effects\": \"allowed\")"
         ),
     };

@@ -110,8 +110,9 @@
 //!
 //! An extension that makes a call again with the same arguments (`retry`) binds
 //! only on a layer that is read-only or idempotent; one that answers calls without
-//! making them (`cache`) only on a layer that is read-only, or idempotent and not
-//! destructive. Only hints that are said count. A typed `retry` over a tool that
+//! making them (`cache`) only on a layer that is read-only, or idempotent and said
+//! not destructive (`destructiveHint: false`). Only hints that are said count, and
+//! an unsaid `destructiveHint` reads as MCP's default: destructive. A typed `retry` over a tool that
 //! does not say it does not compile; a manifest's is refused when bound, naming
 //! the fix: annotate the tool (`.idempotent()`, `"annotations": {"idempotentHint":
 //! true}`), or, for a cache whose operator wants it anyway, its config's

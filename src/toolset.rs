@@ -555,17 +555,20 @@ impl Toolset {
                 let tool = &base.running.base;
                 let combos = by_tool.get(tool.as_str()).copied().unwrap_or(&no_combos);
                 let limits = self.limits();
-                let mut base = base.clone();
-                if let Some(said) = manifest.annotations_of(tool) {
-                    base.running.presentation = annotated(&base.running.presentation, said);
-                }
-                let bound = build_combos(registry, &base, combos, &limits).and_then(|combos| {
-                    let mut group = ToolGroup::new(base.clone(), combos);
-                    if let Some(publish) = manifest.publish_of(tool) {
-                        group.publish = publish.clone();
-                    }
-                    self.install(vec![(group, None)]).map(drop)
-                });
+                let said = manifest.annotations_of(tool).cloned().unwrap_or_default();
+                let mut annotated_base = base.clone();
+                annotated_base.running.presentation = annotated(&base.running.presentation, &said);
+                let bound =
+                    build_combos(registry, &annotated_base, combos, &limits).and_then(|combos| {
+                        // The tool's own hints stay its own: a later manifest that
+                        // says none gets them back, not this manifest's.
+                        let mut group = ToolGroup::new(base.clone(), combos);
+                        group.annotate(&said);
+                        if let Some(publish) = manifest.publish_of(tool) {
+                            group.publish = publish.clone();
+                        }
+                        self.install(vec![(group, None)]).map(drop)
+                    });
                 (tool.as_str().to_owned(), bound)
             })
             .collect();

@@ -321,7 +321,7 @@ where
             if let Some(after) = error.retry_after() {
                 wait = wait.max(after);
             }
-            if Instant::now() + wait > deadline {
+            if wait > deadline.saturating_duration_since(Instant::now()) {
                 tracing::warn!(tool = %next.name(), attempt = number, %error, "retry: the deadline passes before the next attempt; giving up");
                 return Err(error);
             }

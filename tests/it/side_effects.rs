@@ -528,3 +528,135 @@ fn manifest_annotations_are_checked_and_a_later_manifest_without_them_restores_t
         Annotations::default()
     );
 }
+
+/// A manifest's `annotations` bound the first time (`bind_manifest`) are the
+/// operator's, not the tool's own: a later manifest that no longer says them
+/// gets the tool's own back, and `retry` on it is refused again.
+#[test]
+fn first_manifest_annotations_do_not_become_the_tools_own() {
+    let send = send_mail();
+    let toolset = Toolset::new();
+    let registry = registry();
+    let asserted = Manifest::from_json(
+        r#"{"tools": {"send_mail": {"combos": [["retry"]], "annotations": {"idempotentHint": true}}}}"#,
+    )
+    .unwrap();
+    let outcome = toolset.bind_manifest(&registry, &BaseTools::new().with(&send), &asserted);
+    assert!(outcome[0].1.is_ok(), "{:?}", outcome[0].1);
+
+    // The operator withdraws the assertion: the tool's own hints again.
+    let plain = Manifest::from_json(r#"{"tools": {"send_mail": [["retry"]]}}"#).unwrap();
+    let outcome = toolset.apply_manifest(&registry, &plain);
+    assert!(
+        matches!(outcome[0].1, Err(BindError::SideEffects { .. })),
+        "retry still bound on a tool no longer annotated idempotent: {:?}; hints now {:?}",
+        outcome[0].1,
+        toolset.info("send_mail").unwrap().presentation.annotations
+    );
+}
+
+/// MCP reads an unsaid `destructiveHint` as destructive: an idempotent tool
+/// that never said `.destructive(false)` (a delete) is not cached without the
+/// operator's opt-in; one that said it is.
+#[test]
+fn cache_on_an_idempotent_tool_that_does_not_say_it_is_not_destructive_is_refused() {
+    let delete = Tool::builder()
+        .name("delete")
+        .description("Delete a file.")
+        .idempotent()
+        .body(|query: Query| async move { Ok(query.q) })
+        .build()
+        .unwrap();
+    let outcome = Toolset::new().bind((delete.combo().with(Cache::default()),));
+    assert!(
+        matches!(outcome, Err(BindError::SideEffects { .. })),
+        "cache bound on a tool MCP considers destructive (destructiveHint unsaid => true)"
+    );
+    let put = Tool::builder()
+        .name("put")
+        .description("Store a key.")
+        .idempotent()
+        .destructive(false)
+        .body(|query: Query| async move { Ok(query.q) })
+        .build()
+        .unwrap();
+    Toolset::new()
+        .bind((put.combo().with(Cache::default()),))
+        .unwrap();
+}
+
+/// A body that relays a limit's answer (it called a limited branch, or a
+/// remote that said when): a huge `retry_after` must not panic retry's
+/// `Instant + Duration`.
+#[tokio::test]
+async fn retry_given_a_wait_past_any_deadline_gives_up_without_panicking() {
+    let tool = Tool::builder()
+        .name("lookup")
+        .description("Look up.")
+        .read_only()
+        .body(|_: Query| async move {
+            Err::<String, _>(
+                ToolError::Overloaded {
+                    tool: toolgraft::Name::new("upstream").unwrap(),
+                    extension: toolgraft::Name::new("rate_limit").unwrap(),
+                    reason: "closed for maintenance".into(),
+                    retry_after: Some(Duration::MAX),
+                }
+                .into(),
+            )
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind((tool.combo().with(Retry::attempts(3)),))
+        .unwrap();
+    let err = toolset
+        .call("lookup_retry", json!({"q": "x"}))
+        .await
+        .unwrap_err();
+    assert!(
+        !matches!(err, ToolError::Panicked { .. })
+            && err.to_string().contains("closed for maintenance"),
+        "{err}"
+    );
+}
+
+/// Typed configs out of range are refused at bind, as a manifest's are.
+#[test]
+fn typed_limit_and_retry_configs_out_of_range_are_refused_at_bind() {
+    use toolgraft::ext::{Concurrency, RateLimit};
+    let tool = || {
+        Tool::builder()
+            .name("lookup")
+            .description("Look up.")
+            .read_only()
+            .body(|q: Query| async move { Ok(q.q) })
+            .build()
+            .unwrap()
+    };
+    assert!(
+        Toolset::new()
+            .bind((tool().combo().with(Retry::attempts(0)),))
+            .is_err(),
+        "attempts 0"
+    );
+    assert!(
+        Toolset::new()
+            .bind((tool().combo().with(Concurrency::at_most(0)),))
+            .is_err(),
+        "max 0"
+    );
+    assert!(
+        Toolset::new()
+            .bind((tool().combo().with(RateLimit::per_second(0)),))
+            .is_err(),
+        "calls 0"
+    );
+    assert!(
+        Toolset::new()
+            .bind((tool().combo().with(RateLimit::per_second(1).burst(0)),))
+            .is_err(),
+        "burst 0"
+    );
+}

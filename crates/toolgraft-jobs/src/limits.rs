@@ -181,6 +181,27 @@ impl RedisLimits {
     }
 }
 
+/// A permit the server may have taken for a caller that is gone: an `acquire`
+/// dropped while its script is in flight (the caller gave up, a timeout) or
+/// whose answer was lost (a connection cut after the script ran). Given back at
+/// once, or it would hold a permit nobody uses until its lease expires. The
+/// release goes down the same multiplexed connection, after the script.
+struct InFlight {
+    store: RedisLimits,
+    lease: Option<Lease>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let Some(lease) = self.lease.take() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(self.store.release(lease));
+        }
+    }
+}
+
 fn micros(duration: Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
@@ -222,6 +243,10 @@ impl LimitStore for RedisLimits {
         Box::pin(async move {
             let mut connection = self.connection().await?;
             let id = ulid::Ulid::new().to_string();
+            let mut in_flight = InFlight {
+                store: self.clone(),
+                lease: Some(Lease::new(key.clone(), id.clone())),
+            };
             let taken: u8 = self
                 .scripts
                 .acquire
@@ -232,7 +257,8 @@ impl LimitStore for RedisLimits {
                 .invoke_async(&mut connection)
                 .await
                 .map_err(|error| self.failed(&error))?;
-            Ok((taken == 1).then(|| Lease::new(key.clone(), id)))
+            let lease = in_flight.lease.take();
+            Ok(lease.filter(|_| taken == 1))
         })
     }
 

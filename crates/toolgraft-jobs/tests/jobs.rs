@@ -1510,6 +1510,64 @@ impl<S: Stack> toolgraft::Wrap<S> for Attempts {
     }
 }
 
+/// A fleet-wide `concurrency` permit taken for a caller that gave up while the
+/// script taking it was in flight (Redis busy for 300 ms, the caller's timeout
+/// 100 ms) is given back: the next call gets it at once, not after the 30 s lease.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_gives_back_the_fleet_permit_its_script_took() {
+    use toolgraft::ext::Concurrency;
+    use toolgraft_jobs::RedisLimits;
+    const BUSY: &str = "local t = redis.call('TIME') local s = t[1] * 1e6 + t[2] \
+        while true do local n = redis.call('TIME') if n[1] * 1e6 + n[2] - s > 300000 then break end end \
+        return 1";
+    let env = Env::redis("cancelled_permit").await;
+    let store = RedisLimits::new(&env.url)
+        .unwrap()
+        .prefix(env.queue.clone());
+    let ping = Tool::builder()
+        .name("ping")
+        .description("Answer pong.")
+        .read_only()
+        .body(|_: Nothing| async { Ok("pong") })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind((ping.combo().with(Concurrency::at_most(1).store(store)),))
+        .unwrap();
+    toolset.call("ping_concurrency", json!({})).await.unwrap();
+
+    let mut other = ::redis::Client::open(env.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let busy = tokio::spawn(async move {
+        ::redis::cmd("EVAL")
+            .arg(BUSY)
+            .arg(0)
+            .query_async::<i64>(&mut other)
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(100),
+        toolset.call("ping_concurrency", json!({})),
+    )
+    .await;
+    assert!(gave_up.is_err(), "the caller gave up while Redis was busy");
+    busy.await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let next = toolset.call("ping_concurrency", json!({})).await;
+    assert_eq!(
+        next.map_err(|error| error.to_string()).unwrap(),
+        json!("pong"),
+        "the permit of the call that gave up is free again"
+    );
+}
+
 /// `[remote, retry]` on a read-only tool: the caller's Redis connections are
 /// killed (and refused for 600 ms); with `retry` the call is answered after
 /// attempts that met the dead connection, and killed again, the same call

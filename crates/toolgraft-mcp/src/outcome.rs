@@ -136,7 +136,9 @@ pub(crate) fn to_mcp(
             let mut meta = rule.map(rule_meta).unwrap_or_default();
             // A client that retries reads when from here, not from the prose.
             if let Some(wait) = error.retry_after() {
-                let millis = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+                // Rounded up, as the message says it: a client told 499 ms for a
+                // wait of 499.9 ms comes back early and is refused again.
+                let millis = u64::try_from(wait.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX);
                 meta.insert(RETRY_AFTER_META.to_owned(), json!(millis));
             }
             Ok(if meta.is_empty() {
@@ -265,5 +267,31 @@ mod tests {
             std::fmt::Error,
         );
         assert!(input_required(&Err(other), OutputShape::AnyJson).is_none());
+    }
+
+    /// `_meta` agrees with the message, and a client that waits the time given
+    /// is not early (the job wire rounds up for the same reason).
+    #[test]
+    fn retry_after_meta_is_rounded_up_like_the_message() {
+        let error = ToolError::Overloaded {
+            tool: Name::new("ping_rate_limit").unwrap(),
+            extension: Name::new("rate_limit").unwrap(),
+            reason: "over 2 calls per 1s".into(),
+            retry_after: Some(std::time::Duration::from_micros(499_999)),
+        };
+        assert!(error.to_string().ends_with("retry after 500 ms"), "{error}");
+        let result = to_mcp(
+            Err(error),
+            "ping_rate_limit",
+            crate::tool::Rendering::Text,
+            BadArguments::default(),
+        )
+        .unwrap();
+        let meta = result.meta.expect("meta");
+        assert_eq!(
+            meta.0[RETRY_AFTER_META],
+            json!(500),
+            "a client told 499 ms comes back early and is refused again"
+        );
     }
 }

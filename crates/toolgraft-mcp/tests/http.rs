@@ -1009,9 +1009,12 @@ async fn opens_against_a_cap(opens: usize, cap: usize) {
     let server = serve(mcp(&toolset, Guard::off()).with_max_sessions(cap)).await;
     let url = server.url();
     let before = rss_kib();
-    let (mut opened, mut refused) = (Vec::new(), 0);
+    let (mut opened, mut refused, mut full) = (Vec::new(), 0, None);
     let started = std::time::Instant::now();
     for _ in 0..opens {
+        if opened.len() == cap && full.is_none() {
+            full = rss_kib();
+        }
         let answer = raw_initialize(&url, &[]).await;
         match answer.status().as_u16() {
             200 => opened.push(
@@ -1037,7 +1040,7 @@ async fn opens_against_a_cap(opens: usize, cap: usize) {
     }
     eprintln!(
         "{opens} session opens against a cap of {cap} in {:?}: {} opened, {refused} refused; \
-         RSS {before:?} KiB before, {:?} KiB after",
+         RSS {before:?} KiB before, {full:?} KiB at the cap, {:?} KiB after the refusals",
         started.elapsed(),
         opened.len(),
         rss_kib()

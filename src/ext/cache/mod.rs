@@ -41,8 +41,9 @@ use key::cache_key;
 /// | `side_effects` | `"refused"` | `"refused"`, `"allowed"` |
 ///
 /// A cache answers calls without making them, so it binds only on a tool whose
-/// hints say a call not made loses nothing: read-only, or idempotent and not
-/// destructive (rule `side-effects` in the [rulebook](crate::rulebook)).
+/// hints say a call not made loses nothing: read-only, or idempotent and said
+/// not destructive (`.destructive(false)`, `destructiveHint: false`; MCP reads an
+/// unsaid one as destructive) (rule `side-effects` in the [rulebook](crate::rulebook)).
 /// `"side_effects": "allowed"` is the operator's word that skipping the calls is
 /// what they want anyway.
 ///
@@ -87,7 +88,7 @@ pub struct CacheConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SideEffects {
-    /// Only on tools that are read-only, or idempotent and not destructive.
+    /// Only on tools that are read-only, or idempotent and said not destructive.
     #[default]
     Refused,
     /// On any tool: the operator wants the calls skipped.

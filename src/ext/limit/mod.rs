@@ -273,7 +273,8 @@ pub trait LimitStore: fmt::Debug + Send + Sync + 'static {
     /// Takes one of `max` permits of `key`, for `ttl`: `None` when all are
     /// taken. A permit not renewed within `ttl` is given back by the store (a
     /// replica that crashed holding it), so the wrapper renews it while the call
-    /// runs.
+    /// runs. The future may be dropped before it answers (its caller gave up): a
+    /// store that takes the permit elsewhere, on a server, gives it back then.
     fn acquire<'a>(
         &'a self,
         key: &'a LimitKey,
