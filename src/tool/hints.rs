@@ -106,9 +106,10 @@ impl Repeatable for AtBind {}
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` carries no hints of its base tool, so whether a call may be made again is not known",
-    label = "a transformer's branch (or a stack of your own) says nothing of its side effects",
+    label = "its type says nothing of the side effects (a transformer's branch, an `impl BaseTool`, a stack of your own)",
     note = "a transformer's branch is a new tool: its base's hints do not say what it does (rule `side-effects` in `toolgraft::rulebook`); place the retry inside the transformer",
-    note = "a backend's branch keeps its layer's hints: implement `Hinted` for it with `type Hints = S::Hints;`"
+    note = "a backend's branch keeps its layer's hints: implement `Hinted` for it with `type Hints = S::Hints;`",
+    note = "a tool returned as `impl BaseTool<..>` hides its hints: return `impl BaseTool<..> + Hinted<Hints = ReadOnly>` (or `Idempotent`)"
 )]
 pub trait Hinted: Stack {
     /// The base tool's hints.

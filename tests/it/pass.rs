@@ -28,4 +28,5 @@ allowed!(
     pool_then_cache,
     pool_then_caller_local,
     proxy_then_pool,
+    retry_on_a_tool_returned_with_its_hints,
 );

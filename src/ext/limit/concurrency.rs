@@ -6,6 +6,7 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use futures_util::future::{self, Either};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -356,7 +357,16 @@ impl Drop for Held {
         let Some(lease) = self.lease.take() else {
             return;
         };
-        let released = self.store.release(lease);
+        let mut released = self.store.release(lease);
+        // A store that gives the permit back at once (in process) needs no
+        // task: spawning one on every call was half of `concurrency`'s cost.
+        if let Some(given_back) = (&mut released).now_or_never() {
+            if let Err(error) = given_back {
+                tracing::warn!(%error, "a permit could not be given back; its lease expires");
+            }
+            self.waiting.released.notify_waiters();
+            return;
+        }
         self.waiting.released.notify_waiters();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let waiting = self.waiting.clone();

@@ -99,16 +99,37 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, LimitStoreEr
 /// assert_eq!(alice.hex().len(), 64);
 /// # Ok::<(), toolgraft::error::InvalidName>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug)]
 pub struct LimitKey {
     branch: Name,
     principal: Option<Principal>,
+    /// The digest, worked out once: a call's acquire and release both key by
+    /// it (the lease carries a clone of the key).
+    digest: std::sync::OnceLock<[u8; 32]>,
+}
+
+impl PartialEq for LimitKey {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.branch, &self.principal) == (&other.branch, &other.principal)
+    }
+}
+
+impl Eq for LimitKey {}
+
+impl std::hash::Hash for LimitKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (&self.branch, &self.principal).hash(state);
+    }
 }
 
 impl LimitKey {
     /// The key of `branch` for `principal`.
     pub fn new(branch: Name, principal: Option<Principal>) -> Self {
-        Self { branch, principal }
+        Self {
+            branch,
+            principal,
+            digest: std::sync::OnceLock::new(),
+        }
     }
 
     /// The branch.
@@ -124,16 +145,18 @@ impl LimitKey {
     /// SHA-256 over the branch and the principal (tagged, so no principal
     /// collides with the anonymous key): what stores key by.
     pub fn digest(&self) -> [u8; 32] {
-        let mut hash = Sha256::new();
-        hash.update(self.branch.as_str().as_bytes());
-        match &self.principal {
-            None => hash.update([0]),
-            Some(principal) => {
-                hash.update([1]);
-                hash.update(principal.as_str().as_bytes());
+        *self.digest.get_or_init(|| {
+            let mut hash = Sha256::new();
+            hash.update(self.branch.as_str().as_bytes());
+            match &self.principal {
+                None => hash.update([0]),
+                Some(principal) => {
+                    hash.update([1]);
+                    hash.update(principal.as_str().as_bytes());
+                }
             }
-        }
-        hash.finalize().into()
+            hash.finalize().into()
+        })
     }
 
     /// The digest in lowercase hex (64 characters): a store key's suffix.
