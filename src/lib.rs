@@ -1,3 +1,17 @@
+// The README's links go to the guide's markdown files (docs/guide/), which work on
+// GitHub; these definitions come first, and the first definition of a label wins,
+// so on docs.rs the same links go to the guide's modules.
+#![doc = "[combos]: crate::guide::combos"]
+#![doc = "[extensions]: crate::guide::extensions"]
+#![doc = "[manifests]: crate::guide::manifests"]
+#![doc = "[builtins]: crate::guide::builtins"]
+#![doc = "[authoring]: crate::guide::authoring"]
+#![doc = "[design]: crate::guide::design"]
+#![doc = "[layout]: crate::guide::layout"]
+#![doc = "[mcp-serving]: https://docs.rs/toolgraft-mcp/latest/toolgraft_mcp/guide/serving/"]
+#![doc = "[mcp-embedding]: https://docs.rs/toolgraft-mcp/latest/toolgraft_mcp/guide/embedding/"]
+#![doc = "[mcp-http]: https://docs.rs/toolgraft-mcp/latest/toolgraft_mcp/guide/http/"]
+#![doc = "[workers]: https://docs.rs/toolgraft-jobs/latest/toolgraft_jobs/guide/workers/"]
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -5,7 +19,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The modules, bottom to top: a module imports only from the ones above it in
-// this list (`scripts/module-graph` checks it). See the README's "Layout".
+// this list (`scripts/module-graph` checks it). See docs/guide/layout.md.
 mod quote;
 pub mod rulebook;
 mod name;
@@ -26,6 +40,7 @@ pub mod toolset;
 pub mod ext;
 
 pub mod prelude;
+pub mod guide;
 
 pub use combo::{Branch, Combo};
 pub use error::{BindError, ToolError};

@@ -843,7 +843,7 @@ mod tests {
 
     #[test]
     fn a_branch_named_like_the_base_is_refused() {
-        // Scenario 8.
+        // A wrapper whose branch would take the base tool's own name: refused.
         let base = shout();
         let mut renamer = element(&base, "renamer", Wrapper);
         renamer.branch = name("shout");
@@ -854,7 +854,7 @@ mod tests {
 
     #[test]
     fn config_reaches_only_extensions_that_accept_it() {
-        // Scenario 25.
+        // Config for an extension that takes none is refused unless it is empty.
         let base = shout();
         let mut trace = element(&base, "trace", Wrapper);
         trace.written = written_config(Some(&json!({"x": 1})));
@@ -873,7 +873,7 @@ mod tests {
     #[test]
     fn a_run_time_wrapper_must_present_its_layer_input_schema() {
         let base = shout();
-        // Scenario 17: `{ txt }` over `shout`.
+        // A wrapper presenting `{ txt }` over `shout`'s `{ text }` changed the schema.
         let mut renamer = element(&base, "renamer", Wrapper);
         renamer.presented_input = Some(schema(json!({
             "type": "object", "properties": {"txt": {"type": "string"}}, "required": ["txt"],
@@ -911,7 +911,8 @@ mod tests {
 
     #[test]
     fn an_empty_required_list_equals_an_absent_one() {
-        // Scenario 19, as a run-time wrapper would present it.
+        // `ping {}` plus a reserved `exp`, with `required: []` written out, as a
+        // run-time wrapper would present it.
         let ping = Running::of_base(&ToolSpec {
             name: name("ping"),
             description: "Answer pong.".into(),
@@ -971,7 +972,7 @@ mod tests {
         ));
         transformer.presented_input = Some(schema(json!({"type": "object", "properties": {}})));
         assert!(base.apply(&transformer).is_ok());
-        // Scenario 21.
+        // A backend may present any schema: its branch takes it as it is.
         let mut backend = element(&base, "remote", Backend);
         backend.presented_input = Some(schema(json!({
             "type": "object", "properties": {"other": {"type": "integer"}},

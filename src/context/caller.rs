@@ -99,9 +99,11 @@ impl Progress {
 /// token). [`report_progress`] sends through it.
 ///
 /// It reaches worker threads (a body on a `pool` thread reports like one in the
-/// caller's task) and stays behind at a process boundary. The function is called
-/// on the reporting thread: it must not block (queue the report, as toolgraft-mcp
-/// does).
+/// caller's task). The sink itself stays behind at a process boundary: a backend
+/// that runs the body in another process sets a sink of its own there and hands
+/// the reports it gets back to this one ([`ProgressSink::send`]), as
+/// toolgraft-jobs' `remote` does. The function is called on the reporting thread:
+/// it must not block (queue the report, as toolgraft-mcp does).
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
@@ -162,8 +164,10 @@ impl Entry for ProgressSink {
 }
 
 /// Reports progress of the current call to its caller. Whether anyone listens:
-/// `false` when the caller did not ask for progress, or the call runs where its
-/// progress does not reach (a worker process).
+/// `false` when the caller did not ask for progress. It reaches the caller from a
+/// worker thread (`pool`) and from a worker process whose backend carries progress
+/// back (toolgraft-jobs' `remote` does, in order, at most one report every 50 ms);
+/// on a worker of a backend that does not, no sink is set and it answers `false`.
 ///
 /// ```
 /// use toolgraft::context::{self, Progress};

@@ -1,4 +1,5 @@
-//! Fixture tools and extensions from SCENARIOS.md.
+//! Fixture tools (`shout`, `ping`, `report`) and wrappers (`marker`, `Loud`) the
+//! integration tests share.
 #![allow(dead_code)]
 
 use schemars::JsonSchema;

@@ -75,7 +75,7 @@ fn refused(registry: &Registry, combos: Value) -> BindError {
 
 #[test]
 fn the_catalogue_lists_names_and_lowercase_kinds_sorted() {
-    // Scenario 2.
+    // The catalogue: every registered name with its kind, in lower case, sorted by name.
     let mut registry = Registry::new();
     registry.register(Trace).unwrap();
     registry
@@ -94,7 +94,7 @@ fn the_catalogue_lists_names_and_lowercase_kinds_sorted() {
 
 #[tokio::test]
 async fn registering_a_name_twice_is_refused_and_the_first_stays_usable() {
-    // Scenario 3.
+    // A second `cache` is refused, and the first one still binds and runs.
     let mut registry = Registry::new();
     registry
         .register(Configured::new(Cache::default()))
@@ -117,7 +117,8 @@ async fn registering_a_name_twice_is_refused_and_the_first_stays_usable() {
 
 #[tokio::test]
 async fn manifest_combos_bind_one_branch_per_prefix() {
-    // Scenarios 4, 5, 6.
+    // A combo binds one branch per prefix (`[a, b]` binds `shout_a` and `shout_a_b`),
+    // a prefix two combos share binds once, and separate combos do not compose.
     let registry = registry();
     let (toolset, result) = bind_shout(&registry, json!([["a"], ["a", "b"]]));
     result.unwrap();
@@ -137,7 +138,7 @@ async fn manifest_combos_bind_one_branch_per_prefix() {
 
 #[test]
 fn two_stacks_minting_one_name_are_refused() {
-    // Scenario 7.
+    // An extension named `a_b` and the stack `[a, b]` both mint `shout_a_b`: refused.
     let err = refused(&registry(), json!([["a_b"], ["a", "b"]]));
     assert!(
         matches!(err, BindError::NameClash { ref name, .. } if name == "shout_a_b"),
@@ -147,7 +148,7 @@ fn two_stacks_minting_one_name_are_refused() {
 
 #[test]
 fn a_run_time_branch_named_like_its_base_is_refused() {
-    // Scenario 8.
+    // A run-time extension whose branch takes the base tool's own name: refused.
     let mut registry = Registry::new();
     registry
         .register(
@@ -195,7 +196,8 @@ fn unknown_extensions_are_all_reported_sorted_before_anything_else() {
 
 #[tokio::test]
 async fn one_backend_per_combo() {
-    // Scenarios 9 and 10.
+    // Two backends in one combo, the same one twice or two different ones: refused,
+    // naming both.
     let registry = registry();
     for (combo, offenders) in [
         (json!(["pool", "pool"]), ["pool", "pool"]),
@@ -233,7 +235,8 @@ async fn one_backend_per_combo() {
 
 #[tokio::test]
 async fn locality_must_sit_inside_relocation() {
-    // Scenarios 11 and 12.
+    // `[pool, proxy]` is refused with the fix; `[proxy, pool]` binds, and the route
+    // reaches the body on the pool's thread.
     let registry = registry();
     let err = refused(&registry, json!(["pool", "proxy"]));
     assert_eq!(
@@ -289,7 +292,9 @@ fn wrapper_presenting(name: &str, schema: Value, reserved: Option<Value>) -> Dyn
 
 #[test]
 fn run_time_wrappers_must_present_their_layer_input_schema() {
-    // Scenarios 17, 18, 19.
+    // A run-time wrapper presenting `{ txt }` over `shout`'s `{ text }` changed the
+    // schema (refused), one whose reserved `text` masks the tool's own is refused, and
+    // `ping {}` plus a reserved `exp` binds with nothing required.
     let mut registry = Registry::new();
     registry
         .register(wrapper_presenting(
@@ -354,7 +359,8 @@ fn presenting(name: &str, kind: ExtensionKind, schema: Value) -> DynExtension {
 
 #[tokio::test]
 async fn run_time_transformers_present_concrete_schemas_backends_anything() {
-    // Scenarios 20 and 21.
+    // A run-time transformer must present a concrete schema (`true` is refused, an
+    // object with no properties binds); a backend may present any.
     let mut registry = Registry::new();
     registry
         .register(presenting(
@@ -398,7 +404,8 @@ async fn run_time_transformers_present_concrete_schemas_backends_anything() {
 
 #[test]
 fn config_reaches_only_extensions_that_accept_it() {
-    // Scenario 25, and a config that does not parse.
+    // Config for an extension that takes none is refused unless empty; a config that
+    // does not parse, or is out of range, is refused naming the extension and field.
     let registry = registry();
     let err = refused(&registry, json!([{"name": "trace", "config": {"x": 1}}]));
     assert_eq!(
@@ -459,7 +466,8 @@ async fn configured_instances_are_used() {
 
 #[tokio::test]
 async fn output_schema_is_checked_at_bind_and_enforced_at_call() {
-    // Scenario 26.
+    // `output_schema`: a missing or invalid schema is refused at bind, and a result
+    // that does not match it fails the call.
     #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
     struct GetUser {
         user_id: i64,
@@ -540,7 +548,8 @@ async fn output_schema_is_checked_at_bind_and_enforced_at_call() {
 
 #[test]
 fn descriptions_and_output_schemas_fold_the_same_way_at_run_time() {
-    // Scenarios 22 to 24, dynamic.
+    // At run time as typed: descriptions carry forward and each element may replace
+    // them, and output schemas are inherited only through shape-preserving prefixes.
     let registry = registry();
     let (toolset, result) = bind_shout(&registry, json!([["first", "second", "trace"]]));
     result.unwrap();
@@ -664,7 +673,9 @@ async fn chain_feeds_a_selection_into_the_next_tool() {
 
 #[tokio::test]
 async fn live_changes_are_atomic_and_target_base_tools_only() {
-    // Scenario 33.
+    // A live change commits whole or not at all (an attached combo again, a combo not
+    // attached, two backends: refused, the binding left callable), and names only
+    // base tools.
     let registry = registry();
     let (toolset, result) = bind_shout(&registry, json!([["a"]]));
     result.unwrap();
@@ -992,7 +1003,8 @@ async fn a_run_time_extension_really_wraps_the_layer_below() {
 
 #[tokio::test]
 async fn a_run_time_wrappers_reserved_params_stop_at_the_wrapper() {
-    // Scenario 19, called: `exp` reaches the wrapper, not `ping`.
+    // `ping {}` under a run-time wrapper reserving `exp`, called: `exp` reaches the
+    // wrapper, not `ping`.
     let mut registry = Registry::new();
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let record = seen.clone();
@@ -1236,7 +1248,9 @@ fn dropping_a_replaced_binding_may_call_back_into_the_toolset() {
 
 #[tokio::test]
 async fn the_manifest_path_keeps_relocation_and_reserved_params_straight() {
-    // Scenarios 13, 14 and 16 through a manifest.
+    // From a manifest: what runs in the caller and what via `pool` in
+    // `[trace, pool, cache]`, `[batch, pool]` and `[pool, batch]`, the cache answering
+    // in the caller, and `exp` an argument of the cached branch only.
     let registry = registry();
     let outcome = Toolset::new();
     let toolset = outcome;

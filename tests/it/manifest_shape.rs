@@ -9,7 +9,7 @@ fn parse(value: serde_json::Value) -> Result<Manifest, ManifestError> {
 
 #[test]
 fn a_flat_list_is_one_combo() {
-    // Scenario 27.
+    // `["chain"]` is one combo, the same as `[["chain"]]`.
     let flat = parse(json!({"weather": ["chain"]})).unwrap();
     let nested = parse(json!({"weather": [["chain"]]})).unwrap();
     assert_eq!(flat, nested);
@@ -50,7 +50,8 @@ fn elements_are_names_or_name_and_config() {
 
 #[test]
 fn every_shape_error_names_the_tool_key_and_the_fix() {
-    // Scenario 28.
+    // Each malformed entry (not a list, no combos, an empty combo, ..) is refused
+    // naming the tool key and the fix.
     let cases = [
         (
             json!({"x": "chain"}),

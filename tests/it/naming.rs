@@ -12,7 +12,7 @@ use toolgraft::{BindError, Name};
 
 #[tokio::test]
 async fn a_wrapper_mints_a_new_name_beside_the_tool() {
-    // Scenario 4.
+    // A wrapper binds `shout_loud` beside `shout`, which stays as it was.
     let shout = shout();
     let toolset = Toolset::new();
     toolset.bind((shout.combo().with(Loud),)).unwrap();
@@ -32,7 +32,7 @@ async fn a_wrapper_mints_a_new_name_beside_the_tool() {
 
 #[tokio::test]
 async fn one_branch_per_prefix_and_identical_prefixes_bind_once() {
-    // Scenario 5: [["a"], ["a", "b"]].
+    // `[["a"], ["a", "b"]]`: the shared prefix `shout_a` binds once.
     let shout = shout();
     let toolset = Toolset::new();
     let (a, a_b) = toolset
@@ -59,7 +59,7 @@ async fn one_branch_per_prefix_and_identical_prefixes_bind_once() {
 
 #[tokio::test]
 async fn separate_combos_are_independent() {
-    // Scenario 6: [["a"], ["b"]] binds no `shout_a_b`.
+    // `[["a"], ["b"]]` binds no `shout_a_b`.
     let shout = shout();
     let toolset = Toolset::new();
     toolset
@@ -78,7 +78,7 @@ async fn separate_combos_are_independent() {
 
 #[test]
 fn two_stacks_minting_one_name_are_refused_and_bind_nothing() {
-    // Scenario 7: an extension literally named `a_b`, and the stack [a, b].
+    // An extension literally named `a_b`, and the stack `[a, b]`: both mint `shout_a_b`.
     let shout = shout();
     let toolset = Toolset::new();
     let err = toolset
@@ -160,7 +160,7 @@ fn every_bound_name_knows_its_base_and_whether_it_is_a_branch() {
 
 #[test]
 fn descriptions_carry_forward_and_each_element_may_replace_them() {
-    // Scenario 24.
+    // Each element may replace the description, and the next ones carry it forward.
     let shout = shout();
     let toolset = Toolset::new();
     toolset

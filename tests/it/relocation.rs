@@ -29,7 +29,7 @@ struct Fetch {
 
 #[tokio::test]
 async fn proxy_inside_pool_travels_with_the_body() {
-    // Scenario 11: [proxy, pool]. The body runs on a pool thread and reads the route
+    // [proxy, pool]: the body runs on a pool thread and reads the route
     // that `proxy` chose, because `proxy` runs there too.
     let fetch = Tool::builder()
         .name("fetch")
@@ -97,7 +97,7 @@ async fn proxy_inside_pool_travels_with_the_body() {
 
 #[tokio::test]
 async fn an_extension_outside_the_backend_runs_in_the_caller() {
-    // Scenario 13: [trace, pool, cache]. A second identical call within the TTL is
+    // [trace, pool, cache]: a second identical call within the TTL is
     // served by the cache in the calling process and never reaches the pool.
     let runs = Arc::new(AtomicUsize::new(0));
     let counter = runs.clone();
@@ -136,7 +136,8 @@ async fn an_extension_outside_the_backend_runs_in_the_caller() {
 
 #[tokio::test]
 async fn batch_outside_the_pool_is_one_hop_inside_it_one_hop_per_item() {
-    // Scenario 14.
+    // `[batch, pool]` runs the whole batch as one pool job; `[pool, batch]` one job per
+    // item.
     #[derive(Clone, Debug, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
     struct Square {
         n: i64,
@@ -172,7 +173,7 @@ async fn batch_outside_the_pool_is_one_hop_inside_it_one_hop_per_item() {
 
 #[tokio::test]
 async fn two_backends_in_two_combos_of_one_tool_both_bind() {
-    // Scenario 10, second half: [[pool], [other_backend]].
+    // One backend per combo, not per tool: `[[pool], [other_backend]]` binds both.
     let ping = Tool::builder()
         .name("ping")
         .description("Say where it runs.")
@@ -203,7 +204,7 @@ async fn two_backends_in_two_combos_of_one_tool_both_bind() {
 
 #[tokio::test]
 async fn a_panicking_body_is_a_typed_error_and_the_pool_keeps_serving() {
-    // Scenario 32.
+    // A panicking body is a typed error, and the pool's thread keeps serving.
     let flaky = Tool::builder()
         .name("flaky")
         .description("Panics on request.")

@@ -31,7 +31,7 @@ fn two() -> i64 {
 
 #[test]
 fn a_wrapper_presents_its_layer_input_schema_byte_for_byte() {
-    // Scenario 15.
+    // Wrappers present the tool's input schema unchanged, byte for byte.
     let repeat = Tool::builder()
         .name("repeat")
         .description("Repeat a text.")
@@ -58,7 +58,7 @@ fn a_wrapper_presents_its_layer_input_schema_byte_for_byte() {
 
 #[tokio::test]
 async fn a_wrapper_adds_only_its_reserved_params() {
-    // Scenario 16.
+    // `cache` adds its reserved `exp` and nothing else; what the tool requires stays.
     let shout = shout();
     let toolset = Toolset::new();
     toolset
@@ -129,7 +129,8 @@ impl<S: Stack> Wrap<S> for Shadow {
 
 #[test]
 fn a_reserved_param_may_not_mask_a_real_one() {
-    // Scenario 18, typed: the collision is found when binding.
+    // A reserved param named like one of the tool's fields, typed: the collision is
+    // found when binding.
     let shout = shout();
     let toolset = Toolset::new();
     let err = toolset.bind((shout.combo().with(Shadow),)).err().unwrap();
@@ -156,7 +157,7 @@ fn a_reserved_param_may_not_mask_a_real_one() {
 
 #[tokio::test]
 async fn reserved_params_over_a_tool_without_params_bind() {
-    // Scenario 19: `ping {}` plus `exp`; nothing is required.
+    // `ping {}` plus `cache`'s `exp`: the branch binds, and nothing is required.
     let ping = ping();
     let toolset = Toolset::new();
     toolset
@@ -216,7 +217,7 @@ impl<S: Stack> Layer<S> for Presenting {
 
 #[tokio::test]
 async fn a_transformer_must_present_a_concrete_schema() {
-    // Scenario 20, typed.
+    // A typed transformer presenting any JSON (`true`, `{}`, an open object) is refused.
     for any_json in [
         json!(true),
         json!({}),
@@ -262,7 +263,8 @@ async fn a_transformer_must_present_a_concrete_schema() {
 
 #[test]
 fn output_schemas_are_inherited_exactly_through_shape_preserving_prefixes() {
-    // Scenarios 22 and 23, and the other order.
+    // `report` keeps its output schema through `trace`; through `batch`, in either
+    // order with `trace`, the branch declares a list instead.
     let report = report();
     let toolset = Toolset::new();
     toolset

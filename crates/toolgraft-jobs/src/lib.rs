@@ -133,6 +133,9 @@
 //! }
 //! # Ok(()) }
 //! ```
+//!
+//! The [guide] takes it step by step: a worker and its caller, what is
+//! guaranteed, submitting and scheduling, MCP tasks that are jobs, fleets.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
@@ -162,6 +165,7 @@ mod follow;
 mod submit;
 mod fleet;
 mod worker;
+pub mod guide;
 
 /// Milliseconds since the Unix epoch: the one clock of jobs, tickets, retention
 /// and fleet reports (0 before the epoch).

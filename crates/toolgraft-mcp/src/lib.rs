@@ -104,6 +104,9 @@
 //! server.await??.cancel().await?;
 //! # Ok(()) }
 //! ```
+//!
+//! The [guide] takes it step by step: serving over stdio, inside an rmcp server of
+//! your own, over Streamable HTTP, and asking the caller, with MCP tasks.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
@@ -123,6 +126,7 @@ pub mod import;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
+pub mod guide;
 
 pub use content::McpContent;
 pub use outcome::{BadArguments, ERROR_META, RETRY_AFTER_META, RULE_META};
