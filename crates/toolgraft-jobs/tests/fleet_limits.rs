@@ -337,7 +337,7 @@ impl Run {
 
 /// Two replicas and three callers on a queue of their own, counting in `store`.
 fn run(url: &str, store: &str) -> Run {
-    let queue = format!("fleet-limits-{}", ulid::Ulid::new()).to_lowercase();
+    let queue = format!("fleet-limits-{}", ulid::Ulid::generate()).to_lowercase();
     let vars = |start: Option<u64>| {
         let mut vars = vec![
             (URL, url.to_owned()),

@@ -493,7 +493,7 @@ impl Drop for Guard {
 }
 
 fn unique(test: &str) -> String {
-    format!("{test}-{}", ulid::Ulid::new()).to_lowercase()
+    format!("{test}-{}", ulid::Ulid::generate()).to_lowercase()
 }
 
 impl Env {
@@ -1843,7 +1843,7 @@ async fn backends_of_one_url_share_their_connections() {
 /// The caller's toolset with the job tools bound beside it.
 fn toolset_with_job_tools(remote: &Remote) -> Toolset {
     let toolset = toolset(remote);
-    for tool in remote.job_tools() {
+    for tool in remote.jobs().tools() {
         toolset.bind((tool.combo(),)).unwrap();
     }
     toolset
@@ -1916,7 +1916,7 @@ async fn submit_then_result(env: Env) {
         .unwrap();
     assert_eq!(result["state"], "finished");
     assert_eq!(result["result"], waited, "what the waiting branch returns");
-    match remote.job_result(&id).await.unwrap() {
+    match remote.jobs().result(&id).await.unwrap() {
         JobResult::Finished(value) => assert_eq!(value, waited),
         other => panic!("expected the result, got {other:?}"),
     }
@@ -1991,12 +1991,12 @@ async fn schedule_then_cancel(env: Env) {
     );
     assert!(!cancelled.exists(), "the cancelled job ran");
     let control_id = kept["job_id"].as_str().unwrap();
-    let control_state = remote.job_status(control_id).await.unwrap().state;
+    let control_state = remote.jobs().status(control_id).await.unwrap().state;
     assert_eq!(control_state, JobState::Finished, "{}", worker.log_text());
     assert!(control.exists(), "the control job did not run");
     assert_eq!(worker.jobs_started("mark"), 1, "{}", worker.log_text());
     // Cancelling again answers the same.
-    assert_eq!(remote.cancel(&id).await.unwrap().state, JobState::Cancelled);
+    assert_eq!(remote.jobs().cancel(&id).await.unwrap().state, JobState::Cancelled);
     let _ = std::fs::remove_file(&control);
 }
 
@@ -2012,16 +2012,16 @@ async fn a_submitted_failure_comes_back_typed_and_unknown_ids_are_errors(env: En
         .unwrap();
     let id = ticket["job_id"].as_str().unwrap().to_owned();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !remote.job_status(&id).await.unwrap().state.is_done() {
+    while !remote.jobs().status(&id).await.unwrap().state.is_done() {
         assert!(Instant::now() < deadline);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(
-        remote.job_status(&id).await.unwrap().state,
+        remote.jobs().status(&id).await.unwrap().state,
         JobState::Failed
     );
     let check = |error: &ToolError| assert_failed_on_purpose(error, &worker);
-    match remote.job_result(&id).await.unwrap() {
+    match remote.jobs().result(&id).await.unwrap() {
         JobResult::Failed(error) => check(&error),
         other => panic!("expected the failure, got {other:?}"),
     }
@@ -2030,7 +2030,7 @@ async fn a_submitted_failure_comes_back_typed_and_unknown_ids_are_errors(env: En
         .unwrap_err();
     check(job_tool_source::<ToolError>(&error));
 
-    let nobody = ulid::Ulid::new().to_string();
+    let nobody = ulid::Ulid::generate().to_string();
     for id in [nobody.as_str(), "not-a-job-id"] {
         let error = transcript(&toolset, "job_status", json!({"job_id": id}))
             .await
@@ -2040,9 +2040,9 @@ async fn a_submitted_failure_comes_back_typed_and_unknown_ids_are_errors(env: En
             JobError::Unknown { .. }
         ));
         for outcome in [
-            remote.job_status(id).await.map(drop),
-            remote.job_result(id).await.map(drop),
-            remote.cancel(id).await.map(drop),
+            remote.jobs().status(id).await.map(drop),
+            remote.jobs().result(id).await.map(drop),
+            remote.jobs().cancel(id).await.map(drop),
         ] {
             assert!(
                 matches!(outcome, Err(JobError::Unknown { ref job, .. }) if job == id),
@@ -2060,8 +2060,8 @@ async fn two_queues_have_job_tools_under_names_of_their_own(env: Env) {
     let other = env.remote().queue(format!("{}-other", env.queue)).unwrap();
     let toolset = toolset(&weather);
     let tools = [
-        weather.job_tools_named("weather_job").unwrap(),
-        other.job_tools_named("other_job").unwrap(),
+        weather.jobs().tools_named("weather_job").unwrap(),
+        other.jobs().tools_named("other_job").unwrap(),
     ];
     for tool in tools.iter().flatten() {
         toolset.bind((tool.combo(),)).unwrap();
@@ -2116,12 +2116,12 @@ async fn two_queues_have_job_tools_under_names_of_their_own(env: Env) {
     assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
 
     let clash = Toolset::new();
-    for tool in weather.job_tools() {
+    for tool in weather.jobs().tools() {
         clash.bind((tool.combo(),)).unwrap();
     }
-    let refused = clash.bind((other.job_tools()[0].combo(),)).unwrap_err();
+    let refused = clash.bind((other.jobs().tools()[0].combo(),)).unwrap_err();
     assert!(refused.to_string().contains("`job_status`"), "{refused}");
-    assert!(weather.job_tools_named("weather job").is_err());
+    assert!(weather.jobs().tools_named("weather job").is_err());
 }
 
 /// Cancels racing each other over the same queued jobs all answer that the job
@@ -2138,7 +2138,7 @@ async fn concurrent_cancels_of_a_queued_job_all_cancel_it(env: Env) {
         let mut cancels = tokio::task::JoinSet::new();
         for _ in 0..8 {
             let (remote, id) = (remote.clone(), id.clone());
-            cancels.spawn(async move { remote.cancel(&id).await });
+            cancels.spawn(async move { remote.jobs().cancel(&id).await });
         }
         while let Some(outcome) = cancels.join_next().await {
             let ticket = outcome
@@ -2147,7 +2147,7 @@ async fn concurrent_cancels_of_a_queued_job_all_cancel_it(env: Env) {
             assert_eq!(ticket.state, JobState::Cancelled);
         }
         assert_eq!(
-            remote.job_status(&id).await.unwrap().state,
+            remote.jobs().status(&id).await.unwrap().state,
             JobState::Cancelled
         );
     }
@@ -2165,7 +2165,7 @@ async fn a_running_job_is_cancelled_and_its_body_stopped(env: Env) {
         .unwrap();
     let id = ticket["job_id"].as_str().unwrap().to_owned();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while remote.job_status(&id).await.unwrap().state != JobState::Running {
+    while remote.jobs().status(&id).await.unwrap().state != JobState::Running {
         assert!(Instant::now() < deadline);
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -2183,7 +2183,7 @@ async fn a_running_job_is_cancelled_and_its_body_stopped(env: Env) {
         asked.elapsed()
     );
     assert!(matches!(
-        remote.job_result(&id).await.unwrap(),
+        remote.jobs().result(&id).await.unwrap(),
         JobResult::NotFinished(JobTicket {
             state: JobState::Cancelled,
             ..
@@ -2195,12 +2195,12 @@ async fn a_running_job_is_cancelled_and_its_body_stopped(env: Env) {
         .await
         .unwrap();
     let done = done["job_id"].as_str().unwrap().to_owned();
-    while !remote.job_status(&done).await.unwrap().state.is_done() {
+    while !remote.jobs().status(&done).await.unwrap().state.is_done() {
         assert!(Instant::now() < deadline);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(matches!(
-        remote.cancel(&done).await,
+        remote.jobs().cancel(&done).await,
         Err(JobError::NotCancellable {
             state: JobState::Finished,
             ..
@@ -2380,7 +2380,7 @@ async fn a_manifest_submits_only_right_outside_remote(env: Env) {
         outcome.unwrap_or_else(|error| panic!("{tool}: {error}"));
     }
     let caller = env.remote();
-    for tool in caller.job_tools() {
+    for tool in caller.jobs().tools() {
         toolset.bind((tool.combo(),)).unwrap();
     }
     let ticket = toolset
@@ -2394,7 +2394,7 @@ async fn a_manifest_submits_only_right_outside_remote(env: Env) {
     let id = ticket["job_id"].as_str().unwrap().to_owned();
     let deadline = Instant::now() + Duration::from_secs(20);
     let answer = loop {
-        if let JobResult::Finished(value) = caller.job_result(&id).await.unwrap() {
+        if let JobResult::Finished(value) = caller.jobs().result(&id).await.unwrap() {
             break report(value);
         }
         assert!(Instant::now() < deadline);
@@ -2478,19 +2478,19 @@ async fn a_submit_that_never_enqueued_reads_failed_not_queued_forever() {
     assert!(reason.contains("did not answer within 1.5s"), "{reason}");
 
     // Until the submit's deadline and its slack, it may still land.
-    let early = remote.job_status(&id).await.unwrap();
+    let early = remote.jobs().status(&id).await.unwrap();
     assert_eq!(early.state, JobState::Queued);
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    let late = remote.job_status(&id).await.unwrap();
+    let late = remote.jobs().status(&id).await.unwrap();
     assert_eq!(late.state, JobState::Failed);
-    match remote.job_result(&id).await.unwrap() {
+    match remote.jobs().result(&id).await.unwrap() {
         JobResult::Failed(ToolError::Relocation { reason, .. }) => {
             eprintln!("its result: {reason}");
             assert!(reason.contains("was never enqueued"), "{reason}");
         }
         other => panic!("expected a relocation failure, got {other:?}"),
     }
-    match remote.cancel(&id).await {
+    match remote.jobs().cancel(&id).await {
         Err(JobError::NotCancellable { state, .. }) => assert_eq!(state, JobState::Failed),
         other => panic!("expected a refusal, got {other:?}"),
     }
@@ -2519,11 +2519,11 @@ async fn a_silent_engine_costs_the_timeout_not_more() {
         refused.to_string().contains("did not answer within 400ms"),
         "{refused}"
     );
-    let id = ulid::Ulid::new().to_string();
+    let id = ulid::Ulid::generate().to_string();
     for outcome in [
-        remote.job_status(&id).await.map(drop),
-        remote.job_result(&id).await.map(drop),
-        remote.cancel(&id).await.map(drop),
+        remote.jobs().status(&id).await.map(drop),
+        remote.jobs().result(&id).await.map(drop),
+        remote.jobs().cancel(&id).await.map(drop),
     ] {
         match outcome {
             Err(JobError::Engine(message)) => {

@@ -14,11 +14,11 @@ use tokio::sync::{Mutex, Notify};
 use tokio::task::JoinHandle;
 
 use super::super::job::{Job, Message, is_job_key, job_key};
-use super::super::now_ms;
 use super::{
     Answer, Cancel, Engine, RECONNECT_FIRST, RECONNECT_LAST, RunJob, Stored, Ticks, Tier,
     VACUUM_BATCH, Waiting, decode_replies, decode_reply,
 };
+use crate::clock::now_ms;
 
 mod scripts;
 

@@ -13,11 +13,11 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::super::job::{Job, Message, is_job_key};
-use super::super::now_ms;
 use super::{
     Answer, Cancel, Engine, RunJob, Stored, Ticks, Tier, VACUUM_BATCH, Waiting, decode_replies,
     decode_reply,
 };
+use crate::clock::now_ms;
 use doorbell::Doorbells;
 use file::{open, prepare, replies_url};
 
