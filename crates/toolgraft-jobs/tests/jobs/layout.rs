@@ -1,0 +1,1 @@
+//! The storage layout this crate writes into.
