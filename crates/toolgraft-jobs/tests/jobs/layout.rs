@@ -13,9 +13,12 @@ use apalis::prelude::{Status, Task, TaskBuilder, TaskId, TaskSink as _};
 /// the vacuum takes `Done` and `Killed`, status reads `Pending` and `Failed`.
 const STATUSES: [&str; 4] = ["Pending", "Failed", "Done", "Killed"];
 
+/// A job's id and the task that carries it.
+type Pushed = (String, Task<Value>);
+
 /// A job runnable now and one an hour from now (whole seconds, as both engines
 /// keep time), with ids of our own, as `tier::task` makes them.
-fn two_tasks() -> ((String, Task<Value>), (String, u64, Task<Value>)) {
+fn two_tasks() -> (Pushed, (String, u64, Task<Value>)) {
     let now_id = ulid::Ulid::generate().to_string();
     let later_id = ulid::Ulid::generate().to_string();
     let now_s = std::time::SystemTime::now()
