@@ -203,7 +203,7 @@ impl Fleet {
         let store = within(remote, async {
             Broker::connect(remote.tier(), &queue, remote.engine())
                 .await
-                .map_err(FleetError::Engine)
+                .map_err(|error| FleetError::Engine(error.to_string()))
         })
         .await?;
         let (generation, receiver) = watch::channel(0);
@@ -275,7 +275,7 @@ impl Fleet {
     /// [`FleetMember::is_alive`]), by process name.
     pub async fn status(&self) -> Result<Vec<FleetMember>, FleetError> {
         let mut members: Vec<FleetMember> = (self.inner.store.members().await)
-            .map_err(FleetError::Engine)?
+            .map_err(|error| FleetError::Engine(error.to_string()))?
             .iter()
             .filter_map(|text| serde_json::from_str(text).ok())
             .collect();
@@ -285,7 +285,8 @@ impl Fleet {
 
     /// Removes this process from the fleet's status (a clean stop).
     pub async fn leave(self) -> Result<(), FleetError> {
-        (self.inner.store.leave(&self.inner.process).await).map_err(FleetError::Engine)
+        (self.inner.store.leave(&self.inner.process).await)
+            .map_err(|error| FleetError::Engine(error.to_string()))
     }
 
     /// Asks the follower to look for a newer generation now.
@@ -380,8 +381,8 @@ impl Inner {
         let toolset = self.toolset()?;
         let change = *toolset.changes().borrow();
         let manifest = manifest_of(&toolset);
-        let generation =
-            (self.store.publish(&manifest.to_string()).await).map_err(FleetError::Engine)?;
+        let generation = (self.store.publish(&manifest.to_string()).await)
+            .map_err(|error| FleetError::Engine(error.to_string()))?;
         self.applied_change.fetch_max(change, Ordering::SeqCst);
         self.generation.send_if_modified(|at| {
             let newer = generation > *at;
@@ -397,7 +398,11 @@ impl Inner {
     /// Rebinds to the fleet's generation if it is newer than this process's.
     async fn catch_up(&self) -> Result<(), FleetError> {
         let _busy = self.busy.lock().await;
-        let Some((generation, text)) = self.store.current().await.map_err(FleetError::Engine)?
+        let Some((generation, text)) = self
+            .store
+            .current()
+            .await
+            .map_err(|error| FleetError::Engine(error.to_string()))?
         else {
             return Ok(());
         };
@@ -444,7 +449,8 @@ impl Inner {
         };
         let text = serde_json::to_string(&member)
             .map_err(|error| FleetError::Engine(error.to_string()))?;
-        (self.store.report(&member.process, &text).await).map_err(FleetError::Engine)
+        (self.store.report(&member.process, &text).await)
+            .map_err(|error| FleetError::Engine(error.to_string()))
     }
 }
 

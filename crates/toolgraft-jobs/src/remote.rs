@@ -15,7 +15,7 @@ use super::client::Client;
 use super::clock::now_ms;
 use super::job::{Following, Job, JobState, JobTicket, Record, job_key, rfc3339};
 use super::queues;
-use super::tier::{Broker, Engine, TierUrl};
+use super::tier::{Broker, Engine, TierError, TierUrl};
 use toolgraft::context::ProgressSink;
 use toolgraft::error::ArgsError;
 use toolgraft::extension::{Anywhere, Args, ConfigError, Configurable, LayerInput};
@@ -251,7 +251,7 @@ impl Remote {
         }
     }
 
-    async fn client(&self) -> Result<Arc<Client>, String> {
+    async fn client(&self) -> Result<Arc<Client>, TierError> {
         let mut slot = self.client.lock().await;
         if let Some(client) = &*slot
             && client.is_routing()
@@ -271,7 +271,7 @@ impl Remote {
     }
 
     /// The connection's broker (connecting at the first use).
-    pub(crate) async fn broker(&self) -> Result<Broker, String> {
+    pub(crate) async fn broker(&self) -> Result<Broker, TierError> {
         Ok(self.client().await?.broker.clone())
     }
 
@@ -375,7 +375,10 @@ impl Remote {
         let relocation = |reason: String| departure.failed(reason);
         // The caller's sink stays here; the worker sends the body's reports back.
         let progress = toolgraft::context::get::<ProgressSink>();
-        let client = self.client().await.map_err(relocation)?;
+        let client = self
+            .client()
+            .await
+            .map_err(|error| relocation(error.to_string()))?;
         let job = Job {
             id: id.to_owned(),
             tool: tool.to_string(),

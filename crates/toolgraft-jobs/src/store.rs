@@ -8,7 +8,7 @@ use std::future::Future;
 use super::clock::now_ms;
 use super::job::{JobError, JobResult, JobState, JobTicket, Record, Reply, job_key};
 use super::remote::Remote;
-use super::tier::{Cancel, Stored, Waiting};
+use super::tier::{Cancel, Stored, TierError, Waiting};
 use super::wire::WireError;
 use toolgraft::{Name, ToolError};
 
@@ -118,11 +118,11 @@ impl Jobs {
     /// The job engine's answer within the backend's timeout.
     async fn within_timeout<T>(
         &self,
-        ask: impl Future<Output = Result<T, String>>,
+        ask: impl Future<Output = Result<T, TierError>>,
     ) -> Result<T, JobError> {
         let after = self.remote.timeout_after();
         match tokio::time::timeout(after, ask).await {
-            Ok(answer) => answer.map_err(JobError::Engine),
+            Ok(answer) => answer.map_err(|error| JobError::Engine(error.to_string())),
             Err(_) => Err(JobError::Engine(format!(
                 "`{}` did not answer within {after:?}",
                 crate::address::server_of(&self.remote.settings().url)

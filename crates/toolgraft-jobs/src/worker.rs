@@ -255,7 +255,7 @@ impl Worker {
         let engine = self.remote.engine();
         let broker = Broker::connect(self.remote.tier(), &queue, engine)
             .await
-            .map_err(WorkerError::Connect)?;
+            .map_err(|error| WorkerError::Connect(error.to_string()))?;
         let fleet = match self.fleet {
             Some(registry) => Some(
                 Fleet::follow(&self.remote, &self.toolset, registry, self.name.clone())
