@@ -1,3 +1,7 @@
+//! Delivery: at least once across SIGTERM and killed workers, attempts and
+//! redeliveries counted together, concurrency, retention and wake-ups, and the
+//! connections backends of one URL share.
+
 use crate::support::*;
 
 on_every_tier!(

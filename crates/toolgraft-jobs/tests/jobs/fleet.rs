@@ -1,3 +1,6 @@
+//! Fleets: a change on one caller reaching every worker and caller, and
+//! `approve` around `remote` (outside only, spent on every replica).
+
 use crate::support::*;
 
 on_every_tier!(a_change_on_one_caller_reaches_every_worker_and_caller,);

@@ -1,7 +1,7 @@
 //! Relocation to worker processes on apalis: every test runs against each tier
 //! built in (Redis, SQLite), with workers that are real processes: this test
-//! binary started again as `worker_process`, binding the same toolset with the
-//! same code (`toolset`), as the rulebook's `relocation` asks.
+//! binary started again as `support::worker_process`, binding the same toolset with the
+//! same code (`support::toolset`), as the rulebook's `relocation` asks.
 //!
 //! Redis: `TOOLGRAFT_REDIS_URL` names a running server (`scripts/test` starts one);
 //! without it each test starts its own `redis-server` on a free loopback port.

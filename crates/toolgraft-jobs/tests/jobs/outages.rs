@@ -1,3 +1,6 @@
+//! Outages: a Redis that restarts or drops its connections mid-call, and what
+//! callers, workers, retries and fleet permits do about it.
+
 use crate::support::*;
 
 /// Redis goes away mid-call and comes back empty (no persistence): the worker

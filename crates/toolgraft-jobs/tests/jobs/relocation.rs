@@ -1,3 +1,7 @@
+//! Relocation: a call runs its body in a worker process and comes back as it
+//! would in process (results, typed failures, progress, context, timeouts,
+//! withdrawal), with the layers that stay in the caller staying there.
+
 use crate::support::*;
 
 on_every_tier!(

@@ -1,3 +1,6 @@
+//! Submit and schedule: tickets, the job store read back (`Remote::jobs`), the
+//! job tools, cancellation, and a submit that never enqueued.
+
 use crate::support::*;
 
 on_every_tier!(

@@ -26,7 +26,6 @@ pub(crate) use toolgraft::runtime::Configured;
 pub(crate) use toolgraft::runtime::manifest::{ElementSpec, Manifest};
 pub(crate) use toolgraft::toolset::BaseTools;
 pub(crate) use toolgraft::{BindError, Combo, Registry, ToolError};
-pub(crate) use toolgraft_jobs::Jobs;
 pub(crate) use toolgraft_jobs::{
     Fleet, JobError, JobResult, JobState, JobTicket, Remote, RemoteFailure, Submit, Worker,
 };

@@ -1,3 +1,6 @@
+//! MCP tasks and progress over MCP: a deferred call is a job any replica
+//! follows, and a worker's progress reaches an MCP client.
+
 use crate::support::*;
 
 on_every_tier!(mcp_tasks_are_jobs_any_replica_follows,);
