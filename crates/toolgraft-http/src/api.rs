@@ -20,8 +20,8 @@ use toolgraft::toolset::{Site, ToolInfo};
 
 use crate::body;
 use crate::problem::Problem;
+use crate::state::{Shared, State as Inner};
 use crate::writeback::{self, ManifestText};
-use crate::{Shared, State as Inner};
 
 /// One bound name as `GET /tools` lists it.
 #[derive(Serialize)]

@@ -9,8 +9,8 @@ use axum::http::{Method, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use toolgraft_guard::{Guard, GuardLayer, Refusal};
 
-use crate::Shared;
 use crate::problem::Problem;
+use crate::state::Shared;
 
 /// The cookie the page signs in with; it carries the token itself (a token is
 /// `token68`, which is a valid cookie value).

@@ -10,6 +10,10 @@ use toolgraft::runtime::manifest::{ComboSpec, Manifest};
 
 use crate::problem::Problem;
 
+/// The largest request body the API reads (combos are small; a manifest's config
+/// rarely passes a few kilobytes).
+pub const MAX_BODY: usize = 256 * 1024;
+
 /// The body as a JSON object: sent as `application/json` (which a cross-site HTML
 /// form cannot send), within the size limit, and an object.
 pub(crate) fn object(
@@ -33,7 +37,7 @@ pub(crate) fn object(
             format!(
                 "the body could not be read: {} (at most {} bytes)",
                 rejection.body_text(),
-                crate::MAX_BODY
+                MAX_BODY
             ),
         )
     })?;

@@ -69,7 +69,8 @@
 #![warn(missing_debug_implementations)]
 
 // The modules, bottom to top: each imports only from the ones above it
-// (`scripts/module-graph` checks it).
+// (`scripts/module-graph` checks it), and none from this file.
+mod state;
 mod problem;
 mod body;
 mod page;
@@ -86,9 +87,9 @@ use axum::routing::{get, post};
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::{Registry, Toolset};
 
-/// The largest request body the API reads (combos are small; a manifest's config
-/// rarely passes a few kilobytes).
-pub const MAX_BODY: usize = 256 * 1024;
+use state::State;
+
+pub use body::MAX_BODY;
 
 /// The guard's vocabulary, re-exported: [`Authoring::guard`] takes a [`Guard`], as
 /// `toolgraft_mcp::http::McpHttp::new` does.
@@ -248,15 +249,3 @@ pub enum SetupError {
         problem: String,
     },
 }
-
-/// What every handler shares.
-pub(crate) struct State {
-    pub toolset: Toolset,
-    pub registry: Registry,
-    pub manifest: Option<PathBuf>,
-    pub guard: Guard,
-    /// One change at a time, so the file is written in the order changes apply.
-    pub changing: tokio::sync::Mutex<()>,
-}
-
-pub(crate) type Shared = Arc<State>;

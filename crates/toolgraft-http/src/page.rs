@@ -11,8 +11,8 @@ use toolgraft::runtime::manifest::ComboSpec;
 use toolgraft::schema::Schema;
 use toolgraft::toolset::{Site, ToolInfo};
 
-use crate::Shared;
 use crate::body::combo_value;
+use crate::state::Shared;
 
 /// `GET /`.
 pub(crate) async fn show(State(state): State<Shared>) -> Html<String> {

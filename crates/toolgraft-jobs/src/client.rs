@@ -107,7 +107,7 @@ impl Client {
     pub(crate) fn start(broker: Broker) -> Arc<Self> {
         let client = Arc::new(Self {
             broker,
-            reply_to: format!("toolgraft:replies:{}", ulid::Ulid::new()),
+            reply_to: format!("toolgraft:replies:{}", ulid::Ulid::generate()),
             pending: Mutex::default(),
             waiting: Arc::new(Notify::new()),
             router: Mutex::default(),

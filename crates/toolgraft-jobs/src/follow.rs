@@ -17,7 +17,7 @@ impl Follow for Remote {
     /// `<backend name>:<queue>`: the same in every process that binds the same
     /// backend.
     fn follower(&self) -> String {
-        crate::follow_key(self)
+        self.follow_key()
     }
 
     fn backend(&self) -> String {
@@ -32,13 +32,13 @@ impl Follow for Remote {
         &self,
         job: &str,
     ) -> Pin<Box<dyn Future<Output = Result<Option<Followed>, String>> + Send>> {
-        let (remote, job) = (self.clone(), job.to_owned());
+        let (jobs, job) = (self.jobs(), job.to_owned());
         Box::pin(async move {
             // `<job id>.<token>`: what a deferred call answered with.
             let Some((id, token)) = job.split_once('.') else {
                 return Ok(None);
             };
-            let (result, principal, since, called) = match remote.followed(id, token).await {
+            let (result, principal, since, called) = match jobs.followed(id, token).await {
                 Ok(found) => found,
                 Err(JobError::Unknown { .. }) => return Ok(None),
                 Err(error) => return Err(error.to_string()),
@@ -61,16 +61,16 @@ impl Follow for Remote {
     }
 
     fn cancel(&self, job: &str) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> {
-        let (remote, job) = (self.clone(), job.to_owned());
+        let (jobs, job) = (self.jobs(), job.to_owned());
         Box::pin(async move {
             let Some((id, token)) = job.split_once('.') else {
                 return Err("no such job".to_owned());
             };
             // Only a job this handle follows.
-            if let Err(error) = remote.followed(id, token).await {
+            if let Err(error) = jobs.followed(id, token).await {
                 return Err(error.to_string());
             }
-            match remote.cancel(id).await {
+            match jobs.cancel(id).await {
                 // Ended before the cancel: it stays as it ended.
                 Ok(_) | Err(JobError::NotCancellable { .. }) => Ok(()),
                 Err(error) => Err(error.to_string()),

@@ -136,7 +136,7 @@ pub struct JobTicket {
     pub run_at: String,
 }
 
-/// A submitted job's result, as [`Remote::job_result`](crate::Remote::job_result) finds it.
+/// A submitted job's result, as [`Jobs::result`](crate::Jobs::result) finds it.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum JobResult {
@@ -211,6 +211,29 @@ pub(crate) struct Record {
 pub(crate) struct Following {
     pub(crate) token: String,
     pub(crate) called: String,
+}
+
+impl Following {
+    /// A job the caller of `called` follows, under a new secret: 160 random
+    /// bits, hex (two ULIDs' random parts, from the operating system's
+    /// generator).
+    pub(crate) fn new(called: String) -> Self {
+        let (one, two) = (
+            ulid::Ulid::generate().random(),
+            ulid::Ulid::generate().random(),
+        );
+        Self {
+            token: format!("{one:020x}{two:020x}"),
+            called,
+        }
+    }
+
+    /// Whether `token` is this job's secret, in a time that depends on the
+    /// lengths only (a follower's guesses learn nothing from the time taken).
+    pub(crate) fn admits(&self, token: &str) -> bool {
+        use subtle::ConstantTimeEq as _;
+        self.token.len() == token.len() && bool::from(self.token.as_bytes().ct_eq(token.as_bytes()))
+    }
 }
 
 /// `ms` since the Unix epoch as an RFC 3339 time in UTC.

@@ -40,7 +40,7 @@ impl RedisLedger {
     /// The server's host and port, never its credentials: what errors and
     /// `Debug` show (errors reach callers).
     fn server(&self) -> String {
-        crate::host_of(&self.url).to_owned()
+        crate::address::host_of(&self.url).to_owned()
     }
 
     /// A ledger on the Redis server at `url` (`redis://host:port[/db]`).

@@ -73,11 +73,12 @@
 //! (the same queue, binding generation and at-least-once delivery) and answers at
 //! once with a [`JobTicket`] `{job_id, queue, tool, state, run_at}`. Its
 //! arguments are the tool's plus, optionally, `delay_ms` or `at` (an RFC 3339 time),
-//! which schedule the job. [`Remote::job_status`], [`Remote::job_result`] and
-//! [`Remote::cancel`] follow a job from Rust; [`Remote::job_tools`] are the same as
-//! tools (`job_status`, `job_result`, `job_cancel`, taking `{job_id}`) for an agent;
-//! [`Remote::job_tools_named`] names them after a prefix of your own, one set per
-//! queue.
+//! which schedule the job. The backend runs calls; its queue's jobs are read
+//! through a handle of their own, [`Remote::jobs`]: [`Jobs::status`],
+//! [`Jobs::result`] and [`Jobs::cancel`] follow a job from Rust; [`Jobs::tools`]
+//! are the same as tools (`job_status`, `job_result`, `job_cancel`, taking
+//! `{job_id}`) for an agent; [`Jobs::tools_named`] names them after a prefix of
+//! your own, one set per queue.
 //! Results, and the [`ToolError`] a job failed with, are kept for the retention
 //! (`retention_s`). A scheduled or queued job that is cancelled never runs; one a
 //! worker runs is withdrawn: the worker stops the body within about 100 ms and
@@ -146,11 +147,15 @@ compile_error!(
 );
 
 // The modules, bottom to top: a module imports only from the ones above it in
-// this list (`scripts/module-graph` checks it). The job vocabulary, then the
-// tiers that carry it, the process's per-queue state, and the three sides on
-// top: the caller's (`remote`, `submit`), the fleet, the worker.
+// this list (`scripts/module-graph` checks it), and none from this file (the
+// crate root is the top floor). The shared clock and addresses, the job
+// vocabulary, then the tiers that carry it, the process's per-queue state, and
+// the three sides on top: the caller's (`remote`, the job store it reads
+// back, `submit`), the fleet, the worker.
 #[cfg(all(test, feature = "sqlite"))]
 mod scratch;
+mod clock;
+mod address;
 mod wire;
 mod job;
 mod tier;
@@ -161,68 +166,13 @@ mod limits;
 mod client;
 mod queues;
 mod remote;
+mod store;
 mod follow;
+mod tools;
 mod submit;
 mod fleet;
 mod worker;
 pub mod guide;
-
-/// Milliseconds since the Unix epoch: the one clock of jobs, tickets, retention
-/// and fleet reports (0 before the epoch).
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| {
-            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-        })
-}
-
-/// A tier's URL without its credentials (`redis://:secret@host` shows as
-/// `redis://host`), shortened: what errors show (errors reach callers, MCP
-/// clients among them).
-fn server_of(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return toolgraft::error::shorten(url).into_owned();
-    };
-    let path = rest.find('/').map_or("", |at| &rest[at..]);
-    toolgraft::error::shorten(&format!("{scheme}://{}{path}", host_of(url))).into_owned()
-}
-
-/// The host and port of a URL, without the credentials before them.
-fn host_of(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split('/').next().unwrap_or_default();
-    authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host)
-}
-
-/// What a server follows a remote's jobs by: `<backend name>:<queue>`.
-fn follow_key(remote: &Remote) -> String {
-    format!(
-        "{}:{}",
-        toolgraft::Extension::name(remote),
-        remote.queue_name()
-    )
-}
-
-/// The secret of a followed job: 160 random bits, hex (two ULIDs' random
-/// parts, from the operating system's generator).
-fn follow_token() -> String {
-    let (one, two) = (ulid::Ulid::new().random(), ulid::Ulid::new().random());
-    format!("{one:020x}{two:020x}")
-}
-
-/// Whether two secrets are the same, in a time that depends on their length
-/// only.
-fn same_secret(one: &str, two: &str) -> bool {
-    one.len() == two.len()
-        && one
-            .bytes()
-            .zip(two.bytes())
-            .fold(0u8, |differ, (a, b)| differ | (a ^ b))
-            == 0
-}
 
 pub use fleet::{Fleet, FleetError, FleetMember, Role};
 pub use job::{JobError, JobResult, JobState, JobTicket};
@@ -231,6 +181,7 @@ pub use ledger::RedisLedger;
 #[cfg(feature = "redis")]
 pub use limits::RedisLimits;
 pub use remote::{MAX_TIMEOUT_MS, Remote, RemoteConfig, Remoted};
+pub use store::Jobs;
 pub use submit::{MAX_SCHEDULING_HORIZON, PAST_SLACK, RemoteBranch, Submission, Submit, Submitted};
 pub use wire::RemoteFailure;
 pub use worker::{Worker, WorkerError};

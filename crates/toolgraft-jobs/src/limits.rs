@@ -146,7 +146,7 @@ impl RedisLimits {
     /// The server's host and port, never its credentials: what errors and
     /// `Debug` show (errors reach callers).
     fn server(&self) -> String {
-        toolgraft::error::shorten(crate::host_of(&self.url)).into_owned()
+        toolgraft::error::shorten(crate::address::host_of(&self.url)).into_owned()
     }
 
     fn key(&self, kind: &str, key: &LimitKey) -> String {
@@ -242,7 +242,7 @@ impl LimitStore for RedisLimits {
     ) -> StoreFuture<'a, Option<Lease>> {
         Box::pin(async move {
             let mut connection = self.connection().await?;
-            let id = ulid::Ulid::new().to_string();
+            let id = ulid::Ulid::generate().to_string();
             let mut in_flight = InFlight {
                 store: self.clone(),
                 lease: Some(Lease::new(key.clone(), id.clone())),

@@ -1,4 +1,6 @@
-//! The caller's side: the `remote` backend, its branch, and the reply router.
+//! The caller's side: the `remote` backend and its branch, which enqueue a
+//! call's job and wait for its reply (through `client.rs`'s reply router), or
+//! submit it for a ticket; `store.rs` reads the jobs back.
 
 use std::fmt;
 use std::sync::Arc;
@@ -10,13 +12,10 @@ use serde_json::Value;
 use tokio::sync::Mutex as AsyncMutex;
 
 use super::client::Client;
-use super::job::{
-    Following, Job, JobError, JobResult, JobState, JobTicket, Record, Reply, job_key, rfc3339,
-};
-use super::now_ms;
+use super::clock::now_ms;
+use super::job::{Following, Job, JobState, JobTicket, Record, job_key, rfc3339};
 use super::queues;
-use super::tier::{Broker, Cancel, Engine, Stored, TierUrl, Waiting};
-use super::wire::WireError;
+use super::tier::{Broker, Engine, TierError, TierUrl};
 use toolgraft::context::ProgressSink;
 use toolgraft::error::ArgsError;
 use toolgraft::extension::{Anywhere, Args, ConfigError, Configurable, LayerInput};
@@ -233,6 +232,12 @@ impl Remote {
         &self.config
     }
 
+    /// What a server follows this backend's jobs by: `<backend name>:<queue>`,
+    /// the same in every process that binds the same backend.
+    pub(crate) fn follow_key(&self) -> String {
+        format!("{}:{}", self.name, self.config.queue)
+    }
+
     pub(super) fn tier(&self) -> &TierUrl {
         &self.tier
     }
@@ -246,7 +251,7 @@ impl Remote {
         }
     }
 
-    async fn client(&self) -> Result<Arc<Client>, String> {
+    async fn client(&self) -> Result<Arc<Client>, TierError> {
         let mut slot = self.client.lock().await;
         if let Some(client) = &*slot
             && client.is_routing()
@@ -266,7 +271,7 @@ impl Remote {
     }
 
     /// The connection's broker (connecting at the first use).
-    async fn broker(&self) -> Result<Broker, String> {
+    pub(crate) async fn broker(&self) -> Result<Broker, TierError> {
         Ok(self.client().await?.broker.clone())
     }
 
@@ -282,7 +287,7 @@ impl Remote {
     ) -> Result<JobTicket, ToolError> {
         let tool = departure.below();
         let relocation = |reason: String| departure.failed(reason);
-        let id = ulid::Ulid::new().to_string();
+        let id = ulid::Ulid::generate().to_string();
         let now = now_ms();
         let ticket = JobTicket {
             job_id: id.clone(),
@@ -344,201 +349,10 @@ impl Remote {
         }
     }
 
-    async fn stored(&self, id: &str) -> Result<(Stored, Record), JobError> {
-        let unknown = || JobError::Unknown {
-            job: toolgraft::error::shorten(id).into_owned(),
-            queue: self.config.queue.clone(),
-        };
-        // Not an id this crate makes: no need to ask (and no odd key to build).
-        let Ok(ulid) = ulid::Ulid::from_string(id) else {
-            return Err(unknown());
-        };
-        // Ids are written in upper case; a ULID reads the same in either.
-        let id = &ulid.to_string();
-        let stored = self
-            .within_timeout(async { self.broker().await?.stored(id).await })
-            .await?
-            .ok_or_else(unknown)?;
-        let record: Record = serde_json::from_str(&stored.record)
-            .map_err(|error| JobError::Engine(format!("job `{id}`'s record: {error}")))?;
-        Ok((stored, record))
-    }
-
-    /// The job `id` as a follower reads it (its result, the principal it was
-    /// submitted for, when it was to run, the name called), when `token` is the
-    /// one it was submitted with; unknown otherwise.
-    pub(crate) async fn followed(
-        &self,
-        id: &str,
-        token: &str,
-    ) -> Result<(JobResult, Option<String>, String, String), JobError> {
-        let (stored, record) = self.stored(id).await?;
-        let Some(following) = record
-            .following
-            .as_ref()
-            .filter(|following| crate::same_secret(&following.token, token))
-        else {
-            return Err(JobError::Unknown {
-                job: toolgraft::error::shorten(id).into_owned(),
-                queue: self.config.queue.clone(),
-            });
-        };
-        let called = following.called.clone();
-        let result = self.result_of(&stored, &record);
-        Ok((result, record.principal, record.ticket.run_at, called))
-    }
-
-    /// Where the job `id`, submitted on this queue, is now.
-    ///
-    /// ```no_run
-    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let remote = toolgraft_jobs::Remote::new("redis://127.0.0.1:6379")?;
-    /// let ticket = remote.job_status("01JZ6M3Q0000000000000000AA").await?;
-    /// println!("{} is {}", ticket.job_id, ticket.state);
-    /// # Ok(()) }
-    /// ```
-    pub async fn job_status(&self, id: &str) -> Result<JobTicket, JobError> {
-        let (stored, record) = self.stored(id).await?;
-        Ok(ticket_of(&stored, record))
-    }
-
-    /// The job engine's answer within the backend's timeout.
-    async fn within_timeout<T>(
-        &self,
-        ask: impl Future<Output = Result<T, String>>,
-    ) -> Result<T, JobError> {
-        let after = self.timeout_after();
-        match tokio::time::timeout(after, ask).await {
-            Ok(answer) => answer.map_err(JobError::Engine),
-            Err(_) => Err(JobError::Engine(format!(
-                "`{}` did not answer within {after:?}",
-                crate::server_of(&self.config.url)
-            ))),
-        }
-    }
-
-    /// The job `id`'s result once it finished (kept for the retention,
-    /// `retention_s`), the [`ToolError`] it failed with, or where it is until then.
-    ///
-    /// ```no_run
-    /// use toolgraft_jobs::JobResult;
-    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let remote = toolgraft_jobs::Remote::new("redis://127.0.0.1:6379")?;
-    /// match remote.job_result("01JZ6M3Q0000000000000000AA").await? {
-    ///     JobResult::Finished(value) => println!("{value}"),
-    ///     JobResult::Failed(error) => println!("failed: {error}"),
-    ///     JobResult::NotFinished(ticket) => println!("still {}", ticket.state),
-    ///     _ => {}
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub async fn job_result(&self, id: &str) -> Result<JobResult, JobError> {
-        let (stored, record) = self.stored(id).await?;
-        Ok(self.result_of(&stored, &record))
-    }
-
-    /// What a stored job's result is.
-    fn result_of(&self, stored: &Stored, record: &Record) -> JobResult {
-        let record = record.clone();
-        let name = Name::lossy;
-        let Some(reply) = &stored.reply else {
-            if never_enqueued(stored, &record) {
-                return JobResult::Failed(ToolError::Relocation {
-                    tool: name(&record.ticket.tool),
-                    backend: name(&record.backend),
-                    reason: format!(
-                        "job `{}` was never enqueued: its submit failed or timed out after \
-                         recording it; submit it again",
-                        record.ticket.job_id
-                    ),
-                });
-            }
-            return JobResult::NotFinished(ticket_of(stored, record));
-        };
-        match reply.result.clone() {
-            Ok(value) => JobResult::Finished(value),
-            Err(WireError::Cancelled { .. }) => JobResult::NotFinished(ticket_of(stored, record)),
-            Err(error) => JobResult::Failed(error.into_tool_error(
-                &name(&record.ticket.tool),
-                &name(&record.backend),
-                &reply.worker,
-            )),
-        }
-    }
-
-    /// Cancels the job `id`: one no worker has taken yet (scheduled or queued)
-    /// never runs; one a worker runs ends cancelled (the cancel's reply is the
-    /// job's, the first reply staying, so a result the body sends after it is
-    /// not kept) and is withdrawn, so its worker stops the body within about
-    /// 100 ms (its future is dropped; a body that blocks its thread runs on to
-    /// its end, unheard). Either way its ticket says `cancelled`; cancelling it
-    /// again answers the same.
-    ///
-    /// A job that ended first cannot be cancelled ([`JobError::NotCancellable`]):
-    /// its result is kept as any other's.
-    ///
-    /// ```no_run
-    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let remote = toolgraft_jobs::Remote::new("redis://127.0.0.1:6379")?;
-    /// match remote.cancel("01JZ6M3Q0000000000000000AA").await {
-    ///     Ok(ticket) => println!("{} will not run", ticket.job_id),
-    ///     Err(toolgraft_jobs::JobError::NotCancellable { state, .. }) => println!("too late: {state}"),
-    ///     Err(error) => return Err(error.into()),
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub async fn cancel(&self, id: &str) -> Result<JobTicket, JobError> {
-        // Known first: an unknown id is that, not a refusal.
-        let (_, record) = self.stored(id).await?;
-        let id = record.ticket.job_id.as_str();
-        let outcome = self
-            .within_timeout(async { self.broker().await?.cancel(id).await })
-            .await?;
-        let ticket = self.job_status(id).await?;
-        match outcome {
-            Cancel::Cancelled => Ok(ticket),
-            Cancel::Unknown => Err(JobError::Unknown {
-                job: id.to_owned(),
-                queue: self.config.queue.clone(),
-            }),
-            // Taken by a worker and not ended: its end is the cancel (unless
-            // the body's reply got there first), and the worker is told to stop.
-            Cancel::TooLate if !ticket.state.is_done() => {
-                let reply = Reply {
-                    job: id.to_owned(),
-                    worker: "cancelled by a caller".to_owned(),
-                    result: Err(WireError::Cancelled {
-                        tool: record.ticket.tool.clone(),
-                    }),
-                };
-                let reply_to = job_key(&self.config.queue, id);
-                self.within_timeout(async {
-                    let broker = self.broker().await?;
-                    broker.send_reply(&reply_to, &reply).await?;
-                    broker.withdraw(id).await
-                })
-                .await?;
-                tracing::info!(job = %id, "job cancelled while running: withdrawn");
-                let ticket = self.job_status(id).await?;
-                match ticket.state {
-                    JobState::Cancelled => Ok(ticket),
-                    state => Err(JobError::NotCancellable {
-                        job: id.to_owned(),
-                        state,
-                    }),
-                }
-            }
-            Cancel::TooLate => Err(JobError::NotCancellable {
-                job: id.to_owned(),
-                state: ticket.state,
-            }),
-        }
-    }
-
     /// Runs the bound name `tool` in a worker with `args` and waits for its reply;
     /// the timeout covers connecting and enqueueing too.
     async fn run(&self, departure: &Departure, args: Value) -> Result<Value, ToolError> {
-        let id = ulid::Ulid::new().to_string();
+        let id = ulid::Ulid::generate().to_string();
         let after = self.timeout_after();
         match tokio::time::timeout(after, self.send_and_wait(departure, &id, args)).await {
             Ok(outcome) => outcome,
@@ -561,7 +375,10 @@ impl Remote {
         let relocation = |reason: String| departure.failed(reason);
         // The caller's sink stays here; the worker sends the body's reports back.
         let progress = toolgraft::context::get::<ProgressSink>();
-        let client = self.client().await.map_err(relocation)?;
+        let client = self
+            .client()
+            .await
+            .map_err(|error| relocation(error.to_string()))?;
         let job = Job {
             id: id.to_owned(),
             tool: tool.to_string(),
@@ -748,15 +565,14 @@ where
             departure.failed(format!("the arguments do not serialize: {error}"))
         })?;
         // The caller follows the job by its id (an MCP task): enqueued, not waited for.
-        let follower = crate::follow_key(&self.remote);
+        let follower = self.remote.follow_key();
         if toolgraft::context::get::<Deferral>().is_some_and(|offer| offer.take(&follower)) {
-            let following = Following {
-                token: crate::follow_token(),
-                called: toolgraft::context::get::<toolgraft::context::CallName>().map_or_else(
+            let following = Following::new(
+                toolgraft::context::get::<toolgraft::context::CallName>().map_or_else(
                     || departure.below().to_string(),
                     |called| called.0.to_string(),
                 ),
-            };
+            );
             let token = following.token.clone();
             let ticket = self
                 .remote
@@ -783,36 +599,6 @@ where
     fn decode(&self, args: Args) -> Result<S::Input, ArgsError> {
         self.inner.decode(args)
     }
-}
-
-/// The ticket as stored, at the state the engine reports.
-fn ticket_of(stored: &Stored, record: Record) -> JobTicket {
-    let never_enqueued = never_enqueued(stored, &record);
-    let mut ticket = record.ticket;
-    ticket.state = match (&stored.reply, stored.cancelled, stored.engine) {
-        (Some(reply), _, _) if reply.result.is_ok() => JobState::Finished,
-        (Some(reply), _, _) if matches!(reply.result, Err(WireError::Cancelled { .. })) => {
-            JobState::Cancelled
-        }
-        (Some(_), _, _) => JobState::Failed,
-        (None, true, _) => JobState::Cancelled,
-        (None, false, Waiting::Scheduled) => JobState::Scheduled,
-        (None, false, Waiting::Queued) => JobState::Queued,
-        (None, false, Waiting::Running) => JobState::Running,
-        (None, false, Waiting::NotEnqueued) if never_enqueued => JobState::Failed,
-        // Its submit is still enqueueing it.
-        (None, false, Waiting::NotEnqueued) => JobState::Queued,
-    };
-    ticket
-}
-
-/// Whether the job was recorded and never enqueued: its submit failed or timed
-/// out in between (past the time that submit could have taken).
-fn never_enqueued(stored: &Stored, record: &Record) -> bool {
-    stored.reply.is_none()
-        && !stored.cancelled
-        && stored.engine == Waiting::NotEnqueued
-        && now_ms() > record.enqueue_by
 }
 
 /// How long past its timeout a submit's enqueueing may still land.

@@ -8,7 +8,7 @@ impl NewFile {
     pub(crate) fn new(test: &str) -> Self {
         let path = std::env::temp_dir().join(format!(
             "{test}-{}.db",
-            ulid::Ulid::new().to_string().to_lowercase()
+            ulid::Ulid::generate().to_string().to_lowercase()
         ));
         Self(format!("sqlite://{}", path.display()))
     }

@@ -1,26 +1,26 @@
 //! Submit and schedule: a transformer right outside `remote` that enqueues its
-//! job and answers with a ticket; the job tools (see the crate docs, "Submit and
-//! schedule", for why it is a transformer and not a backend).
+//! job and answers with a ticket (see the crate docs, "Submit and schedule",
+//! for why it is a transformer and not a backend).
 
 use std::future::Future;
 use std::time::Duration;
 
-use super::now_ms;
+use super::clock::now_ms;
 
-use schemars::{JsonSchema, Schema};
+use schemars::Schema;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::job::{JobResult, JobState, JobTicket};
-use super::remote::{Remote, Remoted};
+use super::job::JobTicket;
+use super::remote::Remoted;
 use toolgraft::ToolError;
-use toolgraft::error::{ArgsError, InvalidName};
+use toolgraft::error::ArgsError;
 use toolgraft::extension::{
     Anywhere, Args, ConfigError, Extension, Layer, LayerInput, Stack, Transformer,
 };
 use toolgraft::kind::ExtensionKind;
-use toolgraft::runtime::{DynBranch, DynExtension, DynLayer, DynStack, DynTool};
+use toolgraft::runtime::{DynBranch, DynExtension, DynLayer, DynStack};
 use toolgraft::schema::Nest;
 
 /// How far in the past an `at` may be and still mean "now" (clocks differ).
@@ -40,7 +40,7 @@ const OWN_PARAMS: &[&str] = &["delay_ms", "at"];
 /// [`JobTicket`]; `delay_ms` or `at` schedules it (see the
 /// [crate docs](crate#submit-and-schedule)).
 ///
-/// A transformer that sits right outside a [`Remote`] (`[.., remote, submit]`).
+/// A transformer that sits right outside a [`Remote`](crate::Remote) (`[.., remote, submit]`).
 /// Its branch takes the layer's arguments plus, optionally, `delay_ms` (a whole
 /// number of milliseconds) or `at` (an RFC 3339 time with an offset, like
 /// `2030-01-01T09:00:00Z`), not both; an `at` more than [`PAST_SLACK`] in the past,
@@ -61,13 +61,13 @@ const OWN_PARAMS: &[&str] = &["delay_ms", "at"];
 ///     .body(|i: Shout| async move { Ok(i.text.to_uppercase()) }).build()?;
 /// let toolset = Toolset::new();
 /// toolset.bind((shout.combo().with(remote.clone()).with(Submit::new()),))?;
-/// for tool in remote.job_tools() {
+/// for tool in remote.jobs().tools() {
 ///     toolset.bind((tool.combo(),))?; // job_status, job_result, job_cancel
 /// }
 /// let ticket = toolset.call("shout_remote_submit", json!({"text": "hi", "delay_ms": 2000})).await?;
 /// let id = ticket["job_id"].as_str().unwrap();
 /// // ... two seconds and a worker later:
-/// if let JobResult::Finished(answer) = remote.job_result(id).await? {
+/// if let JobResult::Finished(answer) = remote.jobs().result(id).await? {
 ///     assert_eq!(answer, json!("HI"));
 /// }
 /// # Ok(()) }
@@ -418,148 +418,11 @@ where
     }
 }
 
-// ------------------------------------------------------------------ job tools
-
-/// The one argument of the job tools.
-#[derive(Deserialize, JsonSchema)]
-struct JobId {
-    /// The `job_id` of a ticket that a submit branch returned.
-    job_id: String,
-}
-
-/// What `job_result` answers when the job has not failed.
-#[derive(Serialize, JsonSchema)]
-struct ResultView {
-    /// The job.
-    job_id: String,
-    /// Where it is: `finished` (then `result` is there), or not yet.
-    state: JobState,
-    /// The tool's result, once finished.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<Value>,
-}
-
-impl Remote {
-    /// The job tools of this backend's queue, to bind as base tools so that an
-    /// agent can follow its submitted jobs: `job_status`, `job_result` and
-    /// `job_cancel`, each taking `{"job_id": ..}`.
-    ///
-    /// `job_status` answers with the [`JobTicket`]; `job_result` with `{job_id,
-    /// state, result}` (`result` once finished), or fails with the job's own
-    /// error (the source of its [`ToolError::Body`] is that [`ToolError`]);
-    /// `job_cancel` with the ticket of the cancelled job (one running is
-    /// withdrawn, its body stopped), or fails (source: a
-    /// [`JobError`](crate::JobError)) when it ended. An id it does
-    /// not know fails with [`JobError::Unknown`](crate::JobError::Unknown) as the
-    /// source.
-    ///
-    /// ```
-    /// let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
-    /// let toolset = toolgraft::Toolset::new();
-    /// for tool in remote.job_tools() {
-    ///     toolset.bind((tool.combo(),))?;
-    /// }
-    /// assert_eq!(toolset.names(), ["job_cancel", "job_result", "job_status"]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn job_tools(&self) -> Vec<DynTool> {
-        self.job_tools_named("job")
-            .expect("the job tools' names are valid")
-    }
-
-    /// The same job tools as [`Remote::job_tools`], named `<prefix>_status`,
-    /// `<prefix>_result` and `<prefix>_cancel`: a toolset that follows the jobs of
-    /// several queues needs one set per queue, under names of its own. A prefix
-    /// that makes an invalid tool name is refused.
-    ///
-    /// ```
-    /// use toolgraft::tool::BaseTool;
-    /// let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.queue("weather")?;
-    /// let tools = remote.job_tools_named("weather_job")?;
-    /// let names: Vec<_> = tools.iter().map(|tool| tool.spec().name.as_str()).collect();
-    /// assert_eq!(names, ["weather_job_status", "weather_job_result", "weather_job_cancel"]);
-    /// assert!(remote.job_tools_named("weather job").is_err());
-    /// assert!(remote.job_tools_named("").is_err());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn job_tools_named(&self, prefix: &str) -> Result<Vec<DynTool>, InvalidName> {
-        // A name itself (an empty one would leave `_status`).
-        toolgraft::Name::new(prefix)?;
-        let queue = self.queue_name();
-        Ok(vec![
-            self.job_tool(
-                format!("{prefix}_status"),
-                format!(
-                    "Where a job submitted on queue `{queue}` is: scheduled, queued, running, finished, failed or cancelled."
-                ),
-                |remote, job_id| async move { Ok(remote.job_status(&job_id).await?) },
-            )?,
-            self.job_tool(
-                format!("{prefix}_result"),
-                format!(
-                    "The result of a job submitted on queue `{queue}` once it finished (its error if it failed), or where it is until then."
-                ),
-                |remote, job_id| async move {
-                    Ok(match remote.job_result(&job_id).await? {
-                        JobResult::Finished(result) => ResultView {
-                            job_id,
-                            state: JobState::Finished,
-                            result: Some(result),
-                        },
-                        JobResult::Failed(error) => return Err(error.into()),
-                        JobResult::NotFinished(ticket) => ResultView {
-                            job_id,
-                            state: ticket.state,
-                            result: None,
-                        },
-                    })
-                },
-            )?,
-            self.job_tool(
-                format!("{prefix}_cancel"),
-                format!(
-                    "Cancel a job submitted on queue `{queue}`: one scheduled or queued never runs, one running is stopped (no result). An ended job stays as it ended."
-                ),
-                |remote, job_id| async move { Ok(remote.cancel(&job_id).await?) },
-            )?,
-        ])
-    }
-
-    /// A job tool: takes `{job_id}`, answers what `answer` makes of it on this
-    /// queue; bad arguments are refused as arguments.
-    fn job_tool<O, F, Fut>(
-        &self,
-        name: String,
-        description: String,
-        answer: F,
-    ) -> Result<DynTool, InvalidName>
-    where
-        O: Serialize + JsonSchema,
-        F: Fn(Remote, String) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<O, toolgraft::error::BoxError>> + Send + 'static,
-    {
-        let remote = self.clone();
-        let answer = std::sync::Arc::new(answer);
-        DynTool::builder()
-            .name(name)
-            .description(description)
-            .input_schema(toolgraft::schema::of::<JobId>())
-            .output_schema(toolgraft::schema::of::<O>())
-            .body(move |args| {
-                let (remote, answer) = (remote.clone(), answer.clone());
-                async move {
-                    let JobId { job_id } = toolgraft::extension::decode_args(args)?;
-                    Ok(serde_json::to_value(answer(remote, job_id).await?)?)
-                }
-            })
-            .build()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::job::rfc3339;
+    use serde_json::Value;
 
     fn args(value: Value) -> Args {
         value.as_object().unwrap().clone()

@@ -101,7 +101,11 @@ impl Worker {
             remote: remote.clone(),
             concurrency: DEFAULT_CONCURRENCY,
             grace: DEFAULT_GRACE,
-            name: format!("toolgraft-{}-{}", std::process::id(), ulid::Ulid::new()),
+            name: format!(
+                "toolgraft-{}-{}",
+                std::process::id(),
+                ulid::Ulid::generate()
+            ),
             fleet: None,
             fleet_wait: DEFAULT_FLEET_WAIT,
         }
@@ -251,7 +255,7 @@ impl Worker {
         let engine = self.remote.engine();
         let broker = Broker::connect(self.remote.tier(), &queue, engine)
             .await
-            .map_err(WorkerError::Connect)?;
+            .map_err(|error| WorkerError::Connect(error.to_string()))?;
         let fleet = match self.fleet {
             Some(registry) => Some(
                 Fleet::follow(&self.remote, &self.toolset, registry, self.name.clone())
@@ -604,7 +608,7 @@ mod tests {
 
     fn job_at(generation: u64) -> Job {
         Job {
-            id: ulid::Ulid::new().to_string(),
+            id: ulid::Ulid::generate().to_string(),
             tool: "weather".into(),
             args: json!({}),
             reply_to: "nobody".into(),

@@ -64,8 +64,10 @@ mod sqlite;
 #[cfg(not(feature = "sqlite"))]
 #[path = "absent.rs"]
 mod sqlite;
+mod error;
 mod ticks;
 
+pub(crate) use error::TierError;
 pub(crate) use ticks::Ticks;
 
 /// The engine settings of a `RemoteConfig`, checked, as durations.
@@ -139,8 +141,8 @@ impl TierUrl {
 }
 
 /// What a tier's operation answers: boxed, so that every tier fits behind one
-/// `dyn Tier`; an error is the engine's message.
-pub(crate) type Answer<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
+/// `dyn Tier`; an error is the engine's, typed ([`TierError`]).
+pub(crate) type Answer<'a, T> = Pin<Box<dyn Future<Output = Result<T, TierError>> + Send + 'a>>;
 
 /// How a worker runs one job, its reply sent; an error fails the job, which the
 /// engine runs again (at least once).
@@ -261,14 +263,17 @@ impl Broker {
         url: &TierUrl,
         queue: &str,
         engine: Engine,
-    ) -> Result<Self, String> {
-        Ok(Self(match url {
-            TierUrl::Redis(url) => redis::connect(url, queue, engine).await?,
-            TierUrl::Sqlite(url) => sqlite::connect(url, queue, engine).await?,
-        }))
+    ) -> Result<Self, TierError> {
+        Ok(Self(
+            match url {
+                TierUrl::Redis(url) => redis::connect(url, queue, engine).await,
+                TierUrl::Sqlite(url) => sqlite::connect(url, queue, engine).await,
+            }
+            .map_err(TierError::Connect)?,
+        ))
     }
 
-    pub(crate) async fn push(&self, job: Job) -> Result<(), String> {
+    pub(crate) async fn push(&self, job: Job) -> Result<(), TierError> {
         self.0.enqueue(task(job, None)).await
     }
 
@@ -281,7 +286,7 @@ impl Broker {
         job: Job,
         record: &str,
         run_at: Option<u64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), TierError> {
         self.0.record(&job.id, record).await?;
         let id = job.id.clone();
         let pushed = self.0.enqueue(task(job, run_at)).await;
@@ -300,8 +305,8 @@ impl Broker {
         }
     }
 
-    pub(crate) async fn send_reply(&self, reply_to: &str, reply: &Reply) -> Result<(), String> {
-        let body = serde_json::to_string(reply).map_err(|error| error.to_string())?;
+    pub(crate) async fn send_reply(&self, reply_to: &str, reply: &Reply) -> Result<(), TierError> {
+        let body = serde_json::to_string(reply)?;
         self.0.put_reply(reply_to, &reply.job, &body).await
     }
 
@@ -310,8 +315,8 @@ impl Broker {
         reply_to: &str,
         seq: u64,
         report: &super::job::ProgressReport,
-    ) -> Result<(), String> {
-        let body = serde_json::to_string(report).map_err(|error| error.to_string())?;
+    ) -> Result<(), TierError> {
+        let body = serde_json::to_string(report)?;
         self.0.put_progress(reply_to, &report.job, seq, &body).await
     }
 }

@@ -14,11 +14,11 @@ use tokio::sync::{Mutex, Notify};
 use tokio::task::JoinHandle;
 
 use super::super::job::{Job, Message, is_job_key, job_key};
-use super::super::now_ms;
 use super::{
     Answer, Cancel, Engine, RECONNECT_FIRST, RECONNECT_LAST, RunJob, Stored, Ticks, Tier,
-    VACUUM_BATCH, Waiting, decode_replies, decode_reply,
+    TierError, VACUUM_BATCH, Waiting, decode_replies, decode_reply,
 };
+use crate::clock::now_ms;
 
 mod scripts;
 
@@ -93,8 +93,8 @@ fn now_s() -> u64 {
     now_ms() / 1000
 }
 
-fn text(error: impl std::fmt::Display) -> String {
-    error.to_string()
+fn text(error: impl Into<TierError>) -> TierError {
+    error.into()
 }
 
 impl Redis {
@@ -111,7 +111,11 @@ impl Redis {
 impl Tier for Redis {
     fn enqueue(&self, task: Task<Job>) -> Answer<'_, ()> {
         Box::pin(async move {
-            self.storage.clone().push_task(task).await.map_err(text)?;
+            self.storage
+                .clone()
+                .push_task(task)
+                .await
+                .map_err(TierError::engine)?;
             self.wake_workers().await;
             Ok(())
         })
@@ -196,7 +200,7 @@ impl Tier for Redis {
                         // A multiplexed connection does not come back: open a new one
                         // next time.
                         *slot = None;
-                        return Err(error.to_string());
+                        return Err(error.into());
                     }
                 };
             let Some((_, first)) = first else {

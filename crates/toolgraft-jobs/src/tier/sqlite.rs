@@ -13,11 +13,11 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::super::job::{Job, Message, is_job_key};
-use super::super::now_ms;
 use super::{
-    Answer, Cancel, Engine, RunJob, Stored, Ticks, Tier, VACUUM_BATCH, Waiting, decode_replies,
-    decode_reply,
+    Answer, Cancel, Engine, RunJob, Stored, Ticks, Tier, TierError, VACUUM_BATCH, Waiting,
+    decode_replies, decode_reply,
 };
+use crate::clock::now_ms;
 use doorbell::Doorbells;
 use file::{open, prepare, replies_url};
 
@@ -57,8 +57,8 @@ fn config(queue: &str, engine: Engine) -> Config {
     engine_config!(Config, queue, engine)
 }
 
-fn text(error: impl std::fmt::Display) -> String {
-    error.to_string()
+fn text(error: impl Into<TierError>) -> TierError {
+    error.into()
 }
 
 impl Sqlite {
@@ -79,7 +79,7 @@ impl Sqlite {
 
     /// Puts `body` on the caller's channel `reply_to` under `key` (once: a key
     /// sent again is ignored), and rings the caller.
-    async fn send_on(&self, reply_to: &str, key: &str, body: &str) -> Result<(), String> {
+    async fn send_on(&self, reply_to: &str, key: &str, body: &str) -> Result<(), TierError> {
         sqlx::query(
             "INSERT OR IGNORE INTO toolgraft_replies (reply_to, job, body) VALUES (?1, ?2, ?3)",
         )
@@ -97,7 +97,11 @@ impl Sqlite {
 impl Tier for Sqlite {
     fn enqueue(&self, task: Task<Job>) -> Answer<'_, ()> {
         Box::pin(async move {
-            self.storage.clone().push_task(task).await.map_err(text)?;
+            self.storage
+                .clone()
+                .push_task(task)
+                .await
+                .map_err(TierError::engine)?;
             self.doorbells.ring_workers().await;
             Ok(())
         })

@@ -173,9 +173,11 @@ impl Doorbells {
     pub(crate) async fn listen_as_worker(self: Arc<Self>, wake: Arc<Notify>) {
         #[cfg(unix)]
         {
-            let path = self
-                .dir
-                .join(format!("{}{}.sock", self.worker_prefix, ulid::Ulid::new()));
+            let path = self.dir.join(format!(
+                "{}{}.sock",
+                self.worker_prefix,
+                ulid::Ulid::generate()
+            ));
             let bell = match Bell::bind(path) {
                 Ok(bell) => bell,
                 Err(error) => {

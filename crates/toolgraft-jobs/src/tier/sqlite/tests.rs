@@ -24,7 +24,7 @@ const ENGINE: Engine = Engine {
 async fn push_many(broker: &Sqlite, jobs: usize) -> Result<(), String> {
     let mut pushes = JoinSet::new();
     for _ in 0..jobs {
-        let id = ulid::Ulid::new().to_string();
+        let id = ulid::Ulid::generate().to_string();
         let job = Job {
             id: id.clone(),
             tool: "t".to_owned(),

@@ -8,7 +8,7 @@
 //!
 //! Redis: `TOOLGRAFT_REDIS_URL` names a running server (`scripts/test` starts
 //! one); without it the test starts its own `redis-server` on a free loopback
-//! port, as `tests/jobs.rs` does. Run with `--nocapture` to see the tables.
+//! port, as the other areas do (`support.rs`). Run with `--nocapture` to see the tables.
 
 #![cfg(feature = "redis")]
 
@@ -187,7 +187,7 @@ impl Process {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                test,
+                &format!("limits::{test}"),
                 "--ignored",
                 "--nocapture",
                 "--test-threads=1",
@@ -337,7 +337,7 @@ impl Run {
 
 /// Two replicas and three callers on a queue of their own, counting in `store`.
 fn run(url: &str, store: &str) -> Run {
-    let queue = format!("fleet-limits-{}", ulid::Ulid::new()).to_lowercase();
+    let queue = format!("fleet-limits-{}", ulid::Ulid::generate()).to_lowercase();
     let vars = |start: Option<u64>| {
         let mut vars = vec![
             (URL, url.to_owned()),

@@ -1,0 +1,41 @@
+//! A server's address as errors and logs show it: without the credentials a
+//! URL may carry (errors reach callers, MCP clients among them), shortened.
+
+/// A tier's URL without its credentials (`redis://:secret@host` shows as
+/// `redis://host`), shortened.
+pub(crate) fn server_of(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return toolgraft::error::shorten(url).into_owned();
+    };
+    let path = rest.find('/').map_or("", |at| &rest[at..]);
+    toolgraft::error::shorten(&format!("{scheme}://{}{path}", host_of(url))).into_owned()
+}
+
+/// The host and port of a URL, without the credentials before them.
+pub(crate) fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or_default();
+    authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Errors name the server, never the password in its URL.
+    #[test]
+    fn a_url_is_shown_without_its_credentials() {
+        assert_eq!(
+            super::server_of("redis://:hunter2@cache:6379/0"),
+            "redis://cache:6379/0"
+        );
+        assert_eq!(
+            super::server_of("redis://user:hunter2@cache"),
+            "redis://cache"
+        );
+        assert_eq!(
+            super::server_of("sqlite:///var/jobs.db"),
+            "sqlite:///var/jobs.db"
+        );
+    }
+}

@@ -1,0 +1,23 @@
+//! Relocation to worker processes on apalis: every test runs against each tier
+//! built in (Redis, SQLite), with workers that are real processes: this test
+//! binary started again as `support::worker_process`, binding the same toolset with the
+//! same code (`support::toolset`), as the rulebook's `relocation` asks.
+//!
+//! Redis: `TOOLGRAFT_REDIS_URL` names a running server (`scripts/test` starts one);
+//! without it each test starts its own `redis-server` on a free loopback port.
+//!
+//! One test binary (one link), a module per area; `support` holds the harness.
+//! A new case goes in its area's file, and into that file's `on_every_tier!`
+//! list when it takes an [`Env`](support::Env).
+
+#[macro_use]
+mod support;
+
+mod delivery;
+mod fleet;
+mod layout;
+mod limits;
+mod outages;
+mod relocation;
+mod submit;
+mod tasks;

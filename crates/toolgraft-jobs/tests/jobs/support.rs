@@ -1,0 +1,627 @@
+//! The harness every area shares: the toolset each process binds (the same
+//! code in a caller and in a worker), the worker and caller processes (this
+//! test binary started again as `support::worker_process`), the tiers a test
+//! runs on ([`Env`], and `on_every_tier!`, which runs a test once per tier
+//! built in), and the vocabulary the areas import with `use crate::support::*`.
+
+#![allow(unused_imports)]
+
+pub(crate) use std::collections::BTreeSet;
+pub(crate) use std::io::{BufRead, BufReader};
+pub(crate) use std::process::{Child, Command, Stdio};
+pub(crate) use std::sync::{Arc, Mutex};
+pub(crate) use std::time::{Duration, Instant};
+
+pub(crate) use schemars::JsonSchema;
+pub(crate) use serde::{Deserialize, Serialize};
+pub(crate) use serde_json::{Value, json};
+pub(crate) use toolgraft::context::{
+    self, ChainDepth, Entry, InProcess, Keyed, Serialized, Unkeyed,
+};
+pub(crate) use toolgraft::error::BoxError;
+pub(crate) use toolgraft::ext::{Batch, Cache, Proxy, Trace, proxy};
+pub(crate) use toolgraft::extension::Configurable;
+pub(crate) use toolgraft::prelude::*;
+pub(crate) use toolgraft::runtime::Configured;
+pub(crate) use toolgraft::runtime::manifest::{ElementSpec, Manifest};
+pub(crate) use toolgraft::toolset::BaseTools;
+pub(crate) use toolgraft::{BindError, Combo, Registry, ToolError};
+pub(crate) use toolgraft_jobs::{
+    Fleet, JobError, JobResult, JobState, JobTicket, Remote, RemoteFailure, Submit, Worker,
+};
+
+// ---------------------------------------------------------------- the toolset
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+pub(crate) struct City {
+    pub(crate) city: String,
+}
+
+/// Where the body ran, and what it saw.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+pub(crate) struct Report {
+    pub(crate) city: String,
+    pub(crate) pid: u32,
+    pub(crate) route: Option<String>,
+    /// The caller's own context entries, where they reached.
+    #[serde(default)]
+    pub(crate) tenant: Option<String>,
+    #[serde(default)]
+    pub(crate) in_process: Option<u32>,
+    #[serde(default)]
+    pub(crate) depth: usize,
+}
+
+/// A user's own context entry that travels to worker processes.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub(crate) struct Tenant(pub(crate) String);
+
+impl Entry for Tenant {
+    const NAME: &'static str = "jobs_test.tenant";
+    type Travel = Serialized;
+    type Key = Keyed;
+}
+
+/// One that reaches worker threads only.
+#[derive(Clone, Debug)]
+pub(crate) struct ThreadsOnly(pub(crate) u32);
+
+impl Entry for ThreadsOnly {
+    const NAME: &'static str = "jobs_test.threads_only";
+    type Travel = InProcess;
+    type Key = Unkeyed;
+}
+
+#[derive(Clone, Deserialize, Serialize, JsonSchema)]
+pub(crate) struct Sleep {
+    pub(crate) ms: u64,
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+pub(crate) struct Nothing {}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+pub(crate) struct Steps {
+    pub(crate) steps: u32,
+    /// Between two steps.
+    pub(crate) ms: u64,
+}
+
+/// Reports each step's progress, `steps` of them, `ms` apart; answers with the
+/// process it ran in and the principal it ran for.
+pub(crate) async fn steps(input: Steps) -> Result<Value, BoxError> {
+    for step in 1..=input.steps {
+        tokio::time::sleep(Duration::from_millis(input.ms)).await;
+        let progress = context::Progress::new(step.into())
+            .of(input.steps.into())
+            .with_message(format!("step {step} in pid {}", std::process::id()));
+        context::report_progress(progress);
+    }
+    let principal = context::get::<context::Principal>().map(|principal| principal.to_string());
+    Ok(json!({"pid": std::process::id(), "principal": principal}))
+}
+
+pub(crate) async fn whereami(input: City) -> Result<Report, BoxError> {
+    Ok(Report {
+        city: input.city,
+        pid: std::process::id(),
+        route: proxy::current_route(),
+        tenant: context::get::<Tenant>().map(|tenant| tenant.0),
+        in_process: context::get::<ThreadsOnly>().map(|entry| entry.0),
+        depth: ChainDepth::current(),
+    })
+}
+
+pub(crate) async fn slow(input: Sleep) -> Result<u32, BoxError> {
+    tokio::time::sleep(Duration::from_millis(input.ms)).await;
+    Ok(std::process::id())
+}
+
+pub(crate) async fn fail(_: Nothing) -> Result<u32, BoxError> {
+    Err("the body failed on purpose".into())
+}
+
+pub(crate) async fn boom(_: Nothing) -> Result<u32, BoxError> {
+    panic!("boom on purpose")
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+pub(crate) struct Path {
+    pub(crate) path: String,
+}
+
+/// A side effect the tests can see: creates the file `path`.
+pub(crate) async fn mark(input: Path) -> Result<u32, BoxError> {
+    std::fs::write(&input.path, std::process::id().to_string())?;
+    Ok(std::process::id())
+}
+
+pub(crate) fn whereami_tool() -> impl BaseTool<Input = City, Output = Report> {
+    Tool::builder()
+        .name("whereami")
+        .description("Report the process and route the body runs with.")
+        .read_only()
+        .body(whereami)
+        .build()
+        .unwrap()
+}
+
+/// The one binding code of callers and workers.
+pub(crate) fn toolset(remote: &Remote) -> Toolset {
+    let whereami = whereami_tool();
+    let slow = Tool::builder()
+        .name("slow")
+        .description("Sleep, then report the process.")
+        .read_only()
+        .body(slow)
+        .build()
+        .unwrap();
+    let fail = Tool::builder()
+        .name("fail")
+        .description("Always fails.")
+        .read_only()
+        .body(fail)
+        .build()
+        .unwrap();
+    let boom = Tool::builder()
+        .name("boom")
+        .description("Always panics.")
+        .read_only()
+        .body(boom)
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind((
+            Combo::on(&whereami)
+                .with(Proxy::allow(["egress-eu", "egress-us"]))
+                .with(remote.clone()),
+            Combo::on(&whereami)
+                .with(remote.clone())
+                .with(Cache::default()),
+            Combo::on(&whereami)
+                .with(Batch::default())
+                .with(remote.clone()),
+            Combo::on(&whereami)
+                .with(remote.clone())
+                .with(Batch::default()),
+        ))
+        .unwrap();
+    let mark = Tool::builder()
+        .name("mark")
+        .description("Create a file.")
+        .body(mark)
+        .build()
+        .unwrap();
+    // `[remote, submit]` binds `slow_remote` too: one combo for both.
+    toolset
+        .bind((slow.combo().with(remote.clone()).with(Submit::new()),))
+        .unwrap();
+    toolset
+        .bind((fail.combo().with(remote.clone()).with(Submit::new()),))
+        .unwrap();
+    toolset
+        .bind((mark.combo().with(remote.clone()).with(Submit::new()),))
+        .unwrap();
+    toolset.bind((boom.combo().with(remote.clone()),)).unwrap();
+    let steps = Tool::builder()
+        .name("steps")
+        .description("Report progress in steps.")
+        .read_only()
+        .body(steps)
+        .build()
+        .unwrap();
+    toolset.bind((steps.combo().with(remote.clone()),)).unwrap();
+    toolset
+}
+
+/// A tool only callers bind: workers do not know it.
+pub(crate) fn with_unknown_tool(toolset: &Toolset, remote: &Remote) {
+    let extra = Tool::builder()
+        .name("extra")
+        .description("Branch in callers only.")
+        .read_only()
+        .body(whereami)
+        .build()
+        .unwrap();
+    toolset.bind((extra.combo().with(remote.clone()),)).unwrap();
+}
+
+// ---------------------------------------------------------------- worker processes
+
+pub(crate) const WORKER_URL: &str = "TOOLGRAFT_TEST_WORKER_URL";
+pub(crate) const WORKER_QUEUE: &str = "TOOLGRAFT_TEST_WORKER_QUEUE";
+/// A JSON object of `RemoteConfig` fields the worker's remote takes over.
+pub(crate) const WORKER_ENGINE: &str = "TOOLGRAFT_TEST_WORKER_ENGINE";
+/// Set: the worker follows the queue's fleet with `registry()`.
+pub(crate) const WORKER_FLEET: &str = "TOOLGRAFT_TEST_WORKER_FLEET";
+/// The branch a caller process waits for, then calls.
+pub(crate) const CALLER_BRANCH: &str = "TOOLGRAFT_TEST_CALLER_BRANCH";
+
+/// The extensions every process of a fleet can rebind by name.
+pub(crate) fn registry() -> Registry {
+    let mut registry = Registry::new();
+    registry
+        .register(Trace)
+        .unwrap()
+        .register(Configured::new(Proxy::allow(["egress-eu", "egress-us"])))
+        .unwrap()
+        .register(Configured::new(Cache::default()))
+        .unwrap()
+        .register(Configured::new(Batch::default()))
+        .unwrap()
+        .register(Configured::<Remote>::named("remote"))
+        .unwrap()
+        .register(Submit::new().dynamic())
+        .unwrap();
+    registry
+}
+
+/// The worker process the tests start: this binary, run as
+/// `jobs --exact worker_process --ignored` with the two variables above.
+#[test]
+#[ignore = "a worker process: the other tests start it"]
+pub(crate) fn worker_process() {
+    let (Ok(url), Ok(queue)) = (std::env::var(WORKER_URL), std::env::var(WORKER_QUEUE)) else {
+        return;
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+    let mut remote = Remote::new(url).unwrap().queue(queue).unwrap();
+    if let Ok(engine) = std::env::var(WORKER_ENGINE) {
+        let mut config = serde_json::to_value(remote.settings()).unwrap();
+        let engine: serde_json::Map<String, Value> = serde_json::from_str(&engine).unwrap();
+        config.as_object_mut().unwrap().extend(engine);
+        remote = Remote::from_config(serde_json::from_value(config).unwrap()).unwrap();
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut worker = Worker::new(toolset(&remote), &remote).grace(Duration::from_secs(10));
+    if std::env::var_os(WORKER_FLEET).is_some() {
+        worker = worker.fleet(registry());
+    }
+    runtime.block_on(worker.run()).unwrap();
+    eprintln!("worker {} exited cleanly", std::process::id());
+}
+
+/// A caller process of a fleet: joins it, waits until its toolset binds
+/// `CALLER_BRANCH` (a change another caller made), calls it, and prints what
+/// answered.
+#[test]
+#[ignore = "a caller process: the fleet test starts it"]
+pub(crate) fn fleet_caller_process() {
+    let (Ok(url), Ok(queue), Ok(branch)) = (
+        std::env::var(WORKER_URL),
+        std::env::var(WORKER_QUEUE),
+        std::env::var(CALLER_BRANCH),
+    ) else {
+        return;
+    };
+    let remote = Remote::new(url).unwrap().queue(queue).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let toolset = toolset(&remote);
+        let fleet = Fleet::join(&remote, &toolset, registry()).await.unwrap();
+        eprintln!(
+            "caller {} joined at generation {}",
+            std::process::id(),
+            fleet.generation()
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !toolset.contains(&branch) {
+            assert!(Instant::now() < deadline, "`{branch}` never came");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        eprintln!(
+            "caller {} binds `{branch}` at generation {}",
+            std::process::id(),
+            fleet.generation()
+        );
+        let mut pids = BTreeSet::new();
+        for at in 0..10 {
+            let answer = toolset
+                .call(&branch, json!({"city": format!("b{at}")}))
+                .await
+                .unwrap_or_else(|error| panic!("`{branch}` failed: {error}"));
+            pids.insert(report(answer).pid);
+        }
+        eprintln!(
+            "caller {} answered 10 calls of `{branch}`, by worker pids {pids:?}",
+            std::process::id()
+        );
+    });
+}
+
+/// A running worker process and what it logged; killed when dropped.
+pub(crate) struct WorkerProcess {
+    pub(crate) child: Child,
+    pub(crate) log: Arc<Mutex<Vec<String>>>,
+}
+
+impl WorkerProcess {
+    pub(crate) fn start(env: &Env) -> Self {
+        Self::spawn(env, "worker_process", &[])
+    }
+
+    /// A worker that follows the queue's fleet.
+    pub(crate) fn start_in_fleet(env: &Env) -> Self {
+        Self::spawn(env, "worker_process", &[(WORKER_FLEET, "1")])
+    }
+
+    /// This binary run as the ignored test `test`, with the env's URL and queue.
+    pub(crate) fn spawn(env: &Env, test: &str, vars: &[(&str, &str)]) -> Self {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                &format!("support::{test}"),
+                "--ignored",
+                "--nocapture",
+            ])
+            .envs(vars.iter().copied())
+            .env(WORKER_URL, &env.url)
+            .env(WORKER_QUEUE, &env.queue)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the test binary starts as a worker");
+        let stderr = child.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let lines = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                lines.lock().unwrap().push(line);
+            }
+        });
+        Self { child, log }
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Log lines of jobs started for `tool`.
+    pub(crate) fn jobs_started(&self, tool: &str) -> usize {
+        let needle = format!("tool={tool} ");
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|line| line.contains("job started") && line.contains(&needle))
+            .count()
+    }
+
+    /// Jobs started for `tool` once the log has at least `at_least` of them (or
+    /// five seconds passed), and a moment more for any extra one to show: the log
+    /// is read by another thread, a little after the job's reply.
+    pub(crate) async fn settled_jobs(&self, tool: &str, at_least: usize) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.jobs_started(tool) < at_least && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        self.jobs_started(tool)
+    }
+
+    pub(crate) fn log_text(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    /// Waits until the log has a line containing all of `needles`.
+    pub(crate) async fn wait_for_line(&self, needles: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let found = self
+                .log
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|line| needles.iter().all(|needle| line.contains(needle)))
+                .cloned();
+            if let Some(line) = found {
+                return line;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no log line with {needles:?}:\n{}",
+                self.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    pub(crate) fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    pub(crate) async fn exit_status(&mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the worker did not exit");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// ---------------------------------------------------------------- tiers
+
+/// One test's job engine: a URL, a queue of its own, and whatever must live as
+/// long as the test (a Redis server, a database file).
+pub(crate) struct Env {
+    pub(crate) url: String,
+    pub(crate) queue: String,
+    pub(crate) _guard: Guard,
+}
+
+pub(crate) enum Guard {
+    None,
+    Server(Child),
+    File(std::path::PathBuf),
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        match self {
+            Guard::None => {}
+            Guard::Server(child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            Guard::File(path) => {
+                for suffix in [
+                    "",
+                    "-wal",
+                    "-shm",
+                    ".lock",
+                    ".replies",
+                    ".replies-wal",
+                    ".replies-shm",
+                ] {
+                    let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn unique(test: &str) -> String {
+    format!("{test}-{}", ulid::Ulid::generate()).to_lowercase()
+}
+
+impl Env {
+    #[cfg(feature = "redis")]
+    pub(crate) async fn redis(test: &str) -> Self {
+        let queue = unique(test);
+        if let Ok(url) = std::env::var("TOOLGRAFT_REDIS_URL") {
+            return Self {
+                url,
+                queue,
+                _guard: Guard::None,
+            };
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let server = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect(
+                "the Redis tests need a Redis: run them with scripts/test, set TOOLGRAFT_REDIS_URL, or install redis-server",
+            );
+        let url = format!("redis://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut server = server;
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Another process could have taken the port between the probe and the start.
+        assert!(
+            server.try_wait().unwrap().is_none(),
+            "redis-server exited: port {port} was taken"
+        );
+        Self {
+            url,
+            queue,
+            _guard: Guard::Server(server),
+        }
+    }
+
+    #[cfg(feature = "sqlite")]
+    pub(crate) async fn sqlite(test: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("{}.db", unique(test)));
+        Self {
+            url: format!("sqlite://{}", path.display()),
+            queue: "toolgraft".to_owned(),
+            _guard: Guard::File(path),
+        }
+    }
+
+    pub(crate) fn remote(&self) -> Remote {
+        Remote::new(&self.url)
+            .unwrap()
+            .queue(&self.queue)
+            .unwrap()
+            .timeout(Duration::from_secs(30))
+    }
+}
+
+macro_rules! on_every_tier {
+    ($($test:ident),* $(,)?) => {
+        #[cfg(feature = "redis")]
+        mod redis {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    super::$test(crate::support::Env::redis(stringify!($test)).await).await
+                }
+            )*
+        }
+        #[cfg(feature = "sqlite")]
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    super::$test(crate::support::Env::sqlite(stringify!($test)).await).await
+                }
+            )*
+        }
+    };
+}
+
+pub(crate) fn report(value: Value) -> Report {
+    serde_json::from_value(value).unwrap()
+}
+
+/// `error` is `fail`'s body error, come back typed from `worker`.
+pub(crate) fn assert_failed_on_purpose(error: &ToolError, worker: &WorkerProcess) {
+    match error {
+        ToolError::Body { tool, source } => {
+            assert_eq!(tool.as_str(), "fail");
+            let remote = source
+                .downcast_ref::<RemoteFailure>()
+                .expect("a remote failure");
+            assert_eq!(remote.message, "the body failed on purpose");
+            let prefix = format!("toolgraft-{}-", worker.pid());
+            assert!(remote.worker.starts_with(&prefix), "{}", remote.worker);
+        }
+        other => panic!("expected a body error, got {other:?}"),
+    }
+}
+
+/// A private `redis-server` on `port`, up when this returns.
+#[cfg(feature = "redis")]
+pub(crate) async fn redis_on(port: u16) -> Child {
+    let mut server = Command::new("redis-server")
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("this test needs redis-server");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "redis-server did not start");
+        assert!(server.try_wait().unwrap().is_none(), "redis-server exited");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server
+}
