@@ -1,6 +1,6 @@
 //! The core's integration tests: one test binary (one link of the dependency
 //! tree), one module per area of the contract. The compile-time side is in
-//! `tests/ui.rs` and `ui-tests/`.
+//! `ui-tests/`, a crate of its own.
 
 mod common;
 

@@ -2,7 +2,7 @@
 //! module of this test crate and its `main` a test. Here rather than through
 //! trybuild, which would build every dependency again in a target directory of
 //! its own just to compile programs that are meant to compile; the forbidden
-//! ones, whose errors are the point, stay with trybuild (`tests/ui.rs`).
+//! ones, whose errors are the point, stay with trybuild (`ui-tests/tests/ui.rs`).
 
 macro_rules! allowed {
     ($($case:ident),* $(,)?) => {$(

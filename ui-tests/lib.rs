@@ -1,0 +1,1 @@
+//! Nothing: the cases are in `fail/` and `jobs/`, run by `tests/ui.rs` beside them.
