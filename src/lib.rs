@@ -27,6 +27,8 @@ pub mod ext;
 
 pub mod prelude;
 
+mod handles;
+
 pub use combo::{Branch, Combo};
 pub use error::{BindError, ToolError};
 pub use extension::{Extension, Layer, Wrap};
