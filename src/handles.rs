@@ -12,10 +12,10 @@ use crate::extension::ConfigError;
 use crate::limits::{LimitError, Limits};
 use crate::name::{InvalidName, Name};
 use crate::relocation::{Deferral, Departure, WireContext};
+use crate::runtime::manifest::ManifestError;
 use crate::runtime::{
     CatalogueEntry, DynBranch, DynExtension, DynStack, DynTool, Manifest, Registry, RegistryError,
 };
-use crate::runtime::manifest::ManifestError;
 use crate::toolset::{BaseTools, ToolInfo, Toolset, WeakToolset};
 
 assert_impl_all!(Toolset: Send, Sync, Clone);
