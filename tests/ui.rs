@@ -5,6 +5,24 @@
 //!
 //! A test crate of its own, not a module of `tests/it`: trybuild runs cargo on a
 //! generated project, and `cargo test --test ui` (or skipping it) stays one flag.
+//!
+//! The cases use the built-ins, and rustc's lists of a trait's implementors name
+//! them: the expectations are written with every default built-in on (the opt-in
+//! `metrics`, `jq` and `tower` add no implementor a case lists), so the suite runs
+//! when they all are.
+#![cfg(all(
+    feature = "trace",
+    feature = "cache",
+    feature = "proxy",
+    feature = "batch",
+    feature = "pool",
+    feature = "output-schema",
+    feature = "chain",
+    feature = "timeout",
+    feature = "retry",
+    feature = "limit",
+    feature = "approve"
+))]
 
 #[test]
 fn forbidden_compositions_do_not_compile() {
