@@ -9,7 +9,7 @@ use super::error::RegistryError;
 use super::factory::Factory;
 use super::typed::Typed;
 use crate::combo::typestate::{InputContract, OutputContract};
-use crate::extension::{Extension, Mint};
+use crate::extension::Mint;
 use crate::kind::Kind;
 use crate::name::Name;
 use crate::stack::erased::DynStack;
@@ -43,19 +43,6 @@ pub(super) mod sealed {
         ) -> Result<(super::Name, super::Arc<dyn super::Factory>), super::RegistryError>;
     }
 
-    /// An extension at all: the first bound a typed case is held to, so that a
-    /// value that is none (a `&str`) is reported here, by this label, and not as
-    /// the `Wrap<DynStack>` it lacks, whose list of implementors depends on the
-    /// features enabled. `do_not_recommend` keeps rustc from looking past it.
-    #[diagnostic::on_unimplemented(
-        message = "`{Self}` is not an extension",
-        label = "`{Self}` is not an extension: it implements neither `Wrap` nor `Extension`"
-    )]
-    pub trait AnExtension {}
-
-    #[diagnostic::do_not_recommend]
-    impl<E: super::Extension> AnExtension for E {}
-
     /// A typed extension the registry can run over the erased layer below: the
     /// one bound every typed case shares, stated once.
     pub trait OverErased: super::Mint<super::DynStack> + Clone {
@@ -83,7 +70,6 @@ pub(super) mod sealed {
 
 impl<E> sealed::OverErased for E
 where
-    E: sealed::AnExtension,
     E: Mint<DynStack> + Clone,
     <E::Kind as Kind>::InputRule: InputContract<E, DynInput, <E::Branch as Stack>::Input>,
     <E::Kind as Kind>::OutputRule: OutputContract<E, Value, <E::Branch as Stack>::Output>,
