@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use toolgraft::ext::{Batch, Cache, Pool, Proxy, Trace, proxy};
+use toolgraft::ext::{Batch, Cache, CacheParams, Pool, Proxy, ProxyParams, Trace, proxy};
 use toolgraft::prelude::*;
 use toolgraft::runtime::NameTable;
 

@@ -42,6 +42,8 @@ pub mod ext;
 pub mod prelude;
 pub mod guide;
 
+mod handles;
+
 pub use combo::{Branch, Combo};
 pub use error::{BindError, ToolError};
 pub use extension::{Extension, Layer, Wrap};

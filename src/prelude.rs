@@ -1,4 +1,7 @@
 //! The traits and types most code needs: `use toolgraft::prelude::*;`.
+//! The built-ins, each behind its feature, and their reserved params
+//! ([`CacheParams`](crate::ext::CacheParams), ..) are imported from
+//! [`ext`](crate::ext).
 //!
 //! ```
 //! use toolgraft::prelude::*;
@@ -25,7 +28,6 @@
 
 pub use crate::combo::{Branch, Combo, StartCombo};
 pub use crate::error::{BindError, ToolError};
-pub use crate::ext::{CacheParams, ProxyParams};
 pub use crate::extension::{Extension, Layer, Stack, WithParams};
 pub use crate::tool::{BaseTool, Tool};
 pub use crate::toolset::Toolset;

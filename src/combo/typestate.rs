@@ -24,7 +24,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use frunk::{HCons, HNil};
+use frunk::hlist::{HCons, HNil};
 use schemars::Schema;
 
 use crate::extension::{Extension, Mint, OneLocality};

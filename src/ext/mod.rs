@@ -1,4 +1,8 @@
-//! The built-in extensions.
+//! The built-in extensions, each behind the cargo feature of its name (`trace`,
+//! `cache`, `proxy`, `batch`, `pool`, `output-schema`, `chain`, `timeout`, `retry`,
+//! `limit` for `rate_limit` and `concurrency`, `approve`: all in `default`;
+//! `metrics`, `jq` and `tower` opt in). A build with `default-features = false`
+//! names the ones it uses.
 //!
 //! | extension | kind | body locality | reserved params | what it does |
 //! |---|---|---|---|---|
@@ -16,35 +20,82 @@
 //! | `Metrics` (feature `metrics`) | wrapper | no | — | per bound name: calls by outcome, errors by kind, a duration histogram, through the `metrics` facade |
 //! | `tower::Tower` (feature `tower`) | wrapper | no | — | any `tower::Layer` (`ConcurrencyLimit`, `RateLimit`, `LoadShed`, `Timeout`, ..) over every call of its branch, its errors as [`ToolError::Overloaded`](crate::ToolError::Overloaded) and [`ToolError::TimedOut`](crate::ToolError::TimedOut); tower's own registered from config; and a branch as a `tower::Service` |
 
+#[cfg(feature = "approve")]
+#[cfg_attr(docsrs, doc(cfg(feature = "approve")))]
 pub mod approve;
+#[cfg(feature = "batch")]
+#[cfg_attr(docsrs, doc(cfg(feature = "batch")))]
 pub mod batch;
+#[cfg(feature = "cache")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cache")))]
 pub mod cache;
+#[cfg(feature = "chain")]
+#[cfg_attr(docsrs, doc(cfg(feature = "chain")))]
 pub mod chain;
 #[cfg(feature = "jq")]
+#[cfg_attr(docsrs, doc(cfg(feature = "jq")))]
 pub mod jq;
+#[cfg(feature = "limit")]
+#[cfg_attr(docsrs, doc(cfg(feature = "limit")))]
 pub mod limit;
 #[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;
+#[cfg(feature = "output-schema")]
+#[cfg_attr(docsrs, doc(cfg(feature = "output-schema")))]
 pub mod output_schema;
+#[cfg(feature = "pool")]
+#[cfg_attr(docsrs, doc(cfg(feature = "pool")))]
 pub mod pool;
+#[cfg(feature = "proxy")]
+#[cfg_attr(docsrs, doc(cfg(feature = "proxy")))]
 pub mod proxy;
+#[cfg(feature = "retry")]
+#[cfg_attr(docsrs, doc(cfg(feature = "retry")))]
 pub mod retry;
+#[cfg(feature = "timeout")]
+#[cfg_attr(docsrs, doc(cfg(feature = "timeout")))]
 pub mod timeout;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
+#[cfg(feature = "trace")]
+#[cfg_attr(docsrs, doc(cfg(feature = "trace")))]
 pub mod trace;
 
+#[cfg(feature = "approve")]
+#[cfg_attr(docsrs, doc(cfg(feature = "approve")))]
 pub use approve::Approve;
+#[cfg(feature = "batch")]
+#[cfg_attr(docsrs, doc(cfg(feature = "batch")))]
 pub use batch::{Batch, BatchInput, BatchItem};
+#[cfg(feature = "cache")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cache")))]
 pub use cache::{Cache, CacheParams, Cacheable};
+#[cfg(feature = "chain")]
+#[cfg_attr(docsrs, doc(cfg(feature = "chain")))]
 pub use chain::Chain;
+#[cfg(feature = "limit")]
+#[cfg_attr(docsrs, doc(cfg(feature = "limit")))]
 pub use limit::{Concurrency, RateLimit};
 #[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub use metrics::Metrics;
+#[cfg(feature = "output-schema")]
+#[cfg_attr(docsrs, doc(cfg(feature = "output-schema")))]
 pub use output_schema::OutputSchema;
+#[cfg(feature = "pool")]
+#[cfg_attr(docsrs, doc(cfg(feature = "pool")))]
 pub use pool::Pool;
+#[cfg(feature = "proxy")]
+#[cfg_attr(docsrs, doc(cfg(feature = "proxy")))]
 pub use proxy::{Proxy, ProxyParams};
+#[cfg(feature = "retry")]
+#[cfg_attr(docsrs, doc(cfg(feature = "retry")))]
 pub use retry::Retry;
+#[cfg(feature = "timeout")]
+#[cfg_attr(docsrs, doc(cfg(feature = "timeout")))]
 pub use timeout::Timeout;
+#[cfg(feature = "trace")]
+#[cfg_attr(docsrs, doc(cfg(feature = "trace")))]
 pub use trace::Trace;

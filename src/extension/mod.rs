@@ -86,7 +86,9 @@ pub struct LayerInput<'a, E: ?Sized> {
     /// The base tool's title, annotations and protocol fields (every branch
     /// presents them).
     pub presentation: &'a Presentation,
-    /// The same, shared: what a derived schema is remembered by.
+    /// The same, shared: what a derived schema is remembered by (only `batch`
+    /// derives one among the built-ins).
+    #[cfg_attr(not(feature = "batch"), allow(dead_code))]
     shared_output_schema: Option<&'a Arc<Schema>>,
     extension: PhantomData<fn() -> *const E>,
 }
@@ -116,6 +118,7 @@ impl<'a, E: ?Sized> LayerInput<'a, E> {
     }
 
     /// The layer input's output schema as the engine shares it.
+    #[cfg_attr(not(feature = "batch"), allow(dead_code))]
     pub(crate) fn shared_output_schema(&self) -> Option<&'a Arc<Schema>> {
         self.shared_output_schema
     }

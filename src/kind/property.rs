@@ -23,7 +23,7 @@ pub(crate) mod sealed {
     pub trait Relocator {}
 }
 
-use frunk::HCons;
+use frunk::hlist::HCons;
 
 use crate::context::{self, BodyLocalCall};
 use crate::name::Name;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
 use toolgraft::combo::{Takes, With};
-use toolgraft::ext::{Cache, Trace};
+use toolgraft::ext::{Cache, CacheParams, Trace};
 use toolgraft::prelude::*;
 
 use crate::common::Shout;

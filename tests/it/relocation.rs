@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::{Ping, Shout};
 use serde_json::json;
 use toolgraft::Wrap;
-use toolgraft::ext::{Batch, BatchInput, Cache, Pool, Proxy, Trace, proxy};
+use toolgraft::ext::{Batch, BatchInput, Cache, Pool, Proxy, ProxyParams, Trace, proxy};
 use toolgraft::prelude::*;
 use toolgraft::toolset::Site;
 use toolgraft::{Name, ToolError};

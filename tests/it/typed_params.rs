@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 use toolgraft::ext::chain::ChainInput;
-use toolgraft::ext::{Batch, BatchInput, BatchItem, Cache, Chain, OutputSchema, Trace};
+use toolgraft::ext::{
+    Batch, BatchInput, BatchItem, Cache, CacheParams, Chain, OutputSchema, Trace,
+};
 use toolgraft::prelude::*;
 
 use crate::common::Shout;

@@ -2,7 +2,7 @@
 // names), composed, and applied past one and two segments (8 and 16 layers): the
 // combo binds, and calls go through typed and by name.
 use toolgraft::combo::{Takes, With};
-use toolgraft::ext::{Cache, Trace};
+use toolgraft::ext::{Cache, CacheParams, Trace};
 use toolgraft::prelude::*;
 
 #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
