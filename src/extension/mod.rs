@@ -4,11 +4,11 @@
 //! body locality, its name, and what it presents (description, schemas, config).
 //! That is what the rules read. What it does to a call depends on its kind:
 //!
-//! * A **wrapper** is one trait, [`Wrap<S>`](Wrap), implemented for the stacks it
-//!   fits (every `S: Stack`, or those whose input is [`Resendable`], whose output
-//!   is [`Text`], ..): its name, locality and reserved [`Params`], and an `around`
-//!   method that receives the layer input and returns the layer's output (the
-//!   [`Extension`] and [`Layer`] impls come with it). Binding mints its branch
+//! * A **wrapper** implements [`Extension`] (`type Kind = Wrapper;`, its name and
+//!   locality) and [`Wrap<S>`](Wrap) for the stacks it fits (every `S: Stack`, or
+//!   those whose input is [`Resendable`], whose output is [`Text`], ..): its
+//!   reserved [`Params`], and an `around` method that receives the layer input and
+//!   returns the layer's output. Binding mints its branch
 //!   ([`Wrapped`]), which forwards the same input and output types, so the wrapper
 //!   rules hold by construction. The same impl serves typed combos and manifests.
 //!   For the simplest wrappers, [`wrap_fn`] takes a closure. Every built-in
@@ -43,7 +43,7 @@ pub use crate::stack::params::{Forwards, Params, ReservedParams, WithParams};
 pub use crate::stack::segment::{SEGMENT, Segment};
 pub use crate::stack::{DynInput, Next, Stack, decode_args, to_json};
 pub use transform::{Transform, Transformed};
-pub use wrap::{Call, Done, Resendable, Text, Wrap, WrapFn, Wrapped, wrap_fn};
+pub use wrap::{Call, Done, FitsDynStack, Resendable, Text, Wrap, WrapFn, Wrapped, wrap_fn};
 
 /// What extension `E` receives about the layer below when it is applied.
 ///
@@ -201,6 +201,12 @@ impl ConfigError {
 /// }
 /// assert_eq!(Audit.describe("Return the text.").unwrap(), "Return the text. (audited)");
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an extension: it has no `impl Extension`",
+    label = "no `impl Extension for {Self}`",
+    note = "every extension says what it is once, in its `Extension` impl; for a wrapper, beside its `impl Wrap<S>`: `impl Extension for {Self} {{ type Kind = Wrapper; type Locality = Anywhere; fn name(&self) -> &str {{ \"..\" }} }}` (`Wrapper` and `Anywhere` are in `toolgraft::extension`)",
+    note = "a transformer or a backend declares `type Kind = Transformer;` or `type Kind = Backend;` there, and its name, input and output schemas"
+)]
 pub trait Extension: Send + Sync + 'static {
     /// [`Wrapper`], [`Transformer`] or [`Backend`].
     type Kind: Kind;
@@ -399,12 +405,6 @@ pub trait Mint<S: Stack>: Extension + Sized {
     /// The branch this extension mints over `S`.
     type Branch: Stack;
 
-    /// The locality the code minting the branch declares (a wrapper's `Wrap<S>`
-    /// impl's), which [`Joins`](crate::combo::typestate::Joins) holds to the one the
-    /// rules read.
-    #[doc(hidden)]
-    type DeclaredLocality: Locality;
-
     #[doc(hidden)]
     fn mint(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch;
 }
@@ -414,7 +414,6 @@ where
     <E::Kind as Kind>::Word: MintedBy<E, S>,
 {
     type Branch = <<E::Kind as Kind>::Word as MintedBy<E, S>>::Branch;
-    type DeclaredLocality = <<E::Kind as Kind>::Word as MintedBy<E, S>>::DeclaredLocality;
 
     #[inline]
     fn mint(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
@@ -423,11 +422,6 @@ where
 }
 
 mod sealed {
-    /// Names no one outside this crate can write: [`OneLocality`](super::OneLocality)
-    /// has a method taking it, so only this crate implements it.
-    #[derive(Debug)]
-    pub struct Token;
-
     /// The kinds' words: the only implementors of [`MintedBy`](super::MintedBy).
     pub trait Word {}
     impl Word for crate::kind::words::wrapper {}
@@ -448,39 +442,24 @@ mod sealed {
 pub trait MintedBy<E: Extension, S: Stack>: sealed::Word {
     /// The branch.
     type Branch: Stack;
-    /// The locality the minting impl declares.
-    type DeclaredLocality: Locality;
     /// Mints it.
     fn mint(extension: E, inner: S, below: &LayerInput<'_, E>) -> Self::Branch;
 }
 
-/// A wrapper's locality over one stack, `Self` (what its `Wrap<S>` impl declares),
-/// and the one the rules read, `Read` (its [`Extension`] locality: that of its impl
-/// over `DynStack`). [`Joins`](crate::combo::typestate::Joins) asks them to be the
-/// same: the branch runs by `Read`, so a `BodyLocal` declared over one stack only
-/// would not keep the wrapper inside a backend. `Self` is the locality, not `E`,
-/// so that rustc prints this message. Sealed.
+/// What a combo asks of an extension beside its branch over the combo's stack, by
+/// its kind: a wrapper must also fit [`DynStack`](crate::runtime::DynStack)
+/// ([`FitsDynStack`]), since a manifest runs the same wrapper over it; a
+/// transformer or a backend nothing more. `Self` is the kind's word. Sealed.
 #[doc(hidden)]
-#[diagnostic::on_unimplemented(
-    message = "`{E}` declares the locality `{Self}` over `{S}`, but the rules read `{Read}`",
-    label = "`{E}`'s `Wrap` impl over `{S}` declares `type Locality = {Self};`",
-    note = "the rules place a wrapper by one locality, its `Extension`'s (from its `Wrap<DynStack>` impl), and its branches run by it: one declared over another stack would not be checked (rule `locality-inside-relocation` in `toolgraft::rulebook`)",
-    note = "declare the same `type Locality` in every `Wrap` impl of `{E}`"
-)]
-pub trait OneLocality<Read, E, S> {
-    #[doc(hidden)]
-    fn sealed(_: sealed::Token);
-}
+pub trait AlsoFits<E>: sealed::Word {}
+
+impl<E: FitsDynStack> AlsoFits<E> for words::wrapper {}
+impl<E> AlsoFits<E> for words::transformer {}
+impl<E> AlsoFits<E> for words::backend {}
 
 #[diagnostic::do_not_recommend]
-impl<L, E, S> OneLocality<L, E, S> for L {
-    fn sealed(_: sealed::Token) {}
-}
-
-#[diagnostic::do_not_recommend]
-impl<E: Wrap<S> + Extension<Kind = Wrapper>, S: Stack> MintedBy<E, S> for words::wrapper {
+impl<E: Wrap<S>, S: Stack> MintedBy<E, S> for words::wrapper {
     type Branch = Wrapped<E, S>;
-    type DeclaredLocality = <E as Wrap<S>>::Locality;
 
     #[inline]
     fn mint(wrapper: E, inner: S, below: &LayerInput<'_, E>) -> Wrapped<E, S> {
@@ -491,7 +470,6 @@ impl<E: Wrap<S> + Extension<Kind = Wrapper>, S: Stack> MintedBy<E, S> for words:
 #[diagnostic::do_not_recommend]
 impl<E: Layer<S>, S: Stack> MintedBy<E, S> for words::transformer {
     type Branch = E::Branch;
-    type DeclaredLocality = E::Locality;
 
     #[inline]
     fn mint(transformer: E, inner: S, below: &LayerInput<'_, E>) -> E::Branch {
@@ -502,7 +480,6 @@ impl<E: Layer<S>, S: Stack> MintedBy<E, S> for words::transformer {
 #[diagnostic::do_not_recommend]
 impl<E: Layer<S>, S: Stack> MintedBy<E, S> for words::backend {
     type Branch = E::Branch;
-    type DeclaredLocality = E::Locality;
 
     #[inline]
     fn mint(backend: E, inner: S, below: &LayerInput<'_, E>) -> E::Branch {
