@@ -17,7 +17,7 @@ use serde_json::json;
 use toolgraft::Wrap;
 use toolgraft::error::BoxError;
 use toolgraft::ext::{Cache, Trace};
-use toolgraft::extension::{Anywhere, Next};
+use toolgraft::extension::{Anywhere, Next, Wrapper};
 use toolgraft::prelude::*;
 use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::Manifest;
@@ -47,12 +47,17 @@ fn input() -> Add {
 #[derive(Clone)]
 struct Pass;
 
-impl<S: Stack> Wrap<S> for Pass {
+impl Extension for Pass {
+    type Kind = Wrapper;
     type Locality = Anywhere;
-    type Params = ();
+
     fn name(&self) -> &str {
         "pass"
     }
+}
+
+impl<S: Stack> Wrap<S> for Pass {
+    type Params = ();
 
     fn around(
         &self,
@@ -87,12 +92,18 @@ impl Countable for serde_json::Value {
     }
 }
 
-impl<S: Stack<Output: Countable>> Wrap<S> for Work {
+impl Extension for Work {
+    type Kind = Wrapper;
     type Locality = Anywhere;
-    type Params = ();
+
     fn name(&self) -> &str {
         "work"
     }
+}
+
+impl<S: Stack<Output: Countable>> Wrap<S> for Work {
+    type Params = ();
+
     async fn around(
         &self,
         next: Next<'_, S, Self>,
