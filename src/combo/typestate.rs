@@ -27,7 +27,7 @@ use std::sync::Arc;
 use frunk::{HCons, HNil};
 use schemars::Schema;
 
-use crate::extension::{AlsoFits, Extension, Mint};
+use crate::extension::{Extension, FitsDynStack, Mint};
 use crate::kind::property::{
     self, Anywhere, CallerLocal, Cardinality, Declared, Execution, InPlace, Locality,
     NoCallerLocal, NotRelocated, Preserved, Relocator, Reshaped, SameShape, Unconstrained,
@@ -440,7 +440,7 @@ where
     St::Seen: HolderOf<E::Kind>,
     <E::Kind as Kind>::Word: OneOfKindPerCombo<HolderIn<St, E::Kind>, E>,
     E::Locality: InsideRelocation<St::Relocated, E>,
-    <E::Kind as Kind>::Word: AlsoFits<E>,
+    <E::Kind as Kind>::Word: FitsDynStack<E>,
     <E::Kind as Kind>::InputRule: InputContract<E, S::Input, <E::Branch as Stack>::Input>,
     <E::Kind as Kind>::OutputRule: OutputContract<E, S::Output, <E::Branch as Stack>::Output>,
     <E::Kind as Kind>::Execution: OutsideCallerLocal<St::CallerSide, E>,

@@ -57,6 +57,8 @@ pub struct Metrics {
     described: Option<Arc<Once>>,
 }
 
+// Nor among those that implement `Extension`, for the same reason.
+#[diagnostic::do_not_recommend]
 impl crate::Extension for Metrics {
     type Kind = crate::kind::Wrapper;
     type Locality = Anywhere;

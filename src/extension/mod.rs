@@ -31,6 +31,7 @@ use serde_json::Value;
 
 use crate::kind::{Kind, words};
 use crate::name::Name;
+use crate::stack::erased::DynStack;
 use crate::tool::{Demand, Presentation};
 
 mod transform;
@@ -43,7 +44,7 @@ pub use crate::stack::params::{Forwards, Params, ReservedParams, WithParams};
 pub use crate::stack::segment::{SEGMENT, Segment};
 pub use crate::stack::{DynInput, Next, Stack, decode_args, to_json};
 pub use transform::{Transform, Transformed};
-pub use wrap::{Call, Done, FitsDynStack, Resendable, Text, Wrap, WrapFn, Wrapped, wrap_fn};
+pub use wrap::{Call, Done, Resendable, Text, Wrap, WrapFn, Wrapped, wrap_fn};
 
 /// What extension `E` receives about the layer below when it is applied.
 ///
@@ -447,15 +448,27 @@ pub trait MintedBy<E: Extension, S: Stack>: sealed::Word {
 }
 
 /// What a combo asks of an extension beside its branch over the combo's stack, by
-/// its kind: a wrapper must also fit [`DynStack`](crate::runtime::DynStack)
-/// ([`FitsDynStack`]), since a manifest runs the same wrapper over it; a
-/// transformer or a backend nothing more. `Self` is the kind's word. Sealed.
+/// its kind: a wrapper must also fit [`DynStack`](crate::runtime::DynStack), since
+/// a manifest runs the same wrapper over it, so that one impl serves typed combos
+/// and the [`Registry`](crate::Registry); a transformer or a backend nothing more.
+/// `Self` is the kind's word, not `E`, so that rustc prints this message. Sealed.
 #[doc(hidden)]
-pub trait AlsoFits<E>: sealed::Word {}
+#[diagnostic::on_unimplemented(
+    message = "the wrapper `{E}` does not fit `DynStack`, the stack a manifest runs it over",
+    label = "`{E}`'s `Wrap` impl does not cover `DynStack`",
+    note = "every wrapper must fit `DynStack` too, so that one impl serves typed combos and manifests: bound `S` only by what `DynStack` has (`Input: Resendable + Serialize`, `Output: Text + Clone`)",
+    note = "to read one tool's input, bound `S::Input` by a trait of your own, implemented for that input and for `DynInput` (see the third example on `Wrap`)"
+)]
+pub trait FitsDynStack<E>: sealed::Word {}
 
-impl<E: FitsDynStack> AlsoFits<E> for words::wrapper {}
-impl<E> AlsoFits<E> for words::transformer {}
-impl<E> AlsoFits<E> for words::backend {}
+// `do_not_recommend`: the compiler reports this trait, with its message, instead of
+// the bound of the wrapper's impl that `DynStack` misses.
+#[diagnostic::do_not_recommend]
+impl<E: Wrap<DynStack>> FitsDynStack<E> for words::wrapper {}
+#[diagnostic::do_not_recommend]
+impl<E> FitsDynStack<E> for words::transformer {}
+#[diagnostic::do_not_recommend]
+impl<E> FitsDynStack<E> for words::backend {}
 
 #[diagnostic::do_not_recommend]
 impl<E: Wrap<S>, S: Stack> MintedBy<E, S> for words::wrapper {

@@ -1,6 +1,5 @@
 //! Wrappers: one trait for what they do per stack ([`Wrap`]), the branch binding
-//! mints for it ([`Wrapped`]), the bound a combo asks of it ([`FitsDynStack`]),
-//! the view of a text output ([`Text`]), and a closure helper for the simplest
+//! mints for it ([`Wrapped`]), the view of a text output ([`Text`]), and a closure helper for the simplest
 //! case ([`wrap_fn`]).
 
 use std::any::Any;
@@ -19,7 +18,6 @@ use crate::kind::Wrapper;
 use crate::kind::property::{Anywhere, Locality};
 use crate::name::Name;
 use crate::schema::Args;
-use crate::stack::erased::DynStack;
 use crate::stack::params::{self, ReservedParams};
 use crate::stack::{Next, Stack};
 
@@ -78,11 +76,10 @@ use crate::stack::{Next, Stack};
 /// it can send again ([`S::Input: Resendable`](Resendable), that is `Clone`), a
 /// wrapper that edits a text result an output it can read as text
 /// ([`S::Output: Text`](Text)). The impl must cover the
-/// run-time stack, [`DynStack`] (whose input is `Clone` and whose output is
+/// run-time stack, [`DynStack`](crate::runtime::DynStack) (whose input is `Clone` and whose output is
 /// [`Text`]), since that is what the same wrapper runs over when a
 /// [manifest](crate::Manifest) names it: one impl serves typed combos and the
-/// [`Registry`](crate::Registry), and a combo refuses a wrapper that does not
-/// ([`FitsDynStack`]).
+/// [`Registry`](crate::Registry), and a combo refuses a wrapper that does not.
 ///
 /// ```
 /// use toolgraft::extension::{Anywhere, Next, Resendable, Stack, Wrapper};
@@ -127,7 +124,7 @@ use crate::stack::{Next, Stack};
 /// takes it.
 ///
 /// ```
-/// use toolgraft::extension::{Anywhere, DynInput, FitsDynStack, Next, Stack, Wrapper};
+/// use toolgraft::extension::{Anywhere, DynInput, Next, Stack, Wrapper};
 /// use toolgraft::{Extension, ToolError, Wrap};
 ///
 /// #[derive(Clone, serde::Deserialize, schemars::JsonSchema)]
@@ -160,7 +157,7 @@ use crate::stack::{Next, Stack};
 ///         next.call(input).await
 ///     }
 /// }
-/// # fn fits<W: FitsDynStack>() {}
+/// # fn fits<W: Wrap<toolgraft::runtime::DynStack>>() {}
 /// # fits::<NonEmpty>();
 /// ```
 ///
@@ -225,32 +222,10 @@ pub trait Wrap<S: Stack>: Extension<Kind = Wrapper> + Clone {
     }
 }
 
-/// A wrapper that fits [`DynStack`], the stack a [manifest](crate::Manifest) runs it
-/// over: every wrapper a combo takes must, so that one impl serves typed combos and
-/// the [`Registry`](crate::Registry). Implemented for every `Wrap<DynStack>`.
-///
-/// ```
-/// use toolgraft::extension::FitsDynStack;
-/// fn fits<W: FitsDynStack>() {}
-/// fits::<toolgraft::ext::Trace>();
-/// ```
-#[diagnostic::on_unimplemented(
-    message = "the wrapper `{Self}` does not fit `DynStack`, the stack a manifest runs it over",
-    label = "`{Self}`'s `Wrap` impl does not cover `DynStack`",
-    note = "every wrapper must fit `DynStack` too: bound `S` only by what `DynStack` has (`Input: Resendable + Serialize`, `Output: Text + Clone`)",
-    note = "to read one tool's input, bound `S::Input` by a trait of your own, implemented for that input and for `DynInput` (see the third example on `Wrap`)"
-)]
-pub trait FitsDynStack: Extension<Kind = Wrapper> {}
-
-// `do_not_recommend`: the compiler reports this trait, with its message, instead of
-// the bound of the wrapper's impl that `DynStack` misses.
-#[diagnostic::do_not_recommend]
-impl<W: Wrap<DynStack>> FitsDynStack for W {}
-
 /// An output a wrapper can read and edit as text: a typed tool's `String`, and a
 /// run-time layer's JSON [`Value`] when it is a string. What a wrapper over
 /// text results bounds its stacks by (`impl<S: Stack<Output: Text>> Wrap<S>`), so
-/// that it fits typed text tools and [`DynStack`] with one impl.
+/// that it fits typed text tools and [`DynStack`](crate::runtime::DynStack) with one impl.
 ///
 /// ```
 /// use serde_json::json;
