@@ -422,8 +422,10 @@ pub(crate) fn token() -> sealed::Token {
 /// Implemented for every extension that passes all the rule traits
 /// ([`OneOfKindPerCombo`], [`InsideRelocation`], [`OutsideCallerLocal`],
 /// [`InputContract`], [`OutputContract`]); when one fails, the compiler reports that one, with its own
-/// message. That a wrapper's branch is [`Wrapped`](crate::extension::Wrapped) needs
-/// no rule trait: [`Mint`] only ever mints that.
+/// message; and a wrapper must fit the run-time stack too (`FitsDynStack`), since a
+/// manifest runs the same wrapper. That a wrapper's branch is
+/// [`Wrapped`](crate::extension::Wrapped) needs no rule trait: [`Mint`] only ever
+/// mints that, and a wrapper has one locality, its `Extension` impl's.
 pub trait Joins<S: Stack, St: ComboState>: Mint<Closed<St, S>> {
     /// The reserved params the branch adds, as a schema.
     #[doc(hidden)]
