@@ -17,7 +17,7 @@ use serde_json::json;
 use toolgraft::Wrap;
 use toolgraft::error::BoxError;
 use toolgraft::ext::{Cache, Trace};
-use toolgraft::extension::{Anywhere, Next, Wrapper};
+use toolgraft::extension::{Anywhere, Next};
 use toolgraft::prelude::*;
 use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::Manifest;
@@ -48,9 +48,8 @@ fn input() -> Add {
 struct Pass;
 
 impl Extension for Pass {
-    type Kind = Wrapper;
+    type Kind = toolgraft::extension::Wrapper;
     type Locality = Anywhere;
-
     fn name(&self) -> &str {
         "pass"
     }
@@ -93,9 +92,8 @@ impl Countable for serde_json::Value {
 }
 
 impl Extension for Work {
-    type Kind = Wrapper;
+    type Kind = toolgraft::extension::Wrapper;
     type Locality = Anywhere;
-
     fn name(&self) -> &str {
         "work"
     }
@@ -103,7 +101,6 @@ impl Extension for Work {
 
 impl<S: Stack<Output: Countable>> Wrap<S> for Work {
     type Params = ();
-
     async fn around(
         &self,
         next: Next<'_, S, Self>,
