@@ -47,12 +47,16 @@ fn input() -> Add {
 #[derive(Clone)]
 struct Pass;
 
-impl<S: Stack> Wrap<S> for Pass {
+impl Extension for Pass {
+    type Kind = toolgraft::extension::Wrapper;
     type Locality = Anywhere;
-    type Params = ();
     fn name(&self) -> &str {
         "pass"
     }
+}
+
+impl<S: Stack> Wrap<S> for Pass {
+    type Params = ();
 
     fn around(
         &self,
@@ -87,12 +91,16 @@ impl Countable for serde_json::Value {
     }
 }
 
-impl<S: Stack<Output: Countable>> Wrap<S> for Work {
+impl Extension for Work {
+    type Kind = toolgraft::extension::Wrapper;
     type Locality = Anywhere;
-    type Params = ();
     fn name(&self) -> &str {
         "work"
     }
+}
+
+impl<S: Stack<Output: Countable>> Wrap<S> for Work {
+    type Params = ();
     async fn around(
         &self,
         next: Next<'_, S, Self>,

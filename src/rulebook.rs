@@ -78,7 +78,7 @@
 //! process. The rules see a combo's own elements: an extension's kind and locality
 //! are its author's word about what its code does, and a branch whose code calls
 //! another tool runs that tool with that tool's own combo. A wrapper has one
-//! locality: every `Wrap<S>` impl of it declares the one the rules read.
+//! locality, declared once in its `Extension` impl, whatever stack it wraps.
 //!
 //! # caller-outside-relocation
 //! The dual: an extension that needs the caller's session (it asks the caller's

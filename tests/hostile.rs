@@ -21,13 +21,13 @@ use toolgraft::combo::StartCombo;
 use toolgraft::error::ArgsErrorKind;
 use toolgraft::ext::cache::CacheConfig;
 use toolgraft::ext::{Batch, Cache, CacheParams, Chain, OutputSchema, Pool, Proxy, Trace};
-use toolgraft::extension::{Anywhere, LayerInput, Next, WithParams};
+use toolgraft::extension::{Anywhere, LayerInput, Next, WithParams, Wrapper};
 use toolgraft::limits::Limits;
 use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::{ElementSpec, Manifest};
 use toolgraft::tool::BaseTool;
 use toolgraft::toolset::BaseTools;
-use toolgraft::{BindError, Registry, Stack, Tool, ToolError, Toolset, Wrap};
+use toolgraft::{BindError, Extension, Registry, Stack, Tool, ToolError, Toolset, Wrap};
 
 // ---------------------------------------------------------------------------
 // Bytes in use, for measurements in child processes.
@@ -177,13 +177,17 @@ fn forecast(name: &str) -> impl BaseTool<Input = Forecast, Output = Value> {
 #[derive(Clone)]
 struct Fragile;
 
-impl<S: Stack<Input: Serialize>> Wrap<S> for Fragile {
+impl Extension for Fragile {
+    type Kind = Wrapper;
     type Locality = Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         "fragile"
     }
+}
+
+impl<S: Stack<Input: Serialize>> Wrap<S> for Fragile {
+    type Params = ();
 
     async fn around(
         &self,
@@ -202,13 +206,17 @@ impl<S: Stack<Input: Serialize>> Wrap<S> for Fragile {
 #[derive(Clone)]
 struct Explodes;
 
-impl<S: Stack> Wrap<S> for Explodes {
+impl Extension for Explodes {
+    type Kind = Wrapper;
     type Locality = Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         "explodes"
     }
+}
+
+impl<S: Stack> Wrap<S> for Explodes {
+    type Params = ();
 
     fn for_branch(self, _: &LayerInput<'_, Self>) -> Self {
         panic!("explodes cannot be layered")

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use frunk::hlist::{HCons, HNil};
 use schemars::Schema;
 
-use crate::extension::{Extension, Mint, OneLocality};
+use crate::extension::{Extension, FitsDynStack, Mint};
 use crate::kind::property::{
     self, Anywhere, CallerLocal, Cardinality, Declared, Execution, InPlace, Locality,
     NoCallerLocal, NotRelocated, Preserved, Relocator, Reshaped, SameShape, Unconstrained,
@@ -422,8 +422,10 @@ pub(crate) fn token() -> sealed::Token {
 /// Implemented for every extension that passes all the rule traits
 /// ([`OneOfKindPerCombo`], [`InsideRelocation`], [`OutsideCallerLocal`],
 /// [`InputContract`], [`OutputContract`]); when one fails, the compiler reports that one, with its own
-/// message. That a wrapper's branch is [`Wrapped`](crate::extension::Wrapped) needs
-/// no rule trait: [`Mint`] only ever mints that.
+/// message; and a wrapper must fit the run-time stack too (`FitsDynStack`), since a
+/// manifest runs the same wrapper. That a wrapper's branch is
+/// [`Wrapped`](crate::extension::Wrapped) needs no rule trait: [`Mint`] only ever
+/// mints that, and a wrapper has one locality, its `Extension` impl's.
 pub trait Joins<S: Stack, St: ComboState>: Mint<Closed<St, S>> {
     /// The reserved params the branch adds, as a schema.
     #[doc(hidden)]
@@ -440,7 +442,7 @@ where
     St::Seen: HolderOf<E::Kind>,
     <E::Kind as Kind>::Word: OneOfKindPerCombo<HolderIn<St, E::Kind>, E>,
     E::Locality: InsideRelocation<St::Relocated, E>,
-    E::DeclaredLocality: OneLocality<E::Locality, E, S>,
+    <E::Kind as Kind>::Word: FitsDynStack<E>,
     <E::Kind as Kind>::InputRule: InputContract<E, S::Input, <E::Branch as Stack>::Input>,
     <E::Kind as Kind>::OutputRule: OutputContract<E, S::Output, <E::Branch as Stack>::Output>,
     <E::Kind as Kind>::Execution: OutsideCallerLocal<St::CallerSide, E>,

@@ -57,16 +57,22 @@ pub struct Metrics {
     described: Option<Arc<Once>>,
 }
 
-// Not listed among "the types that implement `Wrap<S>`" in compile errors: the list
-// would then depend on the crate's features.
+// Nor among those that implement `Extension`, for the same reason.
 #[diagnostic::do_not_recommend]
-impl<S: Stack> Wrap<S> for Metrics {
+impl crate::Extension for Metrics {
+    type Kind = crate::kind::Wrapper;
     type Locality = Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         "metrics"
     }
+}
+
+// Not listed among "the types that implement `Wrap<S>`" in compile errors: the list
+// would then depend on the crate's features.
+#[diagnostic::do_not_recommend]
+impl<S: Stack> Wrap<S> for Metrics {
+    type Params = ();
 
     fn for_branch(mut self, _: &LayerInput<'_, Self>) -> Self {
         self.described = Some(Arc::new(Once::new()));

@@ -172,9 +172,9 @@ impl Configurable for Proxy {
     }
 }
 
-impl<S: Stack> Wrap<S> for Proxy {
+impl crate::Extension for Proxy {
+    type Kind = crate::kind::Wrapper;
     type Locality = BodyLocal;
-    type Params = ProxyParams;
 
     fn name(&self) -> &str {
         "proxy"
@@ -193,6 +193,10 @@ impl<S: Stack> Wrap<S> for Proxy {
     fn config(&self) -> Option<Value> {
         serde_json::to_value(&*self.config).ok()
     }
+}
+
+impl<S: Stack> Wrap<S> for Proxy {
+    type Params = ProxyParams;
 
     fn around(
         &self,

@@ -244,12 +244,9 @@ impl Configurable for Retry {
     }
 }
 
-impl<S> Wrap<S> for Retry
-where
-    S: Hinted<Hints: Repeatable> + Stack<Input: Resendable>,
-{
+impl crate::Extension for Retry {
+    type Kind = crate::kind::Wrapper;
     type Locality = Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         "retry"
@@ -304,6 +301,13 @@ where
         }
         Ok(())
     }
+}
+
+impl<S> Wrap<S> for Retry
+where
+    S: Hinted<Hints: Repeatable> + Stack<Input: Resendable>,
+{
+    type Params = ();
 
     async fn around(
         &self,

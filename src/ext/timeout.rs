@@ -112,9 +112,9 @@ impl Configurable for Timeout {
     }
 }
 
-impl<S: Stack> Wrap<S> for Timeout {
+impl crate::Extension for Timeout {
+    type Kind = crate::kind::Wrapper;
     type Locality = Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         "timeout"
@@ -144,6 +144,10 @@ impl<S: Stack> Wrap<S> for Timeout {
         }
         Ok(())
     }
+}
+
+impl<S: Stack> Wrap<S> for Timeout {
+    type Params = ();
 
     async fn around(
         &self,

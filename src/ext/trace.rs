@@ -30,13 +30,17 @@ use crate::kind::property::Anywhere;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Trace;
 
-impl<S: Stack> Wrap<S> for Trace {
+impl crate::Extension for Trace {
+    type Kind = crate::kind::Wrapper;
     type Locality = Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         "trace"
     }
+}
+
+impl<S: Stack> Wrap<S> for Trace {
+    type Params = ();
 
     async fn around(
         &self,

@@ -4,11 +4,11 @@
 //! body locality, its name, and what it presents (description, schemas, config).
 //! That is what the rules read. What it does to a call depends on its kind:
 //!
-//! * A **wrapper** is one trait, [`Wrap<S>`](Wrap), implemented for the stacks it
-//!   fits (every `S: Stack`, or those whose input is [`Resendable`], whose output
-//!   is [`Text`], ..): its name, locality and reserved [`Params`], and an `around`
-//!   method that receives the layer input and returns the layer's output (the
-//!   [`Extension`] and [`Layer`] impls come with it). Binding mints its branch
+//! * A **wrapper** implements [`Extension`] (`type Kind = Wrapper;`, its name and
+//!   locality) and [`Wrap<S>`](Wrap) for the stacks it fits (every `S: Stack`, or
+//!   those whose input is [`Resendable`], whose output is [`Text`], ..): its
+//!   reserved [`Params`], and an `around` method that receives the layer input and
+//!   returns the layer's output. Binding mints its branch
 //!   ([`Wrapped`]), which forwards the same input and output types, so the wrapper
 //!   rules hold by construction. The same impl serves typed combos and manifests.
 //!   For the simplest wrappers, [`wrap_fn`] takes a closure. Every built-in
@@ -31,6 +31,7 @@ use serde_json::Value;
 
 use crate::kind::{Kind, words};
 use crate::name::Name;
+use crate::stack::erased::DynStack;
 use crate::tool::{Demand, Presentation};
 
 mod transform;
@@ -204,6 +205,12 @@ impl ConfigError {
 /// }
 /// assert_eq!(Audit.describe("Return the text.").unwrap(), "Return the text. (audited)");
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an extension: it has no `impl Extension`",
+    label = "no `impl Extension for {Self}`",
+    note = "every extension says what it is once, in its `Extension` impl; for a wrapper, beside its `impl Wrap<S>`: `impl Extension for {Self} {{ type Kind = Wrapper; type Locality = Anywhere; fn name(&self) -> &str {{ \"..\" }} }}` (`Wrapper` and `Anywhere` are in `toolgraft::extension`)",
+    note = "a transformer or a backend declares `type Kind = Transformer;` or `type Kind = Backend;` there, and its name, input and output schemas"
+)]
 pub trait Extension: Send + Sync + 'static {
     /// [`Wrapper`], [`Transformer`] or [`Backend`].
     type Kind: Kind;
@@ -402,12 +409,6 @@ pub trait Mint<S: Stack>: Extension + Sized {
     /// The branch this extension mints over `S`.
     type Branch: Stack;
 
-    /// The locality the code minting the branch declares (a wrapper's `Wrap<S>`
-    /// impl's), which [`Joins`](crate::combo::typestate::Joins) holds to the one the
-    /// rules read.
-    #[doc(hidden)]
-    type DeclaredLocality: Locality;
-
     #[doc(hidden)]
     fn mint(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch;
 }
@@ -417,7 +418,6 @@ where
     <E::Kind as Kind>::Word: MintedBy<E, S>,
 {
     type Branch = <<E::Kind as Kind>::Word as MintedBy<E, S>>::Branch;
-    type DeclaredLocality = <<E::Kind as Kind>::Word as MintedBy<E, S>>::DeclaredLocality;
 
     #[inline]
     fn mint(self, inner: S, below: &LayerInput<'_, Self>) -> Self::Branch {
@@ -426,11 +426,6 @@ where
 }
 
 mod sealed {
-    /// Names no one outside this crate can write: [`OneLocality`](super::OneLocality)
-    /// has a method taking it, so only this crate implements it.
-    #[derive(Debug)]
-    pub struct Token;
-
     /// The kinds' words: the only implementors of [`MintedBy`](super::MintedBy).
     pub trait Word {}
     impl Word for crate::kind::words::wrapper {}
@@ -451,39 +446,36 @@ mod sealed {
 pub trait MintedBy<E: Extension, S: Stack>: sealed::Word {
     /// The branch.
     type Branch: Stack;
-    /// The locality the minting impl declares.
-    type DeclaredLocality: Locality;
     /// Mints it.
     fn mint(extension: E, inner: S, below: &LayerInput<'_, E>) -> Self::Branch;
 }
 
-/// A wrapper's locality over one stack, `Self` (what its `Wrap<S>` impl declares),
-/// and the one the rules read, `Read` (its [`Extension`] locality: that of its impl
-/// over `DynStack`). [`Joins`](crate::combo::typestate::Joins) asks them to be the
-/// same: the branch runs by `Read`, so a `BodyLocal` declared over one stack only
-/// would not keep the wrapper inside a backend. `Self` is the locality, not `E`,
-/// so that rustc prints this message. Sealed.
+/// What a combo asks of an extension beside its branch over the combo's stack, by
+/// its kind: a wrapper must also fit [`DynStack`](crate::runtime::DynStack), since
+/// a manifest runs the same wrapper over it, so that one impl serves typed combos
+/// and the [`Registry`](crate::Registry); a transformer or a backend nothing more.
+/// `Self` is the kind's word, not `E`, so that rustc prints this message. Sealed.
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
-    message = "`{E}` declares the locality `{Self}` over `{S}`, but the rules read `{Read}`",
-    label = "`{E}`'s `Wrap` impl over `{S}` declares `type Locality = {Self};`",
-    note = "the rules place a wrapper by one locality, its `Extension`'s (from its `Wrap<DynStack>` impl), and its branches run by it: one declared over another stack would not be checked (rule `locality-inside-relocation` in `toolgraft::rulebook`)",
-    note = "declare the same `type Locality` in every `Wrap` impl of `{E}`"
+    message = "the wrapper `{E}` does not fit `DynStack`, the stack a manifest runs it over",
+    label = "`{E}`'s `Wrap` impl does not cover `DynStack`",
+    note = "every wrapper must fit `DynStack` too, so that one impl serves typed combos and manifests: bound `S` only by what `DynStack` has (`Input: Resendable + Serialize`, `Output: Text + Clone`)",
+    note = "to read one tool's input, bound `S::Input` by a trait of your own, implemented for that input and for `DynInput` (see the third example on `Wrap`)"
 )]
-pub trait OneLocality<Read, E, S> {
-    #[doc(hidden)]
-    fn sealed(_: sealed::Token);
-}
+pub trait FitsDynStack<E>: sealed::Word {}
+
+// `do_not_recommend`: the compiler reports this trait, with its message, instead of
+// the bound of the wrapper's impl that `DynStack` misses.
+#[diagnostic::do_not_recommend]
+impl<E: Wrap<DynStack>> FitsDynStack<E> for words::wrapper {}
+#[diagnostic::do_not_recommend]
+impl<E> FitsDynStack<E> for words::transformer {}
+#[diagnostic::do_not_recommend]
+impl<E> FitsDynStack<E> for words::backend {}
 
 #[diagnostic::do_not_recommend]
-impl<L, E, S> OneLocality<L, E, S> for L {
-    fn sealed(_: sealed::Token) {}
-}
-
-#[diagnostic::do_not_recommend]
-impl<E: Wrap<S> + Extension<Kind = Wrapper>, S: Stack> MintedBy<E, S> for words::wrapper {
+impl<E: Wrap<S>, S: Stack> MintedBy<E, S> for words::wrapper {
     type Branch = Wrapped<E, S>;
-    type DeclaredLocality = <E as Wrap<S>>::Locality;
 
     #[inline]
     fn mint(wrapper: E, inner: S, below: &LayerInput<'_, E>) -> Wrapped<E, S> {
@@ -494,7 +486,6 @@ impl<E: Wrap<S> + Extension<Kind = Wrapper>, S: Stack> MintedBy<E, S> for words:
 #[diagnostic::do_not_recommend]
 impl<E: Layer<S>, S: Stack> MintedBy<E, S> for words::transformer {
     type Branch = E::Branch;
-    type DeclaredLocality = E::Locality;
 
     #[inline]
     fn mint(transformer: E, inner: S, below: &LayerInput<'_, E>) -> E::Branch {
@@ -505,7 +496,6 @@ impl<E: Layer<S>, S: Stack> MintedBy<E, S> for words::transformer {
 #[diagnostic::do_not_recommend]
 impl<E: Layer<S>, S: Stack> MintedBy<E, S> for words::backend {
     type Branch = E::Branch;
-    type DeclaredLocality = E::Locality;
 
     #[inline]
     fn mint(backend: E, inner: S, below: &LayerInput<'_, E>) -> E::Branch {

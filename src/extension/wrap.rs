@@ -1,5 +1,5 @@
-//! Wrappers: one trait ([`Wrap`]), the branch binding mints for it ([`Wrapped`]),
-//! the view of a text output ([`Text`]), and a closure helper for the simplest
+//! Wrappers: one trait for what they do per stack ([`Wrap`]), the branch binding
+//! mints for it ([`Wrapped`]), the view of a text output ([`Text`]), and a closure helper for the simplest
 //! case ([`wrap_fn`]).
 
 use std::any::Any;
@@ -9,28 +9,25 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::future;
-use schemars::Schema;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::{ConfigError, Extension, LayerInput};
+use super::{Extension, LayerInput};
 use crate::error::{ArgsError, ToolError};
 use crate::kind::Wrapper;
 use crate::kind::property::{Anywhere, Locality};
 use crate::name::Name;
 use crate::schema::Args;
-use crate::stack::erased::DynStack;
 use crate::stack::params::{self, ReservedParams};
 use crate::stack::{Next, Stack};
 
-/// A wrapper, in one trait: its name and locality, its reserved params, and what it
-/// does to a call over the stacks `S` it fits: receive the layer input, call the
-/// layer below (as often as the input allows), return the layer's output.
+/// What a wrapper does to a call over the stacks `S` it fits: receive the layer
+/// input, call the layer below (as often as the input allows), return the layer's
+/// output. What it is (its name and locality, its description, config and output
+/// schema) it says once, in its [`Extension`] impl with `type Kind = Wrapper;`, as
+/// a transformer does beside its [`Transform`](super::Transform).
 ///
-/// Implementing `Wrap<S>` makes the type an [`Extension`] of kind
-/// [`Wrapper`](crate::kind::Wrapper) that binds over every `S` it covers
-/// ([`Mint`](super::Mint)); binding mints its branch, [`Wrapped`], which takes
-/// exactly the layer input (plus
+/// Binding mints its branch, [`Wrapped`], which takes exactly the layer input (plus
 /// [`Params`](Wrap::Params)) and returns exactly the layer's output, so a wrapper
 /// cannot change the schema. `around` is inlined into the call: a wrapper that only
 /// forwards costs nothing.
@@ -39,20 +36,23 @@ use crate::stack::{Next, Stack};
 ///
 /// ```
 /// use std::time::Instant;
-/// use toolgraft::extension::{Anywhere, Next, Stack};
-/// use toolgraft::{ToolError, Wrap};
+/// use toolgraft::extension::{Anywhere, Next, Stack, Wrapper};
+/// use toolgraft::{Extension, ToolError, Wrap};
 ///
 /// /// Logs how long each call took.
 /// #[derive(Clone, Debug)]
 /// struct Timed;
 ///
-/// impl<S: Stack> Wrap<S> for Timed {
+/// impl Extension for Timed {
+///     type Kind = Wrapper;
 ///     type Locality = Anywhere;
-///     type Params = ();
-///
 ///     fn name(&self) -> &str {
 ///         "timed"
 ///     }
+/// }
+///
+/// impl<S: Stack> Wrap<S> for Timed {
+///     type Params = ();
 ///
 ///     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
 ///         -> Result<S::Output, ToolError>
@@ -76,29 +76,29 @@ use crate::stack::{Next, Stack};
 /// it can send again ([`S::Input: Resendable`](Resendable), that is `Clone`), a
 /// wrapper that edits a text result an output it can read as text
 /// ([`S::Output: Text`](Text)). The impl must cover the
-/// run-time stack, [`DynStack`] (whose input is `Clone` and whose output is
+/// run-time stack, [`DynStack`](crate::runtime::DynStack) (whose input is `Clone` and whose output is
 /// [`Text`]), since that is what the same wrapper runs over when a
 /// [manifest](crate::Manifest) names it: one impl serves typed combos and the
-/// [`Registry`](crate::Registry). What the wrapper presents (its name, description,
-/// config and output schema) is read from that impl over `DynStack` on both paths;
-/// a separate impl over another stack adds its own `around`, `Params` and
-/// `for_branch` there, and must declare the same `Locality`.
+/// [`Registry`](crate::Registry), and a combo refuses a wrapper that does not.
 ///
 /// ```
-/// use toolgraft::extension::{Anywhere, Next, Resendable, Stack};
-/// use toolgraft::{ToolError, Wrap};
+/// use toolgraft::extension::{Anywhere, Next, Resendable, Stack, Wrapper};
+/// use toolgraft::{Extension, ToolError, Wrap};
 ///
 /// /// Calls the layer below again when it fails, up to `attempts` times.
 /// #[derive(Clone, Debug)]
 /// struct Retry { attempts: u32 }
 ///
-/// impl<S: Stack<Input: Resendable>> Wrap<S> for Retry {
+/// impl Extension for Retry {
+///     type Kind = Wrapper;
 ///     type Locality = Anywhere;
-///     type Params = ();
-///
 ///     fn name(&self) -> &str {
 ///         "retry"
 ///     }
+/// }
+///
+/// impl<S: Stack<Input: Resendable>> Wrap<S> for Retry {
+///     type Params = ();
 ///
 ///     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
 ///         -> Result<S::Output, ToolError>
@@ -120,12 +120,12 @@ use crate::stack::{Next, Stack};
 /// A wrapper that looks into one tool's input reads it through a trait of its own,
 /// implemented for that input and for [`DynInput`](crate::extension::DynInput)
 /// (whose [`args`](crate::extension::DynInput::args) are the JSON arguments):
-/// bounded by `Input = Query` alone, it would not fit `DynStack`, and is no
-/// extension.
+/// bounded by `Input = Query` alone, it would not fit `DynStack`, and no combo
+/// takes it.
 ///
 /// ```
-/// use toolgraft::extension::{Anywhere, DynInput, Next, Stack};
-/// use toolgraft::{ToolError, Wrap};
+/// use toolgraft::extension::{Anywhere, DynInput, Next, Stack, Wrapper};
+/// use toolgraft::{Extension, ToolError, Wrap};
 ///
 /// #[derive(Clone, serde::Deserialize, schemars::JsonSchema)]
 /// struct Query { text: String }
@@ -141,10 +141,13 @@ use crate::stack::{Next, Stack};
 ///
 /// #[derive(Clone)]
 /// struct NonEmpty;
-/// impl<S: Stack<Input: QueryText>> Wrap<S> for NonEmpty {
+/// impl Extension for NonEmpty {
+///     type Kind = Wrapper;
 ///     type Locality = Anywhere;
-///     type Params = ();
 ///     fn name(&self) -> &str { "non_empty" }
+/// }
+/// impl<S: Stack<Input: QueryText>> Wrap<S> for NonEmpty {
+///     type Params = ();
 ///     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
 ///         -> Result<S::Output, ToolError>
 ///     {
@@ -154,8 +157,8 @@ use crate::stack::{Next, Stack};
 ///         next.call(input).await
 ///     }
 /// }
-/// # fn is_extension<E: toolgraft::Extension>() {}
-/// # is_extension::<NonEmpty>();
+/// # fn fits<W: Wrap<toolgraft::runtime::DynStack>>() {}
+/// # fits::<NonEmpty>();
 /// ```
 ///
 /// For the simplest wrappers, [`wrap_fn`] takes a closure instead.
@@ -165,23 +168,10 @@ use crate::stack::{Next, Stack};
     note = "a wrapper's `impl<S: Stack<..>> Wrap<S>` says which stacks it fits; `{S}` lacks what it asks (an input that is `Resendable`, an output that is `Text`, ..)",
     note = "every wrapper must fit `DynStack` too, the stack a manifest runs it over: bound `S` only by what `DynStack` has (`Input: Resendable + Serialize`, `Output: Text + Clone`)"
 )]
-pub trait Wrap<S: Stack>: Clone + Send + Sync + 'static {
-    /// [`Anywhere`], or [`BodyLocal`](crate::extension::BodyLocal) if the wrapper only
-    /// works beside the tool body (it sets a task-local, say): then it must sit
-    /// inside any backend (rule `locality-inside-relocation` in the
-    /// [rulebook](crate::rulebook)); [`CallerLocal`](crate::extension::CallerLocal)
-    /// if it needs the caller's session (it asks the caller's user, or reports to
-    /// the caller): then it must sit outside any backend (rule
-    /// `caller-outside-relocation`). The rules read the one of `Wrap<DynStack>`,
-    /// and a combo refuses an impl over another stack that declares another.
-    type Locality: Locality;
-
+pub trait Wrap<S: Stack>: Extension<Kind = Wrapper> + Clone {
     /// The reserved params the branch adds to the layer input: `()` for none, or a
     /// [`Params`](crate::extension::Params) type.
     type Params: ReservedParams;
-
-    /// The extension name, which is also the branch's suffix.
-    fn name(&self) -> &str;
 
     /// Runs one call: `input` is the layer input with the params taken out, and
     /// `next` calls the layer below (it is `Copy`: call it again with another
@@ -200,17 +190,21 @@ pub trait Wrap<S: Stack>: Clone + Send + Sync + 'static {
     /// ```
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicU64, Ordering};
-    /// use toolgraft::extension::{Anywhere, LayerInput, Next, Stack};
-    /// use toolgraft::{ToolError, Wrap};
+    /// use toolgraft::extension::{Anywhere, LayerInput, Next, Stack, Wrapper};
+    /// use toolgraft::{Extension, ToolError, Wrap};
     ///
     /// /// Counts the calls of each branch apart.
     /// #[derive(Clone, Debug, Default)]
     /// struct Counted { calls: Arc<AtomicU64> }
     ///
-    /// impl<S: Stack> Wrap<S> for Counted {
+    /// impl Extension for Counted {
+    ///     type Kind = Wrapper;
     ///     type Locality = Anywhere;
-    ///     type Params = ();
     ///     fn name(&self) -> &str { "counted" }
+    /// }
+    ///
+    /// impl<S: Stack> Wrap<S> for Counted {
+    ///     type Params = ();
     ///     fn for_branch(self, _: &LayerInput<'_, Self>) -> Self {
     ///         Counted::default()
     ///     }
@@ -226,72 +220,12 @@ pub trait Wrap<S: Stack>: Clone + Send + Sync + 'static {
         let _ = below;
         self
     }
-
-    /// As [`Extension::describe`].
-    fn describe(&self, running: &str) -> Option<String> {
-        let _ = running;
-        None
-    }
-
-    /// As [`Extension::config`].
-    fn config(&self) -> Option<Value> {
-        None
-    }
-
-    /// As [`Extension::check_config`].
-    fn check_config(&self) -> Result<(), ConfigError> {
-        Ok(())
-    }
-
-    /// As [`Extension::demands`].
-    fn demands(&self) -> Option<crate::tool::Demand> {
-        None
-    }
-
-    /// As [`Extension::output_schema`]: a wrapper returns the layer's output, so
-    /// what it declares can only narrow the layer's output schema (a wrapper
-    /// that answers only some of the layer's results, say); `None` inherits it.
-    fn output_schema(&self, below: &LayerInput<'_, Self>) -> Option<Schema> {
-        let _ = below;
-        None
-    }
-}
-
-// The rules read `Kind` and `Locality` once per type: a wrapper's are those of its
-// impl over `DynStack`, which every wrapper has (it is what a manifest runs).
-impl<W: Wrap<DynStack>> Extension for W {
-    type Kind = Wrapper;
-    type Locality = <W as Wrap<DynStack>>::Locality;
-
-    fn name(&self) -> &str {
-        Wrap::<DynStack>::name(self)
-    }
-
-    fn describe(&self, running: &str) -> Option<String> {
-        Wrap::<DynStack>::describe(self, running)
-    }
-
-    fn config(&self) -> Option<Value> {
-        Wrap::<DynStack>::config(self)
-    }
-
-    fn check_config(&self) -> Result<(), ConfigError> {
-        Wrap::<DynStack>::check_config(self)
-    }
-
-    fn demands(&self) -> Option<crate::tool::Demand> {
-        Wrap::<DynStack>::demands(self)
-    }
-
-    fn output_schema(&self, below: &LayerInput<'_, Self>) -> Option<Schema> {
-        Wrap::<DynStack>::output_schema(self, below)
-    }
 }
 
 /// An output a wrapper can read and edit as text: a typed tool's `String`, and a
 /// run-time layer's JSON [`Value`] when it is a string. What a wrapper over
 /// text results bounds its stacks by (`impl<S: Stack<Output: Text>> Wrap<S>`), so
-/// that it fits typed text tools and [`DynStack`] with one impl.
+/// that it fits typed text tools and [`DynStack`](crate::runtime::DynStack) with one impl.
 ///
 /// ```
 /// use serde_json::json;
@@ -399,7 +333,7 @@ impl<W: Clone, S: Clone> Clone for Wrapped<W, S> {
     }
 }
 
-impl<W: Wrap<S> + Extension, S: Stack> Wrapped<W, S> {
+impl<W: Wrap<S>, S: Stack> Wrapped<W, S> {
     /// The branch of `wrapper` over `inner`. `below` is made by binding for
     /// `wrapper`'s own layer, so a wrapper's branch is only ever minted by the
     /// wrapper itself.
@@ -420,11 +354,11 @@ impl<W: Wrap<S> + Extension, S: Stack> Wrapped<W, S> {
 }
 
 // A wrapper forwards its layer's calls: its branch makes what its layer makes.
-impl<W: Wrap<S> + Extension, S: crate::tool::Hinted> crate::tool::Hinted for Wrapped<W, S> {
+impl<W: Wrap<S>, S: crate::tool::Hinted> crate::tool::Hinted for Wrapped<W, S> {
     type Hints = S::Hints;
 }
 
-impl<W: Wrap<S> + Extension, S: Stack> Stack for Wrapped<W, S> {
+impl<W: Wrap<S>, S: Stack> Stack for Wrapped<W, S> {
     type Input = <<W as Wrap<S>>::Params as ReservedParams>::With<S::Input>;
     type Output = S::Output;
 
@@ -561,17 +495,21 @@ impl fmt::Debug for Done {
     }
 }
 
+impl<F: Send + Sync + 'static> Extension for WrapFn<F> {
+    type Kind = Wrapper;
+    type Locality = Anywhere;
+
+    fn name(&self) -> &str {
+        self.name
+    }
+}
+
 impl<S: Stack, F, Fut> Wrap<S> for WrapFn<F>
 where
     F: Fn(Call) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Result<Done, ToolError>> + Send + 'static,
 {
-    type Locality = Anywhere;
     type Params = ();
-
-    fn name(&self) -> &str {
-        self.name
-    }
 
     async fn around(
         &self,
@@ -592,16 +530,19 @@ impl<'a, S: Stack, W: ?Sized> Next<'a, S, W> {
     /// (one kept from another call is an error).
     ///
     /// ```
-    /// use toolgraft::extension::{Anywhere, Next, Stack};
-    /// use toolgraft::{ToolError, Wrap};
+    /// use toolgraft::extension::{Anywhere, Next, Stack, Wrapper};
+    /// use toolgraft::{Extension, ToolError, Wrap};
     ///
     /// /// Runs the call from a `'static` future, as a service would.
     /// #[derive(Clone, Debug)]
     /// struct Detached;
-    /// impl<S: Stack> Wrap<S> for Detached {
+    /// impl Extension for Detached {
+    ///     type Kind = Wrapper;
     ///     type Locality = Anywhere;
-    ///     type Params = ();
     ///     fn name(&self) -> &str { "detached" }
+    /// }
+    /// impl<S: Stack> Wrap<S> for Detached {
+    ///     type Params = ();
     ///     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
     ///         -> Result<S::Output, ToolError>
     ///     {

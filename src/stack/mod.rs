@@ -76,15 +76,19 @@ pub trait Stack: Clone + Send + Sync + 'static {
 /// actually runs.
 ///
 /// ```
-/// use toolgraft::{Stack, ToolError, Wrap};
-/// use toolgraft::extension::{Anywhere, Next};
+/// use toolgraft::{Extension, Stack, ToolError, Wrap};
+/// use toolgraft::extension::{Anywhere, Next, Wrapper};
 ///
 /// #[derive(Clone)]
 /// struct Audit;
-/// impl<S: Stack> Wrap<S> for Audit {
+/// impl Extension for Audit {
+///     type Kind = Wrapper;
 ///     type Locality = Anywhere;
-///     type Params = ();
 ///     fn name(&self) -> &str { "audit" }
+/// }
+///
+/// impl<S: Stack> Wrap<S> for Audit {
+///     type Params = ();
 ///     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input)
 ///         -> Result<S::Output, ToolError>
 ///     {
@@ -152,15 +156,19 @@ impl<'a, S: Stack, W: ?Sized> Next<'a, S, W> {
     /// runs: [`ToolError::Refused`] naming the branch and the extension.
     ///
     /// ```
-    /// use toolgraft::{Stack, ToolError, Wrap};
-    /// use toolgraft::extension::{Anywhere, Next};
+    /// use toolgraft::{Extension, Stack, ToolError, Wrap};
+    /// use toolgraft::extension::{Anywhere, Next, Wrapper};
     ///
     /// #[derive(Clone)]
     /// struct Closed;
-    /// impl<S: Stack> Wrap<S> for Closed {
+    /// impl Extension for Closed {
+    ///     type Kind = Wrapper;
     ///     type Locality = Anywhere;
-    ///     type Params = ();
     ///     fn name(&self) -> &str { "closed" }
+    /// }
+    ///
+    /// impl<S: Stack> Wrap<S> for Closed {
+    ///     type Params = ();
     ///     async fn around(&self, next: Next<'_, S, Self>, (): (), _: S::Input)
     ///         -> Result<S::Output, ToolError>
     ///     {

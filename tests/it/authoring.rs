@@ -8,8 +8,8 @@ use serde_json::json;
 use toolgraft::combo::StartCombo;
 use toolgraft::error::ToolError;
 use toolgraft::ext::{Cache, CacheParams, Proxy, ProxyParams, Trace, proxy};
-use toolgraft::extension::{Anywhere, Call, Done, Next, Stack, WithParams, wrap_fn};
-use toolgraft::{Tool, Toolset, Wrap};
+use toolgraft::extension::{Anywhere, Call, Done, Next, Stack, WithParams, Wrapper, wrap_fn};
+use toolgraft::{Extension, Tool, Toolset, Wrap};
 
 use crate::common::{Shout, shout};
 
@@ -220,9 +220,9 @@ async fn a_wrap_fn_cannot_return_an_output_it_did_not_get_from_its_call() {
 #[derive(Clone, Debug)]
 struct Tagged;
 
-impl<S: Stack> Wrap<S> for Tagged {
+impl Extension for Tagged {
+    type Kind = Wrapper;
     type Locality = Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         "tagged"
@@ -231,6 +231,10 @@ impl<S: Stack> Wrap<S> for Tagged {
     fn describe(&self, running: &str) -> Option<String> {
         Some(format!("{running} (tagged)"))
     }
+}
+
+impl<S: Stack> Wrap<S> for Tagged {
+    type Params = ();
 
     async fn around(
         &self,

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use toolgraft::Wrap;
 use toolgraft::ext::{Batch, Cache, Pool, Trace};
-use toolgraft::extension::{Anywhere, Next, Placement};
+use toolgraft::extension::{Anywhere, Next, Placement, Wrapper};
 use toolgraft::kind::ExtensionKind;
 use toolgraft::prelude::*;
 use toolgraft::runtime::{Configured, DynBranch, DynExtension, DynStack};
@@ -21,13 +21,17 @@ use toolgraft::{Registry, ToolError};
 #[derive(Clone, Debug)]
 struct Twice;
 
-impl<S: Stack<Input: Clone>> Wrap<S> for Twice {
+impl Extension for Twice {
+    type Kind = Wrapper;
     type Locality = Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         "twice"
     }
+}
+
+impl<S: Stack<Input: Clone>> Wrap<S> for Twice {
+    type Params = ();
 
     async fn around(
         &self,
@@ -354,17 +358,12 @@ struct Fragile {
     in_for_branch: bool,
 }
 
-impl<S: Stack> Wrap<S> for Fragile {
+impl Extension for Fragile {
+    type Kind = Wrapper;
     type Locality = Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         "fragile"
-    }
-
-    fn for_branch(self, _: &toolgraft::extension::LayerInput<'_, Self>) -> Self {
-        assert!(!self.in_for_branch, "no state for this branch");
-        self
     }
 
     fn output_schema(
@@ -373,6 +372,15 @@ impl<S: Stack> Wrap<S> for Fragile {
     ) -> Option<schemars::Schema> {
         assert!(self.in_for_branch, "no schema for this branch");
         below.output_schema.cloned()
+    }
+}
+
+impl<S: Stack> Wrap<S> for Fragile {
+    type Params = ();
+
+    fn for_branch(self, _: &toolgraft::extension::LayerInput<'_, Self>) -> Self {
+        assert!(!self.in_for_branch, "no state for this branch");
+        self
     }
 
     async fn around(

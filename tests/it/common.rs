@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgraft::ToolError;
 use toolgraft::Wrap;
-use toolgraft::extension::{Anywhere, Next, Text};
+use toolgraft::extension::{Anywhere, Next, Text, Wrapper};
 use toolgraft::prelude::*;
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -94,9 +94,9 @@ pub fn describing(name: &'static str) -> Marker {
     }
 }
 
-impl<S: Stack<Output: Text>> Wrap<S> for Marker {
+impl Extension for Marker {
+    type Kind = Wrapper;
     type Locality = Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         self.name
@@ -105,6 +105,10 @@ impl<S: Stack<Output: Text>> Wrap<S> for Marker {
     fn describe(&self, running: &str) -> Option<String> {
         self.describes.then(|| format!("{running} | {}", self.name))
     }
+}
+
+impl<S: Stack<Output: Text>> Wrap<S> for Marker {
+    type Params = ();
 
     async fn around(
         &self,
@@ -125,13 +129,17 @@ impl<S: Stack<Output: Text>> Wrap<S> for Marker {
 #[derive(Clone)]
 pub struct Loud;
 
-impl<S: Stack<Output: Text>> Wrap<S> for Loud {
+impl Extension for Loud {
+    type Kind = Wrapper;
     type Locality = Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         "loud"
     }
+}
+
+impl<S: Stack<Output: Text>> Wrap<S> for Loud {
+    type Params = ();
 
     async fn around(
         &self,

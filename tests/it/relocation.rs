@@ -11,6 +11,7 @@ use common::{Ping, Shout};
 use serde_json::json;
 use toolgraft::Wrap;
 use toolgraft::ext::{Batch, BatchInput, Cache, Pool, Proxy, ProxyParams, Trace, proxy};
+use toolgraft::extension::Wrapper;
 use toolgraft::prelude::*;
 use toolgraft::toolset::Site;
 use toolgraft::{Name, ToolError};
@@ -319,12 +320,18 @@ async fn a_caller_that_gives_up_takes_its_pool_job_with_it() {
 #[derive(Clone)]
 struct Explosive;
 
-impl<S: Stack<Input: serde::Serialize>> Wrap<S> for Explosive {
+impl Extension for Explosive {
+    type Kind = Wrapper;
     type Locality = toolgraft::extension::Anywhere;
-    type Params = ();
+
     fn name(&self) -> &str {
         "explosive"
     }
+}
+
+impl<S: Stack<Input: serde::Serialize>> Wrap<S> for Explosive {
+    type Params = ();
+
     async fn around(
         &self,
         next: toolgraft::extension::Next<'_, S, Self>,

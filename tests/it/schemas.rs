@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use toolgraft::Wrap;
 use toolgraft::error::ArgsError;
 use toolgraft::ext::{Batch, Cache, Trace};
-use toolgraft::extension::{Anywhere, Args, LayerInput, Next, Params};
+use toolgraft::extension::{Anywhere, Args, LayerInput, Next, Params, Wrapper};
 use toolgraft::kind::Transformer;
 use toolgraft::prelude::*;
 use toolgraft::schema::ArgNames;
@@ -110,12 +110,17 @@ struct ShadowParams {
 
 impl Params for ShadowParams {}
 
-impl<S: Stack> Wrap<S> for Shadow {
+impl Extension for Shadow {
+    type Kind = Wrapper;
     type Locality = Anywhere;
-    type Params = ShadowParams;
+
     fn name(&self) -> &str {
         "shadow"
     }
+}
+
+impl<S: Stack> Wrap<S> for Shadow {
+    type Params = ShadowParams;
 
     async fn around(
         &self,

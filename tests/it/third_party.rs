@@ -12,7 +12,7 @@ use toolgraft::Wrap;
 use toolgraft::context::{self, Entry, InProcess, Keyed, Serialized, Stays, Unkeyed};
 use toolgraft::ext::{Cache, Proxy, proxy};
 use toolgraft::extension::Anywhere;
-use toolgraft::extension::{BodyLocal, LayerInput, Next, Params};
+use toolgraft::extension::{BodyLocal, LayerInput, Next, Params, Wrapper};
 use toolgraft::kind::Backend;
 use toolgraft::prelude::*;
 use toolgraft::relocation::{Departure, WireContext};
@@ -59,13 +59,17 @@ impl Params for LaneParams {}
 #[derive(Clone, Debug)]
 struct LaneWrap;
 
-impl<S: Stack> Wrap<S> for LaneWrap {
+impl Extension for LaneWrap {
+    type Kind = Wrapper;
     type Locality = BodyLocal;
-    type Params = LaneParams;
 
     fn name(&self) -> &str {
         "lane"
     }
+}
+
+impl<S: Stack> Wrap<S> for LaneWrap {
+    type Params = LaneParams;
 
     async fn around(
         &self,

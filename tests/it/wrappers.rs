@@ -11,7 +11,7 @@ use toolgraft::Wrap;
 use toolgraft::error::BoxError;
 use toolgraft::ext::cache::CacheParams;
 use toolgraft::ext::{Cache, Trace};
-use toolgraft::extension::{Anywhere, Next, Params, Resendable, Text};
+use toolgraft::extension::{Anywhere, Next, Params, Resendable, Text, Wrapper};
 use toolgraft::kind::ExtensionKind;
 use toolgraft::prelude::*;
 use toolgraft::runtime::{Configured, DynBranch, DynExtension, DynStack};
@@ -35,13 +35,17 @@ struct Retry {
     tries: Arc<AtomicU32>,
 }
 
-impl<S: Stack<Input: Resendable>> Wrap<S> for Retry {
+impl Extension for Retry {
+    type Kind = Wrapper;
     type Locality = Anywhere;
-    type Params = Attempts;
 
     fn name(&self) -> &str {
         "retry"
     }
+}
+
+impl<S: Stack<Input: Resendable>> Wrap<S> for Retry {
+    type Params = Attempts;
 
     async fn around(
         &self,

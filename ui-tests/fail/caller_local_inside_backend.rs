@@ -1,7 +1,7 @@
 // A user's own extension that needs the caller's session, inside (before) a backend:
 // it would run on the pool's thread, away from the caller it asks.
 use toolgraft::ext::Pool;
-use toolgraft::extension::{CallerLocal, Next, Stack};
+use toolgraft::extension::{CallerLocal, Next, Stack, Wrapper};
 use toolgraft::prelude::*;
 use toolgraft::{ToolError, Wrap};
 
@@ -9,13 +9,17 @@ use toolgraft::{ToolError, Wrap};
 #[derive(Clone)]
 struct Announce;
 
-impl<S: Stack> Wrap<S> for Announce {
+impl Extension for Announce {
+    type Kind = Wrapper;
     type Locality = CallerLocal;
-    type Params = ();
 
     fn name(&self) -> &str {
         "announce"
     }
+}
+
+impl<S: Stack> Wrap<S> for Announce {
+    type Params = ();
 
     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input) -> Result<S::Output, ToolError> {
         next.call(input).await

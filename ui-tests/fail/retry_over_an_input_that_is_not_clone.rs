@@ -1,19 +1,25 @@
 // A retry calls the layer below again with a clone of its input, so it fits the
 // stacks whose input is `Resendable` (`Clone`): over a tool whose input is not, the
 // combo says what the wrapper needs, and the fix.
-use toolgraft::extension::{Anywhere, Next, Resendable, Stack};
+use toolgraft::extension::{Anywhere, Next, Resendable, Stack, Wrapper};
 use toolgraft::prelude::*;
 use toolgraft::Wrap;
 
 #[derive(Clone)]
 struct Retry;
 
-impl<S: Stack<Input: Resendable>> Wrap<S> for Retry {
+impl Extension for Retry {
+    type Kind = Wrapper;
     type Locality = Anywhere;
-    type Params = ();
+
     fn name(&self) -> &str {
         "retry"
     }
+}
+
+impl<S: Stack<Input: Resendable>> Wrap<S> for Retry {
+    type Params = ();
+
     async fn around(
         &self,
         next: Next<'_, S, Self>,

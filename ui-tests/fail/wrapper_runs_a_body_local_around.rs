@@ -2,19 +2,23 @@
 // route) as its own: `around` only takes the `Next` made for its own wrapper, so
 // the rules always see the locality of the code that runs.
 use toolgraft::ext::{Proxy, ProxyParams};
-use toolgraft::extension::{Anywhere, Next};
-use toolgraft::{Stack, ToolError, Wrap};
+use toolgraft::extension::{Anywhere, Next, Wrapper};
+use toolgraft::{Stack, ToolError, Wrap, Extension};
 
 #[derive(Clone)]
 struct Route(Proxy);
 
-impl<S: Stack> Wrap<S> for Route {
+impl Extension for Route {
+    type Kind = Wrapper;
     type Locality = Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         "route"
     }
+}
+
+impl<S: Stack> Wrap<S> for Route {
+    type Params = ();
 
     async fn around(
         &self,

@@ -1,9 +1,8 @@
 // A wrapper fits the run-time stack too, `DynStack`, which is what a manifest runs
-// it over: one bound to a typed input only (`Input = Query`) is no extension.
-// rustc reports the bound the impl wrote (`DynStack`'s input is not `Query`) at
-// the `.with` that needs it, pointing at the impl; `Wrap`'s docs show the fix (a
-// trait of one's own, implemented for `Query` and for `DynInput`).
-use toolgraft::extension::{Anywhere, Next, Stack};
+// it over: a combo refuses one bound to a typed input only (`Input = Query`), in
+// words, at the `.with` that takes it; `Wrap`'s docs show the fix (a trait of one's
+// own, implemented for `Query` and for `DynInput`).
+use toolgraft::extension::{Anywhere, Next, Stack, Wrapper};
 use toolgraft::prelude::*;
 use toolgraft::Wrap;
 
@@ -15,12 +14,18 @@ struct Query {
 #[derive(Clone)]
 struct NonEmpty;
 
-impl<S: Stack<Input = Query>> Wrap<S> for NonEmpty {
+impl Extension for NonEmpty {
+    type Kind = Wrapper;
     type Locality = Anywhere;
-    type Params = ();
+
     fn name(&self) -> &str {
         "non_empty"
     }
+}
+
+impl<S: Stack<Input = Query>> Wrap<S> for NonEmpty {
+    type Params = ();
+
     async fn around(
         &self,
         next: Next<'_, S, Self>,

@@ -13,13 +13,17 @@ struct Shout {
 #[derive(Clone)]
 struct Audit;
 
-impl<S: Stack> toolgraft::Wrap<S> for Audit {
+impl toolgraft::Extension for Audit {
+    type Kind = toolgraft::extension::Wrapper;
     type Locality = toolgraft::extension::Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         "audit"
     }
+}
+
+impl<S: Stack> toolgraft::Wrap<S> for Audit {
+    type Params = ();
 
     async fn around(
         &self,

@@ -3,6 +3,7 @@
 // with the default `recursion_limit` because a combo closes every `SEGMENT` (8)
 // layers into a segment. With segments of 16 this program overflows the limit,
 // which is why they are not wider (the price: one allocation per 8 layers).
+use toolgraft::extension::Wrapper;
 use toolgraft::ext::{Cache, Timeout, Trace};
 use toolgraft::prelude::*;
 use toolgraft::Wrap;
@@ -16,12 +17,17 @@ struct Shout {
 #[derive(Clone)]
 struct Heavy;
 
-impl<S: Stack> Wrap<S> for Heavy {
+impl Extension for Heavy {
+    type Kind = Wrapper;
     type Locality = toolgraft::extension::Anywhere;
-    type Params = ();
+
     fn name(&self) -> &str {
         "heavy"
     }
+}
+
+impl<S: Stack> Wrap<S> for Heavy {
+    type Params = ();
 
     async fn around(
         &self,

@@ -1,20 +1,24 @@
 // `[pool, announce]`: the extension that needs the caller's session sits outside the
 // backend, so it runs where the call arrived; body-local and plain wrappers inside.
 use toolgraft::ext::{Pool, Proxy, Trace};
-use toolgraft::extension::{CallerLocal, Next, Stack};
+use toolgraft::extension::{CallerLocal, Next, Stack, Wrapper};
 use toolgraft::prelude::*;
 use toolgraft::{ToolError, Wrap};
 
 #[derive(Clone)]
 struct Announce;
 
-impl<S: Stack> Wrap<S> for Announce {
+impl Extension for Announce {
+    type Kind = Wrapper;
     type Locality = CallerLocal;
-    type Params = ();
 
     fn name(&self) -> &str {
         "announce"
     }
+}
+
+impl<S: Stack> Wrap<S> for Announce {
+    type Params = ();
 
     async fn around(&self, next: Next<'_, S, Self>, (): (), input: S::Input) -> Result<S::Output, ToolError> {
         next.call(input).await

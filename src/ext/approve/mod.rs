@@ -266,7 +266,7 @@ impl Approve {
             config,
             ..self.clone()
         };
-        <Self as Wrap<crate::runtime::DynStack>>::check_config(&approve)?;
+        crate::Extension::check_config(&approve)?;
         Ok(approve)
     }
 
@@ -420,9 +420,9 @@ fn approved(answer: &Answer, id: String) -> Result<Approval, ApprovalError> {
     }
 }
 
-impl<S: Stack<Input: Serialize>> Wrap<S> for Approve {
+impl crate::Extension for Approve {
+    type Kind = crate::kind::Wrapper;
     type Locality = CallerLocal;
-    type Params = ();
 
     fn name(&self) -> &str {
         KEY
@@ -452,6 +452,10 @@ impl<S: Stack<Input: Serialize>> Wrap<S> for Approve {
         }
         Ok(())
     }
+}
+
+impl<S: Stack<Input: Serialize>> Wrap<S> for Approve {
+    type Params = ();
 
     fn for_branch(mut self, below: &LayerInput<'_, Self>) -> Self {
         let annotations = &below.presentation.annotations;

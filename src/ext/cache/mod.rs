@@ -325,9 +325,9 @@ pub trait CachedOutput: Clone {}
 #[diagnostic::do_not_recommend]
 impl<T: Clone> CachedOutput for T {}
 
-impl<S: Cacheable> Wrap<S> for Cache {
+impl crate::Extension for Cache {
+    type Kind = crate::kind::Wrapper;
     type Locality = Anywhere;
-    type Params = CacheParams;
 
     fn name(&self) -> &str {
         "cache"
@@ -364,6 +364,10 @@ impl<S: Cacheable> Wrap<S> for Cache {
             .map(drop)
             .map_err(|problem| ConfigError::new("default_ttl_secs", problem))
     }
+}
+
+impl<S: Cacheable> Wrap<S> for Cache {
+    type Params = CacheParams;
 
     fn for_branch(mut self, _: &LayerInput<'_, Self>) -> Self {
         self.store = Some(Arc::new(Store::<S::Output>::new(&self.config)));

@@ -390,9 +390,9 @@ impl Configurable for Concurrency {
     }
 }
 
-impl<S: Stack> Wrap<S> for Concurrency {
+impl crate::Extension for Concurrency {
+    type Kind = crate::kind::Wrapper;
     type Locality = Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         "concurrency"
@@ -444,6 +444,10 @@ impl<S: Stack> Wrap<S> for Concurrency {
         }
         Ok(())
     }
+}
+
+impl<S: Stack> Wrap<S> for Concurrency {
+    type Params = ();
 
     fn for_branch(self, _: &LayerInput<'_, Self>) -> Self {
         let store = self.store.unwrap_or_else(|| Arc::new(MemoryLimits::new()));

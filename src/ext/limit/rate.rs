@@ -374,9 +374,9 @@ impl Configurable for RateLimit {
     }
 }
 
-impl<S: Stack> Wrap<S> for RateLimit {
+impl crate::Extension for RateLimit {
+    type Kind = crate::kind::Wrapper;
     type Locality = Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         "rate_limit"
@@ -410,6 +410,10 @@ impl<S: Stack> Wrap<S> for RateLimit {
         }
         Ok(())
     }
+}
+
+impl<S: Stack> Wrap<S> for RateLimit {
+    type Params = ();
 
     fn for_branch(mut self, _: &LayerInput<'_, Self>) -> Self {
         if self.store.is_none() {

@@ -343,16 +343,15 @@ struct NextNames {
     branch: Name,
 }
 
-impl<S, L> Wrap<S> for Tower<L>
+// Bounded by what an extension is (`Send + Sync + 'static`) only: a layer whose
+// service does not take a `Call` is refused by `Wrap`, which says so.
+impl<L> crate::Extension for Tower<L>
 where
-    S: Stack,
-    L: Layer<Below> + Clone + Send + Sync + 'static,
-    L::Service: Service<Call, Response = Done> + Send + 'static,
-    <L::Service as Service<Call>>::Error: Into<BoxError>,
-    <L::Service as Service<Call>>::Future: Send,
+    L: Layer<Below> + Send + Sync + 'static,
+    L::Service: Send + 'static,
 {
+    type Kind = crate::kind::Wrapper;
     type Locality = Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         &self.name
@@ -361,6 +360,17 @@ where
     fn config(&self) -> Option<Value> {
         self.config.clone()
     }
+}
+
+impl<S, L> Wrap<S> for Tower<L>
+where
+    S: Stack,
+    L: Layer<Below> + Clone + Send + Sync + 'static,
+    L::Service: Service<Call, Response = Done> + Send + 'static,
+    <L::Service as Service<Call>>::Error: Into<BoxError>,
+    <L::Service as Service<Call>>::Future: Send,
+{
+    type Params = ();
 
     fn for_branch(mut self, _: &LayerInput<'_, Self>) -> Self {
         self.service = Arc::default();
