@@ -142,13 +142,18 @@ impl FlakyLink {
 struct Attempts(Arc<Mutex<Vec<Result<(), String>>>>);
 
 #[cfg(feature = "redis")]
-impl<S: Stack> toolgraft::Wrap<S> for Attempts {
+impl toolgraft::Extension for Attempts {
+    type Kind = toolgraft::extension::Wrapper;
     type Locality = toolgraft::extension::Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         "attempts"
     }
+}
+
+#[cfg(feature = "redis")]
+impl<S: Stack> toolgraft::Wrap<S> for Attempts {
+    type Params = ();
 
     async fn around(
         &self,
