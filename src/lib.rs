@@ -23,6 +23,7 @@
 mod quote;
 pub mod rulebook;
 mod name;
+pub mod store;
 pub mod context;
 pub mod kind;
 mod annotations;

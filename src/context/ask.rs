@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::{Entry, InProcess, Unkeyed};
+use crate::store::StoreFuture;
 
 /// What to ask the caller's user: a message for people and the schema of the
 /// answer (an object of primitive properties, what MCP elicitation takes).
@@ -111,7 +111,7 @@ pub trait Ask: Send + Sync + 'static {
 
     /// Asks now and waits for the answer ([`Reach::Now`]); an error says why
     /// no answer came.
-    fn ask_now(&self, question: Question) -> BoxFuture<'static, Result<Answer, String>>;
+    fn ask_now(&self, question: Question) -> StoreFuture<'static, Answer>;
 
     /// The caller's response to the request `key` of an earlier
     /// [`InputRequired`], as it came (untrusted: check its shape), whatever the
@@ -168,7 +168,7 @@ impl Asker {
     }
 
     /// See [`Ask::ask_now`].
-    pub fn ask_now(&self, question: Question) -> BoxFuture<'static, Result<Answer, String>> {
+    pub fn ask_now(&self, question: Question) -> StoreFuture<'static, Answer> {
         self.0.ask_now(question)
     }
 

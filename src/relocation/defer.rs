@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use crate::context::{Entry, Keyed, Principal, Stays};
 use crate::error::ToolError;
+use crate::store::StoreFuture;
 
 /// The server in front's offer to follow the current call later, by the job of
 /// one of the backends it follows ([`Follow::follower`]), as a context entry:
@@ -107,11 +107,11 @@ pub trait Follow: Send + Sync + 'static {
     fn kept_for(&self) -> Duration;
 
     /// The job `job`; `None` when there is none by that id.
-    fn status(&self, job: &str) -> BoxFuture<'static, Result<Option<Followed>, String>>;
+    fn status(&self, job: &str) -> StoreFuture<'static, Option<Followed>>;
 
     /// Stops the job `job`: one queued never runs, one running has its body
     /// stopped. An ended job stays as it is.
-    fn cancel(&self, job: &str) -> BoxFuture<'static, Result<(), String>>;
+    fn cancel(&self, job: &str) -> StoreFuture<'static, ()>;
 }
 
 /// A call a backend deferred: it goes on as the job `job`, which `follower`
@@ -128,8 +128,8 @@ pub trait Follow: Send + Sync + 'static {
 /// #     fn follower(&self) -> String { "remote:q".into() }
 /// #     fn backend(&self) -> String { "remote".into() }
 /// #     fn kept_for(&self) -> std::time::Duration { std::time::Duration::from_secs(60) }
-/// #     fn status(&self, _: &str) -> futures_util::future::BoxFuture<'static, Result<Option<Followed>, String>> { Box::pin(async { Ok(None) }) }
-/// #     fn cancel(&self, _: &str) -> futures_util::future::BoxFuture<'static, Result<(), String>> { Box::pin(async { Ok(()) }) }
+/// #     fn status(&self, _: &str) -> toolgraft::store::StoreFuture<'static, Option<Followed>> { Box::pin(async { Ok(None) }) }
+/// #     fn cancel(&self, _: &str) -> toolgraft::store::StoreFuture<'static, ()> { Box::pin(async { Ok(()) }) }
 /// # }
 /// let deferred = Deferred { job: "01JZ".into(), follower: Arc::new(Jobs) };
 /// assert_eq!(deferred.to_string(), "the call goes on as job `01JZ` (remote:q), to follow by its id");

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use futures_util::future::{self, BoxFuture};
+use futures_util::future;
 use serde_json::{Map, Value, json};
 use toolgraft::context::{
     self, Answer, Answered, Ask, Asker, InputRequired, Principal, Question, Reach,
@@ -15,6 +15,7 @@ use toolgraft::kind::ExtensionKind;
 use toolgraft::prelude::*;
 use toolgraft::runtime::Refined;
 use toolgraft::runtime::manifest::Manifest;
+use toolgraft::store::StoreFuture;
 use toolgraft::tool::Annotations;
 use toolgraft::toolset::BaseTools;
 use toolgraft::{BindError, Registry, ToolError};
@@ -97,7 +98,7 @@ impl Ask for Caller {
         self.sent.as_ref()
     }
 
-    fn ask_now(&self, question: Question) -> BoxFuture<'static, Result<Answer, String>> {
+    fn ask_now(&self, question: Question) -> StoreFuture<'static, Answer> {
         self.asked.lock().unwrap().push(question);
         Box::pin(future::ready(Ok(self.answer.clone())))
     }

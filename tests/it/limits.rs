@@ -12,13 +12,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgraft::context::{self, Principal};
-use toolgraft::ext::limit::{
-    Admission, Lease, LimitKey, LimitStore, LimitStoreError, MemoryLimits, Rate, StoreFuture,
-};
+use toolgraft::ext::limit::{Admission, Lease, LimitKey, LimitStore, MemoryLimits, Rate};
 use toolgraft::ext::{Concurrency, RateLimit};
 use toolgraft::prelude::*;
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::runtime::{Configured, Refined};
+use toolgraft::store::{StoreError, StoreFuture};
 use toolgraft::toolset::BaseTools;
 use toolgraft::{BindError, Registry, ToolError};
 
@@ -486,7 +485,7 @@ struct Down;
 
 impl LimitStore for Down {
     fn admit<'a>(&'a self, _: &'a LimitKey, _: Rate) -> StoreFuture<'a, Admission> {
-        Box::pin(async { Err(LimitStoreError::new("connection refused")) })
+        Box::pin(async { Err(StoreError::new("connection refused")) })
     }
     fn acquire<'a>(
         &'a self,
@@ -494,13 +493,13 @@ impl LimitStore for Down {
         _: u32,
         _: Duration,
     ) -> StoreFuture<'a, Option<Lease>> {
-        Box::pin(async { Err(LimitStoreError::new("connection refused")) })
+        Box::pin(async { Err(StoreError::new("connection refused")) })
     }
     fn renew<'a>(&'a self, _: &'a Lease, _: Duration) -> StoreFuture<'a, bool> {
-        Box::pin(async { Err(LimitStoreError::new("connection refused")) })
+        Box::pin(async { Err(StoreError::new("connection refused")) })
     }
     fn release(&self, _: Lease) -> StoreFuture<'static, ()> {
-        Box::pin(async { Err(LimitStoreError::new("connection refused")) })
+        Box::pin(async { Err(StoreError::new("connection refused")) })
     }
 }
 

@@ -4,11 +4,10 @@
 
 use std::time::Duration;
 
-use std::future::Future;
-use std::pin::Pin;
 use toolgraft::Extension;
 use toolgraft::context::Principal;
 use toolgraft::relocation::{Follow, Followed, Phase};
+use toolgraft::store::{StoreError, StoreFuture};
 
 use super::job::{JobError, JobResult, JobState};
 use super::remote::Remote;
@@ -28,10 +27,7 @@ impl Follow for Remote {
         self.engine().retention
     }
 
-    fn status(
-        &self,
-        job: &str,
-    ) -> Pin<Box<dyn Future<Output = Result<Option<Followed>, String>> + Send>> {
+    fn status(&self, job: &str) -> StoreFuture<'static, Option<Followed>> {
         let (jobs, job) = (self.jobs(), job.to_owned());
         Box::pin(async move {
             // `<job id>.<token>`: what a deferred call answered with.
@@ -41,7 +37,7 @@ impl Follow for Remote {
             let (result, principal, since, called) = match jobs.followed(id, token).await {
                 Ok(found) => found,
                 Err(JobError::Unknown { .. }) => return Ok(None),
-                Err(error) => return Err(error.to_string()),
+                Err(error) => return Err(StoreError::new(&error).with_source(error)),
             };
             let phase = match result {
                 JobResult::Finished(value) => Phase::Ended(Ok(value)),
@@ -60,20 +56,20 @@ impl Follow for Remote {
         })
     }
 
-    fn cancel(&self, job: &str) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> {
+    fn cancel(&self, job: &str) -> StoreFuture<'static, ()> {
         let (jobs, job) = (self.jobs(), job.to_owned());
         Box::pin(async move {
             let Some((id, token)) = job.split_once('.') else {
-                return Err("no such job".to_owned());
+                return Err(StoreError::new("no such job"));
             };
             // Only a job this handle follows.
             if let Err(error) = jobs.followed(id, token).await {
-                return Err(error.to_string());
+                return Err(StoreError::new(&error).with_source(error));
             }
             match jobs.cancel(id).await {
                 // Ended before the cancel: it stays as it ended.
                 Ok(_) | Err(JobError::NotCancellable { .. }) => Ok(()),
-                Err(error) => Err(error.to_string()),
+                Err(error) => Err(StoreError::new(&error).with_source(error)),
             }
         })
     }

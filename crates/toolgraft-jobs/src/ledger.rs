@@ -2,10 +2,10 @@
 //! backends already use, so an approval redeemed on one replica is spent on
 //! every other (feature `redis`).
 
-use futures_util::future::BoxFuture;
 use redis::aio::ConnectionManager;
 use tokio::sync::OnceCell;
 use toolgraft::ext::approve::Ledger;
+use toolgraft::store::{StoreError, StoreFuture};
 
 /// [`Ledger`] on a Redis server: one key per used approval,
 /// `toolgraft:approval:<id>`, written only if absent (atomic on the server) and
@@ -54,7 +54,7 @@ impl RedisLedger {
 }
 
 impl Ledger for RedisLedger {
-    fn redeem(&self, id: &str, expires: u64, now: u64) -> BoxFuture<'_, Result<bool, String>> {
+    fn redeem(&self, id: &str, expires: u64, now: u64) -> StoreFuture<'_, bool> {
         let key = format!("toolgraft:approval:{id}");
         Box::pin(async move {
             let connection = self
@@ -62,7 +62,11 @@ impl Ledger for RedisLedger {
                 .get_or_try_init(|| apalis_redis::connect(self.url.clone()))
                 .await
                 .map_err(|error| {
-                    format!("cannot reach the Redis at `{}`: {error}", self.server())
+                    StoreError::new(format_args!(
+                        "cannot reach the Redis at `{}`: {error}",
+                        self.server()
+                    ))
+                    .with_source(error.clone())
                 })?;
             // Kept past the expiry: an approval is never taken for new while a
             // replica (its clock a little behind) could still open it.
@@ -75,7 +79,9 @@ impl Ledger for RedisLedger {
                 .arg(keep)
                 .query_async(&mut connection.clone())
                 .await
-                .map_err(|error| format!("Redis answered: {error}"))?;
+                .map_err(|error| {
+                    StoreError::new(format_args!("Redis answered: {error}")).with_source(error)
+                })?;
             Ok(written.is_some())
         })
     }

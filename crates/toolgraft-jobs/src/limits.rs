@@ -7,9 +7,8 @@ use std::time::Duration;
 use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Script};
 use tokio::sync::OnceCell;
-use toolgraft::ext::limit::{
-    Admission, Lease, LimitKey, LimitStore, LimitStoreError, Rate, StoreFuture,
-};
+use toolgraft::ext::limit::{Admission, Lease, LimitKey, LimitStore, Rate};
+use toolgraft::store::{StoreError, StoreFuture};
 
 /// GCRA on the server: the key holds the theoretical arrival time (µs, by the
 /// server's clock, so the replicas' clocks do not matter) and expires when it
@@ -153,7 +152,7 @@ impl RedisLimits {
         format!("{}:{kind}:{}", self.prefix, key.hex())
     }
 
-    async fn connection(&self) -> Result<ConnectionManager, LimitStoreError> {
+    async fn connection(&self) -> Result<ConnectionManager, StoreError> {
         let connect = self
             .connection
             .get_or_try_init(|| async {
@@ -166,18 +165,19 @@ impl RedisLimits {
             })
             .await;
         connect.cloned().map_err(|error| {
-            LimitStoreError::new(format!(
+            StoreError::new(format!(
                 "cannot reach the Redis at `{}`: {error}",
                 self.server()
             ))
         })
     }
 
-    fn failed(&self, error: &redis::RedisError) -> LimitStoreError {
-        LimitStoreError::new(format!(
+    fn failed(&self, error: &redis::RedisError) -> StoreError {
+        StoreError::new(format_args!(
             "the Redis at `{}` answered: {error}",
             self.server()
         ))
+        .with_source(error.clone())
     }
 }
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-use futures_util::future::{self, BoxFuture};
+use crate::store::{StoreError, StoreFuture};
 
 /// Where used approvals are written down, until they expire.
 ///
@@ -20,7 +20,7 @@ pub trait Ledger: Send + Sync + 'static {
     /// Writes approval `id` down as used until `expires` (unix seconds), at
     /// `now`: `Ok(true)` the first time, `Ok(false)` when it was used already,
     /// an error when the ledger cannot say (the call is refused then).
-    fn redeem(&self, id: &str, expires: u64, now: u64) -> BoxFuture<'_, Result<bool, String>>;
+    fn redeem(&self, id: &str, expires: u64, now: u64) -> StoreFuture<'_, bool>;
 }
 
 /// A ledger in this process's memory, of at most `capacity` live approvals:
@@ -50,7 +50,7 @@ impl Default for MemoryLedger {
 }
 
 impl Ledger for MemoryLedger {
-    fn redeem(&self, id: &str, expires: u64, now: u64) -> BoxFuture<'_, Result<bool, String>> {
+    fn redeem(&self, id: &str, expires: u64, now: u64) -> StoreFuture<'_, bool> {
         let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
         let answer = if used.contains_key(id) {
             Ok(false)
@@ -59,16 +59,16 @@ impl Ledger for MemoryLedger {
                 used.retain(|_, until| *until > now);
             }
             if used.len() >= self.capacity {
-                Err(format!(
+                Err(StoreError::new(format_args!(
                     "the approval ledger holds {} live approvals, its capacity",
                     self.capacity
-                ))
+                )))
             } else {
                 used.insert(id.to_owned(), expires);
                 Ok(true)
             }
         };
-        Box::pin(future::ready(answer))
+        Box::pin(std::future::ready(answer))
     }
 }
 

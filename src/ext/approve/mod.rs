@@ -71,6 +71,7 @@ use crate::context::{
 };
 use crate::error::ToolError;
 use crate::extension::{CallerLocal, ConfigError, LayerInput, Next, Stack, Wrap};
+use crate::store::StoreError;
 
 /// What the answer to an approval is filed under.
 pub const KEY: &str = "approve";
@@ -154,7 +155,7 @@ pub enum ApprovalError {
     CannotAsk,
     /// Asking failed on the way.
     #[error("asking the caller's user failed: {0}")]
-    AskFailed(String),
+    AskFailed(#[source] StoreError),
     /// The approval sent back is not one this server sealed as it is.
     #[error("the approval was tampered with: {0}")]
     Tampered(String),
@@ -172,7 +173,7 @@ pub enum ApprovalError {
     Mismatched(String),
     /// The ledger could not say whether the approval was used.
     #[error("the approval ledger failed: {0}")]
-    Ledger(String),
+    Ledger(#[source] StoreError),
     /// The arguments are too long to show the user whole.
     #[error(
         "the arguments are {len} bytes as shown, over the {MAX_SHOWN} a question shows whole; an approval covers only what the user can read"

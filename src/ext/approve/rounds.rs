@@ -66,10 +66,7 @@ impl Ask for Narrowed {
         None
     }
 
-    fn ask_now(
-        &self,
-        question: Question,
-    ) -> futures_util::future::BoxFuture<'static, Result<Answer, String>> {
+    fn ask_now(&self, question: Question) -> crate::store::StoreFuture<'static, Answer> {
         self.outer.ask_now(question)
     }
 

@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::ApprovalError;
+use crate::store::StoreError;
 
 /// The seal's version, the first part of every seal: another one is refused.
 const VERSION: &str = "tg1";
@@ -211,7 +212,9 @@ pub(crate) fn now() -> u64 {
 pub(crate) fn new_id() -> Result<String, ApprovalError> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|error| {
-        ApprovalError::Ledger(format!("no randomness for an approval id: {error}"))
+        ApprovalError::Ledger(StoreError::new(format_args!(
+            "no randomness for an approval id: {error}"
+        )))
     })?;
     Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }

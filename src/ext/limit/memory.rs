@@ -11,7 +11,8 @@ use governor::clock::Clock;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
 
-use super::{Admission, Lease, LimitKey, LimitStore, LimitStoreError, Rate, StoreFuture};
+use super::{Admission, Lease, LimitKey, LimitStore, Rate};
+use crate::store::{StoreError, StoreFuture};
 
 /// A store's key in memory: the first half of the key's digest.
 type Slot = [u8; 16];
@@ -136,7 +137,7 @@ impl MemoryLimits {
             .len()
     }
 
-    fn admit_now(&self, key: &LimitKey, rate: Rate) -> Result<Admission, LimitStoreError> {
+    fn admit_now(&self, key: &LimitKey, rate: Rate) -> Result<Admission, StoreError> {
         let clock = TokioClock;
         let now = clock.now();
         let mut rates = self
@@ -149,7 +150,7 @@ impl MemoryLimits {
             rates.retain(|_, tracked| tracked.fresh_at > now);
             if rates.len() >= self.inner.max_keys {
                 rates.shrink_to_fit();
-                return Err(LimitStoreError::new(format!(
+                return Err(StoreError::new(format!(
                     "{} distinct callers are being limited at once, the most this store tracks",
                     self.inner.max_keys
                 )));

@@ -43,8 +43,6 @@
 //! ```
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -52,6 +50,7 @@ use sha2::{Digest, Sha256};
 use crate::Name;
 use crate::context::Principal;
 use crate::error::ToolError;
+use crate::store::{StoreError, StoreFuture};
 
 mod concurrency;
 mod memory;
@@ -76,9 +75,6 @@ pub const MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 /// assert_eq!(toolgraft::ext::limit::MAX_KEYS, 10_000_000);
 /// ```
 pub const MAX_KEYS: usize = 10_000_000;
-
-/// A boxed future a [`LimitStore`] answers with.
-pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, LimitStoreError>> + Send + 'a>>;
 
 /// What a limit counts under: the branch, and the caller's principal when the
 /// limit is per principal (`None` is the shared anonymous key, or a limit for
@@ -240,29 +236,6 @@ impl Lease {
     }
 }
 
-/// A store that could not answer: the call is refused (a limit that cannot
-/// count fails closed). Its message reaches the caller, so it must not carry
-/// credentials.
-///
-/// ```
-/// let error = toolgraft::ext::limit::LimitStoreError::new("cannot reach the Redis at `cache:6379`");
-/// assert_eq!(error.to_string(), "cannot reach the Redis at `cache:6379`");
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct LimitStoreError {
-    message: String,
-}
-
-impl LimitStoreError {
-    /// An error saying `message`.
-    pub fn new(message: impl fmt::Display) -> Self {
-        Self {
-            message: message.to_string(),
-        }
-    }
-}
-
 /// Where `rate_limit` and `concurrency` keep their counts: [`MemoryLimits`]
 /// in this process (the default), or a store a fleet shares
 /// (`toolgraft_jobs::RedisLimits`), so that N replicas hold one limit.
@@ -347,7 +320,7 @@ fn key_of(branch: &Name, per_principal: bool) -> LimitKey {
 }
 
 /// A store that failed: the call is refused, fail closed.
-fn store_failed(tool: &Name, extension: &str, error: &LimitStoreError) -> ToolError {
+fn store_failed(tool: &Name, extension: &str, error: &StoreError) -> ToolError {
     tracing::warn!(%tool, %error, "the limit store could not answer; the call is refused");
     ToolError::Overloaded {
         tool: tool.clone(),

@@ -133,8 +133,8 @@ impl context::Ask for Later {
     fn ask_now(
         &self,
         _: context::Question,
-    ) -> futures_util::future::BoxFuture<'static, Result<context::Answer, String>> {
-        Box::pin(async { Err("asked later only".to_owned()) })
+    ) -> toolgraft::store::StoreFuture<'static, context::Answer> {
+        Box::pin(async { Err(toolgraft::store::StoreError::new("asked later only")) })
     }
 }
 
