@@ -138,7 +138,15 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         let shape = OutputShape::for_protocol(context.protocol_version().as_ref());
         let renderings = self.renderings(&request.name);
         let rendering = renderings.map_or(Rendering::Text, |known| known.for_shape(shape));
-        if let Some(tasks) = &self.tasks {
+        // A name that is never a task (every name of a server without tasks)
+        // reads nothing more: the client's capabilities are a copy to take.
+        let support = match renderings {
+            Some(known) => known.support,
+            None => self.tasks.as_ref().map_or(TaskSupport::Never, |tasks| {
+                tasks.settings().support_of(&request.name, false)
+            }),
+        };
+        if let (Some(tasks), false) = (&self.tasks, support == TaskSupport::Never) {
             let relocated = renderings.is_some_and(|known| known.relocated);
             let defers = renderings.is_some_and(|known| known.defers);
             let declared = context
@@ -147,10 +155,7 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
             // Tasks are protocol 2026-07-28's (an older client that declares
             // the extension has its calls answered as they end).
             let declared = declared && shape == OutputShape::AnyJson;
-            match (
-                tasks.settings().support_of(&request.name, relocated),
-                declared,
-            ) {
+            match (support, declared) {
                 (TaskSupport::Required, false) => {
                     return Err(ErrorData::missing_required_client_capability(
                         ClientCapabilities::builder().enable_tasks().build(),

@@ -8,7 +8,7 @@ use toolgraft::Name;
 use toolgraft::toolset::ToolInfo;
 
 use super::ToolsetServer;
-use crate::task::Table;
+use crate::task::{Table, TaskSupport};
 use crate::tool::{OutputShape, Rendering};
 
 /// How results of each name called so far are answered, for the toolset as
@@ -35,19 +35,28 @@ pub(super) struct Renderings {
     /// Whether its call may be deferred to a backend the server follows
     /// ([`deferring_backend`]).
     pub(super) defers: bool,
+    /// Whether its calls may become tasks ([`TaskSupport::Never`] on a server
+    /// without tasks): read once per name and version, so a call that is no
+    /// task looks up nothing of the tasks' settings, nor of the client's.
+    pub(super) support: TaskSupport,
 }
 
 impl Renderings {
-    fn of(info: &ToolInfo, tasks: Option<&Table>) -> Self {
+    /// Of `info`, published as `name`.
+    fn of(name: &str, info: &ToolInfo, tasks: Option<&Table>) -> Self {
+        let relocated = info
+            .chain
+            .iter()
+            .any(|link| link.kind.relocates_execution());
         Self {
             object_only: Rendering::of(info, OutputShape::ObjectOnly),
             any_json: Rendering::of(info, OutputShape::AnyJson),
-            relocated: info
-                .chain
-                .iter()
-                .any(|link| link.kind.relocates_execution()),
+            relocated,
             defers: deferring_backend(info).is_some_and(|backend| {
                 tasks.is_some_and(|tasks| tasks.settings().follows_backend(backend))
+            }),
+            support: tasks.map_or(TaskSupport::Never, |tasks| {
+                tasks.settings().support_of(name, relocated)
             }),
         }
     }
@@ -100,7 +109,7 @@ impl<H> ToolsetServer<H> {
         let (Some(info), Ok(published)) = (self.toolset.resolve(name), Name::new(name)) else {
             return None;
         };
-        let renderings = Renderings::of(&info, self.tasks.as_deref());
+        let renderings = Renderings::of(name, &info, self.tasks.as_deref());
         structuring.names.insert(published, renderings);
         Some(renderings)
     }
