@@ -33,7 +33,7 @@ pub const MAX_TASKS: usize = 1_000_000;
 
 /// MCP tasks for a [`ToolsetServer`](crate::ToolsetServer): which names a task
 /// may carry, how long tasks are kept and how many at once (see the
-/// [module docs](self)).
+/// [module docs](crate::task)).
 ///
 /// ```
 /// use std::time::Duration;
