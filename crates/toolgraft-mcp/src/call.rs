@@ -62,9 +62,13 @@ use toolgraft::context::{
 /// (progress, cancellation, the principal) is issue of the relocation, not of
 /// this entry.
 #[derive(Clone)]
-pub struct McpCall {
-    request: Arc<RequestContext<RoleServer>>,
-    brought: Arc<Brought>,
+pub struct McpCall(Arc<Came>);
+
+/// The request and what it brought, in one allocation that the call's
+/// [`McpCall`] and its asker share.
+struct Came {
+    request: RequestContext<RoleServer>,
+    brought: Brought,
 }
 
 impl McpCall {
@@ -79,29 +83,29 @@ impl McpCall {
 
     /// The JSON-RPC id of the request.
     pub fn id(&self) -> &RequestId {
-        &self.request.id
+        &self.0.request.id
     }
 
     /// The request's `_meta`.
     pub fn meta(&self) -> &RequestMetaObject {
-        &self.request.meta
+        &self.0.request.meta
     }
 
     /// The progress token the client sent, when it asked for progress
     /// ([`toolgraft::context::report_progress`] sends to it).
     pub fn progress_token(&self) -> Option<ProgressToken> {
-        self.request.meta.get_progress_token()
+        self.0.request.meta.get_progress_token()
     }
 
     /// The client, for requests of the server's own: elicitation, sampling,
     /// logging (`peer().create_message(..)`, `peer().notify_logging_message(..)`).
     pub fn peer(&self) -> &Peer<RoleServer> {
-        &self.request.peer
+        &self.0.request.peer
     }
 
     /// Whether the client cancelled the request (or its connection ended).
     pub fn is_cancelled(&self) -> bool {
-        self.request.ct.is_cancelled()
+        self.0.request.ct.is_cancelled()
     }
 
     /// Waits until the client cancels the request (or its connection ends; for a
@@ -109,24 +113,24 @@ impl McpCall {
     /// stopped then anyway (its future is dropped); a body waits for this only
     /// to stop work it handed elsewhere.
     pub async fn cancelled(&self) {
-        self.request.ct.cancelled().await;
+        self.0.request.ct.cancelled().await;
     }
 
     /// The responses the call brings to the input requests of an earlier
     /// input-required result, by key, as the client sent them.
     pub fn input_responses(&self) -> Option<&InputResponses> {
-        self.brought.responses.as_ref()
+        self.0.brought.responses.as_ref()
     }
 
     /// The `requestState` the call brings back from an earlier input-required
     /// result, as the client echoed it (untrusted).
     pub fn request_state(&self) -> Option<&str> {
-        self.brought.state.as_deref()
+        self.0.brought.state.as_deref()
     }
 
     /// The whole rmcp request context: what an rmcp tool gets.
     pub fn request_context(&self) -> &RequestContext<RoleServer> {
-        &self.request
+        &self.0.request
     }
 
     /// The HTTP request the call came in, over Streamable HTTP (its method,
@@ -134,14 +138,17 @@ impl McpCall {
     #[cfg(feature = "http")]
     #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     pub fn http_parts(&self) -> Option<&axum::http::request::Parts> {
-        self.request.extensions.get::<axum::http::request::Parts>()
+        self.0
+            .request
+            .extensions
+            .get::<axum::http::request::Parts>()
     }
 }
 
 impl fmt::Debug for McpCall {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpCall")
-            .field("id", &self.request.id)
+            .field("id", &self.0.request.id)
             .finish_non_exhaustive()
     }
 }
@@ -228,10 +235,7 @@ pub(crate) struct Brought {
 /// How an MCP client's user is asked, for toolgraft's [`Asker`]: by an
 /// input-required result on protocol 2026-07-28 and later, by elicitation
 /// before it, and not at all by a client that declared no elicitation.
-struct McpAsk {
-    request: Arc<RequestContext<RoleServer>>,
-    brought: Arc<Brought>,
-}
+struct McpAsk(Arc<Came>);
 
 /// An elicitation result as toolgraft's answer; one that is not one declines.
 pub(crate) fn answer_of(result: &serde_json::Value) -> Answer {
@@ -254,20 +258,21 @@ pub(crate) fn answer_of(result: &serde_json::Value) -> Answer {
 
 impl Ask for McpAsk {
     fn answered(&self, key: &str) -> Option<Answered> {
-        let response = self.brought.responses.as_ref()?.get(key)?;
+        let response = self.0.brought.responses.as_ref()?.get(key)?;
         Some(Answered {
             answer: answer_of(response),
-            state: self.brought.state.clone(),
+            state: self.0.brought.state.clone(),
         })
     }
 
     fn reach(&self) -> Reach {
         // Read only when asked: the client's capabilities are a copy to take.
         let elicits = self
+            .0
             .request
             .client_capabilities()
             .is_some_and(|capabilities| capabilities.elicitation.is_some());
-        match (elicits, self.brought.stateless) {
+        match (elicits, self.0.brought.stateless) {
             (false, _) => Reach::Not,
             (true, true) => Reach::Later,
             (true, false) => Reach::Now,
@@ -275,19 +280,19 @@ impl Ask for McpAsk {
     }
 
     fn arguments(&self) -> Option<&serde_json::Value> {
-        self.brought.arguments.as_ref()
+        self.0.brought.arguments.as_ref()
     }
 
     fn response(&self, key: &str) -> Option<serde_json::Value> {
-        self.brought.responses.as_ref()?.get(key).cloned()
+        self.0.brought.responses.as_ref()?.get(key).cloned()
     }
 
     fn state(&self) -> Option<String> {
-        self.brought.state.clone()
+        self.0.brought.state.clone()
     }
 
     fn can_answer(&self, request: &InputRequest) -> bool {
-        let Some(capabilities) = self.request.client_capabilities() else {
+        let Some(capabilities) = self.0.request.client_capabilities() else {
             return false;
         };
         match request {
@@ -306,7 +311,7 @@ impl Ask for McpAsk {
         &self,
         question: Question,
     ) -> Pin<Box<dyn Future<Output = Result<Answer, String>> + Send>> {
-        let peer = self.request.peer.clone();
+        let peer = self.0.request.peer.clone();
         Box::pin(async move {
             let params: ElicitRequestParams = serde_json::from_value(serde_json::json!({
                 "mode": "form",
@@ -366,13 +371,9 @@ pub(crate) async fn serve<F: Future>(
     if let Some(deferral) = brought.deferral.clone() {
         context = context.with(deferral);
     }
-    let request = Arc::new(request);
-    let brought = Arc::new(brought);
-    context = context.with(Asker::new(McpAsk {
-        request: request.clone(),
-        brought: brought.clone(),
-    }));
-    context = context.with(McpCall { request, brought });
+    let came = Arc::new(Came { request, brought });
+    context = context.with(Asker::new(McpAsk(came.clone())));
+    context = context.with(McpCall(came));
     let Some(token) = token else {
         return context.scope(call).await;
     };

@@ -7,7 +7,9 @@
 //!
 //! Over HTTP, the `http` feature's `toolgraft_mcp::http` module serves it on MCP's
 //! Streamable HTTP transport (an axum router, or a loopback server of its own), with
-//! s//! [`ToolsetServer`] is an rmcp [`ServerHandler`](rmcp::ServerHandler) built from the
+//! sessions and toolgraft-guard's bearer token and Host and Origin allow-lists in front.
+//!
+//! [`ToolsetServer`] is an rmcp [`ServerHandler`](rmcp::ServerHandler) built from the
 //! toolset at run time: every published name (all bound names unless the tool says
 //! otherwise: [`Publish`](toolgraft::toolset::Publish)) is an MCP tool, listed from
 //! [`Toolset::published`](toolgraft::Toolset::published) on each `tools/list` and

@@ -1,346 +1,26 @@
-//! MCP tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663): a call
-//! that must wait answers at once with a task, which the client follows with
-//! `tasks/get`, answers with `tasks/update` and stops with `tasks/cancel`.
-//!
-//! [`Tasks`] turns them on ([`ToolsetServer::with_tasks`](crate::ToolsetServer::with_tasks)).
-//! Which names a task may carry ([`TaskSupport`]): every name whose body is
-//! relocated (a `pool` or `remote` branch) unless told otherwise, and the names
-//! [`Tasks::allow`] and [`Tasks::require`] add. A call to such a name from a
-//! client that declared the extension:
-//!
-//! - is a task from the start when its body is relocated (it leaves the
-//!   caller's thread or process: whether it is done by the time the server first
-//!   looks is a race, and a client should not see which way it went);
-//! - otherwise answers at once what it has without waiting (a result, or a
-//!   request for input: an input-required result, the multi-round-trip flow)
-//!   and becomes a task the moment it must wait;
-//! - as a task, it is in the table before the client reads its id, and the call
-//!   runs on, every layer of the combo included, beside the table;
-//! - a layer or body that asks the caller for input later (an
-//!   [`InputRequired`](toolgraft::context::InputRequired)) parks the task in
-//!   `input_required` with its requests; `tasks/update` files the responses (one
-//!   at a time if the client likes), and once every request is answered the
-//!   call runs again with them, as it would on the client's next `tools/call`;
-//! - `tasks/cancel` stops it: the call's request reads cancelled
-//!   ([`McpCall::is_cancelled`](crate::call::McpCall::is_cancelled)) and its
-//!   future is dropped (an async `pool` body stops at its next await, a
-//!   `remote` job is withdrawn; a body that blocks its thread runs on to its
-//!   end, unheard), and the task reads `cancelled`;
-//! - what the call reports as progress is the working task's status message
-//!   (its `tools/call` was answered: there is no request to send progress to).
-//!
-//! A name that [requires](Tasks::require) a task is refused to a client that did
-//! not declare the extension (`-32021`, naming it); any other name runs as an
-//! ordinary call for it, and so does every call of a protocol older than
-//! `2026-07-28`. A task made for a principal (the HTTP layer's) is found only by
-//! the same principal and reads as unknown to anyone else; one made without is
-//! found by its id alone (128 random bits). A task's call runs no longer than
-//! its time to live from creation ([`Tasks::with_ttl`]; it fails then), the task
-//! is read for a minute more, and at most [`Tasks::with_max_tasks`] are kept at
-//! once (ended ones count until they are forgotten). A later round's requests
-//! are asked under new keys (`confirm.2`), so an answer meant for an earlier one
-//! never answers them; the call reads its own keys.
-//!
-//! The table is the process's: a fleet of servers behind a balancer answers for
-//! such a task on the replica that created it only. A backend that keeps its
-//! jobs in a store every replica reads (toolgraft-jobs' `remote`) makes tasks
-//! of its own when the server follows it ([`Tasks::following`]): a call to a
-//! branch whose outermost relocating layer it is, with only wrappers outside, is
-//! enqueued and answered with a task that is its job, which every replica that
-//! follows the same backend answers for (`tasks/get` reads the job, `tasks/cancel`
-//! cancels it). Such a task is found by its id (which carries a secret of its
-//! job's, not its job id alone) and only by the principal it was made for; the
-//! table's limits (`max_tasks`, the time to live) are not its: the job's store
-//! keeps it for its retention.
+//! The tasks of one server, by id: a place reserved before a call runs, the task
+//! it becomes, its progress, answers, cancellation and expiry, and the ids of
+//! followed jobs.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::fmt;
-use std::future::Future;
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::FutureExt as _;
 use rmcp::ErrorData;
-use rmcp::model::{
-    CallToolResult, DetailedTask, InputRequiredResult, InputResponses, JsonObject, Task,
-    TaskPayload, TaskStatus,
-};
+use rmcp::model::{DetailedTask, InputResponses, JsonObject, Task, TaskPayload, TaskStatus};
 use serde_json::Value;
-use tokio::task::AbortHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use toolgraft::context::{Principal, Progress, ProgressSink};
 use toolgraft::relocation::{Deferred, Follow};
 
-/// Whether a name's calls may become tasks.
-///
-/// ```
-/// use toolgraft_mcp::task::TaskSupport;
-/// assert_ne!(TaskSupport::Required, TaskSupport::Allowed);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TaskSupport {
-    /// Never: the call is answered when it ends.
-    Never,
-    /// When the client declared the extension.
-    Allowed,
-    /// Always: a client that did not declare the extension is refused.
-    Required,
-}
-
-/// The longest time to live a task may be given: a day.
-pub const MAX_TTL: Duration = Duration::from_secs(24 * 60 * 60);
-
-/// The most tasks a table may be told to hold at once.
-pub const MAX_TASKS: usize = 1_000_000;
-
-/// MCP tasks for a [`ToolsetServer`](crate::ToolsetServer): which names a task
-/// may carry, how long tasks are kept and how many at once (see the
-/// [module docs](self)).
-///
-/// ```
-/// use std::time::Duration;
-/// use toolgraft_mcp::task::Tasks;
-/// let tasks = Tasks::new()
-///     .with_ttl(Duration::from_secs(600))?
-///     .with_max_tasks(1000)?
-///     .require("export_report")
-///     .allow("summarize");
-/// let server = toolgraft_mcp::ToolsetServer::new(toolgraft::Toolset::new()).with_tasks(tasks);
-/// # Ok::<(), toolgraft_mcp::task::TaskSettingError>(())
-/// ```
-#[derive(Clone)]
-pub struct Tasks {
-    ttl: Duration,
-    poll_interval: Duration,
-    max_tasks: usize,
-    support: HashMap<String, TaskSupport>,
-    /// By follower (`remote:<queue>`).
-    followers: HashMap<String, Arc<dyn Follow>>,
-}
-
-impl fmt::Debug for Tasks {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Tasks")
-            .field("ttl", &self.ttl)
-            .field("poll_interval", &self.poll_interval)
-            .field("max_tasks", &self.max_tasks)
-            .field("support", &self.support)
-            .field("followers", &self.followers.keys().collect::<Vec<_>>())
-            .finish()
-    }
-}
-
-impl Default for Tasks {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Tasks {
-    /// Tasks for relocated names, kept an hour, 10 000 at once, polled every
-    /// half second.
-    pub fn new() -> Self {
-        Self {
-            ttl: Duration::from_secs(60 * 60),
-            poll_interval: Duration::from_millis(500),
-            max_tasks: 10_000,
-            support: HashMap::new(),
-            followers: HashMap::new(),
-        }
-    }
-
-    /// Follows the jobs of a backend that defers (toolgraft-jobs' `Remote`):
-    /// a call to a branch whose outermost relocating layer is that backend,
-    /// with only wrappers outside it, is enqueued and answered with a task
-    /// that is its job, which every server following the same backend answers
-    /// for (a fleet's replicas behind a balancer: register it on each).
-    ///
-    /// ```
-    /// # use std::sync::Arc;
-    /// use toolgraft::relocation::{Follow, Followed};
-    /// # struct Jobs;
-    /// # impl Follow for Jobs {
-    /// #     fn follower(&self) -> String { "remote:reports".into() }
-    /// #     fn backend(&self) -> String { "remote".into() }
-    /// #     fn kept_for(&self) -> std::time::Duration { std::time::Duration::from_secs(3600) }
-    /// #     fn status(&self, _: &str) -> futures_util::future::BoxFuture<'static, Result<Option<Followed>, String>> { Box::pin(async { Ok(None) }) }
-    /// #     fn cancel(&self, _: &str) -> futures_util::future::BoxFuture<'static, Result<(), String>> { Box::pin(async { Ok(()) }) }
-    /// # }
-    /// let tasks = toolgraft_mcp::task::Tasks::new().following(Jobs);
-    /// assert!(tasks.follows_backend("remote"));
-    /// ```
-    pub fn following(mut self, follow: impl Follow) -> Self {
-        self.followers.insert(follow.follower(), Arc::new(follow));
-        self
-    }
-
-    /// How often a client should poll.
-    pub fn poll_interval(&self) -> Duration {
-        self.poll_interval
-    }
-
-    /// The followers followed, by [`Follow::follower`].
-    pub(crate) fn follower_keys(&self) -> impl Iterator<Item = String> + '_ {
-        self.followers.keys().cloned()
-    }
-
-    /// Whether a backend named `backend` is followed.
-    pub fn follows_backend(&self, backend: &str) -> bool {
-        self.followers
-            .values()
-            .any(|follow| follow.backend() == backend)
-    }
-
-    /// How long a task is kept from its creation (`ttlMs`), whether or not it
-    /// ended: 1 s to a day ([`MAX_TTL`]).
-    ///
-    /// # Errors
-    ///
-    /// [`TaskSettingError`] outside that range.
-    pub fn with_ttl(mut self, ttl: Duration) -> Result<Self, TaskSettingError> {
-        if ttl < Duration::from_secs(1) || ttl > MAX_TTL {
-            return Err(TaskSettingError::new(
-                "ttl",
-                format!("{ttl:?}"),
-                "1 s to 24 h",
-            ));
-        }
-        self.ttl = ttl;
-        Ok(self)
-    }
-
-    /// How often a client should poll (`pollIntervalMs`): 10 ms to a minute.
-    ///
-    /// # Errors
-    ///
-    /// [`TaskSettingError`] outside that range.
-    pub fn with_poll_interval(mut self, every: Duration) -> Result<Self, TaskSettingError> {
-        if every < Duration::from_millis(10) || every > Duration::from_secs(60) {
-            return Err(TaskSettingError::new(
-                "poll_interval",
-                format!("{every:?}"),
-                "10 ms to 60 s",
-            ));
-        }
-        self.poll_interval = every;
-        Ok(self)
-    }
-
-    /// How many tasks are kept at once, ended or not: 1 to [`MAX_TASKS`]. A call
-    /// that would make one more is refused (an internal error saying so).
-    ///
-    /// # Errors
-    ///
-    /// [`TaskSettingError`] outside that range.
-    pub fn with_max_tasks(mut self, max: usize) -> Result<Self, TaskSettingError> {
-        if max == 0 || max > MAX_TASKS {
-            return Err(TaskSettingError::new(
-                "max_tasks",
-                max.to_string(),
-                "1 to 1000000",
-            ));
-        }
-        self.max_tasks = max;
-        Ok(self)
-    }
-
-    /// Calls to the published name `name` are tasks for clients with the
-    /// extension (answered at once when not relocated and done without waiting),
-    /// and are refused to clients without it.
-    pub fn require(self, name: impl Into<String>) -> Self {
-        self.support(name, TaskSupport::Required)
-    }
-
-    /// Calls to `name` may become tasks, relocated or not.
-    pub fn allow(self, name: impl Into<String>) -> Self {
-        self.support(name, TaskSupport::Allowed)
-    }
-
-    /// Calls to `name` never become tasks, relocated or not.
-    pub fn forbid(self, name: impl Into<String>) -> Self {
-        self.support(name, TaskSupport::Never)
-    }
-
-    fn support(mut self, name: impl Into<String>, support: TaskSupport) -> Self {
-        self.support.insert(name.into(), support);
-        self
-    }
-
-    /// Whether calls to `name` may become tasks; `relocated` says whether its
-    /// body is relocated.
-    ///
-    /// ```
-    /// use toolgraft_mcp::task::{TaskSupport, Tasks};
-    /// let tasks = Tasks::new().require("export");
-    /// assert_eq!(tasks.support_of("export", false), TaskSupport::Required);
-    /// assert_eq!(tasks.support_of("search_pool", true), TaskSupport::Allowed);
-    /// assert_eq!(tasks.support_of("search", false), TaskSupport::Never);
-    /// ```
-    pub fn support_of(&self, name: &str, relocated: bool) -> TaskSupport {
-        match self.support.get(name) {
-            Some(support) => *support,
-            None if relocated => TaskSupport::Allowed,
-            None => TaskSupport::Never,
-        }
-    }
-}
-
-/// A [`Tasks`] setting out of its range.
-///
-/// ```
-/// let error = toolgraft_mcp::task::Tasks::new().with_max_tasks(0).unwrap_err();
-/// assert_eq!(error.to_string(), "the tasks setting `max_tasks` takes 1 to 1000000, not 0");
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TaskSettingError {
-    /// The setting.
-    pub setting: &'static str,
-    /// The value given.
-    pub value: String,
-    /// What it takes.
-    pub range: &'static str,
-}
-
-impl TaskSettingError {
-    fn new(setting: &'static str, value: String, range: &'static str) -> Self {
-        Self {
-            setting,
-            value,
-            range,
-        }
-    }
-}
-
-impl fmt::Display for TaskSettingError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "the tasks setting `{}` takes {}, not {}",
-            self.setting, self.range, self.value
-        )
-    }
-}
-
-impl std::error::Error for TaskSettingError {}
-
-/// How a call ended, as MCP answers it.
-pub(crate) enum Settled {
-    /// A result, or a protocol error.
-    Answered(Result<CallToolResult, ErrorData>),
-    /// The caller must answer these first.
-    Needs(InputRequiredResult),
-}
-
-/// A call's future, to its end.
-pub(crate) type Running = Pin<Box<dyn Future<Output = Settled> + Send>>;
-
-/// Runs the call again with the responses and the state an input brought.
-pub(crate) type Resume = Arc<dyn Fn(InputResponses, Option<String>) -> Running + Send + Sync>;
+use super::clock::{millis, now_iso};
+use super::record::{Record, Records, Status, failed};
+use super::settings::Tasks;
+use super::settled::{Resume, Running, Settled, error_object, unknown};
 
 /// How long an ended task (or one stopped at its time to live) is kept past
 /// its time to live, for a client still polling to read how it ended.
@@ -363,65 +43,6 @@ const JOB_TASK: &str = "job.";
 pub(crate) struct FollowedTask {
     pub(crate) follow: Arc<dyn Follow>,
     pub(crate) job: String,
-}
-
-#[derive(Default)]
-struct Records {
-    by_id: HashMap<String, Record>,
-    /// Ids in the order they were made: every task lives as long, so the
-    /// oldest expire first and expiring never looks past the first live one.
-    by_age: VecDeque<(Instant, String)>,
-}
-
-struct Record {
-    created: Instant,
-    created_at: String,
-    updated_at: String,
-    principal: Option<Principal>,
-    status: Status,
-    /// What the task's calls see as their request's cancellation: cancelled
-    /// with the task (the request the call came in answered long ago).
-    cancel: CancellationToken,
-    running: Option<AbortHandle>,
-    /// Whether the reserved place became a task.
-    begun: bool,
-    /// Until the task ends.
-    resume: Option<Resume>,
-    /// How many times the call asked for input: keys of later rounds are
-    /// renamed, so an answer meant for an earlier round never answers a later one.
-    rounds: u32,
-    /// The call's last report of its progress.
-    message: Option<String>,
-}
-
-enum Status {
-    Working,
-    Waiting {
-        /// By the key the client answers under: the call's key and its request.
-        pending: BTreeMap<String, (String, rmcp::model::InputRequest)>,
-        /// By the call's key.
-        answered: InputResponses,
-        state: Option<String>,
-    },
-    Completed(Arc<JsonObject>),
-    Failed(Arc<JsonObject>),
-    Cancelled,
-}
-
-impl Status {
-    fn is_terminal(&self) -> bool {
-        matches!(self, Self::Completed(_) | Self::Failed(_) | Self::Cancelled)
-    }
-}
-
-/// The task a client did not make, or may not see: the same error either way,
-/// so an id reveals nothing.
-pub(crate) fn unknown(id: &str) -> ErrorData {
-    ErrorData::invalid_params(format!("no task `{id}`"), None)
-}
-
-pub(crate) fn now_iso() -> String {
-    jiff::Timestamp::now().to_string()
 }
 
 fn new_id() -> Result<String, ErrorData> {
@@ -803,35 +424,10 @@ impl Table {
     }
 }
 
-fn failed(message: &'static str) -> Status {
-    Status::Failed(Arc::new(error_object(&ErrorData::internal_error(
-        message, None,
-    ))))
-}
-
-/// A result as the object a completed task inlines.
-pub(crate) fn object_of(result: &CallToolResult) -> JsonObject {
-    match serde_json::to_value(result) {
-        Ok(Value::Object(result)) => result,
-        _ => JsonObject::new(),
-    }
-}
-
-/// A JSON-RPC error as the object a failed task inlines.
-pub(crate) fn error_object(error: &ErrorData) -> JsonObject {
-    match serde_json::to_value(error) {
-        Ok(Value::Object(error)) => error,
-        _ => JsonObject::new(),
-    }
-}
-
-pub(crate) fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmcp::model::{CallToolResult, InputRequiredResult};
     use std::sync::atomic::{AtomicBool, Ordering};
 
     fn answered(text: &str) -> Settled {
@@ -1146,33 +742,5 @@ mod tests {
         };
         assert_eq!(error["message"], "broke");
         assert_eq!(error["code"], -32603);
-    }
-
-    #[test]
-    fn settings_outside_their_ranges_are_refused() {
-        assert!(Tasks::new().with_ttl(Duration::from_millis(999)).is_err());
-        assert!(
-            Tasks::new()
-                .with_ttl(MAX_TTL + Duration::from_secs(1))
-                .is_err()
-        );
-        assert!(Tasks::new().with_ttl(MAX_TTL).is_ok());
-        assert!(
-            Tasks::new()
-                .with_poll_interval(Duration::from_millis(9))
-                .is_err()
-        );
-        assert!(
-            Tasks::new()
-                .with_poll_interval(Duration::from_secs(61))
-                .is_err()
-        );
-        assert!(Tasks::new().with_max_tasks(MAX_TASKS + 1).is_err());
-        assert!(Tasks::new().with_max_tasks(MAX_TASKS).is_ok());
-        let error = Tasks::new().with_ttl(Duration::ZERO).unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "the tasks setting `ttl` takes 1 s to 24 h, not 0ns"
-        );
     }
 }

@@ -3,7 +3,6 @@
 //! for input and resumed; a call that asks its caller at once answered with an
 //! input-required result; approval inside a task.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -25,6 +24,8 @@ use toolgraft::ext::{Pool, Timeout};
 use toolgraft::prelude::*;
 use toolgraft_mcp::ToolsetServer;
 use toolgraft_mcp::task::Tasks;
+
+use crate::support::within;
 
 type Connection = RunningService<RoleClient, ClientConfig>;
 
@@ -181,12 +182,6 @@ async fn connect(server: ToolsetServer, tasks: bool) -> Connection {
     )
     .await
     .expect("the client connects")
-}
-
-async fn within<F: Future>(what: &str, future: F) -> F::Output {
-    tokio::time::timeout(Duration::from_secs(30), future)
-        .await
-        .unwrap_or_else(|_| panic!("timed out: {what}"))
 }
 
 fn call(name: &str, arguments: Value) -> CallToolRequestParams {

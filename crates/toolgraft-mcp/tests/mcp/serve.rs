@@ -2,7 +2,6 @@
 //! process (over a duplex pipe, on both lifecycles), and to the `mcp_server`
 //! example over stdio, the way an MCP client launches a server.
 
-use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -31,6 +30,8 @@ use toolgraft::prelude::*;
 use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::ElementSpec;
 use toolgraft_mcp::{BadArguments, ERROR_META, ToolsetServer};
+
+use crate::support::{args, within};
 
 // ---------------------------------------------------------------- fixtures
 
@@ -188,17 +189,6 @@ async fn modern(toolset: &Toolset) -> Connection {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     };
     connect(toolset, lifecycle).await
-}
-
-/// No test step may hang: each is bounded.
-async fn within<F: Future>(what: &str, future: F) -> F::Output {
-    tokio::time::timeout(Duration::from_secs(30), future)
-        .await
-        .unwrap_or_else(|_| panic!("timed out: {what}"))
-}
-
-fn args(value: Value) -> JsonObject {
-    value.as_object().cloned().expect("arguments are an object")
 }
 
 async fn call(

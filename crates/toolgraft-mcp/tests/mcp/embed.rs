@@ -4,31 +4,30 @@
 // Logging is deprecated in the newest protocol, and still what clients show.
 #![allow(deprecated)]
 
-use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolRequestParams, ContentBlock, ErrorCode, JsonObject, ListPromptsResult, LoggingLevel,
-    LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
-    Prompt, RequestMetaObject, ServerCapabilities, ServerConfig,
+    ContentBlock, ErrorCode, ListPromptsResult, LoggingLevel, LoggingMessageNotificationParam,
+    MetaObject, PaginatedRequestParams, Prompt, RequestMetaObject, ServerCapabilities,
+    ServerConfig,
 };
-use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::service::RequestContext;
 use rmcp::{
-    ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, Peer, RoleClient, RoleServer,
-    ServerHandler, ServiceExt, tool, tool_handler, tool_router,
+    ClientHandler, ErrorData, Peer, RoleServer, ServerHandler, tool, tool_handler, tool_router,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::Notify;
 use toolgraft::context::{self, Progress};
 use toolgraft::ext::{Cache, Pool, Timeout};
 use toolgraft::prelude::*;
 use toolgraft_mcp::call::McpCall;
 use toolgraft_mcp::{BadArguments, ERROR_META, McpContent, ToolsetServer, import};
+
+use crate::support::{connect, request, within};
 
 /// The notes server of an author, in plain rmcp: two tools, a prompt.
 #[derive(Clone)]
@@ -86,67 +85,6 @@ impl ServerHandler for Notes {
         let prompt = Prompt::new("summarize", Some("Summarize the notes."), None);
         Ok(ListPromptsResult::with_all_items(vec![prompt]))
     }
-}
-
-/// A client that keeps the progress and log messages it is sent.
-#[derive(Clone, Default)]
-struct Client {
-    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
-    logs: Arc<Mutex<Vec<LoggingMessageNotificationParam>>>,
-    list_changed: Arc<Notify>,
-}
-
-impl ClientHandler for Client {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _: NotificationContext<RoleClient>,
-    ) {
-        self.progress.lock().unwrap().push(params);
-    }
-
-    async fn on_logging_message(
-        &self,
-        params: LoggingMessageNotificationParam,
-        _: NotificationContext<RoleClient>,
-    ) {
-        self.logs.lock().unwrap().push(params);
-    }
-
-    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
-        self.list_changed.notify_one();
-    }
-}
-
-type Connection = RunningService<RoleClient, Client>;
-
-async fn connect<S: ServerHandler>(server: S) -> Connection {
-    let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
-    within(
-        "connecting",
-        Client::default().serve_with_lifecycle(client_io, ClientLifecycleMode::Initialize),
-    )
-    .await
-    .expect("the client connects")
-}
-
-async fn within<F: Future>(what: &str, future: F) -> F::Output {
-    tokio::time::timeout(Duration::from_secs(30), future)
-        .await
-        .unwrap_or_else(|_| panic!("timed out: {what}"))
-}
-
-fn args(value: Value) -> JsonObject {
-    value.as_object().cloned().expect("arguments are an object")
-}
-
-fn request(name: &'static str, arguments: Value) -> CallToolRequestParams {
-    CallToolRequestParams::new(name).with_arguments(args(arguments))
 }
 
 /// The notes' tools in a toolset, `cache` on `search` and `timeout` on both.

@@ -3,12 +3,11 @@
 //! not rmcp's (or a hostile one) gets: sessions, Host and Origin allow-lists, the
 //! bearer token, bad bodies.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode, JsonObject};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -25,6 +24,8 @@ use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::ElementSpec;
 use toolgraft_mcp::ToolsetServer;
 use toolgraft_mcp::http::{Guard, GuardError, HttpError, McpHttp, Serving};
+
+use crate::support::{args, within};
 
 // ---------------------------------------------------------------- fixtures
 
@@ -97,17 +98,6 @@ async fn connect(url: &str) -> Connection {
         url.to_owned(),
     ))
     .await
-}
-
-/// No test step may hang: each is bounded.
-async fn within<F: Future>(what: &str, future: F) -> F::Output {
-    tokio::time::timeout(Duration::from_secs(30), future)
-        .await
-        .unwrap_or_else(|_| panic!("timed out: {what}"))
-}
-
-fn args(value: Value) -> JsonObject {
-    value.as_object().cloned().expect("arguments are an object")
 }
 
 async fn call(

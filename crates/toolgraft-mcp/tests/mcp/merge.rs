@@ -2,30 +2,27 @@
 //! other: names the toolset hides, the handler's paged tools, the server's
 //! info at `initialize`, and a body's progress reported faster than it is sent.
 
-use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolRequestParams, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, RequestMetaObject,
-    ServerCapabilities, ServerConfig, Tool as McpTool,
+    Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
+    PaginatedRequestParams, RequestMetaObject, ServerCapabilities, ServerConfig, Tool as McpTool,
 };
-use rmcp::service::{NotificationContext, RequestContext, RunningService};
-use rmcp::{
-    ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient, RoleServer,
-    ServerHandler, ServiceExt, tool, tool_handler, tool_router,
-};
+use rmcp::service::RequestContext;
+use rmcp::{ClientHandler, ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use toolgraft::context::{self, Progress};
 use toolgraft::ext::Cache;
 use toolgraft::prelude::*;
 use toolgraft::toolset::Publish;
 use toolgraft_mcp::{ToolsetServer, import};
+
+use crate::support::{Connection, connect, request, within};
 
 #[derive(Clone)]
 struct Notes {
@@ -61,52 +58,6 @@ impl ServerHandler for Notes {
             .build();
         ServerConfig::new(capabilities)
     }
-}
-
-#[derive(Clone, Default)]
-struct Client {
-    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
-}
-
-impl ClientHandler for Client {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _: NotificationContext<RoleClient>,
-    ) {
-        self.progress.lock().unwrap().push(params);
-    }
-}
-
-type Connection = RunningService<RoleClient, Client>;
-
-async fn connect<S: ServerHandler>(server: S) -> Connection {
-    let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
-    within(
-        "connecting",
-        Client::default().serve_with_lifecycle(client_io, ClientLifecycleMode::Initialize),
-    )
-    .await
-    .expect("the client connects")
-}
-
-async fn within<F: Future>(what: &str, future: F) -> F::Output {
-    tokio::time::timeout(Duration::from_secs(30), future)
-        .await
-        .unwrap_or_else(|_| panic!("timed out: {what}"))
-}
-
-fn args(value: Value) -> JsonObject {
-    value.as_object().cloned().expect("arguments are an object")
-}
-
-fn request(name: &'static str, arguments: Value) -> CallToolRequestParams {
-    CallToolRequestParams::new(name).with_arguments(args(arguments))
 }
 
 async fn names(client: &Connection) -> Vec<String> {

@@ -1,0 +1,13 @@
+//! toolgraft-mcp's tests, one binary: the helpers every module shares
+//! (`support`), then serving a toolset (`serve`), toolgraft inside a server of
+//! one's own (`embed`, `merge`), MCP tasks (`tasks`) and Streamable HTTP
+//! (`http`, feature `http`).
+
+mod support;
+
+mod embed;
+#[cfg(feature = "http")]
+mod http;
+mod merge;
+mod serve;
+mod tasks;

@@ -1,0 +1,87 @@
+//! What every module's tests share: a deadline on whatever they await, the
+//! arguments of a call, and an rmcp client connected in process that records
+//! what the server sends it.
+
+// Logging is deprecated in the newest protocol, and still what clients show.
+#![allow(deprecated)]
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, JsonObject, LoggingMessageNotificationParam, ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{
+    ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient, ServerHandler, ServiceExt,
+};
+use serde_json::Value;
+use tokio::sync::Notify;
+
+/// `future`, or a panic naming `what` after 30 s.
+pub async fn within<F: Future>(what: &str, future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(30), future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out: {what}"))
+}
+
+/// A call's arguments from a JSON object.
+pub fn args(value: Value) -> JsonObject {
+    value.as_object().cloned().expect("arguments are an object")
+}
+
+/// A `tools/call` of `name` with `arguments`.
+pub fn request(name: &'static str, arguments: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(name).with_arguments(args(arguments))
+}
+
+/// A client that keeps the progress and log messages it is sent, and wakes on
+/// `notifications/tools/list_changed`.
+#[derive(Clone, Default)]
+pub struct Client {
+    pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    pub logs: Arc<Mutex<Vec<LoggingMessageNotificationParam>>>,
+    pub list_changed: Arc<Notify>,
+}
+
+impl ClientHandler for Client {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        self.logs.lock().unwrap().push(params);
+    }
+
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        self.list_changed.notify_one();
+    }
+}
+
+pub type Connection = RunningService<RoleClient, Client>;
+
+/// `server` served in process over a duplex pipe, and a [`Client`] connected to
+/// it with `initialize`.
+pub async fn connect<S: ServerHandler>(server: S) -> Connection {
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    within(
+        "connecting",
+        Client::default().serve_with_lifecycle(client_io, ClientLifecycleMode::Initialize),
+    )
+    .await
+    .expect("the client connects")
+}
