@@ -57,12 +57,17 @@ async fn add(input: Add) -> Result<Sum, BoxError> {
 #[derive(Clone)]
 struct Pass;
 
-impl<S: Stack> Wrap<S> for Pass {
+impl toolgraft::Extension for Pass {
+    type Kind = toolgraft::extension::Wrapper;
     type Locality = Anywhere;
-    type Params = ();
+
     fn name(&self) -> &str {
         "pass"
     }
+}
+
+impl<S: Stack> Wrap<S> for Pass {
+    type Params = ();
 
     fn around(
         &self,

@@ -36,7 +36,6 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
@@ -51,6 +50,7 @@ use toolgraft::context::{
     self, Answer, Answered, Ask, Asker, Context, Entry, InProcess, InputRequest, Progress,
     ProgressSink, Question, Reach, Unkeyed,
 };
+use toolgraft::store::{StoreError, StoreFuture};
 
 /// The MCP request a call came in by (`tools/call`), set by
 /// [`ToolsetServer`](crate::ToolsetServer) for the whole call: every layer of the
@@ -307,10 +307,7 @@ impl Ask for McpAsk {
         }
     }
 
-    fn ask_now(
-        &self,
-        question: Question,
-    ) -> Pin<Box<dyn Future<Output = Result<Answer, String>> + Send>> {
+    fn ask_now(&self, question: Question) -> StoreFuture<'static, Answer> {
         let peer = self.0.request.peer.clone();
         Box::pin(async move {
             let params: ElicitRequestParams = serde_json::from_value(serde_json::json!({
@@ -318,11 +315,14 @@ impl Ask for McpAsk {
                 "message": question.message,
                 "requestedSchema": question.schema,
             }))
-            .map_err(|error| format!("the question is not an elicitation: {error}"))?;
+            .map_err(|error| {
+                StoreError::new(format_args!("the question is not an elicitation: {error}"))
+                    .with_source(error)
+            })?;
             let result = peer
                 .create_elicitation(params)
                 .await
-                .map_err(|error| error.to_string())?;
+                .map_err(|error| StoreError::new(&error).with_source(error))?;
             Ok(answer_of(&serde_json::to_value(result).unwrap_or_default()))
         })
     }

@@ -86,6 +86,7 @@ mod tests {
                 .redeem("c", 30, 5)
                 .await
                 .unwrap_err()
+                .message()
                 .contains("capacity")
         );
         // At 15 `a` has expired: its place is free, and `b` is still used.

@@ -101,8 +101,8 @@ impl Tasks {
     /// #     fn follower(&self) -> String { "remote:reports".into() }
     /// #     fn backend(&self) -> String { "remote".into() }
     /// #     fn kept_for(&self) -> std::time::Duration { std::time::Duration::from_secs(3600) }
-    /// #     fn status(&self, _: &str) -> futures_util::future::BoxFuture<'static, Result<Option<Followed>, String>> { Box::pin(async { Ok(None) }) }
-    /// #     fn cancel(&self, _: &str) -> futures_util::future::BoxFuture<'static, Result<(), String>> { Box::pin(async { Ok(()) }) }
+    /// #     fn status(&self, _: &str) -> toolgraft::store::StoreFuture<'static, Option<Followed>> { Box::pin(async { Ok(None) }) }
+    /// #     fn cancel(&self, _: &str) -> toolgraft::store::StoreFuture<'static, ()> { Box::pin(async { Ok(()) }) }
     /// # }
     /// let tasks = toolgraft_mcp::task::Tasks::new().following(Jobs);
     /// assert!(tasks.follows_backend("remote"));

@@ -998,13 +998,17 @@ struct Fragile;
 /// Set to make the next call through `Fragile` panic.
 static FRAGILE_PANICS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-impl<S: Stack> Wrap<S> for Fragile {
+impl toolgraft::Extension for Fragile {
+    type Kind = toolgraft::extension::Wrapper;
     type Locality = toolgraft::extension::Anywhere;
-    type Params = ();
 
     fn name(&self) -> &str {
         "fragile"
     }
+}
+
+impl<S: Stack> Wrap<S> for Fragile {
+    type Params = ();
 
     async fn around(
         &self,
