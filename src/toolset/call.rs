@@ -2,7 +2,6 @@
 //! [`Toolset::call_published`] by a published one.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
 
 use futures_util::FutureExt;
 use serde_json::Value;
@@ -10,11 +9,20 @@ use serde_json::Value;
 use crate::bind::{Entry, ToolInfo};
 use crate::context::{CallName, Context};
 use crate::error::{ArgsError, ArgsErrorKind, ToolError, panic_message, shorten, shorten_json};
-use crate::limits::{Limits, deeper_than, drop_flat};
+use crate::limits::{deeper_than, drop_flat};
 use crate::name::Name;
 use crate::schema::{self, Args};
 
 use super::Toolset;
+
+/// Which names a call looks its name up among.
+#[derive(Clone, Copy)]
+enum By {
+    /// The bound names: a call in process.
+    Bound,
+    /// The published names: a client's call.
+    Published,
+}
 
 /// How a call named what it calls.
 enum Called {
@@ -26,6 +34,17 @@ enum Called {
     Alias(Name),
 }
 
+impl Called {
+    /// `error` as the caller sees it: speaking of the alias it called, if it
+    /// called one.
+    fn error(&self, error: ToolError) -> ToolError {
+        match self {
+            Self::Alias(alias) => error.for_caller(alias),
+            Self::Bound | Self::Published => error,
+        }
+    }
+}
+
 impl Toolset {
     /// Calls a bound name with JSON arguments (an object; `null` means none).
     ///
@@ -34,7 +53,7 @@ impl Toolset {
     /// of one branch is refused by the others.
     ///
     /// Hostile arguments are refused, never fatal: arguments nested deeper than
-    /// [`Limits::max_depth`] are refused before any other work (and dropped
+    /// [`Limits::max_depth`](crate::limits::Limits::max_depth) are refused before any other work (and dropped
     /// without recursing), and a panic anywhere below (a body, an extension's own
     /// code) becomes [`ToolError::Panicked`]; the toolset keeps serving.
     ///
@@ -54,13 +73,12 @@ impl Toolset {
     /// assert!(matches!(err, ToolError::InvalidArguments { field: Some(f), .. } if f == "exp"));
     /// # Ok(()) }
     /// ```
-    pub async fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        let (entry, limits) = {
-            let catalog = self.read();
-            (catalog.entries.get(name).cloned(), catalog.limits)
-        };
-        self.call_entry(entry, Called::Bound, name, args, limits)
-            .await
+    pub fn call<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+    ) -> impl Future<Output = Result<Value, ToolError>> + Send + 'a {
+        self.call_by(By::Bound, name, args)
     }
 
     /// Calls a published name ([`Publish`]) with JSON arguments: the bound name
@@ -85,104 +103,43 @@ impl Toolset {
     /// assert!(matches!(hidden, Err(ToolError::UnknownTool { .. })));
     /// # Ok(()) }
     /// ```
-    pub async fn call_published(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        let (entry, limits) = {
+    pub fn call_published<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+    ) -> impl Future<Output = Result<Value, ToolError>> + Send + 'a {
+        self.call_by(By::Published, name, args)
+    }
+
+    /// Calls what `name` names `by` a bound or a published name: one future,
+    /// with no other inside it than the stack's (a future a step would cost a
+    /// call by name more than some steps). The name is looked up, and the
+    /// context read, when the future first runs.
+    async fn call_by(&self, by: By, name: &str, args: Value) -> Result<Value, ToolError> {
+        let (entry, max_depth) = {
             let catalog = self.read();
-            (catalog.published.get(name).cloned(), catalog.limits)
+            let names = match by {
+                By::Bound => &catalog.entries,
+                By::Published => &catalog.published,
+            };
+            (names.get(name).cloned(), catalog.limits.max_depth())
         };
-        let called = match entry.as_ref().filter(|entry| entry.info.name != name) {
-            Some(_) => Name::new(name).map_or(Called::Published, Called::Alias),
-            None => Called::Published,
-        };
-        self.call_entry(entry, called, name, args, limits).await
-    }
-
-    /// Calls `entry` (what `name` named, if anything), as `called` says.
-    async fn call_entry(
-        &self,
-        entry: Option<Arc<Entry>>,
-        called: Called,
-        name: &str,
-        args: Value,
-        limits: Limits,
-    ) -> Result<Value, ToolError> {
-        let alias = match &called {
-            Called::Alias(alias) => Some(alias.clone()),
-            Called::Bound | Called::Published => None,
-        };
-        let outcome = self.call_found(entry, &called, name, args, limits).await;
-        match alias {
-            Some(alias) => outcome.map_err(|error| error.for_caller(&alias)),
-            None => outcome,
-        }
-    }
-
-    async fn call_found(
-        &self,
-        entry: Option<Arc<Entry>>,
-        called: &Called,
-        name: &str,
-        args: Value,
-        limits: Limits,
-    ) -> Result<Value, ToolError> {
-        // First, and without recursing: decoding, formatting and even dropping a
-        // value recurse once per level.
-        let too_deep = deeper_than(&args, limits.max_depth());
         let Some(entry) = entry else {
-            if too_deep {
-                drop_flat(args);
-            }
-            return Err(ToolError::UnknownTool {
-                name: shorten(name).into_owned(),
-            });
+            return Err(unknown(name, args, max_depth));
+        };
+        let called = match by {
+            By::Bound => Called::Bound,
+            By::Published if entry.info.name == name => Called::Published,
+            By::Published => Name::new(name).map_or(Called::Published, Called::Alias),
+        };
+        let (args, context) = match prepare(&entry, &called, args, max_depth) {
+            Ok(prepared) => prepared,
+            Err(error) => return Err(called.error(error)),
         };
         let tool = &entry.info.name;
-        if too_deep {
-            drop_flat(args);
-            return Err(ToolError::InvalidArguments {
-                tool: tool.clone(),
-                field: None,
-                kind: ArgsErrorKind::TooDeep,
-                problem: format!(
-                    "the arguments nest more than {} levels deep; flatten them, or raise the limit with `Limits::with_max_depth`",
-                    limits.max_depth()
-                ),
-            });
-        }
-        let mut args = match args {
-            Value::Object(args) => args,
-            Value::Null => Args::new(),
-            other => {
-                let problem = format!(
-                    "arguments must be a JSON object, not `{}`",
-                    shorten_json(&other)
-                );
-                return Err(ArgsError::whole(problem).for_tool(tool));
-            }
-        };
-        // The operator's pinned params: never the caller's, always passed.
-        if !entry.pinned.is_empty() {
-            if let Some(param) = args.keys().find(|param| entry.pinned.contains_key(*param)) {
-                return Err(ToolError::InvalidArguments {
-                    tool: tool.clone(),
-                    field: Some(param.clone()),
-                    kind: ArgsErrorKind::UnknownField,
-                    problem: format!("unknown field `{param}`: the operator pins it"),
-                });
-            }
-            args.extend(entry.pinned.iter().map(|(k, v)| (k.clone(), v.clone())));
-        }
-        // The bound name called is part of the call's context, for the layers and
-        // the body (and their errors) deep in the combo.
-        let current = Context::current();
-        let context = match called {
-            Called::Alias(alias) => current.with(CallName(alias.clone())),
-            _ if current.is_empty() => entry.called.clone(),
-            _ => current.with(CallName(tool.clone())),
-        };
         let call =
             context.scope(AssertUnwindSafe(entry.stack.call_json(tool, args)).catch_unwind());
-        match call.await {
+        let outcome = match call.await {
             Ok(Err(ToolError::InvalidArguments {
                 tool,
                 field: Some(field),
@@ -203,7 +160,8 @@ impl Toolset {
                 tool: tool.clone(),
                 message: shorten(&panic_message(panic.as_ref())).into_owned(),
             }),
-        }
+        };
+        outcome.map_err(|error| called.error(error))
     }
 
     /// " (`arg` is a parameter of `x`)" when a sibling of `info` names `arg`;
@@ -227,4 +185,72 @@ impl Toolset {
             .map(|entry| format!(" (`{arg}` is a parameter of `{}`)", entry.info.name))
             .unwrap_or_default()
     }
+}
+
+/// The error of a call of a name that is not bound (or not published), its
+/// arguments dropped first if they nest too deep to drop by recursing.
+fn unknown(name: &str, args: Value, max_depth: usize) -> ToolError {
+    if deeper_than(&args, max_depth) {
+        drop_flat(args);
+    }
+    ToolError::UnknownTool {
+        name: shorten(name).into_owned(),
+    }
+}
+
+/// What a call of `entry` passes to its stack: the arguments, checked before
+/// anything else runs and with the operator's pinned params, and the call's
+/// context.
+fn prepare(
+    entry: &Entry,
+    called: &Called,
+    args: Value,
+    max_depth: usize,
+) -> Result<(Args, Context), ToolError> {
+    let tool = &entry.info.name;
+    // First, and without recursing: decoding, formatting and even dropping a
+    // value recurse once per level.
+    if deeper_than(&args, max_depth) {
+        drop_flat(args);
+        return Err(ToolError::InvalidArguments {
+            tool: tool.clone(),
+            field: None,
+            kind: ArgsErrorKind::TooDeep,
+            problem: format!(
+                "the arguments nest more than {max_depth} levels deep; flatten them, or raise the limit with `Limits::with_max_depth`",
+            ),
+        });
+    }
+    let mut args = match args {
+        Value::Object(args) => args,
+        Value::Null => Args::new(),
+        other => {
+            let problem = format!(
+                "arguments must be a JSON object, not `{}`",
+                shorten_json(&other)
+            );
+            return Err(ArgsError::whole(problem).for_tool(tool));
+        }
+    };
+    // The operator's pinned params: never the caller's, always passed.
+    if !entry.pinned.is_empty() {
+        if let Some(param) = args.keys().find(|param| entry.pinned.contains_key(*param)) {
+            return Err(ToolError::InvalidArguments {
+                tool: tool.clone(),
+                field: Some(param.clone()),
+                kind: ArgsErrorKind::UnknownField,
+                problem: format!("unknown field `{param}`: the operator pins it"),
+            });
+        }
+        args.extend(entry.pinned.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    // The bound name called is part of the call's context, for the layers and
+    // the body (and their errors) deep in the combo.
+    let current = Context::current();
+    let context = match called {
+        Called::Alias(alias) => current.with(CallName(alias.clone())),
+        _ if current.is_empty() => entry.called.clone(),
+        _ => current.with(CallName(tool.clone())),
+    };
+    Ok((args, context))
 }
