@@ -305,6 +305,7 @@ fn tool() -> impl BaseTool<Input = Add, Output = i64> {
     Tool::builder()
         .name("add")
         .description("Add two numbers.")
+        .read_only()
         .body(add)
         .build()
         .unwrap()
