@@ -81,7 +81,7 @@ impl Toolset {
         self.call_by(By::Bound, name, args)
     }
 
-    /// Calls a published name ([`Publish`]) with JSON arguments: the bound name
+    /// Calls a published name ([`Publish`](super::Publish)) with JSON arguments: the bound name
     /// behind it, as [`call`](Toolset::call) does, with the published name as the
     /// call's [`CallName`] (what traces and metrics name). A bound name that is
     /// not published is unknown here.

@@ -59,7 +59,7 @@ impl Toolset {
         tools
     }
 
-    /// Every published name ([`Publish`]) with the bound name behind it and what
+    /// Every published name ([`Publish`](super::Publish)) with the bound name behind it and what
     /// clients see of that, sorted by published name: what a server lists.
     ///
     /// ```

@@ -104,7 +104,7 @@ impl Toolset {
     /// change. Returns each tool key with its outcome, in manifest order.
     ///
     /// Each tool's change is an [`edit`](Toolset::edit) that
-    /// [`replace`](Edit::replace)s its combos; what sets this apart, and why it is
+    /// [`replace`](super::Edit::replace)s its combos; what sets this apart, and why it is
     /// a verb of its own, is the per-tool outcome: a manifest is an operator's
     /// whole file, and one broken entry must not hold back the others (as for
     /// [`bind_manifest`](Toolset::bind_manifest)). For all-or-nothing across

@@ -66,7 +66,7 @@ impl Toolset {
     /// [`bind`](Toolset::bind), with what some of the tools publish
     /// ([`Publish`]) set in the same step: clients never see the names the
     /// publication hides, and a branch too long to publish under its own name
-    /// ([`Limits::max_published_len`]) binds under an alias. A publication for a
+    /// ([`Limits::max_published_len`](crate::limits::Limits::max_published_len)) binds under an alias. A publication for a
     /// tool the combos do not bind is refused ([`BindError::UnknownTool`]).
     ///
     /// ```
