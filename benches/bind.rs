@@ -29,15 +29,28 @@ async fn lookup(input: Lookup) -> Result<String, BoxError> {
     Ok(input.key)
 }
 
-const TOOLS: usize = 10_000;
+/// How many tools a run binds: 10,000 when it measures; 100 when it only shows
+/// the bench still runs (criterion's test mode, one run of each:
+/// `cargo test --benches`, or `cargo bench -- --test`), where 10,000 would take
+/// minutes in a debug build.
+fn tools() -> usize {
+    let arg = |name: &str| std::env::args().any(|arg| arg == name);
+    if arg("--bench") && !arg("--test") {
+        10_000
+    } else {
+        100
+    }
+}
 
 fn bind(c: &mut Criterion) {
+    let tools = tools();
     let mut bases = BaseTools::new();
     let mut first_two = BaseTools::new();
-    for at in 0..TOOLS {
+    for at in 0..tools {
         let tool = Tool::builder()
             .name(format!("lookup{at}"))
             .description("Look a key up.")
+            .read_only()
             .body(lookup)
             .build()
             .unwrap();
@@ -55,16 +68,16 @@ fn bind(c: &mut Criterion) {
         .register(Configured::new(Batch::default()))
         .unwrap();
     let combos = json!([["trace"], ["cache"], ["trace", "cache"], ["batch"]]);
-    let tools: serde_json::Map<String, serde_json::Value> = (0..TOOLS)
+    let entries: serde_json::Map<String, serde_json::Value> = (0..tools)
         .map(|at| (format!("lookup{at}"), combos.clone()))
         .collect();
-    let manifest = Manifest::from_value(&json!({ "tools": tools })).unwrap();
+    let manifest = Manifest::from_value(&json!({ "tools": entries })).unwrap();
 
     let toolset = Toolset::new();
     let outcome = toolset.bind_manifest(&registry, &bases, &manifest);
     assert!(outcome.iter().all(|(_, result)| result.is_ok()));
     // Each tool: itself, _trace, _cache, _trace_cache, _batch.
-    assert_eq!(toolset.names().len(), TOOLS * 5);
+    assert_eq!(toolset.names().len(), tools * 5);
 
     let mut group = c.benchmark_group("bind");
     group.sample_size(10);

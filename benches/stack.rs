@@ -313,6 +313,7 @@ fn tool() -> impl BaseTool<Input = Add, Output = i64> {
     Tool::builder()
         .name("add")
         .description("Add two numbers.")
+        .read_only()
         .body(add)
         .build()
         .unwrap()

@@ -10,7 +10,9 @@ use crate::runtime::Registry;
 use crate::runtime::manifest::{ComboSpec, ElementSpec};
 use crate::tool::Annotations;
 
-use super::{Publish, Retry, ToolGroup, Toolset};
+use super::catalog::ToolGroup;
+use super::install::Retry;
+use super::{Publish, Toolset};
 
 impl Toolset {
     /// Starts a change of bound tools: add [`attach`](Edit::attach),

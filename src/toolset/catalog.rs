@@ -1,0 +1,85 @@
+//! The catalog: every bound name with the entry that serves it, each base tool
+//! with its combos, and the published names, shared by a toolset's clones.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use rustc_hash::FxBuildHasher;
+
+use crate::bind::{Attached, Entry, Minted, Publish};
+use crate::limits::Limits;
+use crate::name::Name;
+use crate::tool::{Annotations, Presentation};
+
+/// Bound names to what they bind. Every by-name call hashes the name once, and
+/// SipHash's flooding resistance buys nothing here: the keys are the bound
+/// names, chosen by whoever binds, and a caller's unknown name only misses.
+pub(super) type ByName<V> = HashMap<Name, V, FxBuildHasher>;
+
+pub(super) struct Catalog {
+    /// Each base tool: its base, its combos, and every name it binds.
+    pub(super) tools: BTreeMap<Name, ToolGroup>,
+    pub(super) entries: ByName<Arc<Entry>>,
+    /// Each published name with the entry that serves it ([`Publish`]).
+    pub(super) published: ByName<Arc<Entry>>,
+    /// Counts changes to the bound names, for whoever serves the list.
+    pub(super) changes: tokio::sync::watch::Sender<u64>,
+    pub(super) limits: Limits,
+}
+
+impl Default for Catalog {
+    fn default() -> Self {
+        Self {
+            tools: BTreeMap::new(),
+            entries: HashMap::default(),
+            published: HashMap::default(),
+            changes: tokio::sync::watch::Sender::new(0),
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// One base tool with its attached combos.
+#[derive(Clone)]
+pub(crate) struct ToolGroup {
+    pub base: Minted,
+    /// The base tool's own presentation, before an operator's hints.
+    pub own: Arc<Presentation>,
+    pub combos: Vec<Attached>,
+    pub publish: Publish,
+    pub(super) names: Vec<Name>,
+    /// Bumped on every change, so a change prepared outside the lock can tell
+    /// whether the tool moved on meanwhile.
+    pub(super) generation: u64,
+}
+
+impl ToolGroup {
+    /// Sets the base's hints to its own with each one `said` replacing its own
+    /// (a manifest's `"annotations"`; none said is the tool's own again).
+    pub(crate) fn annotate(&mut self, said: &Annotations) {
+        self.base.running.presentation = annotated(&self.own, said);
+    }
+
+    /// A tool not bound yet, with its combos.
+    pub(crate) fn new(base: Minted, combos: Vec<Attached>) -> Self {
+        Self {
+            own: base.running.presentation.clone(),
+            base,
+            combos,
+            publish: Publish::default(),
+            names: Vec::new(),
+            generation: 0,
+        }
+    }
+}
+
+/// `own` with each hint `said` replacing its own.
+pub(super) fn annotated(own: &Arc<Presentation>, said: &Annotations) -> Arc<Presentation> {
+    if said.is_empty() {
+        return own.clone();
+    }
+    Arc::new(Presentation {
+        annotations: own.annotations.overridden_by(said),
+        ..Presentation::clone(own)
+    })
+}

@@ -1,0 +1,167 @@
+//! The one install path: a change of some tools' groups, planned outside the
+//! lock and swapped into the catalog in one step, all of it or none.
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError};
+
+use crate::bind::{self, Entry};
+use crate::error::{BindError, shorten};
+use crate::limits::Limits;
+use crate::name::Name;
+
+use super::Toolset;
+use super::catalog::{Catalog, ToolGroup};
+
+/// Whether a change prepared outside the lock must be prepared again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Retry {
+    Yes,
+    No,
+}
+
+impl Toolset {
+    /// A copy of the group of base tool `tool`, for a change to work on; a branch
+    /// or an unknown name is refused.
+    pub(crate) fn group(&self, tool: &str) -> Result<ToolGroup, BindError> {
+        let catalog = self.read();
+        if let Some(group) = catalog.tools.get(tool) {
+            return Ok(group.clone());
+        }
+        match catalog.entries.get(tool) {
+            Some(entry) => Err(BindError::NotABase {
+                name: entry.info.name.clone(),
+                base: entry.info.base.clone(),
+            }),
+            None => Err(BindError::UnknownTool {
+                tool: shorten(tool).into_owned(),
+            }),
+        }
+    }
+
+    /// Plans each group and swaps them all in for their tools' names, in one
+    /// step: all of them or none. A group with an expected generation replaces
+    /// its tool only if the tool is still at that generation (else the change is
+    /// retried by the caller); one without one binds a tool that is not bound yet.
+    pub(crate) fn install(
+        &self,
+        changes: Vec<(ToolGroup, Option<u64>)>,
+    ) -> Result<Retry, BindError> {
+        let limit = self.limits().max_name_len();
+        let mut planned = Vec::with_capacity(changes.len());
+        for (group, expected) in changes {
+            let entries = bind::plan_tool(&group.base, &group.combos)?;
+            let tool = group.base.running.base.clone();
+            for entry in &entries {
+                crate::bind::rules::name_length(&tool, &entry.info.name, &entry.info.chain, limit)?;
+            }
+            planned.push((group, expected, entries));
+        }
+        let mut catalog = self.catalog.write().unwrap_or_else(PoisonError::into_inner);
+        let changed: Vec<&Name> = planned
+            .iter()
+            .map(|(group, ..)| &group.base.running.base)
+            .collect();
+        let mut minted: HashMap<&Name, &Name> = HashMap::new();
+        for (group, expected, entries) in &planned {
+            let tool = &group.base.running.base;
+            let current = catalog.tools.get(tool).map(|current| current.generation);
+            match (current, expected) {
+                (Some(_), None) => return Err(BindError::AlreadyBound { tool: tool.clone() }),
+                (Some(now), Some(expected)) if now != *expected => return Ok(Retry::Yes),
+                (None, Some(_)) => return Ok(Retry::Yes),
+                _ => {}
+            }
+            for entry in entries {
+                let name = &entry.info.name;
+                let owner = catalog
+                    .entries
+                    .get(name)
+                    .map(|taken| &taken.info.base)
+                    .filter(|owner| !changed.contains(owner));
+                let owner = owner.or_else(|| minted.get(name).copied());
+                if let Some(owner) = owner.filter(|owner| *owner != tool) {
+                    return Err(BindError::NameTaken {
+                        tool: tool.clone(),
+                        name: name.clone(),
+                        owner: owner.clone(),
+                    });
+                }
+                minted.insert(name, tool);
+            }
+        }
+        drop(minted);
+        let published = publish_all(&catalog, &changed, &planned, catalog.limits)?;
+        drop(changed);
+        // What is replaced is dropped after the lock is released: dropping it runs
+        // extensions' and bodies' `Drop`, which may call back into the toolset.
+        let (mut replaced, mut old_groups) = (Vec::new(), Vec::new());
+        for (mut group, _, entries) in planned {
+            let tool = group.base.running.base.clone();
+            let old = catalog.tools.remove(&tool);
+            for name in old.iter().flat_map(|old| &old.names) {
+                replaced.extend(catalog.entries.remove(name));
+            }
+            group.names = entries
+                .iter()
+                .map(|entry| entry.info.name.clone())
+                .collect();
+            group.generation = old.as_ref().map_or(0, |old| old.generation + 1);
+            for entry in entries {
+                catalog
+                    .entries
+                    .insert(entry.info.name.clone(), Arc::new(entry));
+            }
+            catalog.tools.insert(tool, group);
+            old_groups.push(old);
+        }
+        let entry = |name: &Name| catalog.entries.get(name).cloned();
+        let published = published
+            .into_iter()
+            .filter_map(|(name, bound)| Some((name, entry(&bound)?)))
+            .collect();
+        catalog.published = published;
+        catalog.changes.send_modify(|changes| *changes += 1);
+        drop(catalog);
+        drop((old_groups, replaced));
+        Ok(Retry::No)
+    }
+}
+
+/// Every tool's published names after a change (`planned`, for the tools
+/// `changed`; the catalog's groups for the others), as `(published, bound)`:
+/// refused if a name is published twice or is too long, or names an unbound one.
+fn publish_all(
+    catalog: &Catalog,
+    changed: &[&Name],
+    planned: &[(ToolGroup, Option<u64>, Vec<Entry>)],
+    limits: Limits,
+) -> Result<Vec<(Name, Name)>, BindError> {
+    let limit = limits.max_published_len();
+    let mut owners = HashMap::new();
+    let mut all = Vec::new();
+    let planned = planned.iter().map(|(group, _, entries)| {
+        let names: Vec<Name> = entries
+            .iter()
+            .map(|entry| entry.info.name.clone())
+            .collect();
+        (group, names)
+    });
+    let kept = catalog
+        .tools
+        .values()
+        .filter(|group| !changed.contains(&&group.base.running.base))
+        .map(|group| (group, group.names.clone()));
+    for (group, names) in planned.chain(kept) {
+        let tool = &group.base.running.base;
+        let outermost = group.combos.iter().filter_map(|combo| {
+            combo
+                .branches
+                .last()
+                .map(|branch| branch.running.name.clone())
+        });
+        let pairs = group.publish.names(tool, &names, outermost)?;
+        bind::check_unique(&mut owners, tool, &pairs, limit)?;
+        all.extend(pairs);
+    }
+    Ok(all)
+}

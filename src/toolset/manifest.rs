@@ -1,0 +1,174 @@
+//! Binding from an operator's manifest: [`Toolset::bind_manifest`] binds base
+//! tools, [`Toolset::apply_manifest`] changes bound ones; each tool on its own.
+
+use std::collections::HashMap;
+
+use crate::bind::{self, Attached, Minted};
+use crate::error::{BindError, listed, shorten};
+use crate::limits::Limits;
+use crate::runtime::Registry;
+use crate::runtime::manifest::{ComboSpec, Manifest};
+
+use super::Toolset;
+use super::base_tools::BaseTools;
+use super::catalog::{ToolGroup, annotated};
+
+impl Toolset {
+    /// Binds every tool of `bases`, each with the combos `manifest` gives it (none
+    /// if it names it not). Tools are independent; a tool that breaks a rule has
+    /// none of its names bound (base included), and its key reports why; so does a
+    /// manifest key that names no tool of `bases`. Returns each tool with its
+    /// outcome: `bases` in order, then unknown manifest keys.
+    ///
+    /// The run-time counterpart of [`bind`](Toolset::bind), and a verb of its own
+    /// for the same reason as [`apply_manifest`](Toolset::apply_manifest): an
+    /// operator's file is many independent entries, so each tool gets its own
+    /// outcome where `bind` is one all-or-nothing call.
+    ///
+    /// ```
+    /// use toolgraft::runtime::manifest::Manifest;
+    /// use toolgraft::{BindError, Registry, Tool, Toolset};
+    /// use toolgraft::toolset::BaseTools;
+    /// use toolgraft::ext::{Pool, Trace};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let tool = |name: &str| Tool::builder().name(name).description("Return the text.").read_only()
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build();
+    /// let (shout, whisper) = (tool("shout")?, tool("whisper")?);
+    /// let mut registry = Registry::new();
+    /// registry.register(Trace)?.register(Pool::new(1)?)?;
+    /// let manifest = Manifest::from_json(r#"{"tools": {"shout": ["trace"], "whisper": ["pool", "pool"]}}"#)?;
+    ///
+    /// let toolset = Toolset::new();
+    /// let outcome = toolset.bind_manifest(&registry, &BaseTools::new().with(&shout).with(&whisper), &manifest);
+    /// assert!(outcome[0].1.is_ok());
+    /// assert!(matches!(outcome[1].1, Err(BindError::MultipleOfKind { .. })));
+    /// assert_eq!(toolset.names(), ["shout", "shout_trace"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn bind_manifest(
+        &self,
+        registry: &Registry,
+        bases: &BaseTools,
+        manifest: &Manifest,
+    ) -> Vec<(String, Result<(), BindError>)> {
+        let no_combos = Vec::new();
+        let by_tool: HashMap<&str, &Vec<ComboSpec>> = manifest
+            .tools
+            .iter()
+            .map(|(tool, combos)| (tool.as_str(), combos))
+            .collect();
+        let mut outcome: Vec<(String, Result<(), BindError>)> = bases
+            .tools
+            .iter()
+            .map(|base| {
+                let tool = &base.running.base;
+                let combos = by_tool.get(tool.as_str()).copied().unwrap_or(&no_combos);
+                let limits = self.limits();
+                let said = manifest.annotations_of(tool).cloned().unwrap_or_default();
+                let mut annotated_base = base.clone();
+                annotated_base.running.presentation = annotated(&base.running.presentation, &said);
+                let bound =
+                    build_combos(registry, &annotated_base, combos, &limits).and_then(|combos| {
+                        // The tool's own hints stay its own: a later manifest that
+                        // says none gets them back, not this manifest's.
+                        let mut group = ToolGroup::new(base.clone(), combos);
+                        group.annotate(&said);
+                        if let Some(publish) = manifest.publish_of(tool) {
+                            group.publish = publish.clone();
+                        }
+                        self.install(vec![(group, None)]).map(drop)
+                    });
+                (tool.as_str().to_owned(), bound)
+            })
+            .collect();
+        let offered: std::collections::HashSet<&str> = bases
+            .tools
+            .iter()
+            .map(|base| base.running.base.as_str())
+            .collect();
+        for (key, _) in &manifest.tools {
+            if !offered.contains(key.as_str()) {
+                outcome.push((
+                    key.clone(),
+                    Err(BindError::UnknownTool {
+                        tool: shorten(key).into_owned(),
+                    }),
+                ));
+            }
+        }
+        outcome
+    }
+
+    /// Gives each tool of `manifest` exactly the manifest's combos. Tools are
+    /// independent: one that breaks a rule keeps its previous binding, the others
+    /// change. Returns each tool key with its outcome, in manifest order.
+    ///
+    /// Each tool's change is an [`edit`](Toolset::edit) that
+    /// [`replace`](super::Edit::replace)s its combos; what sets this apart, and why it is
+    /// a verb of its own, is the per-tool outcome: a manifest is an operator's
+    /// whole file, and one broken entry must not hold back the others (as for
+    /// [`bind_manifest`](Toolset::bind_manifest)). For all-or-nothing across
+    /// tools, put the replacements in one edit.
+    ///
+    /// ```
+    /// use toolgraft::runtime::manifest::Manifest;
+    /// use toolgraft::{BindError, Registry, Tool, Toolset};
+    /// use toolgraft::tool::BaseTool;
+    /// use toolgraft::ext::Trace;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// let shout = Tool::builder().name("shout").description("Return the text.").read_only()
+    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo(),))?;
+    /// let mut registry = Registry::new();
+    /// registry.register(Trace)?;
+    /// let manifest = Manifest::from_json(r#"{"tools": {"shout": ["trace"], "ghost": ["trace"]}}"#)?;
+    /// let outcome = toolset.apply_manifest(&registry, &manifest);
+    /// assert!(outcome[0].1.is_ok());
+    /// assert!(matches!(outcome[1].1, Err(BindError::UnknownTool { .. })));
+    /// assert_eq!(toolset.names(), ["shout", "shout_trace"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn apply_manifest(
+        &self,
+        registry: &Registry,
+        manifest: &Manifest,
+    ) -> Vec<(String, Result<(), BindError>)> {
+        manifest
+            .tools
+            .iter()
+            .map(|(tool, combos)| {
+                let said = manifest.annotations_of(tool).cloned().unwrap_or_default();
+                let mut edit = self.edit().replace_annotated(registry, tool, combos, said);
+                if let Some(publish) = manifest.publish_of(tool) {
+                    edit = edit.publish(tool, publish.clone());
+                }
+                (tool.clone(), edit.commit())
+            })
+            .collect()
+    }
+}
+
+/// The combos of one tool, built: each must differ from the others (a combo
+/// listed twice is refused, whichever way the tool is bound or changed).
+fn build_combos(
+    registry: &Registry,
+    base: &Minted,
+    combos: &[ComboSpec],
+    limits: &Limits,
+) -> Result<Vec<Attached>, BindError> {
+    let mut attached: Vec<Attached> = Vec::with_capacity(combos.len());
+    for combo in combos {
+        if attached
+            .iter()
+            .any(|other| bind::is_combo(&other.elements, combo))
+        {
+            return Err(BindError::AlreadyAttached {
+                tool: base.running.base.clone(),
+                combo: listed(&bind::combo_key(combo)),
+            });
+        }
+        attached.push(registry.combo(base, combo, limits)?);
+    }
+    Ok(attached)
+}
