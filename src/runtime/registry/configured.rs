@@ -9,7 +9,7 @@ use super::typed::{FromConfig, Typed, config_of, read_config};
 use crate::extension::{ConfigError, Configurable};
 use crate::name::Name;
 
-/// A typed extension that takes author config, for [`Registry::register`]: an
+/// A typed extension that takes author config, for [`Registry::register`](crate::Registry::register): an
 /// element with config gets an instance built from it
 /// ([`Configurable::from_config`]); one without (or with an empty one) gets a
 /// clone of the default, or, for one [`named`](Configured::named), is built from

@@ -12,11 +12,11 @@ use crate::extension::ConfigError;
 use crate::name::Name;
 
 /// A typed extension whose config refines an instance, for
-/// [`Registry::register`]: an element without config (or with an empty one)
+/// [`Registry::register`](crate::Registry::register): an element without config (or with an empty one)
 /// gets a clone of the default; one with config gets `refine(&default, config)`.
 /// For an extension built from something config cannot carry (a
 /// [`Chain`](crate::ext::Chain) holds its toolset), where
-/// [`Configurable::from_config`] has nothing to start from.
+/// [`Configurable::from_config`](crate::extension::Configurable::from_config) has nothing to start from.
 ///
 /// ```
 /// use toolgraft::Registry;

@@ -15,8 +15,8 @@ use crate::name::Name;
 use crate::stack::erased::DynStack;
 use crate::stack::{DynInput, Stack};
 
-/// What [`Registry::register`] takes: a typed extension (as itself), a
-/// [`Configured`], a [`Refined`], or a [`DynExtension`].
+/// What [`Registry::register`](crate::Registry::register) takes: a typed extension (as itself), a
+/// [`Configured`](super::Configured), a [`Refined`](super::Refined), or a [`DynExtension`](super::DynExtension).
 ///
 /// ```
 /// use toolgraft::runtime::Registrable;
