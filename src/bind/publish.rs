@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::ToolInfo;
+use super::info::ToolInfo;
 use crate::error::BindError;
 use crate::name::Name;
 

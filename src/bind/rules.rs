@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use schemars::Schema;
 
-use crate::bind::{Element, Link, Problem, Running};
+use super::info::Link;
+use super::running::{Element, Problem, Running};
 use crate::error::BindError;
 use crate::extension::Placement;
 use crate::kind::ExtensionKind;

@@ -1,0 +1,471 @@
+use thiserror::Error;
+
+use super::message::side_effects;
+use crate::kind::ExtensionKind;
+use crate::name::{InvalidName, Name};
+use crate::rulebook::Rule;
+
+/// Why a tool and its combos could not be bound. Any of these leaves nothing of the
+/// tool bound ([all-or-nothing](crate::rulebook#all-or-nothing)); [`BindError::rule`]
+/// names the rule broken.
+///
+/// ```
+/// use toolgraft::{BindError, Name};
+/// let err = BindError::LocalityOutsideRelocation {
+///     tool: Name::new("fetch")?,
+///     extension: Name::new("proxy")?,
+///     relocating: Name::new("pool")?,
+/// };
+/// assert!(err.to_string().contains("place `proxy` before `pool`"));
+/// assert_eq!(err.rule(), Some(toolgraft::rulebook::Rule::LocalityInsideRelocation));
+/// # Ok::<(), toolgraft::error::InvalidName>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Error)]
+#[non_exhaustive]
+pub enum BindError {
+    /// A tool or extension name is not a valid [`Name`].
+    #[error(transparent)]
+    InvalidName(#[from] InvalidName),
+
+    /// Rule `branch-by-rename`: an extension minted a branch named like its base.
+    #[error(
+        "`{extension}` on `{tool}` mints a branch with the same name as the tool; a branch must have a new name"
+    )]
+    SameName {
+        /// The base tool.
+        tool: Name,
+        /// The extension that chose the name.
+        extension: Name,
+    },
+
+    /// Rule `one-branch-per-prefix`: two different stacks of one tool mint the same name.
+    #[error(
+        "two different stacks of `{tool}` mint `{name}`: [{first}] and [{second}]; rename an extension or drop one combo"
+    )]
+    NameClash {
+        /// The base tool.
+        tool: Name,
+        /// The contested name.
+        name: Name,
+        /// The first stack, as `a, b`.
+        first: String,
+        /// The second stack.
+        second: String,
+    },
+
+    /// The tool is bound already.
+    #[error(
+        "a base tool named `{tool}` is already bound; if it is this tool, bind all of its combos in one call, or change them with `Toolset::edit` or `apply_manifest`; if it is another tool, give one of the two another name"
+    )]
+    AlreadyBound {
+        /// The tool.
+        tool: Name,
+    },
+
+    /// A combo with no element.
+    #[error("a combo of `{tool}` is empty; list at least one extension")]
+    EmptyCombo {
+        /// The tool.
+        tool: Name,
+    },
+
+    /// A combo has more elements than the toolset's
+    /// [`Limits::max_combo_len`](crate::limits::Limits::max_combo_len) ([depth](crate::rulebook#depth)).
+    #[error(
+        "a combo of `{tool}` has {len} elements, over the limit of {limit}; shorten it, or raise the limit with `Limits::with_max_combo_len` (rule `depth` in `toolgraft::rulebook`)"
+    )]
+    ComboTooLong {
+        /// The tool.
+        tool: Name,
+        /// The combo's length.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+
+    /// A name the tool would bind is longer than the toolset's
+    /// [`Limits::max_name_len`](crate::limits::Limits::max_name_len) (MCP clients expect at
+    /// most 128 bytes): a branch name grows with each layer, so the name limit is
+    /// what limits a combo's depth ([depth](crate::rulebook#depth)).
+    #[error(
+        "`{tool}` would bind `{name}`, {len} bytes long, over the limit of {limit}: each layer adds `_<extension>` to the name, so {fits} of this combo's {layers} layers fit; use shorter tool or extension names (`Pool::named(..)`, or register the extension under a shorter name), or raise the limit with `Limits::with_max_name_len` (rule `depth` in `toolgraft::rulebook`)"
+    )]
+    NameTooLong {
+        /// The tool.
+        tool: Name,
+        /// The name (shortened).
+        name: String,
+        /// Its length in bytes.
+        len: usize,
+        /// The limit.
+        limit: usize,
+        /// The layers of the combo up to this name (its depth).
+        layers: usize,
+        /// How many of them bind: the depth whose name fits the limit.
+        fits: usize,
+    },
+
+    /// An element pins a param that is not one of its reserved params
+    /// ([reserved-params](crate::rulebook#reserved-params)).
+    #[error(
+        "`{extension}` (on `{tool}`) pins `{param}`, which is not one of its reserved params (it reserves: {reserved}); pin only those, or set the extension's config instead (rule `reserved-params` in `toolgraft::rulebook`)"
+    )]
+    PinNotReserved {
+        /// The tool.
+        tool: Name,
+        /// The extension.
+        extension: Name,
+        /// The param it pins (shortened).
+        param: String,
+        /// The params it reserves, listed.
+        reserved: String,
+    },
+
+    /// A tool publishes a name its bound names do not include
+    /// ([published-names](crate::rulebook#published-names)).
+    #[error(
+        "`{tool}` would publish `{published}` as `{bound}`, which `{tool}` does not bind; publish one of its bound names, or bind the combo that mints `{bound}` (rule `published-names` in `toolgraft::rulebook`)"
+    )]
+    PublishedUnbound {
+        /// The tool.
+        tool: Name,
+        /// The published name.
+        published: Name,
+        /// The bound name it would be served by.
+        bound: Name,
+    },
+
+    /// A published name is longer than the toolset's
+    /// [`Limits::max_published_len`](crate::limits::Limits::max_published_len)
+    /// ([published-names](crate::rulebook#published-names)).
+    #[error(
+        "`{tool}` would publish `{published}` (served by `{bound}`), {len} bytes long, over the limit of {limit} for published names; publish it under a shorter name (`Publish::only([(\"short\", \"{bound}\")])` with `Toolset::bind_publishing` or `Edit::publish`, or `\"publish\"` in the manifest), publish only the outermost branches, or raise the limit with `Limits::with_max_published_len` (rule `published-names` in `toolgraft::rulebook`)"
+    )]
+    PublishedTooLong {
+        /// The tool.
+        tool: Name,
+        /// The published name (shortened).
+        published: String,
+        /// The bound name it would be served by.
+        bound: Name,
+        /// Its length in bytes.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+
+    /// Two published names are the same
+    /// ([published-names](crate::rulebook#published-names)).
+    #[error(
+        "`{tool}` would publish `{published}`, which `{owner}` publishes already: a client calls one tool by one name; publish one of them under another name (rule `published-names` in `toolgraft::rulebook`)"
+    )]
+    PublishedTwice {
+        /// The tool publishing it.
+        tool: Name,
+        /// The contested published name.
+        published: Name,
+        /// The tool that publishes it already (the same tool, if it lists it twice).
+        owner: Name,
+    },
+
+    /// A run-time extension's factory failed (or panicked) while building a branch.
+    #[error("`{extension}` (on `{tool}`) could not build its branch: {problem}")]
+    ExtensionFailed {
+        /// The tool.
+        tool: Name,
+        /// The extension.
+        extension: Name,
+        /// What its factory said.
+        problem: String,
+    },
+
+    /// Rule `branch-by-rename`: the branch name an extension chose is not a valid name.
+    #[error(
+        "`{extension}` (on `{tool}`) names its branch `{name}`, which is not a valid name: {problem}"
+    )]
+    InvalidBranchName {
+        /// The tool.
+        tool: Name,
+        /// The extension.
+        extension: Name,
+        /// The name it chose.
+        name: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+
+    /// A name the tool would bind is already bound by another tool.
+    #[error("`{name}` is already bound (by tool `{owner}`); `{tool}` cannot bind it too")]
+    NameTaken {
+        /// The tool being bound.
+        tool: Name,
+        /// The contested name.
+        name: Name,
+        /// The base tool that holds it.
+        owner: Name,
+    },
+
+    /// A change or a manifest names a tool that is not bound.
+    #[error(
+        "no base tool `{tool}` is bound (or offered in the `BaseTools` given to `bind_manifest`); bind or offer it first, or fix the name"
+    )]
+    UnknownTool {
+        /// The name asked for.
+        tool: String,
+    },
+
+    /// Rule `branch-bookkeeping`: a change or a manifest targets a branch instead of a base tool.
+    #[error(
+        "`{name}` is a branch of `{base}`, not a base tool; attach the combo to `{base}` instead"
+    )]
+    NotABase {
+        /// The branch named.
+        name: Name,
+        /// Its base tool.
+        base: Name,
+    },
+
+    /// A combo added to a tool that already carries it.
+    #[error("[{combo}] is already attached to `{tool}`; leave it, or detach it first")]
+    AlreadyAttached {
+        /// The tool.
+        tool: Name,
+        /// The combo, as `a, b`.
+        combo: String,
+    },
+
+    /// A combo removed from a tool that does not carry it.
+    #[error("[{combo}] is not attached to `{tool}`; its combos are {attached}")]
+    NotAttached {
+        /// The tool.
+        tool: Name,
+        /// The combo, as `a, b`.
+        combo: String,
+        /// The combos it carries, as `[a, b], [c]`, or `none`.
+        attached: String,
+    },
+
+    /// Rule `unknown-extension`: extensions that the registry does not know.
+    #[error("unknown extension{} {} in a combo of `{tool}`; check the spelling, or register {}; registered: {}", if .names.len() == 1 { "" } else { "s" }, crate::error::ticked(.names), if .names.len() == 1 { "it" } else { "them" }, crate::error::ticked(.registered))]
+    UnknownExtensions {
+        /// The tool.
+        tool: Name,
+        /// Every unknown name, sorted.
+        names: Vec<String>,
+        /// The registered names, sorted.
+        registered: Vec<String>,
+    },
+
+    /// Rule `cardinality`: more than one extension of a kind whose `multiple` is false.
+    #[error("a combo of `{tool}` holds more than one {kind}: [{}]; a combo allows one {kind}, so put each in its own combo", crate::error::listed(.extensions))]
+    MultipleOfKind {
+        /// The tool.
+        tool: Name,
+        /// The kind.
+        kind: ExtensionKind,
+        /// The offending extensions, in combo order.
+        extensions: Vec<Name>,
+    },
+
+    /// Rule `locality-inside-relocation`: a body-locality extension outside a relocating one.
+    #[error(
+        "on `{tool}`, `{extension}` needs to run beside the tool body but sits outside `{relocating}`, which runs the body elsewhere; place `{extension}` before `{relocating}`"
+    )]
+    LocalityOutsideRelocation {
+        /// The tool.
+        tool: Name,
+        /// The extension that needs body locality.
+        extension: Name,
+        /// The relocating extension inside it.
+        relocating: Name,
+    },
+
+    /// Rule `caller-outside-relocation`: an extension that needs the caller's session
+    /// inside a relocating one.
+    #[error(
+        "on `{tool}`, `{extension}` needs the caller's session but sits inside `{relocating}`, which would run it on a worker with no caller to ask or report to; place `{extension}` after `{relocating}`"
+    )]
+    CallerLocalInsideRelocation {
+        /// The tool.
+        tool: Name,
+        /// The extension that needs the caller's session.
+        extension: Name,
+        /// The relocating extension outside it.
+        relocating: Name,
+    },
+
+    /// Rule `side-effects`: an extension that makes a call again (`retry`) or
+    /// answers without making it (`cache`), on a layer whose hints do not allow it.
+    #[error("{}", side_effects(.tool, .extension, .layer, *.demand, .transformer.as_ref()))]
+    SideEffects {
+        /// The tool.
+        tool: Name,
+        /// The extension that relies on the hints.
+        extension: Name,
+        /// The layer it sits on (the tool, or a branch of it).
+        layer: Name,
+        /// What it relies on them for.
+        demand: crate::annotations::Demand,
+        /// The transformer inside it whose branch, a new tool, says nothing of
+        /// side effects, when there is one.
+        transformer: Option<Name>,
+    },
+
+    /// Rule `config`: non-empty config for an extension that takes none.
+    #[error(
+        "`{extension}` (on `{tool}`) does not accept config; remove its `config` or leave it empty"
+    )]
+    ConfigNotAccepted {
+        /// The tool.
+        tool: Name,
+        /// The extension.
+        extension: Name,
+    },
+
+    /// Rule `config`: a config the extension cannot parse.
+    #[error(
+        "config of `{extension}` (on `{tool}`) is invalid at `{field}`: {problem}; fix that field, or leave the config out for the default"
+    )]
+    InvalidConfig {
+        /// The tool.
+        tool: Name,
+        /// The extension.
+        extension: Name,
+        /// The offending field.
+        field: String,
+        /// What is wrong.
+        problem: String,
+    },
+
+    /// Rule `wrapper-input-schema`: a wrapper presented another input schema than its layer input's.
+    #[error(
+        "wrapper changed the schema: `{extension}` on `{tool}` must present the input schema of `{below}` unchanged (plus its reserved params), but {difference}; present it unchanged, or declare `{extension}` a transformer"
+    )]
+    WrapperChangedSchema {
+        /// The tool.
+        tool: Name,
+        /// The wrapper.
+        extension: Name,
+        /// Its layer input.
+        below: Name,
+        /// The first difference found.
+        difference: String,
+    },
+
+    /// Rule `output-schema`: a kind that returns the layer's output declared another
+    /// output schema than the layer's.
+    #[error(
+        "`{extension}` on `{tool}` returns the output of `{below}` unchanged, but declares another output schema than its; declare none (the branch inherits it), or make `{extension}` a transformer"
+    )]
+    OutputSchemaContradicts {
+        /// The tool.
+        tool: Name,
+        /// The extension.
+        extension: Name,
+        /// Its layer input.
+        below: Name,
+    },
+
+    /// Rule `reserved-params`: a reserved param that would mask a parameter of the layer input.
+    #[error(
+        "reserved param `{param}` already exists: `{extension}` on `{tool}` reserves `{param}`, which `{below}` already takes; rename the reserved param"
+    )]
+    ReservedParamExists {
+        /// The tool.
+        tool: Name,
+        /// The wrapper.
+        extension: Name,
+        /// Its layer input.
+        below: Name,
+        /// The contested parameter.
+        param: String,
+    },
+
+    /// Rule `reserved-params`: a reserved param whose schema is not inline.
+    #[error(
+        "reserved param `{param}` of `{extension}` (on `{tool}`) is not an inline JSON type; reserved params cannot use `$defs` or `$ref`"
+    )]
+    ReservedParamNotInline {
+        /// The tool.
+        tool: Name,
+        /// The wrapper.
+        extension: Name,
+        /// The parameter.
+        param: String,
+    },
+
+    /// A layer input's schema is not a JSON Schema the rules can work with.
+    #[error(
+        "the input schema below `{extension}` (on `{tool}`) is malformed: {problem}; the layer below must present a valid object schema"
+    )]
+    MalformedSchema {
+        /// The tool.
+        tool: Name,
+        /// The extension that could not be applied.
+        extension: Name,
+        /// What is wrong.
+        problem: String,
+    },
+
+    /// Rule `transformer-input-schema`: a transformer without a concrete input schema of its own.
+    #[error(
+        "transformer must present its own concrete schema: `{extension}` on `{tool}` presents {presented}; give it an object schema with named properties (or none, for zero parameters)"
+    )]
+    TransformerSchemaNotConcrete {
+        /// The tool.
+        tool: Name,
+        /// The transformer.
+        extension: Name,
+        /// What it presented instead.
+        presented: String,
+    },
+}
+
+impl BindError {
+    /// The section of the [rulebook](crate::rulebook) this refusal enforces, such
+    /// as [`Rule::Cardinality`]; `None` for a refusal that is not one of the rules (a
+    /// limit, an unknown tool, a live change that does not apply).
+    ///
+    /// ```
+    /// use toolgraft::{BindError, Name};
+    /// use toolgraft::rulebook::Rule;
+    /// let err = BindError::EmptyCombo { tool: Name::new("fetch")? };
+    /// assert_eq!(err.rule(), Some(Rule::ManifestShape));
+    /// assert_eq!(err.rule().map(Rule::as_str), Some("manifest-shape"));
+    /// # Ok::<(), toolgraft::error::InvalidName>(())
+    /// ```
+    pub fn rule(&self) -> Option<Rule> {
+        Some(match self {
+            Self::InvalidName(_) | Self::SameName { .. } | Self::InvalidBranchName { .. } => {
+                Rule::BranchByRename
+            }
+            Self::NameClash { .. } | Self::NameTaken { .. } => Rule::OneBranchPerPrefix,
+            Self::EmptyCombo { .. } => Rule::ManifestShape,
+            Self::NotABase { .. } => Rule::BranchBookkeeping,
+            Self::UnknownExtensions { .. } => Rule::UnknownExtension,
+            Self::MultipleOfKind { .. } => Rule::Cardinality,
+            Self::LocalityOutsideRelocation { .. } => Rule::LocalityInsideRelocation,
+            Self::CallerLocalInsideRelocation { .. } => Rule::CallerOutsideRelocation,
+            Self::SideEffects { .. } => Rule::SideEffects,
+            Self::ExtensionFailed { .. }
+            | Self::ConfigNotAccepted { .. }
+            | Self::InvalidConfig { .. } => Rule::Config,
+            Self::WrapperChangedSchema { .. } => Rule::WrapperInputSchema,
+            Self::PinNotReserved { .. }
+            | Self::ReservedParamExists { .. }
+            | Self::ReservedParamNotInline { .. }
+            | Self::MalformedSchema { .. } => Rule::ReservedParams,
+            Self::TransformerSchemaNotConcrete { .. } => Rule::TransformerInputSchema,
+            Self::OutputSchemaContradicts { .. } => Rule::OutputSchema,
+            Self::ComboTooLong { .. } | Self::NameTooLong { .. } => Rule::Depth,
+            Self::PublishedUnbound { .. }
+            | Self::PublishedTooLong { .. }
+            | Self::PublishedTwice { .. } => Rule::PublishedNames,
+            // Live-change bookkeeping, not rules of a combo.
+            Self::AlreadyBound { .. }
+            | Self::UnknownTool { .. }
+            | Self::AlreadyAttached { .. }
+            | Self::NotAttached { .. } => return None,
+        })
+    }
+}
