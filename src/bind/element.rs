@@ -56,7 +56,7 @@ impl ElementSpec {
     ///
     /// If `pins` is not a JSON object (a manifest with one is refused with an
     /// error).
-    pub fn pinned(mut self, pins: Value) -> Self {
+    pub fn with_pins(mut self, pins: Value) -> Self {
         match pins {
             Value::Object(pins) => self.pin = Some(pins),
             other => panic!("an element's pins are a JSON object, not {other}"),

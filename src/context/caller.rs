@@ -82,7 +82,7 @@ impl Progress {
     }
 
     /// Of `total`.
-    pub fn of(mut self, total: f64) -> Self {
+    pub fn with_total(mut self, total: f64) -> Self {
         self.total = Some(total);
         self
     }

@@ -99,7 +99,7 @@ impl<I> BatchInput<I> {
     }
 
     /// At most `limit` items at once (see [`BatchInput`]'s example).
-    pub fn at_most(self, limit: usize) -> Self {
+    pub fn with_max_items(self, limit: usize) -> Self {
         Self {
             max_concurrent: Some(limit),
             ..self
@@ -107,7 +107,7 @@ impl<I> BatchInput<I> {
     }
 
     /// Run every item; failed ones carry their error (see [`BatchInput`]'s example).
-    pub fn keep_going(self) -> Self {
+    pub fn with_keep_going(self) -> Self {
         Self {
             fail_fast: false,
             ..self

@@ -135,7 +135,7 @@ impl Pool {
     /// assert_eq!(gpu.name(), "gpu");
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn named(self, name: impl Into<String>) -> Self {
+    pub fn with_name(self, name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
             ..self

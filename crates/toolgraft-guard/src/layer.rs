@@ -103,7 +103,7 @@ impl GuardLayer {
     /// assert_eq!(app.oneshot(request).await?.status(), 200);
     /// # Ok(()) }
     /// ```
-    pub fn token_cookie(mut self, name: &'static str) -> Self {
+    pub fn with_token_cookie(mut self, name: &'static str) -> Self {
         self.cookie = Some(name);
         self
     }
@@ -126,7 +126,7 @@ impl GuardLayer {
     /// assert_eq!(app.oneshot(sign_in("evil.example")).await?.status(), 403);
     /// # Ok(()) }
     /// ```
-    pub fn skip_token_for(mut self, skip: impl Fn(&Parts) -> bool + Send + Sync + 'static) -> Self {
+    pub fn with_token_skipped_for(mut self, skip: impl Fn(&Parts) -> bool + Send + Sync + 'static) -> Self {
         self.skip_token = Some(Arc::new(skip));
         self
     }

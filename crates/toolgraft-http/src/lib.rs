@@ -153,7 +153,7 @@ impl Authoring<GuardNotChosen> {
     /// let router = Authoring::new(Toolset::new(), Registry::new()).guard(guard).router()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn guard(self, guard: Guard) -> Authoring<Guard> {
+    pub fn with_guard(self, guard: Guard) -> Authoring<Guard> {
         Authoring {
             toolset: self.toolset,
             registry: self.registry,
@@ -173,7 +173,7 @@ impl<G> Authoring<G> {
     /// wrote them. A tool left without combos loses its key (a manifest has no
     /// empty lists). The file is read again at each change, so an operator's edits
     /// to other tools are kept; one the manifest parser refuses stops the change.
-    pub fn manifest_file(mut self, path: impl Into<PathBuf>) -> Self {
+    pub fn with_manifest_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.manifest = Some(path.into());
         self
     }

@@ -525,7 +525,7 @@ mod tests {
         let url = format!("redis://{}", silent.local_addr().unwrap());
         let remote = Remote::new(&url)
             .unwrap()
-            .timeout(Duration::from_millis(300));
+            .with_timeout(Duration::from_millis(300));
         let toolset = Toolset::new();
         let started = std::time::Instant::now();
         let error = Fleet::join(&remote, &toolset, Registry::new())

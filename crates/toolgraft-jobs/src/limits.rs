@@ -137,7 +137,7 @@ impl RedisLimits {
     /// assert!(format!("{limits:?}").contains("shop:limits"));
     /// # Ok::<(), redis::RedisError>(())
     /// ```
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
     }

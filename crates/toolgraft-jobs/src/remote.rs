@@ -174,7 +174,7 @@ impl Remote {
     /// assert_eq!(Remote::new("sqlite://jobs.db")?.queue("a:b").unwrap_err().field, "queue");
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
-    pub fn queue(mut self, queue: impl Into<String>) -> Result<Self, ConfigError> {
+    pub fn with_queue(mut self, queue: impl Into<String>) -> Result<Self, ConfigError> {
         let queue = queue.into();
         check_queue(&queue)?;
         self.config.queue = queue;
@@ -190,7 +190,7 @@ impl Remote {
     /// assert_eq!(remote.timeout_after(), Duration::from_millis(250));
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
-    pub fn timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
         // Capped like a configured one: a day.
         self.config.timeout_ms = u64::try_from(timeout.as_millis())
             .unwrap_or(u64::MAX)
@@ -206,7 +206,7 @@ impl Remote {
     /// assert_eq!(gpu.name(), "gpu");
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
-    pub fn named(mut self, name: impl Into<String>) -> Self {
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
     }

@@ -104,7 +104,7 @@ impl Submit {
     /// use toolgraft::Extension;
     /// assert_eq!(toolgraft_jobs::Submit::new().named("later").name(), "later");
     /// ```
-    pub fn named(mut self, name: impl Into<String>) -> Self {
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
     }
@@ -119,7 +119,7 @@ impl Submit {
     /// assert_eq!(submit.scheduling_horizon(), Duration::from_secs(3600));
     /// assert_eq!(Submit::new().max_ahead(Duration::MAX).scheduling_horizon(), MAX_SCHEDULING_HORIZON);
     /// ```
-    pub fn max_ahead(mut self, max: Duration) -> Self {
+    pub fn with_max_ahead(mut self, max: Duration) -> Self {
         self.max_ahead = max.min(MAX_SCHEDULING_HORIZON);
         self
     }
@@ -457,7 +457,7 @@ mod tests {
             .unwrap_err();
         assert!(far.problem.contains("further ahead"), "{far}");
         let far = Submit::new()
-            .max_ahead(Duration::from_secs(1))
+            .with_max_ahead(Duration::from_secs(1))
             .take_schedule(&mut args(json!({"delay_ms": 5000})))
             .unwrap_err();
         assert_eq!(far.field.as_deref(), Some("delay_ms"));

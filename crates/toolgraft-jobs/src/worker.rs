@@ -122,7 +122,7 @@ impl Worker {
     /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote).fleet(registry);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn fleet(mut self, registry: Registry) -> Self {
+    pub fn with_fleet(mut self, registry: Registry) -> Self {
         self.fleet = Some(registry);
         self
     }
@@ -138,7 +138,7 @@ impl Worker {
     ///     .fleet_wait(Duration::from_secs(2));
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
-    pub fn fleet_wait(mut self, wait: Duration) -> Self {
+    pub fn with_fleet_wait(mut self, wait: Duration) -> Self {
         self.fleet_wait = wait;
         self
     }
@@ -152,7 +152,7 @@ impl Worker {
     /// assert_eq!(worker.name(), "gpu-1");
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
-    pub fn named(mut self, name: impl Into<String>) -> Self {
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
     }
@@ -168,7 +168,7 @@ impl Worker {
     /// assert_eq!(worker.concurrent_jobs(), toolgraft_jobs::Worker::MAX_CONCURRENCY);
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
-    pub fn concurrency(mut self, jobs: usize) -> Self {
+    pub fn with_concurrency(mut self, jobs: usize) -> Self {
         self.concurrency = jobs.clamp(1, Self::MAX_CONCURRENCY);
         self
     }
@@ -189,7 +189,7 @@ impl Worker {
     ///     .grace(Duration::from_secs(5));
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
-    pub fn grace(mut self, grace: Duration) -> Self {
+    pub fn with_grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
         self
     }

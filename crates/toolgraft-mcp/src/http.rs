@@ -323,7 +323,7 @@ impl<S: ServerHandler + Send + 'static> McpHttp<S> {
     ///     .allow_non_loopback();
     /// # Ok::<(), toolgraft_mcp::http::GuardError>(())
     /// ```
-    pub fn allow_non_loopback(mut self) -> Self {
+    pub fn with_non_loopback(mut self) -> Self {
         self.non_loopback = true;
         self
     }

@@ -230,7 +230,7 @@ impl Cache {
     /// let cache = toolgraft::ext::Cache::default().public();
     /// # let _ = cache;
     /// ```
-    pub fn public(mut self) -> Self {
+    pub fn with_public(mut self) -> Self {
         self.config.public = true;
         self
     }
@@ -243,7 +243,7 @@ impl Cache {
     /// let cache = toolgraft::ext::Cache::default().allowing_side_effects();
     /// assert_eq!(cache.demands(), None);
     /// ```
-    pub fn allowing_side_effects(mut self) -> Self {
+    pub fn with_side_effects_allowed(mut self) -> Self {
         self.config.side_effects = SideEffects::Allowed;
         self
     }

@@ -157,7 +157,7 @@ impl Concurrency {
     }
 
     /// Lets up to `queue` calls wait for a permit (in this process).
-    pub fn queue(mut self, queue: u32) -> Self {
+    pub fn with_queue(mut self, queue: u32) -> Self {
         self.config.queue = queue;
         self
     }
@@ -169,7 +169,7 @@ impl Concurrency {
     /// let limit = toolgraft::ext::Concurrency::at_most(2).queue(10).wait_up_to(Duration::from_secs(1));
     /// # let _ = limit;
     /// ```
-    pub fn wait_up_to(mut self, wait: Duration) -> Self {
+    pub fn with_wait_up_to(mut self, wait: Duration) -> Self {
         self.config.max_wait_ms = Some(millis(wait));
         self
     }
@@ -177,13 +177,13 @@ impl Concurrency {
     /// A limit per caller (the call context's
     /// [`Principal`](crate::context::Principal); calls without one share one
     /// anonymous limit).
-    pub fn per_principal(mut self) -> Self {
+    pub fn with_per_principal(mut self) -> Self {
         self.config.per_principal = true;
         self
     }
 
     /// How long a fleet store keeps a permit whose holder stopped renewing it.
-    pub fn lease(mut self, lease: Duration) -> Self {
+    pub fn with_lease(mut self, lease: Duration) -> Self {
         self.config.lease_ms = millis(lease);
         self
     }
@@ -196,7 +196,7 @@ impl Concurrency {
     /// let limit = Concurrency::at_most(4).store(MemoryLimits::new());
     /// # let _ = limit;
     /// ```
-    pub fn store(mut self, store: impl LimitStore) -> Self {
+    pub fn with_store(mut self, store: impl LimitStore) -> Self {
         self.store = Some(Arc::new(store));
         self
     }

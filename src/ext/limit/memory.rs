@@ -103,10 +103,10 @@ impl MemoryLimits {
     /// assert_eq!(toolgraft::ext::limit::MemoryLimits::new().tracked(), 0);
     /// ```
     pub fn new() -> Self {
-        Self::with_max_keys(Self::DEFAULT_MAX_KEYS)
+        Self::sized(Self::DEFAULT_MAX_KEYS)
     }
 
-    fn with_max_keys(max_keys: usize) -> Self {
+    fn sized(max_keys: usize) -> Self {
         Self {
             inner: Arc::new(Inner {
                 max_keys: max_keys.clamp(1, super::MAX_KEYS),
@@ -124,8 +124,8 @@ impl MemoryLimits {
     /// let store = toolgraft::ext::limit::MemoryLimits::new().max_keys(100);
     /// # let _ = store;
     /// ```
-    pub fn max_keys(self, max_keys: usize) -> Self {
-        Self::with_max_keys(max_keys)
+    pub fn with_max_keys(self, max_keys: usize) -> Self {
+        Self::sized(max_keys)
     }
 
     /// How many rate keys it tracks now.

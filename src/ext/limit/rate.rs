@@ -256,7 +256,7 @@ impl RateLimit {
     }
 
     /// Lets `burst` calls come at once after a quiet spell.
-    pub fn burst(mut self, burst: u32) -> Self {
+    pub fn with_burst(mut self, burst: u32) -> Self {
         self.config.burst = burst;
         self
     }
@@ -264,7 +264,7 @@ impl RateLimit {
     /// A limit per caller (the call context's
     /// [`Principal`](crate::context::Principal); calls without one share one
     /// anonymous limit).
-    pub fn per_principal(mut self) -> Self {
+    pub fn with_per_principal(mut self) -> Self {
         self.config.per_principal = true;
         self
     }
@@ -277,14 +277,14 @@ impl RateLimit {
     /// let limit = toolgraft::ext::RateLimit::per_second(5).wait_up_to(Duration::from_millis(300));
     /// # let _ = limit;
     /// ```
-    pub fn wait_up_to(mut self, wait: Duration) -> Self {
+    pub fn with_wait_up_to(mut self, wait: Duration) -> Self {
         self.config.max_wait_ms = millis(wait);
         self
     }
 
     /// How many callers the in-process store tracks at once (see
     /// [`MemoryLimits`]).
-    pub fn max_keys(mut self, max_keys: usize) -> Self {
+    pub fn with_max_keys(mut self, max_keys: usize) -> Self {
         self.config.max_keys = max_keys;
         self
     }
@@ -300,7 +300,7 @@ impl RateLimit {
     /// let limit = RateLimit::per_second(5).store(shared.clone());
     /// # let _ = limit;
     /// ```
-    pub fn store(mut self, store: impl LimitStore) -> Self {
+    pub fn with_store(mut self, store: impl LimitStore) -> Self {
         self.store = Some(Arc::new(store));
         self
     }
@@ -417,7 +417,7 @@ impl<S: Stack> Wrap<S> for RateLimit {
 
     fn for_branch(mut self, _: &LayerInput<'_, Self>) -> Self {
         if self.store.is_none() {
-            self.store = Some(Arc::new(MemoryLimits::new().max_keys(self.config.max_keys)));
+            self.store = Some(Arc::new(MemoryLimits::new().with_max_keys(self.config.max_keys)));
         }
         self
     }

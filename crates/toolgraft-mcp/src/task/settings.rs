@@ -107,7 +107,7 @@ impl Tasks {
     /// let tasks = toolgraft_mcp::task::Tasks::new().following(Jobs);
     /// assert!(tasks.follows_backend("remote"));
     /// ```
-    pub fn following(mut self, follow: impl Follow) -> Self {
+    pub fn with_follower(mut self, follow: impl Follow) -> Self {
         self.followers.insert(follow.follower(), Arc::new(follow));
         self
     }
