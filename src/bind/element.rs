@@ -48,7 +48,7 @@ impl ElementSpec {
     ///
     /// ```
     /// use toolgraft::runtime::manifest::ElementSpec;
-    /// let pinned = ElementSpec::named("cache").pinned(serde_json::json!({"exp": 60}));
+    /// let pinned = ElementSpec::named("cache").with_pins(serde_json::json!({"exp": 60}));
     /// assert_eq!(pinned.to_string(), r#"cache pin{"exp":60}"#);
     /// ```
     ///

@@ -53,7 +53,7 @@ impl Default for BatchConfig {
 ///
 /// ```
 /// use toolgraft::ext::BatchInput;
-/// let input = BatchInput::parallel(vec![1, 2, 3]).at_most(2).keep_going();
+/// let input = BatchInput::parallel(vec![1, 2, 3]).with_max_items(2).with_keep_going();
 /// assert_eq!((input.parallel, input.max_concurrent, input.fail_fast), (true, Some(2), false));
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]

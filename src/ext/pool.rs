@@ -131,7 +131,7 @@ impl Pool {
     ///
     /// ```
     /// # use toolgraft::Extension;
-    /// let gpu = toolgraft::ext::Pool::new(1)?.named("gpu");
+    /// let gpu = toolgraft::ext::Pool::new(1)?.with_name("gpu");
     /// assert_eq!(gpu.name(), "gpu");
     /// # Ok::<(), std::io::Error>(())
     /// ```

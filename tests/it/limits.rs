@@ -77,7 +77,9 @@ async fn over_the_rate_the_refusal_says_when_to_retry_and_refusals_are_not_count
     let (toolset, started) = toolset_with(|started| {
         let toolset = Toolset::new();
         toolset
-            .bind((nap(started).combo().with(RateLimit::per_second(4).with_burst(2)),))
+            .bind((nap(started)
+                .combo()
+                .with(RateLimit::per_second(4).with_burst(2)),))
             .unwrap();
         toolset
     });
@@ -321,9 +323,11 @@ async fn made_up_principals_cannot_grow_the_store_past_its_keys() {
     let (toolset, _) = toolset_with(|started| {
         let toolset = Toolset::new();
         toolset
-            .bind((nap(started)
-                .combo()
-                .with(RateLimit::per_second(1).with_per_principal().with_max_keys(100)),))
+            .bind((nap(started).combo().with(
+                RateLimit::per_second(1)
+                    .with_per_principal()
+                    .with_max_keys(100),
+            ),))
             .unwrap();
         toolset
     });
@@ -365,7 +369,9 @@ async fn beyond_the_queue_calls_are_shed_at_once_and_the_queue_runs_in_turn() {
     let (toolset, started) = toolset_with(|started| {
         let toolset = Toolset::new();
         toolset
-            .bind((nap(started).combo().with(Concurrency::at_most(2).with_queue(3)),))
+            .bind((nap(started)
+                .combo()
+                .with(Concurrency::at_most(2).with_queue(3)),))
             .unwrap();
         toolset
     });
@@ -426,9 +432,11 @@ async fn a_cancelled_waiter_and_a_cancelled_call_leak_nothing() {
     let (toolset, started) = toolset_with(|started| {
         let toolset = Toolset::new();
         toolset
-            .bind((nap(started)
-                .combo()
-                .with(Concurrency::at_most(1).with_queue(1).with_store(store.clone())),))
+            .bind((nap(started).combo().with(
+                Concurrency::at_most(1)
+                    .with_queue(1)
+                    .with_store(store.clone()),
+            ),))
             .unwrap();
         toolset
     });

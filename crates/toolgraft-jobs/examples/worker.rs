@@ -22,7 +22,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "worker pid {} serving queue `weather` on {url}",
         std::process::id()
     );
-    Worker::new(toolset, &remote).with_concurrency(32).run().await?;
+    Worker::new(toolset, &remote)
+        .with_concurrency(32)
+        .run()
+        .await?;
     eprintln!("worker pid {}: stopped cleanly", std::process::id());
     Ok(())
 }

@@ -227,7 +227,7 @@ impl Cache {
     /// serves them all (the caller's principal is left out of the key).
     ///
     /// ```
-    /// let cache = toolgraft::ext::Cache::default().public();
+    /// let cache = toolgraft::ext::Cache::default().with_public();
     /// # let _ = cache;
     /// ```
     pub fn with_public(mut self) -> Self {
@@ -240,7 +240,7 @@ impl Cache {
     ///
     /// ```
     /// use toolgraft::Extension;
-    /// let cache = toolgraft::ext::Cache::default().allowing_side_effects();
+    /// let cache = toolgraft::ext::Cache::default().with_side_effects_allowed();
     /// assert_eq!(cache.demands(), None);
     /// ```
     pub fn with_side_effects_allowed(mut self) -> Self {

@@ -233,7 +233,10 @@ async fn a_submitted_failure_comes_back_typed_and_unknown_ids_are_errors(env: En
 /// second set says so.
 async fn two_queues_have_job_tools_under_names_of_their_own(env: Env) {
     let weather = env.remote();
-    let other = env.remote().with_queue(format!("{}-other", env.queue)).unwrap();
+    let other = env
+        .remote()
+        .with_queue(format!("{}-other", env.queue))
+        .unwrap();
     let toolset = toolset(&weather);
     let tools = [
         weather.jobs().tools_named("weather_job").unwrap(),

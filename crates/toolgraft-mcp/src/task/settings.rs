@@ -104,7 +104,7 @@ impl Tasks {
     /// #     fn status(&self, _: &str) -> toolgraft::store::StoreFuture<'static, Option<Followed>> { Box::pin(async { Ok(None) }) }
     /// #     fn cancel(&self, _: &str) -> toolgraft::store::StoreFuture<'static, ()> { Box::pin(async { Ok(()) }) }
     /// # }
-    /// let tasks = toolgraft_mcp::task::Tasks::new().following(Jobs);
+    /// let tasks = toolgraft_mcp::task::Tasks::new().with_follower(Jobs);
     /// assert!(tasks.follows_backend("remote"));
     /// ```
     pub fn with_follower(mut self, follow: impl Follow) -> Self {
