@@ -88,7 +88,7 @@ fn resilience(c: &mut Criterion) {
         body(input).await
     };
     let fresh_rate_limit = || {
-        let limit = RateLimit::per_second(1_000_000).burst(1_000_000);
+        let limit = RateLimit::per_second(1_000_000).with_burst(1_000_000);
         let (limited,) = Toolset::new().bind((tool.combo().with(limit),)).unwrap();
         limited
     };

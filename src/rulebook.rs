@@ -53,7 +53,7 @@
 //!
 //! A combo one layer deeper is refused when it is bound, typed or from a manifest,
 //! with a [`BindError::NameTooLong`](crate::BindError::NameTooLong) that says how
-//! many of its layers fit; shorter names (`Pool::named`, an extension registered
+//! many of its layers fit; shorter names (`Pool::with_name`, an extension registered
 //! under a shorter name) or a higher `max_name_len` let it bind. Independently, a
 //! combo has at most [`Limits::max_combo_len`](crate::limits::Limits::max_combo_len)
 //! elements (64 unless raised), checked before anything else; at the default name

@@ -48,7 +48,7 @@ impl ElementSpec {
     ///
     /// ```
     /// use toolgraft::runtime::manifest::ElementSpec;
-    /// let pinned = ElementSpec::named("cache").pinned(serde_json::json!({"exp": 60}));
+    /// let pinned = ElementSpec::named("cache").with_pins(serde_json::json!({"exp": 60}));
     /// assert_eq!(pinned.to_string(), r#"cache pin{"exp":60}"#);
     /// ```
     ///
@@ -56,7 +56,7 @@ impl ElementSpec {
     ///
     /// If `pins` is not a JSON object (a manifest with one is refused with an
     /// error).
-    pub fn pinned(mut self, pins: Value) -> Self {
+    pub fn with_pins(mut self, pins: Value) -> Self {
         match pins {
             Value::Object(pins) => self.pin = Some(pins),
             other => panic!("an element's pins are a JSON object, not {other}"),

@@ -58,7 +58,7 @@ impl Entry for Principal {
 ///
 /// ```
 /// use toolgraft::context::Progress;
-/// let step = Progress::new(3.0).of(10.0).with_message("indexing");
+/// let step = Progress::new(3.0).with_total(10.0).with_message("indexing");
 /// assert_eq!((step.progress, step.total, step.message.as_deref()), (3.0, Some(10.0), Some("indexing")));
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -82,7 +82,7 @@ impl Progress {
     }
 
     /// Of `total`.
-    pub fn of(mut self, total: f64) -> Self {
+    pub fn with_total(mut self, total: f64) -> Self {
         self.total = Some(total);
         self
     }

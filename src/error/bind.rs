@@ -88,7 +88,7 @@ pub enum BindError {
     /// most 128 bytes): a branch name grows with each layer, so the name limit is
     /// what limits a combo's depth ([depth](crate::rulebook#depth)).
     #[error(
-        "`{tool}` would bind `{name}`, {len} bytes long, over the limit of {limit}: each layer adds `_<extension>` to the name, so {fits} of this combo's {layers} layers fit; use shorter tool or extension names (`Pool::named(..)`, or register the extension under a shorter name), or raise the limit with `Limits::with_max_name_len` (rule `depth` in `toolgraft::rulebook`)"
+        "`{tool}` would bind `{name}`, {len} bytes long, over the limit of {limit}: each layer adds `_<extension>` to the name, so {fits} of this combo's {layers} layers fit; use shorter tool or extension names (`Pool::with_name(..)`, or register the extension under a shorter name), or raise the limit with `Limits::with_max_name_len` (rule `depth` in `toolgraft::rulebook`)"
     )]
     NameTooLong {
         /// The tool.

@@ -53,7 +53,7 @@ impl Default for BatchConfig {
 ///
 /// ```
 /// use toolgraft::ext::BatchInput;
-/// let input = BatchInput::parallel(vec![1, 2, 3]).at_most(2).keep_going();
+/// let input = BatchInput::parallel(vec![1, 2, 3]).with_max_items(2).with_keep_going();
 /// assert_eq!((input.parallel, input.max_concurrent, input.fail_fast), (true, Some(2), false));
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -99,7 +99,7 @@ impl<I> BatchInput<I> {
     }
 
     /// At most `limit` items at once (see [`BatchInput`]'s example).
-    pub fn at_most(self, limit: usize) -> Self {
+    pub fn with_max_items(self, limit: usize) -> Self {
         Self {
             max_concurrent: Some(limit),
             ..self
@@ -107,7 +107,7 @@ impl<I> BatchInput<I> {
     }
 
     /// Run every item; failed ones carry their error (see [`BatchInput`]'s example).
-    pub fn keep_going(self) -> Self {
+    pub fn with_keep_going(self) -> Self {
         Self {
             fail_fast: false,
             ..self

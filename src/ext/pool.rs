@@ -131,11 +131,11 @@ impl Pool {
     ///
     /// ```
     /// # use toolgraft::Extension;
-    /// let gpu = toolgraft::ext::Pool::new(1)?.named("gpu");
+    /// let gpu = toolgraft::ext::Pool::new(1)?.with_name("gpu");
     /// assert_eq!(gpu.name(), "gpu");
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn named(self, name: impl Into<String>) -> Self {
+    pub fn with_name(self, name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
             ..self

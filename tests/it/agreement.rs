@@ -140,8 +140,8 @@ fn registry() -> Registry {
         )
         .unwrap();
     let pool = Pool::new(1).unwrap();
-    registry.register(pool.clone().named("b1")).unwrap();
-    registry.register(pool.named("b2")).unwrap();
+    registry.register(pool.clone().with_name("b1")).unwrap();
+    registry.register(pool.with_name("b2")).unwrap();
     registry.register(Proxy::allow(["egress"])).unwrap();
     registry
         .register(

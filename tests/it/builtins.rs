@@ -337,7 +337,7 @@ async fn batch_limits_are_checked_before_any_item_runs() {
         matches!(err, ToolError::InvalidArguments { ref field, .. } if field.as_deref() == Some("max_concurrent"))
     );
     let err = batched
-        .call(BatchInput::parallel(vec![Num { n: 1 }]).at_most(0))
+        .call(BatchInput::parallel(vec![Num { n: 1 }]).with_max_items(0))
         .await
         .unwrap_err();
     assert!(err.to_string().contains("max_concurrent"), "{err}");

@@ -118,7 +118,7 @@ fn shorter_names_or_a_higher_limit_let_it_bind() {
         "{err}"
     );
     let (pooled,) = Toolset::new()
-        .bind((deep().with(Pool::new(1).unwrap().named("p")),))
+        .bind((deep().with(Pool::new(1).unwrap().with_name("p")),))
         .unwrap();
     assert_eq!(pooled.name().len(), 127);
 

@@ -38,7 +38,7 @@ fn registry() -> Registry {
         .unwrap()
         .register(Pool::new(1).unwrap())
         .unwrap()
-        .register(Pool::new(1).unwrap().named("other_backend"))
+        .register(Pool::new(1).unwrap().with_name("other_backend"))
         .unwrap()
         .register(Configured::<OutputSchema>::named("output_schema"))
         .unwrap();
@@ -1418,7 +1418,7 @@ struct Renamed {
 }
 
 fn rename(pool: &Pool, config: Renamed) -> Result<Pool, toolgraft::extension::ConfigError> {
-    Ok(pool.clone().named(config.name))
+    Ok(pool.clone().with_name(config.name))
 }
 
 #[test]

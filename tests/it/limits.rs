@@ -77,7 +77,9 @@ async fn over_the_rate_the_refusal_says_when_to_retry_and_refusals_are_not_count
     let (toolset, started) = toolset_with(|started| {
         let toolset = Toolset::new();
         toolset
-            .bind((nap(started).combo().with(RateLimit::per_second(4).burst(2)),))
+            .bind((nap(started)
+                .combo()
+                .with(RateLimit::per_second(4).with_burst(2)),))
             .unwrap();
         toolset
     });
@@ -108,7 +110,7 @@ async fn in_a_second_of_hammering_the_rate_admits_its_calls_and_the_burst_at_mos
         toolset
             .bind((nap(started)
                 .combo()
-                .with(RateLimit::per_second(10).burst(3)),))
+                .with(RateLimit::per_second(10).with_burst(3)),))
             .unwrap();
         toolset
     });
@@ -131,7 +133,7 @@ async fn principals_are_limited_apart_and_anonymous_calls_share_one_limit() {
         toolset
             .bind((nap(started)
                 .combo()
-                .with(RateLimit::per_minute(1).per_principal()),))
+                .with(RateLimit::per_minute(1).with_per_principal()),))
             .unwrap();
         toolset
     });
@@ -166,7 +168,7 @@ async fn a_wait_up_to_the_next_turn_is_admitted_and_a_longer_one_refused() {
         toolset
             .bind((nap(started)
                 .combo()
-                .with(RateLimit::per_second(2).wait_up_to(Duration::from_millis(600))),))
+                .with(RateLimit::per_second(2).with_wait_up_to(Duration::from_millis(600))),))
             .unwrap();
         toolset
     });
@@ -195,12 +197,12 @@ fn configs_out_of_range_are_refused_when_bound_naming_the_field() {
         (RateLimit::new(1, Duration::ZERO), "period_ms"),
         (RateLimit::new(1, Duration::from_secs(100_000)), "period_ms"),
         (RateLimit::new(10_000, Duration::from_millis(1)), "calls"),
-        (RateLimit::per_second(5).burst(0), "burst"),
+        (RateLimit::per_second(5).with_burst(0), "burst"),
         (
-            RateLimit::per_second(5).wait_up_to(Duration::from_secs(3600)),
+            RateLimit::per_second(5).with_wait_up_to(Duration::from_secs(3600)),
             "max_wait_ms",
         ),
-        (RateLimit::per_second(5).max_keys(0), "max_keys"),
+        (RateLimit::per_second(5).with_max_keys(0), "max_keys"),
     ];
     for (limit, field) in typed {
         let err = Toolset::new()
@@ -213,13 +215,13 @@ fn configs_out_of_range_are_refused_when_bound_naming_the_field() {
     }
     let typed = [
         (Concurrency::at_most(0), "max"),
-        (Concurrency::at_most(1).queue(2_000_000), "queue"),
+        (Concurrency::at_most(1).with_queue(2_000_000), "queue"),
         (
-            Concurrency::at_most(1).wait_up_to(Duration::ZERO),
+            Concurrency::at_most(1).with_wait_up_to(Duration::ZERO),
             "max_wait_ms",
         ),
         (
-            Concurrency::at_most(1).lease(Duration::from_millis(10)),
+            Concurrency::at_most(1).with_lease(Duration::from_millis(10)),
             "lease_ms",
         ),
     ];
@@ -289,7 +291,7 @@ async fn a_manifest_binds_both_and_a_refined_registration_keeps_the_shared_store
     let mut registry = Registry::new();
     registry
         .register(Refined::new(
-            RateLimit::per_second(1).store(shared.clone()),
+            RateLimit::per_second(1).with_store(shared.clone()),
             RateLimit::configured,
         ))
         .unwrap()
@@ -321,13 +323,15 @@ async fn made_up_principals_cannot_grow_the_store_past_its_keys() {
     let (toolset, _) = toolset_with(|started| {
         let toolset = Toolset::new();
         toolset
-            .bind((nap(started)
-                .combo()
-                .with(RateLimit::per_second(1).per_principal().max_keys(100)),))
+            .bind((nap(started).combo().with(
+                RateLimit::per_second(1)
+                    .with_per_principal()
+                    .with_max_keys(100),
+            ),))
             .unwrap();
         toolset
     });
-    let store = MemoryLimits::new().max_keys(100);
+    let store = MemoryLimits::new().with_max_keys(100);
     let rate = Rate::new(1, Duration::from_secs(1)).unwrap();
     let branch = toolgraft::Name::new("nap_rate_limit").unwrap();
     let mut refused = 0;
@@ -365,7 +369,9 @@ async fn beyond_the_queue_calls_are_shed_at_once_and_the_queue_runs_in_turn() {
     let (toolset, started) = toolset_with(|started| {
         let toolset = Toolset::new();
         toolset
-            .bind((nap(started).combo().with(Concurrency::at_most(2).queue(3)),))
+            .bind((nap(started)
+                .combo()
+                .with(Concurrency::at_most(2).with_queue(3)),))
             .unwrap();
         toolset
     });
@@ -397,8 +403,8 @@ async fn a_queued_call_waits_at_most_its_max_wait() {
         toolset
             .bind((nap(started).combo().with(
                 Concurrency::at_most(1)
-                    .queue(5)
-                    .wait_up_to(Duration::from_millis(300)),
+                    .with_queue(5)
+                    .with_wait_up_to(Duration::from_millis(300)),
             ),))
             .unwrap();
         toolset
@@ -426,9 +432,11 @@ async fn a_cancelled_waiter_and_a_cancelled_call_leak_nothing() {
     let (toolset, started) = toolset_with(|started| {
         let toolset = Toolset::new();
         toolset
-            .bind((nap(started)
-                .combo()
-                .with(Concurrency::at_most(1).queue(1).store(store.clone())),))
+            .bind((nap(started).combo().with(
+                Concurrency::at_most(1)
+                    .with_queue(1)
+                    .with_store(store.clone()),
+            ),))
             .unwrap();
         toolset
     });
@@ -462,7 +470,7 @@ async fn concurrency_per_principal_counts_each_caller_apart() {
         toolset
             .bind((nap(started)
                 .combo()
-                .with(Concurrency::at_most(1).per_principal()),))
+                .with(Concurrency::at_most(1).with_per_principal()),))
             .unwrap();
         toolset
     });
@@ -511,10 +519,10 @@ async fn a_store_that_cannot_answer_refuses_the_call_transiently() {
         .bind((
             nap(&started)
                 .combo()
-                .with(RateLimit::per_second(100).store(Down)),
+                .with(RateLimit::per_second(100).with_store(Down)),
             nap(&started)
                 .combo()
-                .with(Concurrency::at_most(100).store(Down)),
+                .with(Concurrency::at_most(100).with_store(Down)),
         ))
         .unwrap();
     for name in ["nap_rate_limit", "nap_concurrency"] {

@@ -184,7 +184,7 @@ async fn two_backends_in_two_combos_of_one_tool_both_bind() {
         .unwrap();
     let (pool, other) = (
         Pool::new(1).unwrap(),
-        Pool::new(1).unwrap().named("other_backend"),
+        Pool::new(1).unwrap().with_name("other_backend"),
     );
     let toolset = Toolset::new();
     toolset
@@ -270,7 +270,7 @@ async fn batches_through_a_pool_keep_input_order_and_per_item_errors() {
         .bind((checker.combo().with(pool).with(Batch::default()),))
         .unwrap();
     let input = BatchInput::parallel(vec![Shout::new("a"), Shout::new("bad"), Shout::new("c")])
-        .keep_going();
+        .with_keep_going();
     let out = batched.call(input).await.unwrap();
     assert_eq!(out.len(), 3);
     assert!(

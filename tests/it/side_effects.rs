@@ -412,7 +412,7 @@ fn a_cache_binds_only_where_a_call_not_made_loses_nothing() {
             .bind((send
                 .clone()
                 .combo()
-                .with(Cache::default().allowing_side_effects()),))
+                .with(Cache::default().with_side_effects_allowed()),))
             .is_ok()
     );
     let manifest = Manifest::from_json(
@@ -655,7 +655,7 @@ fn typed_limit_and_retry_configs_out_of_range_are_refused_at_bind() {
     );
     assert!(
         Toolset::new()
-            .bind((tool().combo().with(RateLimit::per_second(1).burst(0)),))
+            .bind((tool().combo().with(RateLimit::per_second(1).with_burst(0)),))
             .is_err(),
         "burst 0"
     );

@@ -87,7 +87,7 @@ async fn every_item_gets_its_own_copy_and_the_json_path_agrees() {
     // the params (not only the first or the last).
     let typed = batched
         .params(CacheParams { exp: Some(-1.0) })
-        .call(items().keep_going())
+        .call(items().with_keep_going())
         .await
         .unwrap();
     let errors: Vec<String> = typed

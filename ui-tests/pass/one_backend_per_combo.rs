@@ -14,8 +14,8 @@ async fn main() {
         .body(|_: Ping| async { Ok("pong".to_owned()) })
         .build()
         .unwrap();
-    let fast = Pool::new(1).unwrap().named("fast");
-    let slow = Pool::new(1).unwrap().named("slow");
+    let fast = Pool::new(1).unwrap().with_name("fast");
+    let slow = Pool::new(1).unwrap().with_name("slow");
     let toolset = Toolset::new();
     let (on_fast, on_slow) = toolset
         .bind((

@@ -96,14 +96,14 @@ impl GuardLayer {
     /// use axum::{Router, body::Body, routing::get};
     /// use tower::ServiceExt;
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let layer = toolgraft_guard::Guard::bearer("0123456789abcdef")?.layer().token_cookie("session");
+    /// let layer = toolgraft_guard::Guard::bearer("0123456789abcdef")?.layer().with_token_cookie("session");
     /// let app = Router::new().route("/", get(|| async { "hi" })).layer(layer);
     /// let request = http::Request::get("/").header("host", "localhost")
     ///     .header("cookie", "theme=dark; session=0123456789abcdef").body(Body::empty())?;
     /// assert_eq!(app.oneshot(request).await?.status(), 200);
     /// # Ok(()) }
     /// ```
-    pub fn token_cookie(mut self, name: &'static str) -> Self {
+    pub fn with_token_cookie(mut self, name: &'static str) -> Self {
         self.cookie = Some(name);
         self
     }
@@ -118,7 +118,7 @@ impl GuardLayer {
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let layer = toolgraft_guard::Guard::bearer("0123456789abcdef")?
     ///     .layer()
-    ///     .skip_token_for(|request| request.uri.path() == "/login");
+    ///     .with_token_skipped_for(|request| request.uri.path() == "/login");
     /// let app = Router::new().route("/login", post(|| async { "checked here" })).layer(layer);
     /// let sign_in = |host: &str| http::Request::post("/login").header("host", host)
     ///     .body(Body::empty()).unwrap();
@@ -126,7 +126,10 @@ impl GuardLayer {
     /// assert_eq!(app.oneshot(sign_in("evil.example")).await?.status(), 403);
     /// # Ok(()) }
     /// ```
-    pub fn skip_token_for(mut self, skip: impl Fn(&Parts) -> bool + Send + Sync + 'static) -> Self {
+    pub fn with_token_skipped_for(
+        mut self,
+        skip: impl Fn(&Parts) -> bool + Send + Sync + 'static,
+    ) -> Self {
         self.skip_token = Some(Arc::new(skip));
         self
     }

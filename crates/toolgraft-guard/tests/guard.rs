@@ -138,8 +138,8 @@ async fn the_cookie_and_the_sign_in_route_are_the_servers_choice() {
         .layer(
             guard
                 .layer()
-                .token_cookie("tok")
-                .skip_token_for(|request| request.uri.path() == "/login"),
+                .with_token_cookie("tok")
+                .with_token_skipped_for(|request| request.uri.path() == "/login"),
         );
     let host = (HOST, value("localhost"));
     let cookie = (COOKIE, value(&format!("a=b; tok={TOKEN}")));

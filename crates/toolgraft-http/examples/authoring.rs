@@ -131,7 +131,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     eprint!("{}", NameTable(&toolset.tools()));
 
-    let authoring = Authoring::new(toolset, registry).manifest_file(&manifest);
+    let authoring = Authoring::new(toolset, registry).with_manifest_file(&manifest);
     let guard = match (std::env::var("TOOLGRAFT_TOKEN"), options.no_auth) {
         (Ok(token), false) => Guard::bearer(token)?,
         (Err(_), true) => Guard::off(),
@@ -142,7 +142,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     };
-    let router = authoring.guard(guard).router()?;
+    let router = authoring.with_guard(guard).router()?;
 
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", options.port)).await?;
     eprintln!("manifest: {}", manifest.display());

@@ -23,8 +23,8 @@ const COOKIE: &str = "toolgraft_token";
 pub(crate) fn layer(guard: &Guard) -> GuardLayer {
     guard
         .layer()
-        .token_cookie(COOKIE)
-        .skip_token_for(|request| request.method == Method::POST && is_login(request))
+        .with_token_cookie(COOKIE)
+        .with_token_skipped_for(|request| request.method == Method::POST && is_login(request))
         .respond_with(refusal)
 }
 

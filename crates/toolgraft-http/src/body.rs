@@ -158,8 +158,8 @@ mod tests {
     fn a_combo_is_written_back_with_its_config_and_pins_and_reads_the_same() {
         let combo = vec![
             ElementSpec::named("trace"),
-            ElementSpec::named("cache").pinned(json!({"exp": 60})),
-            ElementSpec::configured("batch", json!({"max_items": 5})).pinned(json!({"x": 1})),
+            ElementSpec::named("cache").with_pins(json!({"exp": 60})),
+            ElementSpec::configured("batch", json!({"max_items": 5})).with_pins(json!({"x": 1})),
         ];
         let written = combo_value(&combo);
         assert_eq!(

@@ -27,7 +27,7 @@
 //!
 //! A change is live at once (an MCP server over the same toolset announces it with
 //! `notifications/tools/list_changed`), and with
-//! [`manifest_file`](Authoring::manifest_file) it is written to the file: only the
+//! [`with_manifest_file`](Authoring::with_manifest_file) it is written to the file: only the
 //! tool's entry changes, everything else in the file stays as it was, byte for
 //! byte (JSON and TOML, comments included), and the file is replaced atomically
 //! (a temporary file in the same directory, renamed over it). The temporary file
@@ -35,7 +35,7 @@
 //! a process that no longer runs, or, where that cannot be told, ten minutes old).
 //!
 //! Every route is behind a [`Guard`] (the `toolgraft-guard` crate's, the one the
-//! MCP endpoint of `toolgraft-mcp` takes too), which [`Authoring::guard`] requires:
+//! MCP endpoint of `toolgraft-mcp` takes too), which [`Authoring::with_guard`] requires:
 //! a request whose `Host` is not on its host allow-list, or whose `Origin` is not
 //! on its origin allow-list, gets `403` (both lists name only the loopback
 //! addresses unless set, so a page on another site cannot reach a local server by
@@ -59,7 +59,7 @@
 //! registry.register(Trace)?.register(Pool::new(2)?)?;
 //!
 //! let router: axum::Router = Authoring::new(toolset, registry)
-//!     .guard(Guard::bearer("a-long-random-token-from-the-operators-secrets")?)
+//!     .with_guard(Guard::bearer("a-long-random-token-from-the-operators-secrets")?)
 //!     .router()?;
 //! // axum::serve(tokio::net::TcpListener::bind("127.0.0.1:8080").await?, router).await?;
 //! # Ok(()) }
@@ -91,7 +91,7 @@ use state::State;
 
 pub use body::MAX_BODY;
 
-/// The guard's vocabulary, re-exported: [`Authoring::guard`] takes a [`Guard`], as
+/// The guard's vocabulary, re-exported: [`Authoring::with_guard`] takes a [`Guard`], as
 /// `toolgraft_mcp::http::McpHttp::new` does.
 pub use toolgraft_guard::{Guard, GuardError};
 
@@ -99,15 +99,15 @@ pub use toolgraft_guard::{Guard, GuardError};
 /// from (see the [crate docs](crate)).
 ///
 /// `G` records whether the guard was chosen: [`router`](Authoring::router) exists
-/// only after [`guard`](Authoring::guard), so a server cannot lose its
+/// only after [`with_guard`](Authoring::with_guard), so a server cannot lose its
 /// authentication by forgetting a line.
 ///
 /// ```
 /// # use toolgraft::{Registry, Toolset};
 /// use toolgraft_http::{Authoring, Guard};
 /// let authoring = Authoring::new(Toolset::new(), Registry::new())
-///     .manifest_file("combos.toml")
-///     .guard(Guard::off());
+///     .with_manifest_file("combos.toml")
+///     .with_guard(Guard::off());
 /// assert!(format!("{authoring:?}").contains("combos.toml"));
 /// ```
 #[derive(Debug)]
@@ -130,7 +130,7 @@ pub struct GuardNotChosen;
 
 impl Authoring<GuardNotChosen> {
     /// The authoring API over `toolset`, binding combos with the extensions of
-    /// `registry`; choose the [`guard`](Authoring::guard) next.
+    /// `registry`; choose the [`with_guard`](Authoring::with_guard) next.
     pub fn new(toolset: Toolset, registry: Registry) -> Self {
         Self {
             toolset,
@@ -150,10 +150,10 @@ impl Authoring<GuardNotChosen> {
     /// let guard = Guard::bearer("0123456789abcdef0123456789abcdef")?
     ///     .allow_hosts(["authoring.example.com"])?
     ///     .allow_origins(["https://authoring.example.com"])?;
-    /// let router = Authoring::new(Toolset::new(), Registry::new()).guard(guard).router()?;
+    /// let router = Authoring::new(Toolset::new(), Registry::new()).with_guard(guard).router()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn guard(self, guard: Guard) -> Authoring<Guard> {
+    pub fn with_guard(self, guard: Guard) -> Authoring<Guard> {
         Authoring {
             toolset: self.toolset,
             registry: self.registry,
@@ -173,7 +173,7 @@ impl<G> Authoring<G> {
     /// wrote them. A tool left without combos loses its key (a manifest has no
     /// empty lists). The file is read again at each change, so an operator's edits
     /// to other tools are kept; one the manifest parser refuses stops the change.
-    pub fn manifest_file(mut self, path: impl Into<PathBuf>) -> Self {
+    pub fn with_manifest_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.manifest = Some(path.into());
         self
     }
@@ -187,7 +187,7 @@ impl Authoring<Guard> {
     /// ```
     /// # use toolgraft::{Registry, Toolset};
     /// use toolgraft_http::{Authoring, Guard};
-    /// let router = Authoring::new(Toolset::new(), Registry::new()).guard(Guard::off()).router();
+    /// let router = Authoring::new(Toolset::new(), Registry::new()).with_guard(Guard::off()).router();
     /// assert!(router.is_ok());
     /// ```
     pub fn router(self) -> Result<Router, SetupError> {
@@ -233,8 +233,8 @@ fn check_manifest(path: &Path) -> Result<(), SetupError> {
 /// ```
 /// # use toolgraft::{Registry, Toolset};
 /// let err = toolgraft_http::Authoring::new(Toolset::new(), Registry::new())
-///     .manifest_file("/nonexistent/combos.json")
-///     .guard(toolgraft_http::Guard::off())
+///     .with_manifest_file("/nonexistent/combos.json")
+///     .with_guard(toolgraft_http::Guard::off())
 ///     .router()
 ///     .unwrap_err();
 /// assert!(matches!(err, toolgraft_http::SetupError::Manifest { .. }));

@@ -16,8 +16,8 @@ use toolgraft_jobs::Remote;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = remote_toolset::url();
     let remote = Remote::new(&url)?
-        .queue("weather")?
-        .timeout(Duration::from_secs(10));
+        .with_queue("weather")?
+        .with_timeout(Duration::from_secs(10));
     let toolset = remote_toolset::toolset(&remote)?;
     println!("caller pid {}, jobs on {url}\n", std::process::id());
 

@@ -16,13 +16,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_writer(std::io::stderr)
         .init();
     let url = remote_toolset::url();
-    let remote = Remote::new(&url)?.queue("weather")?;
+    let remote = Remote::new(&url)?.with_queue("weather")?;
     let toolset = remote_toolset::toolset(&remote)?;
     eprintln!(
         "worker pid {} serving queue `weather` on {url}",
         std::process::id()
     );
-    Worker::new(toolset, &remote).concurrency(32).run().await?;
+    Worker::new(toolset, &remote)
+        .with_concurrency(32)
+        .run()
+        .await?;
     eprintln!("worker pid {}: stopped cleanly", std::process::id());
     Ok(())
 }

@@ -10,7 +10,7 @@
 //! catches up when it joins.
 //!
 //! Jobs carry the generation their caller was at; a worker behind it waits for it
-//! (up to [`Worker::fleet_wait`](crate::Worker::fleet_wait)) before running the
+//! (up to [`Worker::with_fleet_wait`](crate::Worker::with_fleet_wait)) before running the
 //! job, and refuses it with a [`ToolError::Relocation`](toolgraft::ToolError)
 //! naming both generations if it cannot catch up.
 //!
@@ -111,7 +111,7 @@ pub enum FleetError {
 /// use toolgraft::runtime::manifest::ElementSpec;
 /// use toolgraft_jobs::{Fleet, Remote};
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let remote = Remote::new("redis://127.0.0.1:6379")?.queue("weather")?;
+/// let remote = Remote::new("redis://127.0.0.1:6379")?.with_queue("weather")?;
 /// let toolset = Toolset::new(); // ... bound like the workers' ...
 /// let mut registry = Registry::new();
 /// registry.register(Trace)?.register(toolgraft::runtime::Configured::<Remote>::named("remote"))?;
@@ -525,7 +525,7 @@ mod tests {
         let url = format!("redis://{}", silent.local_addr().unwrap());
         let remote = Remote::new(&url)
             .unwrap()
-            .timeout(Duration::from_millis(300));
+            .with_timeout(Duration::from_millis(300));
         let toolset = Toolset::new();
         let started = std::time::Instant::now();
         let error = Fleet::join(&remote, &toolset, Registry::new())

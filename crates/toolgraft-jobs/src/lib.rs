@@ -90,7 +90,7 @@
 //! A [`Remote`] is a [`Follow`](toolgraft::relocation::Follow): its jobs are read by
 //! id from its store, in any process. A server that offers to follow a call
 //! ([`Deferral`](toolgraft::relocation::Deferral); toolgraft-mcp's
-//! `Tasks::following(remote)`) gets the call enqueued, not waited for, and the
+//! `Tasks::with_follower(remote)`) gets the call enqueued, not waited for, and the
 //! job's id back ([`Deferred`](toolgraft::relocation::Deferred)): an MCP task that
 //! every caller process of the fleet answers for. The job records the principal
 //! it was made for.
@@ -124,7 +124,7 @@
 //! }
 //!
 //! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let remote = Remote::new("redis://127.0.0.1:6379")?.queue("shouts")?;
+//! let remote = Remote::new("redis://127.0.0.1:6379")?.with_queue("shouts")?;
 //! if std::env::args().any(|arg| arg == "--worker") {
 //!     // Runs jobs until SIGTERM, then finishes the ones in flight.
 //!     Worker::new(toolset(&remote)?, &remote).run().await?;

@@ -69,7 +69,7 @@ const CONNECT_WITHIN: Duration = Duration::from_secs(2);
 ///   purged before any permit is taken.
 ///
 /// Keys are the limit key's SHA-256 (64 hex digits, whatever a principal's
-/// length), under `toolgraft:limit` unless [`prefix`](RedisLimits::prefix) says.
+/// length), under `toolgraft:limit` unless [`with_prefix`](RedisLimits::with_prefix) says.
 /// It connects at the first call. A server that cannot be reached **refuses
 /// the call** (`ToolError::Overloaded`, transient, its reason naming the
 /// server without its credentials): a limit never admits what it cannot count.
@@ -81,13 +81,13 @@ const CONNECT_WITHIN: Duration = Duration::from_secs(2);
 /// use toolgraft_jobs::RedisLimits;
 /// let limits = RedisLimits::new("redis://127.0.0.1:6379")?;
 /// // Typed: 5 a second, bursts of 10, per caller, for the whole fleet.
-/// let limit = RateLimit::per_second(5).burst(10).per_principal().store(limits.clone());
+/// let limit = RateLimit::per_second(5).with_burst(10).with_per_principal().with_store(limits.clone());
 /// # let _ = limit;
 /// // From manifests: elements' config refines instances that count in Redis.
 /// let mut registry = Registry::new();
 /// registry
-///     .register(Refined::new(RateLimit::per_second(1).store(limits.clone()), RateLimit::configured))?
-///     .register(Refined::new(Concurrency::at_most(1).store(limits), Concurrency::configured))?;
+///     .register(Refined::new(RateLimit::per_second(1).with_store(limits.clone()), RateLimit::configured))?
+///     .register(Refined::new(Concurrency::at_most(1).with_store(limits), Concurrency::configured))?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
@@ -133,11 +133,11 @@ impl RedisLimits {
     /// Keys under `prefix` (two fleets on one server, each its own limits).
     ///
     /// ```
-    /// let limits = toolgraft_jobs::RedisLimits::new("redis://127.0.0.1:6379")?.prefix("shop:limits");
+    /// let limits = toolgraft_jobs::RedisLimits::new("redis://127.0.0.1:6379")?.with_prefix("shop:limits");
     /// assert!(format!("{limits:?}").contains("shop:limits"));
     /// # Ok::<(), redis::RedisError>(())
     /// ```
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
     }

@@ -43,8 +43,8 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// use toolgraft_jobs::Remote;
 ///
 /// let remote = Remote::new("sqlite:///var/lib/toolgraft/jobs.db")?
-///     .queue("weather")?
-///     .timeout(Duration::from_secs(5));
+///     .with_queue("weather")?
+///     .with_timeout(Duration::from_secs(5));
 /// assert_eq!((remote.name(), remote.queue_name()), ("remote", "weather"));
 /// assert!(Remote::new("http://example.com").is_err());
 /// # Ok::<(), toolgraft::extension::ConfigError>(())
@@ -121,7 +121,7 @@ fn default_retention_s() -> u64 {
 /// ```
 /// use std::time::Duration;
 /// use toolgraft_jobs::{MAX_TIMEOUT_MS, Remote};
-/// let remote = Remote::new("sqlite://jobs.db")?.timeout(Duration::from_secs(u64::MAX));
+/// let remote = Remote::new("sqlite://jobs.db")?.with_timeout(Duration::from_secs(u64::MAX));
 /// assert_eq!(remote.timeout_after(), Duration::from_millis(MAX_TIMEOUT_MS));
 /// # Ok::<(), toolgraft::extension::ConfigError>(())
 /// ```
@@ -169,12 +169,12 @@ impl Remote {
     ///
     /// ```
     /// use toolgraft_jobs::Remote;
-    /// let remote = Remote::new("sqlite://jobs.db")?.queue("gpu")?;
+    /// let remote = Remote::new("sqlite://jobs.db")?.with_queue("gpu")?;
     /// assert_eq!(remote.queue_name(), "gpu");
-    /// assert_eq!(Remote::new("sqlite://jobs.db")?.queue("a:b").unwrap_err().field, "queue");
+    /// assert_eq!(Remote::new("sqlite://jobs.db")?.with_queue("a:b").unwrap_err().field, "queue");
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
-    pub fn queue(mut self, queue: impl Into<String>) -> Result<Self, ConfigError> {
+    pub fn with_queue(mut self, queue: impl Into<String>) -> Result<Self, ConfigError> {
         let queue = queue.into();
         check_queue(&queue)?;
         self.config.queue = queue;
@@ -186,11 +186,11 @@ impl Remote {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.timeout(Duration::from_millis(250));
+    /// let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.with_timeout(Duration::from_millis(250));
     /// assert_eq!(remote.timeout_after(), Duration::from_millis(250));
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
-    pub fn timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
         // Capped like a configured one: a day.
         self.config.timeout_ms = u64::try_from(timeout.as_millis())
             .unwrap_or(u64::MAX)
@@ -202,21 +202,21 @@ impl Remote {
     ///
     /// ```
     /// # use toolgraft::Extension;
-    /// let gpu = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.named("gpu");
+    /// let gpu = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.with_name("gpu");
     /// assert_eq!(gpu.name(), "gpu");
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
-    pub fn named(mut self, name: impl Into<String>) -> Self {
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
     }
 
-    /// The queue jobs go to (see [`Remote::queue`]).
+    /// The queue jobs go to (see [`Remote::with_queue`]).
     pub fn queue_name(&self) -> &str {
         &self.config.queue
     }
 
-    /// The caller's timeout (see [`Remote::timeout`]).
+    /// The caller's timeout (see [`Remote::with_timeout`]).
     pub fn timeout_after(&self) -> Duration {
         Duration::from_millis(self.config.timeout_ms)
     }
@@ -419,7 +419,7 @@ impl Extension for Remote {
     }
 }
 
-/// A queue name's rule, for a config and for [`Remote::queue`] alike.
+/// A queue name's rule, for a config and for [`Remote::with_queue`] alike.
 fn check_queue(queue: &str) -> Result<(), ConfigError> {
     if queue.is_empty() || queue.contains(':') {
         return Err(ConfigError::new(

@@ -23,7 +23,7 @@ use toolgraft::{Name, ToolError};
 /// ```no_run
 /// use toolgraft_jobs::{JobResult, Remote};
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let jobs = Remote::new("redis://127.0.0.1:6379")?.queue("shouts")?.jobs();
+/// let jobs = Remote::new("redis://127.0.0.1:6379")?.with_queue("shouts")?.jobs();
 /// let id = "01JZ6M3Q0000000000000000AA"; // a ticket's `job_id`
 /// println!("{} is {}", id, jobs.status(id).await?.state);
 /// if let JobResult::Finished(answer) = jobs.result(id).await? {
@@ -40,7 +40,7 @@ impl Remote {
     /// The jobs submitted on this backend's queue (see [`Jobs`]).
     ///
     /// ```
-    /// let jobs = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.queue("weather")?.jobs();
+    /// let jobs = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.with_queue("weather")?.jobs();
     /// assert_eq!(jobs.queue(), "weather");
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```

@@ -44,7 +44,7 @@ const OWN_PARAMS: &[&str] = &["delay_ms", "at"];
 /// Its branch takes the layer's arguments plus, optionally, `delay_ms` (a whole
 /// number of milliseconds) or `at` (an RFC 3339 time with an offset, like
 /// `2030-01-01T09:00:00Z`), not both; an `at` more than [`PAST_SLACK`] in the past,
-/// or either one further ahead than [`Submit::max_ahead`], is refused as invalid
+/// or either one further ahead than [`Submit::with_max_ahead`], is refused as invalid
 /// arguments naming the field.
 ///
 /// ```no_run
@@ -56,7 +56,7 @@ const OWN_PARAMS: &[&str] = &["delay_ms", "at"];
 /// struct Shout { text: String }
 ///
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let remote = Remote::new("redis://127.0.0.1:6379")?.queue("shouts")?;
+/// let remote = Remote::new("redis://127.0.0.1:6379")?.with_queue("shouts")?;
 /// let shout = Tool::builder().name("shout").description("Return the text, loud.")
 ///     .body(|i: Shout| async move { Ok(i.text.to_uppercase()) }).build()?;
 /// let toolset = Toolset::new();
@@ -102,9 +102,9 @@ impl Submit {
     ///
     /// ```
     /// use toolgraft::Extension;
-    /// assert_eq!(toolgraft_jobs::Submit::new().named("later").name(), "later");
+    /// assert_eq!(toolgraft_jobs::Submit::new().with_name("later").name(), "later");
     /// ```
-    pub fn named(mut self, name: impl Into<String>) -> Self {
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
     }
@@ -115,16 +115,16 @@ impl Submit {
     /// ```
     /// # use std::time::Duration;
     /// use toolgraft_jobs::{MAX_SCHEDULING_HORIZON, Submit};
-    /// let submit = Submit::new().max_ahead(Duration::from_secs(3600));
+    /// let submit = Submit::new().with_max_ahead(Duration::from_secs(3600));
     /// assert_eq!(submit.scheduling_horizon(), Duration::from_secs(3600));
-    /// assert_eq!(Submit::new().max_ahead(Duration::MAX).scheduling_horizon(), MAX_SCHEDULING_HORIZON);
+    /// assert_eq!(Submit::new().with_max_ahead(Duration::MAX).scheduling_horizon(), MAX_SCHEDULING_HORIZON);
     /// ```
-    pub fn max_ahead(mut self, max: Duration) -> Self {
+    pub fn with_max_ahead(mut self, max: Duration) -> Self {
         self.max_ahead = max.min(MAX_SCHEDULING_HORIZON);
         self
     }
 
-    /// How far ahead a job may be scheduled (see [`Submit::max_ahead`]).
+    /// How far ahead a job may be scheduled (see [`Submit::with_max_ahead`]).
     pub fn scheduling_horizon(&self) -> Duration {
         self.max_ahead
     }
@@ -457,7 +457,7 @@ mod tests {
             .unwrap_err();
         assert!(far.problem.contains("further ahead"), "{far}");
         let far = Submit::new()
-            .max_ahead(Duration::from_secs(1))
+            .with_max_ahead(Duration::from_secs(1))
             .take_schedule(&mut args(json!({"delay_ms": 5000})))
             .unwrap_err();
         assert_eq!(far.field.as_deref(), Some("delay_ms"));

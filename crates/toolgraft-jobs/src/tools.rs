@@ -68,7 +68,7 @@ impl Jobs {
     ///
     /// ```
     /// use toolgraft::tool::BaseTool;
-    /// let jobs = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.queue("weather")?.jobs();
+    /// let jobs = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.with_queue("weather")?.jobs();
     /// let tools = jobs.tools_named("weather_job")?;
     /// let names: Vec<_> = tools.iter().map(|tool| tool.spec().name.as_str()).collect();
     /// assert_eq!(names, ["weather_job_status", "weather_job_result", "weather_job_cancel"]);

@@ -35,9 +35,9 @@ const DEFAULT_FLEET_WAIT: Duration = Duration::from_secs(5);
 /// use toolgraft::Toolset;
 /// use toolgraft_jobs::{Remote, Worker};
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let remote = Remote::new("sqlite:///tmp/jobs.db")?.queue("weather")?;
+/// let remote = Remote::new("sqlite:///tmp/jobs.db")?.with_queue("weather")?;
 /// let toolset = Toolset::new(); // ... bound like the callers' ...
-/// Worker::new(toolset, &remote).concurrency(32).run().await?;
+/// Worker::new(toolset, &remote).with_concurrency(32).run().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]
@@ -47,7 +47,7 @@ pub struct Worker {
     concurrency: usize,
     grace: Duration,
     name: String,
-    /// Follows the queue's fleet with this registry (see [`Worker::fleet`]).
+    /// Follows the queue's fleet with this registry (see [`Worker::with_fleet`]).
     fleet: Option<Registry>,
     fleet_wait: Duration,
 }
@@ -119,10 +119,10 @@ impl Worker {
     /// # let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
     /// let mut registry = toolgraft::Registry::new();
     /// registry.register(toolgraft::ext::Trace)?;
-    /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote).fleet(registry);
+    /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote).with_fleet(registry);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn fleet(mut self, registry: Registry) -> Self {
+    pub fn with_fleet(mut self, registry: Registry) -> Self {
         self.fleet = Some(registry);
         self
     }
@@ -135,10 +135,10 @@ impl Worker {
     /// # use std::time::Duration;
     /// # let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
     /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote)
-    ///     .fleet_wait(Duration::from_secs(2));
+    ///     .with_fleet_wait(Duration::from_secs(2));
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
-    pub fn fleet_wait(mut self, wait: Duration) -> Self {
+    pub fn with_fleet_wait(mut self, wait: Duration) -> Self {
         self.fleet_wait = wait;
         self
     }
@@ -148,11 +148,11 @@ impl Worker {
     ///
     /// ```
     /// # let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
-    /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote).named("gpu-1");
+    /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote).with_name("gpu-1");
     /// assert_eq!(worker.name(), "gpu-1");
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
-    pub fn named(mut self, name: impl Into<String>) -> Self {
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
     }
@@ -162,18 +162,18 @@ impl Worker {
     ///
     /// ```
     /// # let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
-    /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote).concurrency(0);
+    /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote).with_concurrency(0);
     /// assert_eq!(worker.concurrent_jobs(), 1);
-    /// let worker = worker.concurrency(usize::MAX);
+    /// let worker = worker.with_concurrency(usize::MAX);
     /// assert_eq!(worker.concurrent_jobs(), toolgraft_jobs::Worker::MAX_CONCURRENCY);
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
-    pub fn concurrency(mut self, jobs: usize) -> Self {
+    pub fn with_concurrency(mut self, jobs: usize) -> Self {
         self.concurrency = jobs.clamp(1, Self::MAX_CONCURRENCY);
         self
     }
 
-    /// The most jobs one worker runs at once (see [`Worker::concurrency`]).
+    /// The most jobs one worker runs at once (see [`Worker::with_concurrency`]).
     ///
     /// ```
     /// assert_eq!(toolgraft_jobs::Worker::MAX_CONCURRENCY, 4096);
@@ -186,10 +186,10 @@ impl Worker {
     /// # use std::time::Duration;
     /// # let remote = toolgraft_jobs::Remote::new("sqlite://jobs.db")?;
     /// let worker = toolgraft_jobs::Worker::new(toolgraft::Toolset::new(), &remote)
-    ///     .grace(Duration::from_secs(5));
+    ///     .with_grace(Duration::from_secs(5));
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
-    pub fn grace(mut self, grace: Duration) -> Self {
+    pub fn with_grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
         self
     }
@@ -199,7 +199,7 @@ impl Worker {
         &self.name
     }
 
-    /// How many jobs run at once (see [`Worker::concurrency`]).
+    /// How many jobs run at once (see [`Worker::with_concurrency`]).
     pub fn concurrent_jobs(&self) -> usize {
         self.concurrency
     }
@@ -233,7 +233,7 @@ impl Worker {
     }
 
     /// Runs jobs until `shutdown` completes, then finishes the jobs in flight (up
-    /// to the [grace](Worker::grace)) and returns.
+    /// to the [grace](Worker::with_grace)) and returns.
     ///
     /// ```no_run
     /// # use toolgraft_jobs::{Remote, Worker};

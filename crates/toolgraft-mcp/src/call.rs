@@ -14,7 +14,7 @@
 //!     .body(|job: Job| async move {
 //!         for step in 1..=job.steps {
 //!             // Reaches the client when it asked for progress; `false` otherwise.
-//!             context::report_progress(Progress::new(step.into()).of(job.steps.into()));
+//!             context::report_progress(Progress::new(step.into()).with_total(job.steps.into()));
 //!         }
 //!         let client = McpCall::current().and_then(|call| call.peer().peer_info().map(|info| info.client_info.name.clone()));
 //!         Ok(client.unwrap_or_else(|| "no MCP client".to_owned()))

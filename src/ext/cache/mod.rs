@@ -227,10 +227,10 @@ impl Cache {
     /// serves them all (the caller's principal is left out of the key).
     ///
     /// ```
-    /// let cache = toolgraft::ext::Cache::default().public();
+    /// let cache = toolgraft::ext::Cache::default().with_public();
     /// # let _ = cache;
     /// ```
-    pub fn public(mut self) -> Self {
+    pub fn with_public(mut self) -> Self {
         self.config.public = true;
         self
     }
@@ -240,10 +240,10 @@ impl Cache {
     ///
     /// ```
     /// use toolgraft::Extension;
-    /// let cache = toolgraft::ext::Cache::default().allowing_side_effects();
+    /// let cache = toolgraft::ext::Cache::default().with_side_effects_allowed();
     /// assert_eq!(cache.demands(), None);
     /// ```
-    pub fn allowing_side_effects(mut self) -> Self {
+    pub fn with_side_effects_allowed(mut self) -> Self {
         self.config.side_effects = SideEffects::Allowed;
         self
     }

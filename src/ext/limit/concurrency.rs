@@ -73,14 +73,14 @@ fn lease_ms() -> u64 {
 }
 
 /// A wrapper that runs at most `max` calls of its branch at once (per caller
-/// with [`per_principal`](Concurrency::per_principal)). A call beyond them
-/// waits in a queue of at most [`queue`](Concurrency::queue) calls (0 unless
-/// set), for at most [`wait_up_to`](Concurrency::wait_up_to) when set; beyond
+/// with [`with_per_principal`](Concurrency::with_per_principal)). A call beyond them
+/// waits in a queue of at most [`with_queue`](Concurrency::with_queue) calls (0 unless
+/// set), for at most [`with_wait_up_to`](Concurrency::with_wait_up_to) when set; beyond
 /// the queue it is shed at once: [`ToolError::Overloaded`].
 ///
 /// A call that stops waiting (its future dropped: a cancellation, a timeout
 /// outside) leaves the queue, and one that stops running gives its permit
-/// back. With a fleet store ([`store`](Concurrency::store)) the permits are
+/// back. With a fleet store ([`with_store`](Concurrency::with_store)) the permits are
 /// the fleet's: each is a lease the running call renews, so a replica that
 /// crashes holding permits loses them after `lease_ms`. The queue is each
 /// process's own, and waiters are woken by releases in their process and ask
@@ -99,7 +99,7 @@ fn lease_ms() -> u64 {
 ///     })
 ///     .build()?;
 /// let toolset = Toolset::new();
-/// toolset.bind((ping.combo().with(Concurrency::at_most(1).queue(1)),))?;
+/// toolset.bind((ping.combo().with(Concurrency::at_most(1).with_queue(1)),))?;
 ///
 /// let (first, second, third) = tokio::join!(
 ///     toolset.call("ping_concurrency", json!({})),
@@ -157,7 +157,7 @@ impl Concurrency {
     }
 
     /// Lets up to `queue` calls wait for a permit (in this process).
-    pub fn queue(mut self, queue: u32) -> Self {
+    pub fn with_queue(mut self, queue: u32) -> Self {
         self.config.queue = queue;
         self
     }
@@ -166,10 +166,10 @@ impl Concurrency {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let limit = toolgraft::ext::Concurrency::at_most(2).queue(10).wait_up_to(Duration::from_secs(1));
+    /// let limit = toolgraft::ext::Concurrency::at_most(2).with_queue(10).with_wait_up_to(Duration::from_secs(1));
     /// # let _ = limit;
     /// ```
-    pub fn wait_up_to(mut self, wait: Duration) -> Self {
+    pub fn with_wait_up_to(mut self, wait: Duration) -> Self {
         self.config.max_wait_ms = Some(millis(wait));
         self
     }
@@ -177,13 +177,13 @@ impl Concurrency {
     /// A limit per caller (the call context's
     /// [`Principal`](crate::context::Principal); calls without one share one
     /// anonymous limit).
-    pub fn per_principal(mut self) -> Self {
+    pub fn with_per_principal(mut self) -> Self {
         self.config.per_principal = true;
         self
     }
 
     /// How long a fleet store keeps a permit whose holder stopped renewing it.
-    pub fn lease(mut self, lease: Duration) -> Self {
+    pub fn with_lease(mut self, lease: Duration) -> Self {
         self.config.lease_ms = millis(lease);
         self
     }
@@ -193,10 +193,10 @@ impl Concurrency {
     /// ```
     /// use toolgraft::ext::Concurrency;
     /// use toolgraft::ext::limit::MemoryLimits;
-    /// let limit = Concurrency::at_most(4).store(MemoryLimits::new());
+    /// let limit = Concurrency::at_most(4).with_store(MemoryLimits::new());
     /// # let _ = limit;
     /// ```
-    pub fn store(mut self, store: impl LimitStore) -> Self {
+    pub fn with_store(mut self, store: impl LimitStore) -> Self {
         self.store = Some(Arc::new(store));
         self
     }

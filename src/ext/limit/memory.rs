@@ -51,7 +51,7 @@ struct Tracked {
 /// GCRA, one state per key; permits are counts per key.
 ///
 /// It tracks at most `max_keys` rate keys (10,000 unless
-/// [`max_keys`](MemoryLimits::max_keys) says): a key whose state is the same as
+/// [`with_max_keys`](MemoryLimits::with_max_keys) says): a key whose state is the same as
 /// a new one's (no call within its burst's time) is forgotten first, and when
 /// every tracked key is still live a new key is refused (`Overloaded`), so a
 /// caller that makes up principals cannot grow the process's memory. Permit
@@ -63,7 +63,7 @@ struct Tracked {
 /// use toolgraft::context::Principal;
 /// use toolgraft::ext::limit::{Admission, LimitKey, LimitStore, MemoryLimits, Rate};
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let store = MemoryLimits::new().max_keys(1);
+/// let store = MemoryLimits::new().with_max_keys(1);
 /// let rate = Rate::new(1, Duration::from_secs(1))?;
 /// let key = |who: &str| LimitKey::new(Name::new("x_rate_limit").unwrap(), Some(Principal::new(who)));
 /// assert!(store.admit(&key("alice"), rate).await?.is_admitted());
@@ -103,10 +103,10 @@ impl MemoryLimits {
     /// assert_eq!(toolgraft::ext::limit::MemoryLimits::new().tracked(), 0);
     /// ```
     pub fn new() -> Self {
-        Self::with_max_keys(Self::DEFAULT_MAX_KEYS)
+        Self::sized(Self::DEFAULT_MAX_KEYS)
     }
 
-    fn with_max_keys(max_keys: usize) -> Self {
+    fn sized(max_keys: usize) -> Self {
         Self {
             inner: Arc::new(Inner {
                 max_keys: max_keys.clamp(1, super::MAX_KEYS),
@@ -121,11 +121,11 @@ impl MemoryLimits {
     /// [`MAX_KEYS`](super::MAX_KEYS)).
     ///
     /// ```
-    /// let store = toolgraft::ext::limit::MemoryLimits::new().max_keys(100);
+    /// let store = toolgraft::ext::limit::MemoryLimits::new().with_max_keys(100);
     /// # let _ = store;
     /// ```
-    pub fn max_keys(self, max_keys: usize) -> Self {
-        Self::with_max_keys(max_keys)
+    pub fn with_max_keys(self, max_keys: usize) -> Self {
+        Self::sized(max_keys)
     }
 
     /// How many rate keys it tracks now.

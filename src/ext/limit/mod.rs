@@ -18,7 +18,7 @@
 //!
 //! A limit kept per process is no limit for a fleet: N replicas admit N times
 //! as much. Give both wrappers a store every replica reaches (the fleet's Redis:
-//! `toolgraft_jobs::RedisLimits`) with `.store(..)`, and the replicas hold one
+//! `toolgraft_jobs::RedisLimits`) with `.with_store(..)`, and the replicas hold one
 //! limit together. The default store, [`MemoryLimits`], is this process's.
 //!
 //! A store that cannot answer **fails closed**: the call is refused with
@@ -38,7 +38,7 @@
 //! // One store for every element (a fleet's, say): the config refines an instance
 //! // that holds it.
 //! let store = MemoryLimits::new();
-//! registry.register(Refined::new(Concurrency::at_most(1).store(store), Concurrency::configured))?;
+//! registry.register(Refined::new(Concurrency::at_most(1).with_store(store), Concurrency::configured))?;
 //! # Ok::<(), toolgraft::runtime::RegistryError>(())
 //! ```
 

@@ -170,17 +170,17 @@ fn max_keys() -> usize {
 }
 
 /// A wrapper that admits at most `calls` per period of its branch (GCRA, on
-/// governor in process), per caller with [`per_principal`](RateLimit::per_principal);
+/// governor in process), per caller with [`with_per_principal`](RateLimit::with_per_principal);
 /// over it, [`ToolError::Overloaded`] with the exact time to retry.
 ///
 /// Calls are evenly spaced, one every `period / calls`; a
-/// [`burst`](RateLimit::burst) of `b` lets `b` come at once after a quiet spell
+/// [`with_burst`](RateLimit::with_burst) of `b` lets `b` come at once after a quiet spell
 /// (so a period sees at most `calls + b - 1`). Refused calls are not counted.
 /// By default a call over the limit is refused at once;
-/// [`wait_up_to`](RateLimit::wait_up_to) lets it wait for its turn when that
+/// [`with_wait_up_to`](RateLimit::with_wait_up_to) lets it wait for its turn when that
 /// comes soon enough.
 ///
-/// Counts live in this process unless [`store`](RateLimit::store) names one a
+/// Counts live in this process unless [`with_store`](RateLimit::with_store) names one a
 /// fleet shares (see [the module](super)). From a manifest:
 /// `{"name": "rate_limit", "config": {"calls": 5, "burst": 10}}`
 /// ([`RateLimitConfig`]), checked when it is bound.
@@ -195,7 +195,7 @@ fn max_keys() -> usize {
 /// let ping = Tool::builder().name("ping").description("Pong.")
 ///     .body(|_: Ping| async { Ok("pong") }).build()?;
 /// let toolset = Toolset::new();
-/// toolset.bind((ping.combo().with(RateLimit::per_second(2).per_principal()),))?;
+/// toolset.bind((ping.combo().with(RateLimit::per_second(2).with_per_principal()),))?;
 ///
 /// toolset.call("ping_rate_limit", json!({})).await?;
 /// let err = toolset.call("ping_rate_limit", json!({})).await.unwrap_err();
@@ -238,7 +238,7 @@ impl RateLimit {
     /// `calls` a second.
     ///
     /// ```
-    /// let limit = toolgraft::ext::RateLimit::per_second(5).burst(10);
+    /// let limit = toolgraft::ext::RateLimit::per_second(5).with_burst(10);
     /// # let _ = limit;
     /// ```
     pub fn per_second(calls: u32) -> Self {
@@ -248,7 +248,7 @@ impl RateLimit {
     /// `calls` a minute.
     ///
     /// ```
-    /// let limit = toolgraft::ext::RateLimit::per_minute(60).per_principal();
+    /// let limit = toolgraft::ext::RateLimit::per_minute(60).with_per_principal();
     /// # let _ = limit;
     /// ```
     pub fn per_minute(calls: u32) -> Self {
@@ -256,7 +256,7 @@ impl RateLimit {
     }
 
     /// Lets `burst` calls come at once after a quiet spell.
-    pub fn burst(mut self, burst: u32) -> Self {
+    pub fn with_burst(mut self, burst: u32) -> Self {
         self.config.burst = burst;
         self
     }
@@ -264,7 +264,7 @@ impl RateLimit {
     /// A limit per caller (the call context's
     /// [`Principal`](crate::context::Principal); calls without one share one
     /// anonymous limit).
-    pub fn per_principal(mut self) -> Self {
+    pub fn with_per_principal(mut self) -> Self {
         self.config.per_principal = true;
         self
     }
@@ -274,17 +274,17 @@ impl RateLimit {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let limit = toolgraft::ext::RateLimit::per_second(5).wait_up_to(Duration::from_millis(300));
+    /// let limit = toolgraft::ext::RateLimit::per_second(5).with_wait_up_to(Duration::from_millis(300));
     /// # let _ = limit;
     /// ```
-    pub fn wait_up_to(mut self, wait: Duration) -> Self {
+    pub fn with_wait_up_to(mut self, wait: Duration) -> Self {
         self.config.max_wait_ms = millis(wait);
         self
     }
 
     /// How many callers the in-process store tracks at once (see
     /// [`MemoryLimits`]).
-    pub fn max_keys(mut self, max_keys: usize) -> Self {
+    pub fn with_max_keys(mut self, max_keys: usize) -> Self {
         self.config.max_keys = max_keys;
         self
     }
@@ -297,10 +297,10 @@ impl RateLimit {
     /// use toolgraft::ext::RateLimit;
     /// use toolgraft::ext::limit::MemoryLimits;
     /// let shared = MemoryLimits::new();
-    /// let limit = RateLimit::per_second(5).store(shared.clone());
+    /// let limit = RateLimit::per_second(5).with_store(shared.clone());
     /// # let _ = limit;
     /// ```
-    pub fn store(mut self, store: impl LimitStore) -> Self {
+    pub fn with_store(mut self, store: impl LimitStore) -> Self {
         self.store = Some(Arc::new(store));
         self
     }
@@ -316,7 +316,7 @@ impl RateLimit {
     /// use toolgraft::runtime::Refined;
     /// let fleet = MemoryLimits::new(); // `toolgraft_jobs::RedisLimits` for a fleet
     /// let mut registry = Registry::new();
-    /// registry.register(Refined::new(RateLimit::per_second(1).store(fleet), RateLimit::configured))?;
+    /// registry.register(Refined::new(RateLimit::per_second(1).with_store(fleet), RateLimit::configured))?;
     /// # Ok::<(), toolgraft::runtime::RegistryError>(())
     /// ```
     pub fn configured(&self, config: RateLimitConfig) -> Result<Self, ConfigError> {
@@ -331,7 +331,7 @@ impl RateLimit {
     /// The checked rate.
     ///
     /// ```
-    /// let rate = toolgraft::ext::RateLimit::per_second(4).burst(2).rate()?;
+    /// let rate = toolgraft::ext::RateLimit::per_second(4).with_burst(2).rate()?;
     /// assert_eq!(rate.interval(), std::time::Duration::from_millis(250));
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
@@ -417,7 +417,9 @@ impl<S: Stack> Wrap<S> for RateLimit {
 
     fn for_branch(mut self, _: &LayerInput<'_, Self>) -> Self {
         if self.store.is_none() {
-            self.store = Some(Arc::new(MemoryLimits::new().max_keys(self.config.max_keys)));
+            self.store = Some(Arc::new(
+                MemoryLimits::new().with_max_keys(self.config.max_keys),
+            ));
         }
         self
     }

@@ -28,7 +28,7 @@ use crate::name::Name;
 /// #[derive(serde::Deserialize)]
 /// struct Renamed { name: String }
 /// fn rename(pool: &Pool, config: Renamed) -> Result<Pool, ConfigError> {
-///     Ok(pool.clone().named(config.name))
+///     Ok(pool.clone().with_name(config.name))
 /// }
 /// let mut registry = Registry::new();
 /// registry.register(Refined::new(Pool::new(1)?, rename))?;

@@ -802,8 +802,8 @@ async fn the_operator_sets_the_lists_and_hostile_headers_get_400() {
         .and_then(|guard| guard.allow_origins(["https://authoring.example.com"]))
         .unwrap();
     let router = toolgraft_http::Authoring::new(toolset, crate::common::registry())
-        .manifest_file(&manifest)
-        .guard(guard)
+        .with_manifest_file(&manifest)
+        .with_guard(guard)
         .router()
         .unwrap();
     let bearer = format!("Bearer {TOKEN}");
@@ -906,8 +906,8 @@ fn a_server_starting_removes_the_temporary_files_a_killed_writer_left() {
     }
     let toolset = restart(&manifest);
     let _router = toolgraft_http::Authoring::new(toolset, crate::common::registry())
-        .manifest_file(&manifest)
-        .guard(toolgraft_http::Guard::off())
+        .with_manifest_file(&manifest)
+        .with_guard(toolgraft_http::Guard::off())
         .router()
         .unwrap();
     assert!(!dead.exists(), "a dead writer's leftover is removed");

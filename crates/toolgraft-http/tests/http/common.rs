@@ -115,12 +115,12 @@ pub fn server(ext: &str, text: &str, token: Option<&str>) -> Server {
     let manifest = dir.join(format!("combos.{ext}"));
     std::fs::write(&manifest, text).expect("writing the manifest");
     let toolset = restart(&manifest);
-    let authoring = Authoring::new(toolset.clone(), registry()).manifest_file(&manifest);
+    let authoring = Authoring::new(toolset.clone(), registry()).with_manifest_file(&manifest);
     let guard = match token {
         Some(token) => Guard::bearer(token).expect("a good token"),
         None => Guard::off(),
     };
-    let router = authoring.guard(guard).router().expect("the router");
+    let router = authoring.with_guard(guard).router().expect("the router");
     Server {
         toolset,
         manifest,

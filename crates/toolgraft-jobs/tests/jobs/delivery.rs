@@ -324,7 +324,7 @@ async fn an_idle_worker_is_woken_by_each_job(env: Env) {
             r#"{"poll_ms": 60000, "heartbeat_ms": 60000}"#,
         )],
     );
-    let toolset = toolset(&env.remote().timeout(Duration::from_secs(10)));
+    let toolset = toolset(&env.remote().with_timeout(Duration::from_secs(10)));
     for at in 0..20 {
         let pid = toolset
             .call("slow_remote", json!({"ms": 0}))

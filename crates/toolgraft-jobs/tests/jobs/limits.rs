@@ -76,14 +76,14 @@ fn toolset(remote: &Remote, url: &str, store: &str, queue: &str) -> Toolset {
         .body(stamp)
         .build()
         .unwrap();
-    let limit = RateLimit::per_second(N).burst(B);
+    let limit = RateLimit::per_second(N).with_burst(B);
     let limit = match store {
-        "redis" => limit.store(
+        "redis" => limit.with_store(
             RedisLimits::new(url)
                 .unwrap()
-                .prefix(format!("test:{queue}")),
+                .with_prefix(format!("test:{queue}")),
         ),
-        _ => limit.store(MemoryLimits::new()),
+        _ => limit.with_store(MemoryLimits::new()),
     };
     let toolset = Toolset::new();
     toolset
@@ -111,9 +111,9 @@ fn replica_process() {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .init();
-    let remote = Remote::new(&url).unwrap().queue(&queue).unwrap();
+    let remote = Remote::new(&url).unwrap().with_queue(&queue).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let worker = Worker::new(toolset(&remote, &url, &store, &queue), &remote).concurrency(8);
+    let worker = Worker::new(toolset(&remote, &url, &store, &queue), &remote).with_concurrency(8);
     runtime.block_on(worker.run()).unwrap();
 }
 
@@ -129,9 +129,9 @@ fn caller_process() {
     let end = start + RUN.as_millis() as u64;
     let remote = Remote::new(&url)
         .unwrap()
-        .queue(&queue)
+        .with_queue(&queue)
         .unwrap()
-        .timeout(Duration::from_secs(20));
+        .with_timeout(Duration::from_secs(20));
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let toolset = toolset(&remote, &url, &store, &queue);

@@ -23,7 +23,7 @@ async fn workers_and_callers_survive_a_redis_restart() {
     let start = Instant::now();
     let at = || format!("{:>6.0} ms", start.elapsed().as_secs_f64() * 1e3);
     let mut worker = WorkerProcess::start(&env);
-    let remote = env.remote().timeout(Duration::from_secs(3));
+    let remote = env.remote().with_timeout(Duration::from_secs(3));
     let toolset = Arc::new(toolset(&remote));
     let first = toolset.call("slow_remote", json!({"ms": 1})).await.unwrap();
     eprintln!("{}: a call answered by worker {first}", at());
@@ -182,7 +182,7 @@ async fn a_cancelled_call_gives_back_the_fleet_permit_its_script_took() {
     let env = Env::redis("cancelled_permit").await;
     let store = RedisLimits::new(&env.url)
         .unwrap()
-        .prefix(env.queue.clone());
+        .with_prefix(env.queue.clone());
     let ping = Tool::builder()
         .name("ping")
         .description("Answer pong.")
@@ -192,7 +192,7 @@ async fn a_cancelled_call_gives_back_the_fleet_permit_its_script_took() {
         .unwrap();
     let toolset = Toolset::new();
     toolset
-        .bind((ping.combo().with(Concurrency::at_most(1).store(store)),))
+        .bind((ping.combo().with(Concurrency::at_most(1).with_store(store)),))
         .unwrap();
     toolset.call("ping_concurrency", json!({})).await.unwrap();
 
@@ -240,9 +240,9 @@ async fn retry_recovers_from_a_killed_redis_connection() {
     let link = FlakyLink::to(&env.url).await;
     let remote = Remote::new(link.url())
         .unwrap()
-        .queue(&env.queue)
+        .with_queue(&env.queue)
         .unwrap()
-        .timeout(Duration::from_secs(5));
+        .with_timeout(Duration::from_secs(5));
     let slow = Tool::builder()
         .name("slow")
         .description("Sleep, then report the process.")

@@ -68,7 +68,7 @@ async fn a_caller_that_stops_waiting_stops_the_body_on_the_worker(env: Env) {
 
 async fn a_job_withdrawn_while_queued_never_runs(env: Env) {
     // No worker yet: the job waits in the queue, and its caller gives up.
-    let impatient = toolset(&env.remote().timeout(Duration::from_millis(300)));
+    let impatient = toolset(&env.remote().with_timeout(Duration::from_millis(300)));
     let path = std::env::temp_dir().join(format!("{}.mark", unique("withdrawn")));
     let args = json!({"path": path.display().to_string()});
     let error = impatient.call("mark_remote", args).await.unwrap_err();
@@ -289,7 +289,7 @@ async fn failures_come_back_typed_and_the_worker_survives(env: Env) {
 
 async fn an_unknown_name_on_the_worker_is_an_error_not_a_hang(env: Env) {
     let _worker = WorkerProcess::start(&env);
-    let remote = env.remote().timeout(Duration::from_secs(20));
+    let remote = env.remote().with_timeout(Duration::from_secs(20));
     let toolset = toolset(&remote);
     with_unknown_tool(&toolset, &remote);
     let started = Instant::now();
@@ -342,7 +342,7 @@ async fn bad_arguments_are_refused_before_anything_is_enqueued(env: Env) {
 
 async fn a_caller_timeout_names_the_job(env: Env) {
     // No worker serves this queue.
-    let remote = env.remote().timeout(Duration::from_millis(300));
+    let remote = env.remote().with_timeout(Duration::from_millis(300));
     let toolset = toolset(&remote);
     let started = Instant::now();
     match toolset

@@ -233,7 +233,10 @@ async fn a_submitted_failure_comes_back_typed_and_unknown_ids_are_errors(env: En
 /// second set says so.
 async fn two_queues_have_job_tools_under_names_of_their_own(env: Env) {
     let weather = env.remote();
-    let other = env.remote().queue(format!("{}-other", env.queue)).unwrap();
+    let other = env
+        .remote()
+        .with_queue(format!("{}-other", env.queue))
+        .unwrap();
     let toolset = toolset(&weather);
     let tools = [
         weather.jobs().tools_named("weather_job").unwrap(),
@@ -455,7 +458,7 @@ async fn a_manifest_submits_only_right_outside_remote(env: Env) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_submit_that_never_enqueued_reads_failed_not_queued_forever() {
     let env = Env::sqlite("never_enqueued").await;
-    let remote = env.remote().timeout(Duration::from_millis(1500));
+    let remote = env.remote().with_timeout(Duration::from_millis(1500));
     let toolset = toolset(&remote);
     // Connects, and makes the files.
     toolset
@@ -527,9 +530,9 @@ async fn a_silent_engine_costs_the_timeout_not_more() {
     // Accepts (the kernel's backlog does), never reads or writes.
     let remote = Remote::new(format!("redis://127.0.0.1:{port}"))
         .unwrap()
-        .queue("silent")
+        .with_queue("silent")
         .unwrap()
-        .timeout(Duration::from_millis(400));
+        .with_timeout(Duration::from_millis(400));
     let toolset = toolset(&remote);
     let started = Instant::now();
     let refused = toolset

@@ -93,7 +93,7 @@ pub(crate) async fn steps(input: Steps) -> Result<Value, BoxError> {
     for step in 1..=input.steps {
         tokio::time::sleep(Duration::from_millis(input.ms)).await;
         let progress = context::Progress::new(step.into())
-            .of(input.steps.into())
+            .with_total(input.steps.into())
             .with_message(format!("step {step} in pid {}", std::process::id()));
         context::report_progress(progress);
     }
@@ -269,7 +269,7 @@ pub(crate) fn worker_process() {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .init();
-    let mut remote = Remote::new(url).unwrap().queue(queue).unwrap();
+    let mut remote = Remote::new(url).unwrap().with_queue(queue).unwrap();
     if let Ok(engine) = std::env::var(WORKER_ENGINE) {
         let mut config = serde_json::to_value(remote.settings()).unwrap();
         let engine: serde_json::Map<String, Value> = serde_json::from_str(&engine).unwrap();
@@ -277,9 +277,9 @@ pub(crate) fn worker_process() {
         remote = Remote::from_config(serde_json::from_value(config).unwrap()).unwrap();
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let mut worker = Worker::new(toolset(&remote), &remote).grace(Duration::from_secs(10));
+    let mut worker = Worker::new(toolset(&remote), &remote).with_grace(Duration::from_secs(10));
     if std::env::var_os(WORKER_FLEET).is_some() {
-        worker = worker.fleet(registry());
+        worker = worker.with_fleet(registry());
     }
     runtime.block_on(worker.run()).unwrap();
     eprintln!("worker {} exited cleanly", std::process::id());
@@ -298,7 +298,7 @@ pub(crate) fn fleet_caller_process() {
     ) else {
         return;
     };
-    let remote = Remote::new(url).unwrap().queue(queue).unwrap();
+    let remote = Remote::new(url).unwrap().with_queue(queue).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let toolset = toolset(&remote);
@@ -559,9 +559,9 @@ impl Env {
     pub(crate) fn remote(&self) -> Remote {
         Remote::new(&self.url)
             .unwrap()
-            .queue(&self.queue)
+            .with_queue(&self.queue)
             .unwrap()
-            .timeout(Duration::from_secs(30))
+            .with_timeout(Duration::from_secs(30))
     }
 }
 

@@ -13,7 +13,7 @@ async fn mcp_tasks_are_jobs_any_replica_follows(env: Env) {
     let worker = WorkerProcess::start(&env);
     let remote = env.remote();
     let replica = |remote: &Remote| {
-        let tasks = toolgraft_mcp::task::Tasks::new().following(remote.clone());
+        let tasks = toolgraft_mcp::task::Tasks::new().with_follower(remote.clone());
         toolgraft_mcp::ToolsetServer::new(toolset(remote)).with_tasks(tasks)
     };
     let (one, two) = (

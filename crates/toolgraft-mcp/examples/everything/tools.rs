@@ -138,7 +138,7 @@ fn progress() -> Result<impl BaseTool<Input = NoArgs> + Clone, InvalidName> {
         .description("Reports its progress, from a worker thread.")
         .body(|_: NoArgs| async {
             for (done, step) in [(0.0, "Starting"), (50.0, "Halfway"), (100.0, "Complete")] {
-                context::report_progress(Progress::new(done).of(100.0).with_message(step));
+                context::report_progress(Progress::new(done).with_total(100.0).with_message(step));
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             let thread = std::thread::current();

@@ -34,7 +34,7 @@
 //!     [`Guard::off`] is the written-out choice of no token, for servers that only a
 //!     trusted local user can reach.
 //! * **Loopback unless configured otherwise.** [`McpHttp::serve`] refuses an address
-//!   that is not a loopback address until [`McpHttp::allow_non_loopback`] says so.
+//!   that is not a loopback address until [`McpHttp::with_non_loopback`] says so.
 //!
 //! Hostile input gets an HTTP error and never takes the server down: bodies over
 //! 4 MiB are refused with `413`, a body said to be JSON that is no JSON-RPC message
@@ -95,7 +95,7 @@ mod sessions;
 mod whole;
 
 /// The guard's vocabulary, re-exported: `McpHttp::new` takes a [`Guard`], as
-/// `toolgraft_http::Authoring::guard` does.
+/// `toolgraft_http::Authoring::with_guard` does.
 pub use toolgraft_guard::{Guard, GuardError};
 
 /// The path the MCP endpoint is served at, in [`McpHttp::router`]'s router.
@@ -111,13 +111,13 @@ pub const MCP_PATH: &str = "/mcp";
 /// ```
 /// use toolgraft_mcp::http::HttpError;
 /// let addr = ([0, 0, 0, 0], 8931).into();
-/// assert!(HttpError::NotLoopback { addr }.to_string().contains("allow_non_loopback"));
+/// assert!(HttpError::NotLoopback { addr }.to_string().contains("with_non_loopback"));
 /// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum HttpError {
     /// [`McpHttp::serve`] was given an address that is not a loopback address, and
-    /// [`McpHttp::allow_non_loopback`] was not called.
+    /// [`McpHttp::with_non_loopback`] was not called.
     NotLoopback {
         /// The address.
         addr: SocketAddr,
@@ -142,7 +142,7 @@ impl fmt::Display for HttpError {
             Self::NotLoopback { addr } => write!(
                 f,
                 "{addr} is not a loopback address; serving MCP beyond this machine needs \
-                 `McpHttp::allow_non_loopback` (and a guard whose host allow-list names the server)"
+                 `McpHttp::with_non_loopback` (and a guard whose host allow-list names the server)"
             ),
             Self::Bind { addr, source } => write!(f, "cannot listen on {addr}: {source}"),
             Self::Serve { message } => write!(f, "the MCP HTTP server stopped: {message}"),
@@ -171,7 +171,7 @@ impl std::error::Error for HttpError {
 ///     .allow_hosts(["mcp.example.com"])?
 ///     .allow_origins(["https://app.example.com"])?;
 /// let mcp = McpHttp::new(ToolsetServer::new(toolgraft::Toolset::new()), guard)
-///     .allow_non_loopback();
+///     .with_non_loopback();
 /// assert_eq!(mcp.guard().hosts(), ["mcp.example.com"]);
 /// # Ok::<(), toolgraft_mcp::http::GuardError>(())
 /// ```
@@ -320,10 +320,10 @@ impl<S: ServerHandler + Send + 'static> McpHttp<S> {
     /// use toolgraft_mcp::{ToolsetServer, http::{Guard, McpHttp}};
     /// let guard = Guard::bearer("a-long-random-s3cret")?.allow_hosts(["mcp.lan"])?;
     /// let mcp = McpHttp::new(ToolsetServer::new(toolgraft::Toolset::new()), guard)
-    ///     .allow_non_loopback();
+    ///     .with_non_loopback();
     /// # Ok::<(), toolgraft_mcp::http::GuardError>(())
     /// ```
-    pub fn allow_non_loopback(mut self) -> Self {
+    pub fn with_non_loopback(mut self) -> Self {
         self.non_loopback = true;
         self
     }
@@ -408,7 +408,7 @@ impl<S: ServerHandler + Send + 'static> McpHttp<S> {
     /// token). Port 0 takes any free port; [`Serving::url`] tells which.
     ///
     /// Refuses an address that is not a loopback address unless
-    /// [`allow_non_loopback`](Self::allow_non_loopback) was called.
+    /// [`with_non_loopback`](Self::with_non_loopback) was called.
     ///
     /// ```
     /// # use toolgraft_mcp::{ToolsetServer, http::{Guard, HttpError, McpHttp}};

@@ -44,7 +44,7 @@
 //! The table is the process's: a fleet of servers behind a balancer answers for
 //! such a task on the replica that created it only. A backend that keeps its
 //! jobs in a store every replica reads (toolgraft-jobs' `remote`) makes tasks
-//! of its own when the server follows it ([`Tasks::following`]): a call to a
+//! of its own when the server follows it ([`Tasks::with_follower`]): a call to a
 //! branch whose outermost relocating layer it is, with only wrappers outside, is
 //! enqueued and answered with a task that is its job, which every replica that
 //! follows the same backend answers for (`tasks/get` reads the job, `tasks/cancel`

@@ -104,10 +104,10 @@ impl Tasks {
     /// #     fn status(&self, _: &str) -> toolgraft::store::StoreFuture<'static, Option<Followed>> { Box::pin(async { Ok(None) }) }
     /// #     fn cancel(&self, _: &str) -> toolgraft::store::StoreFuture<'static, ()> { Box::pin(async { Ok(()) }) }
     /// # }
-    /// let tasks = toolgraft_mcp::task::Tasks::new().following(Jobs);
+    /// let tasks = toolgraft_mcp::task::Tasks::new().with_follower(Jobs);
     /// assert!(tasks.follows_backend("remote"));
     /// ```
-    pub fn following(mut self, follow: impl Follow) -> Self {
+    pub fn with_follower(mut self, follow: impl Follow) -> Self {
         self.followers.insert(follow.follower(), Arc::new(follow));
         self
     }

@@ -572,7 +572,7 @@ mod tests {
         let reserved = table.reserve(None).unwrap();
         reserved
             .progress
-            .send(Progress::new(2.0).of(4.0).with_message("half"));
+            .send(Progress::new(2.0).with_total(4.0).with_message("half"));
         table.begin(&reserved.id, never(), no_resume());
         let task = table.get(&reserved.id, None).unwrap();
         assert_eq!(task.task.status_message.as_deref(), Some("2/4: half"));

@@ -231,7 +231,7 @@ fn stepper() -> impl toolgraft::tool::BaseTool + Clone {
             for step in 1..=input.steps {
                 context::report_progress(
                     Progress::new(step.into())
-                        .of(input.steps.into())
+                        .with_total(input.steps.into())
                         .with_message(format!("step {step}")),
                 );
             }

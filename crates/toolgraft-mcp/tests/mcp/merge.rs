@@ -83,7 +83,7 @@ fn stepper() -> impl toolgraft::tool::BaseTool + Clone {
         .read_only()
         .body(|input: Steps| async move {
             for step in 1..=input.steps {
-                context::report_progress(Progress::new(step.into()).of(input.steps.into()));
+                context::report_progress(Progress::new(step.into()).with_total(input.steps.into()));
             }
             Ok("done")
         })
