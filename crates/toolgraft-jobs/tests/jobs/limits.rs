@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -245,29 +245,12 @@ fn redis() -> (String, Option<Process>) {
     if let Ok(url) = std::env::var("TOOLGRAFT_REDIS_URL") {
         return (url, None);
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new("redis-server")
-        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-        .args(["--save", "", "--appendonly", "no"])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect(
-            "the Redis tests need a Redis: run them with scripts/test, set TOOLGRAFT_REDIS_URL, or install redis-server",
-        );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "redis-server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (url, child) = super::support::start_redis_server();
     let server = Process {
         child,
         log: Arc::default(),
     };
-    (format!("redis://127.0.0.1:{port}"), Some(server))
+    (url, Some(server))
 }
 
 /// What the fleet did in one run.

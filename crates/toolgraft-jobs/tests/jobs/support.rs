@@ -499,6 +499,36 @@ impl Drop for Guard {
     }
 }
 
+/// A redis-server of the test's own on a free loopback port, without persistence,
+/// answering when this returns: its URL and its process (the caller stops it).
+#[cfg(feature = "redis")]
+pub(crate) fn start_redis_server() -> (String, std::process::Child) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = Command::new("redis-server")
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect(
+            "the Redis tests need a Redis: run them with scripts/test, set TOOLGRAFT_REDIS_URL, or install redis-server",
+        );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "redis-server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Another process could have taken the port between the probe and the start.
+    assert!(
+        server.try_wait().unwrap().is_none(),
+        "redis-server exited: port {port} was taken"
+    );
+    (format!("redis://127.0.0.1:{port}"), server)
+}
+
 pub(crate) fn unique(test: &str) -> String {
     format!("{test}-{}", ulid::Ulid::generate()).to_lowercase()
 }
@@ -514,31 +544,7 @@ impl Env {
                 _guard: Guard::None,
             };
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let server = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect(
-                "the Redis tests need a Redis: run them with scripts/test, set TOOLGRAFT_REDIS_URL, or install redis-server",
-            );
-        let url = format!("redis://127.0.0.1:{port}");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut server = server;
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        // Another process could have taken the port between the probe and the start.
-        assert!(
-            server.try_wait().unwrap().is_none(),
-            "redis-server exited: port {port} was taken"
-        );
+        let (url, server) = start_redis_server();
         Self {
             url,
             queue,
