@@ -10,6 +10,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
 use axum::body::Body;
@@ -21,7 +22,7 @@ use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use toolgraft::context::Principal;
 
-use super::sessions::DirectSessions;
+use super::sessions::{DirectSessions, OPENING, Opening};
 use super::whole;
 /// Who a request is from, as the application says (see
 /// [`McpHttp::with_principal`](super::McpHttp::with_principal)).
@@ -62,19 +63,24 @@ impl<S> McpService<S> {
 /// How long a client refused for want of sessions is told to wait.
 const FULL_RETRY_AFTER_S: u64 = 30;
 
-/// Whether `request` opens a session: a `POST` without a session id whose body
-/// rmcp will read as `initialize` (the body is not read here: a request without
-/// a session id is one that would make one, whatever else it holds).
-fn opens_session(request: &Request) -> bool {
-    request.method() == Method::POST
-        && !request.headers().contains_key("mcp-session-id")
+/// Whether `request` may open a session: a `POST` without a session id (the body
+/// is not read here; rmcp opens a session for every `initialize`, whatever
+/// protocol it names).
+fn may_open_session(request: &Request) -> bool {
+    request.method() == Method::POST && !request.headers().contains_key("mcp-session-id")
+}
+
+/// Whether `request` says it opens a session: one that may, from a client of a
+/// protocol before 2026-07-28 (which has a session for every call). Its room is
+/// checked before rmcp reads it; a later protocol's request may be a call
+/// without a session, and only the session manager knows (it holds the caps
+/// either way).
+fn says_it_opens_session(request: &Request) -> bool {
+    may_open_session(request)
         && request
             .headers()
             .get("mcp-protocol-version")
-            .is_none_or(|version| {
-                // Protocol 2026-07-28 on serves requests without sessions.
-                version.to_str().is_ok_and(|version| version < "2026-07-28")
-            })
+            .is_none_or(|version| version.to_str().is_ok_and(|version| version < "2026-07-28"))
 }
 
 /// `503 Service Unavailable` with `Retry-After`: as many sessions are open as the
@@ -105,18 +111,25 @@ impl<S: ServerHandler + Send + 'static> tower_service::Service<Request> for McpS
             Some(identify) => identified(request, &**identify),
             None => request,
         };
-        if !opens_session(&request) {
+        if !may_open_session(&request) {
             return Box::pin(async move { Ok(answer(&rmcp, request).await) });
         }
-        let opener = request.extensions().get::<Principal>().cloned();
-        if !self.sessions.has_room(opener.as_ref()) {
+        let principal = request.extensions().get::<Principal>().cloned();
+        if says_it_opens_session(&request) && !self.sessions.has_room(principal.as_ref()) {
             return Box::pin(std::future::ready(Ok(full())));
         }
         // The session manager learns who opens the session (for the cap per
-        // principal) from the request rmcp handles in this task.
-        Box::pin(
-            super::sessions::OPENER.scope(opener, async move { Ok(answer(&rmcp, request).await) }),
-        )
+        // principal) from the request rmcp handles in this task, and says here
+        // when it refused one.
+        let opening = Opening {
+            principal,
+            ..Opening::default()
+        };
+        Box::pin(OPENING.scope(opening, async move {
+            let response = answer(&rmcp, request).await;
+            let refused = OPENING.with(|opening| opening.refused.load(Ordering::Relaxed));
+            Ok(if refused { full() } else { response })
+        }))
     }
 }
 

@@ -1094,3 +1094,46 @@ async fn one_principal_cannot_take_every_session() {
     );
     within("shutdown", server.shutdown()).await.unwrap();
 }
+
+/// An `initialize` that says protocol 2026-07-28 (which serves calls without a
+/// session) still opens a session in rmcp: it counts against both caps, and past
+/// them it is refused with 503 and `Retry-After`, not 500.
+#[tokio::test]
+async fn an_initialize_of_the_sessionless_protocol_counts_against_the_caps() {
+    let (toolset, _) = toolset();
+    let mcp = mcp(&toolset, Guard::off())
+        .with_principal(|request| {
+            let user = request.headers.get("x-user")?.to_str().ok()?;
+            Some(toolgraft::context::Principal::new(user))
+        })
+        .with_max_sessions(3)
+        .with_max_sessions_per_principal(2);
+    let server = serve(mcp).await;
+    let url = server.url();
+    let open = |user: &'static str| {
+        let url = url.clone();
+        async move {
+            let mut body = initialize_body();
+            body["params"]["protocolVersion"] = json!("2026-07-28");
+            let request = reqwest::Client::new()
+                .post(&url)
+                .header("content-type", "application/json")
+                .header("accept", ACCEPT)
+                .header("x-user", user)
+                .header("mcp-protocol-version", "2026-07-28")
+                .json(&body);
+            within("initialize", request.send()).await.unwrap()
+        }
+    };
+    let first = open("alice").await;
+    assert_eq!(first.status(), 200, "{:?}", first.text().await);
+    assert_eq!(open("alice").await.status(), 200);
+    let third = open("alice").await;
+    assert_eq!(third.status(), 503, "alice has two open, whatever she says");
+    assert_eq!(third.headers()["retry-after"], "30");
+    assert_eq!(open("bob").await.status(), 200, "bob has his own share");
+    let full = open("carol").await;
+    assert_eq!(full.status(), 503, "the server keeps three");
+    assert_eq!(full.headers()["retry-after"], "30");
+    within("shutdown", server.shutdown()).await.unwrap();
+}

@@ -30,6 +30,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -131,10 +132,19 @@ impl Default for DirectSessions {
     }
 }
 
+/// A request that may open a session (a `POST` without a session id), as the
+/// session manager rmcp calls within its handling sees it: who sends it (for the
+/// cap per principal), and whether the manager refused it a session for want of
+/// room (so the service answers 503, where rmcp would answer 500).
+#[derive(Default)]
+pub(crate) struct Opening {
+    pub(crate) principal: Option<Principal>,
+    pub(crate) refused: AtomicBool,
+}
+
 tokio::task_local! {
-    /// The principal of the request that is opening a session, for the
-    /// session manager rmcp calls within that request's handling.
-    pub(crate) static OPENER: Option<Principal>;
+    /// The request being handled, when it may open a session.
+    pub(crate) static OPENING: Opening;
 }
 
 #[derive(Debug, Default)]
@@ -211,14 +221,21 @@ impl SessionManager for DirectSessions {
         sessions.created += 1;
         // rmcp closes a session when its service ends; one whose task died without
         // that (a panic) would otherwise stay in the map.
-        let opener = OPENER.try_with(Clone::clone).ok().flatten();
+        let opener = OPENING
+            .try_with(|opening| opening.principal.clone())
+            .ok()
+            .flatten();
         let fits = sessions.fits(opener.as_ref(), self.max, self.per_principal);
         if sessions.created.is_multiple_of(SWEEP_EVERY) || !fits {
             sessions.sweep();
         }
-        // The service checks for room first and answers 503; this holds the caps
-        // against opens that raced past that check.
+        // The service checks for room first where the request says it opens a
+        // session; this holds the caps for every other open (one that raced past
+        // that check, or an `initialize` of a protocol that serves calls without
+        // sessions, which rmcp gives a session all the same).
         if !sessions.fits(opener.as_ref(), self.max, self.per_principal) {
+            // Outside a request (no `OPENING`) there is no one to answer 503.
+            let _ = OPENING.try_with(|opening| opening.refused.store(true, Ordering::Relaxed));
             return Err(DirectSessionsError::Full);
         }
         if let Some(opener) = opener {
