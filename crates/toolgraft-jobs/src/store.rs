@@ -77,6 +77,27 @@ impl Jobs {
         Ok((stored, record))
     }
 
+    /// Whether a caller of `principal` may see the job `id`: a job submitted
+    /// for a principal is that principal's (another caller, or one without a
+    /// principal, is told the job is unknown: it learns not even that it
+    /// exists); a job submitted without one is anyone's. The job tools ask
+    /// this first; the Rust API (`status`, `result`, `cancel`) is the
+    /// operator's and sees every job.
+    pub(crate) async fn visible_to(
+        &self,
+        id: &str,
+        principal: Option<&str>,
+    ) -> Result<(), JobError> {
+        let (_, record) = self.stored(id).await?;
+        match record.principal.as_deref() {
+            Some(owner) if Some(owner) != principal => Err(JobError::Unknown {
+                job: toolgraft::error::shorten(id).into_owned(),
+                queue: self.remote.queue_name().to_owned(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// The job `id` as a follower reads it (its result, the principal it was
     /// submitted for, when it was to run, the name called), when `token` is the
     /// one it was submitted with; unknown otherwise.

@@ -45,7 +45,9 @@ impl Jobs {
     /// withdrawn, its body stopped), or fails (source: a
     /// [`JobError`](crate::JobError)) when it ended. An id it does
     /// not know fails with [`JobError::Unknown`](crate::JobError::Unknown) as the
-    /// source.
+    /// source, and so does the id of a job submitted for another principal
+    /// ([`Principal`](toolgraft::context::Principal)): a caller follows the jobs
+    /// submitted for it, and those submitted without a principal.
     ///
     /// ```
     /// let jobs = toolgraft_jobs::Remote::new("sqlite://jobs.db")?.jobs();
@@ -143,6 +145,11 @@ impl Jobs {
                 let (jobs, answer) = (jobs.clone(), answer.clone());
                 async move {
                     let JobId { job_id } = toolgraft::extension::decode_args(args)?;
+                    // A caller follows its own jobs only (and those submitted
+                    // without a principal): a job id is no secret.
+                    let caller = toolgraft::context::get::<toolgraft::context::Principal>();
+                    jobs.visible_to(&job_id, caller.as_ref().map(|caller| caller.as_str()))
+                        .await?;
                     Ok(serde_json::to_value(answer(jobs, job_id).await?)?)
                 }
             })

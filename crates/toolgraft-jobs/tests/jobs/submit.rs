@@ -11,6 +11,7 @@ on_every_tier!(
     a_manifest_submits_only_right_outside_remote,
     two_queues_have_job_tools_under_names_of_their_own,
     concurrent_cancels_of_a_queued_job_all_cancel_it,
+    the_job_tools_show_a_caller_its_own_jobs_only,
 );
 
 /// The caller's toolset with the job tools bound beside it.
@@ -559,4 +560,71 @@ async fn a_silent_engine_costs_the_timeout_not_more() {
     let took = started.elapsed();
     assert!(took < Duration::from_secs(4), "{took:?} for four calls");
     drop(silent);
+}
+
+/// A job id is no secret (tickets, logs and errors show it): through the job
+/// tools, a job submitted for a principal is that principal's. Another caller,
+/// or one without a principal, is told it is unknown, and cannot read or
+/// cancel it; a job submitted without a principal is anyone's. The Rust API is
+/// the operator's and sees every job.
+async fn the_job_tools_show_a_caller_its_own_jobs_only(env: Env) {
+    use toolgraft::context::{self, Principal};
+    let remote = env.remote();
+    let toolset = toolset_with_job_tools(&remote);
+    // Scheduled far ahead: no worker needed, and it never runs.
+    let submit = |principal: Option<&'static str>| {
+        let toolset = toolset.clone();
+        async move {
+            let path = std::env::temp_dir().join(format!("{}.mark", unique("owned")));
+            let call = toolset.call(
+                "mark_remote_submit",
+                json!({"path": path.display().to_string(), "delay_ms": 600_000}),
+            );
+            let ticket = match principal {
+                Some(principal) => context::with(Principal::new(principal), call).await,
+                None => call.await,
+            };
+            ticket.unwrap()["job_id"].as_str().unwrap().to_owned()
+        }
+    };
+    let as_caller = |principal: Option<&'static str>, tool: &'static str, id: String| {
+        let toolset = toolset.clone();
+        async move {
+            let call = transcript(&toolset, tool, json!({"job_id": id}));
+            match principal {
+                Some(principal) => context::with(Principal::new(principal), call).await,
+                None => call.await,
+            }
+        }
+    };
+    let alices = submit(Some("alice")).await;
+    for stranger in [Some("bob"), None] {
+        for tool in ["job_status", "job_result", "job_cancel"] {
+            let error = as_caller(stranger, tool, alices.clone())
+                .await
+                .expect_err("another's job");
+            assert!(
+                matches!(job_tool_source::<JobError>(&error), JobError::Unknown { job, .. } if *job == alices),
+                "{stranger:?} {tool}: {error}"
+            );
+        }
+    }
+    let status = as_caller(Some("alice"), "job_status", alices.clone())
+        .await
+        .unwrap();
+    assert_eq!(status["state"], "scheduled", "bob's cancel changed nothing");
+    assert_eq!(
+        remote.jobs().status(&alices).await.unwrap().state,
+        JobState::Scheduled,
+        "the operator sees it"
+    );
+    let anyones = submit(None).await;
+    let status = as_caller(Some("bob"), "job_status", anyones.clone())
+        .await
+        .unwrap();
+    assert_eq!(status["state"], "scheduled");
+    for (principal, id) in [(Some("alice"), alices), (Some("bob"), anyones)] {
+        let cancelled = as_caller(principal, "job_cancel", id).await.unwrap();
+        assert_eq!(cancelled["state"], "cancelled");
+    }
 }
