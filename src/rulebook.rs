@@ -203,7 +203,9 @@
 //! A call by a published name is a call of the bound name behind it, and the
 //! call's [`CallName`](crate::context::CallName) is the published name. Refused,
 //! with nothing changed: a pair whose bound name the tool does not bind, a name
-//! published twice (by one tool or two), and a published name longer than
+//! published twice (by one tool or two), a name another tool binds (hidden or
+//! not: a client and an in-process call of it would reach two tools), and a
+//! published name longer than
 //! [`Limits::max_published_len`](crate::limits::Limits::max_published_len). A
 //! change of a tool's combos keeps its publication, and is refused when the
 //! publication no longer holds (an alias of a branch the change removes): change

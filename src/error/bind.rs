@@ -168,6 +168,20 @@ pub enum BindError {
         owner: Name,
     },
 
+    /// A tool would publish a name that another tool binds: a client calling it
+    /// would get one tool, an in-process call of the same name the other's.
+    #[error(
+        "`{tool}` would publish `{published}`, which `{owner}` binds: a client and an in-process call of one name would reach two tools; publish it under another name (rule `published-names` in `toolgraft::rulebook`)"
+    )]
+    PublishedNameOfAnother {
+        /// The tool publishing it.
+        tool: Name,
+        /// The published name.
+        published: Name,
+        /// The tool that binds that name.
+        owner: Name,
+    },
+
     /// A run-time extension's factory failed (or panicked) while building a branch.
     #[error("`{extension}` (on `{tool}`) could not build its branch: {problem}")]
     ExtensionFailed {
@@ -460,7 +474,8 @@ impl BindError {
             Self::ComboTooLong { .. } | Self::NameTooLong { .. } => Rule::Depth,
             Self::PublishedUnbound { .. }
             | Self::PublishedTooLong { .. }
-            | Self::PublishedTwice { .. } => Rule::PublishedNames,
+            | Self::PublishedTwice { .. }
+            | Self::PublishedNameOfAnother { .. } => Rule::PublishedNames,
             // Live-change bookkeeping, not rules of a combo.
             Self::AlreadyBound { .. }
             | Self::UnknownTool { .. }

@@ -151,7 +151,14 @@ fn publish_all(
         .values()
         .filter(|group| !changed.contains(&&group.base.running.base))
         .map(|group| (group, group.names.clone()));
-    for (group, names) in planned.chain(kept) {
+    let groups: Vec<_> = planned.chain(kept).collect();
+    // Every bound name with its tool: a tool may publish a name of its own (a
+    // branch under its base's name), never one another tool binds.
+    let binders: HashMap<&Name, &Name> = groups
+        .iter()
+        .flat_map(|(group, names)| names.iter().map(|name| (name, &group.base.running.base)))
+        .collect();
+    for (group, names) in &groups {
         let tool = &group.base.running.base;
         let outermost = group.combos.iter().filter_map(|combo| {
             combo
@@ -159,9 +166,21 @@ fn publish_all(
                 .last()
                 .map(|branch| branch.running.name.clone())
         });
-        let pairs = group.publish.names(tool, &names, outermost)?;
+        let pairs = group.publish.names(tool, names, outermost)?;
         bind::check_unique(&mut owners, tool, &pairs, limit)?;
         all.extend(pairs);
+    }
+    // After every tool's names are known unique: a name two tools publish is
+    // that refusal, whichever tool changed.
+    for (published, _) in &all {
+        let publisher = &owners[published];
+        if let Some(owner) = binders.get(published).filter(|owner| **owner != publisher) {
+            return Err(BindError::PublishedNameOfAnother {
+                tool: publisher.clone(),
+                published: published.clone(),
+                owner: (*owner).clone(),
+            });
+        }
     }
     Ok(all)
 }

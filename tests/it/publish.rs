@@ -312,3 +312,59 @@ fn typed_combos_bind_with_what_they_publish_in_one_step() {
     );
     assert!(!toolset.contains("ping"), "nothing of the call is bound");
 }
+
+/// A tool may not publish a name another tool binds, hidden or not: a client
+/// calling it would reach one tool and an in-process call of the same name the
+/// other. Refused whole, typed and from a manifest, naming both tools.
+#[tokio::test]
+async fn a_published_name_another_tool_binds_is_refused() {
+    let toolset = Toolset::new();
+    toolset
+        .bind((search().combo().with(Trace), ping().combo().with(Trace)))
+        .unwrap();
+    // `ping` hides its base name; `search` may not take it.
+    toolset
+        .edit()
+        .publish("ping", Publish::Outermost)
+        .commit()
+        .unwrap();
+    let before = published(&toolset);
+    let alias = Publish::only([("ping", "search_trace")]).unwrap();
+    let refused = toolset
+        .edit()
+        .publish("search", alias)
+        .commit()
+        .unwrap_err();
+    assert!(
+        matches!(&refused, BindError::PublishedNameOfAnother { tool, published, owner }
+            if tool == "search" && published == "ping" && owner == "ping"),
+        "{refused:?}"
+    );
+    assert!(
+        refused.to_string().contains("rule `published-names`"),
+        "{refused}"
+    );
+    assert_eq!(published(&toolset), before, "nothing changed");
+    assert_eq!(
+        toolset.call("ping", json!({})).await.unwrap(),
+        json!("pong")
+    );
+
+    let from_manifest = Toolset::new();
+    let manifest = Manifest::from_json(
+        r#"{"tools": {
+            "search": {"combos": [["trace"]], "publish": {"ping": "search_trace"}},
+            "ping": {"combos": [["trace"]], "publish": "outermost"}
+        }}"#,
+    )
+    .unwrap();
+    let bases = BaseTools::new().with(&search()).with(&ping());
+    let outcomes = from_manifest.bind_manifest(&registry(), &bases, &manifest);
+    assert!(
+        outcomes.iter().any(|(_, outcome)| matches!(
+            outcome,
+            Err(BindError::PublishedNameOfAnother { published, .. }) if published == "ping"
+        )),
+        "{outcomes:?}"
+    );
+}
