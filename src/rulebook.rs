@@ -136,7 +136,8 @@
 //! (`{"name": "cache", "pin": {"exp": 60}}`): a pinned param is not in the input
 //! schema of its branch or of any branch above, a call that sends it is refused
 //! (`unknown field`), and every call passes the pinned value. Only the element's
-//! own reserved params can be pinned.
+//! own reserved params can be pinned, each to a value its schema admits (its
+//! `type`, `minimum` and `maximum`, checked when bound).
 //!
 //! # transformer-input-schema
 //! A transformer presents its own concrete input schema: an object with named

@@ -159,6 +159,46 @@ fn collect_properties(schema: &Value, names: &mut Vec<String>) {
 }
 
 /// Whether an object schema accepts properties beyond those it names.
+/// What `value` is not, of what the property `name` of `schema` says in its
+/// `type` (a type or a list of them) and its numeric `minimum` / `maximum`:
+/// `None` when it fits, or when the schema says neither (a `$ref`, `anyOf`:
+/// the extension's own decoding still checks those when called).
+pub(crate) fn misfit(schema: &Schema, name: &str, value: &Value) -> Option<String> {
+    let property = schema.as_object()?.get("properties")?.get(name)?;
+    let says = |key: &str| property.get(key);
+    let type_of = |value: &Value| match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(number) if number.is_i64() || number.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    let is = type_of(value);
+    let admits = |expected: &str| expected == is || (expected == "number" && is == "integer");
+    let expected: Vec<&str> = match says("type") {
+        Some(Value::String(one)) => vec![one.as_str()],
+        Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    if !expected.is_empty() && !expected.iter().any(|expected| admits(expected)) {
+        return Some(format!("a {}, not a {is}", expected.join(" or ")));
+    }
+    let number = value.as_f64()?;
+    if let Some(minimum) = says("minimum").and_then(Value::as_f64)
+        && number < minimum
+    {
+        return Some(format!("at least {minimum}"));
+    }
+    if let Some(maximum) = says("maximum").and_then(Value::as_f64)
+        && number > maximum
+    {
+        return Some(format!("at most {maximum}"));
+    }
+    None
+}
+
 pub(crate) fn open_ended(schema: &Schema) -> bool {
     match schema.as_bool() {
         Some(accepts_anything) => accepts_anything,

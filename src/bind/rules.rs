@@ -175,6 +175,21 @@ pub(crate) fn pins(
         .as_ref()
         .and_then(|reserved| schema::property_names(reserved))
         .unwrap_or_default();
+    // Checked here, as operator config is: a pin of the wrong type would
+    // otherwise refuse every call, as if the caller had sent it.
+    if let Some(reserved_schema) = &element.reserved {
+        for (param, value) in pins {
+            if let Some(expected) = schema::misfit(reserved_schema, param, value) {
+                return Err(BindError::PinMisfits {
+                    tool: below.base.clone(),
+                    extension: element.name.clone(),
+                    param: crate::error::shorten(param).into_owned(),
+                    value: crate::error::shorten_json(value),
+                    expected,
+                });
+            }
+        }
+    }
     match pins.keys().find(|param| !reserved.contains(param)) {
         None => Ok(()),
         Some(param) => Err(BindError::PinNotReserved {

@@ -121,6 +121,24 @@ pub enum BindError {
         reserved: String,
     },
 
+    /// An operator pins a reserved param to a value its schema does not admit
+    /// ([reserved-params](crate::rulebook#reserved-params)).
+    #[error(
+        "`{extension}` (on `{tool}`) pins `{param}` to `{value}`, which its schema does not admit: it takes {expected}; pin a value it takes (rule `reserved-params` in `toolgraft::rulebook`)"
+    )]
+    PinMisfits {
+        /// The tool.
+        tool: Name,
+        /// The extension.
+        extension: Name,
+        /// The param it pins (shortened).
+        param: String,
+        /// The pinned value, shortened.
+        value: String,
+        /// What the schema takes.
+        expected: String,
+    },
+
     /// A tool publishes a name its bound names do not include
     /// ([published-names](crate::rulebook#published-names)).
     #[error(
@@ -466,6 +484,7 @@ impl BindError {
             | Self::InvalidConfig { .. } => Rule::Config,
             Self::WrapperChangedSchema { .. } => Rule::WrapperInputSchema,
             Self::PinNotReserved { .. }
+            | Self::PinMisfits { .. }
             | Self::ReservedParamExists { .. }
             | Self::ReservedParamNotInline { .. }
             | Self::MalformedSchema { .. } => Rule::ReservedParams,

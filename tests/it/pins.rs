@@ -111,3 +111,36 @@ fn only_reserved_params_are_pinned_and_the_manifest_says_how() {
         "{err}"
     );
 }
+
+/// Operator config is checked when bound: a pin of a type (or range) the
+/// reserved param's schema does not admit is refused then, naming the param, the
+/// value and what it takes, rather than bound to refuse every call as if the
+/// caller had sent it.
+#[test]
+fn a_pin_its_schema_does_not_admit_is_refused_when_bound() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    for (pin, takes) in [
+        (r#"{"exp": "sixty"}"#, "not a string"),
+        (r#"{"exp": -1}"#, "at least 0"),
+        (r#"{"exp": true}"#, "a number, not a boolean"),
+    ] {
+        let manifest =
+            format!(r#"{{"tools": {{"search": [[{{"name": "cache", "pin": {pin}}}]]}}}}"#);
+        let (toolset, bound) = bind(&manifest, &calls);
+        let err = bound.unwrap_err();
+        assert!(
+            matches!(&err, BindError::PinMisfits { param, .. } if param == "exp"),
+            "{pin}: {err}"
+        );
+        assert_eq!(err.rule(), Some(Rule::ReservedParams));
+        assert!(err.to_string().contains(takes), "{pin}: {err}");
+        assert!(toolset.names().is_empty(), "{pin}: nothing bound");
+    }
+    for pin in ["60", "1.5", "0"] {
+        let manifest = format!(
+            r#"{{"tools": {{"search": [[{{"name": "cache", "pin": {{"exp": {pin}}}}}]]}}}}"#
+        );
+        let (_, bound) = bind(&manifest, &calls);
+        bound.unwrap_or_else(|err| panic!("a pin it takes binds: {pin}: {err}"));
+    }
+}
