@@ -77,6 +77,10 @@ pub struct ProxyConfig {
 pub struct ProxyParams {
     /// Egress proxies to use, most preferred first; each must be allowed by the
     /// operator. Without it, the operator's default route is used.
+    // One line for the model: MCP clients show a description as it is.
+    #[schemars(
+        description = "Egress proxies to use, most preferred first; each must be allowed by the operator. Without it, the operator's default route is used."
+    )]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxies: Option<Vec<String>>,
 }

@@ -357,3 +357,43 @@ async fn a_report_batch_carries_values_and_errors() {
     };
     let _ = Shout::new("");
 }
+
+/// What a model reads of a branch's input is one line per description: MCP
+/// clients show a description as it is, and a doc comment's line breaks would
+/// show as breaks mid-sentence. Every built-in that adds to the input schema.
+#[cfg(feature = "proxy")]
+#[test]
+fn the_built_ins_describe_their_params_in_one_line_each() {
+    fn descriptions<'a>(value: &'a Value, found: &mut Vec<&'a str>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(description)) = map.get("description") {
+                    found.push(description);
+                }
+                map.values().for_each(|value| descriptions(value, found));
+            }
+            Value::Array(items) => items.iter().for_each(|value| descriptions(value, found)),
+            _ => {}
+        }
+    }
+    let toolset = Toolset::new();
+    toolset
+        .bind((shout()
+            .combo()
+            .with(Cache::default())
+            .with(toolgraft::ext::Proxy::allow(["eu"]))
+            .with(Batch::default())
+            .with(Trace),))
+        .unwrap();
+    let mut checked = 0;
+    for name in toolset.names() {
+        let schema = toolset.info(&name).unwrap().input_schema;
+        let mut found = Vec::new();
+        descriptions(schema.as_value(), &mut found);
+        for description in found {
+            checked += 1;
+            assert!(!description.contains('\n'), "{name}: {description:?}");
+        }
+    }
+    assert!(checked >= 4, "the params are described ({checked})");
+}

@@ -144,7 +144,12 @@ pub struct CacheParams {
     /// Seconds a result stays fresh (0 bypasses the cache); defaults to the
     /// operator's TTL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "f64", range(min = 0))]
+    // One line for the model: MCP clients show a description as it is.
+    #[schemars(
+        with = "f64",
+        range(min = 0),
+        description = "Seconds a result stays fresh (0 bypasses the cache); defaults to the operator's TTL."
+    )]
     pub exp: Option<f64>,
 }
 
