@@ -158,7 +158,6 @@ fn collect_properties(schema: &Value, names: &mut Vec<String>) {
     }
 }
 
-/// Whether an object schema accepts properties beyond those it names.
 /// What `value` is not, of what the property `name` of `schema` says in its
 /// `type` (a type or a list of them) and its numeric `minimum` / `maximum`:
 /// `None` when it fits, or when the schema says neither (a `$ref`, `anyOf`:
@@ -199,6 +198,7 @@ pub(crate) fn misfit(schema: &Schema, name: &str, value: &Value) -> Option<Strin
     None
 }
 
+/// Whether an object schema accepts properties beyond those it names.
 pub(crate) fn open_ended(schema: &Schema) -> bool {
     match schema.as_bool() {
         Some(accepts_anything) => accepts_anything,
