@@ -51,13 +51,25 @@ impl Remote {
     }
 }
 
+/// Who reads a job. The operator (the Rust API) reads every job; a caller (the
+/// job tools) reads the jobs submitted for it and those submitted without a
+/// principal, and any other is unknown to it, not even there: a job id is no
+/// secret (tickets, logs and errors show it).
+#[derive(Clone, Debug)]
+pub(crate) enum Reader {
+    Operator,
+    /// A caller, with its principal if it has one.
+    Caller(Option<toolgraft::context::Principal>),
+}
+
 impl Jobs {
     /// The queue whose jobs this handle reads.
     pub fn queue(&self) -> &str {
         self.remote.queue_name()
     }
 
-    async fn stored(&self, id: &str) -> Result<(Stored, Record), JobError> {
+    /// The job `id` as `reader` may read it: unknown to a caller it is not for.
+    async fn stored(&self, id: &str, reader: &Reader) -> Result<(Stored, Record), JobError> {
         let unknown = || JobError::Unknown {
             job: toolgraft::error::shorten(id).into_owned(),
             queue: self.remote.queue_name().to_owned(),
@@ -74,27 +86,13 @@ impl Jobs {
             .ok_or_else(unknown)?;
         let record: Record = serde_json::from_str(&stored.record)
             .map_err(|error| JobError::Engine(format!("job `{id}`'s record: {error}")))?;
-        Ok((stored, record))
-    }
-
-    /// Whether a caller of `principal` may see the job `id`: a job submitted
-    /// for a principal is that principal's (another caller, or one without a
-    /// principal, is told the job is unknown: it learns not even that it
-    /// exists); a job submitted without one is anyone's. The job tools ask
-    /// this first; the Rust API (`status`, `result`, `cancel`) is the
-    /// operator's and sees every job.
-    pub(crate) async fn visible_to(
-        &self,
-        id: &str,
-        principal: Option<&str>,
-    ) -> Result<(), JobError> {
-        let (_, record) = self.stored(id).await?;
-        match record.principal.as_deref() {
-            Some(owner) if Some(owner) != principal => Err(JobError::Unknown {
-                job: toolgraft::error::shorten(id).into_owned(),
-                queue: self.remote.queue_name().to_owned(),
-            }),
-            _ => Ok(()),
+        match (reader, record.principal.as_deref()) {
+            (Reader::Caller(caller), Some(owner))
+                if caller.as_ref().map(|caller| caller.as_str()) != Some(owner) =>
+            {
+                Err(unknown())
+            }
+            _ => Ok((stored, record)),
         }
     }
 
@@ -106,7 +104,7 @@ impl Jobs {
         id: &str,
         token: &str,
     ) -> Result<(JobResult, Option<String>, String, String), JobError> {
-        let (stored, record) = self.stored(id).await?;
+        let (stored, record) = self.stored(id, &Reader::Operator).await?;
         let Some(following) = record
             .following
             .as_ref()
@@ -132,7 +130,12 @@ impl Jobs {
     /// # Ok(()) }
     /// ```
     pub async fn status(&self, id: &str) -> Result<JobTicket, JobError> {
-        let (stored, record) = self.stored(id).await?;
+        self.status_as(id, &Reader::Operator).await
+    }
+
+    /// [`status`](Self::status), as `reader` may read it.
+    pub(crate) async fn status_as(&self, id: &str, reader: &Reader) -> Result<JobTicket, JobError> {
+        let (stored, record) = self.stored(id, reader).await?;
         Ok(ticket_of(&stored, record))
     }
 
@@ -167,7 +170,12 @@ impl Jobs {
     /// # Ok(()) }
     /// ```
     pub async fn result(&self, id: &str) -> Result<JobResult, JobError> {
-        let (stored, record) = self.stored(id).await?;
+        self.result_as(id, &Reader::Operator).await
+    }
+
+    /// [`result`](Self::result), as `reader` may read it.
+    pub(crate) async fn result_as(&self, id: &str, reader: &Reader) -> Result<JobResult, JobError> {
+        let (stored, record) = self.stored(id, reader).await?;
         Ok(self.result_of(&stored, &record))
     }
 
@@ -222,8 +230,13 @@ impl Jobs {
     /// # Ok(()) }
     /// ```
     pub async fn cancel(&self, id: &str) -> Result<JobTicket, JobError> {
+        self.cancel_as(id, &Reader::Operator).await
+    }
+
+    /// [`cancel`](Self::cancel), when `reader` may read the job.
+    pub(crate) async fn cancel_as(&self, id: &str, reader: &Reader) -> Result<JobTicket, JobError> {
         // Known first: an unknown id is that, not a refusal.
-        let (_, record) = self.stored(id).await?;
+        let (_, record) = self.stored(id, reader).await?;
         let id = record.ticket.job_id.as_str();
         let outcome = self
             .within_timeout(async { self.remote.broker().await?.cancel(id).await })

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::job::{JobResult, JobState};
-use super::store::Jobs;
+use super::store::{Jobs, Reader};
 use toolgraft::error::InvalidName;
 use toolgraft::runtime::DynTool;
 #[cfg(doc)]
@@ -88,15 +88,15 @@ impl Jobs {
                 format!(
                     "Where a job submitted on queue `{queue}` is: scheduled, queued, running, finished, failed or cancelled."
                 ),
-                |jobs, job_id| async move { Ok(jobs.status(&job_id).await?) },
+                |jobs, job_id, reader| async move { Ok(jobs.status_as(&job_id, &reader).await?) },
             )?,
             self.job_tool(
                 format!("{prefix}_result"),
                 format!(
                     "The result of a job submitted on queue `{queue}` once it finished (its error if it failed), or where it is until then."
                 ),
-                |jobs, job_id| async move {
-                    Ok(match jobs.result(&job_id).await? {
+                |jobs, job_id, reader| async move {
+                    Ok(match jobs.result_as(&job_id, &reader).await? {
                         JobResult::Finished(result) => ResultView {
                             job_id,
                             state: JobState::Finished,
@@ -116,7 +116,7 @@ impl Jobs {
                 format!(
                     "Cancel a job submitted on queue `{queue}`: one scheduled or queued never runs, one running is stopped (no result). An ended job stays as it ended."
                 ),
-                |jobs, job_id| async move { Ok(jobs.cancel(&job_id).await?) },
+                |jobs, job_id, reader| async move { Ok(jobs.cancel_as(&job_id, &reader).await?) },
             )?,
         ])
     }
@@ -131,7 +131,7 @@ impl Jobs {
     ) -> Result<DynTool, InvalidName>
     where
         O: Serialize + JsonSchema,
-        F: Fn(Jobs, String) -> Fut + Send + Sync + 'static,
+        F: Fn(Jobs, String, Reader) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, toolgraft::error::BoxError>> + Send + 'static,
     {
         let jobs = self.clone();
@@ -146,11 +146,9 @@ impl Jobs {
                 async move {
                     let JobId { job_id } = toolgraft::extension::decode_args(args)?;
                     // A caller follows its own jobs only (and those submitted
-                    // without a principal): a job id is no secret.
-                    let caller = toolgraft::context::get::<toolgraft::context::Principal>();
-                    jobs.visible_to(&job_id, caller.as_ref().map(|caller| caller.as_str()))
-                        .await?;
-                    Ok(serde_json::to_value(answer(jobs, job_id).await?)?)
+                    // without a principal).
+                    let reader = Reader::Caller(toolgraft::context::get());
+                    Ok(serde_json::to_value(answer(jobs, job_id, reader).await?)?)
                 }
             })
             .build()
