@@ -37,6 +37,15 @@ macro_rules! forward {
     )+};
 }
 
+impl<H> ToolsetServer<H> {
+    /// Whether `name` is the toolset's, bound or published: the handler's tool of
+    /// that name is neither listed nor called (an alias the toolset publishes is
+    /// the toolset's, whatever the handler's tools are named).
+    fn serves(&self, name: &str) -> bool {
+        self.toolset.contains(name) || self.toolset.is_published(name)
+    }
+}
+
 impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::clone(&self.info)
@@ -101,9 +110,7 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
             .as_ref()
             .is_none_or(|request| request.cursor.is_none());
         let mut theirs = self.handler.list_tools(request, context).await?;
-        theirs
-            .tools
-            .retain(|tool| !self.toolset.contains(&tool.name));
+        theirs.tools.retain(|tool| !self.serves(&tool.name));
         if first_page {
             let mut tools = self.list(shape);
             tools.append(&mut theirs.tools);
@@ -120,9 +127,7 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         let found = listing.binary_search_by(|tool| tool.name.as_ref().cmp(name));
         match found {
             Ok(index) => Some(listing[index].clone()),
-            Err(_) if self.handler_tools && !self.toolset.contains(name) => {
-                self.handler.get_tool(name)
-            }
+            Err(_) if self.handler_tools && !self.serves(name) => self.handler.get_tool(name),
             Err(_) => None,
         }
     }
@@ -132,7 +137,7 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if self.handler_tools && !self.toolset.contains(&request.name) {
+        if self.handler_tools && !self.serves(&request.name) {
             return self.handler.call_tool(request, context).await;
         }
         let shape = OutputShape::for_protocol(context.protocol_version().as_ref());

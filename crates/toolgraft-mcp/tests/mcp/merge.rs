@@ -155,6 +155,51 @@ async fn a_name_the_toolset_binds_but_hides_is_not_the_handlers() {
     client.cancel().await.unwrap();
 }
 
+/// A name published as an alias of a branch is the toolset's: listed, and
+/// called through the branch, even when the handler has tools of its own
+/// (issue 36, item 3: it was listed, and called on the handler, which answered
+/// "tool not found").
+#[tokio::test]
+async fn an_alias_the_toolset_publishes_is_called_beside_a_handler_with_tools() {
+    let notes = Notes::new();
+    let tools = import::tools(Notes::tool_router(), notes.clone()).unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind(
+            tools
+                .iter()
+                .map(|tool| tool.combo().with(Cache::default()))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+    toolset
+        .edit()
+        .publish(
+            "search",
+            Publish::only([("search_cached", "search_cache")]).unwrap(),
+        )
+        .commit()
+        .unwrap();
+
+    let client = connect(ToolsetServer::new(toolset).with_handler(notes.clone())).await;
+    assert_eq!(names(&client).await, ["search_cached"]);
+    for _ in 0..2 {
+        let called = within(
+            "calling",
+            client.call_tool(request("search_cached", json!({"query": "tea"}))),
+        )
+        .await
+        .unwrap();
+        assert_eq!(called.content[0].as_text().unwrap().text, "1 note says tea");
+    }
+    assert_eq!(
+        notes.searches.load(Ordering::SeqCst),
+        1,
+        "the second call is the cache's"
+    );
+    client.cancel().await.unwrap();
+}
+
 /// A handler of its own with no server name or instructions.
 #[derive(Clone)]
 struct Prompts;
