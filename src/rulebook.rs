@@ -192,14 +192,16 @@
 //! with a mapping config and no other keys. A tool's value may also be an
 //! object, `{"combos": [...], "publish": ...}`, to set its
 //! [published names](#published-names) beside its combos (`"publish"`: `"all"`,
-//! `"outermost"`, or `{"published": "bound", ...}`); an object with other keys is
-//! refused.
+//! `"outermost"`, `"in_place"`, or `{"published": "bound", ...}`); an object with
+//! other keys is refused.
 //!
 //! # published-names
 //! Clients (an MCP server's `tools/list` and `tools/call`) see the names each tool
 //! publishes ([`Publish`](crate::toolset::Publish)): all its bound names (the
-//! default), the outermost branch of each combo (the base when it has none), or
-//! exactly the `(published, bound)` pairs given, which may publish a branch under
+//! default), the outermost branch of each combo (the base when it has none), the
+//! outermost branch of its one combo under the tool's own name (in place: the
+//! base when it has none; refused for a tool with several combos), or exactly the
+//! `(published, bound)` pairs given, which may publish a branch under
 //! its base's name (`search` served by `search_cache_timeout`) and hide the rest.
 //! A call by a published name is a call of the bound name behind it, and the
 //! call's [`CallName`](crate::context::CallName) is the published name. Refused,

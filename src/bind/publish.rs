@@ -47,6 +47,26 @@ pub enum Publish {
     /// The outermost branch of each combo, under its own name; the base when it
     /// has no combo.
     Outermost,
+    /// The tool's combo in place of the tool: its outermost branch published
+    /// under the tool's own name, every other name hidden (the base alone when
+    /// it has no combo). Clients keep the names they knew, and get the layers.
+    /// A tool with several combos has no one branch to put in its place, and is
+    /// refused.
+    ///
+    /// ```
+    /// use toolgraft::{Tool, Toolset};
+    /// use toolgraft::ext::{Cache, Trace};
+    /// use toolgraft::toolset::Publish;
+    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Query { q: String }
+    /// let search = Tool::builder().name("search").description("Search.").read_only()
+    ///     .body(|i: Query| async move { Ok(i.q) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind_publishing((search.combo().with(Cache::default()).with(Trace),), [("search", Publish::InPlace)])?;
+    /// assert_eq!(toolset.resolve("search").unwrap().name, "search_cache_trace");
+    /// assert_eq!(toolset.published().len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    InPlace,
     /// Exactly these: each published name with the bound name that serves it.
     /// A bound name may be published under several names, and one left out is
     /// hidden; none at all hides the tool.
@@ -96,6 +116,21 @@ impl Publish {
                 published.sort();
                 published.dedup();
                 published
+            }
+            Self::InPlace => {
+                let mut outermost: Vec<Name> = outermost.collect();
+                outermost.sort();
+                outermost.dedup();
+                match outermost.len() {
+                    0 => vec![(tool.clone(), tool.clone())],
+                    1 => vec![(tool.clone(), outermost.remove(0))],
+                    _ => {
+                        return Err(BindError::InPlaceOfSeveral {
+                            tool: tool.clone(),
+                            outermost,
+                        });
+                    }
+                }
             }
             Self::Only(pairs) => {
                 for (published, bound) in pairs {

@@ -186,6 +186,23 @@ pub enum BindError {
         owner: Name,
     },
 
+    /// A tool is published in place ([`Publish::InPlace`](crate::toolset::Publish::InPlace))
+    /// but has several combos, so no one branch can take its name
+    /// ([published-names](crate::rulebook#published-names)).
+    #[error(
+        "`{tool}` would be published in place, but it has {} combos, whose outermost branches are {}: only one can take the name `{tool}`; publish the one you mean with `Publish::only([(\"{tool}\", \"{}\")])` (`{{\"{tool}\": \"{}\"}}` in a manifest), or give `{tool}` one combo (rule `published-names` in `toolgraft::rulebook`)",
+        outermost.len(),
+        super::message::ticked(&outermost.iter().map(ToString::to_string).collect::<Vec<_>>()),
+        outermost[0],
+        outermost[0]
+    )]
+    InPlaceOfSeveral {
+        /// The tool.
+        tool: Name,
+        /// The outermost branch of each of its combos, sorted.
+        outermost: Vec<Name>,
+    },
+
     /// A tool would publish a name that another tool binds: a client calling it
     /// would get one tool, an in-process call of the same name the other's.
     #[error(
@@ -494,7 +511,8 @@ impl BindError {
             Self::PublishedUnbound { .. }
             | Self::PublishedTooLong { .. }
             | Self::PublishedTwice { .. }
-            | Self::PublishedNameOfAnother { .. } => Rule::PublishedNames,
+            | Self::PublishedNameOfAnother { .. }
+            | Self::InPlaceOfSeveral { .. } => Rule::PublishedNames,
             // Live-change bookkeeping, not rules of a combo.
             Self::AlreadyBound { .. }
             | Self::UnknownTool { .. }

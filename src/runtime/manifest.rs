@@ -279,7 +279,7 @@ struct EntrySpec {
 
 /// A tool's `{"combos": [...], "publish": ..., "annotations": {..}}`.
 fn entry_of(tool: &str, fields: &Map<String, Value>) -> Result<EntrySpec, ManifestError> {
-    const FORM: &str = r#"write {"combos": [["a", "b"]], "publish": "all" | "outermost" | {"published": "bound"}, "annotations": {"readOnlyHint": true}}"#;
+    const FORM: &str = r#"write {"combos": [["a", "b"]], "publish": "all" | "outermost" | "in_place" | {"published": "bound"}, "annotations": {"readOnlyHint": true}}"#;
     if let Some(extra) = fields
         .keys()
         .find(|key| !["combos", "publish", "annotations"].contains(&key.as_str()))
@@ -361,6 +361,7 @@ fn publish_of(tool: &str, value: &Value, form: &str) -> Result<Publish, Manifest
     match value {
         Value::String(scope) if scope == "all" => Ok(Publish::All),
         Value::String(scope) if scope == "outermost" => Ok(Publish::Outermost),
+        Value::String(scope) if scope == "in_place" => Ok(Publish::InPlace),
         Value::Object(names) => {
             let name = |name: &str| {
                 Name::new(name).map_err(|err| {

@@ -88,6 +88,48 @@ impl Toolset {
         combos: C,
         publications: impl IntoIterator<Item = (&'a str, Publish)>,
     ) -> Result<C::Branches, BindError> {
+        self.bind_grouped(combos, publications, Publish::All)
+    }
+
+    /// [`bind`](Toolset::bind), each tool's combo put in place of the tool
+    /// ([`Publish::InPlace`]): clients keep the names they knew, and every call
+    /// of them goes through the layers. One word for what
+    /// [`bind_publishing`](Toolset::bind_publishing) says pair by pair.
+    ///
+    /// ```
+    /// use toolgraft::{Tool, Toolset};
+    /// use toolgraft::ext::{Cache, Timeout};
+    /// # use std::time::Duration;
+    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Query { q: String }
+    /// let search = Tool::builder().name("search").description("Search.").read_only()
+    ///     .body(|i: Query| async move { Ok(i.q) }).build()?;
+    /// let fetch = Tool::builder().name("fetch").description("Fetch.").read_only()
+    ///     .body(|i: Query| async move { Ok(i.q) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind_in_place((
+    ///     search.combo().with(Cache::default()).with(Timeout::new(Duration::from_secs(5))),
+    ///     fetch.combo().with(Timeout::new(Duration::from_secs(5))),
+    /// ))?;
+    /// let published: Vec<_> = toolset.published().into_iter()
+    ///     .map(|p| (p.name.to_string(), p.info.name.to_string())).collect();
+    /// assert_eq!(published, [
+    ///     ("fetch".to_owned(), "fetch_timeout".to_owned()),
+    ///     ("search".to_owned(), "search_cache_timeout".to_owned()),
+    /// ]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn bind_in_place<C: Combos>(&self, combos: C) -> Result<C::Branches, BindError> {
+        self.bind_grouped(combos, [], Publish::InPlace)
+    }
+
+    /// The combos bound in one step, each tool publishing what `publications`
+    /// says of it, else `otherwise`.
+    fn bind_grouped<'a, C: Combos>(
+        &self,
+        combos: C,
+        publications: impl IntoIterator<Item = (&'a str, Publish)>,
+        otherwise: Publish,
+    ) -> Result<C::Branches, BindError> {
         let mut publications: Vec<(&str, Publish)> = publications.into_iter().collect();
         let mut drafts = Vec::new();
         let branches = combos.into_drafts(&mut drafts);
@@ -147,9 +189,7 @@ impl Toolset {
                 .position(|(name, _)| *name == tool.as_str())
                 .map(|at| publications.swap_remove(at).1);
             let mut group = ToolGroup::new(base, combos);
-            if let Some(publish) = publish {
-                group.publish = publish;
-            }
+            group.publish = publish.unwrap_or_else(|| otherwise.clone());
             changes.push((group, None));
         }
         if let Some((tool, _)) = publications.first() {

@@ -368,3 +368,64 @@ async fn a_published_name_another_tool_binds_is_refused() {
         "{outcomes:?}"
     );
 }
+
+/// One word puts each tool's combo in place of the tool: clients keep calling
+/// `search`, served by its outermost branch (issue 36, item 7: the names were
+/// spelled out by hand, one pair per tool). A tool with two combos has no one
+/// branch to put in its place.
+#[tokio::test]
+async fn in_place_publishes_the_outermost_branch_under_the_tools_own_name() {
+    let toolset = Toolset::new();
+    toolset
+        .bind_publishing(
+            (
+                search().combo().with(Cache::default()).with(Trace),
+                ping().combo(),
+            ),
+            [("search", Publish::InPlace), ("ping", Publish::InPlace)],
+        )
+        .unwrap();
+    assert_eq!(
+        published(&toolset),
+        pairs(&[("ping", "ping"), ("search", "search_cache_trace")])
+    );
+    assert_eq!(
+        toolset
+            .call_published("search", json!({"text": "tea"}))
+            .await
+            .unwrap(),
+        json!("tea via search")
+    );
+
+    let refused = toolset
+        .edit()
+        .attach(&registry(), "search", &[ElementSpec::named("trace")])
+        .commit()
+        .unwrap_err();
+    assert!(
+        matches!(&refused, BindError::InPlaceOfSeveral { tool, outermost }
+            if tool == "search" && outermost.len() == 2),
+        "{refused:?}"
+    );
+    assert_eq!(refused.rule(), Some(Rule::PublishedNames));
+    assert!(
+        refused
+            .to_string()
+            .contains("Publish::only([(\"search\", \"search_cache_trace\")])"),
+        "{refused}"
+    );
+
+    let from_manifest = Toolset::new();
+    let manifest = Manifest::from_json(
+        r#"{"tools": {"search": {"combos": [["cache", "trace"]], "publish": "in_place"}}}"#,
+    )
+    .unwrap();
+    let bases = BaseTools::new().with(&search());
+    for (_, outcome) in from_manifest.bind_manifest(&registry(), &bases, &manifest) {
+        outcome.unwrap();
+    }
+    assert_eq!(
+        published(&from_manifest),
+        pairs(&[("search", "search_cache_trace")])
+    );
+}

@@ -21,7 +21,6 @@ use serde::Deserialize;
 use std::time::Duration;
 use toolgraft::Toolset;
 use toolgraft::ext::{Cache, Timeout};
-use toolgraft::toolset::Publish;
 use toolgraft_mcp::http::{Guard, McpHttp};
 use toolgraft_mcp::{BadArguments, ToolsetServer, import};
 
@@ -138,24 +137,18 @@ impl ServerHandler for Notes {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let notes = Notes::default();
     let tools = import::tools(Notes::tool_router(), notes.clone())?;
-    let [add, count, search] = &tools[..] else {
-        unreachable!("three tools")
-    };
     let toolset = Toolset::new();
     let timeout = || Timeout::new(Duration::from_secs(10));
-    toolset.bind((
-        search.combo().with(Cache::default()).with(timeout()),
-        add.combo().with(timeout()),
-        count.combo(),
+    // Each combo in place of its tool: clients keep calling `search` and `add`,
+    // served by `search_cache_timeout` and `add_timeout`.
+    toolset.bind_in_place((
+        tools["search"]
+            .combo()
+            .with(Cache::default())
+            .with(timeout()),
+        tools["add"].combo().with(timeout()),
+        tools["count"].combo(),
     ))?;
-    toolset
-        .edit()
-        .publish(
-            "search",
-            Publish::only([("search", "search_cache_timeout")])?,
-        )
-        .publish("add", Publish::only([("add", "add_timeout")])?)
-        .commit()?;
     // `--bad-arguments-as-results`: bad arguments as `isError` results the model
     // reads (what rmcp's own tools answer), not `-32602` errors.
     let mut server = ToolsetServer::new(toolset);

@@ -128,6 +128,22 @@ impl McpCall {
         self.0.brought.state.as_deref()
     }
 
+    /// The handler of the session the call came in by
+    /// ([`ToolsetServer::with_handler`](crate::ToolsetServer::with_handler): one
+    /// per session, or a clone of one), when it is an `H`. Tools imported
+    /// [per session](crate::import::per_session) run on it.
+    ///
+    /// ```
+    /// use toolgraft_mcp::call::McpCall;
+    /// # #[derive(Clone)] struct Counter;
+    /// // In a body: the session's `Counter`, if the server was given one.
+    /// let counter = McpCall::current().and_then(|call| call.handler::<Counter>());
+    /// assert!(counter.is_none(), "outside an MCP call");
+    /// ```
+    pub fn handler<H: Send + Sync + 'static>(&self) -> Option<Arc<H>> {
+        self.0.brought.handler.clone()?.downcast::<H>().ok()
+    }
+
     /// The whole rmcp request context: what an rmcp tool gets.
     pub fn request_context(&self) -> &RequestContext<RoleServer> {
         &self.0.request
@@ -230,7 +246,12 @@ pub(crate) struct Brought {
     pub progress: Option<ProgressSink>,
     /// The offer to follow the call later, by its job's id (an MCP task).
     pub deferral: Option<toolgraft::relocation::Deferral>,
+    /// The handler of the session the call came in.
+    pub handler: Option<SessionHandler>,
 }
+
+/// A session's handler, whatever its type: what [`McpCall::handler`] finds.
+pub(crate) type SessionHandler = Arc<dyn std::any::Any + Send + Sync>;
 
 /// How an MCP client's user is asked, for toolgraft's [`Asker`]: by an
 /// input-required result on protocol 2026-07-28 and later, by elicitation

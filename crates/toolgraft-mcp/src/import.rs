@@ -59,10 +59,12 @@ use rmcp::{ErrorData, Peer, RoleServer};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::Value;
 
+use toolgraft::combo::Combo;
 use toolgraft::context::{InputRequest, InputRequired, Question};
 use toolgraft::error::{ArgsError, ArgsErrorKind, BoxError, InvalidName};
 use toolgraft::runtime::DynTool;
 use toolgraft::schema::Args;
+use toolgraft::tool::BaseTool;
 
 use crate::call::McpCall;
 use crate::content::McpContent;
@@ -72,6 +74,10 @@ use crate::tool::presentation_of;
 /// Every enabled tool of `router`, served by `service`, as base tools sorted by
 /// name (see the [module docs](self)).
 ///
+/// `service` is one instance for every call, whichever session it comes in by:
+/// what it holds is process-wide. rmcp builds a handler per session; to keep
+/// that, import [`per_session`] instead.
+///
 /// # Errors
 ///
 /// [`ImportError`] for a tool whose name toolgraft does not take (see
@@ -79,8 +85,74 @@ use crate::tool::presentation_of;
 pub fn tools<S: Send + Sync + 'static>(
     router: ToolRouter<S>,
     service: impl Into<Arc<S>>,
-) -> Result<Vec<DynTool>, ImportError> {
+) -> Result<Imported, ImportError> {
     let service = service.into();
+    imported(router, |route| tool(route, service.clone()))
+}
+
+/// Every enabled tool of `router`, each call run on the handler of the session
+/// it came in by: the `S` given to [`ToolsetServer::with_handler`](crate::ToolsetServer::with_handler)
+/// for that session, as rmcp runs a tool on the handler its session was built
+/// with. State the handler keeps per instance (a counter in a field) is the
+/// session's; state it shares between clones (behind an `Arc`) is shared as
+/// its clones share it.
+///
+/// A call that came in by no session of an `S` (a server with another handler,
+/// [`Toolset::call`](toolgraft::Toolset::call), a worker process, which has no
+/// session) fails with an error that says so, and runs nothing.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+/// use rmcp::model::{ServerCapabilities, ServerConfig};
+/// use toolgraft::Toolset;
+/// use toolgraft_mcp::{ToolsetServer, import};
+///
+/// #[derive(Clone)]
+/// struct Counter { count: Arc<AtomicU32> }
+///
+/// #[tool_router]
+/// impl Counter {
+///     fn new() -> Self { Self { count: Arc::default() } }
+///
+///     #[tool(description = "Add one to this session's count.")]
+///     async fn increment(&self) -> String {
+///         (self.count.fetch_add(1, Ordering::SeqCst) + 1).to_string()
+///     }
+/// }
+///
+/// #[tool_handler]
+/// impl ServerHandler for Counter {
+///     fn get_info(&self) -> ServerConfig {
+///         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+///     }
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let toolset = Toolset::new();
+/// toolset.bind(import::per_session(Counter::tool_router())?.combos())?;
+/// let template = ToolsetServer::new(toolset);
+/// // One `Counter` per session, as rmcp makes one: with `McpHttp::for_handler`
+/// // over HTTP, or once per stdio connection.
+/// let _session = template.with_handler(Counter::new());
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+///
+/// [`ImportError`] for a tool whose name toolgraft does not take.
+pub fn per_session<S: Send + Sync + 'static>(
+    router: ToolRouter<S>,
+) -> Result<Imported, ImportError> {
+    imported(router, |route| import(route, Instance::Session))
+}
+
+/// The enabled routes of `router`, sorted by name, each made a tool by `make`.
+fn imported<S: Send + Sync + 'static>(
+    router: ToolRouter<S>,
+    make: impl Fn(ToolRoute<S>) -> Result<DynTool, ImportError>,
+) -> Result<Imported, ImportError> {
     let mut routes: Vec<_> = router
         .map
         .iter()
@@ -88,10 +160,94 @@ pub fn tools<S: Send + Sync + 'static>(
         .map(|(_, route)| route.clone())
         .collect();
     routes.sort_by(|a, b| a.attr.name.cmp(&b.attr.name));
-    routes
-        .into_iter()
-        .map(|route| tool(route, service.clone()))
-        .collect()
+    let tools = routes.into_iter().map(make).collect::<Result<_, _>>()?;
+    Ok(Imported(tools))
+}
+
+/// Imported rmcp tools, sorted by name: a slice of base tools (`iter`, `len`),
+/// looked up by name with [`get`](Self::get) or indexing.
+///
+/// ```
+/// # use rmcp::{tool, tool_router};
+/// # #[derive(Clone)] struct Notes;
+/// # #[tool_router] impl Notes {
+/// #     #[tool(description = "Search the notes.")] async fn search(&self) -> String { String::new() }
+/// #     #[tool(description = "Add a note.")] async fn add(&self) -> String { String::new() }
+/// # }
+/// use toolgraft::tool::BaseTool;
+/// let tools = toolgraft_mcp::import::tools(Notes::tool_router(), Notes)?;
+/// assert_eq!(tools.len(), 2);
+/// assert_eq!(tools["search"].spec().name, "search");
+/// assert!(tools.get("delete").is_none());
+/// # Ok::<(), toolgraft_mcp::import::ImportError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Imported(Vec<DynTool>);
+
+impl Imported {
+    /// The tool named `name`.
+    pub fn get(&self, name: &str) -> Option<&DynTool> {
+        let at = self
+            .0
+            .binary_search_by(|tool| tool.spec().name.as_str().cmp(name))
+            .ok()?;
+        Some(&self.0[at])
+    }
+
+    /// Each tool alone, as a combo with no extension: what
+    /// [`Toolset::bind`](toolgraft::Toolset::bind) takes to bind them as they are.
+    pub fn combos(&self) -> Vec<Combo<DynTool>> {
+        self.0.iter().map(DynTool::combo).collect()
+    }
+}
+
+impl std::ops::Deref for Imported {
+    type Target = [DynTool];
+
+    fn deref(&self) -> &[DynTool] {
+        &self.0
+    }
+}
+
+impl std::ops::Index<&str> for Imported {
+    type Output = DynTool;
+
+    /// The tool named `name`.
+    ///
+    /// # Panics
+    ///
+    /// When none is: [`get`](Imported::get) does not panic.
+    fn index(&self, name: &str) -> &DynTool {
+        self.get(name)
+            .unwrap_or_else(|| panic!("no imported rmcp tool is named `{name}`"))
+    }
+}
+
+impl std::ops::Index<usize> for Imported {
+    type Output = DynTool;
+
+    /// The tool at `at`, in name order.
+    fn index(&self, at: usize) -> &DynTool {
+        &self.0[at]
+    }
+}
+
+impl IntoIterator for Imported {
+    type Item = DynTool;
+    type IntoIter = std::vec::IntoIter<DynTool>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Imported {
+    type Item = &'a DynTool;
+    type IntoIter = std::slice::Iter<'a, DynTool>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
 }
 
 /// One rmcp tool route, served by `service`, as a base tool (see the
@@ -104,6 +260,46 @@ pub fn tool<S: Send + Sync + 'static>(
     route: ToolRoute<S>,
     service: Arc<S>,
 ) -> Result<DynTool, ImportError> {
+    import(route, Instance::Shared(service))
+}
+
+/// Which instance of the service a route is called on.
+enum Instance<S> {
+    /// This one, for every call.
+    Shared(Arc<S>),
+    /// The handler of the session each call came in by.
+    Session,
+}
+
+impl<S> Clone for Instance<S> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Shared(service) => Self::Shared(service.clone()),
+            Self::Session => Self::Session,
+        }
+    }
+}
+
+impl<S: Send + Sync + 'static> Instance<S> {
+    /// The instance to call `tool` on, for the call in `call_in`.
+    fn for_call(&self, tool: &str, call_in: Option<&McpCall>) -> Result<Arc<S>, BoxError> {
+        match self {
+            Self::Shared(service) => Ok(service.clone()),
+            Self::Session => call_in.and_then(McpCall::handler::<S>).ok_or_else(|| {
+                let handler = std::any::type_name::<S>();
+                format!(
+                    "the rmcp tool `{tool}` runs on the handler of the session a call comes in by (imported with `import::per_session`), and this call came in by none that is a `{handler}`: serve the toolset with `ToolsetServer::with_handler` given a `{handler}`, or import the tool with `import::tools(router, instance)` to run every call on one instance"
+                )
+                .into()
+            }),
+        }
+    }
+}
+
+fn import<S: Send + Sync + 'static>(
+    route: ToolRoute<S>,
+    instance: Instance<S>,
+) -> Result<DynTool, ImportError> {
     let attr = &route.attr;
     let name = attr.name.clone();
     let structured = attr.output_schema.is_some();
@@ -113,9 +309,10 @@ pub fn tool<S: Send + Sync + 'static>(
     };
     let call = route.call.clone();
     let body = move |args: Args| {
-        let (call, service, name) = (call.clone(), service.clone(), name.clone());
+        let (call, instance, name) = (call.clone(), instance.clone(), name.clone());
         async move {
             let call_in = McpCall::current();
+            let service = instance.for_call(&name, call_in.as_ref())?;
             let request = call_in
                 .as_ref()
                 .map_or_else(detached_request, |call| call.request_context().clone());

@@ -198,6 +198,7 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
             arguments: stateless.then(|| arguments.clone()),
             progress: None,
             deferral: None,
+            handler: Some(self.handler.clone()),
         };
         // Boxed: the call's state is kilobytes, which rmcp's spawn of each request
         // would copy (see `import::future_sizes`).

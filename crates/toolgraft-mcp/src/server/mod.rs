@@ -73,8 +73,9 @@ pub struct ToolsetServer<H = ToolsOnly> {
     /// What `with_server_info` and `with_instructions` set, which win over a
     /// handler's own.
     overrides: Arc<Overrides>,
-    /// What the server answers besides the toolset's tools.
-    handler: H,
+    /// What the server answers besides the toolset's tools; shared with each
+    /// call, whose imported tools may run on it ([`import::per_session`](crate::import::per_session)).
+    handler: Arc<H>,
     /// Whether the handler has tools of its own, listed and called after the
     /// toolset's.
     handler_tools: bool,
@@ -226,7 +227,7 @@ impl Shared {
             toolset: self.toolset,
             info,
             overrides: self.overrides,
-            handler,
+            handler: Arc::new(handler),
             handler_tools,
             bad_arguments: self.bad_arguments,
             notifier: Mutex::new(Notifier::Idle),
@@ -246,8 +247,11 @@ impl<H> ToolsetServer<H> {
     where
         H: Clone,
     {
-        self.shared()
-            .connect(self.handler.clone(), self.info.clone(), self.handler_tools)
+        self.shared().connect(
+            H::clone(&self.handler),
+            self.info.clone(),
+            self.handler_tools,
+        )
     }
 
     fn shared(&self) -> Shared {

@@ -64,6 +64,7 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
         let brought = {
             let arguments = arguments_of(&request.arguments);
             let progress = reserved.progress.clone();
+            let handler: call::SessionHandler = self.handler.clone();
             move |responses, state| call::Brought {
                 responses,
                 state,
@@ -71,6 +72,7 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
                 arguments: Some(arguments.clone()),
                 progress: Some(progress.clone()),
                 deferral: None,
+                handler: Some(handler.clone()),
             }
         };
         let mut running = run(
@@ -131,6 +133,7 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
             arguments: Some(arguments.clone()),
             progress: None,
             deferral: Some(Deferral::offer(tasks.settings().follower_keys())),
+            handler: Some(self.handler.clone()),
         };
         let call = self.toolset.call_published(&name, arguments);
         let outcome = call::serve(context, brought, call).await;

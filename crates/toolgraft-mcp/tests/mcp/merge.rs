@@ -303,3 +303,91 @@ async fn a_handlers_paged_tools_are_all_listed_once() {
     assert_eq!(listed, ["steps", "first", "second"]);
     client.cancel().await.unwrap();
 }
+
+/// rmcp's `counter`: the count is a field of the handler, made per session.
+#[derive(Clone)]
+struct Counter {
+    count: Arc<std::sync::Mutex<i32>>,
+}
+
+#[tool_router]
+impl Counter {
+    fn new() -> Self {
+        Self {
+            count: Arc::default(),
+        }
+    }
+
+    #[tool(description = "Increment the counter by 1")]
+    async fn increment(&self) -> String {
+        let mut count = self.count.lock().unwrap();
+        *count += 1;
+        count.to_string()
+    }
+
+    #[tool(description = "Get the current counter value")]
+    async fn get_value(&self) -> String {
+        self.count.lock().unwrap().to_string()
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for Counter {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+}
+
+async fn text_of(client: &Connection, name: &'static str) -> String {
+    let called = within("calling", client.call_tool(request(name, json!({}))))
+        .await
+        .unwrap();
+    called.content[0].as_text().unwrap().text.clone()
+}
+
+/// Issue 36, item 1: with tools imported from one instance, every session
+/// shared one count, and a handler made per session (as `with_handler` advises)
+/// held a count of its own beside the imported tools' (`increment` said 1, 2;
+/// `get_value` said 0). Imported per session, each session's tools run on its
+/// handler, the layers still apply, and the handler's own tools agree.
+#[tokio::test]
+async fn tools_imported_per_session_run_on_each_sessions_handler() {
+    let tools = import::per_session(Counter::tool_router()).unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind_in_place((
+            tools["increment"].combo().with(toolgraft::ext::Trace),
+            tools["get_value"].combo(),
+        ))
+        .unwrap();
+    let template = ToolsetServer::new(toolset.clone());
+    let first = connect(template.with_handler(Counter::new())).await;
+    let second = connect(template.with_handler(Counter::new())).await;
+    assert_eq!(text_of(&first, "increment").await, "1");
+    assert_eq!(text_of(&first, "increment").await, "2");
+    assert_eq!(text_of(&first, "get_value").await, "2");
+    assert_eq!(
+        text_of(&second, "get_value").await,
+        "0",
+        "a session of its own"
+    );
+    assert_eq!(text_of(&second, "increment").await, "1");
+    assert_eq!(text_of(&first, "get_value").await, "2");
+
+    // Where no session's `Counter` is, the call says so and runs nothing.
+    let refused = toolset.call("increment", json!({})).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("import::per_session")
+            && refused.to_string().contains("ToolsetServer::with_handler"),
+        "{refused}"
+    );
+    let other = connect(template.with_handler(Prompts)).await;
+    let called = within("calling", other.call_tool(request("increment", json!({})))).await;
+    assert!(
+        format!("{called:?}").contains("import::per_session"),
+        "{called:?}"
+    );
+    for client in [first, second, other] {
+        client.cancel().await.unwrap();
+    }
+}
