@@ -44,12 +44,14 @@ pub(super) fn side_effects(
     let fix = match demand {
         Demand::Repeatable => format!(
             "if a second call does no more than the first, annotate `{tool}` idempotent \
-             (`.idempotent()` in its builder, or \"annotations\": {{\"idempotentHint\": true}} \
-             for it in the manifest); otherwise leave `{extension}` off"
+             (`.idempotent()` in its builder, `#[tool(annotations(idempotent_hint = true))]` on \
+             an rmcp tool, or \"annotations\": {{\"idempotentHint\": true}} for it in the \
+             manifest); otherwise leave `{extension}` off"
         ),
         _ => format!(
             "if a call not made loses nothing, annotate `{tool}` so (`.read_only()` in its \
-             builder, or `.destructive(false)` on an idempotent one; in the manifest \
+             builder, or `.destructive(false)` on an idempotent one; \
+             `#[tool(annotations(read_only_hint = true))]` on an rmcp tool; in the manifest \
              \"annotations\": {{\"readOnlyHint\": true}} or {{\"idempotentHint\": true, \
              \"destructiveHint\": false}} for it), or let `{extension}` skip its calls anyway where its config allows it (`cache`: \
              \"side_effects\": \"allowed\")"
