@@ -89,20 +89,25 @@ pub fn property_names(schema: &Schema) -> Option<Vec<String>> {
     )
 }
 
-/// The argument names an input schema admits, for strict decoding: a call naming
-/// anything else is refused, so a reserved param of one branch is refused by the
-/// others. Open-ended schemas (`additionalProperties`, or no named properties at
-/// all) admit anything.
+/// The argument names an input schema admits, as JSON Schema reads it: a schema
+/// that says `"additionalProperties": false` (what `#[serde(deny_unknown_fields)]`
+/// makes schemars say) admits only the properties it names, and a call naming
+/// anything else is refused; any other schema admits more, and a call may carry
+/// a property it does not name (rmcp's tools take one, and so do toolgraft's).
 ///
 /// Properties of `oneOf` / `anyOf` / `allOf` alternatives count, so enum inputs work.
 ///
 /// ```
 /// use toolgraft::schema::ArgNames;
-/// let names = ArgNames::of(&schemars::json_schema!({
+/// let args = serde_json::json!({"text": "hi", "exp": 1}).as_object().unwrap().clone();
+/// let closed = ArgNames::of(&schemars::json_schema!({
+///     "type": "object", "properties": {"text": {"type": "string"}}, "additionalProperties": false
+/// }));
+/// assert_eq!(closed.check(&args).unwrap_err().problem, "unknown field `exp`, expected one of `text`");
+/// let open = ArgNames::of(&schemars::json_schema!({
 ///     "type": "object", "properties": {"text": {"type": "string"}}
 /// }));
-/// let args = serde_json::json!({"text": "hi", "exp": 1}).as_object().unwrap().clone();
-/// assert_eq!(names.check(&args).unwrap_err().problem, "unknown field `exp`, expected one of `text`");
+/// assert!(open.check(&args).is_ok(), "`exp` is not forbidden");
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct ArgNames(Option<Arc<[String]>>);
@@ -110,7 +115,7 @@ pub struct ArgNames(Option<Arc<[String]>>);
 impl ArgNames {
     /// The names `schema` admits.
     pub fn of(schema: &Schema) -> Self {
-        if open_ended(schema) {
+        if !closed(schema) {
             return Self(None);
         }
         let mut names = Vec::new();
@@ -198,7 +203,16 @@ pub(crate) fn misfit(schema: &Schema, name: &str, value: &Value) -> Option<Strin
     None
 }
 
-/// Whether an object schema accepts properties beyond those it names.
+/// Whether an object schema forbids the properties it does not name, as JSON
+/// Schema reads it (`additionalProperties` or `unevaluatedProperties` false).
+pub(crate) fn closed(schema: &Schema) -> bool {
+    ["additionalProperties", "unevaluatedProperties"]
+        .iter()
+        .any(|key| schema.get(*key) == Some(&Value::Bool(false)))
+}
+
+/// Whether an object schema says it accepts properties beyond those it names
+/// (an `additionalProperties` other than `false`).
 pub(crate) fn open_ended(schema: &Schema) -> bool {
     match schema.as_bool() {
         Some(accepts_anything) => accepts_anything,

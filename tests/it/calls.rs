@@ -208,11 +208,90 @@ async fn enum_inputs_are_callable_by_name() {
             .unwrap(),
         json!(-4)
     );
-    let (_, field, _) = invalid(
+    // The schema does not forbid more properties (no `deny_unknown_fields`):
+    // one it does not name is no error, as in rmcp.
+    assert_eq!(
         toolset
             .call("calc", json!({"op": "Neg", "a": 1, "zzz": 0}))
             .await
-            .unwrap_err(),
+            .unwrap(),
+        json!(-1)
     );
-    assert_eq!(field.as_deref(), Some("zzz"));
+}
+
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+struct Sum {
+    a: i64,
+    b: i64,
+}
+
+/// Issue 36, item 2: arguments are checked as the advertised schema says. A
+/// schema that does not forbid more properties takes one it does not name (rmcp's
+/// `sum` with `c: 3` answers 3; toolgraft answered "unknown field"), at the base
+/// and through its branches; one that forbids them (`deny_unknown_fields`)
+/// refuses it. The layers' reserved params are still taken out first, and a
+/// pinned one is still the operator's alone.
+#[tokio::test]
+async fn a_property_the_schema_does_not_forbid_is_no_error() {
+    let sum = Tool::builder()
+        .name("sum")
+        .description("Add two numbers.")
+        .read_only()
+        .body(|input: Sum| async move { Ok(input.a + input.b) })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind((sum.combo().with(Cache::default()).with(Trace),))
+        .unwrap();
+    for name in ["sum", "sum_cache", "sum_cache_trace"] {
+        let out = toolset
+            .call(name, json!({"a": 1, "b": 2, "c": 3}))
+            .await
+            .unwrap();
+        assert_eq!(out, json!(3), "{name}");
+    }
+    assert!(
+        toolset
+            .info("sum")
+            .unwrap()
+            .input_schema
+            .get("additionalProperties")
+            .is_none()
+    );
+
+    let closed = Toolset::new();
+    closed.bind((shout().combo().with(Trace),)).unwrap();
+    for name in ["shout", "shout_trace"] {
+        let (_, field, problem) = invalid(
+            closed
+                .call(name, json!({"text": "hi", "c": 3}))
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!(field.as_deref(), Some("c"), "{name}: {problem}");
+    }
+
+    let registry = {
+        let mut registry = toolgraft::Registry::new();
+        registry.register(Cache::default()).unwrap();
+        registry
+    };
+    let pinned = Toolset::new();
+    let manifest = toolgraft::runtime::manifest::Manifest::from_json(
+        r#"{"tools": {"sum": [{"name": "cache", "pin": {"exp": 60}}]}}"#,
+    )
+    .unwrap();
+    let bases = toolgraft::toolset::BaseTools::new().with(&sum);
+    for (_, outcome) in pinned.bind_manifest(&registry, &bases, &manifest) {
+        outcome.unwrap();
+    }
+    let smuggled = pinned
+        .call("sum_cache", json!({"a": 1, "b": 2, "exp": 0}))
+        .await
+        .unwrap_err();
+    assert!(
+        smuggled.to_string().contains("the operator pins it"),
+        "{smuggled}"
+    );
 }

@@ -9,7 +9,10 @@ use toolgraft::Wrap;
 use toolgraft::extension::{Anywhere, Next, Text, Wrapper};
 use toolgraft::prelude::*;
 
+// Closed (`deny_unknown_fields`, so its schema says `"additionalProperties": false`):
+// a call naming a field it does not take is refused, which the strictness tests read.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Shout {
     pub text: String,
 }
@@ -20,7 +23,9 @@ impl Shout {
     }
 }
 
+// Closed, as `Shout` is.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Ping {}
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]

@@ -325,7 +325,8 @@ fn run_time_wrappers_must_present_their_layer_input_schema() {
     let mut registry = Registry::new();
     let exp = json!({"type": "object", "properties": {"exp": {"type": "number"}}});
     let presented = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "Ping",
-                           "type": "object", "properties": {"exp": {"type": "number"}}, "required": []});
+                           "type": "object", "properties": {"exp": {"type": "number"}}, "required": [],
+                           "additionalProperties": false});
     registry
         .register(wrapper_presenting("expiring", presented, Some(exp)))
         .unwrap();

@@ -121,11 +121,9 @@ async fn a_callers_jq_expression_makes_the_next_tools_arguments() {
                 json!({"city": "Lisbon", "next_tool": "forecast", "select": "/at"}),
             )
             .await;
-        // `/at` carries `lon`, which `forecast` does not take.
-        assert!(
-            matches!(out, Err(ToolError::InvalidArguments { ref tool, .. }) if tool == "forecast"),
-            "{out:?}"
-        );
+        // `/at` carries `lon`, which `forecast` does not name; its schema does
+        // not forbid more properties, so it is passed on and left unread.
+        assert_eq!(out.unwrap(), json!("sunny at 38.7 for 1 days"));
     }
 }
 

@@ -247,7 +247,7 @@ async fn a_transformer_must_present_a_concrete_schema() {
     // Zero parameters is concrete.
     let shout = shout();
     let toolset = Toolset::new();
-    let empty = json!({"type": "object", "properties": {}});
+    let empty = json!({"type": "object", "properties": {}, "additionalProperties": false});
     toolset
         .bind((shout.combo().with(Presenting(empty)),))
         .unwrap();

@@ -37,7 +37,11 @@ use toolgraft::runtime::manifest::Manifest;
 use toolgraft_mcp::ToolsetServer;
 
 /// Where to forecast.
+// Closed (`deny_unknown_fields`: the schema says `"additionalProperties": false`),
+// so a model that sends a field `weather` does not take, or a branch's `exp` to
+// `weather`, is told so. A schema that does not say it takes such a field.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct ForecastRequest {
     /// City name, e.g. "Lisbon".
     city: String,

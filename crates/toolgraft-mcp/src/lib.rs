@@ -131,6 +131,6 @@ pub mod http;
 pub mod guide;
 
 pub use content::McpContent;
-pub use outcome::{BadArguments, ERROR_META, RETRY_AFTER_META, RULE_META};
+pub use outcome::{BadArguments, ERROR_META, RETRY_AFTER_META, RULE_META, UnknownArguments};
 pub use server::{ToolsOnly, ToolsetServer};
 pub use tool::{OutputShape, mcp_tool};

@@ -220,6 +220,28 @@ pub enum BadArguments {
     AsToolResult,
 }
 
+/// What the server does with an argument a tool's input schema does not name
+/// ([`ToolsetServer::with_unknown_arguments`](crate::ToolsetServer::with_unknown_arguments)).
+///
+/// ```
+/// use toolgraft_mcp::UnknownArguments;
+/// assert_eq!(UnknownArguments::default(), UnknownArguments::AsSchemaSays);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UnknownArguments {
+    /// As each tool's input schema says: refused where it says
+    /// `"additionalProperties": false` (`#[serde(deny_unknown_fields)]`), taken
+    /// and left unread otherwise, as rmcp takes them.
+    #[default]
+    AsSchemaSays,
+    /// Refused for every tool: each input schema is listed with
+    /// `"additionalProperties": false`, and a call naming a property its schema
+    /// does not is answered as bad arguments ([`BadArguments`]) before any layer
+    /// runs.
+    Refuse,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

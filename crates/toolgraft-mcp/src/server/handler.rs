@@ -8,22 +8,26 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CancelledNotificationParam,
     ClientCapabilities, CompleteRequestParams, CompleteResult, CustomNotification, CustomRequest,
     CustomResult, GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams, GetSkillResult,
-    GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+    GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
     ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
     ReadResourceResponse, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
     SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use schemars::Schema;
 use serde_json::Value;
+use toolgraft::schema::ArgNames;
+use toolgraft::{Name, ToolError};
 
 use super::answer::settled;
 use super::notify::Notifier;
 use super::tasks::or_unknown;
 use super::{ToolsetServer, add_tasks, add_tools};
 use crate::call;
+use crate::outcome::UnknownArguments;
 use crate::task::TaskSupport;
 use crate::tool::{OutputShape, Rendering};
 
@@ -43,6 +47,20 @@ impl<H> ToolsetServer<H> {
     /// the toolset's, whatever the handler's tools are named).
     fn serves(&self, name: &str) -> bool {
         self.toolset.contains(name) || self.toolset.is_published(name)
+    }
+
+    /// The error for the first argument of `request` that its tool's listed
+    /// input schema does not name, if any ([`UnknownArguments::Refuse`]).
+    fn unknown_argument(&self, request: &CallToolRequestParams) -> Option<ToolError> {
+        let arguments = request.arguments.as_ref()?;
+        let listing = self.listing(OutputShape::AnyJson);
+        let at = listing
+            .binary_search_by(|tool| tool.name.as_ref().cmp(&request.name))
+            .ok()?;
+        let schema = Schema::from(JsonObject::clone(&listing[at].input_schema));
+        let refused = ArgNames::of(&schema).check(arguments).err()?;
+        let called = Name::new(request.name.as_ref()).ok()?;
+        Some(refused.for_tool(&called))
     }
 }
 
@@ -143,6 +161,18 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         let shape = OutputShape::for_protocol(context.protocol_version().as_ref());
         let renderings = self.renderings(&request.name);
         let rendering = renderings.map_or(Rendering::Text, |known| known.for_shape(shape));
+        if self.unknown_arguments == UnknownArguments::Refuse
+            && let Some(unknown) = self.unknown_argument(&request)
+        {
+            return settled(
+                Err(unknown),
+                &request.name,
+                rendering,
+                self.bad_arguments,
+                shape,
+            )
+            .into();
+        }
         // A name that is never a task (every name of a server without tasks)
         // reads nothing more: the client's capabilities are a copy to take.
         let support = match renderings {

@@ -6,7 +6,16 @@ use std::sync::{Arc, PoisonError};
 use rmcp::model::Tool;
 
 use super::ToolsetServer;
+use crate::outcome::UnknownArguments;
 use crate::tool::{OutputShape, published_tool};
+
+/// `tool`'s input schema, saying that it takes no property it does not name.
+fn close(tool: &mut Tool) {
+    let closed = serde_json::Value::Bool(false);
+    if tool.input_schema.get("additionalProperties") != Some(&closed) {
+        Arc::make_mut(&mut tool.input_schema).insert("additionalProperties".to_owned(), closed);
+    }
+}
 
 /// The listings of one toolset version (see [`ToolsetServer::list`]).
 #[derive(Default)]
@@ -64,7 +73,13 @@ impl<H> ToolsetServer<H> {
                 self.toolset
                     .published()
                     .iter()
-                    .map(|published| published_tool(published, shape))
+                    .map(|published| {
+                        let mut tool = published_tool(published, shape);
+                        if self.unknown_arguments == UnknownArguments::Refuse {
+                            close(&mut tool);
+                        }
+                        tool
+                    })
                     .collect(),
             )
         })

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 
 use toolgraft::Toolset;
 
-use crate::outcome::BadArguments;
+use crate::outcome::{BadArguments, UnknownArguments};
 use crate::task::{Table, Tasks};
 
 mod listing;
@@ -80,6 +80,7 @@ pub struct ToolsetServer<H = ToolsOnly> {
     /// toolset's.
     handler_tools: bool,
     bad_arguments: BadArguments,
+    unknown_arguments: UnknownArguments,
     notifier: Mutex<Notifier>,
     /// Watches the bound names, for `structuring` to know when it is stale.
     changes: watch::Receiver<u64>,
@@ -141,6 +142,7 @@ impl ToolsetServer {
             toolset,
             overrides: Arc::default(),
             bad_arguments: BadArguments::default(),
+            unknown_arguments: UnknownArguments::default(),
             listings: Arc::default(),
             tasks: None,
         };
@@ -196,6 +198,7 @@ struct Shared {
     toolset: Toolset,
     overrides: Arc<Overrides>,
     bad_arguments: BadArguments,
+    unknown_arguments: UnknownArguments,
     listings: Arc<Mutex<Listings>>,
     tasks: Option<Arc<Table>>,
 }
@@ -230,6 +233,7 @@ impl Shared {
             handler: Arc::new(handler),
             handler_tools,
             bad_arguments: self.bad_arguments,
+            unknown_arguments: self.unknown_arguments,
             notifier: Mutex::new(Notifier::Idle),
             structuring: Mutex::default(),
             listings: self.listings,
@@ -259,6 +263,7 @@ impl<H> ToolsetServer<H> {
             toolset: self.toolset.clone(),
             overrides: self.overrides.clone(),
             bad_arguments: self.bad_arguments,
+            unknown_arguments: self.unknown_arguments,
             listings: self.listings.clone(),
             tasks: self.tasks.clone(),
         }
@@ -305,6 +310,24 @@ impl<H> ToolsetServer<H> {
     /// ```
     pub fn with_bad_arguments(mut self, bad_arguments: BadArguments) -> Self {
         self.bad_arguments = bad_arguments;
+        self
+    }
+
+    /// What the server does with an argument a tool's input schema does not
+    /// name: as each schema says (the default, as rmcp does), or refused for
+    /// every tool, each schema then listed as saying so ([`UnknownArguments`]).
+    /// Set it before [`with_handler`](Self::with_handler).
+    ///
+    /// ```
+    /// use toolgraft_mcp::{ToolsetServer, UnknownArguments};
+    /// let server = ToolsetServer::new(toolgraft::Toolset::new())
+    ///     .with_unknown_arguments(UnknownArguments::Refuse);
+    /// ```
+    pub fn with_unknown_arguments(mut self, unknown_arguments: UnknownArguments) -> Self {
+        self.unknown_arguments = unknown_arguments;
+        // The listings say it: built again, and no longer shared with servers
+        // that do not.
+        self.listings = Arc::default();
         self
     }
 

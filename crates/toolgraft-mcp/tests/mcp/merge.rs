@@ -391,3 +391,64 @@ async fn tools_imported_per_session_run_on_each_sessions_handler() {
         client.cancel().await.unwrap();
     }
 }
+
+/// Issue 36, item 2: rmcp takes a property its tool's schema does not name
+/// (`sum` with `c: 3` answers 3), and so does an imported tool now; a server set
+/// to refuse them lists every schema as closed, and refuses the call as bad
+/// arguments before any layer runs.
+#[tokio::test]
+async fn an_extra_argument_is_taken_unless_the_server_refuses_them() {
+    let notes = Notes::new();
+    let tools = import::tools(Notes::tool_router(), notes.clone()).unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind_in_place((tools["search"].combo().with(Cache::default()),))
+        .unwrap();
+    let extra = json!({"query": "tea", "limit": 3});
+
+    let taking = connect(ToolsetServer::new(toolset.clone())).await;
+    let called = within(
+        "calling",
+        taking.call_tool(request("search", extra.clone())),
+    )
+    .await
+    .unwrap();
+    assert_eq!(called.content[0].as_text().unwrap().text, "1 note says tea");
+    let listed = within("listing", taking.list_all_tools()).await.unwrap();
+    assert_eq!(listed[0].input_schema.get("additionalProperties"), None);
+
+    let refusing = connect(
+        ToolsetServer::new(toolset).with_unknown_arguments(toolgraft_mcp::UnknownArguments::Refuse),
+    )
+    .await;
+    let listed = within("listing", refusing.list_all_tools()).await.unwrap();
+    assert_eq!(
+        listed[0].input_schema.get("additionalProperties"),
+        Some(&json!(false))
+    );
+    let refused = within("calling", refusing.call_tool(request("search", extra)))
+        .await
+        .unwrap_err();
+    let rmcp::ServiceError::McpError(refused) = refused else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(refused.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+    assert_eq!(
+        refused.data,
+        Some(json!({"tool": "search", "field": "limit", "kind": "unknown_field"}))
+    );
+    assert_eq!(
+        notes.searches.load(Ordering::SeqCst),
+        1,
+        "refused before the body"
+    );
+    within(
+        "calling",
+        refusing.call_tool(request("search", json!({"query": "tea"}))),
+    )
+    .await
+    .unwrap();
+    for client in [taking, refusing] {
+        client.cancel().await.unwrap();
+    }
+}

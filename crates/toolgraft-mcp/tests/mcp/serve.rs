@@ -35,7 +35,10 @@ use crate::support::{args, within};
 
 // ---------------------------------------------------------------- fixtures
 
+// Closed: its schema says `"additionalProperties": false`, so a call naming a
+// field it does not take is refused (the strictness tests read that).
 #[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct City {
     /// City name.
     city: String,
