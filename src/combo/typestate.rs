@@ -260,6 +260,15 @@ impl<L, E> InsideRelocation<NotRelocated, E> for L {
     fn sealed(_: sealed::Token) {}
 }
 
+// Never used: as at rule `cardinality`, a second impl for every locality keeps the
+// compiler from picking the one above while the relocator is still being computed
+// (behind a generic helper's `Joins` bound), which reported a raw type mismatch
+// against `NotRelocated` instead of this trait's message.
+#[diagnostic::do_not_recommend]
+impl<L, E> InsideRelocation<sealed::Unreachable, E> for L {
+    fn sealed(_: sealed::Token) {}
+}
+
 #[diagnostic::do_not_recommend]
 impl<E, B: Extension> InsideRelocation<B, E> for Anywhere {
     fn sealed(_: sealed::Token) {}
@@ -292,6 +301,14 @@ pub trait OutsideCallerLocal<CallerSide, E> {
 
 #[diagnostic::do_not_recommend]
 impl<X, E> OutsideCallerLocal<NoCallerLocal, E> for X {
+    fn sealed(_: sealed::Token) {}
+}
+
+// Never used, for the reason given at rule `locality-inside-relocation`: the
+// first extension that needs the caller's session is computed before an impl is
+// picked, and a relocating kind's word reports this trait's message.
+#[diagnostic::do_not_recommend]
+impl<X, E> OutsideCallerLocal<sealed::Unreachable, E> for X {
     fn sealed(_: sealed::Token) {}
 }
 
