@@ -63,7 +63,7 @@ use typestate::{ComboState, Depth, Joins, Start, Then};
 /// let combo = fetch.combo().with(Pool::new(2).unwrap()).with(Proxy::allow(["http://egress-a:3128"]));
 /// ```
 #[must_use = "a combo does nothing until it is bound with `Toolset::bind`"]
-pub struct Combo<S, St = Start> {
+pub struct Combo<S, St = Start<S>> {
     stack: S,
     draft: ComboDraft,
     state: PhantomData<fn() -> St>,
@@ -121,7 +121,7 @@ impl<B: BaseTool> StartCombo for B {
     }
 }
 
-impl<B: BaseTool> Combo<B, Start> {
+impl<B: BaseTool> Combo<B, Start<B>> {
     /// A combo on `base`, with no extension yet: what `.combo()` on a tool does, for
     /// code generic over [`BaseTool`].
     pub fn on(base: &B) -> Self {
@@ -165,7 +165,7 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
                 Name::unchecked(extension.name())
             }
         };
-        let inner = <St::Depth as Depth>::close(self.stack);
+        let inner = <St::Depth as Depth>::close::<S, St::Base>(self.stack);
         let reserved = E::reserved(typestate::token());
         let below = self.draft.running();
         let (element, stack) = apply_typed(extension, name, below, inner, true, reserved);
@@ -195,7 +195,8 @@ impl<S: Stack, St: ComboState> Combo<S, St> {
     /// assert_eq!(combo.name(), "shout_trace_trace_trace");
     /// # Ok::<(), toolgraft::error::InvalidName>(())
     /// ```
-    pub fn segment(self) -> Combo<Segment<S::Input, S::Output>, St::Segmented> {
+    #[allow(clippy::type_complexity)] // The segment's three parameters, as they are.
+    pub fn segment(self) -> Combo<Segment<S::Input, S::Output, St::Base>, St::Segmented> {
         Combo {
             stack: Segment::close(self.stack),
             draft: self.draft,

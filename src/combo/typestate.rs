@@ -3,11 +3,12 @@
 //! for the curious reader, and for the names that appear in compile errors (a
 //! helper generic over combos states [`Takes`](super::Takes) instead).
 //!
-//! A combo's type carries a [`State`]: the extensions of kinds that allow one per
-//! combo (rule `cardinality` in the [rulebook](crate::rulebook)), the first
-//! extension that relocates execution (rule `locality-inside-relocation`), the first
-//! that needs the caller's session (rule `caller-outside-relocation`), and how
-//! many layers are stacked by value since the last [`Segment`].
+//! A combo's type carries a [`State`]: the base tool whose hints its stack carries
+//! (rule `side-effects` in the [rulebook](crate::rulebook)), the extensions of kinds
+//! that allow one per combo (rule `cardinality`), the first extension that
+//! relocates execution (rule `locality-inside-relocation`), the first that needs
+//! the caller's session (rule `caller-outside-relocation`), and how many layers are
+//! stacked by value since the last [`Segment`], which the base goes into.
 //! `.with(e)` asks one trait per rule of the state and of `e`'s [`Kind`]:
 //! [`OneOfKindPerCombo`], [`InsideRelocation`], [`OutsideCallerLocal`],
 //! [`InputContract`] and [`OutputContract`]. Each carries a `#[diagnostic::on_unimplemented]` message that
@@ -29,7 +30,7 @@ use schemars::Schema;
 
 use crate::extension::{Extension, FitsDynStack, Mint};
 use crate::kind::property::{
-    self, Anywhere, CallerLocal, Cardinality, Declared, Execution, InPlace, Locality,
+    self, Anywhere, CallerLocal, Cardinality, Declared, Execution, InPlace, InputRule, Locality,
     NoCallerLocal, NotRelocated, Preserved, Relocator, Reshaped, SameShape, Unconstrained,
 };
 use crate::kind::{Kind, Succ, Zero};
@@ -39,6 +40,7 @@ pub use crate::stack::params::{Assemble, Here, Inside, ReservedIn, There};
 #[doc(hidden)]
 pub use crate::stack::params::{ParamBagRef, Token};
 use crate::stack::segment::{SEGMENT, Segment};
+use crate::tool::NewTool;
 
 mod sealed {
     pub trait Sealed {}
@@ -72,20 +74,22 @@ impl<X, Tail> sealed::Machinery for HCons<X, Tail> {}
 // The typestate: what a combo holds so far, as types.
 // ---------------------------------------------------------------------------------
 
-/// A combo's state: `Seen` lists the extensions of kinds whose `multiple` is false,
-/// `Relocated` is the first relocating extension (or [`NotRelocated`]),
-/// `CallerSide` the first that needs the caller's session (or [`NoCallerLocal`]),
-/// `Depth` counts the layers since the last [`Segment`].
+/// A combo's state: `Base` is the base tool whose hints the stack carries (or
+/// [`NewTool`] once a transformer is in it), `Seen` lists the extensions of kinds
+/// whose `multiple` is false, `Relocated` is the first relocating extension (or
+/// [`NotRelocated`]), `CallerSide` the first that needs the caller's session (or
+/// [`NoCallerLocal`]), `Depth` counts the layers since the last [`Segment`].
 #[derive(Debug)]
-pub struct State<Seen, Relocated, CallerSide = NoCallerLocal, Depth = Layers<0>>(
-    PhantomData<Marker<(Seen, Relocated, CallerSide, Depth)>>,
+#[allow(clippy::type_complexity)] // One marker of the five, read by no code.
+pub struct State<Base, Seen, Relocated, CallerSide = NoCallerLocal, Depth = Layers<0>>(
+    PhantomData<Marker<(Base, Seen, Relocated, CallerSide, Depth)>>,
 );
 
 /// A type carried for the compiler only: never held, always `Send + Sync`.
 type Marker<T> = fn() -> T;
 
-/// The state of a combo with no extension yet.
-pub type Start = State<HNil, NotRelocated, NoCallerLocal, Layers<0>>;
+/// The state of a combo on the base tool `B`, with no extension yet.
+pub type Start<B> = State<B, HNil, NotRelocated, NoCallerLocal, Layers<0>>;
 
 /// No extension of the kind in question sits in the combo (yet).
 #[derive(Debug)]
@@ -96,6 +100,8 @@ pub type Then<St, E> = <St as ComboState>::After<E>;
 
 /// A typestate. Sealed: only [`State`] implements it.
 pub trait ComboState: sealed::Sealed {
+    /// The base tool whose hints the stack carries, or [`NewTool`].
+    type Base: 'static;
     /// Extensions of non-`multiple` kinds so far.
     type Seen;
     /// The first relocating extension so far, or [`NotRelocated`].
@@ -110,25 +116,34 @@ pub trait ComboState: sealed::Sealed {
     type Segmented;
 }
 
-impl<Seen, R, C, D> sealed::Sealed for State<Seen, R, C, D> {}
+impl<B, Seen, R, C, D> sealed::Sealed for State<B, Seen, R, C, D> {}
 
-impl<Seen, R: Relocator, C: Relocator, D: Depth> ComboState for State<Seen, R, C, D> {
+impl<B: 'static, Seen, R: Relocator, C: Relocator, D: Depth> ComboState
+    for State<B, Seen, R, C, D>
+{
+    type Base = B;
     type Seen = Seen;
     type Relocated = R;
     type CallerSide = C;
     type Depth = D;
     type After<E: Extension> = State<
+        // Rule `side-effects`: a wrapper's and a backend's branch carry their
+        // layer's base (so its hints), a transformer's is a new tool.
+        <<E::Kind as Kind>::Execution as Execution>::Hinting<
+            B,
+            <<E::Kind as Kind>::InputRule as InputRule>::Hinting<B, NewTool>,
+        >,
         <<E::Kind as Kind>::Cardinality as Cardinality>::After<E, Seen>,
         <<E::Kind as Kind>::Execution as Execution>::After<E, R>,
         <E::Locality as Locality>::After<E, C>,
         D::Next,
     >;
-    type Segmented = State<Seen, R, C, Layers<0>>;
+    type Segmented = State<B, Seen, R, C, Layers<0>>;
 }
 
 /// The stack `S` of a combo in state `St`, as its next extension receives it: `S`
-/// itself, or `S` closed into a [`Segment`].
-pub type Closed<St, S> = <<St as ComboState>::Depth as Depth>::Close<S>;
+/// itself, or `S` closed into a [`Segment`] that carries the state's base.
+pub type Closed<St, S> = <<St as ComboState>::Depth as Depth>::Close<S, <St as ComboState>::Base>;
 
 impl<B: Extension> property::sealed::Relocator for B {}
 
@@ -260,6 +275,15 @@ impl<L, E> InsideRelocation<NotRelocated, E> for L {
     fn sealed(_: sealed::Token) {}
 }
 
+// Never used: as at rule `cardinality`, a second impl for every locality keeps the
+// compiler from picking the one above while the relocator is still being computed
+// (behind a generic helper's `Joins` bound), which reported a raw type mismatch
+// against `NotRelocated` instead of this trait's message.
+#[diagnostic::do_not_recommend]
+impl<L, E> InsideRelocation<sealed::Unreachable, E> for L {
+    fn sealed(_: sealed::Token) {}
+}
+
 #[diagnostic::do_not_recommend]
 impl<E, B: Extension> InsideRelocation<B, E> for Anywhere {
     fn sealed(_: sealed::Token) {}
@@ -292,6 +316,14 @@ pub trait OutsideCallerLocal<CallerSide, E> {
 
 #[diagnostic::do_not_recommend]
 impl<X, E> OutsideCallerLocal<NoCallerLocal, E> for X {
+    fn sealed(_: sealed::Token) {}
+}
+
+// Never used, for the reason given at rule `locality-inside-relocation`: the
+// first extension that needs the caller's session is computed before an impl is
+// picked, and a relocating kind's word reports this trait's message.
+#[diagnostic::do_not_recommend]
+impl<X, E> OutsideCallerLocal<sealed::Unreachable, E> for X {
     fn sealed(_: sealed::Token) {}
 }
 
@@ -375,9 +407,10 @@ pub trait Depth: sealed::Sealed {
     type Next: Depth;
     /// The stack `S` as the next layer receives it: `S` itself, or `S` closed into
     /// a [`Segment`] when it already holds [`SEGMENT`] layers by value.
-    type Close<S: Stack>: Stack<Input = S::Input, Output = S::Output>;
+    /// `Base` is the base tool the segment carries (see [`ComboState::Base`]).
+    type Close<S: Stack, Base: 'static>: Stack<Input = S::Input, Output = S::Output>;
     /// Closes `stack` if it holds [`SEGMENT`] layers by value.
-    fn close<S: Stack>(stack: S) -> Self::Close<S>;
+    fn close<S: Stack, Base: 'static>(stack: S) -> Self::Close<S, Base>;
 }
 
 /// `N` layers stacked by value since the base or the last [`Segment`].
@@ -390,9 +423,9 @@ macro_rules! open_layers {
         impl sealed::Sealed for Layers<$n> {}
         impl Depth for Layers<$n> {
             type Next = Layers<$next>;
-            type Close<S: Stack> = S;
+            type Close<S: Stack, Base: 'static> = S;
             #[inline(always)]
-            fn close<S: Stack>(stack: S) -> S {
+            fn close<S: Stack, Base: 'static>(stack: S) -> S {
                 stack
             }
         }
@@ -405,8 +438,8 @@ impl sealed::Sealed for Layers<SEGMENT> {}
 impl Depth for Layers<SEGMENT> {
     // The stack is closed, and the layer about to be added is the first above it.
     type Next = Layers<1>;
-    type Close<S: Stack> = Segment<S::Input, S::Output>;
-    fn close<S: Stack>(stack: S) -> Self::Close<S> {
+    type Close<S: Stack, Base: 'static> = Segment<S::Input, S::Output, Base>;
+    fn close<S: Stack, Base: 'static>(stack: S) -> Self::Close<S, Base> {
         Segment::close(stack)
     }
 }

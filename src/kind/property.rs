@@ -63,6 +63,11 @@ pub trait Execution: sealed::Sealed {
     const RELOCATES_EXECUTION: bool;
     #[doc(hidden)]
     type After<E: Relocator, R: Relocator>: Relocator;
+    /// What a branch carries of its layer's base tool (rule `side-effects`): the
+    /// layer's `Base` if the branch makes the layer's calls elsewhere, else
+    /// `Otherwise` (what the input rule says).
+    #[doc(hidden)]
+    type Hinting<Base, Otherwise>;
 }
 
 /// The body runs where the extension runs.
@@ -78,11 +83,13 @@ impl sealed::Sealed for Relocating {}
 impl Execution for InPlace {
     const RELOCATES_EXECUTION: bool = false;
     type After<E: Relocator, R: Relocator> = R;
+    type Hinting<Base, Otherwise> = Otherwise;
 }
 
 impl Execution for Relocating {
     const RELOCATES_EXECUTION: bool = true;
     type After<E: Relocator, R: Relocator> = R::First<E>;
+    type Hinting<Base, Otherwise> = Base;
 }
 
 /// Type-level `preserves_schema` and `declares_schema`.
@@ -91,6 +98,11 @@ pub trait InputRule: sealed::Sealed {
     const PRESERVES_SCHEMA: bool;
     /// `declares_schema`.
     const DECLARES_SCHEMA: bool;
+    /// What a branch carries of its layer's base tool (rule `side-effects`): the
+    /// layer's `Base` if it forwards the layer's calls (`preserves_schema`), else
+    /// `New`, a new tool's.
+    #[doc(hidden)]
+    type Hinting<Base, New>;
 }
 
 /// The branch takes the layer input unchanged, plus reserved params (wrappers).
@@ -110,16 +122,19 @@ impl sealed::Sealed for Unconstrained {}
 impl InputRule for Preserved {
     const PRESERVES_SCHEMA: bool = true;
     const DECLARES_SCHEMA: bool = false;
+    type Hinting<Base, New> = Base;
 }
 
 impl InputRule for Declared {
     const PRESERVES_SCHEMA: bool = false;
     const DECLARES_SCHEMA: bool = true;
+    type Hinting<Base, New> = New;
 }
 
 impl InputRule for Unconstrained {
     const PRESERVES_SCHEMA: bool = false;
     const DECLARES_SCHEMA: bool = false;
+    type Hinting<Base, New> = New;
 }
 
 /// Type-level `preserves_output_shape`.

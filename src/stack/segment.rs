@@ -15,6 +15,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -54,7 +55,11 @@ impl<S: Stack> ErasedLayers<S::Input, S::Output> for S {
 /// clones share them.
 ///
 /// A deep combo's stack holds its first layers as a `Segment`, so its type stays
-/// short too:
+/// short too. `Base` is the base tool's type, carried for the compiler only (never
+/// held), so that what a layer above reads of the base tool, its
+/// [hints](crate::tool::Hinted), is not lost where the layers are closed; it is
+/// [`NewTool`](crate::tool::NewTool) when a transformer sits among them, whose
+/// branch is a new tool (rule `side-effects` in the [rulebook](crate::rulebook)):
 ///
 /// ```
 /// use toolgraft::{Stack, Tool};
@@ -69,15 +74,16 @@ impl<S: Stack> ErasedLayers<S::Input, S::Output> for S {
 ///     .with(Trace).with(Trace).with(Trace).with(Trace)
 ///     .with(Trace).with(Trace).with(Trace).with(Trace) // `SEGMENT` layers: all static
 ///     .with(Trace);                                    // closes them, then wraps
-/// let _ninth: &Wrapped<Trace, Segment<Shout, String>> = combo.stack();
+/// let _ninth: &Wrapped<Trace, Segment<Shout, String, _>> = combo.stack();
 /// assert_eq!(combo.stack().call(Shout { text: "hi".into() }).await?, "hi");
 /// # Ok(()) }
 /// ```
-pub struct Segment<I, O> {
+pub struct Segment<I, O, Base> {
     layers: Arc<dyn ErasedLayers<I, O>>,
+    base: PhantomData<fn() -> Base>,
 }
 
-impl<I, O> Segment<I, O>
+impl<I, O, Base> Segment<I, O, Base>
 where
     I: Send + 'static,
     O: Serialize + Send + 'static,
@@ -85,28 +91,31 @@ where
     pub(crate) fn close<S: Stack<Input = I, Output = O>>(stack: S) -> Self {
         Self {
             layers: Arc::new(stack),
+            base: PhantomData,
         }
     }
 }
 
-impl<I, O> Clone for Segment<I, O> {
+impl<I, O, Base> Clone for Segment<I, O, Base> {
     fn clone(&self) -> Self {
         Self {
             layers: self.layers.clone(),
+            base: PhantomData,
         }
     }
 }
 
-impl<I, O> fmt::Debug for Segment<I, O> {
+impl<I, O, Base> fmt::Debug for Segment<I, O, Base> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Segment")
     }
 }
 
-impl<I, O> Stack for Segment<I, O>
+impl<I, O, Base> Stack for Segment<I, O, Base>
 where
     I: Send + 'static,
     O: Serialize + Send + 'static,
+    Base: 'static,
 {
     type Input = I;
     type Output = O;

@@ -9,6 +9,7 @@
 use crate::annotations::Annotations;
 use crate::stack::Stack;
 use crate::stack::erased::DynStack;
+use crate::stack::segment::Segment;
 
 mod sealed {
     pub trait Hints {}
@@ -85,9 +86,11 @@ impl Repeatable for Idempotent {}
 impl Repeatable for AtBind {}
 
 /// A stack that carries its base tool's [`Hints`] as a type: a typed tool, every
-/// wrapper's and backend's branch over one (they keep their layer's hints), and
-/// the run-time stacks ([`AtBind`]). A transformer's branch is a new tool and
-/// carries none (rule `side-effects` in the [rulebook](crate::rulebook)).
+/// wrapper's and backend's branch over one (they keep their layer's hints), the
+/// [`Segment`](crate::extension::Segment) a deep combo closes its layers into
+/// (it carries its base tool's type), and the run-time stacks ([`AtBind`]). A
+/// transformer's branch is a new tool and carries none (rule `side-effects` in the
+/// [rulebook](crate::rulebook)), nor does a segment with a transformer in it.
 ///
 /// A backend of another crate implements it for its branch as
 /// `type Hints = S::Hints;`. What the type says is checked again when the combo is
@@ -119,3 +122,24 @@ pub trait Hinted: Stack {
 impl Hinted for DynStack {
     type Hints = AtBind;
 }
+
+// A segment's layers are its base tool's, closed: it carries that tool's hints when
+// every layer in it keeps its layer's, as a wrapper's and a backend's branch do.
+// With a transformer among them its `Base` is `NewTool`, which carries none; then
+// the compiler names the segment (whose type shows `NewTool`), not `NewTool` alone.
+#[diagnostic::do_not_recommend]
+impl<I, O, B> Hinted for Segment<I, O, B>
+where
+    I: Send + 'static,
+    O: serde::Serialize + Send + 'static,
+    B: Hinted,
+{
+    type Hints = B::Hints;
+}
+
+/// What a [`Segment`](crate::extension::Segment) carries as its base once a
+/// transformer sits among its layers: a transformer's branch is a new tool, which
+/// carries no hints of the tool under it (rule `side-effects` in the
+/// [rulebook](crate::rulebook)). Never held.
+#[derive(Clone, Copy, Debug)]
+pub struct NewTool;

@@ -28,5 +28,6 @@ allowed!(
     pool_then_cache,
     pool_then_caller_local,
     proxy_then_pool,
+    retry_deep,
     retry_on_a_tool_returned_with_its_hints,
 );
