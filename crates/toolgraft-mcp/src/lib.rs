@@ -116,7 +116,8 @@
 
 // The modules, bottom to top (`scripts/module-graph` checks it): what a client
 // sees of a tool and of an outcome; the call's context; the server handler;
-// rmcp tools brought in (whose peer, outside MCP, is a server's with no client);
+// what an rmcp tool gets of its request, and gives back (a relay where the call
+// has no MCP request: on a worker process); rmcp tools brought in;
 // `http` serves it over Streamable HTTP.
 mod content;
 mod tool;
@@ -124,6 +125,7 @@ mod outcome;
 pub mod call;
 pub mod task;
 mod server;
+mod relay;
 pub mod import;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
