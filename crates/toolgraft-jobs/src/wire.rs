@@ -440,6 +440,48 @@ mod tests {
     }
 
     #[test]
+    fn a_transient_body_error_stays_transient_and_a_detailed_one_crosses_whole() {
+        let name = Name::new("shout").unwrap();
+        let busy = round_trip(ToolError::Body {
+            tool: name.clone(),
+            source: Arc::new(Transient::new("the database is busy")),
+        });
+        assert!(busy.is_transient(), "{busy:?}");
+        assert_eq!(
+            busy.to_string(),
+            "tool `shout` failed: the database is busy (on worker `toolgraft-7`)"
+        );
+        let data = serde_json::json!({"jsonrpcError": {"code": -32603, "message": "gone"}});
+        let detailed = ToolError::Body {
+            tool: name.clone(),
+            source: Arc::new(Detailed::new("gone", data.clone())),
+        };
+        let crossed = round_trip(detailed.clone());
+        assert_eq!(crossed.to_string(), detailed.to_string(), "no worker added");
+        assert!(!crossed.is_transient());
+        let ToolError::Body { source, .. } = &crossed else {
+            panic!("{crossed:?}")
+        };
+        assert_eq!(
+            source.downcast_ref::<Detailed>(),
+            Some(&Detailed::new("gone", data))
+        );
+        let marked = round_trip(ToolError::Body {
+            tool: name,
+            source: Arc::new(Transient::new(Detailed::new("busy", Value::Null))),
+        });
+        assert!(marked.is_transient());
+        let ToolError::Body { source, .. } = &marked else {
+            panic!("{marked:?}")
+        };
+        let inner = source.downcast_ref::<Transient>().unwrap().error();
+        assert_eq!(
+            inner.downcast_ref::<Detailed>(),
+            Some(&Detailed::new("busy", Value::Null))
+        );
+    }
+
+    #[test]
     fn an_unknown_name_in_the_worker_says_to_bind_the_same_tools() {
         let error = round_trip(ToolError::UnknownTool {
             name: "shout".into(),
