@@ -21,6 +21,18 @@ impl Transient {
     pub fn new(error: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
         Self(error.into())
     }
+
+    /// The error marked: what a layer that answers for the error's kind (a
+    /// server's protocol error, say) looks into.
+    ///
+    /// ```
+    /// use toolgraft::error::Transient;
+    /// let err = Transient::new(std::io::Error::other("connection reset"));
+    /// assert!(err.error().downcast_ref::<std::io::Error>().is_some());
+    /// ```
+    pub fn error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
 }
 
 impl fmt::Display for Transient {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use toolgraft::error::ArgsErrorKind;
+use toolgraft::error::{ArgsErrorKind, Detailed, Transient};
 use toolgraft::ext::chain::{ChainError, ChainErrorKind};
 use toolgraft::ext::output_schema::OutputSchemaError;
 use toolgraft::{Name, ToolError};
@@ -29,6 +29,15 @@ pub(crate) enum WireError {
     Body {
         tool: String,
         message: String,
+        /// Marked [`Transient`]: `retry` in the caller makes the call again.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        transient: bool,
+        /// A [`Detailed`] error, which crosses whole (its `data`, and no
+        /// worker's name added to its message).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        detailed: bool,
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        data: Value,
     },
     Panicked {
         tool: String,
@@ -102,10 +111,19 @@ impl WireError {
                 kind: *kind,
                 problem: problem.clone(),
             },
-            ToolError::Body { tool, source } => Self::Body {
-                tool: text(tool),
-                message: source.to_string(),
-            },
+            ToolError::Body { tool, source } => {
+                let detailed = detailed(source.as_ref());
+                Self::Body {
+                    tool: text(tool),
+                    message: detailed.map_or_else(
+                        || source.to_string(),
+                        |detailed| detailed.message().to_owned(),
+                    ),
+                    transient: error.is_transient(),
+                    detailed: detailed.is_some(),
+                    data: detailed.map_or(Value::Null, |detailed| detailed.data().clone()),
+                }
+            }
             ToolError::Panicked { tool, message } => Self::Panicked {
                 tool: text(tool),
                 message: message.clone(),
@@ -217,13 +235,30 @@ impl WireError {
                 kind,
                 problem,
             },
-            Self::Body { tool, message } => ToolError::Body {
-                tool: name(tool),
-                source: Arc::new(RemoteFailure {
-                    message,
-                    worker: worker.to_owned(),
-                }),
-            },
+            Self::Body {
+                tool,
+                message,
+                transient,
+                detailed,
+                data,
+            } => {
+                let source: Box<dyn std::error::Error + Send + Sync> = if detailed {
+                    Box::new(Detailed::new(message, data))
+                } else {
+                    Box::new(RemoteFailure {
+                        message,
+                        worker: worker.to_owned(),
+                    })
+                };
+                ToolError::Body {
+                    tool: name(tool),
+                    source: if transient {
+                        Arc::new(Transient::new(source))
+                    } else {
+                        Arc::from(source)
+                    },
+                }
+            }
             Self::Panicked { tool, message } => ToolError::Panicked {
                 tool: name(tool),
                 message,
@@ -294,7 +329,17 @@ impl WireError {
     }
 }
 
-/// A body's error from another process: its message, and where it happened.
+/// The [`Detailed`] error a body failed with, marked [`Transient`] or not.
+fn detailed<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a Detailed> {
+    match error.downcast_ref::<Transient>() {
+        Some(marked) => marked.error().downcast_ref::<Detailed>(),
+        None => error.downcast_ref::<Detailed>(),
+    }
+}
+
+/// A body's error from another process: its message, and where it happened
+/// (inside a [`Transient`] when the body marked it so; a [`Detailed`] error
+/// crosses as itself instead).
 #[derive(Debug, thiserror::Error)]
 #[error("{message} (on worker `{worker}`)")]
 pub struct RemoteFailure {
@@ -392,6 +437,48 @@ mod tests {
             message: "item 2 failed".into(),
         });
         assert_eq!(reported.to_string(), "item 2 failed");
+    }
+
+    #[test]
+    fn a_transient_body_error_stays_transient_and_a_detailed_one_crosses_whole() {
+        let name = Name::new("shout").unwrap();
+        let busy = round_trip(ToolError::Body {
+            tool: name.clone(),
+            source: Arc::new(Transient::new("the database is busy")),
+        });
+        assert!(busy.is_transient(), "{busy:?}");
+        assert_eq!(
+            busy.to_string(),
+            "tool `shout` failed: the database is busy (on worker `toolgraft-7`)"
+        );
+        let data = serde_json::json!({"jsonrpcError": {"code": -32603, "message": "gone"}});
+        let detailed = ToolError::Body {
+            tool: name.clone(),
+            source: Arc::new(Detailed::new("gone", data.clone())),
+        };
+        let crossed = round_trip(detailed.clone());
+        assert_eq!(crossed.to_string(), detailed.to_string(), "no worker added");
+        assert!(!crossed.is_transient());
+        let ToolError::Body { source, .. } = &crossed else {
+            panic!("{crossed:?}")
+        };
+        assert_eq!(
+            source.downcast_ref::<Detailed>(),
+            Some(&Detailed::new("gone", data))
+        );
+        let marked = round_trip(ToolError::Body {
+            tool: name,
+            source: Arc::new(Transient::new(Detailed::new("busy", Value::Null))),
+        });
+        assert!(marked.is_transient());
+        let ToolError::Body { source, .. } = &marked else {
+            panic!("{marked:?}")
+        };
+        let inner = source.downcast_ref::<Transient>().unwrap().error();
+        assert_eq!(
+            inner.downcast_ref::<Detailed>(),
+            Some(&Detailed::new("busy", Value::Null))
+        );
     }
 
     #[test]

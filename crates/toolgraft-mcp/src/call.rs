@@ -28,7 +28,9 @@
 //! progress reaches no one.
 //!
 //! The entry reaches worker threads (a `pool` body reads it) and stays behind at
-//! a process boundary: a body on a worker process has no peer. An extension that
+//! a process boundary: a body on a worker process has no peer (an imported rmcp
+//! tool gets one there that relays what can travel: see
+//! [`import`](crate::import)). An extension that
 //! needs the peer (to ask the client's user, say) declares
 //! `type Locality = CallerLocal;`, and the rules keep it outside every backend
 //! (rule `caller-outside-relocation`), in typed combos and manifests alike.

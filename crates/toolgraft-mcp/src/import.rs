@@ -6,9 +6,14 @@
 //! output schemas, title, annotations, icons and `_meta`. Its method is the
 //! body, and gets what it asks for (`Parameters<T>`, `Peer`, `RequestContext`,
 //! `Extension<T>`, the HTTP request parts) from the MCP request the call came in
-//! by ([`McpCall`]), on whatever thread a layer runs it. Called another way (a
-//! test's [`Toolset::call`](toolgraft::Toolset::call)), it gets an empty request
-//! whose peer answers every request with an error: there is no client to ask.
+//! by ([`McpCall`]), on whatever thread a layer runs it. Called without one (on
+//! a worker process, or by [`Toolset::call`](toolgraft::Toolset::call)), it gets
+//! a request made from what travelled with the call: the request's `_meta` (its
+//! progress token), a cancellation token, and a peer whose progress reaches the
+//! caller, whose logging goes to the process's log, and whose requests to the
+//! client (elicitation, sampling, roots) fail naming rule
+//! `caller-outside-relocation`. Its failures read the same wherever it ran, and
+//! one [marked transient](transient) is retried by `retry`.
 //!
 //! ```
 //! use rmcp::handler::server::wrapper::Parameters;
@@ -43,19 +48,15 @@
 //! # Ok(()) }
 //! ```
 
-use std::borrow::Cow;
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
+use rmcp::ErrorData;
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ErrorCode, InputRequiredResult,
-    NumberOrString,
 };
-use rmcp::service::{RequestContext, RxJsonRpcMessage, TxJsonRpcMessage, serve_directly};
-use rmcp::transport::Transport;
-use rmcp::{ErrorData, Peer, RoleServer};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::Value;
 
@@ -68,8 +69,9 @@ use toolgraft::tool::BaseTool;
 
 use crate::call::McpCall;
 use crate::content::McpContent;
-use crate::server::ToolsOnly;
 use crate::tool::presentation_of;
+
+pub use crate::relay::{TRANSIENT, transient, transient_result};
 
 /// Every enabled tool of `router`, served by `service`, as base tools sorted by
 /// name (see the [module docs](self)).
@@ -313,9 +315,8 @@ fn import<S: Send + Sync + 'static>(
         async move {
             let call_in = McpCall::current();
             let service = instance.for_call(&name, call_in.as_ref())?;
-            let request = call_in
-                .as_ref()
-                .map_or_else(detached_request, |call| call.request_context().clone());
+            // Without an MCP request here, a relay for the call (see `relay`).
+            let (request, _relay) = crate::relay::request(call_in.as_ref());
             let mut params = CallToolRequestParams::new(name).with_arguments(args);
             // What an earlier input-required result of the tool's asked for.
             if let Some(call) = &call_in {
@@ -373,10 +374,10 @@ fn outcome(
             return Err(error.into());
         }
         // Answered as the protocol error it is (see the server's error mapping).
-        Err(error) => return Err(error.into()),
+        Err(error) => return Err(crate::relay::protocol_failure(error)),
     };
     if result.is_error == Some(true) {
-        return Err(text_of(&result).into());
+        return Err(crate::relay::result_failure(&result, text_of(&result)));
     }
     if !structured {
         return Ok(serde_json::to_value(McpContent(result))?);
@@ -425,44 +426,6 @@ fn text_of(result: &CallToolResult) -> String {
         .filter_map(|block| block.as_text().map(|text| text.text.as_str()))
         .collect();
     texts.join("\n")
-}
-
-/// The request an rmcp tool gets when the call did not come over MCP: id 0, no
-/// `_meta`, and a peer with no client behind it.
-fn detached_request() -> RequestContext<RoleServer> {
-    static PEER: OnceLock<Peer<RoleServer>> = OnceLock::new();
-    let peer = PEER.get_or_init(|| serve_directly(ToolsOnly, Closed, None).peer().clone());
-    RequestContext::new(NumberOrString::Number(0), peer.clone())
-}
-
-/// A transport with nobody at the other end: the service over it ends at once,
-/// and its peer's requests fail.
-struct Closed;
-
-impl Transport<RoleServer> for Closed {
-    type Error = std::io::Error;
-
-    fn name() -> Cow<'static, str> {
-        "no MCP client".into()
-    }
-
-    fn send(
-        &mut self,
-        _: TxJsonRpcMessage<RoleServer>,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        std::future::ready(Err(std::io::Error::new(
-            std::io::ErrorKind::NotConnected,
-            "the call did not come over MCP: there is no client to send to",
-        )))
-    }
-
-    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
-        std::future::ready(None)
-    }
-
-    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        std::future::ready(Ok(()))
-    }
 }
 
 /// An rmcp tool that cannot be a toolgraft base tool: its name is not one
@@ -518,7 +481,7 @@ mod future_sizes {
     #[tokio::test]
     async fn a_request_to_the_server_costs_a_spawn_no_more_than_a_bare_rmcp_handler_plus_1_kib() {
         let server = ToolsetServer::new(Toolset::new());
-        let context = super::detached_request();
+        let (context, _relay) = crate::relay::request(None);
         let ours = rmcp::Service::<RoleServer>::handle_request(&server, ping(), context.clone());
         let bare = rmcp::Service::<RoleServer>::handle_request(&ToolsOnly, ping(), context.clone());
         let (ours, bare) = (std::mem::size_of_val(&ours), std::mem::size_of_val(&bare));

@@ -54,7 +54,7 @@
 //! |---|---|
 //! | `InvalidArguments` | JSON-RPC error `-32602` (invalid params); `data` = `{tool, field, kind}`; or, with [`BadArguments::AsToolResult`], a result with `isError: true`, the same message as text and the same data in `_meta` under [`ERROR_META`] |
 //! | `UnknownTool` | JSON-RPC error `-32602` (invalid params); `data` = `{tool}` |
-//! | `Body` whose error is an rmcp [`ErrorData`](rmcp::ErrorData) (an imported rmcp tool's protocol error, a body's `Err(ErrorData::..)`) | that JSON-RPC error, as rmcp answers for its own tools |
+//! | `Body` whose error is an rmcp [`ErrorData`](rmcp::ErrorData) (an imported rmcp tool's protocol error, in process or from a worker process; a body's `Err(ErrorData::..)`) | that JSON-RPC error, as rmcp answers for its own tools |
 //! | `Body`, `Panicked`, `Refused`, `Relocation`, `TimedOut`, `Overloaded`, `Reported`, `Extension`, `Output` | a result with `isError: true` and the error's message as text; when the error says when to call again ([`ToolError::retry_after`](toolgraft::ToolError::retry_after)), the milliseconds in `_meta` under [`RETRY_AFTER_META`] |
 //!
 //! An error that cites a section of the [rulebook](toolgraft::rulebook)
@@ -116,7 +116,8 @@
 
 // The modules, bottom to top (`scripts/module-graph` checks it): what a client
 // sees of a tool and of an outcome; the call's context; the server handler;
-// rmcp tools brought in (whose peer, outside MCP, is a server's with no client);
+// what an rmcp tool gets of its request, and gives back (a relay where the call
+// has no MCP request: on a worker process); rmcp tools brought in;
 // `http` serves it over Streamable HTTP.
 mod content;
 mod tool;
@@ -124,6 +125,7 @@ mod outcome;
 pub mod call;
 pub mod task;
 mod server;
+mod relay;
 pub mod import;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]

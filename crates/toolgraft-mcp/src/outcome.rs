@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use toolgraft::ToolError;
 use toolgraft::context::InputRequired;
-use toolgraft::error::ArgsErrorKind;
+use toolgraft::error::{ArgsErrorKind, Detailed, Transient};
 use toolgraft::rulebook::Rule;
 
 use crate::content::McpContent;
@@ -122,10 +122,8 @@ pub(crate) fn to_mcp(
         // A body that failed with a protocol error of its own (an rmcp tool's
         // `Err(ErrorData)`, a missing client capability) is answered with it, as
         // rmcp answers for its own tools.
-        ToolError::Body { source, .. } if source.downcast_ref::<ErrorData>().is_some() => {
-            Err(source
-                .downcast_ref::<ErrorData>()
-                .cloned()
+        ToolError::Body { source, .. } if protocol_error(source.as_ref()).is_some() => {
+            Err(protocol_error(source.as_ref())
                 .unwrap_or_else(|| ErrorData::internal_error(message, None)))
         }
         // `Body`, `Panicked`, `Refused`, `Relocation`, `TimedOut`, `Reported`,
@@ -148,6 +146,28 @@ pub(crate) fn to_mcp(
             })
         }
     }
+}
+
+/// The key of a [`Detailed`] error's data that holds a JSON-RPC error (an
+/// imported rmcp tool's, kept whole wherever its body ran).
+pub(crate) const JSONRPC_ERROR: &str = "jsonrpcError";
+
+/// The protocol error a body failed with: an rmcp [`ErrorData`] of its own, one
+/// a [`Detailed`] error keeps (from an imported rmcp tool, in process or from a
+/// worker), either marked [`Transient`] or not.
+fn protocol_error(error: &(dyn std::error::Error + 'static)) -> Option<ErrorData> {
+    let error = match error.downcast_ref::<Transient>() {
+        Some(marked) => marked.error(),
+        None => error,
+    };
+    if let Some(error) = error.downcast_ref::<ErrorData>() {
+        return Some(error.clone());
+    }
+    let kept = error
+        .downcast_ref::<Detailed>()?
+        .data()
+        .get(JSONRPC_ERROR)?;
+    serde_json::from_value(kept.clone()).ok()
 }
 
 /// A value as the answer a client on `rendering` reads.

@@ -15,6 +15,7 @@ mod support;
 
 mod delivery;
 mod fleet;
+mod imported;
 mod layout;
 mod limits;
 mod outages;

@@ -212,6 +212,7 @@ pub(crate) fn toolset(remote: &Remote) -> Toolset {
         .build()
         .unwrap();
     toolset.bind((steps.combo().with(remote.clone()),)).unwrap();
+    crate::imported::bind(&toolset, remote);
     toolset
 }
 

@@ -536,3 +536,80 @@ async fn clients_list_and_call_the_published_names_only() {
     assert_eq!(client.list_all_tools().await.unwrap().len(), 4);
     client.cancel().await.unwrap();
 }
+
+/// rmcp tools that use their request: its progress token, its peer.
+#[derive(Clone)]
+struct Relayed;
+
+#[tool_router]
+impl Relayed {
+    #[tool(description = "Report progress to the request's token.")]
+    async fn report(&self, context: RequestContext<RoleServer>) -> Result<String, ErrorData> {
+        let token = context
+            .meta
+            .get_progress_token()
+            .ok_or_else(|| ErrorData::invalid_params("No progress token", None))?;
+        for step in 1..=3 {
+            let progress = rmcp::model::ProgressNotificationParam::new(token.clone(), step.into());
+            let sent = context.peer.notify_progress(progress).await;
+            sent.map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        }
+        Ok(format!("reported to {}", json!(token)))
+    }
+
+    #[tool(description = "Ask the user.")]
+    async fn ask(&self, peer: Peer<RoleServer>) -> Result<String, ErrorData> {
+        let question = serde_json::from_value(json!({
+            "mode": "form", "message": "Go on?",
+            "requestedSchema": {"type": "object", "properties": {"go": {"type": "boolean"}}},
+        }))
+        .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        let answer = peer
+            .create_elicitation(question)
+            .await
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        Ok(format!("{:?}", answer.action))
+    }
+}
+
+/// What a worker process gives an imported tool (the call's progress sink and
+/// the request's `_meta`, no MCP request): its progress token and
+/// `notify_progress` work, and asking the client fails citing the rule.
+#[tokio::test]
+async fn an_imported_tool_without_an_mcp_request_reports_progress_and_cannot_ask() {
+    let tools = import::tools(Relayed::tool_router(), Relayed).unwrap();
+    let toolset = Toolset::new();
+    toolset.bind((tools[0].combo(), tools[1].combo())).unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = context::ProgressSink::new({
+        let seen = seen.clone();
+        move |progress: Progress| seen.lock().unwrap().push(progress.progress)
+    });
+    let meta = toolgraft_mcp::call::RequestMeta(
+        json!({"progressToken": "p-1"})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    let called = context::Context::current()
+        .with(sink)
+        .with(meta)
+        .scope(toolset.call("report", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(called["content"][0]["text"], "reported to \"p-1\"");
+    assert_eq!(*seen.lock().unwrap(), [1.0, 2.0, 3.0]);
+
+    let refused = toolset.call("ask", json!({})).await.unwrap_err();
+    assert_eq!(
+        refused.rule(),
+        Some(toolgraft::rulebook::Rule::CallerOutsideRelocation),
+        "{refused}"
+    );
+    assert!(
+        refused
+            .to_string()
+            .contains("`elicitation/create` asks the MCP client"),
+        "{refused}"
+    );
+}
