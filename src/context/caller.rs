@@ -163,10 +163,23 @@ impl Entry for ProgressSink {
     type Key = Unkeyed;
 }
 
+/// How often a call's progress goes to its caller at most, wherever its body
+/// runs: the reports a body makes between two sends are folded into the newest
+/// (a later report says more than an earlier one, and the last one is never
+/// lost), so a body reporting in a tight loop costs its caller 20 messages a
+/// second, not one per report. toolgraft-mcp sends a call's progress to the
+/// client so, and toolgraft-jobs' `remote` sends a worker's back so.
+///
+/// ```
+/// assert_eq!(toolgraft::context::PROGRESS_EVERY.as_millis(), 50);
+/// ```
+pub const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Reports progress of the current call to its caller. Whether anyone listens:
 /// `false` when the caller did not ask for progress. It reaches the caller from a
 /// worker thread (`pool`) and from a worker process whose backend carries progress
-/// back (toolgraft-jobs' `remote` does, in order, at most one report every 50 ms);
+/// back (toolgraft-jobs' `remote` does, in order, at most one report every
+/// [`PROGRESS_EVERY`]);
 /// on a worker of a backend that does not, no sink is set and it answers `false`.
 ///
 /// ```

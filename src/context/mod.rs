@@ -73,7 +73,7 @@ mod ask;
 mod caller;
 
 pub use ask::{Answer, Answered, Ask, Asker, InputRequest, InputRequired, Question, Reach};
-pub use caller::{Principal, Progress, ProgressSink, report_progress};
+pub use caller::{PROGRESS_EVERY, Principal, Progress, ProgressSink, report_progress};
 
 mod sealed {
     pub trait Travel {}

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use toolgraft::context::{self, Progress, ProgressSink};
+use toolgraft::context::{self, PROGRESS_EVERY, Progress, ProgressSink};
 use toolgraft::ext::retry::Attempt;
 use toolgraft::{Name, ToolError};
 
@@ -446,12 +446,6 @@ async fn until_withdrawn<F: Future>(job: &str, broker: &Broker, call: F) -> Opti
         () = withdrawn => None,
     }
 }
-
-/// How often a job's progress goes back to its caller at most: the reports a
-/// body makes between two sends are folded into the newest (a later report says
-/// more than an earlier one), so a body reporting in a tight loop costs its
-/// caller 20 messages a second, not one per report.
-const PROGRESS_EVERY: Duration = Duration::from_millis(50);
 
 /// The newest report of a job's body not sent yet.
 #[derive(Default)]

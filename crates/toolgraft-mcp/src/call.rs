@@ -35,7 +35,6 @@
 //! `type Locality = CallerLocal;`, and the rules keep it outside every backend
 //! (rule `caller-outside-relocation`), in typed combos and manifests alike.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -47,10 +46,11 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use toolgraft::context::{
-    self, Answer, Answered, Ask, Asker, Context, Entry, InProcess, InputRequest, Progress,
-    ProgressSink, Question, Reach, Unkeyed,
+    self, Answer, Answered, Ask, Asker, Context, Entry, InProcess, InputRequest, PROGRESS_EVERY,
+    Progress, ProgressSink, Question, Reach, Unkeyed,
 };
 use toolgraft::store::{StoreError, StoreFuture};
 
@@ -203,31 +203,25 @@ impl Entry for RequestMeta {
     type Key = Unkeyed;
 }
 
-/// How many progress reports wait for the client at most: a body reporting
-/// faster than they are sent loses the oldest waiting ones (a later report says
-/// more than an earlier one, and the last one is never lost), and never waits.
-const PROGRESS_QUEUE: usize = 64;
-
-/// The reports of one call on their way to the client, oldest first.
+/// The newest report of a call not sent to the client yet: the ones before it
+/// are folded into it (see [`PROGRESS_EVERY`]).
 #[derive(Default)]
-struct Reports {
-    waiting: Mutex<VecDeque<Progress>>,
+struct Newest {
+    progress: Mutex<Option<Progress>>,
     arrived: Notify,
 }
 
-impl Reports {
-    fn push(&self, progress: Progress) {
-        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
-        if waiting.len() == PROGRESS_QUEUE {
-            waiting.pop_front();
-        }
-        waiting.push_back(progress);
-        drop(waiting);
+impl Newest {
+    fn put(&self, progress: Progress) {
+        *self.progress.lock().unwrap_or_else(PoisonError::into_inner) = Some(progress);
         self.arrived.notify_one();
     }
 
-    fn take(&self) -> VecDeque<Progress> {
-        std::mem::take(&mut *self.waiting.lock().unwrap_or_else(PoisonError::into_inner))
+    fn take(&self) -> Option<Progress> {
+        self.progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
     }
 }
 
@@ -370,7 +364,8 @@ pub(crate) fn principal_of(
 /// Runs `call` as the call of `request`: with its [`McpCall`], the principal the
 /// HTTP layer found, an [`Asker`] for its client's user (with the answers
 /// `brought`), and, when the client sent a progress token, a [`ProgressSink`]
-/// whose reports reach the client in order, all before the reply.
+/// whose reports reach the client in order, at most every [`PROGRESS_EVERY`]
+/// (the newest of those made meanwhile), the last one before the reply.
 pub(crate) async fn serve<F: Future>(
     request: RequestContext<RoleServer>,
     brought: Brought,
@@ -400,14 +395,14 @@ pub(crate) async fn serve<F: Future>(
     let Some(token) = token else {
         return context.scope(call).await;
     };
-    let reports = Arc::new(Reports::default());
+    let newest = Arc::new(Newest::default());
     // Weak: a sink a body kept past its call (in a task of its own) reports to
     // no one.
     let sink = ProgressSink::new({
-        let reports = Arc::downgrade(&reports);
+        let newest = Arc::downgrade(&newest);
         move |progress: Progress| {
-            if let Some(reports) = reports.upgrade() {
-                reports.push(progress);
+            if let Some(newest) = newest.upgrade() {
+                newest.put(progress);
             }
         }
     });
@@ -421,23 +416,27 @@ pub(crate) async fn serve<F: Future>(
         async move { drop(peer.notify_progress(notification).await) }
     };
     tokio::pin!(call);
+    // The first report goes at once; each later one once `PROGRESS_EVERY` has
+    // passed since the one before, the newest of those made meanwhile.
+    let (mut due, mut next) = (false, Instant::now());
     let output = loop {
         tokio::select! {
             biased;
             output = &mut call => break output,
-            () = reports.arrived.notified() => {
-                for progress in reports.take() {
+            () = newest.arrived.notified(), if !due => due = true,
+            () = tokio::time::sleep_until(next), if due => {
+                if let Some(progress) = newest.take() {
                     send(progress).await;
                 }
+                (due, next) = (false, Instant::now() + PROGRESS_EVERY);
             }
         }
     };
-    // What the body reported before it returned goes before the reply.
-    let last = reports.take();
-    drop(reports);
-    for progress in last {
+    // What the body reported last goes before the reply.
+    if let Some(progress) = newest.take() {
         send(progress).await;
     }
+    drop(newest);
     output
 }
 

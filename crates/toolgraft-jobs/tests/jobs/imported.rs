@@ -7,7 +7,6 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer, tool, tool_router};
-use toolgraft::ext::{Retry, Timeout};
 use toolgraft_mcp::import;
 
 use crate::support::*;
@@ -261,8 +260,15 @@ async fn an_rmcp_tool_reports_progress_from_a_worker_as_written(env: Env) {
         result.content[0].as_text().unwrap().text,
         format!("4 steps in pid {}", worker.pid())
     );
+    // Steps 80 ms apart, folded every 50 ms: each one, unless a busy machine
+    // folds two into the newer (the last one never).
     let steps: Vec<f64> = seen.iter().map(|progress| progress.progress).collect();
-    assert_eq!(steps, [1.0, 2.0, 3.0, 4.0], "{seen:?}");
+    assert!(steps.len() >= 2, "{seen:?}");
+    assert_eq!(steps.last(), Some(&4.0), "{seen:?}");
+    assert!(
+        steps.windows(2).all(|pair| pair[0] < pair[1]),
+        "in order: {seen:?}"
+    );
     // The tool read the client's token from its request's `_meta`.
     let token = &seen[0].progress_token;
     assert!(

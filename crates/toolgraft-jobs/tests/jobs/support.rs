@@ -19,7 +19,7 @@ pub(crate) use toolgraft::context::{
     self, ChainDepth, Entry, InProcess, Keyed, Serialized, Unkeyed,
 };
 pub(crate) use toolgraft::error::BoxError;
-pub(crate) use toolgraft::ext::{Batch, Cache, Proxy, Trace, proxy};
+pub(crate) use toolgraft::ext::{Batch, Cache, Proxy, Retry, Timeout, Trace, proxy};
 pub(crate) use toolgraft::extension::Configurable;
 pub(crate) use toolgraft::prelude::*;
 pub(crate) use toolgraft::runtime::Configured;
@@ -250,6 +250,11 @@ pub(crate) fn registry() -> Registry {
         .register(Configured::new(Cache::default()))
         .unwrap()
         .register(Configured::new(Batch::default()))
+        .unwrap()
+        // The imported rmcp tools' combos (`imported::bind`).
+        .register(Configured::new(Retry::default()))
+        .unwrap()
+        .register(Configured::new(Timeout::new(Duration::from_secs(30))))
         .unwrap()
         .register(Configured::<Remote>::named("remote"))
         .unwrap()

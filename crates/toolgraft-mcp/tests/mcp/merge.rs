@@ -452,3 +452,55 @@ async fn an_extra_argument_is_taken_unless_the_server_refuses_them() {
         client.cancel().await.unwrap();
     }
 }
+
+/// Issue 36, item 16: a body reporting 100,000 times in 2 s sent the client
+/// 90,831 notifications in process, where the same body on a worker sent 41.
+/// In process too, the client gets at most one every `PROGRESS_EVERY` (the
+/// newest), and the last one.
+#[tokio::test]
+async fn in_process_progress_is_folded_as_a_workers_is() {
+    #[derive(Deserialize, JsonSchema)]
+    struct Rounds {
+        rounds: u32,
+    }
+    let busy = Tool::builder()
+        .name("busy")
+        .description("Report often, in rounds.")
+        .read_only()
+        .body(|input: Rounds| async move {
+            for round in 0..input.rounds {
+                for step in 1..=1000 {
+                    let done = f64::from(round * 1000 + step);
+                    context::report_progress(Progress::new(done));
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            Ok("done")
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset.bind((busy.combo(),)).unwrap();
+    let client = connect(ToolsetServer::new(toolset)).await;
+    let token = rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(1));
+    let mut params = request("busy", json!({"rounds": 60}));
+    params.meta = Some(RequestMetaObject::with_progress_token(token));
+    let started = std::time::Instant::now();
+    within("calling", client.call_tool(params)).await.unwrap();
+    let elapsed = started.elapsed();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let progress = client.service().progress.lock().unwrap().clone();
+    // One at once, then one per period at most, and the last one.
+    let most = elapsed.as_millis() / toolgraft::context::PROGRESS_EVERY.as_millis() + 2;
+    assert!(
+        (progress.len() as u128) <= most,
+        "{} notifications for 60,000 reports in {elapsed:?} (at most {most})",
+        progress.len()
+    );
+    assert_eq!(progress.last().map(|p| p.progress), Some(60_000.0));
+    let in_order = progress
+        .windows(2)
+        .all(|pair| pair[0].progress < pair[1].progress);
+    assert!(in_order, "in order");
+    client.cancel().await.unwrap();
+}
