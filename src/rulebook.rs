@@ -142,7 +142,10 @@
 //! live: above a transformer, in what it hands the layer (each item of a
 //! `batch`), not in the transformer's own arguments. Only the element's own
 //! reserved params can be pinned or hidden, a pin to a value its schema admits
-//! (its `type`, `minimum` and `maximum`, checked when bound).
+//! (its `type`, `minimum` and `maximum`, checked when bound): the caller's
+//! bounds are the operator's, so a pin cannot do what the model may not
+//! (`cache`'s `exp` is at least 1 second, for both: neither switches the cache
+//! off; an operator who wants that leaves the cache off).
 //!
 //! # transformer-input-schema
 //! A transformer presents its own concrete input schema: an object with named

@@ -44,12 +44,12 @@ fn bind(manifest: &str, calls: &Arc<AtomicUsize>) -> (Toolset, Result<(), BindEr
     (toolset, outcome.remove(0).1)
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_pinned_param_is_not_advertised_refused_from_the_caller_and_always_passed() {
     let calls = Arc::new(AtomicUsize::new(0));
-    // `exp: 0` bypasses the cache: every call runs the body.
+    // `exp: 1` against the default 60: a call 2 s later runs the body again.
     let (toolset, bound) = bind(
-        r#"{"tools": {"search": [[{"name": "cache", "pin": {"exp": 0}}, "timeout"]]}}"#,
+        r#"{"tools": {"search": [[{"name": "cache", "pin": {"exp": 1}}, "timeout"]]}}"#,
         &calls,
     );
     bound.unwrap();
@@ -78,15 +78,16 @@ async fn a_pinned_param_is_not_advertised_refused_from_the_caller_and_always_pas
             .await
             .unwrap();
         assert_eq!(found, json!("tea"));
+        tokio::time::advance(std::time::Duration::from_secs(2)).await;
     }
     assert_eq!(
         calls.load(Ordering::SeqCst),
         3,
-        "the pinned `exp: 0` reached the cache"
+        "the pinned `exp: 1` reached the cache"
     );
     assert_eq!(
         toolset.combos("search").unwrap()[0][0].to_string(),
-        r#"cache pin{"exp":0}"#
+        r#"cache pin{"exp":1}"#
     );
 }
 
@@ -121,7 +122,8 @@ fn a_pin_its_schema_does_not_admit_is_refused_when_bound() {
     let calls = Arc::new(AtomicUsize::new(0));
     for (pin, takes) in [
         (r#"{"exp": "sixty"}"#, "not a string"),
-        (r#"{"exp": -1}"#, "at least 0"),
+        (r#"{"exp": -1}"#, "at least 1"),
+        (r#"{"exp": 0}"#, "at least 1"),
         (r#"{"exp": true}"#, "a number, not a boolean"),
     ] {
         let manifest =
@@ -136,7 +138,7 @@ fn a_pin_its_schema_does_not_admit_is_refused_when_bound() {
         assert!(err.to_string().contains(takes), "{pin}: {err}");
         assert!(toolset.names().is_empty(), "{pin}: nothing bound");
     }
-    for pin in ["60", "1.5", "0"] {
+    for pin in ["60", "1.5", "1"] {
         let manifest = format!(
             r#"{{"tools": {{"search": [[{{"name": "cache", "pin": {{"exp": {pin}}}}}]]}}}}"#
         );
@@ -158,12 +160,12 @@ fn registry_with_batch() -> Registry {
 /// Issue 36, item 11: a pin of a layer below a batch lands where that layer's
 /// params live, on each item (not on the batch's own arguments), and an item
 /// that sends it is refused as a caller who sends a pinned param is.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_pin_below_a_batch_applies_to_each_item() {
     let calls = Arc::new(AtomicUsize::new(0));
     let toolset = Toolset::new();
     let manifest = Manifest::from_json(
-        r#"{"tools": {"search": [[{"name": "cache", "pin": {"exp": 0}}, "batch"]]}}"#,
+        r#"{"tools": {"search": [[{"name": "cache", "pin": {"exp": 1}}, "batch"]]}}"#,
     )
     .unwrap();
     let bases = BaseTools::new().with(&counted(calls.clone()));
@@ -174,13 +176,17 @@ async fn a_pin_below_a_batch_applies_to_each_item() {
     assert!(item["properties"].get("exp").is_none(), "{item}");
 
     let args = json!({"items": [{"text": "a"}, {"text": "a"}, {"text": "b"}]});
-    let found = toolset
-        .call("search_cache_batch", args.clone())
-        .await
-        .unwrap();
-    assert_eq!(found, json!(["a", "a", "b"]));
-    // The pinned `exp: 0` reached the cache of every item: none was cached.
-    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    for _ in 0..2 {
+        let found = toolset
+            .call("search_cache_batch", args.clone())
+            .await
+            .unwrap();
+        assert_eq!(found, json!(["a", "a", "b"]));
+        tokio::time::advance(std::time::Duration::from_secs(2)).await;
+    }
+    // The pinned `exp: 1` reached the cache of every item: the second `a` of
+    // a call is a hit, and 2 s later (not 60) both run again.
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
 
     let refused = toolset
         .call(
@@ -197,7 +203,7 @@ async fn a_pin_below_a_batch_applies_to_each_item() {
         refused.to_string().contains("the operator pins it"),
         "{refused}"
     );
-    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
 }
 
 /// Issue 36, item 6: an operator hides a reserved param without pinning a
