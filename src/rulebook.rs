@@ -133,11 +133,19 @@
 //! is one that is not an inline JSON type. Parameters a transformer or backend adds
 //! beside its layer input's follow the same rule.
 //! An operator may pin a wrapper's reserved params in a manifest
-//! (`{"name": "cache", "pin": {"exp": 60}}`): a pinned param is not in the input
+//! (`{"name": "cache", "pin": {"exp": 60}}`), or hide them without a value
+//! (`{"name": "cache", "hide": ["exp"]}`; in code, `ElementSpec::with_pins` and
+//! `ElementSpec::with_hidden`): a pinned or hidden param is not in the input
 //! schema of its branch or of any branch above, a call that sends it is refused
-//! (`unknown field`), and every call passes the pinned value. Only the element's
-//! own reserved params can be pinned, each to a value its schema admits (its
-//! `type`, `minimum` and `maximum`, checked when bound).
+//! (`unknown field`), and every call passes the pinned value, or leaves a hidden
+//! one out so the layer uses its default. Both apply where the layer's params
+//! live: above a transformer, in what it hands the layer (each item of a
+//! `batch`), not in the transformer's own arguments. Only the element's own
+//! reserved params can be pinned or hidden, a pin to a value its schema admits
+//! (its `type`, `minimum` and `maximum`, checked when bound): the caller's
+//! bounds are the operator's, so a pin cannot do what the model may not
+//! (`cache`'s `exp` is at least 1 second, for both: neither switches the cache
+//! off; an operator who wants that leaves the cache off).
 //!
 //! # transformer-input-schema
 //! A transformer presents its own concrete input schema: an object with named
@@ -189,7 +197,7 @@
 //! "batch"], ["trace"]]}}`; a flat list is one combo. Refused, naming the tool: a
 //! value that is not a list, an empty list or combo, flat elements mixed with
 //! combos, and an element that is neither a non-empty name nor `{name, config}`
-//! with a mapping config and no other keys. A tool's value may also be an
+//! with a mapping config, a mapping `pin` and a list `hide`, and no other keys. A tool's value may also be an
 //! object, `{"combos": [...], "publish": ...}`, to set its
 //! [published names](#published-names) beside its combos (`"publish"`: `"all"`,
 //! `"outermost"`, `"in_place"`, or `{"published": "bound", ...}`); an object with

@@ -105,6 +105,7 @@ impl ComboDraft {
             kind: element.kind,
             written: element.written,
             pinned: element.pinned,
+            hidden: element.hidden,
         });
     }
 
@@ -143,6 +144,7 @@ impl ComboDraft {
                 name: element.name.as_str().to_owned(),
                 config: element.written,
                 pin: element.pinned,
+                hide: element.hidden,
             })
             .collect();
         Ok(Attached {
@@ -158,4 +160,5 @@ struct Folded {
     kind: ExtensionKind,
     written: Option<Map<String, Value>>,
     pinned: Option<Map<String, Value>>,
+    hidden: Option<Vec<String>>,
 }

@@ -30,6 +30,11 @@ pub struct ElementSpec {
     /// ([reserved-params](crate::rulebook#reserved-params)).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pin: Option<Map<String, Value>>,
+    /// Reserved params the operator hides: not advertised to the model, refused
+    /// from it, and left out of every call, so the layer uses its default
+    /// ([reserved-params](crate::rulebook#reserved-params)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hide: Option<Vec<String>>,
 }
 
 impl ElementSpec {
@@ -39,7 +44,23 @@ impl ElementSpec {
             name: name.into(),
             config: None,
             pin: None,
+            hide: None,
         }
+    }
+
+    /// The element with its reserved params `params` hidden by the operator:
+    /// not advertised to the model, refused from it as a pinned param is, and
+    /// left out of every call, so the layer uses its default (a manifest writes
+    /// `{"name": "cache", "hide": ["exp"]}`).
+    ///
+    /// ```
+    /// use toolgraft::runtime::manifest::ElementSpec;
+    /// let hidden = ElementSpec::named("cache").with_hidden(["exp"]);
+    /// assert_eq!(hidden.to_string(), r#"cache hide["exp"]"#);
+    /// ```
+    pub fn with_hidden<P: Into<String>>(mut self, params: impl IntoIterator<Item = P>) -> Self {
+        self.hide = Some(params.into_iter().map(Into::into).collect());
+        self
     }
 
     /// The element with its reserved params in `pins` pinned by the operator:
@@ -76,6 +97,7 @@ impl ElementSpec {
                 name: name.into(),
                 config: Some(config),
                 pin: None,
+                hide: None,
             },
             other => panic!("an element's config is a JSON object, not {other}"),
         }
@@ -89,8 +111,14 @@ impl fmt::Display for ElementSpec {
             Some(config) if !config.is_empty() => write!(f, "{name}{}", shorten_json(config))?,
             _ => f.write_str(&name)?,
         }
-        match &self.pin {
-            Some(pins) if !pins.is_empty() => write!(f, " pin{}", shorten_json(pins)),
+        if let Some(pins) = self.pin.as_ref().filter(|pins| !pins.is_empty()) {
+            write!(f, " pin{}", shorten_json(pins))?;
+        }
+        match &self.hide {
+            Some(hidden) if !hidden.is_empty() => {
+                let hidden = Value::from(hidden.clone());
+                write!(f, " hide{}", shorten_json(&hidden))
+            }
             _ => Ok(()),
         }
     }

@@ -3,8 +3,6 @@
 
 use std::sync::Arc;
 
-use serde_json::Map;
-
 use super::info::Link;
 use super::rules;
 use super::running::{Element, Running};
@@ -20,14 +18,20 @@ impl Running {
         rules::side_effects(self, element)?;
         rules::new_name(self, element)?;
         let mut input_schema = rules::input_schema(self, element)?;
-        let mut pinned = self.pinned.clone();
-        if let Some(pins) = element.pinned.as_ref().filter(|pins| !pins.is_empty()) {
-            rules::pins(self, element, pins)?;
-            let names: Vec<String> = pins.keys().cloned().collect();
+        // Above a transformer, what was withheld below is an item's, not the
+        // arguments' (rule `reserved-params`).
+        let mut withheld = if element.kind.declares_schema() {
+            Arc::from([])
+        } else {
+            self.withheld.clone()
+        };
+        let pins = element.pinned.clone().unwrap_or_default();
+        let hidden = element.hidden.as_deref().unwrap_or_default();
+        if !pins.is_empty() || !hidden.is_empty() {
+            rules::pins(self, element, &pins, hidden)?;
+            let names: Vec<String> = pins.keys().chain(hidden).cloned().collect();
             input_schema = Arc::new(crate::schema::without(&input_schema, &names));
-            let mut all = Map::clone(&pinned);
-            all.extend(pins.clone());
-            pinned = Arc::new(all);
+            withheld = withheld.iter().chain(&names).cloned().collect();
         }
         let output_schema = rules::output_schema(self, element)?;
         let description = rules::description(self, element);
@@ -45,7 +49,7 @@ impl Running {
             input_schema,
             output_schema,
             presentation: rules::presentation(self, element),
-            pinned,
+            withheld,
             chain,
         })
     }

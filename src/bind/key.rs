@@ -12,6 +12,7 @@ pub(crate) fn is_combo(key: &[ElementSpec], spec: &[ElementSpec]) -> bool {
                 && key.config.as_ref()
                     == element.config.as_ref().filter(|config| !config.is_empty())
                 && key.pin.as_ref() == element.pin.as_ref().filter(|pins| !pins.is_empty())
+                && key.hide.as_ref() == element.hide.as_ref().filter(|hide| !hide.is_empty())
         })
 }
 
@@ -39,6 +40,11 @@ pub(crate) fn combo_key(elements: &[ElementSpec]) -> ComboSpec {
                 .pin
                 .as_ref()
                 .filter(|pins| !pins.is_empty())
+                .cloned(),
+            hide: element
+                .hide
+                .as_ref()
+                .filter(|hide| !hide.is_empty())
                 .cloned(),
         })
         .collect()

@@ -4,8 +4,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
-
 use super::element::ComboSpec;
 use super::info::ToolInfo;
 use super::running::Running;
@@ -23,9 +21,6 @@ pub(crate) struct Entry {
     /// The context of a call by this name from outside any other call: made once,
     /// so that the common call allocates no context of its own.
     pub called: Context,
-    /// The reserved params the operator pinned on this name's layers, with their
-    /// values: refused from a caller, passed on every call.
-    pub pinned: Arc<Map<String, Value>>,
 }
 
 /// A bound name before it is bound: what clients will see, and the stack serving
@@ -60,13 +55,11 @@ impl Minted {
     }
 
     pub(super) fn into_entry(self) -> Entry {
-        let pinned = self.running.pinned.clone();
         let info = self.running.into_info();
         Entry {
             called: Context::new().with(CallName(info.name.clone())),
             info,
             stack: self.stack,
-            pinned,
         }
     }
 }

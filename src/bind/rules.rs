@@ -163,12 +163,15 @@ pub(crate) fn new_name(below: &Running, element: &Element) -> Result<(), BindErr
     Ok(())
 }
 
-/// Rule `reserved-params` for pins: an operator pins only reserved params of the
-/// element it pins them on.
+/// Rule `reserved-params` for pins and hidden params: an operator pins (to a
+/// value its schema admits) or hides only reserved params of the element it
+/// pins or hides them on. The one check of both: a hidden param is a pin
+/// without a value.
 pub(crate) fn pins(
     below: &Running,
     element: &Element,
     pins: &serde_json::Map<String, serde_json::Value>,
+    hidden: &[String],
 ) -> Result<(), BindError> {
     let reserved = element
         .reserved
@@ -190,17 +193,28 @@ pub(crate) fn pins(
             }
         }
     }
-    match pins.keys().find(|param| !reserved.contains(param)) {
-        None => Ok(()),
-        Some(param) => Err(BindError::PinNotReserved {
+    let listed = || {
+        if reserved.is_empty() {
+            "none".to_owned()
+        } else {
+            reserved.join(", ")
+        }
+    };
+    if let Some(param) = pins.keys().find(|param| !reserved.contains(param)) {
+        return Err(BindError::PinNotReserved {
             tool: below.base.clone(),
             extension: element.name.clone(),
             param: crate::error::shorten(param).into_owned(),
-            reserved: if reserved.is_empty() {
-                "none".to_owned()
-            } else {
-                reserved.join(", ")
-            },
+            reserved: listed(),
+        });
+    }
+    match hidden.iter().find(|param| !reserved.contains(param)) {
+        None => Ok(()),
+        Some(param) => Err(BindError::HiddenNotReserved {
+            tool: below.base.clone(),
+            extension: element.name.clone(),
+            param: crate::error::shorten(param).into_owned(),
+            reserved: listed(),
         }),
     }
 }
@@ -221,11 +235,12 @@ pub(crate) fn input_schema(below: &Running, element: &Element) -> Result<Arc<Sch
                 .as_ref()
                 .and_then(|reserved| schema::property_names(reserved))
                 .unwrap_or_default();
-            // A param pinned below is the operator's, not the model's: the
-            // branch below no longer presents it, though its stack takes it.
+            // A param pinned or hidden below is the operator's, not the
+            // model's: the branch below no longer presents it, though its
+            // stack takes it.
             let reserved: Vec<String> = reserved
                 .into_iter()
-                .chain(below.pinned.keys().cloned())
+                .chain(below.withheld.iter().cloned())
                 .collect();
             let stripped = schema::without(presented, &reserved);
             if let Some(difference) = schema::difference(&below.input_schema, &stripped) {

@@ -27,6 +27,8 @@ pub(crate) struct Element {
     pub written: Option<Map<String, Value>>,
     /// The reserved params the operator pins, with their values.
     pub pinned: Option<Map<String, Value>>,
+    /// The reserved params the operator hides.
+    pub hidden: Option<Vec<String>>,
     /// The config the built extension reports: what clients see in its [`Link`].
     pub config: Option<Value>,
     /// What went wrong building the element, found when it was made.
@@ -53,6 +55,7 @@ impl Element {
             demand: None,
             written: None,
             pinned: None,
+            hidden: None,
             config: None,
             problem: None,
             branch: below.name.branch(name),
@@ -87,9 +90,10 @@ pub(crate) struct Running {
     pub input_schema: Arc<Schema>,
     pub output_schema: Option<Arc<Schema>>,
     pub presentation: Arc<Presentation>,
-    /// The reserved params pinned by this layer and those below, with their
-    /// values: not in the input schema, refused from callers, passed on every call.
-    pub pinned: Arc<Map<String, Value>>,
+    /// The reserved params pinned or hidden by this layer and those below it up
+    /// to the nearest transformer (above one, they are an item's, not the
+    /// arguments'): not in the input schema, refused from callers.
+    pub withheld: Arc<[String]>,
     pub chain: Arc<[Link]>,
 }
 
@@ -102,7 +106,7 @@ impl Running {
             input_schema: spec.input_schema.clone(),
             output_schema: spec.output_schema.clone(),
             presentation: spec.presentation.clone(),
-            pinned: Arc::default(),
+            withheld: Arc::new([]),
             chain: Arc::new([]),
         }
     }

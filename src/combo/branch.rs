@@ -35,8 +35,8 @@ use crate::tool::BaseTool;
 /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
 /// let (batch,) = Toolset::new().bind((shout.combo().with(Cache::default()).with(Batch::default()),))?;
 /// let items = BatchInput::sequential(vec![Shout { text: "a".into() }, Shout { text: "b".into() }]);
-/// // Every item's cache sees `exp: 0` (bypass).
-/// let out = batch.params(CacheParams { exp: Some(0.0) }).call(items).await?;
+/// // Every item's cache sees `exp: 300` (5 minutes).
+/// let out = batch.params(CacheParams { exp: Some(300.0) }).call(items).await?;
 /// assert_eq!(out.len(), 2);
 /// # Ok(()) }
 /// ```

@@ -263,6 +263,7 @@ where
         demand: extension.demands(),
         written: written_config(extension.config().as_ref()),
         pinned: None,
+        hidden: None,
         config: extension.config(),
         problem: extension.check_config().err().map(Problem::Config),
         own_params: extension

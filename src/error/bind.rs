@@ -121,6 +121,22 @@ pub enum BindError {
         reserved: String,
     },
 
+    /// An element hides a param that is not one of its reserved params
+    /// ([reserved-params](crate::rulebook#reserved-params)).
+    #[error(
+        "`{extension}` (on `{tool}`) hides `{param}`, which is not one of its reserved params (it reserves: {reserved}); hide only those (rule `reserved-params` in `toolgraft::rulebook`)"
+    )]
+    HiddenNotReserved {
+        /// The tool.
+        tool: Name,
+        /// The extension.
+        extension: Name,
+        /// The param it hides (shortened).
+        param: String,
+        /// The params it reserves, listed.
+        reserved: String,
+    },
+
     /// An operator pins a reserved param to a value its schema does not admit
     /// ([reserved-params](crate::rulebook#reserved-params)).
     #[error(
@@ -501,6 +517,7 @@ impl BindError {
             | Self::InvalidConfig { .. } => Rule::Config,
             Self::WrapperChangedSchema { .. } => Rule::WrapperInputSchema,
             Self::PinNotReserved { .. }
+            | Self::HiddenNotReserved { .. }
             | Self::PinMisfits { .. }
             | Self::ReservedParamExists { .. }
             | Self::ReservedParamNotInline { .. }

@@ -451,7 +451,7 @@ fn combo_of(tool: &str, number: usize, elements: &[Value]) -> Result<ComboSpec, 
         .collect()
 }
 
-const ELEMENT_FORMS: &str = r#"an element is an extension name, like "cache", or {"name": "cache", "config": {...}} (and "pin": {"exp": 60} to pin a reserved param)"#;
+const ELEMENT_FORMS: &str = r#"an element is an extension name, like "cache", or {"name": "cache", "config": {...}} (and "pin": {"exp": 60} to pin a reserved param, "hide": ["exp"] to hide one)"#;
 
 fn element_of(
     tool: &str,
@@ -471,7 +471,7 @@ fn element_of(
         Value::Object(fields) => {
             if let Some(extra) = fields
                 .keys()
-                .find(|key| !matches!(key.as_str(), "name" | "config" | "pin"))
+                .find(|key| !matches!(key.as_str(), "name" | "config" | "pin" | "hide"))
             {
                 return Err(fail(format!("has an unexpected key `{}`", shorten(extra))));
             }
@@ -495,20 +495,37 @@ fn element_of(
                 }
                 None => None,
             };
+            let hide = match fields.get("hide") {
+                Some(Value::Array(params)) if params.iter().all(Value::is_string) => Some(
+                    params
+                        .iter()
+                        .filter_map(|param| param.as_str().map(str::to_owned))
+                        .collect(),
+                ),
+                Some(other) => {
+                    return Err(fail(format!(
+                        "has a `hide` that is not a list of reserved param names: {}",
+                        shown(other)
+                    )));
+                }
+                None => None,
+            };
             match fields.get("config") {
                 Some(Value::Object(config)) => Ok(ElementSpec {
                     name,
                     config: Some(config.clone()),
                     pin,
+                    hide,
                 }),
                 Some(other) => Err(fail(format!(
                     "has a `config` that is not a mapping: {}",
                     shown(other)
                 ))),
-                None if pin.is_some() => Ok(ElementSpec {
+                None if pin.is_some() || hide.is_some() => Ok(ElementSpec {
                     name,
                     config: None,
                     pin,
+                    hide,
                 }),
                 None => Err(fail(format!(
                     "has no `config` mapping (write \"{}\" alone, or add \"config\": {{}})",

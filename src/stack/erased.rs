@@ -349,3 +349,88 @@ impl ErasedStack for BodyLocal {
         None
     }
 }
+
+/// A layer's branch with the reserved params the operator pins or hides on it
+/// (rule `reserved-params`): the one place both are applied, where the layer
+/// decodes its arguments, so they reach it wherever its params live (the
+/// arguments of a call by name, or each item of a batch above it). A caller
+/// who sends one is refused as if the param did not exist; a pinned one is
+/// then passed with the operator's value, a hidden one left out (the layer
+/// uses its default).
+pub(crate) struct Withheld {
+    inner: Arc<dyn ErasedStack>,
+    pinned: serde_json::Map<String, Value>,
+    hidden: Vec<String>,
+}
+
+impl Withheld {
+    /// `inner` with `pinned` and `hidden` withheld from callers; `inner` as it
+    /// is when nothing is.
+    pub(crate) fn around(
+        inner: Arc<dyn ErasedStack>,
+        pinned: Option<serde_json::Map<String, Value>>,
+        hidden: Option<Vec<String>>,
+    ) -> Arc<dyn ErasedStack> {
+        let pinned = pinned.unwrap_or_default();
+        let hidden = hidden.unwrap_or_default();
+        if pinned.is_empty() && hidden.is_empty() {
+            return inner;
+        }
+        Arc::new(Self {
+            inner,
+            pinned,
+            hidden,
+        })
+    }
+
+    /// The caller's arguments as the layer takes them.
+    fn fill(&self, mut args: Args) -> Result<Args, ArgsError> {
+        if let Some(param) = args.keys().find(|param| {
+            self.pinned.contains_key(*param) || self.hidden.iter().any(|hidden| hidden == *param)
+        }) {
+            let how = if self.pinned.contains_key(param) {
+                "pins"
+            } else {
+                "hides"
+            };
+            return Err(ArgsError {
+                field: Some(param.clone()),
+                kind: crate::error::ArgsErrorKind::UnknownField,
+                problem: format!("unknown field `{param}`: the operator {how} it"),
+            });
+        }
+        args.extend(self.pinned.iter().map(|(k, v)| (k.clone(), v.clone())));
+        Ok(args)
+    }
+}
+
+impl ErasedStack for Withheld {
+    fn call_json<'a>(
+        &'a self,
+        tool: &'a Name,
+        args: Args,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        match self.fill(args) {
+            Ok(args) => self.inner.call_json(tool, args),
+            Err(err) => Box::pin(std::future::ready(Err(err.for_tool(tool)))),
+        }
+    }
+
+    fn decode_erased(&self, args: Args) -> Result<DynInput, ArgsError> {
+        self.inner.decode_erased(self.fill(args)?)
+    }
+
+    // The input was filled when it was decoded: a clone sent again (a retry
+    // above) carries the pinned values, and is not the caller's.
+    fn call_erased<'a>(
+        &'a self,
+        tool: &'a Name,
+        input: DynInput,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        self.inner.call_erased(tool, input)
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        self.inner.as_any()
+    }
+}

@@ -199,8 +199,7 @@ fn unknown(name: &str, args: Value, max_depth: usize) -> ToolError {
 }
 
 /// What a call of `entry` passes to its stack: the arguments, checked before
-/// anything else runs and with the operator's pinned params, and the call's
-/// context.
+/// anything else runs, and the call's context.
 fn prepare(
     entry: &Entry,
     called: &Called,
@@ -221,7 +220,7 @@ fn prepare(
             ),
         });
     }
-    let mut args = match args {
+    let args = match args {
         Value::Object(args) => args,
         Value::Null => Args::new(),
         other => {
@@ -232,18 +231,9 @@ fn prepare(
             return Err(ArgsError::whole(problem).for_tool(tool));
         }
     };
-    // The operator's pinned params: never the caller's, always passed.
-    if !entry.pinned.is_empty() {
-        if let Some(param) = args.keys().find(|param| entry.pinned.contains_key(*param)) {
-            return Err(ToolError::InvalidArguments {
-                tool: tool.clone(),
-                field: Some(param.clone()),
-                kind: ArgsErrorKind::UnknownField,
-                problem: format!("unknown field `{param}`: the operator pins it"),
-            });
-        }
-        args.extend(entry.pinned.iter().map(|(k, v)| (k.clone(), v.clone())));
-    }
+    // The operator's pinned and hidden params are the layer's that pins or
+    // hides them, wherever its params live (an item of a batch): see
+    // `stack::erased::Withheld`.
     // The bound name called is part of the call's context, for the layers and
     // the body (and their errors) deep in the combo.
     let current = Context::current();

@@ -536,3 +536,55 @@ async fn the_question_shows_the_arguments_whole_and_no_line_can_be_faked() {
         "{refused}"
     );
 }
+
+/// Issue 36, item D: `approve` says in the description that it asks, on the
+/// description's last line (a running description that ends in a line break
+/// gets no line of its own), and an operator may keep the description as it
+/// is, typed and from a manifest.
+#[test]
+fn approve_notes_that_it_asks_on_the_descriptions_line_unless_told_not_to() {
+    let spaced = || {
+        Tool::builder()
+            .name("wipe")
+            .description("Wipe a disk.\nFor good.\n")
+            .body(|wipe: Wipe| async move { Ok(wipe.disk) })
+            .build()
+            .unwrap()
+    };
+    let toolset = Toolset::new();
+    toolset
+        .bind((spaced().combo().with(Approve::new(key())),))
+        .unwrap();
+    let described = toolset.info("wipe_approve").unwrap().description;
+    assert_eq!(
+        described,
+        "Wipe a disk.\nFor good. (asks the user to approve each call)"
+    );
+
+    let kept = Toolset::new();
+    kept.bind((spaced()
+        .combo()
+        .with(Approve::new(key()).with_description_unchanged()),))
+        .unwrap();
+    assert_eq!(
+        kept.info("wipe_approve").unwrap().description,
+        "Wipe a disk.\nFor good.\n"
+    );
+
+    let mut registry = Registry::new();
+    registry
+        .register(Refined::new(Approve::new(key()), Approve::configured))
+        .unwrap();
+    let manifest = Manifest::from_value(&json!({"tools": {"wipe": [
+        [{"name": "approve", "config": {"description": "unchanged"}}]
+    ]}}))
+    .unwrap();
+    let from_manifest = Toolset::new();
+    let base = wipe(Annotations::default());
+    let outcome = from_manifest.bind_manifest(&registry, &BaseTools::new().with(&base), &manifest);
+    assert!(outcome[0].1.is_ok(), "{outcome:?}");
+    assert_eq!(
+        from_manifest.info("wipe_approve").unwrap().description,
+        "Wipe a disk."
+    );
+}

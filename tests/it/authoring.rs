@@ -43,15 +43,17 @@ async fn reserved_params_are_set_by_type_in_any_order_and_default_when_unset() {
     let us = || ProxyParams {
         proxies: Some(vec!["us".into()]),
     };
-    let fresh = || CacheParams { exp: Some(0.0) };
+    // The proxy's params are part of the cache's key (it sits above the proxy):
+    // each route is its own entry.
+    let ttl = || CacheParams { exp: Some(5.0) };
     let one = branch
         .params(us())
-        .params(fresh())
+        .params(ttl())
         .call(text())
         .await
         .unwrap();
     let other = branch
-        .params(fresh())
+        .params(ttl())
         .params(us())
         .call(text())
         .await
@@ -60,7 +62,7 @@ async fn reserved_params_are_set_by_type_in_any_order_and_default_when_unset() {
     assert_eq!(one, other);
 
     // The whole nested input still works, and means the same.
-    let nested = WithParams::new(fresh(), WithParams::new(us(), text()));
+    let nested = WithParams::new(ttl(), WithParams::new(us(), text()));
     assert_eq!(branch.call(nested).await.unwrap(), one);
 
     // A later `.params` of the same type replaces the earlier one.
@@ -69,7 +71,7 @@ async fn reserved_params_are_set_by_type_in_any_order_and_default_when_unset() {
         .params(ProxyParams {
             proxies: Some(vec!["eu".into()]),
         })
-        .params(fresh())
+        .params(ttl())
         .call(text())
         .await
         .unwrap();

@@ -60,12 +60,12 @@ async fn cache_honours_the_ttl_on_a_controllable_clock() {
     tokio::time::advance(Duration::from_secs(15)).await;
     assert_eq!(call().await.unwrap(), json!("HI"));
     assert_eq!(runs.load(Ordering::SeqCst), 2, "recomputed at +20 s");
-    // `exp: 0` bypasses the cache.
+    // `exp: 0` no longer bypasses the cache: it is refused.
     toolset
         .call("shout_cache", json!({"text": "hi", "exp": 0}))
         .await
-        .unwrap();
-    assert_eq!(runs.load(Ordering::SeqCst), 3);
+        .unwrap_err();
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test(start_paused = true)]
@@ -752,4 +752,49 @@ fn operator_config_is_checked_when_binding() {
             "{err:?}"
         );
     }
+}
+
+/// Issue 36, item 6: the model cannot switch the cache off. A caller's `exp`
+/// is at least 1 s: the schema says so, and a smaller one (0 among them) is
+/// refused, naming `exp`, before anything runs, typed and by name; and an
+/// operator's pin must be one the schema admits too.
+#[tokio::test(start_paused = true)]
+async fn a_callers_exp_below_a_second_is_refused_and_never_bypasses_the_cache() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let shout = counted_shout(runs.clone());
+    let toolset = Toolset::new();
+    let (cached,) = toolset
+        .bind((shout.combo().with(Cache::default()),))
+        .unwrap();
+    let schema = toolset.info("shout_cache").unwrap().input_schema;
+    let exp = &schema.get("properties").unwrap()["exp"];
+    assert_eq!(exp["minimum"], json!(1), "{exp}");
+    assert!(!exp["description"].as_str().unwrap().contains("bypass"));
+    toolset
+        .call("shout_cache", json!({"text": "hi"}))
+        .await
+        .unwrap();
+    for exp in [0.0, 0.5] {
+        let by_name = toolset
+            .call("shout_cache", json!({"text": "hi", "exp": exp}))
+            .await
+            .unwrap_err();
+        let typed = cached
+            .call(with_exp(exp, Shout::new("hi")))
+            .await
+            .unwrap_err();
+        for err in [by_name, typed] {
+            assert!(
+                matches!(&err, ToolError::InvalidArguments { field: Some(field), .. } if field == "exp"),
+                "{exp}: {err:?}"
+            );
+            assert!(err.to_string().contains("at least 1"), "{err}");
+        }
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "nothing bypassed the cache");
+    toolset
+        .call("shout_cache", json!({"text": "hi", "exp": 1}))
+        .await
+        .unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "a hit");
 }

@@ -96,7 +96,7 @@ async fn bad_arguments_name_the_tool_and_the_field() {
             .unwrap_err(),
     );
     assert_eq!(field.as_deref(), Some("exp"));
-    assert!(problem.contains(">= 0"), "{problem}");
+    assert!(problem.contains("at least 1"), "{problem}");
 
     // Inside a batch, the path goes through the item.
     let args = json!({"items": [{"text": "a"}, {"text": 1}]});

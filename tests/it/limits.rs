@@ -99,7 +99,7 @@ async fn over_the_rate_the_refusal_says_when_to_retry_and_refusals_are_not_count
     assert!(err.is_transient());
     assert_eq!(
         err.to_string(),
-        "`rate_limit` refused the call to `nap_rate_limit`: over 4 calls per 1s (burst 2); retry after 250 ms"
+        "`rate_limit` refused the call to `nap_rate_limit`: over 4 calls per 1s (bursts of up to 2, then one every 250ms); retry after 250 ms"
     );
 }
 
@@ -166,9 +166,11 @@ async fn a_wait_up_to_the_next_turn_is_admitted_and_a_longer_one_refused() {
     let (toolset, started) = toolset_with(|started| {
         let toolset = Toolset::new();
         toolset
-            .bind((nap(started)
-                .combo()
-                .with(RateLimit::per_second(2).with_wait_up_to(Duration::from_millis(600))),))
+            .bind((nap(started).combo().with(
+                RateLimit::per_second(2)
+                    .with_burst(1)
+                    .with_wait_up_to(Duration::from_millis(600)),
+            ),))
             .unwrap();
         toolset
     });
@@ -534,4 +536,115 @@ async fn a_store_that_cannot_answer_refuses_the_call_transiently() {
         assert!(err.is_transient());
     }
     assert_eq!(started.load(Ordering::SeqCst), 0);
+}
+
+/// Issue 36, item A: a rate of N per period admits N in a period (its burst is
+/// N unless set), and its refusal says what is enforced, burst included; the
+/// same typed, from a manifest, and in the store itself.
+#[tokio::test(start_paused = true)]
+async fn a_rate_of_n_a_period_admits_n_at_once_and_says_what_it_enforces() {
+    let started = Arc::new(AtomicUsize::new(0));
+    let typed = Toolset::new();
+    typed
+        .bind((nap(&started).combo().with(RateLimit::per_second(2)),))
+        .unwrap();
+    let mut registry = Registry::new();
+    registry
+        .register(Configured::<RateLimit>::named("rate_limit"))
+        .unwrap();
+    let from_manifest = Toolset::new();
+    let manifest = Manifest::from_value(&json!({"tools": {"nap": [
+        [{"name": "rate_limit", "config": {"calls": 2}}]
+    ]}}))
+    .unwrap();
+    let tool = nap(&started);
+    for (_, bound) in
+        from_manifest.bind_manifest(&registry, &BaseTools::new().with(&tool), &manifest)
+    {
+        bound.unwrap();
+    }
+    for toolset in [&typed, &from_manifest] {
+        call_as(toolset, None, "nap_rate_limit").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        call_as(toolset, None, "nap_rate_limit").await.unwrap();
+        let err = call_as(toolset, None, "nap_rate_limit").await;
+        let err = err.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "`rate_limit` refused the call to `nap_rate_limit`: over 2 calls per 1s (bursts of up to 2, then one every 500ms); retry after 495 ms"
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+
+    // An explicit burst is kept, and said.
+    let strict = Toolset::new();
+    strict
+        .bind((nap(&started)
+            .combo()
+            .with(RateLimit::per_second(2).with_burst(1)),))
+        .unwrap();
+    call_as(&strict, None, "nap_rate_limit").await.unwrap();
+    let err = call_as(&strict, None, "nap_rate_limit").await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("over 2 calls per 1s (bursts of up to 1, then one every 500ms)"),
+        "{err}"
+    );
+
+    // The store counts the rate as it is built: both stores share `Rate`.
+    let rate = Rate::new(2, Duration::from_secs(1)).unwrap();
+    assert_eq!(
+        (rate.burst(), rate.tolerance()),
+        (2, Duration::from_millis(500))
+    );
+    let store = MemoryLimits::new();
+    let key = LimitKey::new(toolgraft::Name::new("x_rate_limit").unwrap(), None);
+    assert!(store.admit(&key, rate).await.unwrap().is_admitted());
+    assert!(store.admit(&key, rate).await.unwrap().is_admitted());
+    assert_eq!(
+        store.admit(&key, rate).await.unwrap(),
+        Admission::Refused {
+            retry_after: Duration::from_millis(500)
+        }
+    );
+}
+
+/// Issue 36, item A: an operator's numbers out of range are typed errors
+/// naming the field, from a manifest as typed; a burst left out is the rate's.
+#[test]
+fn rate_limit_config_numbers_out_of_range_are_typed_errors() {
+    let started = Arc::new(AtomicUsize::new(0));
+    let mut registry = Registry::new();
+    registry
+        .register(Configured::<RateLimit>::named("rate_limit"))
+        .unwrap();
+    for (config, field) in [
+        (json!({"calls": 5_000_000_000_u64}), "calls"),
+        (json!({"calls": -1}), "calls"),
+        (json!({"calls": 5, "burst": 2_000_000}), "burst"),
+        (json!({"calls": 5, "burst": 5_000_000_000_u64}), "burst"),
+        (json!({"calls": 5, "period_ms": u64::MAX}), "period_ms"),
+        (json!({"calls": 5, "max_wait_ms": u64::MAX}), "max_wait_ms"),
+    ] {
+        let manifest = Manifest::from_value(&json!({"tools": {"nap": [
+            [{"name": "rate_limit", "config": config.clone()}]
+        ]}}))
+        .unwrap();
+        let tool = nap(&started);
+        let mut outcome =
+            Toolset::new().bind_manifest(&registry, &BaseTools::new().with(&tool), &manifest);
+        let err = outcome.remove(0).1.unwrap_err();
+        assert!(
+            matches!(&err, BindError::InvalidConfig { field: f, .. } if f == field),
+            "{config}: {err:?}"
+        );
+    }
+    let config: toolgraft::ext::limit::RateLimitConfig =
+        serde_json::from_value(json!({"calls": 5})).unwrap();
+    assert_eq!(config.burst, None);
+    assert_eq!(
+        RateLimit::per_second(5).rate().unwrap().burst(),
+        5,
+        "a burst left out is the rate's calls"
+    );
 }

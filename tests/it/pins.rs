@@ -44,12 +44,12 @@ fn bind(manifest: &str, calls: &Arc<AtomicUsize>) -> (Toolset, Result<(), BindEr
     (toolset, outcome.remove(0).1)
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_pinned_param_is_not_advertised_refused_from_the_caller_and_always_passed() {
     let calls = Arc::new(AtomicUsize::new(0));
-    // `exp: 0` bypasses the cache: every call runs the body.
+    // `exp: 1` against the default 60: a call 2 s later runs the body again.
     let (toolset, bound) = bind(
-        r#"{"tools": {"search": [[{"name": "cache", "pin": {"exp": 0}}, "timeout"]]}}"#,
+        r#"{"tools": {"search": [[{"name": "cache", "pin": {"exp": 1}}, "timeout"]]}}"#,
         &calls,
     );
     bound.unwrap();
@@ -78,15 +78,16 @@ async fn a_pinned_param_is_not_advertised_refused_from_the_caller_and_always_pas
             .await
             .unwrap();
         assert_eq!(found, json!("tea"));
+        tokio::time::advance(std::time::Duration::from_secs(2)).await;
     }
     assert_eq!(
         calls.load(Ordering::SeqCst),
         3,
-        "the pinned `exp: 0` reached the cache"
+        "the pinned `exp: 1` reached the cache"
     );
     assert_eq!(
         toolset.combos("search").unwrap()[0][0].to_string(),
-        r#"cache pin{"exp":0}"#
+        r#"cache pin{"exp":1}"#
     );
 }
 
@@ -121,7 +122,8 @@ fn a_pin_its_schema_does_not_admit_is_refused_when_bound() {
     let calls = Arc::new(AtomicUsize::new(0));
     for (pin, takes) in [
         (r#"{"exp": "sixty"}"#, "not a string"),
-        (r#"{"exp": -1}"#, "at least 0"),
+        (r#"{"exp": -1}"#, "at least 1"),
+        (r#"{"exp": 0}"#, "at least 1"),
         (r#"{"exp": true}"#, "a number, not a boolean"),
     ] {
         let manifest =
@@ -136,11 +138,167 @@ fn a_pin_its_schema_does_not_admit_is_refused_when_bound() {
         assert!(err.to_string().contains(takes), "{pin}: {err}");
         assert!(toolset.names().is_empty(), "{pin}: nothing bound");
     }
-    for pin in ["60", "1.5", "0"] {
+    for pin in ["60", "1.5", "1"] {
         let manifest = format!(
             r#"{{"tools": {{"search": [[{{"name": "cache", "pin": {{"exp": {pin}}}}}]]}}}}"#
         );
         let (_, bound) = bind(&manifest, &calls);
         bound.unwrap_or_else(|err| panic!("a pin it takes binds: {pin}: {err}"));
     }
+}
+
+fn registry_with_batch() -> Registry {
+    let mut registry = registry();
+    registry
+        .register(toolgraft::runtime::Configured::new(
+            toolgraft::ext::Batch::default(),
+        ))
+        .unwrap();
+    registry
+}
+
+/// Issue 36, item 11: a pin of a layer below a batch lands where that layer's
+/// params live, on each item (not on the batch's own arguments), and an item
+/// that sends it is refused as a caller who sends a pinned param is.
+#[tokio::test(start_paused = true)]
+async fn a_pin_below_a_batch_applies_to_each_item() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let toolset = Toolset::new();
+    let manifest = Manifest::from_json(
+        r#"{"tools": {"search": [[{"name": "cache", "pin": {"exp": 1}}, "batch"]]}}"#,
+    )
+    .unwrap();
+    let bases = BaseTools::new().with(&counted(calls.clone()));
+    let mut outcome = toolset.bind_manifest(&registry_with_batch(), &bases, &manifest);
+    outcome.remove(0).1.unwrap();
+    let schema = toolset.info("search_cache_batch").unwrap().input_schema;
+    let item = &schema.get("properties").unwrap()["items"]["items"];
+    assert!(item["properties"].get("exp").is_none(), "{item}");
+
+    let args = json!({"items": [{"text": "a"}, {"text": "a"}, {"text": "b"}]});
+    for _ in 0..2 {
+        let found = toolset
+            .call("search_cache_batch", args.clone())
+            .await
+            .unwrap();
+        assert_eq!(found, json!(["a", "a", "b"]));
+        tokio::time::advance(std::time::Duration::from_secs(2)).await;
+    }
+    // The pinned `exp: 1` reached the cache of every item: the second `a` of
+    // a call is a hit, and 2 s later (not 60) both run again.
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+
+    let refused = toolset
+        .call(
+            "search_cache_batch",
+            json!({"items": [{"text": "a", "exp": 60}]}),
+        )
+        .await
+        .unwrap_err();
+    let ToolError::InvalidArguments { field, .. } = &refused else {
+        panic!("{refused}")
+    };
+    assert_eq!(field.as_deref(), Some("items[0].exp"), "{refused}");
+    assert!(
+        refused.to_string().contains("the operator pins it"),
+        "{refused}"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+}
+
+/// Issue 36, item 6: an operator hides a reserved param without pinning a
+/// value: it is not advertised (on its branch, above it, and in a batch's
+/// items), a caller who sends it is refused as for a pinned one, and the layer
+/// uses its default. From a manifest, and in code with `ElementSpec::with_hidden`
+/// as pins are with `with_pins`; only reserved params can be hidden.
+#[tokio::test]
+async fn a_hidden_param_is_not_advertised_refused_from_the_caller_and_left_to_its_default() {
+    use toolgraft::runtime::manifest::ElementSpec;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let toolset = Toolset::new();
+    let manifest = Manifest::from_json(
+        r#"{"tools": {"search": [[{"name": "cache", "hide": ["exp"]}, "timeout", "batch"]]}}"#,
+    )
+    .unwrap();
+    let base = counted(calls.clone());
+    let bases = BaseTools::new().with(&base);
+    let mut outcome = toolset.bind_manifest(&registry_with_batch(), &bases, &manifest);
+    outcome.remove(0).1.unwrap();
+    for name in ["search_cache", "search_cache_timeout"] {
+        let schema = toolset.info(name).unwrap().input_schema;
+        assert!(
+            schema.get("properties").unwrap().get("exp").is_none(),
+            "{name}: {schema:?}"
+        );
+        let refused = toolset
+            .call(name, json!({"text": "tea", "exp": 60}))
+            .await
+            .unwrap_err();
+        let ToolError::InvalidArguments { field, .. } = &refused else {
+            panic!("{refused}")
+        };
+        assert_eq!(field.as_deref(), Some("exp"));
+        assert!(
+            refused.to_string().contains("the operator hides it"),
+            "{refused}"
+        );
+    }
+    let schema = toolset
+        .info("search_cache_timeout_batch")
+        .unwrap()
+        .input_schema;
+    let item = &schema.get("properties").unwrap()["items"]["items"];
+    assert!(item["properties"].get("exp").is_none(), "{item}");
+    let refused = toolset
+        .call(
+            "search_cache_timeout_batch",
+            json!({"items": [{"text": "a", "exp": 60}]}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("the operator hides it"),
+        "{refused}"
+    );
+    // The default TTL (60 s) holds: the second call is the cache's.
+    for _ in 0..2 {
+        let found = toolset
+            .call("search_cache_timeout", json!({"text": "tea"}))
+            .await
+            .unwrap();
+        assert_eq!(found, json!("tea"));
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        toolset.combos("search").unwrap()[0][0].to_string(),
+        r#"cache hide["exp"]"#
+    );
+
+    // In code, as pins are: a live change with `ElementSpec::with_hidden`.
+    let other = Toolset::new();
+    other.bind((counted(calls.clone()).combo(),)).unwrap();
+    let hidden = [ElementSpec::named("cache").with_hidden(["exp"])];
+    other
+        .edit()
+        .attach(&registry(), "search", &hidden)
+        .commit()
+        .unwrap();
+    let schema = other.info("search_cache").unwrap().input_schema;
+    assert!(schema.get("properties").unwrap().get("exp").is_none());
+
+    // Only reserved params, and a list of names.
+    let (_, bound) = bind(
+        r#"{"tools": {"search": [[{"name": "cache", "hide": ["ttl"]}]]}}"#,
+        &calls,
+    );
+    let err = bound.unwrap_err();
+    assert!(matches!(err, BindError::HiddenNotReserved { .. }), "{err}");
+    assert_eq!(err.rule(), Some(Rule::ReservedParams));
+    assert!(err.to_string().contains("it reserves: exp"), "{err}");
+    let err = Manifest::from_json(r#"{"tools": {"s": [[{"name": "cache", "hide": "exp"}]]}}"#)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("has a `hide` that is not a list"),
+        "{err}"
+    );
 }

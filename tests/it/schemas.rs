@@ -358,12 +358,21 @@ async fn a_report_batch_carries_values_and_errors() {
     let _ = Shout::new("");
 }
 
-/// What a model reads of a branch's input is one line per description: MCP
-/// clients show a description as it is, and a doc comment's line breaks would
-/// show as breaks mid-sentence. Every built-in that adds to the input schema.
-#[cfg(feature = "proxy")]
+/// What a model reads of a branch is one line per description: MCP clients
+/// show a description as it is, and a doc comment's line breaks would show as
+/// breaks mid-sentence. Every built-in, in what it adds to the input schema and
+/// to the tool's description (the base's is one line).
+#[cfg(all(
+    feature = "proxy",
+    feature = "chain",
+    feature = "approve",
+    feature = "limit"
+))]
 #[test]
-fn the_built_ins_describe_their_params_in_one_line_each() {
+fn the_built_ins_describe_their_params_and_branches_in_one_line_each() {
+    use std::time::Duration;
+    use toolgraft::ext::approve::{Approve, SealKey};
+    use toolgraft::ext::{Chain, Concurrency, OutputSchema, Pool, Proxy, RateLimit, Timeout};
     fn descriptions<'a>(value: &'a Value, found: &mut Vec<&'a str>) {
         match value {
             Value::Object(map) => {
@@ -377,23 +386,41 @@ fn the_built_ins_describe_their_params_in_one_line_each() {
         }
     }
     let toolset = Toolset::new();
+    let key = SealKey::new(vec![7; 32]).unwrap();
+    let typed = OutputSchema::new(json!({"type": "string"})).unwrap();
     toolset
-        .bind((shout()
-            .combo()
-            .with(Cache::default())
-            .with(toolgraft::ext::Proxy::allow(["eu"]))
-            .with(Batch::default())
-            .with(Trace),))
+        .bind((
+            shout()
+                .combo()
+                .with(Cache::default())
+                .with(Proxy::allow(["eu"]))
+                .with(Batch::default())
+                .with(Trace),
+            shout().combo().with(Chain::new(&toolset)).with(typed),
+            shout()
+                .combo()
+                .with(Timeout::new(Duration::from_secs(1)))
+                .with(RateLimit::per_second(5))
+                .with(Concurrency::at_most(2))
+                .with(Pool::new(1).unwrap())
+                .with(Approve::new(key)),
+        ))
         .unwrap();
     let mut checked = 0;
     for name in toolset.names() {
-        let schema = toolset.info(&name).unwrap().input_schema;
+        let info = toolset.info(&name).unwrap();
+        assert!(
+            !info.description.contains('\n'),
+            "{name}: {:?}",
+            info.description
+        );
         let mut found = Vec::new();
-        descriptions(schema.as_value(), &mut found);
+        descriptions(info.input_schema.as_value(), &mut found);
         for description in found {
             checked += 1;
             assert!(!description.contains('\n'), "{name}: {description:?}");
         }
     }
-    assert!(checked >= 4, "the params are described ({checked})");
+    assert!(checked >= 8, "the params are described ({checked})");
+    assert_eq!(toolset.names().len(), 12, "{:?}", toolset.names());
 }

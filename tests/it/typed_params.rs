@@ -57,22 +57,23 @@ async fn batch_items_get_the_params_given_by_type() {
     assert_eq!(texts(batched.call(items()).await.unwrap()), ["a", "a", "b"]);
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 
-    // `exp: 0` on every item: each bypasses the cache.
-    let bypassed = batched
+    // `exp: 0` on the items: the cache refuses it (a caller cannot switch the
+    // cache off), so the params reached it; nothing runs.
+    let refused = batched
         .params(CacheParams { exp: Some(0.0) })
         .call(items())
         .await
-        .unwrap();
-    assert_eq!(texts(bypassed), ["a", "a", "b"]);
-    assert_eq!(runs.load(Ordering::SeqCst), 5);
+        .unwrap_err();
+    assert!(refused.to_string().contains("exp"), "{refused}");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
 
     // By name, the same params in each item: the same effect.
     let args = json!({"items": [
         {"text": "a", "exp": 0}, {"text": "a", "exp": 0}, {"text": "b", "exp": 0},
     ]});
-    let by_name = toolset.call("shout_cache_batch", args).await.unwrap();
-    assert_eq!(by_name, json!(["a", "a", "b"]));
-    assert_eq!(runs.load(Ordering::SeqCst), 8);
+    let by_name = toolset.call("shout_cache_batch", args).await.unwrap_err();
+    assert!(by_name.to_string().contains("exp"), "{by_name}");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -128,9 +129,15 @@ async fn params_flow_through_layers_on_both_sides_of_a_batch() {
         .unwrap();
     branch.call(items()).await.unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 2);
+    // An `exp` the cache refuses: the refusal says the params reached it.
     let params = CacheParams { exp: Some(0.0) };
-    branch.params(params.clone()).call(items()).await.unwrap();
-    assert_eq!(runs.load(Ordering::SeqCst), 5);
+    let refused = branch
+        .params(params.clone())
+        .call(items())
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("exp"), "{refused}");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
     let none = branch
         .params(params)
         .call(BatchInput::<Shout>::sequential(vec![]))
@@ -143,8 +150,9 @@ async fn params_flow_through_layers_on_both_sides_of_a_batch() {
         CacheParams { exp: Some(0.0) },
         Shout::new("a"),
     )]);
-    branch.call(whole).await.unwrap();
-    assert_eq!(runs.load(Ordering::SeqCst), 6);
+    let refused = branch.call(whole).await.unwrap_err();
+    assert!(refused.to_string().contains("exp"), "{refused}");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -161,13 +169,14 @@ async fn batches_of_batches_get_them_at_every_level() {
     let nested = || BatchInput::sequential(vec![items(), items()]);
     branch.call(nested()).await.unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 2);
-    let out = branch
+    // An `exp` the cache refuses reaches it through both batches.
+    let refused = branch
         .params(CacheParams { exp: Some(0.0) })
         .call(nested())
         .await
-        .unwrap();
-    assert_eq!(out.len(), 2);
-    assert_eq!(runs.load(Ordering::SeqCst), 8);
+        .unwrap_err();
+    assert!(refused.to_string().contains("exp"), "{refused}");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -202,22 +211,22 @@ async fn a_chain_first_call_gets_them() {
         assert_eq!(chained.call(call()).await.unwrap(), json!("a"));
     }
     assert_eq!(runs.load(Ordering::SeqCst), 1);
-    let bypass = chained
+    // An `exp` the cache refuses: the refusal says the params reached it.
+    let refused = chained
         .params(CacheParams { exp: Some(0.0) })
         .call(call())
         .await
-        .unwrap();
-    assert_eq!(bypass, json!("a"));
-    assert_eq!(runs.load(Ordering::SeqCst), 2);
+        .unwrap_err();
+    assert!(refused.to_string().contains("exp"), "{refused}");
     let by_name = toolset
         .call(
             "lookup_cache_chain",
             json!({"text": "a", "exp": 0, "next_tool": "next"}),
         )
         .await
-        .unwrap();
-    assert_eq!(by_name, json!("a"));
-    assert_eq!(runs.load(Ordering::SeqCst), 3);
+        .unwrap_err();
+    assert!(by_name.to_string().contains("exp"), "{by_name}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -235,10 +244,11 @@ async fn output_schema_keeps_the_layer_input_so_they_pass() {
         assert_eq!(out, json!("a"));
     }
     assert_eq!(runs.load(Ordering::SeqCst), 1);
-    branch
+    let refused = branch
         .params(CacheParams { exp: Some(0.0) })
         .call(Shout::new("a"))
         .await
-        .unwrap();
-    assert_eq!(runs.load(Ordering::SeqCst), 2);
+        .unwrap_err();
+    assert!(refused.to_string().contains("exp"), "{refused}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
 }

@@ -215,7 +215,9 @@ impl LimitStore for RedisLimits {
         Box::pin(async move {
             let mut connection = self.connection().await?;
             let interval = micros(rate.interval());
-            let tolerance = interval.saturating_mul(u64::from(rate.burst()) - 1);
+            // The rate says the rule (its interval and tolerance), as it does
+            // for the in-process store: this script only keeps the count.
+            let tolerance = micros(rate.tolerance());
             let wait: u64 = self
                 .scripts
                 .admit

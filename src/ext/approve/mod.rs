@@ -110,8 +110,29 @@ pub enum Which {
     Destructive,
 }
 
+/// Whether `approve` notes in its branch's description that it asks (see
+/// [`Approve`]).
+///
+/// ```
+/// use toolgraft::ext::approve::{ApproveConfig, Description};
+/// let config: ApproveConfig = serde_json::from_str(r#"{"description": "unchanged"}"#)?;
+/// assert_eq!(config.description, Description::Unchanged);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Description {
+    /// With `tools: all`, the description ends with " (asks the user to approve
+    /// each call)", on its last line.
+    #[default]
+    Noted,
+    /// The description is the layer's, as it is.
+    Unchanged,
+}
+
 /// The operator's config: `{"tools": "all" | "destructive", "message": "..",
-/// "expiry_secs": 300}`, every field optional.
+/// "expiry_secs": 300, "description": "noted" | "unchanged"}`, every field
+/// optional.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApproveConfig {
@@ -125,6 +146,13 @@ pub struct ApproveConfig {
     /// in seconds: 1 to a day (default 300).
     #[serde(default = "default_expiry_secs")]
     pub expiry_secs: u64,
+    /// Whether the branch's description says that it asks (default: noted).
+    #[serde(default, skip_serializing_if = "is_noted")]
+    pub description: Description,
+}
+
+fn is_noted(description: &Description) -> bool {
+    *description == Description::Noted
 }
 
 fn default_expiry_secs() -> u64 {
@@ -137,6 +165,7 @@ impl Default for ApproveConfig {
             tools: Which::All,
             message: None,
             expiry_secs: default_expiry_secs(),
+            description: Description::Noted,
         }
     }
 }
@@ -208,6 +237,32 @@ impl Entry for Approval {
 }
 
 /// The `approve` wrapper (see the [module docs](self)).
+///
+/// It rewrites its branch's description: with `tools: all` (the default),
+/// `approve` appends " (asks the user to approve each call)" to the running
+/// description, on its last line (trailing whitespace and line breaks dropped
+/// first, so the note never makes a line of its own), because a model reads the
+/// description before it calls and may tell its user what is coming. With
+/// `tools: destructive` it says nothing there, since whether a tool asks
+/// depends on its hints. [`with_description_unchanged`](Approve::with_description_unchanged)
+/// (config `"description": "unchanged"`) keeps the description as it is.
+///
+/// ```
+/// use toolgraft::ext::approve::{Approve, SealKey};
+/// use toolgraft::prelude::*;
+/// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Wipe { disk: String }
+/// let wipe = Tool::builder().name("wipe").description("Wipe a disk.")
+///     .body(|wipe: Wipe| async move { Ok(wipe.disk) }).build()?;
+/// let key = SealKey::new(vec![7; 32])?;
+/// let toolset = Toolset::new();
+/// toolset.bind((wipe.combo().with(Approve::new(key.clone())),))?;
+/// assert_eq!(toolset.info("wipe_approve").unwrap().description,
+///     "Wipe a disk. (asks the user to approve each call)");
+/// let quiet = Toolset::new();
+/// quiet.bind((wipe.combo().with(Approve::new(key).with_description_unchanged()),))?;
+/// assert_eq!(quiet.info("wipe_approve").unwrap().description, "Wipe a disk.");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct Approve {
     key: SealKey,
@@ -241,6 +296,20 @@ impl Approve {
             tool: None,
             needed: true,
         }
+    }
+
+    /// The same, keeping the branch's description as the layer's: no note
+    /// that it asks (see [`Approve`]).
+    ///
+    /// ```
+    /// use toolgraft::ext::approve::{Approve, SealKey};
+    /// let approve = Approve::new(SealKey::new(vec![7; 32])?).with_description_unchanged();
+    /// # let _ = approve;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_description_unchanged(mut self) -> Self {
+        self.config.description = Description::Unchanged;
+        self
     }
 
     /// The same, writing used approvals down in `ledger` (one a fleet shares).
@@ -431,9 +500,17 @@ impl crate::Extension for Approve {
 
     fn describe(&self, running: &str) -> Option<String> {
         // Said only where it holds for every tool: the description is read before
-        // the branch (and its annotations) is.
-        (self.config.tools == Which::All)
-            .then(|| format!("{running} (asks the user to approve each call)"))
+        // the branch (and its annotations) is. On the description's last line:
+        // MCP clients show a description as it is, and a note on a line of its
+        // own reads as part of something else.
+        (self.config.tools == Which::All && self.config.description == Description::Noted).then(
+            || {
+                format!(
+                    "{} (asks the user to approve each call)",
+                    running.trim_end()
+                )
+            },
+        )
     }
 
     fn config(&self) -> Option<Value> {

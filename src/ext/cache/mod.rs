@@ -132,7 +132,13 @@ impl Default for CacheConfig {
     }
 }
 
-/// The caller's side: the `exp` reserved param.
+/// The caller's side: the `exp` reserved param, at least 1 (seconds). A
+/// caller cannot switch the cache off: a smaller `exp`, 0 among them, is refused
+/// with [`ToolError::InvalidArguments`] naming `exp` before the layer below
+/// runs, typed or by name, and an operator's pin must be one the schema admits
+/// too. An operator who wants no caching leaves the cache off, or sets its
+/// `default_ttl_secs` to 0 and hides `exp` (rule `reserved-params` in the
+/// [rulebook](crate::rulebook)).
 ///
 /// ```
 /// let params: toolgraft::ext::CacheParams = serde_json::from_str(r#"{"exp": 30}"#)?;
@@ -141,16 +147,32 @@ impl Default for CacheConfig {
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CacheParams {
-    /// Seconds a result stays fresh (0 bypasses the cache); defaults to the
-    /// operator's TTL.
+    /// Seconds a result stays fresh, at least 1; defaults to the operator's
+    /// TTL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     // One line for the model: MCP clients show a description as it is.
     #[schemars(
         with = "f64",
-        range(min = 0),
-        description = "Seconds a result stays fresh (0 bypasses the cache); defaults to the operator's TTL."
+        range(min = 1),
+        description = "Seconds a result stays fresh, at least 1; defaults to the operator's TTL."
     )]
     pub exp: Option<f64>,
+}
+
+/// The least `exp` a caller may send: less would let the model switch the
+/// cache off (0 bypassed it) or make it keep nothing worth keeping.
+const MIN_EXP_SECS: f64 = 1.0;
+
+/// A caller's `exp` as a TTL: the one check of it, for JSON and typed params
+/// alike (checked where the cache runs, so params copied for each item of a
+/// batch are refused per item, naming `exp`).
+fn callers_ttl(exp: f64) -> Result<Option<Duration>, String> {
+    if exp.is_nan() || exp < MIN_EXP_SECS {
+        return Err(format!(
+            "must be at least {MIN_EXP_SECS} (seconds), not {exp}: the caller cannot switch the cache off"
+        ));
+    }
+    ttl_of(exp)
 }
 
 impl Params for CacheParams {}
@@ -395,8 +417,11 @@ impl<S: Cacheable> Wrap<S> for Cache {
                     next.branch()
                 ),
             })?;
-        let ttl = ttl_of(params.exp.unwrap_or(self.config.default_ttl_secs))
-            .map_err(|problem| ArgsError::field("exp", problem).for_tool(next.branch()))?;
+        let ttl = match params.exp {
+            Some(exp) => callers_ttl(exp),
+            None => ttl_of(self.config.default_ttl_secs),
+        }
+        .map_err(|problem| ArgsError::field("exp", problem).for_tool(next.branch()))?;
         if ttl == Some(Duration::ZERO) {
             return next.call(input).await;
         }

@@ -233,7 +233,9 @@ impl MemoryLimits {
 
 impl Tracked {
     fn new(rate: Rate, now: std::time::Instant) -> Self {
-        // A `Rate` spaces calls at least 1 µs apart: never a zero period.
+        // A `Rate` spaces calls at least 1 µs apart: never a zero period. This
+        // quota is GCRA with the rate's interval and tolerance (`interval ×
+        // (burst − 1)`), as a fleet's store runs it: the rate says the rule.
         let quota = Quota::with_period(rate.interval())
             .unwrap_or_else(|| Quota::per_second(NonZeroU32::MAX))
             .allow_burst(rate.burst_nonzero());

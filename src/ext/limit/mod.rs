@@ -253,6 +253,7 @@ impl Lease {
 /// let key = LimitKey::new(Name::new("search_rate_limit")?, None);
 /// let rate = Rate::new(2, Duration::from_secs(1))?;
 /// assert_eq!(store.admit(&key, rate).await?, Admission::Admitted);
+/// assert_eq!(store.admit(&key, rate).await?, Admission::Admitted);
 /// assert_eq!(store.admit(&key, rate).await?, Admission::Refused { retry_after: Duration::from_millis(500) });
 ///
 /// let lease = store.acquire(&key, 1, Duration::from_secs(30)).await?.expect("a permit");
@@ -262,8 +263,10 @@ impl Lease {
 /// # Ok(()) }
 /// ```
 pub trait LimitStore: fmt::Debug + Send + Sync + 'static {
-    /// Counts one call of `key` against `rate` (GCRA): [`Admission::Admitted`]
-    /// if it fits, or how long until one would.
+    /// Counts one call of `key` against `rate` (GCRA with the rate's
+    /// [`interval`](Rate::interval) and [`tolerance`](Rate::tolerance), which say
+    /// the rule: a store only keeps the count): [`Admission::Admitted`] if it
+    /// fits, or how long until one would.
     fn admit<'a>(&'a self, key: &'a LimitKey, rate: Rate) -> StoreFuture<'a, Admission>;
 
     /// Takes one of `max` permits of `key`, for `ttl`: `None` when all are

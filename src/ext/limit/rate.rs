@@ -25,15 +25,24 @@ const MAX_PERIOD: Duration = Duration::from_secs(24 * 60 * 60);
 /// The shortest spacing of two calls a rate may ask.
 const MIN_INTERVAL: Duration = Duration::from_micros(1);
 
-/// A checked rate: `calls` per `per`, evenly spaced (one every
-/// [`interval`](Rate::interval)), of which `burst` may come at once after a
-/// quiet spell. What a [`LimitStore`] counts against.
+/// A checked rate: `calls` per `per`, of which `burst` (`calls` unless set) may
+/// come at once after a quiet spell, then one every [`interval`](Rate::interval)
+/// (`per / calls`). What a [`LimitStore`] counts against, and the one place its
+/// rule lives: a store runs GCRA with this [`interval`](Rate::interval) and
+/// [`tolerance`](Rate::tolerance), whatever it keeps its counts in, so every
+/// store admits the same calls.
+///
+/// A rate of 2 a second admits 2 calls at once, then one every 500 ms; with a
+/// burst of 1 it admits one every 500 ms, never two at once.
 ///
 /// ```
 /// use std::time::Duration;
 /// use toolgraft::ext::limit::Rate;
-/// let rate = Rate::new(5, Duration::from_secs(1))?.with_burst(10)?;
-/// assert_eq!((rate.interval(), rate.burst()), (Duration::from_millis(200), 10));
+/// let rate = Rate::new(5, Duration::from_secs(1))?;
+/// assert_eq!((rate.interval(), rate.burst()), (Duration::from_millis(200), 5));
+/// let bursty = rate.with_burst(10)?;
+/// assert_eq!(bursty.tolerance(), Duration::from_millis(1800));
+/// assert_eq!(bursty.to_string(), "5 calls per 1s (bursts of up to 10, then one every 200ms)");
 /// assert_eq!(Rate::new(0, Duration::from_secs(1)).unwrap_err().field, "calls");
 /// # Ok::<(), toolgraft::extension::ConfigError>(())
 /// ```
@@ -45,8 +54,9 @@ pub struct Rate {
 }
 
 impl Rate {
-    /// `calls` per `per`, with a burst of 1: 1 to 1,000,000 calls, per 1 ms to
-    /// a day, at most one call a microsecond.
+    /// `calls` per `per`, with a burst of `calls` (a period's calls may come at
+    /// once): 1 to 1,000,000 calls, per 1 ms to a day, at most one call a
+    /// microsecond.
     pub fn new(calls: u32, per: Duration) -> Result<Self, ConfigError> {
         if calls == 0 || calls > MAX_CALLS {
             return Err(ConfigError::new(
@@ -65,7 +75,8 @@ impl Rate {
         let rate = Self {
             calls,
             per,
-            burst: NonZeroU32::MIN,
+            // `calls` is 1 or more here.
+            burst: NonZeroU32::new(calls).unwrap_or(NonZeroU32::MIN),
         };
         if rate.interval() < MIN_INTERVAL {
             return Err(ConfigError::new(
@@ -112,6 +123,30 @@ impl Rate {
     pub fn interval(&self) -> Duration {
         self.per / self.calls
     }
+
+    /// How far ahead of the rate a key may run (GCRA's tolerance): `interval ×
+    /// (burst − 1)`. A call is admitted when the key's theoretical arrival time
+    /// is at most this far from now.
+    pub fn tolerance(&self) -> Duration {
+        self.interval().saturating_mul(self.burst.get() - 1)
+    }
+}
+
+/// The rate as a refusal states it: what is enforced, burst included.
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let calls = match self.calls {
+            1 => "1 call".to_owned(),
+            calls => format!("{calls} calls"),
+        };
+        write!(
+            f,
+            "{calls} per {:?} (bursts of up to {}, then one every {:?})",
+            self.per,
+            self.burst,
+            self.interval()
+        )
+    }
 }
 
 /// The operator's side of a rate limit.
@@ -120,7 +155,7 @@ impl Rate {
 /// |---|---|---|
 /// | `calls` | (required) | 1 to 1,000,000 a period |
 /// | `period_ms` | 1,000 | 1 ms to a day |
-/// | `burst` | 1 | 1 to 1,000,000 |
+/// | `burst` | `calls` | 1 to 1,000,000 |
 /// | `per_principal` | `false` | a limit per caller, or one for all |
 /// | `max_wait_ms` | 0 (refuse at once) | up to [`MAX_WAIT`](super::MAX_WAIT) |
 /// | `max_keys` | 10,000 | 1 to [`MAX_KEYS`](super::MAX_KEYS) (in-process store) |
@@ -128,7 +163,7 @@ impl Rate {
 /// ```
 /// let config: toolgraft::ext::limit::RateLimitConfig =
 ///     serde_json::from_str(r#"{"calls": 5, "burst": 10, "per_principal": true}"#)?;
-/// assert_eq!((config.calls, config.period_ms, config.burst), (5, 1000, 10));
+/// assert_eq!((config.calls, config.period_ms, config.burst), (5, 1000, Some(10)));
 /// assert!(serde_json::from_str::<toolgraft::ext::limit::RateLimitConfig>(r#"{"calls": 5, "rate": 1}"#).is_err());
 /// # Ok::<(), serde_json::Error>(())
 /// ```
@@ -140,10 +175,10 @@ pub struct RateLimitConfig {
     /// The period, in milliseconds.
     #[serde(default = "second")]
     pub period_ms: u64,
-    /// How many calls may come at once after a quiet spell: with a burst of
-    /// `b`, a period sees at most `calls + b - 1`.
-    #[serde(default = "one")]
-    pub burst: u32,
+    /// How many calls may come at once after a quiet spell (`calls` when
+    /// left out): with a burst of `b`, a period sees at most `calls + b - 1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u32>,
     /// A limit per caller (the call context's principal), or one for all.
     #[serde(default)]
     pub per_principal: bool,
@@ -161,10 +196,6 @@ fn second() -> u64 {
     1000
 }
 
-fn one() -> u32 {
-    1
-}
-
 fn max_keys() -> usize {
     MemoryLimits::DEFAULT_MAX_KEYS
 }
@@ -173,9 +204,11 @@ fn max_keys() -> usize {
 /// governor in process), per caller with [`with_per_principal`](RateLimit::with_per_principal);
 /// over it, [`ToolError::Overloaded`] with the exact time to retry.
 ///
-/// Calls are evenly spaced, one every `period / calls`; a
-/// [`with_burst`](RateLimit::with_burst) of `b` lets `b` come at once after a quiet spell
-/// (so a period sees at most `calls + b - 1`). Refused calls are not counted.
+/// A period's `calls` may come at once after a quiet spell, then one every
+/// `period / calls` (GCRA, as a [`Rate`] says); a
+/// [`with_burst`](RateLimit::with_burst) of `b` lets `b` come at once instead (so a
+/// period sees at most `calls + b - 1`; 1 spaces every call). A refusal says the
+/// rate as enforced, burst included. Refused calls are not counted.
 /// By default a call over the limit is refused at once;
 /// [`with_wait_up_to`](RateLimit::with_wait_up_to) lets it wait for its turn when that
 /// comes soon enough.
@@ -198,8 +231,10 @@ fn max_keys() -> usize {
 /// toolset.bind((ping.combo().with(RateLimit::per_second(2).with_per_principal()),))?;
 ///
 /// toolset.call("ping_rate_limit", json!({})).await?;
+/// toolset.call("ping_rate_limit", json!({})).await?; // 2 a second: both at once
 /// let err = toolset.call("ping_rate_limit", json!({})).await.unwrap_err();
 /// assert!(matches!(err, ToolError::Overloaded { retry_after: Some(after), .. } if after == Duration::from_millis(500)));
+/// assert!(err.to_string().contains("over 2 calls per 1s (bursts of up to 2, then one every 500ms) for this caller"));
 /// assert!(err.is_transient());
 /// tokio::time::sleep(Duration::from_millis(500)).await;
 /// toolset.call("ping_rate_limit", json!({})).await?;
@@ -212,21 +247,23 @@ pub struct RateLimit {
 }
 
 impl RateLimit {
-    /// `calls` per `per`, burst 1, one limit for all callers; checked when bound.
+    /// `calls` per `per` (all of which may come at once unless
+    /// [`with_burst`](RateLimit::with_burst) says), one limit for all callers;
+    /// checked when bound.
     ///
     /// ```
     /// use std::time::Duration;
     /// use toolgraft::Extension;
     /// let limit = toolgraft::ext::RateLimit::new(100, Duration::from_secs(60));
     /// assert_eq!(limit.config(), Some(serde_json::json!({"calls": 100, "period_ms": 60000,
-    ///     "burst": 1, "per_principal": false, "max_wait_ms": 0, "max_keys": 10000})));
+    ///     "per_principal": false, "max_wait_ms": 0, "max_keys": 10000})));
     /// ```
     pub fn new(calls: u32, per: Duration) -> Self {
         Self {
             config: RateLimitConfig {
                 calls,
                 period_ms: millis(per),
-                burst: 1,
+                burst: None,
                 per_principal: false,
                 max_wait_ms: 0,
                 max_keys: MemoryLimits::DEFAULT_MAX_KEYS,
@@ -255,9 +292,16 @@ impl RateLimit {
         Self::new(calls, Duration::from_secs(60))
     }
 
-    /// Lets `burst` calls come at once after a quiet spell.
+    /// Lets `burst` calls come at once after a quiet spell, rather than the
+    /// rate's `calls` (1 to 1,000,000, checked when bound).
+    ///
+    /// ```
+    /// let rate = toolgraft::ext::RateLimit::per_second(5).with_burst(1).rate()?;
+    /// assert_eq!(rate.burst(), 1);
+    /// # Ok::<(), toolgraft::extension::ConfigError>(())
+    /// ```
     pub fn with_burst(mut self, burst: u32) -> Self {
-        self.config.burst = burst;
+        self.config.burst = Some(burst);
         self
     }
 
@@ -336,11 +380,14 @@ impl RateLimit {
     /// # Ok::<(), toolgraft::extension::ConfigError>(())
     /// ```
     pub fn rate(&self) -> Result<Rate, ConfigError> {
-        Rate::new(
+        let rate = Rate::new(
             self.config.calls,
             Duration::from_millis(self.config.period_ms),
-        )?
-        .with_burst(self.config.burst)
+        )?;
+        match self.config.burst {
+            Some(burst) => rate.with_burst(burst),
+            None => Ok(rate),
+        }
     }
 
     fn reason(&self, rate: &Rate) -> String {
@@ -349,15 +396,7 @@ impl RateLimit {
         } else {
             ""
         };
-        let calls = match rate.calls() {
-            1 => "1 call".to_owned(),
-            calls => format!("{calls} calls"),
-        };
-        format!(
-            "over {calls} per {:?}{whom} (burst {})",
-            rate.per(),
-            rate.burst()
-        )
+        format!("over {rate}{whom}")
     }
 }
 

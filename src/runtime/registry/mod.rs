@@ -34,7 +34,7 @@ use crate::kind::ExtensionKind;
 use crate::limits::{Limits, deeper_than};
 use crate::name::Name;
 use crate::runtime::manifest::ElementSpec;
-use crate::stack::erased::DynStack;
+use crate::stack::erased::{DynStack, Withheld};
 use factory::Factory;
 
 /// Extensions by name.
@@ -217,6 +217,10 @@ impl Registry {
             let (mut element, stack) =
                 factory.apply(name, written.as_ref(), draft.running(), below.clone());
             element.pinned = spec.pin.clone().filter(|pins| !pins.is_empty());
+            element.hidden = spec.hide.clone().filter(|hidden| !hidden.is_empty());
+            let stack = stack.map(|stack| {
+                Withheld::around(stack, element.pinned.clone(), element.hidden.clone())
+            });
             if let Some(stack) = &stack {
                 below = DynStack::erased(element.branch.clone(), stack.clone());
             }

@@ -440,3 +440,56 @@ fn two_replicas_hold_one_fleet_wide_rate_limit_against_three_callers() {
         fleet.total()
     );
 }
+
+/// Issue 36, item A: Redis admits what the process's store admits, from the
+/// one rule a `Rate` says: N a period with no burst set admits N at once, an
+/// explicit burst is kept, and both say the same wait. Counts, not timings:
+/// the calls come within a few milliseconds of each other, the rates' spacing
+/// is 500 ms and more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_admits_what_the_process_store_admits_for_the_same_rate() {
+    use toolgraft::Name;
+    use toolgraft::ext::limit::{Admission, LimitKey, LimitStore, Rate};
+    let env = crate::support::Env::redis("same_rate").await;
+    let redis = RedisLimits::new(&env.url)
+        .unwrap()
+        .with_prefix(env.queue.clone());
+    let memory = MemoryLimits::new();
+    let second = Duration::from_secs(1);
+    let rates = [
+        ("2/s", Rate::new(2, second).unwrap(), 2),
+        (
+            "2/s, burst 1",
+            Rate::new(2, second).unwrap().with_burst(1).unwrap(),
+            1,
+        ),
+        (
+            "1/s, burst 3",
+            Rate::new(1, second).unwrap().with_burst(3).unwrap(),
+            3,
+        ),
+    ];
+    for (what, rate, admitted) in rates {
+        for store in [&redis as &dyn LimitStore, &memory] {
+            let key = LimitKey::new(Name::new(format!("x_{}", rate.burst())).unwrap(), None);
+            let mut answers = Vec::new();
+            for _ in 0..admitted + 1 {
+                answers.push(store.admit(&key, rate).await.unwrap());
+            }
+            let (first, last) = answers.split_at(admitted);
+            assert!(
+                first.iter().all(Admission::is_admitted),
+                "{what} {store:?}: {answers:?}"
+            );
+            let Admission::Refused { retry_after } = last[0] else {
+                panic!("{what} {store:?}: {answers:?}");
+            };
+            // The wait is one interval less the few ms the calls took.
+            assert!(
+                retry_after <= rate.interval()
+                    && retry_after > rate.interval() - Duration::from_millis(100),
+                "{what} {store:?}: {retry_after:?}"
+            );
+        }
+    }
+}
