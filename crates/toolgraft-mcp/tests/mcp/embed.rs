@@ -265,13 +265,11 @@ async fn progress_from_a_pool_thread_reaches_the_client_in_order_before_the_repl
     // client's handler to have run them all.
     tokio::time::sleep(Duration::from_millis(50)).await;
     let progress = client.service().progress.lock().unwrap().clone();
+    // Reported in a tight loop: folded into the newest (`PROGRESS_EVERY`), the
+    // last of which goes before the reply.
     let seen: Vec<_> = progress.iter().map(|p| (p.progress, p.total)).collect();
-    assert_eq!(
-        seen,
-        (1..=5)
-            .map(|step| (f64::from(step), Some(5.0)))
-            .collect::<Vec<_>>()
-    );
+    assert_eq!(seen.last(), Some(&(5.0, Some(5.0))), "{seen:?}");
+    assert!(seen.windows(2).all(|pair| pair[0].0 < pair[1].0), "in order: {seen:?}");
     // rmcp's client sends a token of its own making in place of ours: one for
     // the whole call.
     let token = &progress[0].progress_token;
@@ -279,7 +277,7 @@ async fn progress_from_a_pool_thread_reaches_the_client_in_order_before_the_repl
         progress.iter().all(|p| &p.progress_token == token),
         "{progress:?}"
     );
-    assert_eq!(progress[4].message.as_deref(), Some("step 5"));
+    assert_eq!(progress.last().unwrap().message.as_deref(), Some("step 5"));
 
     client.cancel().await.unwrap();
 }
