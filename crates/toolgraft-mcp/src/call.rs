@@ -244,6 +244,28 @@ pub(crate) struct Brought {
     pub deferral: Option<toolgraft::relocation::Deferral>,
     /// The handler of the session the call came in.
     pub handler: Option<SessionHandler>,
+    /// The session, for a tool whose answers are the session's: a cache keys on it.
+    pub session: Option<Session>,
+}
+
+/// A connection's session, as a context entry a cache keys on: set for the
+/// calls of tools imported [per session](crate::import::per_session), whose
+/// answers are the session's, so that no session reads another's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub(crate) struct Session(u64);
+
+impl Session {
+    /// One no other connection of this process has had.
+    pub(crate) fn new() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        Self(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+impl Entry for Session {
+    const NAME: &'static str = "toolgraft_mcp.session";
+    type Travel = toolgraft::context::Stays;
+    type Key = toolgraft::context::Keyed;
 }
 
 /// A session's handler, whatever its type: what [`McpCall::handler`] finds.
@@ -388,6 +410,9 @@ pub(crate) async fn serve<F: Future>(
     }
     if let Some(deferral) = brought.deferral.clone() {
         context = context.with(deferral);
+    }
+    if let Some(session) = brought.session {
+        context = context.with(session);
     }
     let came = Arc::new(Came { request, brought });
     context = context.with(Asker::new(McpAsk(came.clone())));

@@ -150,6 +150,15 @@ pub fn per_session<S: Send + Sync + 'static>(
     imported(router, |route| import(route, Instance::Session))
 }
 
+/// The `_meta` key, `true` on a tool imported [`per_session`]: its answers are
+/// the session's. A cache on it keeps one answer per session (the server keys
+/// its calls by their session), so no session reads another's.
+///
+/// ```
+/// assert_eq!(toolgraft_mcp::import::PER_SESSION_META, "toolgraft/perSession");
+/// ```
+pub const PER_SESSION_META: &str = "toolgraft/perSession";
+
 /// The enabled routes of `router`, sorted by name, each made a tool by `make`.
 fn imported<S: Send + Sync + 'static>(
     router: ToolRouter<S>,
@@ -310,6 +319,7 @@ fn import<S: Send + Sync + 'static>(
         None => McpContent::json_schema(&mut SchemaGenerator::default()),
     };
     let call = route.call.clone();
+    let per_session = matches!(instance, Instance::Session);
     let body = move |args: Args| {
         let (call, instance, name) = (call.clone(), instance.clone(), name.clone());
         async move {
@@ -327,6 +337,16 @@ fn import<S: Send + Sync + 'static>(
             outcome(response, structured)
         }
     };
+    let mut presentation = presentation_of(attr);
+    if per_session {
+        let meta = presentation
+            .extra
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert(PER_SESSION_META.to_owned(), Value::Bool(true));
+        }
+    }
     DynTool::builder()
         .name(attr.name.as_ref())
         .description(attr.description.as_deref().unwrap_or_default())
@@ -334,7 +354,7 @@ fn import<S: Send + Sync + 'static>(
             &attr.input_schema,
         )))
         .output_schema(output_schema)
-        .presentation(presentation_of(attr))
+        .presentation(presentation)
         .body(body)
         .build()
         .map_err(|source| ImportError {

@@ -229,6 +229,7 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
             progress: None,
             deferral: None,
             handler: Some(self.handler.clone()),
+            session: self.session_of(&request.name),
         };
         // Boxed: the call's state is kilobytes, which rmcp's spawn of each request
         // would copy (see `import::future_sizes`).

@@ -94,6 +94,9 @@ pub struct ToolsetServer<H = ToolsOnly> {
     connection: watch::Sender<()>,
     /// The tasks of every session, when the server makes them.
     tasks: Option<Arc<Table>>,
+    /// This connection's, unique in the process: what keys the calls of tools
+    /// imported per session.
+    session: crate::call::Session,
 }
 
 impl<H> std::fmt::Debug for ToolsetServer<H> {
@@ -239,6 +242,7 @@ impl Shared {
             listings: self.listings,
             connection: watch::channel(()).0,
             tasks: self.tasks,
+            session: crate::call::Session::new(),
         }
     }
 }

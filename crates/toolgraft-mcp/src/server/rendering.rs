@@ -39,6 +39,9 @@ pub(super) struct Renderings {
     /// without tasks): read once per name and version, so a call that is no
     /// task looks up nothing of the tasks' settings, nor of the client's.
     pub(super) support: TaskSupport,
+    /// Imported [per session](crate::import::per_session): its calls are keyed
+    /// by their session.
+    pub(super) per_session: bool,
 }
 
 impl Renderings {
@@ -58,6 +61,12 @@ impl Renderings {
             support: tasks.map_or(TaskSupport::Never, |tasks| {
                 tasks.settings().support_of(name, relocated)
             }),
+            per_session: info
+                .presentation
+                .extra
+                .get("_meta")
+                .and_then(|meta| meta.get(crate::import::PER_SESSION_META))
+                == Some(&serde_json::Value::Bool(true)),
         }
     }
 
@@ -85,6 +94,14 @@ pub(super) fn deferring_backend(info: &ToolInfo) -> Option<&Name> {
 impl<H> ToolsetServer<H> {
     /// How results of `name` are answered for a client on `shape`, as the
     /// toolset is now.
+    /// The session a call of `name` is keyed by, when `name` is a tool imported
+    /// per session.
+    pub(super) fn session_of(&self, name: &str) -> Option<crate::call::Session> {
+        self.renderings(name)
+            .is_some_and(|renderings| renderings.per_session)
+            .then_some(self.session)
+    }
+
     pub(super) fn rendering(&self, name: &str, shape: OutputShape) -> Rendering {
         self.renderings(name)
             .map_or(Rendering::Text, |renderings| renderings.for_shape(shape))

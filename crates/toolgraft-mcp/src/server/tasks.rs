@@ -65,6 +65,7 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
             let arguments = arguments_of(&request.arguments);
             let progress = reserved.progress.clone();
             let handler: call::SessionHandler = self.handler.clone();
+            let session = self.session_of(&request.name);
             move |responses, state| call::Brought {
                 responses,
                 state,
@@ -73,6 +74,7 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
                 progress: Some(progress.clone()),
                 deferral: None,
                 handler: Some(handler.clone()),
+                session,
             }
         };
         let mut running = run(
@@ -134,6 +136,7 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
             progress: None,
             deferral: Some(Deferral::offer(tasks.settings().follower_keys())),
             handler: Some(self.handler.clone()),
+            session: self.session_of(&name),
         };
         let call = self.toolset.call_published(&name, arguments);
         let outcome = call::serve(context, brought, call).await;

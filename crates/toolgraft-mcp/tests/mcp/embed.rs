@@ -269,7 +269,10 @@ async fn progress_from_a_pool_thread_reaches_the_client_in_order_before_the_repl
     // last of which goes before the reply.
     let seen: Vec<_> = progress.iter().map(|p| (p.progress, p.total)).collect();
     assert_eq!(seen.last(), Some(&(5.0, Some(5.0))), "{seen:?}");
-    assert!(seen.windows(2).all(|pair| pair[0].0 < pair[1].0), "in order: {seen:?}");
+    assert!(
+        seen.windows(2).all(|pair| pair[0].0 < pair[1].0),
+        "in order: {seen:?}"
+    );
     // rmcp's client sends a token of its own making in place of ours: one for
     // the whole call.
     let token = &progress[0].progress_token;

@@ -325,7 +325,10 @@ impl Counter {
         count.to_string()
     }
 
-    #[tool(description = "Get the current counter value")]
+    #[tool(
+        description = "Get the current counter value",
+        annotations(read_only_hint = true)
+    )]
     async fn get_value(&self) -> String {
         self.count.lock().unwrap().to_string()
     }
@@ -357,7 +360,7 @@ async fn tools_imported_per_session_run_on_each_sessions_handler() {
     toolset
         .bind_in_place((
             tools["increment"].combo().with(toolgraft::ext::Trace),
-            tools["get_value"].combo(),
+            tools["get_value"].combo().with(Cache::default()),
         ))
         .unwrap();
     let template = ToolsetServer::new(toolset.clone());
@@ -366,6 +369,8 @@ async fn tools_imported_per_session_run_on_each_sessions_handler() {
     assert_eq!(text_of(&first, "increment").await, "1");
     assert_eq!(text_of(&first, "increment").await, "2");
     assert_eq!(text_of(&first, "get_value").await, "2");
+    // The cache keeps one answer per session: the first session's is not the
+    // second's (no principal tells them apart here).
     assert_eq!(
         text_of(&second, "get_value").await,
         "0",
@@ -373,6 +378,19 @@ async fn tools_imported_per_session_run_on_each_sessions_handler() {
     );
     assert_eq!(text_of(&second, "increment").await, "1");
     assert_eq!(text_of(&first, "get_value").await, "2");
+
+    let listed = within("listing", first.list_all_tools()).await.unwrap();
+    let meta = listed
+        .iter()
+        .find(|tool| tool.name == "get_value")
+        .unwrap()
+        .meta
+        .clone();
+    assert_eq!(
+        meta.unwrap().get(import::PER_SESSION_META),
+        Some(&json!(true)),
+        "clients are told the answers are the session's"
+    );
 
     // Where no session's `Counter` is, the call says so and runs nothing.
     let refused = toolset.call("increment", json!({})).await.unwrap_err();
