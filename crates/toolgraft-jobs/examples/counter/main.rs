@@ -65,7 +65,7 @@ async fn main() -> Result<(), Error> {
         .with_writer(std::io::stderr)
         .init();
     let remote =
-        Remote::new(&option("--jobs").unwrap_or_else(default_jobs))?.with_queue("counter")?;
+        Remote::new(option("--jobs").unwrap_or_else(default_jobs))?.with_queue("counter")?;
     let toolset = toolset(&remote)?;
     let mut template = ToolsetServer::new(toolset.clone());
     // `--refuse-unknown-arguments`: a property a tool's schema does not name is
