@@ -1137,3 +1137,79 @@ async fn an_initialize_of_the_sessionless_protocol_counts_against_the_caps() {
     assert_eq!(full.headers()["retry-after"], "30");
     within("shutdown", server.shutdown()).await.unwrap();
 }
+
+/// Issue 36, item 8: MCP says a cancelled request gets no response. A call
+/// the client cancels (`notifications/cancelled`) is stopped, and its stream
+/// ends with the progress it had, and no result or error for its id.
+#[tokio::test]
+async fn a_cancelled_call_gets_no_response() {
+    #[derive(Deserialize, JsonSchema)]
+    struct Nothing {}
+    static STARTED: Notify = Notify::const_new();
+    let slow = Tool::builder()
+        .name("slow")
+        .description("Take ten seconds.")
+        .read_only()
+        .body(|_: Nothing| async move {
+            toolgraft::context::report_progress(toolgraft::context::Progress::new(1.0));
+            STARTED.notify_one();
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            Ok("finished")
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset.bind((slow.combo(),)).unwrap();
+    let serving = serve(mcp(&toolset, Guard::off())).await;
+    let url = serving.url();
+    let opened = raw_initialize(&url, &[]).await;
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let post = |body: Value| {
+        reqwest::Client::new()
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", ACCEPT)
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body)
+            .send()
+    };
+    within(
+        "initialized",
+        post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})),
+    )
+    .await
+    .unwrap();
+    let started = STARTED.notified();
+    // Whatever came before the cancellation (progress, perhaps) is all there is.
+    let call = tokio::spawn(post(json!({
+        "jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": 9}}
+    })));
+    within("the body starts", started).await;
+    let cancelled = post(json!({
+        "jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 5, "reason": "changed my mind"}
+    }));
+    assert_eq!(within("cancel", cancelled).await.unwrap().status(), 202);
+    let answer = within("the call's stream", call).await.unwrap().unwrap();
+    let body = within("the stream ends", answer.text()).await.unwrap();
+    let messages: Vec<Value> = body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .collect();
+    assert!(
+        messages.iter().all(|message| message.get("id").is_none()),
+        "no response for the cancelled call: {messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .all(|message| message["method"] == "notifications/progress"),
+        "{body}"
+    );
+}
