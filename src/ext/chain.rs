@@ -1,4 +1,4 @@
-//! `chain`: runs the layer below, then another bound tool, by name, on (a selection
+//! `chain`: runs the layer below, then another tool, by a name the toolset publishes, on (a selection
 //! of) the first result.
 
 use schemars::Schema;
@@ -546,11 +546,14 @@ impl<S: Stack> Stack for Chained<S> {
                 "the toolset it chains in is gone".to_owned(),
             )
         })?;
-        if !toolset.contains(&input.next_tool) {
-            let problem = format!("`{}` is not a bound tool", shorten(&input.next_tool));
+        // A name the caller could call itself: a published one, which runs the
+        // bound name behind it with its layers. A hidden name (a base whose
+        // combo is published in its place) is not the caller's to reach.
+        let Some(next) = toolset.resolve(&input.next_tool) else {
+            let problem = format!("`{}` is not a published tool", shorten(&input.next_tool));
             return Err(ArgsError::field("next_tool", problem).for_tool(&self.branch));
-        }
-        if self.runs_again(&toolset, &input.next_tool) {
+        };
+        if self.runs_again(&toolset, &next.name) {
             let problem = format!(
                 "`{}` cannot chain into itself (`{}` runs it again)",
                 self.branch,
@@ -595,7 +598,7 @@ impl<S: Stack> Stack for Chained<S> {
             }
             return context::with(
                 ChainDepth(depth + 1),
-                toolset.call(&input.next_tool, selected),
+                toolset.call_published(&input.next_tool, selected),
             )
             .await;
         }
@@ -618,7 +621,7 @@ impl<S: Stack> Stack for Chained<S> {
         }
         context::with(
             ChainDepth(depth + 1),
-            toolset.call(&input.next_tool, selected.clone()),
+            toolset.call_published(&input.next_tool, selected.clone()),
         )
         .await
     }

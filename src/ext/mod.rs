@@ -12,7 +12,7 @@
 //! | [`Batch`] | transformer | no | — | runs a list of inputs, sequentially or in parallel |
 //! | [`Pool`] | backend | no | — | runs the layer below on a dedicated pool of worker threads |
 //! | [`OutputSchema`] | transformer | no | — | declares an output schema and validates every result against it |
-//! | [`Chain`] | transformer | no | — | feeds (a selection of) the result into another bound tool, by name (a JSON Pointer, or a jq expression with the `jq` feature) |
+//! | [`Chain`] | transformer | no | — | feeds (a selection of) the result into another tool, by a published name (a JSON Pointer, or a jq expression with the `jq` feature) |
 //! | [`Timeout`] | wrapper | no | — | cancels the layer below at a deadline: [`ToolError::TimedOut`](crate::ToolError::TimedOut) |
 //! | [`Retry`] | wrapper | no | — | makes a call again after a [transient](crate::ToolError::is_transient) failure, with backoff, jitter and a deadline; only on read-only or idempotent tools ([side-effects](crate::rulebook#side-effects)) |
 //! | [`RateLimit`] | wrapper | no | — | `calls` per period, a period's calls at once unless a burst says otherwise (GCRA), per branch and optionally per principal, in process or fleet-wide ([`limit::LimitStore`]): [`ToolError::Overloaded`](crate::ToolError::Overloaded) with the time to retry |

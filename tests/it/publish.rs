@@ -429,3 +429,61 @@ async fn in_place_publishes_the_outermost_branch_under_the_tools_own_name() {
         pairs(&[("search", "search_cache_trace")])
     );
 }
+
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+struct Query {
+    q: String,
+}
+
+/// A chain's `next_tool` is a name the caller could call itself: a published
+/// one, run through the layers put in its place. A hostile review found a
+/// chain reaching the raw base behind `Publish::InPlace` (and any hidden name),
+/// skipping its rate limit.
+#[tokio::test]
+async fn a_chain_reaches_published_names_only() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use toolgraft::ext::{Chain, RateLimit};
+    let runs = Arc::new(AtomicUsize::new(0));
+    let search = Tool::builder()
+        .name("search")
+        .description("Search.")
+        .read_only()
+        .body({
+            let runs = runs.clone();
+            move |input: Query| {
+                runs.fetch_add(1, Ordering::SeqCst);
+                async move { Ok(input.q) }
+            }
+        })
+        .build()
+        .unwrap();
+    let find = Tool::builder()
+        .name("find")
+        .description("Find a query.")
+        .read_only()
+        .body(|input: Query| async move { Ok(json!({"q": input.q})) })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind_in_place((
+            search.combo().with(RateLimit::per_minute(1)),
+            find.combo().with(Chain::new(&toolset)),
+        ))
+        .unwrap();
+    let chained = |next: &str| {
+        toolset.call_published("find", json!({"q": "tea", "next_tool": next, "select": ""}))
+    };
+    assert_eq!(chained("search").await.unwrap(), json!("tea"));
+    let limited = chained("search").await.unwrap_err();
+    assert!(matches!(limited, ToolError::Overloaded { .. }), "{limited:?}");
+    for hidden in ["search_rate_limit"] {
+        let refused = chained(hidden).await.unwrap_err();
+        assert!(
+            refused.to_string().contains("is not a published tool"),
+            "{hidden}: {refused}"
+        );
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the raw base never ran past its limit");
+}
