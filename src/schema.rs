@@ -115,7 +115,9 @@ pub struct ArgNames(Option<Arc<[String]>>);
 impl ArgNames {
     /// The names `schema` admits.
     pub fn of(schema: &Schema) -> Self {
-        if !closed(schema) {
+        // A closed schema whose names this cannot all see (behind a `$ref`)
+        // is left to the tool's own decoding, which knows them.
+        if !closed(schema) || names_elsewhere(schema) {
             return Self(None);
         }
         let mut names = Vec::new();
@@ -152,6 +154,18 @@ impl ArgNames {
             .as_ref()
             .is_none_or(|names| names.iter().any(|name| name == arg))
     }
+}
+
+/// Whether some of `schema`'s top-level property names are behind a `$ref`:
+/// its own, or one of its `oneOf` / `anyOf` / `allOf` alternatives'.
+fn names_elsewhere(schema: &Schema) -> bool {
+    let refers = |value: &Value| value.get("$ref").is_some();
+    refers(schema.as_value())
+        || ["oneOf", "anyOf", "allOf"]
+            .iter()
+            .filter_map(|key| schema.get(*key)?.as_array())
+            .flatten()
+            .any(refers)
 }
 
 fn collect_properties(schema: &Value, names: &mut Vec<String>) {

@@ -295,3 +295,33 @@ async fn a_property_the_schema_does_not_forbid_is_no_error() {
         "{smuggled}"
     );
 }
+
+/// A closed schema whose property names are partly behind a `$ref` (an
+/// `allOf` of a definition, closed by `unevaluatedProperties`) is not read as
+/// naming only what is in sight: the call goes to the tool, whose decoding
+/// knows them (a hostile review found `id` refused as unknown).
+#[tokio::test]
+async fn a_closed_schema_composed_by_reference_takes_the_names_it_refers_to() {
+    let schema: schemars::Schema = serde_json::from_value(json!({
+        "type": "object",
+        "allOf": [{"$ref": "#/$defs/Base"}],
+        "properties": {"note": {"type": "string"}},
+        "unevaluatedProperties": false,
+        "$defs": {"Base": {"type": "object", "properties": {"id": {"type": "string"}}}}
+    }))
+    .unwrap();
+    let noted = toolgraft::runtime::DynTool::builder()
+        .name("noted")
+        .description("Take a note.")
+        .input_schema(schema)
+        .body(|args: toolgraft::schema::Args| async move { Ok(serde_json::Value::Object(args)) })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset.bind((noted.combo(),)).unwrap();
+    let out = toolset
+        .call("noted", json!({"id": "1", "note": "n"}))
+        .await
+        .unwrap();
+    assert_eq!(out, json!({"id": "1", "note": "n"}));
+}

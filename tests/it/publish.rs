@@ -477,7 +477,10 @@ async fn a_chain_reaches_published_names_only() {
     };
     assert_eq!(chained("search").await.unwrap(), json!("tea"));
     let limited = chained("search").await.unwrap_err();
-    assert!(matches!(limited, ToolError::Overloaded { .. }), "{limited:?}");
+    assert!(
+        matches!(limited, ToolError::Overloaded { .. }),
+        "{limited:?}"
+    );
     for hidden in ["search_rate_limit"] {
         let refused = chained(hidden).await.unwrap_err();
         assert!(
@@ -485,5 +488,9 @@ async fn a_chain_reaches_published_names_only() {
             "{hidden}: {refused}"
         );
     }
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "the raw base never ran past its limit");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the raw base never ran past its limit"
+    );
 }

@@ -255,10 +255,12 @@ pub enum UnknownArguments {
     /// and left unread otherwise, as rmcp takes them.
     #[default]
     AsSchemaSays,
-    /// Refused for every tool: each input schema is listed with
-    /// `"additionalProperties": false`, and a call naming a property its schema
-    /// does not is answered as bad arguments ([`BadArguments`]) before any layer
-    /// runs.
+    /// Refused for every tool of the toolset whose schema names its properties
+    /// and says nothing of others: it is listed with `"additionalProperties":
+    /// false`, and a call naming a top-level property it does not is answered as
+    /// bad arguments ([`BadArguments`]) before any layer runs. A schema that
+    /// composes others (`oneOf`, `allOf`, `$ref`) or takes more by a schema of its
+    /// own is left as it says; the handler's own tools are the handler's.
     Refuse,
 }
 

@@ -9,12 +9,24 @@ use super::ToolsetServer;
 use crate::outcome::UnknownArguments;
 use crate::tool::{OutputShape, published_tool};
 
-/// `tool`'s input schema, saying that it takes no property it does not name.
+/// `tool`'s input schema, saying that it takes no property it does not name:
+/// a schema that names its properties at its top and says nothing of others.
+/// One that composes others (`oneOf`, `allOf`, `$ref`: closing its top would
+/// refuse the properties its parts name) or takes more by a schema of its own
+/// is left as it says, and so is what it takes.
 fn close(tool: &mut Tool) {
-    let closed = serde_json::Value::Bool(false);
-    if tool.input_schema.get("additionalProperties") != Some(&closed) {
-        Arc::make_mut(&mut tool.input_schema).insert("additionalProperties".to_owned(), closed);
+    let schema = &tool.input_schema;
+    let composed = ["oneOf", "anyOf", "allOf", "$ref", "unevaluatedProperties"]
+        .iter()
+        .any(|key| schema.contains_key(*key));
+    if composed || !schema.contains_key("properties") || schema.contains_key("additionalProperties")
+    {
+        return;
     }
+    Arc::make_mut(&mut tool.input_schema).insert(
+        "additionalProperties".to_owned(),
+        serde_json::Value::Bool(false),
+    );
 }
 
 /// The listings of one toolset version (see [`ToolsetServer::list`]).

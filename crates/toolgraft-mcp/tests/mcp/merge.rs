@@ -522,3 +522,74 @@ async fn in_process_progress_is_folded_as_a_workers_is() {
     assert!(in_order, "in order");
     client.cancel().await.unwrap();
 }
+
+#[derive(Deserialize, JsonSchema)]
+struct Labels {
+    #[serde(flatten)]
+    labels: std::collections::HashMap<String, String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Shape {
+    Circle { radius: f64 },
+    Square { side: f64 },
+}
+
+/// `UnknownArguments::Refuse` closes what names its properties and nothing
+/// else: a map input (`additionalProperties` a schema) and a tagged enum
+/// (`oneOf`) are listed as they say and stay callable (a hostile review found
+/// both refused, and the enum listed so that no argument validated).
+#[tokio::test]
+async fn refusing_unknown_arguments_leaves_maps_and_alternatives_as_they_say() {
+    let labels = Tool::builder()
+        .name("labels")
+        .description("Count the labels.")
+        .read_only()
+        .body(|input: Labels| async move { Ok(input.labels.len()) })
+        .build()
+        .unwrap();
+    let area = Tool::builder()
+        .name("area")
+        .description("The area of a shape.")
+        .read_only()
+        .body(|input: Shape| async move {
+            Ok(match input {
+                Shape::Circle { radius } => 3.0 * radius * radius,
+                Shape::Square { side } => side * side,
+            })
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset.bind((labels.combo(), area.combo())).unwrap();
+    let client = connect(
+        ToolsetServer::new(toolset).with_unknown_arguments(toolgraft_mcp::UnknownArguments::Refuse),
+    )
+    .await;
+    let listed = within("listing", client.list_all_tools()).await.unwrap();
+    for tool in &listed {
+        assert_ne!(
+            tool.input_schema.get("additionalProperties"),
+            Some(&json!(false)),
+            "{}: {:?}",
+            tool.name,
+            tool.input_schema
+        );
+    }
+    let counted = within(
+        "calling",
+        client.call_tool(request("labels", json!({"team": "red", "tier": "gold"}))),
+    )
+    .await
+    .unwrap();
+    assert_eq!(counted.content[0].as_text().unwrap().text, "2");
+    let square = within(
+        "calling",
+        client.call_tool(request("area", json!({"kind": "square", "side": 3.0}))),
+    )
+    .await
+    .unwrap();
+    assert_eq!(square.content[0].as_text().unwrap().text, "9.0");
+    client.cancel().await.unwrap();
+}
