@@ -137,7 +137,9 @@
 //! (`{"name": "cache", "hide": ["exp"]}`; in code, `ElementSpec::with_pins` and
 //! `ElementSpec::with_hidden`): a pinned or hidden param is not in the input
 //! schema of its branch or of any branch above, a call that sends it is refused
-//! (`unknown field`), and every call passes the pinned value, or leaves a hidden
+//! (`unknown field`; a pinned one sent with exactly the pinned value changes
+//! nothing and is taken, as a relocated call arrives at its worker), and every
+//! call passes the pinned value, or leaves a hidden
 //! one out so the layer uses its default. Both apply where the layer's params
 //! live: above a transformer, in what it hands the layer (each item of a
 //! `batch`), not in the transformer's own arguments. Only the element's own

@@ -383,10 +383,15 @@ impl Withheld {
         })
     }
 
-    /// The caller's arguments as the layer takes them.
+    /// The caller's arguments as the layer takes them. A pinned param that
+    /// comes with exactly the pinned value is taken: it changes nothing, and it
+    /// is how a relocated call arrives (its arguments were filled where it was
+    /// made, and a worker calls the layer by name with them).
     fn fill(&self, mut args: Args) -> Result<Args, ArgsError> {
-        if let Some(param) = args.keys().find(|param| {
-            self.pinned.contains_key(*param) || self.hidden.iter().any(|hidden| hidden == *param)
+        if let Some(param) = args.iter().find_map(|(param, value)| {
+            let pinned = self.pinned.get(param).is_some_and(|pin| pin != value);
+            let hidden = self.hidden.iter().any(|hidden| hidden == param);
+            (pinned || hidden).then_some(param)
         }) {
             let how = if self.pinned.contains_key(param) {
                 "pins"

@@ -302,3 +302,33 @@ async fn a_hidden_param_is_not_advertised_refused_from_the_caller_and_left_to_it
         "{err}"
     );
 }
+
+/// A call that brings a pinned param with exactly the pinned value is taken:
+/// it changes nothing, and it is how a relocated call arrives at a worker that
+/// binds the same pinned layer (the arguments were filled where the call was
+/// made; `[cache pinned, remote]` was refused on its worker). Any other value
+/// is still the operator's alone.
+#[tokio::test]
+async fn a_pinned_param_with_the_pinned_value_is_taken_and_no_other() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (toolset, bound) = bind(
+        r#"{"tools": {"search": [[{"name": "cache", "pin": {"exp": 60}}]]}}"#,
+        &calls,
+    );
+    bound.unwrap();
+    let same = toolset
+        .call("search_cache", json!({"text": "tea", "exp": 60}))
+        .await
+        .unwrap();
+    assert_eq!(same, json!("tea"));
+    for other in [json!(5), json!(60.5), json!("60")] {
+        let refused = toolset
+            .call("search_cache", json!({"text": "tea", "exp": other}))
+            .await
+            .unwrap_err();
+        assert!(
+            refused.to_string().contains("the operator pins it"),
+            "{other}: {refused}"
+        );
+    }
+}
