@@ -229,7 +229,10 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
             progress: None,
             deferral: None,
             handler: Some(self.handler.clone()),
-            session: self.session_of(&request.name),
+            // Read from what this call looked up already.
+            session: renderings
+                .is_some_and(|known| known.per_session)
+                .then_some(self.session),
         };
         // Boxed: the call's state is kilobytes, which rmcp's spawn of each request
         // would copy (see `import::future_sizes`).
