@@ -90,9 +90,9 @@ pub const TRANSIENT: &str = "toolgraft/transient";
 /// let marked = import::transient(ErrorData::internal_error("busy", Some(json!({"db": "notes"}))));
 /// assert_eq!(marked.data, Some(json!({"db": "notes", "toolgraft/transient": true})));
 ///
-/// let [search] = <[_; 1]>::try_from(import::tools(Index::tool_router(), Index::default())?).unwrap();
+/// let tools = import::tools(Index::tool_router(), Index::default())?;
 /// let toolset = Toolset::new();
-/// toolset.bind((search.combo().with(Retry::attempts(2)),))?;
+/// toolset.bind((tools["search"].combo().with(Retry::attempts(2)),))?;
 /// let found = toolset.call("search_retry", json!({"q": "rust"})).await?;
 /// assert_eq!(found["content"][0]["text"], "nothing on rust");
 /// # Ok(()) }
