@@ -62,12 +62,16 @@ impl Toolset {
     /// # use toolgraft::{Tool, ToolError, Toolset};
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Cache;
-    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// // Its schema forbids what it does not name (`deny_unknown_fields`).
+    /// #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+    /// #[serde(deny_unknown_fields)]
+    /// struct Shout { text: String }
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
     /// let toolset = Toolset::new();
     /// toolset.bind((shout.combo().with(Cache::default()),))?;
+    /// // `exp` is a param of `shout_cache`, not of `shout`.
     /// let err = toolset.call("shout", json!({"text": "hi", "exp": 5})).await.unwrap_err();
     /// assert!(err.to_string().contains("unknown field `exp`"));
     /// assert!(matches!(err, ToolError::InvalidArguments { field: Some(f), .. } if f == "exp"));
