@@ -290,7 +290,9 @@ impl<S: Send + Sync + 'static> Instance<S> {
         match self {
             Self::Shared(service) => Ok(service.clone()),
             Self::Session => call_in.and_then(McpCall::handler::<S>).ok_or_else(|| {
-                let handler = std::any::type_name::<S>();
+                // The type's own name: its module path is nothing a client needs.
+                let full = std::any::type_name::<S>();
+                let handler = full.split('<').next().unwrap_or(full).rsplit("::").next().unwrap_or(full);
                 format!(
                     "the rmcp tool `{tool}` runs on the handler of the session a call comes in by (imported with `import::per_session`), and this call came in by none that is a `{handler}`: serve the toolset with `ToolsetServer::with_handler` given a `{handler}`, or import the tool with `import::tools(router, instance)` to run every call on one instance"
                 )
