@@ -62,7 +62,10 @@ impl Toolset {
     /// # use toolgraft::{Tool, ToolError, Toolset};
     /// # use toolgraft::tool::BaseTool;
     /// # use toolgraft::ext::Cache;
-    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// // A schema that forbids what it does not name (a property it leaves open is taken).
+    /// #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+    /// #[serde(deny_unknown_fields)]
+    /// struct Shout { text: String }
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
     /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
