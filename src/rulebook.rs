@@ -147,7 +147,10 @@
 //! (its `type`, `minimum` and `maximum`, checked when bound): the caller's
 //! bounds are the operator's, so a pin cannot do what the model may not
 //! (`cache`'s `exp` is at least 1 second, for both: neither switches the cache
-//! off; an operator who wants that leaves the cache off).
+//! off; an operator who wants that leaves the cache off). A bound may be the
+//! operator's config, and the schema then says it: `cache`'s `exp` is at most
+//! its `max_ttl_secs` (a day unless set), so no caller, nor pin, keeps an
+//! entry of a public cache for good.
 //!
 //! # transformer-input-schema
 //! A transformer presents its own concrete input schema: an object with named

@@ -13,6 +13,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The boxed future a store trait's method answers with.
 ///
@@ -45,6 +46,7 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>>
 pub struct StoreError {
     message: String,
     source: Option<Arc<dyn Error + Send + Sync>>,
+    retry_after: Option<Duration>,
 }
 
 impl StoreError {
@@ -53,6 +55,7 @@ impl StoreError {
         Self {
             message: message.to_string(),
             source: None,
+            retry_after: None,
         }
     }
 
@@ -62,9 +65,30 @@ impl StoreError {
         self
     }
 
+    /// The same error, saying the store knows it can answer after `wait` (a
+    /// store full of live keys knows when the first of them goes): the refused
+    /// caller is told when to retry rather than left to guess.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolgraft::store::StoreError;
+    /// let full = StoreError::new("full").with_retry_after(Duration::from_secs(2));
+    /// assert_eq!(full.retry_after(), Some(Duration::from_secs(2)));
+    /// assert_eq!(StoreError::new("away").retry_after(), None);
+    /// ```
+    pub fn with_retry_after(mut self, wait: Duration) -> Self {
+        self.retry_after = Some(wait);
+        self
+    }
+
     /// What it says.
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// When the store says a retry may be answered, if it knows.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
     }
 }
 
@@ -72,6 +96,9 @@ impl fmt::Debug for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut debug = f.debug_struct("StoreError");
         debug.field("message", &self.message);
+        if let Some(wait) = self.retry_after {
+            debug.field("retry_after", &wait);
+        }
         if let Some(source) = &self.source {
             debug.field("source", &format_args!("{source}"));
         }

@@ -271,7 +271,7 @@ where
             .iter()
             .map(|param| (*param).to_owned())
             .collect(),
-        reserved,
+        reserved: reserved.map(|typed| extension.reserved_schema(typed)),
         presented_input: extension.input_schema(&layer_input).map(Arc::new),
         declared_output: extension.shared_output_schema(&layer_input),
         description: extension.describe(&below.description),

@@ -297,6 +297,17 @@ pub trait Extension: Send + Sync + 'static {
     fn shared_output_schema(&self, below: &LayerInput<'_, Self>) -> Option<Arc<Schema>> {
         self.output_schema(below).map(Arc::new)
     }
+
+    /// A wrapper's reserved params' schema as this instance presents it, from
+    /// its params type's: a built-in whose bounds are the operator's config
+    /// (`cache`'s `exp` is at most its `max_ttl_secs`) says them here, so the
+    /// schema the model reads and the check of a pin, when bound, say the bound
+    /// the call enforces. Given and returned shared: an instance that changes
+    /// nothing keeps the one schema every branch of its type holds.
+    #[doc(hidden)]
+    fn reserved_schema(&self, typed: Arc<Schema>) -> Arc<Schema> {
+        typed
+    }
 }
 
 /// An extension built from author config: what lets a manifest element carry

@@ -9,6 +9,7 @@ use std::time::Duration;
 use common::Shout;
 use serde_json::json;
 use toolgraft::ToolError;
+use toolgraft::context::{self, Principal};
 use toolgraft::error::BoxError;
 use toolgraft::ext::{Batch, BatchInput, Cache, CacheParams, Proxy, Trace, proxy};
 use toolgraft::prelude::*;
@@ -523,39 +524,166 @@ async fn trace_opens_a_span_per_call_named_after_the_layer_input() {
     assert!(error.contains("asked to fail"), "{error}");
 }
 
+/// An operator's TTL too long to represent is the operator's choice: it never
+/// expires, and it neither overflows nor panics. A caller's negative `exp` is
+/// refused, naming `exp`.
 #[tokio::test(start_paused = true)]
-async fn a_ttl_too_long_to_represent_never_expires_and_a_negative_one_is_refused() {
+async fn an_operators_ttl_too_long_to_represent_never_expires_and_a_negative_exp_is_refused() {
+    use toolgraft::ext::cache::CacheConfig;
+    for default_ttl_secs in [1e19, 1e300, f64::INFINITY, f64::MAX] {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let shout = counted_shout(runs.clone());
+        let toolset = Toolset::new();
+        let cache = Cache::new(CacheConfig {
+            default_ttl_secs,
+            ..CacheConfig::default()
+        });
+        let (cached,) = toolset.bind((shout.combo().with(cache),)).unwrap();
+        for _ in 0..2 {
+            let out = toolset
+                .call("shout_cache", json!({"text": "hi"}))
+                .await
+                .unwrap();
+            assert_eq!(out, json!("HI"));
+            tokio::time::advance(Duration::from_secs(10 * 365 * 24 * 3600)).await;
+        }
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "{default_ttl_secs}");
+
+        let err = cached
+            .call(with_exp(-1.0, Shout::new("hi")))
+            .await
+            .unwrap_err();
+        match err {
+            ToolError::InvalidArguments { tool, field, .. } => {
+                assert_eq!(
+                    (tool.as_str(), field.as_deref()),
+                    ("shout_cache", Some("exp")),
+                    "names the branch called"
+                );
+            }
+            other => panic!("expected invalid arguments, got {other:?}"),
+        }
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+    }
+}
+
+/// Issue 36: a caller's `exp` is capped by the operator's `max_ttl_secs` (a day
+/// unless set). One caller of a public cache cannot make an entry permanent for
+/// everyone: an `exp` over the maximum (1e300 among them) is refused, naming
+/// `exp`, typed and by name; the schema says the maximum; ten years on, a call
+/// without `exp` runs again.
+#[tokio::test(start_paused = true)]
+async fn a_callers_exp_over_the_operators_maximum_is_refused_and_never_makes_an_entry_permanent() {
+    use toolgraft::ext::cache::CacheConfig;
     let runs = Arc::new(AtomicUsize::new(0));
     let shout = counted_shout(runs.clone());
     let toolset = Toolset::new();
     let (cached,) = toolset
-        .bind((shout.combo().with(Cache::default()),))
+        .bind((shout.combo().with(Cache::default().with_public()),))
         .unwrap();
-    for _ in 0..2 {
-        let out = toolset
-            .call("shout_cache", json!({"text": "hi", "exp": 1e19}))
-            .await
-            .unwrap();
-        assert_eq!(out, json!("HI"));
-        tokio::time::advance(Duration::from_secs(10 * 365 * 24 * 3600)).await;
-    }
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
-
-    let err = cached
-        .call(with_exp(-1.0, Shout::new("hi")))
+    let schema = toolset.info("shout_cache").unwrap().input_schema;
+    let exp = &schema.get("properties").unwrap()["exp"];
+    assert_eq!(exp["maximum"], json!(86400), "{exp}");
+    assert_eq!(exp["minimum"], json!(1), "{exp}");
+    for exp in [1e300, 1e19, 86400.5, f64::MAX] {
+        let by_name = context::with(
+            Principal::new("mallory"),
+            toolset.call("shout_cache", json!({"text": "hi", "exp": exp})),
+        )
         .await
         .unwrap_err();
-    match err {
-        ToolError::InvalidArguments { tool, field, .. } => {
-            assert_eq!(
-                (tool.as_str(), field.as_deref()),
-                ("shout_cache", Some("exp")),
-                "names the branch called"
+        let typed = cached
+            .call(with_exp(exp, Shout::new("hi")))
+            .await
+            .unwrap_err();
+        for err in [by_name, typed] {
+            assert!(
+                matches!(&err, ToolError::InvalidArguments { field: Some(field), .. } if field == "exp"),
+                "{exp}: {err:?}"
             );
+            assert!(err.to_string().contains("at most 86400"), "{err}");
         }
-        other => panic!("expected invalid arguments, got {other:?}"),
     }
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "nothing ran");
+    let call = || {
+        context::with(
+            Principal::new("alice"),
+            toolset.call("shout_cache", json!({"text": "hi"})),
+        )
+    };
+    call().await.unwrap();
+    tokio::time::advance(Duration::from_secs(10 * 365 * 24 * 3600)).await;
+    call().await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "no entry outlived its TTL");
+    toolset
+        .call("shout_cache", json!({"text": "day", "exp": 86400}))
+        .await
+        .unwrap();
+    tokio::time::advance(Duration::from_secs(86399)).await;
+    toolset
+        .call("shout_cache", json!({"text": "day"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        3,
+        "a day's `exp` is kept a day"
+    );
+
+    // An operator's lower maximum: the schema and the check follow it.
+    let toolset = Toolset::new();
+    let cache = Cache::new(CacheConfig {
+        max_ttl_secs: 600.0,
+        ..CacheConfig::default()
+    });
+    toolset
+        .bind((counted_shout(runs.clone()).combo().with(cache),))
+        .unwrap();
+    let schema = toolset.info("shout_cache").unwrap().input_schema;
+    assert_eq!(
+        schema.get("properties").unwrap()["exp"]["maximum"],
+        json!(600)
+    );
+    let err = toolset
+        .call("shout_cache", json!({"text": "hi", "exp": 601}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ToolError::InvalidArguments { field: Some(field), .. } if field == "exp"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("at most 600"), "{err}");
+    toolset
+        .call("shout_cache", json!({"text": "hi", "exp": 600}))
+        .await
+        .unwrap();
+}
+
+/// Issue 36: the operator's `max_ttl_secs` is checked when bound: 0, negative,
+/// not a number, under a second or over a year is a typed config error naming it.
+#[test]
+fn an_out_of_range_max_ttl_is_refused_when_bound() {
+    use toolgraft::BindError;
+    use toolgraft::ext::cache::{CacheConfig, LONGEST_MAX_TTL_SECS};
+    for max_ttl_secs in [0.0, -1.0, 0.5, f64::NAN, LONGEST_MAX_TTL_SECS + 1.0, 1e300] {
+        let cache = Cache::new(CacheConfig {
+            max_ttl_secs,
+            ..CacheConfig::default()
+        });
+        let err = Toolset::new()
+            .bind((counted_shout(Arc::new(AtomicUsize::new(0)))
+                .combo()
+                .with(cache),))
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&err, BindError::InvalidConfig { field, .. } if field == "max_ttl_secs"),
+            "{max_ttl_secs}: {err:?}"
+        );
+    }
+    let config: CacheConfig = serde_json::from_str(r#"{"max_ttl_secs": 3600}"#).unwrap();
+    assert_eq!(config.max_ttl_secs, 3600.0);
+    assert_eq!(CacheConfig::default().max_ttl_secs, 86400.0);
 }
 
 #[tokio::test(start_paused = true)]

@@ -648,3 +648,99 @@ fn rate_limit_config_numbers_out_of_range_are_typed_errors() {
         "a burst left out is the rate's calls"
     );
 }
+
+/// Issue 36: with 100 calls a day (a burst of 100), a key that called once is
+/// the same as a new one an emission interval (864 s) later, not a day later:
+/// the in-process table frees it then, and a new caller is admitted.
+#[tokio::test(start_paused = true)]
+async fn a_full_key_table_frees_a_key_once_its_state_is_fresh_not_a_period_later() {
+    let day = Duration::from_secs(24 * 60 * 60);
+    let (toolset, started) = toolset_with(|started| {
+        let toolset = Toolset::new();
+        toolset
+            .bind((nap(started).combo().with(
+                RateLimit::new(100, day)
+                    .with_per_principal()
+                    .with_max_keys(2),
+            ),))
+            .unwrap();
+        toolset
+    });
+    for who in ["p1", "p2"] {
+        call_as(&toolset, Some(who), "nap_rate_limit")
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(Duration::from_secs(60 * 60)).await;
+    call_as(&toolset, Some("p3"), "nap_rate_limit")
+        .await
+        .unwrap();
+    assert_eq!(started.load(Ordering::SeqCst), 3);
+
+    // The store itself: a key's state is fresh at its theoretical arrival
+    // time, however large the burst.
+    let store = MemoryLimits::new().with_max_keys(1);
+    let rate = Rate::new(100, day).unwrap();
+    let branch = toolgraft::Name::new("x_rate_limit").unwrap();
+    let key = |who: &str| LimitKey::new(branch.clone(), Some(Principal::new(who)));
+    assert!(store.admit(&key("p1"), rate).await.unwrap().is_admitted());
+    tokio::time::sleep(Duration::from_secs(864)).await;
+    assert!(store.admit(&key("p2"), rate).await.unwrap().is_admitted());
+    assert_eq!(store.tracked(), 1);
+}
+
+/// Issue 36: a new caller refused because every tracked key is live is told
+/// when the earliest of them will be fresh, and is admitted then.
+#[tokio::test(start_paused = true)]
+async fn a_new_caller_refused_by_a_full_key_table_is_told_when_a_key_frees() {
+    let (toolset, _) = toolset_with(|started| {
+        let toolset = Toolset::new();
+        toolset
+            .bind((nap(started).combo().with(
+                RateLimit::per_second(4)
+                    .with_per_principal()
+                    .with_max_keys(2),
+            ),))
+            .unwrap();
+        toolset
+    });
+    // p1 runs 3 intervals ahead, p2 one: p2's state is fresh first, in 250 ms.
+    for _ in 0..3 {
+        call_as(&toolset, Some("p1"), "nap_rate_limit")
+            .await
+            .unwrap();
+    }
+    call_as(&toolset, Some("p2"), "nap_rate_limit")
+        .await
+        .unwrap();
+    let err = call_as(&toolset, Some("p3"), "nap_rate_limit")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ToolError::Overloaded { retry_after: Some(after), reason, .. }
+            if *after == Duration::from_millis(250) && reason.contains("2 distinct callers")),
+        "{err:?}"
+    );
+    assert!(err.is_transient());
+    tokio::time::sleep(Duration::from_millis(249)).await;
+    assert!(
+        call_as(&toolset, Some("p3"), "nap_rate_limit")
+            .await
+            .is_err()
+    );
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    call_as(&toolset, Some("p3"), "nap_rate_limit")
+        .await
+        .unwrap();
+
+    // The store's own error says it too.
+    let store = MemoryLimits::new().with_max_keys(1);
+    let rate = Rate::new(4, Duration::from_secs(1)).unwrap();
+    let branch = toolgraft::Name::new("x_rate_limit").unwrap();
+    let key = |who: &str| LimitKey::new(branch.clone(), Some(Principal::new(who)));
+    for _ in 0..2 {
+        assert!(store.admit(&key("p1"), rate).await.unwrap().is_admitted());
+    }
+    let error = store.admit(&key("p2"), rate).await.unwrap_err();
+    assert_eq!(error.retry_after(), Some(Duration::from_millis(500)));
+}

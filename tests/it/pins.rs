@@ -125,6 +125,8 @@ fn a_pin_its_schema_does_not_admit_is_refused_when_bound() {
         (r#"{"exp": -1}"#, "at least 1"),
         (r#"{"exp": 0}"#, "at least 1"),
         (r#"{"exp": true}"#, "a number, not a boolean"),
+        (r#"{"exp": 86401}"#, "at most 86400"),
+        (r#"{"exp": 1e300}"#, "at most 86400"),
     ] {
         let manifest =
             format!(r#"{{"tools": {{"search": [[{{"name": "cache", "pin": {pin}}}]]}}}}"#);
@@ -138,7 +140,7 @@ fn a_pin_its_schema_does_not_admit_is_refused_when_bound() {
         assert!(err.to_string().contains(takes), "{pin}: {err}");
         assert!(toolset.names().is_empty(), "{pin}: nothing bound");
     }
-    for pin in ["60", "1.5", "1"] {
+    for pin in ["60", "1.5", "1", "86400"] {
         let manifest = format!(
             r#"{{"tools": {{"search": [[{{"name": "cache", "pin": {{"exp": {pin}}}}}]]}}}}"#
         );
@@ -330,5 +332,38 @@ async fn a_pinned_param_with_the_pinned_value_is_taken_and_no_other() {
             refused.to_string().contains("the operator pins it"),
             "{other}: {refused}"
         );
+    }
+}
+
+/// Issue 36: a pin over the operator's own `max_ttl_secs` is refused when
+/// bound, as a caller's `exp` over it is refused when called.
+#[test]
+fn a_pin_over_the_configured_max_ttl_is_refused_when_bound() {
+    let mut registry = Registry::new();
+    registry
+        .register(toolgraft::runtime::Configured::<Cache>::named("cache"))
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let bases = BaseTools::new().with(&counted(calls.clone()));
+    for (pin, refused) in [(601, true), (600, false)] {
+        let manifest = Manifest::from_json(&format!(
+            r#"{{"tools": {{"search": [[{{"name": "cache", "config": {{"max_ttl_secs": 600}}, "pin": {{"exp": {pin}}}}}]]}}}}"#
+        ))
+        .unwrap();
+        let toolset = Toolset::new();
+        let bound = toolset
+            .bind_manifest(&registry, &bases, &manifest)
+            .remove(0)
+            .1;
+        if refused {
+            let err = bound.unwrap_err();
+            assert!(
+                matches!(&err, BindError::PinMisfits { param, .. } if param == "exp"),
+                "{err}"
+            );
+            assert!(err.to_string().contains("at most 600"), "{err}");
+        } else {
+            bound.unwrap();
+        }
     }
 }

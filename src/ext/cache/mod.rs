@@ -36,7 +36,8 @@ use key::cache_key;
 /// |---|---|---|
 /// | `capacity` | 1,024 results | 1 to [`MAX_CAPACITY`] |
 /// | `max_bytes` | 64 MiB | 1 to [`MAX_BYTES`] |
-/// | `default_ttl_secs` | 60 | 0 and up |
+/// | `default_ttl_secs` | 60 | 0 and up (the operator's: a TTL too long to represent never expires) |
+/// | `max_ttl_secs` | 86,400 (a day) | 1 to [`LONGEST_MAX_TTL_SECS`] (a year): the longest `exp` a caller or a pin may ask |
 /// | `public` | `false`: each caller's answers are its own | |
 /// | `side_effects` | `"refused"` | `"refused"`, `"allowed"` |
 ///
@@ -55,6 +56,7 @@ use key::cache_key;
 /// ```
 /// let config: toolgraft::ext::cache::CacheConfig = serde_json::from_str(r#"{"capacity": 16}"#)?;
 /// assert_eq!(config.default_ttl_secs, 60.0);
+/// assert_eq!(config.max_ttl_secs, 86_400.0);
 /// assert_eq!(config.max_bytes, 64 << 20);
 /// # Ok::<(), serde_json::Error>(())
 /// ```
@@ -68,6 +70,10 @@ pub struct CacheConfig {
     pub max_bytes: usize,
     /// How long a result stays fresh when the caller gives no `exp`.
     pub default_ttl_secs: f64,
+    /// The longest `exp` a caller (or an operator's pin) may ask, in seconds:
+    /// without it one caller of a `public` cache could keep an entry for
+    /// everyone for good. The schema of `exp` says it as its `maximum`.
+    pub max_ttl_secs: f64,
     /// Whether the tool answers every caller alike, so that one entry serves them
     /// all (the caller's principal is left out of the key).
     pub public: bool,
@@ -117,6 +123,22 @@ pub const MAX_CAPACITY: usize = 10_000_000;
 /// ```
 pub const MAX_BYTES: usize = 64 << 30;
 
+/// The longest `max_ttl_secs` an operator may configure (a year): a longer
+/// one is almost certainly a unit mistake, and an entry kept past it is better
+/// the operator's `default_ttl_secs`, said for every caller.
+///
+/// ```
+/// use toolgraft::Extension;
+/// use toolgraft::ext::{Cache, cache::{CacheConfig, LONGEST_MAX_TTL_SECS}};
+/// let cache = Cache::new(CacheConfig { max_ttl_secs: LONGEST_MAX_TTL_SECS + 1.0, ..CacheConfig::default() });
+/// assert_eq!(cache.check_config().unwrap_err().field, "max_ttl_secs");
+/// ```
+pub const LONGEST_MAX_TTL_SECS: f64 = 365.0 * 86_400.0;
+
+/// `max_ttl_secs` unless set: a day. The schema of [`CacheParams`] says it,
+/// so an operator who keeps it shares one schema with every other.
+const DEFAULT_MAX_TTL_SECS: f64 = 86_400.0;
+
 /// What an entry costs beyond its key and result: the store's own bookkeeping.
 const ENTRY_OVERHEAD: usize = 96;
 
@@ -126,19 +148,22 @@ impl Default for CacheConfig {
             capacity: NonZeroUsize::new(1024).unwrap_or(NonZeroUsize::MIN),
             max_bytes: 64 << 20,
             default_ttl_secs: 60.0,
+            max_ttl_secs: DEFAULT_MAX_TTL_SECS,
             public: false,
             side_effects: SideEffects::Refused,
         }
     }
 }
 
-/// The caller's side: the `exp` reserved param, at least 1 (seconds). A
-/// caller cannot switch the cache off: a smaller `exp`, 0 among them, is refused
-/// with [`ToolError::InvalidArguments`] naming `exp` before the layer below
-/// runs, typed or by name, and an operator's pin must be one the schema admits
-/// too. An operator who wants no caching leaves the cache off, or sets its
-/// `default_ttl_secs` to 0 and hides `exp` (rule `reserved-params` in the
-/// [rulebook](crate::rulebook)).
+/// The caller's side: the `exp` reserved param, at least 1 and at most the
+/// operator's `max_ttl_secs` (a day unless set; seconds). A caller cannot
+/// switch the cache off, nor keep an entry for good: a smaller `exp`, 0 among
+/// them, or a larger one is refused with [`ToolError::InvalidArguments`] naming
+/// `exp` before the layer below runs, typed or by name; the schema says both
+/// bounds (`minimum`, `maximum`), and an operator's pin must be one it admits
+/// too, checked when bound. An operator who wants no caching leaves the cache
+/// off, or sets its `default_ttl_secs` to 0 and hides `exp` (rule
+/// `reserved-params` in the [rulebook](crate::rulebook)).
 ///
 /// ```
 /// let params: toolgraft::ext::CacheParams = serde_json::from_str(r#"{"exp": 30}"#)?;
@@ -147,14 +172,16 @@ impl Default for CacheConfig {
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CacheParams {
-    /// Seconds a result stays fresh, at least 1; defaults to the operator's
-    /// TTL.
+    /// Seconds a result stays fresh, at least 1 and at most the operator's
+    /// maximum; defaults to the operator's TTL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    // One line for the model: MCP clients show a description as it is.
+    // One line for the model: MCP clients show a description as it is. The
+    // maximum is the default `max_ttl_secs`; a cache configured otherwise
+    // presents its own (`Extension::reserved_schema`).
     #[schemars(
         with = "f64",
-        range(min = 1),
-        description = "Seconds a result stays fresh, at least 1; defaults to the operator's TTL."
+        range(min = 1, max = 86400),
+        description = "Seconds a result stays fresh, at least 1 and at most the schema's maximum; defaults to the operator's TTL."
     )]
     pub exp: Option<f64>,
 }
@@ -165,14 +192,45 @@ const MIN_EXP_SECS: f64 = 1.0;
 
 /// A caller's `exp` as a TTL: the one check of it, for JSON and typed params
 /// alike (checked where the cache runs, so params copied for each item of a
-/// batch are refused per item, naming `exp`).
-fn callers_ttl(exp: f64) -> Result<Option<Duration>, String> {
+/// batch are refused per item, naming `exp`). At most `max` (the operator's
+/// `max_ttl_secs`): one caller's `exp` is every caller's entry in a public
+/// cache, and must not outlive what the operator allows.
+fn callers_ttl(exp: f64, max: f64) -> Result<Option<Duration>, String> {
     if exp.is_nan() || exp < MIN_EXP_SECS {
         return Err(format!(
-            "must be at least {MIN_EXP_SECS} (seconds), not {exp}: the caller cannot switch the cache off"
+            "must be at least {MIN_EXP_SECS} (seconds), not {}: the caller cannot switch the cache off",
+            seconds(exp)
+        ));
+    }
+    if exp > max {
+        return Err(format!(
+            "must be at most {} (seconds, the operator's maximum), not {}",
+            seconds(max),
+            seconds(exp)
         ));
     }
     ttl_of(exp)
+}
+
+/// Seconds as a message says them: a huge number in exponent form rather than
+/// its 300 digits.
+fn seconds(value: f64) -> String {
+    if value.abs() < 1e15 {
+        format!("{value}")
+    } else {
+        format!("{value:e}")
+    }
+}
+
+/// `max_ttl_secs` as a schema's `maximum`: a whole number as an integer, as the
+/// derived schema writes the default.
+fn schema_number(value: f64) -> Value {
+    if value.fract() == 0.0 && (0.0..=LONGEST_MAX_TTL_SECS).contains(&value) {
+        // In range and whole: the cast is exact.
+        Value::from(value as u64)
+    } else {
+        Value::from(value)
+    }
 }
 
 impl Params for CacheParams {}
@@ -387,9 +445,37 @@ impl crate::Extension for Cache {
                 format!("{max_bytes} is out of range: use 1 to {MAX_BYTES} bytes"),
             ));
         }
+        let max_ttl = self.config.max_ttl_secs;
+        if !(MIN_EXP_SECS..=LONGEST_MAX_TTL_SECS).contains(&max_ttl) {
+            return Err(ConfigError::new(
+                "max_ttl_secs",
+                format!(
+                    "{} is out of range: use {MIN_EXP_SECS} to {LONGEST_MAX_TTL_SECS} seconds (a year)",
+                    seconds(max_ttl)
+                ),
+            ));
+        }
         ttl_of(self.config.default_ttl_secs)
             .map(drop)
             .map_err(|problem| ConfigError::new("default_ttl_secs", problem))
+    }
+
+    fn reserved_schema(&self, typed: Arc<schemars::Schema>) -> Arc<schemars::Schema> {
+        if self.config.max_ttl_secs == DEFAULT_MAX_TTL_SECS {
+            return typed;
+        }
+        let mut schema = schemars::Schema::clone(&typed);
+        if let Some(exp) = schema
+            .get_mut("properties")
+            .and_then(|properties| properties.get_mut("exp"))
+            .and_then(Value::as_object_mut)
+        {
+            exp.insert(
+                "maximum".to_owned(),
+                schema_number(self.config.max_ttl_secs),
+            );
+        }
+        Arc::new(schema)
     }
 }
 
@@ -418,7 +504,7 @@ impl<S: Cacheable> Wrap<S> for Cache {
                 ),
             })?;
         let ttl = match params.exp {
-            Some(exp) => callers_ttl(exp),
+            Some(exp) => callers_ttl(exp, self.config.max_ttl_secs),
             None => ttl_of(self.config.default_ttl_secs),
         }
         .map_err(|problem| ArgsError::field("exp", problem).for_tool(next.branch()))?;

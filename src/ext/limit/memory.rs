@@ -38,13 +38,16 @@ impl Clock for TokioClock {
 
 type Limiter = RateLimiter<NotKeyed, InMemoryState, TokioClock>;
 
-/// One key's rate: its GCRA state, the rate it was made for, and until when it
-/// remembers anything (after that it is the same as a new one, and may go).
+/// One key's rate: its GCRA state, the rate it was made for, and its
+/// theoretical arrival time (TAT), kept beside governor's (which it does not
+/// show). Once the TAT is not after now the key's state is the same as a new
+/// one's, whatever the burst, and the key may go: a burst only says how far
+/// ahead of now a TAT may run, not how long a key is remembered.
 #[derive(Debug)]
 struct Tracked {
     limiter: Limiter,
     rate: Rate,
-    fresh_at: std::time::Instant,
+    tat: std::time::Instant,
 }
 
 /// The default [`LimitStore`]: this process's memory. Rates are governor's
@@ -52,10 +55,12 @@ struct Tracked {
 ///
 /// It tracks at most `max_keys` rate keys (10,000 unless
 /// [`with_max_keys`](MemoryLimits::with_max_keys) says): a key whose state is the same as
-/// a new one's (no call within its burst's time) is forgotten first, and when
-/// every tracked key is still live a new key is refused (`Overloaded`), so a
-/// caller that makes up principals cannot grow the process's memory. Permit
-/// counts exist only while calls hold them.
+/// a new one's (its theoretical arrival time has come: one interval after a
+/// single call, whatever the burst) is forgotten first, and when every tracked
+/// key is still live a new key is refused (`Overloaded`, with a `retry_after`
+/// of when the first of them will be fresh), so a caller that makes up
+/// principals cannot grow the process's memory. Permit counts exist only
+/// while calls hold them.
 ///
 /// ```
 /// use std::time::Duration;
@@ -147,13 +152,19 @@ impl MemoryLimits {
             .unwrap_or_else(PoisonError::into_inner);
         let slot = slot(key);
         if !rates.contains_key(&slot) && rates.len() >= self.inner.max_keys {
-            rates.retain(|_, tracked| tracked.fresh_at > now);
+            rates.retain(|_, tracked| tracked.tat > now);
             if rates.len() >= self.inner.max_keys {
                 rates.shrink_to_fit();
-                return Err(StoreError::new(format!(
+                // Every key left is live; the first to be fresh makes room.
+                let room_at = rates.values().map(|tracked| tracked.tat).min();
+                let error = StoreError::new(format!(
                     "{} distinct callers are being limited at once, the most this store tracks",
                     self.inner.max_keys
-                )));
+                ));
+                return Err(match room_at {
+                    Some(at) => error.with_retry_after(at.saturating_duration_since(now)),
+                    None => error,
+                });
             }
         }
         let tracked = rates
@@ -166,7 +177,9 @@ impl MemoryLimits {
             .or_insert_with(|| Tracked::new(rate, now));
         match tracked.limiter.check() {
             Ok(()) => {
-                tracked.fresh_at = now + rate.interval() * rate.burst();
+                // GCRA: an admitted call moves the TAT one interval on from
+                // itself, or from now when the key was quiet.
+                tracked.tat = tracked.tat.max(now) + rate.interval();
                 Ok(Admission::Admitted)
             }
             Err(not_until) => Ok(Admission::Refused {
@@ -242,7 +255,7 @@ impl Tracked {
         Self {
             limiter: RateLimiter::new(quota, InMemoryState::default(), TokioClock),
             rate,
-            fresh_at: now,
+            tat: now,
         }
     }
 }

@@ -22,8 +22,8 @@
 //! limit together. The default store, [`MemoryLimits`], is this process's.
 //!
 //! A store that cannot answer **fails closed**: the call is refused with
-//! `Overloaded` (no `retry_after`, the reason names the store's error), never
-//! run unlimited.
+//! `Overloaded` (the reason names the store's error, and `retry_after` is the
+//! store's [`StoreError::retry_after`] when it knows one), never run unlimited.
 //!
 //! From a manifest, register the built-ins from config:
 //!
@@ -322,7 +322,8 @@ fn key_of(branch: &Name, per_principal: bool) -> LimitKey {
     LimitKey::new(branch.clone(), principal)
 }
 
-/// A store that failed: the call is refused, fail closed.
+/// A store that failed: the call is refused, fail closed, with the store's
+/// time to retry when it knows one.
 fn store_failed(tool: &Name, extension: &str, error: &StoreError) -> ToolError {
     tracing::warn!(%tool, %error, "the limit store could not answer; the call is refused");
     ToolError::Overloaded {
@@ -332,7 +333,7 @@ fn store_failed(tool: &Name, extension: &str, error: &StoreError) -> ToolError {
             "the limit store could not answer ({}); refused rather than run unlimited",
             crate::error::shorten(&error.to_string())
         ),
-        retry_after: None,
+        retry_after: error.retry_after(),
     }
 }
 
