@@ -138,7 +138,9 @@ fn measured(measures: &[(String, f64)], name: &str) -> f64 {
 // ---------------------------------------------------------------------------
 // A realistic toolset: typed and manifest-bound branches of every built-in.
 
+// Closed, so a hostile unknown key is refused (and quoted shortened).
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct Shout {
     text: String,
 }
