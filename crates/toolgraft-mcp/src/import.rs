@@ -150,14 +150,8 @@ pub fn per_session<S: Send + Sync + 'static>(
     imported(router, |route| import(route, Instance::Session))
 }
 
-/// The `_meta` key, `true` on a tool imported [`per_session`]: its answers are
-/// the session's. A cache on it keeps one answer per session (the server keys
-/// its calls by their session), so no session reads another's.
-///
-/// ```
-/// assert_eq!(toolgraft_mcp::import::PER_SESSION_META, "toolgraft/perSession");
-/// ```
-pub const PER_SESSION_META: &str = "toolgraft/perSession";
+// Defined below the server, which reads it from the tools it serves.
+pub use crate::tool::PER_SESSION_META;
 
 /// The enabled routes of `router`, sorted by name, each made a tool by `make`.
 fn imported<S: Send + Sync + 'static>(

@@ -225,3 +225,13 @@ fn schema_object(schema: &Schema) -> JsonObject {
         None => JsonObject::new(),
     }
 }
+
+/// The `_meta` key, `true` on a tool imported
+/// [`per_session`](crate::import::per_session): its answers are the session's.
+/// A cache on it keeps one answer per session (the server keys its calls by
+/// their session), so no session reads another's.
+///
+/// ```
+/// assert_eq!(toolgraft_mcp::import::PER_SESSION_META, "toolgraft/perSession");
+/// ```
+pub const PER_SESSION_META: &str = "toolgraft/perSession";

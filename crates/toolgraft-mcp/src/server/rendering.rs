@@ -65,7 +65,7 @@ impl Renderings {
                 .presentation
                 .extra
                 .get("_meta")
-                .and_then(|meta| meta.get(crate::import::PER_SESSION_META))
+                .and_then(|meta| meta.get(crate::tool::PER_SESSION_META))
                 == Some(&serde_json::Value::Bool(true)),
         }
     }
