@@ -73,7 +73,10 @@ mod ask;
 mod caller;
 
 pub use ask::{Answer, Answered, Ask, Asker, InputRequest, InputRequired, Question, Reach};
-pub use caller::{PROGRESS_EVERY, Principal, Progress, ProgressSink, report_progress};
+pub use caller::{
+    LOG_BACKLOG, LogLevel, LogMessage, LogQueue, LogSink, PROGRESS_EVERY, Principal, Progress,
+    ProgressSink, log, report_progress,
+};
 
 mod sealed {
     pub trait Travel {}

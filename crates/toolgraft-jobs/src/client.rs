@@ -1,6 +1,6 @@
 //! A caller's connection to its queue: the broker, and the reply router that
-//! hands each job's reply to the caller waiting for it, and its progress reports
-//! to the caller's progress sink.
+//! hands each job's reply to the caller waiting for it, its progress reports to
+//! the caller's progress sink, and its log messages to the caller's log sink.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, oneshot};
 use tokio::task::AbortHandle;
 
-use toolgraft::context::ProgressSink;
+use toolgraft::context::{LogSink, ProgressSink};
 
 use super::job::{Message, Reply};
 use super::tier::Broker;
@@ -50,6 +50,9 @@ struct Waiter {
     /// The last progress handed on: a redelivered job reports again from its
     /// start, and progress only goes forward.
     reached: Option<f64>,
+    /// Where its log messages go (all of them: a redelivered job's run logs
+    /// again, and what it logs is news).
+    log: Option<LogSink>,
 }
 
 /// Drops the waiting callers' senders when the router ends.
@@ -163,13 +166,20 @@ impl Client {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Waits for the reply to `id`, and hands its progress reports to `progress`.
-    pub(crate) fn expect(self: &Arc<Self>, id: &str, progress: Option<ProgressSink>) -> Pending {
+    /// Waits for the reply to `id`, and hands its progress reports to `progress`
+    /// and its log messages to `log`.
+    pub(crate) fn expect(
+        self: &Arc<Self>,
+        id: &str,
+        progress: Option<ProgressSink>,
+        log: Option<LogSink>,
+    ) -> Pending {
         let (sender, reply) = oneshot::channel();
         let waiter = Waiter {
             reply: sender,
             progress,
             reached: None,
+            log,
         };
         self.lock_pending().insert(id.to_owned(), waiter);
         self.waiting.notify_one();
@@ -197,6 +207,15 @@ impl Client {
                 });
                 if let Some(sink) = sink {
                     sink.send(report.progress);
+                }
+                return;
+            }
+            Message::Log(report) => {
+                // Taken out first: the sink runs outside the lock.
+                let sink =
+                    (self.lock_pending().get(&report.job)).and_then(|waiter| waiter.log.clone());
+                if let Some(sink) = sink {
+                    sink.send(report.log);
                 }
                 return;
             }

@@ -34,15 +34,36 @@ pub(crate) struct Job {
     /// progress sink): the worker sends it on `reply_to`, before the reply.
     #[serde(default)]
     pub progress: bool,
+    /// The least severe level of the body's log messages the caller takes (its
+    /// call had a log sink): the worker sends them on `reply_to`, before the
+    /// reply. `None`: it takes none (so a caller from before log messages
+    /// travelled is sent none, and a worker from before ignores the field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<toolgraft::context::LogLevel>,
 }
 
 /// What arrives on a caller's reply channel: a job's reply, or a report of its
-/// progress (any number, in order, before the reply).
+/// progress or a log message of its body (any number, in order, before the
+/// reply). Told apart by their fields (`worker`, `progress`, `log`): a kind
+/// added later is one more field, which a caller from before drops as a message
+/// it cannot read, and is sent only to a caller whose job asks for it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(untagged)]
 pub(crate) enum Message {
     Reply(Reply),
     Progress(ProgressReport),
+    Log(LogReport),
+}
+
+impl Message {
+    /// The job the message is of.
+    pub(crate) fn job(&self) -> &str {
+        match self {
+            Self::Reply(reply) => &reply.job,
+            Self::Progress(report) => &report.job,
+            Self::Log(report) => &report.job,
+        }
+    }
 }
 
 /// A job's progress, as its body reported it on the worker.
@@ -50,6 +71,13 @@ pub(crate) enum Message {
 pub(crate) struct ProgressReport {
     pub job: String,
     pub progress: toolgraft::context::Progress,
+}
+
+/// A log message of a job's body, as it logged it on the worker.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct LogReport {
+    pub job: String,
+    pub log: toolgraft::context::LogMessage,
 }
 
 /// A worker's answer to one job.
@@ -259,7 +287,33 @@ pub(crate) fn is_job_key(reply_to: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::rfc3339;
+    use super::{Job, Message, rfc3339};
+    use serde_json::json;
+
+    /// The reply channel's kinds are told apart by their fields, and a job from
+    /// a caller that sends no log level asks for no log messages.
+    #[test]
+    fn log_messages_travel_beside_the_kinds_before_them() {
+        let log: Message = serde_json::from_value(
+            json!({"job": "j", "log": {"level": "notice", "data": {"n": 1}}}),
+        )
+        .unwrap();
+        assert!(matches!(&log, Message::Log(report) if report.log.logger.is_none()));
+        let progress: Message = serde_json::from_value(
+            json!({"job": "j", "progress": {"progress": 1.0, "total": null, "message": null}}),
+        )
+        .unwrap();
+        assert!(matches!(progress, Message::Progress(_)));
+        let reply: Message =
+            serde_json::from_value(json!({"job": "j", "worker": "w-1", "result": {"Ok": 1}}))
+                .unwrap();
+        assert!(matches!(reply, Message::Reply(_)));
+
+        let before = json!({"id": "j", "tool": "t", "args": {}, "reply_to": "r", "progress": true});
+        let job: Job = serde_json::from_value(before).unwrap();
+        assert_eq!(job.log, None);
+        assert!(serde_json::to_value(&job).unwrap().get("log").is_none());
+    }
 
     #[test]
     fn times_are_rfc3339_in_utc() {

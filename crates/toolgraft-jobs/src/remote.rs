@@ -16,7 +16,7 @@ use super::clock::now_ms;
 use super::job::{Following, Job, JobState, JobTicket, Record, job_key, rfc3339};
 use super::queues;
 use super::tier::{Broker, Engine, TierError, TierUrl};
-use toolgraft::context::ProgressSink;
+use toolgraft::context::{LogSink, ProgressSink};
 use toolgraft::error::ArgsError;
 use toolgraft::extension::{Anywhere, Args, ConfigError, Configurable, LayerInput};
 use toolgraft::kind::Backend;
@@ -319,6 +319,7 @@ impl Remote {
             generation: queues::generation_for(&self.config.url, &self.config.queue),
             // A submitted job answers no one waiting.
             progress: false,
+            log: None,
         };
         // Whole seconds, rounded up: a job never runs before its time.
         let run_at_s = run_at.map(|ms| ms.div_ceil(1000));
@@ -373,8 +374,10 @@ impl Remote {
     ) -> Result<Value, ToolError> {
         let (tool, backend) = (departure.below(), departure.backend());
         let relocation = |reason: String| departure.failed(reason);
-        // The caller's sink stays here; the worker sends the body's reports back.
+        // The caller's sinks stay here; the worker sends the body's reports and
+        // log messages back.
         let progress = toolgraft::context::get::<ProgressSink>();
+        let log = toolgraft::context::get::<LogSink>();
         let client = self
             .client()
             .await
@@ -387,9 +390,10 @@ impl Remote {
             context: departure.to_wire()?,
             generation: queues::generation_for(&self.config.url, &self.config.queue),
             progress: progress.is_some(),
+            log: log.as_ref().map(LogSink::level),
         };
         // Waiting before sending: a fast worker cannot answer before anyone listens.
-        let pending = client.expect(id, progress);
+        let pending = client.expect(id, progress, log);
         client
             .broker
             .push(job)

@@ -6,14 +6,16 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use toolgraft::context::{self, PROGRESS_EVERY, Progress, ProgressSink};
+use toolgraft::context::{
+    self, Context, LogQueue, LogSink, PROGRESS_EVERY, Progress, ProgressSink,
+};
 use toolgraft::ext::retry::Attempt;
 use toolgraft::{Name, ToolError};
 
 use apalis::prelude::BoxDynError;
 
 use super::fleet::Fleet;
-use super::job::{Job, ProgressReport, Reply, is_job_key};
+use super::job::{Job, LogReport, Message, ProgressReport, Reply, is_job_key};
 use super::remote::Remote;
 use super::tier::{Broker, RECONNECT_FIRST, RECONNECT_LAST, RunJob, Ticks, VACUUM_BATCH};
 use super::wire::WireError;
@@ -355,7 +357,7 @@ async fn run_job(mut job: Job, state: Arc<State>) -> Result<(), BoxDynError> {
                 toolset.call(tool, args).await
             };
             let call = std::mem::take(&mut job.context).arrive(call);
-            let call = forwarding_progress(&job, &state.broker, call);
+            let call = forwarding(&job, &state.broker, call);
             let outcome = until_withdrawn(&job.id, &state.broker, call).await;
             let Some(outcome) = outcome else {
                 tracing::info!(
@@ -463,48 +465,77 @@ impl Newest {
     }
 }
 
-/// Runs `call` with a progress sink whose reports go back on the job's reply
-/// channel, in order, at most every [`PROGRESS_EVERY`], the last one before the
-/// reply; as it is when the caller does not listen.
-async fn forwarding_progress<F: Future>(job: &Job, broker: &Broker, call: F) -> F::Output {
-    if !job.progress || is_job_key(&job.reply_to) {
+/// Runs `call` with a progress sink and a log sink whose reports and messages
+/// go back on the job's reply channel, in order, all before the reply: progress
+/// at most every [`PROGRESS_EVERY`] (the newest of the reports made meanwhile,
+/// the last one always), log messages at the caller's level and above, at most
+/// [`LOG_BACKLOG`](toolgraft::context::LOG_BACKLOG) waiting (the oldest dropped
+/// past them, and counted); each only when the caller listens for it.
+async fn forwarding<F: Future>(job: &Job, broker: &Broker, call: F) -> F::Output {
+    // A submitted job answers no one waiting.
+    let answered = !is_job_key(&job.reply_to);
+    let progress = job.progress && answered;
+    let (log_sink, logs) = job.log.filter(|_| answered).map(LogSink::queue).unzip();
+    if !progress && logs.is_none() {
         return call.await;
     }
     let newest = Arc::new(Newest::default());
-    // Weak: a sink a body kept past its job reports to no one.
-    let sink = ProgressSink::new({
-        let newest = Arc::downgrade(&newest);
-        move |progress: Progress| {
-            if let Some(newest) = newest.upgrade() {
-                *newest
-                    .progress
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner) = Some(progress);
-                newest.arrived.notify_one();
+    let mut context = Context::current();
+    if progress {
+        // Weak: a sink a body kept past its job reports to no one.
+        context = context.with(ProgressSink::new({
+            let newest = Arc::downgrade(&newest);
+            move |progress: Progress| {
+                if let Some(newest) = newest.upgrade() {
+                    *newest
+                        .progress
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = Some(progress);
+                    newest.arrived.notify_one();
+                }
             }
-        }
-    });
+        }));
+    }
+    if let Some(sink) = log_sink {
+        context = context.with(sink);
+    }
     // Sent by a task of its own, in order: a slow send never holds the body up.
-    // A few reports wait for it at most; past them the newest waits in `newest`.
+    // A few reports wait for it at most; past them the newest waits in `newest`,
+    // and log messages wait in their bounded queue.
     let (reports, mut outbox) = tokio::sync::mpsc::channel::<Progress>(4);
     let sender = tokio::spawn({
         let (broker, job, reply_to) = (broker.clone(), job.id.clone(), job.reply_to.clone());
         async move {
             let mut seq = 0u64;
-            while let Some(progress) = outbox.recv().await {
-                let report = ProgressReport {
-                    job: job.clone(),
-                    progress,
-                };
-                // A report that cannot be sent is lost, not the job.
-                if let Err(error) = broker.send_progress(&reply_to, seq, &report).await {
-                    tracing::warn!(%job, %error, "cannot send a progress report");
+            let next_log = || async {
+                match &logs {
+                    Some(queue) => queue.next().await,
+                    None => std::future::pending().await,
                 }
-                seq += 1;
+            };
+            loop {
+                let report = tokio::select! {
+                    biased;
+                    progress = outbox.recv() => match progress {
+                        Some(progress) => Message::Progress(ProgressReport { job: job.clone(), progress }),
+                        // The body is done: what it logged goes after its last
+                        // report, before the reply.
+                        None => break,
+                    },
+                    log = next_log() => Message::Log(LogReport { job: job.clone(), log }),
+                };
+                send(&broker, &reply_to, &mut seq, &report).await;
+            }
+            while let Some(log) = logs.as_ref().and_then(LogQueue::try_next) {
+                let report = Message::Log(LogReport {
+                    job: job.clone(),
+                    log,
+                });
+                send(&broker, &reply_to, &mut seq, &report).await;
             }
         }
     });
-    let call = context::with(sink, call);
+    let call = context.scope(call);
     tokio::pin!(call);
     let (mut due, mut next) = (false, Instant::now());
     let output = loop {
@@ -534,6 +565,15 @@ async fn forwarding_progress<F: Future>(job: &Job, broker: &Broker, call: F) -> 
     drop(reports);
     let _ = sender.await;
     output
+}
+
+/// Sends `report`, the `seq`-th of its job, and counts it; one that cannot be
+/// sent is lost, not the job.
+async fn send(broker: &Broker, reply_to: &str, seq: &mut u64, report: &Message) {
+    if let Err(error) = broker.send_report(reply_to, *seq, report).await {
+        tracing::warn!(job = %report.job(), %error, "cannot send a progress report or log message");
+    }
+    *seq += 1;
 }
 
 /// Aborts a task when dropped.
@@ -609,6 +649,7 @@ mod tests {
             context: Default::default(),
             generation,
             progress: false,
+            log: None,
         }
     }
 

@@ -49,8 +49,9 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use toolgraft::context::{
-    self, Answer, Answered, Ask, Asker, Context, Entry, InProcess, InputRequest, PROGRESS_EVERY,
-    Progress, ProgressSink, Question, Reach, Unkeyed,
+    self, Answer, Answered, Ask, Asker, Context, Entry, InProcess, InputRequest, LogLevel,
+    LogMessage, LogQueue, LogSink, PROGRESS_EVERY, Progress, ProgressSink, Question, Reach,
+    Unkeyed,
 };
 use toolgraft::store::{StoreError, StoreFuture};
 
@@ -385,9 +386,13 @@ pub(crate) fn principal_of(
 
 /// Runs `call` as the call of `request`: with its [`McpCall`], the principal the
 /// HTTP layer found, an [`Asker`] for its client's user (with the answers
-/// `brought`), and, when the client sent a progress token, a [`ProgressSink`]
-/// whose reports reach the client in order, at most every [`PROGRESS_EVERY`]
-/// (the newest of those made meanwhile), the last one before the reply.
+/// `brought`), when the client sent a progress token, a [`ProgressSink`] whose
+/// reports reach the client in order, at most every [`PROGRESS_EVERY`] (the
+/// newest of those made meanwhile), the last one before the reply, and, when
+/// the client can receive them ([`log_level`]), a [`LogSink`] whose messages
+/// reach it as `notifications/message`, in order, at most
+/// [`LOG_BACKLOG`](toolgraft::context::LOG_BACKLOG) waiting (the oldest dropped
+/// past them, and counted), all before the reply.
 pub(crate) async fn serve<F: Future>(
     request: RequestContext<RoleServer>,
     brought: Brought,
@@ -397,6 +402,7 @@ pub(crate) async fn serve<F: Future>(
         Some(_) => None,
         None => request.meta.get_progress_token(),
     };
+    let logs = log_level(&request, &brought).map(LogSink::queue);
     let peer = request.peer.clone();
     let mut context = Context::current();
     if let Some(principal) = principal_of(&request) {
@@ -414,31 +420,59 @@ pub(crate) async fn serve<F: Future>(
     if let Some(session) = brought.session {
         context = context.with(session);
     }
+    let logs = logs.map(|(sink, queue)| {
+        context = context.clone().with(sink);
+        queue
+    });
     let came = Arc::new(Came { request, brought });
     context = context.with(Asker::new(McpAsk(came.clone())));
     context = context.with(McpCall(came));
-    let Some(token) = token else {
+    if token.is_none() && logs.is_none() {
         return context.scope(call).await;
-    };
+    }
     let newest = Arc::new(Newest::default());
-    // Weak: a sink a body kept past its call (in a task of its own) reports to
-    // no one.
-    let sink = ProgressSink::new({
-        let newest = Arc::downgrade(&newest);
-        move |progress: Progress| {
-            if let Some(newest) = newest.upgrade() {
-                newest.put(progress);
+    if token.is_some() {
+        // Weak: a sink a body kept past its call (in a task of its own) reports
+        // to no one.
+        context = context.with(ProgressSink::new({
+            let newest = Arc::downgrade(&newest);
+            move |progress: Progress| {
+                if let Some(newest) = newest.upgrade() {
+                    newest.put(progress);
+                }
+            }
+        }));
+    }
+    let call = context.scope(call);
+    let send = |progress: Progress| {
+        let peer = peer.clone();
+        let notification = token.clone().map(|token| {
+            let mut notification = ProgressNotificationParam::new(token, progress.progress);
+            notification.total = progress.total;
+            notification.message = progress.message;
+            notification
+        });
+        // A client gone is the end of its progress, not of the call.
+        async move {
+            if let Some(notification) = notification {
+                drop(peer.notify_progress(notification).await);
             }
         }
-    });
-    let call = context.with(sink).scope(call);
-    let send = |progress: Progress| {
-        let mut notification = ProgressNotificationParam::new(token.clone(), progress.progress);
-        notification.total = progress.total;
-        notification.message = progress.message;
+    };
+    let log = |message: LogMessage| {
         let peer = peer.clone();
-        // A client gone is the end of its progress, not of the call.
-        async move { drop(peer.notify_progress(notification).await) }
+        // A client gone is the end of its log, not of the call. Logging is
+        // deprecated by SEP-2577; clients still receive it.
+        #[allow(deprecated)]
+        async move {
+            drop(peer.notify_logging_message(notification_of(message)).await)
+        }
+    };
+    let next_log = || async {
+        match &logs {
+            Some(queue) => queue.next().await,
+            None => std::future::pending().await,
+        }
     };
     tokio::pin!(call);
     // The first report goes at once; each later one once `PROGRESS_EVERY` has
@@ -448,6 +482,7 @@ pub(crate) async fn serve<F: Future>(
         tokio::select! {
             biased;
             output = &mut call => break output,
+            message = next_log() => log(message).await,
             () = newest.arrived.notified(), if !due => due = true,
             () = tokio::time::sleep_until(next), if due => {
                 if let Some(progress) = newest.take() {
@@ -457,12 +492,65 @@ pub(crate) async fn serve<F: Future>(
             }
         }
     };
-    // What the body reported last goes before the reply.
+    // What the body logged and reported last goes before the reply.
+    while let Some(message) = logs.as_ref().and_then(LogQueue::try_next) {
+        log(message).await;
+    }
     if let Some(progress) = newest.take() {
         send(progress).await;
     }
     drop(newest);
     output
+}
+
+/// The least severe level of the call's log messages its client receives, if
+/// it receives any: the level the request asks for in its `_meta`
+/// (`io.modelcontextprotocol/logLevel`); without one, every level on protocols
+/// before 2026-07-28 (rmcp does not tell a server the level a client set with
+/// `logging/setLevel`: the server forwards that to its handler), and none on
+/// 2026-07-28 and later, where a request that asks for no level gets no log
+/// messages. A call that may become an MCP task gets none either: its request
+/// is answered when it becomes one, and its log would outlive it.
+#[allow(deprecated)] // `LoggingLevel`: logging, deprecated by SEP-2577.
+fn log_level(request: &RequestContext<RoleServer>, brought: &Brought) -> Option<LogLevel> {
+    use rmcp::model::LoggingLevel as Level;
+    if brought.progress.is_some() {
+        return None;
+    }
+    let Some(level) = request.meta.log_level() else {
+        return (!brought.stateless).then_some(LogLevel::Debug);
+    };
+    Some(match level {
+        Level::Debug => LogLevel::Debug,
+        Level::Info => LogLevel::Info,
+        Level::Notice => LogLevel::Notice,
+        Level::Warning => LogLevel::Warning,
+        Level::Error => LogLevel::Error,
+        Level::Critical => LogLevel::Critical,
+        Level::Alert => LogLevel::Alert,
+        Level::Emergency => LogLevel::Emergency,
+    })
+}
+
+/// A log message as MCP's `notifications/message`.
+#[allow(deprecated)] // Logging, deprecated by SEP-2577, which clients still receive.
+fn notification_of(message: LogMessage) -> rmcp::model::LoggingMessageNotificationParam {
+    use rmcp::model::LoggingLevel as Level;
+    let level = match message.level {
+        LogLevel::Debug => Level::Debug,
+        LogLevel::Info => Level::Info,
+        LogLevel::Notice => Level::Notice,
+        LogLevel::Warning => Level::Warning,
+        LogLevel::Error => Level::Error,
+        LogLevel::Critical => Level::Critical,
+        LogLevel::Alert => Level::Alert,
+        LogLevel::Emergency => Level::Emergency,
+    };
+    let notification = rmcp::model::LoggingMessageNotificationParam::new(level, message.data);
+    match message.logger {
+        Some(logger) => notification.with_logger(logger),
+        None => notification,
+    }
 }
 
 #[cfg(test)]

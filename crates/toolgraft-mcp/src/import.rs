@@ -9,8 +9,9 @@
 //! by ([`McpCall`]), on whatever thread a layer runs it. Called without one (on
 //! a worker process, or by [`Toolset::call`](toolgraft::Toolset::call)), it gets
 //! a request made from what travelled with the call: the request's `_meta` (its
-//! progress token), a cancellation token, and a peer whose progress reaches the
-//! caller, whose logging goes to the process's log, and whose requests to the
+//! progress token), a cancellation token, and a peer whose progress and logging
+//! reach the caller (logging goes to the process's log where there is no way
+//! back), and whose requests to the
 //! client (elicitation, sampling, roots) fail naming rule
 //! `caller-outside-relocation`. Its failures read the same wherever it ran, and
 //! one [marked transient](transient) is retried by `retry`.
@@ -150,6 +151,7 @@ pub fn per_session<S: Send + Sync + 'static>(
     imported(router, |route| import(route, Instance::Session))
 }
 
+// Defined below the server, which reads it from the tools it serves.
 pub use crate::tool::PER_SESSION_META;
 
 /// The enabled routes of `router`, sorted by name, each made a tool by `make`.

@@ -13,7 +13,10 @@
 //! * `notifications/progress` go to the call's [`ProgressSink`], which a
 //!   backend carries back to the caller and its server to the client's
 //!   progress token;
-//! * `notifications/message` (logging) have no way back to the client: they
+//! * `notifications/message` (logging) go to the call's [`LogSink`], which a
+//!   backend carries back to the caller and its server to the client as
+//!   `notifications/message` (when the client can receive them); without a
+//!   sink (a call from outside MCP, a backend that carries no log back) they
 //!   are written to this process's `tracing` log, at their level, under the
 //!   target `toolgraft_mcp::relay`; other notifications are dropped;
 //! * a request to the client (elicitation, sampling, roots, ping) fails with a
@@ -36,7 +39,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use toolgraft::context::{self, Progress, ProgressSink};
+use toolgraft::context::{self, LogLevel, LogMessage, LogSink, Progress, ProgressSink};
 use toolgraft::error::{BoxError, Detailed, Transient};
 use toolgraft::rulebook::Rule;
 
@@ -168,6 +171,7 @@ pub(crate) fn request(call: Option<&McpCall>) -> (RequestContext<RoleServer>, Op
         // Taken here, in the call's context: the transport runs in a task of
         // its own, which has none.
         progress: context::get::<ProgressSink>(),
+        log: context::get::<LogSink>(),
         answers,
         inbox,
     };
@@ -196,6 +200,7 @@ pub(crate) struct Relay {
 /// The relay's end of the peer: what a client would get.
 struct Client {
     progress: Option<ProgressSink>,
+    log: Option<LogSink>,
     /// Answers to the peer's requests, which `receive` hands back.
     answers: mpsc::UnboundedSender<RxJsonRpcMessage<RoleServer>>,
     inbox: mpsc::UnboundedReceiver<RxJsonRpcMessage<RoleServer>>,
@@ -222,29 +227,54 @@ impl Client {
                 #[allow(deprecated)]
                 let (level, logger, data) = {
                     let params = notification.params;
-                    (params.level, params.logger.unwrap_or_default(), params.data)
+                    (params.level, params.logger, params.data)
                 };
                 #[allow(deprecated)]
                 use rmcp::model::LoggingLevel as Level;
                 #[allow(deprecated)]
-                match level {
-                    Level::Debug => {
-                        tracing::debug!(target: "toolgraft_mcp::relay", %logger, %data, "an rmcp tool's log message");
-                    }
-                    Level::Info | Level::Notice => {
-                        tracing::info!(target: "toolgraft_mcp::relay", %logger, %data, "an rmcp tool's log message");
-                    }
-                    Level::Warning => {
-                        tracing::warn!(target: "toolgraft_mcp::relay", %logger, %data, "an rmcp tool's log message");
-                    }
-                    _ => {
-                        tracing::error!(target: "toolgraft_mcp::relay", %logger, %data, "an rmcp tool's log message");
-                    }
+                let level = match level {
+                    Level::Debug => LogLevel::Debug,
+                    Level::Info => LogLevel::Info,
+                    Level::Notice => LogLevel::Notice,
+                    Level::Warning => LogLevel::Warning,
+                    Level::Error => LogLevel::Error,
+                    Level::Critical => LogLevel::Critical,
+                    Level::Alert => LogLevel::Alert,
+                    Level::Emergency => LogLevel::Emergency,
+                };
+                let message = LogMessage {
+                    level,
+                    logger,
+                    data,
+                };
+                match &self.log {
+                    // Below the sink's level: the caller asked not to hear it.
+                    Some(sink) => drop(sink.send(message)),
+                    None => trace(message),
                 }
             }
             // Resource and list changes are the server's to tell its clients,
             // not one call's.
             _ => {}
+        }
+    }
+}
+
+/// A log message nobody takes, in this process's `tracing` log at its level.
+fn trace(message: LogMessage) {
+    let (logger, data) = (message.logger.unwrap_or_default(), message.data);
+    match message.level {
+        LogLevel::Debug => {
+            tracing::debug!(target: "toolgraft_mcp::relay", %logger, %data, "an rmcp tool's log message");
+        }
+        LogLevel::Info | LogLevel::Notice => {
+            tracing::info!(target: "toolgraft_mcp::relay", %logger, %data, "an rmcp tool's log message");
+        }
+        LogLevel::Warning => {
+            tracing::warn!(target: "toolgraft_mcp::relay", %logger, %data, "an rmcp tool's log message");
+        }
+        _ => {
+            tracing::error!(target: "toolgraft_mcp::relay", %logger, %data, "an rmcp tool's log message");
         }
     }
 }

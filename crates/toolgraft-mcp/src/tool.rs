@@ -226,9 +226,10 @@ fn schema_object(schema: &Schema) -> JsonObject {
     }
 }
 
-/// The `_meta` key, `true` on a tool imported [`per_session`](crate::import::per_session): its answers are
-/// the session's. A cache on it keeps one answer per session (the server keys
-/// its calls by their session), so no session reads another's.
+/// The `_meta` key, `true` on a tool imported
+/// [`per_session`](crate::import::per_session): its answers are the session's.
+/// A cache on it keeps one answer per session (the server keys its calls by
+/// their session), so no session reads another's.
 ///
 /// ```
 /// assert_eq!(toolgraft_mcp::import::PER_SESSION_META, "toolgraft/perSession");

@@ -173,7 +173,8 @@ pub(crate) trait Tier: Send + Sync {
 
     // --------------------------------------------------------------- replies
 
-    /// The messages waiting on `reply_to` (replies, progress reports), in the
+    /// The messages waiting on `reply_to` (replies, progress reports, log
+    /// messages), in the
     /// order they were sent, waiting up to `wait` for the first.
     fn take_replies<'a>(&'a self, reply_to: &'a str, wait: Duration) -> Answer<'a, Vec<Message>>;
 
@@ -182,9 +183,10 @@ pub(crate) trait Tier: Send + Sync {
     /// twice answers once.
     fn put_reply<'a>(&'a self, reply_to: &'a str, job: &'a str, body: &'a str) -> Answer<'a, ()>;
 
-    /// Sends `body`, the `seq`-th progress report of `job`, on the caller's
-    /// channel `reply_to`, after the ones before it and before the reply.
-    fn put_progress<'a>(
+    /// Sends `body`, the `seq`-th report of `job` (of its progress, or a log
+    /// message), on the caller's channel `reply_to`, after the ones before it
+    /// and before the reply.
+    fn put_report<'a>(
         &'a self,
         reply_to: &'a str,
         job: &'a str,
@@ -310,14 +312,16 @@ impl Broker {
         self.0.put_reply(reply_to, &reply.job, &body).await
     }
 
-    pub(crate) async fn send_progress(
+    /// Sends `report` (a progress report or a log message; a reply goes by
+    /// [`Broker::send_reply`]), the `seq`-th of its job, on `reply_to`.
+    pub(crate) async fn send_report(
         &self,
         reply_to: &str,
         seq: u64,
-        report: &super::job::ProgressReport,
+        report: &Message,
     ) -> Result<(), TierError> {
         let body = serde_json::to_string(report)?;
-        self.0.put_progress(reply_to, &report.job, seq, &body).await
+        self.0.put_report(reply_to, report.job(), seq, &body).await
     }
 }
 

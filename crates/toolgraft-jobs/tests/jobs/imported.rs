@@ -1,5 +1,5 @@
 //! rmcp tools, imported with `toolgraft_mcp::import`, run on a worker process as
-//! written: progress and cancellation reach their `RequestContext` there, a
+//! written: progress, logging and cancellation reach their `RequestContext` there, a
 //! request to the client fails naming the rule, and their failures reach an MCP
 //! client in the same form as in process.
 
@@ -13,6 +13,7 @@ use crate::support::*;
 
 on_every_tier!(
     an_rmcp_tool_reports_progress_from_a_worker_as_written,
+    an_rmcp_tools_log_messages_reach_the_client_from_a_worker,
     an_rmcp_tool_asking_the_client_on_a_worker_fails_naming_the_rule,
     an_rmcp_tools_answers_and_failures_read_the_same_in_process_and_from_a_worker,
     an_rmcp_tools_transient_error_is_retried_in_process_and_on_a_worker,
@@ -29,6 +30,12 @@ pub(crate) struct LongTask {
     steps: u32,
     /// Between two steps.
     ms: u64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct Chatter {
+    /// How many info messages, after a debug one.
+    lines: u32,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -90,6 +97,44 @@ impl Authored {
             task.steps,
             std::process::id()
         ))]))
+    }
+
+    #[tool(
+        description = "Log as it works, through its peer.",
+        annotations(read_only_hint = true)
+    )]
+    async fn chatter(
+        &self,
+        Parameters(chatter): Parameters<Chatter>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<String, ErrorData> {
+        // Logging, deprecated by SEP-2577, as tools written for earlier
+        // protocols still do it.
+        #[allow(deprecated)]
+        {
+            use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+            let debug = LoggingMessageNotificationParam::new(LoggingLevel::Debug, json!("detail"));
+            context
+                .peer
+                .notify_logging_message(debug)
+                .await
+                .map_err(internal)?;
+            for line in 1..=chatter.lines {
+                let data = json!({"line": line, "pid": std::process::id()});
+                let info = LoggingMessageNotificationParam::new(LoggingLevel::Info, data)
+                    .with_logger("chatter");
+                context
+                    .peer
+                    .notify_logging_message(info)
+                    .await
+                    .map_err(internal)?;
+            }
+        }
+        Ok(format!(
+            "{} lines in pid {}",
+            chatter.lines,
+            std::process::id()
+        ))
     }
 
     #[tool(description = "Ask the user.")]
@@ -168,8 +213,9 @@ impl Authored {
 /// What callers and workers bind of them: each behind `remote`, and in process.
 pub(crate) fn bind(toolset: &Toolset, remote: &Remote) {
     let tools = import::tools(Authored::tool_router(), Authored).unwrap();
-    let (ask, fail_as, flaky, long_task, watch) = (
+    let (ask, chatter, fail_as, flaky, long_task, watch) = (
         &tools["ask"],
+        &tools["chatter"],
         &tools["fail_as"],
         &tools["flaky"],
         &tools["long_task"],
@@ -180,6 +226,7 @@ pub(crate) fn bind(toolset: &Toolset, remote: &Remote) {
             long_task.combo().with(remote.clone()),
             ask.combo().with(remote.clone()),
             fail_as.combo().with(remote.clone()),
+            chatter.combo().with(remote.clone()),
         ))
         .unwrap();
     toolset
@@ -196,10 +243,12 @@ pub(crate) fn bind(toolset: &Toolset, remote: &Remote) {
         .unwrap();
 }
 
-/// An MCP client that keeps the progress notifications it gets.
+/// An MCP client that keeps the progress notifications and log messages it gets.
 #[derive(Clone, Default)]
 struct Client {
     seen: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    #[allow(deprecated)] // Logging, which clients still show.
+    logs: Arc<Mutex<Vec<rmcp::model::LoggingMessageNotificationParam>>>,
 }
 
 impl rmcp::ClientHandler for Client {
@@ -209,6 +258,15 @@ impl rmcp::ClientHandler for Client {
         _: rmcp::service::NotificationContext<rmcp::RoleClient>,
     ) {
         self.seen.lock().unwrap().push(params);
+    }
+
+    #[allow(deprecated)] // Logging, which clients still show.
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.logs.lock().unwrap().push(params);
     }
 }
 
@@ -280,6 +338,39 @@ async fn an_rmcp_tool_reports_progress_from_a_worker_as_written(env: Env) {
         Some(format!("step 4 in pid {} for token {}", worker.pid(), json!(token)).as_str())
     );
     assert_eq!(seen[3].total, Some(4.0));
+    running.cancel().await.unwrap();
+}
+
+/// An rmcp tool's `notify_logging_message` on a worker reaches the MCP client
+/// as `notifications/message`, in order, before the reply, at the level the
+/// request asks for and above (the debug message stays behind).
+#[allow(deprecated)] // Logging, which clients still show.
+async fn an_rmcp_tools_log_messages_reach_the_client_from_a_worker(env: Env) {
+    let worker = WorkerProcess::start(&env);
+    let (client, running) = connect(&env).await;
+    let mut request = call("chatter_remote", json!({"lines": 4}));
+    let mut meta = rmcp::model::RequestMetaObject::new();
+    meta.set_log_level(rmcp::model::LoggingLevel::Info);
+    request.meta = Some(meta);
+    let result = running.call_tool(request).await.unwrap();
+    assert_eq!(
+        result.content[0].as_text().unwrap().text,
+        format!("4 lines in pid {}", worker.pid())
+    );
+    // Notifications before the reply are handled before it; a moment for the
+    // client's handler to have run them all.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let logs = client.logs.lock().unwrap().clone();
+    eprintln!("{} log messages: {logs:?}", logs.len());
+    let seen: Vec<Value> = logs.iter().map(|log| log.data.clone()).collect();
+    let expected: Vec<Value> = (1..=4)
+        .map(|line| json!({"line": line, "pid": worker.pid()}))
+        .collect();
+    assert_eq!(seen, expected);
+    assert!(
+        logs.iter()
+            .all(|log| log.logger.as_deref() == Some("chatter"))
+    );
     running.cancel().await.unwrap();
 }
 

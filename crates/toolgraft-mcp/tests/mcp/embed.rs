@@ -21,7 +21,7 @@ use rmcp::{
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use toolgraft::context::{self, Progress};
+use toolgraft::context::{self, LogLevel, LogMessage, Progress};
 use toolgraft::ext::{Cache, Pool, Timeout};
 use toolgraft::prelude::*;
 use toolgraft_mcp::call::McpCall;
@@ -282,6 +282,101 @@ async fn progress_from_a_pool_thread_reaches_the_client_in_order_before_the_repl
     );
     assert_eq!(progress.last().unwrap().message.as_deref(), Some("step 5"));
 
+    client.cancel().await.unwrap();
+}
+
+/// A body that logs through the call context, from whatever thread it runs:
+/// a debug message, then `burst` info messages in a tight loop, then an error.
+fn logger() -> impl toolgraft::tool::BaseTool + Clone {
+    Tool::builder()
+        .name("chatty")
+        .description("Log as it works.")
+        .read_only()
+        .body(|input: Steps| async move {
+            let debug = context::log(LogMessage::new(LogLevel::Debug, "not asked for"));
+            for step in 0..input.steps {
+                context::log(LogMessage::new(LogLevel::Info, json!({"step": step})));
+            }
+            let error =
+                context::log(LogMessage::new(LogLevel::Error, "done").with_logger("chatty"));
+            Ok(format!("debug taken: {debug}, error taken: {error}"))
+        })
+        .build()
+        .unwrap()
+}
+
+/// A body's `context::log` reaches the client as `notifications/message`, at
+/// the level the request asks for and above, in order, before the reply; a
+/// burst past `LOG_BACKLOG` loses its oldest, and the client is told how many.
+#[tokio::test]
+async fn a_bodys_log_reaches_the_client_at_its_level_in_order_and_bounded() {
+    let toolset = Toolset::new();
+    toolset
+        .bind((logger().combo().with(Pool::new(1).unwrap()),))
+        .unwrap();
+    let client = connect(ToolsetServer::new(toolset)).await;
+    let call = |steps: u32| {
+        let mut params = request("chatty_pool", json!({"steps": steps}));
+        let mut meta = RequestMetaObject::new();
+        meta.set_log_level(LoggingLevel::Info);
+        params.meta = Some(meta);
+        params
+    };
+
+    let answer = client.call_tool(call(3)).await.unwrap();
+    assert_eq!(
+        answer.content[0].as_text().unwrap().text,
+        "debug taken: false, error taken: true"
+    );
+    // Notifications before the reply are handled before it; a moment for the
+    // client's handler to have run them all.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let logs = std::mem::take(&mut *client.service().logs.lock().unwrap());
+    let seen: Vec<_> = logs
+        .iter()
+        .map(|log| (log.level, log.data.clone()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (LoggingLevel::Info, json!({"step": 0})),
+            (LoggingLevel::Info, json!({"step": 1})),
+            (LoggingLevel::Info, json!({"step": 2})),
+            (LoggingLevel::Error, json!("done")),
+        ]
+    );
+    assert_eq!(logs[3].logger.as_deref(), Some("chatty"));
+
+    // A burst: the body runs on its pool thread, faster than the client takes
+    // messages; the newest are kept, and what went is counted.
+    let burst = 10 * toolgraft::context::LOG_BACKLOG as u32;
+    client.call_tool(call(burst)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let logs = client.service().logs.lock().unwrap().clone();
+    let steps: Vec<u64> = logs
+        .iter()
+        .filter_map(|log| log.data.get("step")?.as_u64())
+        .collect();
+    let dropped: u64 = logs
+        .iter()
+        .filter_map(|log| log.data.get("dropped")?.as_u64())
+        .sum();
+    assert!(logs.len() < burst as usize, "bounded: {} sent", logs.len());
+    assert_eq!(
+        steps.len() as u64 + dropped,
+        u64::from(burst),
+        "each one sent or counted"
+    );
+    assert!(
+        steps.windows(2).all(|pair| pair[0] < pair[1]),
+        "in order: {steps:?}"
+    );
+    assert_eq!(
+        steps.last(),
+        Some(&u64::from(burst - 1)),
+        "the newest is kept"
+    );
+    assert_eq!(logs.last().unwrap().data, json!("done"));
     client.cancel().await.unwrap();
 }
 

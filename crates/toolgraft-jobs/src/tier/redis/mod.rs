@@ -257,7 +257,7 @@ impl Tier for Redis {
         })
     }
 
-    fn put_progress<'a>(
+    fn put_report<'a>(
         &'a self,
         reply_to: &'a str,
         _job: &'a str,

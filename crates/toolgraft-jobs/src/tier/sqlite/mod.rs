@@ -269,7 +269,7 @@ impl Tier for Sqlite {
         })
     }
 
-    fn put_progress<'a>(
+    fn put_report<'a>(
         &'a self,
         reply_to: &'a str,
         job: &'a str,
@@ -278,7 +278,8 @@ impl Tier for Sqlite {
     ) -> Answer<'a, ()> {
         Box::pin(async move {
             // A row of its own per report (the reply's row is the job's), in
-            // rowid order with the reply after them.
+            // rowid order with the reply after them. Progress and log messages
+            // share one sequence (the key kept from when only progress went).
             self.send_on(reply_to, &format!("{job}:progress:{seq}"), body)
                 .await
         })

@@ -33,6 +33,7 @@ async fn push_many(broker: &Sqlite, jobs: usize) -> Result<(), String> {
             context: Default::default(),
             generation: 0,
             progress: false,
+            log: None,
         };
         let task = TaskBuilder::new(job)
             .task_id(TaskId::from_string(id))
