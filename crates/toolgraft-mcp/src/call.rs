@@ -247,6 +247,8 @@ pub(crate) struct Brought {
     pub handler: Option<SessionHandler>,
     /// The session, for a tool whose answers are the session's: a cache keys on it.
     pub session: Option<Session>,
+    /// The level the client set for its session (`logging/setLevel`), if it did.
+    pub session_level: Option<LogLevel>,
 }
 
 /// A connection's session, as a context entry a cache keys on: set for the
@@ -505,22 +507,32 @@ pub(crate) async fn serve<F: Future>(
 
 /// The least severe level of the call's log messages its client receives, if
 /// it receives any: the level the request asks for in its `_meta`
-/// (`io.modelcontextprotocol/logLevel`); without one, every level on protocols
-/// before 2026-07-28 (rmcp does not tell a server the level a client set with
-/// `logging/setLevel`: the server forwards that to its handler), and none on
-/// 2026-07-28 and later, where a request that asks for no level gets no log
-/// messages. A call that may become an MCP task gets none either: its request
+/// (`io.modelcontextprotocol/logLevel`); without one, on protocols before
+/// 2026-07-28, the level the client set for its session with `logging/setLevel`
+/// (none until it sets one: a call nobody listens to the log of costs nothing),
+/// and none on 2026-07-28 and later, where a request that asks for no level gets
+/// no log messages. A call that may become an MCP task gets none either: its request
 /// is answered when it becomes one, and its log would outlive it.
 #[allow(deprecated)] // `LoggingLevel`: logging, deprecated by SEP-2577.
 fn log_level(request: &RequestContext<RoleServer>, brought: &Brought) -> Option<LogLevel> {
-    use rmcp::model::LoggingLevel as Level;
     if brought.progress.is_some() {
         return None;
     }
     let Some(level) = request.meta.log_level() else {
-        return (!brought.stateless).then_some(LogLevel::Debug);
+        return if brought.stateless {
+            None
+        } else {
+            brought.session_level
+        };
     };
-    Some(match level {
+    Some(level_of(level))
+}
+
+/// rmcp's logging level as toolgraft's.
+#[allow(deprecated)] // `LoggingLevel`: logging, deprecated by SEP-2577.
+pub(crate) fn level_of(level: rmcp::model::LoggingLevel) -> LogLevel {
+    use rmcp::model::LoggingLevel as Level;
+    match level {
         Level::Debug => LogLevel::Debug,
         Level::Info => LogLevel::Info,
         Level::Notice => LogLevel::Notice,
@@ -529,7 +541,7 @@ fn log_level(request: &RequestContext<RoleServer>, brought: &Brought) -> Option<
         Level::Critical => LogLevel::Critical,
         Level::Alert => LogLevel::Alert,
         Level::Emergency => LogLevel::Emergency,
-    })
+    }
 }
 
 /// A log message as MCP's `notifications/message`.

@@ -233,6 +233,7 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
             session: renderings
                 .is_some_and(|known| known.per_session)
                 .then_some(self.session),
+            session_level: self.session_level(),
         };
         // Boxed: the call's state is kilobytes, which rmcp's spawn of each request
         // would copy (see `import::future_sizes`).
@@ -371,11 +372,24 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         theirs.await
     }
 
+    /// Kept for the toolset's calls on this connection, and passed on: a
+    /// handler that serves no logging of its own answers for the toolset.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.set_session_level(call::level_of(request.level));
+        match self.handler.set_level(request, context).await {
+            Err(error) if error.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND => Ok(()),
+            other => other,
+        }
+    }
+
     forward! {
         ping(context: RequestContext<RoleServer>) -> Result<(), ErrorData>;
         complete(request: CompleteRequestParams, context: RequestContext<RoleServer>) -> Result<CompleteResult, ErrorData>;
-        #[allow(deprecated)]
-        set_level(request: SetLevelRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData>;
         get_prompt(request: GetPromptRequestParams, context: RequestContext<RoleServer>) -> Result<GetPromptResponse, ErrorData>;
         list_prompts(request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListPromptsResult, ErrorData>;
         list_resources(request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListResourcesResult, ErrorData>;

@@ -97,6 +97,36 @@ pub struct ToolsetServer<H = ToolsOnly> {
     /// This connection's, unique in the process: what keys the calls of tools
     /// imported per session.
     session: crate::call::Session,
+    /// The least severe log level this connection's client asked for with
+    /// `logging/setLevel` (0: none yet, else its index in [`LOG_LEVELS`] + 1).
+    log_level: std::sync::atomic::AtomicU8,
+}
+
+/// MCP's log levels, least severe first.
+const LOG_LEVELS: [toolgraft::context::LogLevel; 8] = {
+    use toolgraft::context::LogLevel::*;
+    [
+        Debug, Info, Notice, Warning, Error, Critical, Alert, Emergency,
+    ]
+};
+
+impl<H> ToolsetServer<H> {
+    /// The level this connection's client set with `logging/setLevel`, if it did.
+    pub(crate) fn session_level(&self) -> Option<toolgraft::context::LogLevel> {
+        let set = self.log_level.load(std::sync::atomic::Ordering::Relaxed);
+        LOG_LEVELS.get(usize::from(set).checked_sub(1)?).copied()
+    }
+
+    /// Keeps `level` as the one this connection's client set.
+    fn set_session_level(&self, level: toolgraft::context::LogLevel) {
+        let at = LOG_LEVELS
+            .iter()
+            .position(|known| *known == level)
+            .unwrap_or(0);
+        let at = u8::try_from(at + 1).unwrap_or(1);
+        self.log_level
+            .store(at, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl<H> std::fmt::Debug for ToolsetServer<H> {
@@ -243,6 +273,7 @@ impl Shared {
             connection: watch::channel(()).0,
             tasks: self.tasks,
             session: crate::call::Session::new(),
+            log_level: std::sync::atomic::AtomicU8::new(0),
         }
     }
 }
@@ -394,9 +425,13 @@ fn add_tasks(capabilities: &mut ServerCapabilities) {
         .insert(TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
 }
 
-/// The `tools` capability with `listChanged` added to what a handler declares.
+/// The `tools` capability with `listChanged` added to what a handler declares,
+/// and `logging`: the toolset's bodies send log messages to a client that asks
+/// for them.
 fn add_tools(capabilities: &mut ServerCapabilities) {
     let mut tools = capabilities.tools.take().unwrap_or_default();
     tools.list_changed = Some(true);
     capabilities.tools = Some(tools);
+    #[allow(deprecated)] // logging, deprecated by SEP-2577 and still served.
+    capabilities.logging.get_or_insert_with(Default::default);
 }

@@ -75,6 +75,7 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
                 deferral: None,
                 handler: Some(handler.clone()),
                 session,
+                session_level: None,
             }
         };
         let mut running = run(
@@ -137,6 +138,7 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
             deferral: Some(Deferral::offer(tasks.settings().follower_keys())),
             handler: Some(self.handler.clone()),
             session: self.session_of(&name),
+            session_level: self.session_level(),
         };
         let call = self.toolset.call_published(&name, arguments);
         let outcome = call::serve(context, brought, call).await;

@@ -380,6 +380,48 @@ async fn a_bodys_log_reaches_the_client_at_its_level_in_order_and_bounded() {
     client.cancel().await.unwrap();
 }
 
+/// Without a level in the request, a session's log is what its client set
+/// with `logging/setLevel` (the server declares `logging`): nothing until it
+/// sets one, so a call nobody listens to costs no log queue.
+#[tokio::test]
+#[allow(deprecated)] // logging, deprecated by SEP-2577 and still served.
+async fn a_sessions_log_level_is_what_its_client_set() {
+    let toolset = Toolset::new();
+    toolset.bind((logger().combo(),)).unwrap();
+    let client = connect(ToolsetServer::new(toolset)).await;
+    let logging = client
+        .peer_info()
+        .and_then(|info| info.capabilities.logging.clone());
+    assert!(logging.is_some(), "the server declares logging");
+    let call = || request("chatty", json!({"steps": 2}));
+
+    let answer = client.call_tool(call()).await.unwrap();
+    assert_eq!(
+        answer.content[0].as_text().unwrap().text,
+        "debug taken: false, error taken: false",
+        "no level set: nobody listens"
+    );
+    client
+        .set_level(rmcp::model::SetLevelRequestParams::new(
+            LoggingLevel::Warning,
+        ))
+        .await
+        .unwrap();
+    let answer = client.call_tool(call()).await.unwrap();
+    assert_eq!(
+        answer.content[0].as_text().unwrap().text,
+        "debug taken: false, error taken: true"
+    );
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let logs = client.service().logs.lock().unwrap().clone();
+    let seen: Vec<_> = logs
+        .iter()
+        .map(|log| (log.level, log.data.clone()))
+        .collect();
+    assert_eq!(seen, [(LoggingLevel::Error, json!("done"))]);
+    client.cancel().await.unwrap();
+}
+
 #[derive(Deserialize, JsonSchema)]
 struct Say {
     text: String,
