@@ -319,25 +319,29 @@ async fn an_rmcp_tool_reports_progress_from_a_worker_as_written(env: Env) {
         format!("4 steps in pid {}", worker.pid())
     );
     // Steps 80 ms apart, folded every 50 ms: each one, unless a busy machine
-    // folds two into the newer (the last one never).
-    let steps: Vec<f64> = seen.iter().map(|progress| progress.progress).collect();
+    // folds two into the newer (the last one never). rmcp's client handles each
+    // notification in a task of its own, so its handler may see two swapped.
+    let mut steps: Vec<f64> = seen.iter().map(|progress| progress.progress).collect();
+    steps.sort_by(f64::total_cmp);
     assert!(steps.len() >= 2, "{seen:?}");
     assert_eq!(steps.last(), Some(&4.0), "{seen:?}");
-    assert!(
-        steps.windows(2).all(|pair| pair[0] < pair[1]),
-        "in order: {seen:?}"
-    );
+    steps.dedup();
+    assert_eq!(steps.len(), seen.len(), "each step once: {seen:?}");
     // The tool read the client's token from its request's `_meta`.
     let token = &seen[0].progress_token;
     assert!(
         seen.iter()
             .all(|progress| progress.progress_token == *token)
     );
+    let last = seen
+        .iter()
+        .find(|progress| progress.progress == 4.0)
+        .unwrap();
     assert_eq!(
-        seen[3].message.as_deref(),
+        last.message.as_deref(),
         Some(format!("step 4 in pid {} for token {}", worker.pid(), json!(token)).as_str())
     );
-    assert_eq!(seen[3].total, Some(4.0));
+    assert_eq!(last.total, Some(4.0));
     running.cancel().await.unwrap();
 }
 
@@ -362,7 +366,11 @@ async fn an_rmcp_tools_log_messages_reach_the_client_from_a_worker(env: Env) {
     tokio::time::sleep(Duration::from_millis(50)).await;
     let logs = client.logs.lock().unwrap().clone();
     eprintln!("{} log messages: {logs:?}", logs.len());
-    let seen: Vec<Value> = logs.iter().map(|log| log.data.clone()).collect();
+    // rmcp's client handles each notification in a task of its own: on this
+    // multi-thread runtime its handler may see two in another order than the
+    // wire's (the server sends them in order; `embed::` checks that on one thread).
+    let mut seen: Vec<Value> = logs.iter().map(|log| log.data.clone()).collect();
+    seen.sort_by_key(|data| data["line"].as_u64());
     let expected: Vec<Value> = (1..=4)
         .map(|line| json!({"line": line, "pid": worker.pid()}))
         .collect();
