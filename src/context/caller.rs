@@ -149,6 +149,102 @@ impl ProgressSink {
     pub fn send(&self, progress: Progress) {
         (self.0)(progress);
     }
+
+    /// A sink whose reports are folded for their caller ([`PROGRESS_EVERY`]),
+    /// and the [`ProgressFold`] they are taken from: what a server (for its
+    /// client) and a worker (for its caller) send a call's progress by. The sink
+    /// holds the fold weakly: one a body kept past its call reports to no one.
+    ///
+    /// ```
+    /// use toolgraft::context::{Progress, ProgressSink};
+    /// let (sink, mut fold) = ProgressSink::folded();
+    /// for step in 1..=100 {
+    ///     sink.send(Progress::new(f64::from(step)));
+    /// }
+    /// assert_eq!(fold.try_next().map(|p| p.progress), Some(100.0), "the newest");
+    /// assert!(fold.try_next().is_none());
+    /// ```
+    pub fn folded() -> (Self, ProgressFold) {
+        let newest = Arc::new(Newest::default());
+        let sink = Self::new({
+            let newest = Arc::downgrade(&newest);
+            move |progress: Progress| {
+                if let Some(newest) = newest.upgrade() {
+                    newest.put(progress);
+                }
+            }
+        });
+        (sink, ProgressFold { newest, due: None })
+    }
+}
+
+/// The reports of a [folded](ProgressSink::folded) sink, on their way to the
+/// caller: the newest report not taken yet, no sooner than [`PROGRESS_EVERY`]
+/// after the one taken before it; the reports made in between are folded into
+/// it (a later report says more than an earlier one).
+#[derive(Debug)]
+pub struct ProgressFold {
+    newest: Arc<Newest>,
+    /// When the next report may go, after one went.
+    due: Option<tokio::time::Instant>,
+}
+
+#[derive(Debug, Default)]
+struct Newest {
+    progress: std::sync::Mutex<Option<Progress>>,
+    arrived: tokio::sync::Notify,
+}
+
+impl Newest {
+    fn put(&self, progress: Progress) {
+        *self.lock() = Some(progress);
+        self.arrived.notify_one();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Progress>> {
+        self.progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl ProgressFold {
+    /// The report waiting now, if any, at once: the last one, before the reply.
+    pub fn try_next(&mut self) -> Option<Progress> {
+        self.newest.lock().take()
+    }
+
+    /// Waits for the next report to go: the newest, once there is one and
+    /// [`PROGRESS_EVERY`] has passed since the one before. Cancel-safe (in a
+    /// `select!`): a report is taken only when it is returned.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolgraft::context::{PROGRESS_EVERY, Progress, ProgressSink};
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
+    /// let (sink, mut fold) = ProgressSink::folded();
+    /// sink.send(Progress::new(1.0));
+    /// assert_eq!(fold.next().await.progress, 1.0, "the first goes at once");
+    /// let taken = tokio::time::Instant::now();
+    /// sink.send(Progress::new(2.0));
+    /// sink.send(Progress::new(3.0));
+    /// assert_eq!(fold.next().await.progress, 3.0, "folded into the newest");
+    /// assert!(taken.elapsed() >= PROGRESS_EVERY);
+    /// # }
+    /// ```
+    pub async fn next(&mut self) -> Progress {
+        loop {
+            if let Some(due) = self.due {
+                tokio::time::sleep_until(due).await;
+            }
+            let arrived = self.newest.arrived.notified();
+            if let Some(progress) = self.newest.lock().take() {
+                self.due = Some(tokio::time::Instant::now() + PROGRESS_EVERY);
+                return progress;
+            }
+            arrived.await;
+        }
+    }
 }
 
 impl fmt::Debug for ProgressSink {

@@ -75,7 +75,7 @@ mod caller;
 pub use ask::{Answer, Answered, Ask, Asker, InputRequest, InputRequired, Question, Reach};
 pub use caller::{
     LOG_BACKLOG, LogLevel, LogMessage, LogQueue, LogSink, PROGRESS_EVERY, Principal, Progress,
-    ProgressSink, log, report_progress,
+    ProgressFold, ProgressSink, log, report_progress,
 };
 
 mod sealed {

@@ -1,14 +1,11 @@
 //! The worker's side: a process that runs jobs by name on its own toolset.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
-use toolgraft::context::{
-    self, Context, LogQueue, LogSink, PROGRESS_EVERY, Progress, ProgressSink,
-};
+use toolgraft::context::{self, Context, LogLevel, LogSink, ProgressSink};
 use toolgraft::ext::retry::Attempt;
 use toolgraft::{Name, ToolError};
 
@@ -449,22 +446,6 @@ async fn until_withdrawn<F: Future>(job: &str, broker: &Broker, call: F) -> Opti
     }
 }
 
-/// The newest report of a job's body not sent yet.
-#[derive(Default)]
-struct Newest {
-    progress: Mutex<Option<Progress>>,
-    arrived: Notify,
-}
-
-impl Newest {
-    fn take(&self) -> Option<Progress> {
-        self.progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-    }
-}
-
 /// Runs `call` with a progress sink and a log sink whose reports and messages
 /// go back on the job's reply channel, in order, all before the reply: progress
 /// at most every [`PROGRESS_EVERY`] (the newest of the reports made meanwhile,
@@ -474,95 +455,62 @@ impl Newest {
 async fn forwarding<F: Future>(job: &Job, broker: &Broker, call: F) -> F::Output {
     // A submitted job answers no one waiting.
     let answered = !is_job_key(&job.reply_to);
-    let progress = job.progress && answered;
-    let (log_sink, logs) = job.log.filter(|_| answered).map(LogSink::queue).unzip();
-    if !progress && logs.is_none() {
+    let wants_progress = job.progress && answered;
+    let wants_log = job.log.filter(|_| answered);
+    if !wants_progress && wants_log.is_none() {
         return call.await;
     }
-    let newest = Arc::new(Newest::default());
+    // A fold or a queue whose sink is not set yields nothing: the loop below
+    // waits on both either way.
+    let (progress_sink, mut fold) = ProgressSink::folded();
+    let (log_sink, logs) = LogSink::queue(wants_log.unwrap_or(LogLevel::Emergency));
     let mut context = Context::current();
-    if progress {
-        // Weak: a sink a body kept past its job reports to no one.
-        context = context.with(ProgressSink::new({
-            let newest = Arc::downgrade(&newest);
-            move |progress: Progress| {
-                if let Some(newest) = newest.upgrade() {
-                    *newest
-                        .progress
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner) = Some(progress);
-                    newest.arrived.notify_one();
-                }
-            }
-        }));
+    if wants_progress {
+        context = context.with(progress_sink);
     }
-    if let Some(sink) = log_sink {
-        context = context.with(sink);
+    if wants_log.is_some() {
+        context = context.with(log_sink);
     }
-    // Sent by a task of its own, in order: a slow send never holds the body up.
-    // A few reports wait for it at most; past them the newest waits in `newest`,
-    // and log messages wait in their bounded queue.
-    let (reports, mut outbox) = tokio::sync::mpsc::channel::<Progress>(4);
+    // Sent by a task of its own, in order: a slow send never holds the body up
+    // (the newest report waits in the fold, log messages in their bounded queue).
+    let (done, mut finished) = tokio::sync::oneshot::channel::<()>();
     let sender = tokio::spawn({
         let (broker, job, reply_to) = (broker.clone(), job.id.clone(), job.reply_to.clone());
         async move {
             let mut seq = 0u64;
-            let next_log = || async {
-                match &logs {
-                    Some(queue) => queue.next().await,
-                    None => std::future::pending().await,
-                }
+            let progress = |progress| {
+                Message::Progress(ProgressReport {
+                    job: job.clone(),
+                    progress,
+                })
+            };
+            let log = |log| {
+                Message::Log(LogReport {
+                    job: job.clone(),
+                    log,
+                })
             };
             loop {
                 let report = tokio::select! {
                     biased;
-                    progress = outbox.recv() => match progress {
-                        Some(progress) => Message::Progress(ProgressReport { job: job.clone(), progress }),
-                        // The body is done: what it logged goes after its last
-                        // report, before the reply.
-                        None => break,
-                    },
-                    log = next_log() => Message::Log(LogReport { job: job.clone(), log }),
+                    // The body is done: what it reported and logged last goes
+                    // after the rest, before the reply.
+                    _ = &mut finished => break,
+                    reported = fold.next() => progress(reported),
+                    logged = logs.next() => log(logged),
                 };
                 send(&broker, &reply_to, &mut seq, &report).await;
             }
-            while let Some(log) = logs.as_ref().and_then(LogQueue::try_next) {
-                let report = Message::Log(LogReport {
-                    job: job.clone(),
-                    log,
-                });
-                send(&broker, &reply_to, &mut seq, &report).await;
+            if let Some(last) = fold.try_next() {
+                send(&broker, &reply_to, &mut seq, &progress(last)).await;
+            }
+            while let Some(logged) = logs.try_next() {
+                send(&broker, &reply_to, &mut seq, &log(logged)).await;
             }
         }
     });
-    let call = context.scope(call);
-    tokio::pin!(call);
-    let (mut due, mut next) = (false, Instant::now());
-    let output = loop {
-        tokio::select! {
-            biased;
-            output = &mut call => break output,
-            () = newest.arrived.notified(), if !due => due = true,
-            () = tokio::time::sleep_until(next), if due => {
-                // A full outbox: the newest report waits for the next turn.
-                let sent = match reports.try_reserve() {
-                    Ok(slot) => {
-                        if let Some(progress) = newest.take() {
-                            slot.send(progress);
-                        }
-                        true
-                    }
-                    Err(_) => false,
-                };
-                (due, next) = (!sent, Instant::now() + PROGRESS_EVERY);
-            }
-        }
-    };
-    // The last report goes after the others, and all of them before the reply.
-    if let Some(progress) = newest.take() {
-        let _ = reports.send(progress).await;
-    }
-    drop(reports);
+    let output = context.scope(call).await;
+    drop(done);
     let _ = sender.await;
     output
 }

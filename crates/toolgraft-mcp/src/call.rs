@@ -37,7 +37,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use rmcp::model::{
     ElicitRequestParams, ElicitResult, ElicitationAction, InputResponses,
@@ -45,13 +45,10 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
-use tokio::sync::Notify;
-use tokio::time::Instant;
 
 use toolgraft::context::{
     self, Answer, Answered, Ask, Asker, Context, Entry, InProcess, InputRequest, LogLevel,
-    LogMessage, LogQueue, LogSink, PROGRESS_EVERY, Progress, ProgressSink, Question, Reach,
-    Unkeyed,
+    LogMessage, LogSink, Progress, ProgressSink, Question, Reach, Unkeyed,
 };
 use toolgraft::store::{StoreError, StoreFuture};
 
@@ -202,28 +199,6 @@ impl Entry for RequestMeta {
     const NAME: &'static str = "toolgraft_mcp.request_meta";
     type Travel = toolgraft::context::Serialized;
     type Key = Unkeyed;
-}
-
-/// The newest report of a call not sent to the client yet: the ones before it
-/// are folded into it (see [`PROGRESS_EVERY`]).
-#[derive(Default)]
-struct Newest {
-    progress: Mutex<Option<Progress>>,
-    arrived: Notify,
-}
-
-impl Newest {
-    fn put(&self, progress: Progress) {
-        *self.progress.lock().unwrap_or_else(PoisonError::into_inner) = Some(progress);
-        self.arrived.notify_one();
-    }
-
-    fn take(&self) -> Option<Progress> {
-        self.progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-    }
 }
 
 /// What a `tools/call` brings back after an input-required result: the answers
@@ -389,7 +364,7 @@ pub(crate) fn principal_of(
 /// Runs `call` as the call of `request`: with its [`McpCall`], the principal the
 /// HTTP layer found, an [`Asker`] for its client's user (with the answers
 /// `brought`), when the client sent a progress token, a [`ProgressSink`] whose
-/// reports reach the client in order, at most every [`PROGRESS_EVERY`] (the
+/// reports reach the client in order, at most every [`PROGRESS_EVERY`](toolgraft::context::PROGRESS_EVERY) (the
 /// newest of those made meanwhile), the last one before the reply, and, when
 /// the client can receive them ([`log_level`]), a [`LogSink`] whose messages
 /// reach it as `notifications/message`, in order, at most
@@ -404,7 +379,7 @@ pub(crate) async fn serve<F: Future>(
         Some(_) => None,
         None => request.meta.get_progress_token(),
     };
-    let logs = log_level(&request, &brought).map(LogSink::queue);
+    let log_level = log_level(&request, &brought);
     let peer = request.peer.clone();
     let mut context = Context::current();
     if let Some(principal) = principal_of(&request) {
@@ -422,28 +397,23 @@ pub(crate) async fn serve<F: Future>(
     if let Some(session) = brought.session {
         context = context.with(session);
     }
-    let logs = logs.map(|(sink, queue)| {
-        context = context.clone().with(sink);
-        queue
-    });
     let came = Arc::new(Came { request, brought });
     context = context.with(Asker::new(McpAsk(came.clone())));
     context = context.with(McpCall(came));
-    if token.is_none() && logs.is_none() {
+    if token.is_none() && log_level.is_none() {
         return context.scope(call).await;
     }
-    let newest = Arc::new(Newest::default());
+    // Progress folded for the client (the first report at once, then the newest
+    // at most every `PROGRESS_EVERY`, the last one before the reply), log
+    // messages queued. A fold or a queue whose sink is not set yields nothing:
+    // the loop below waits on both either way.
+    let (progress_sink, mut fold) = ProgressSink::folded();
+    let (log_sink, logs) = LogSink::queue(log_level.unwrap_or(LogLevel::Emergency));
     if token.is_some() {
-        // Weak: a sink a body kept past its call (in a task of its own) reports
-        // to no one.
-        context = context.with(ProgressSink::new({
-            let newest = Arc::downgrade(&newest);
-            move |progress: Progress| {
-                if let Some(newest) = newest.upgrade() {
-                    newest.put(progress);
-                }
-            }
-        }));
+        context = context.with(progress_sink);
+    }
+    if log_level.is_some() {
+        context = context.with(log_sink);
     }
     let call = context.scope(call);
     let send = |progress: Progress| {
@@ -470,38 +440,22 @@ pub(crate) async fn serve<F: Future>(
             drop(peer.notify_logging_message(notification_of(message)).await)
         }
     };
-    let next_log = || async {
-        match &logs {
-            Some(queue) => queue.next().await,
-            None => std::future::pending().await,
-        }
-    };
     tokio::pin!(call);
-    // The first report goes at once; each later one once `PROGRESS_EVERY` has
-    // passed since the one before, the newest of those made meanwhile.
-    let (mut due, mut next) = (false, Instant::now());
     let output = loop {
         tokio::select! {
             biased;
             output = &mut call => break output,
-            message = next_log() => log(message).await,
-            () = newest.arrived.notified(), if !due => due = true,
-            () = tokio::time::sleep_until(next), if due => {
-                if let Some(progress) = newest.take() {
-                    send(progress).await;
-                }
-                (due, next) = (false, Instant::now() + PROGRESS_EVERY);
-            }
+            message = logs.next() => log(message).await,
+            progress = fold.next() => send(progress).await,
         }
     };
     // What the body logged and reported last goes before the reply.
-    while let Some(message) = logs.as_ref().and_then(LogQueue::try_next) {
+    while let Some(message) = logs.try_next() {
         log(message).await;
     }
-    if let Some(progress) = newest.take() {
+    if let Some(progress) = fold.try_next() {
         send(progress).await;
     }
-    drop(newest);
     output
 }
 
