@@ -229,21 +229,8 @@ impl Client {
                     let params = notification.params;
                     (params.level, params.logger, params.data)
                 };
-                #[allow(deprecated)]
-                use rmcp::model::LoggingLevel as Level;
-                #[allow(deprecated)]
-                let level = match level {
-                    Level::Debug => LogLevel::Debug,
-                    Level::Info => LogLevel::Info,
-                    Level::Notice => LogLevel::Notice,
-                    Level::Warning => LogLevel::Warning,
-                    Level::Error => LogLevel::Error,
-                    Level::Critical => LogLevel::Critical,
-                    Level::Alert => LogLevel::Alert,
-                    Level::Emergency => LogLevel::Emergency,
-                };
                 let message = LogMessage {
-                    level,
+                    level: crate::call::level_of(level),
                     logger,
                     data,
                 };
