@@ -357,11 +357,9 @@ async fn broadcast(inner: std::sync::Weak<Inner>, mut changes: watch::Receiver<u
     loop {
         // A change made before this task first ran counts too: compared with
         // the count at joining, not marked seen unread.
-        let change = *changes.borrow_and_update();
+        changes.borrow_and_update();
         let Some(fleet) = inner.upgrade() else { return };
-        if change > fleet.applied_change.load(Ordering::SeqCst)
-            && let Err(error) = fleet.publish().await
-        {
+        if let Err(error) = fleet.publish_own_change().await {
             tracing::warn!(%error, "fleet: cannot broadcast a change");
         }
         drop(fleet);
@@ -377,7 +375,27 @@ impl Inner {
     }
 
     async fn publish(&self) -> Result<u64, FleetError> {
-        let _busy = self.busy.lock().await;
+        let busy = self.busy.lock().await;
+        self.publish_holding(busy).await
+    }
+
+    /// Publishes the toolset's change unless it came from the fleet. Decided
+    /// under `busy`: applying a fleet generation bumps the toolset's change
+    /// count before it marks the change as applied, and a broadcaster reading
+    /// in between would echo the fleet's own generation as a new one.
+    async fn publish_own_change(&self) -> Result<(), FleetError> {
+        let busy = self.busy.lock().await;
+        let change = *self.toolset()?.changes().borrow();
+        if change > self.applied_change.load(Ordering::SeqCst) {
+            self.publish_holding(busy).await?;
+        }
+        Ok(())
+    }
+
+    async fn publish_holding(
+        &self,
+        busy: tokio::sync::MutexGuard<'_, ()>,
+    ) -> Result<u64, FleetError> {
         let toolset = self.toolset()?;
         let change = *toolset.changes().borrow();
         let manifest = manifest_of(&toolset);
@@ -390,7 +408,7 @@ impl Inner {
             newer
         });
         tracing::info!(process = %self.process, generation, "fleet: broadcast a change");
-        drop(_busy);
+        drop(busy);
         self.report().await?;
         Ok(generation)
     }

@@ -84,6 +84,9 @@ async fn a_change_on_one_caller_reaches_every_worker_and_caller(env: Env) {
             member.process, member.role, member.generation
         );
         assert!(member.refused.is_empty(), "{member:?}");
+        // One change, one generation: a member applying it must not echo it
+        // back as a change of its own.
+        assert_eq!(member.generation, generation, "{member:?}");
     }
 
     let pids: BTreeSet<u32> = workers
