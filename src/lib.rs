@@ -25,6 +25,7 @@ pub mod rulebook;
 mod name;
 pub mod store;
 pub mod context;
+pub mod access;
 pub mod kind;
 mod annotations;
 pub mod error;

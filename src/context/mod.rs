@@ -70,6 +70,7 @@ use serde_json::Value;
 mod ask;
 mod caller;
 mod entries;
+mod identity;
 
 pub use ask::{Answer, Answered, Ask, Asker, InputRequest, InputRequired, Question, Reach};
 pub use caller::{
@@ -77,6 +78,7 @@ pub use caller::{
     ProgressFold, ProgressSink, log, report_progress,
 };
 pub use entries::{BodyLocalCall, CallName, ChainDepth};
+pub use identity::Identity;
 
 mod sealed {
     pub trait Travel {}

@@ -34,6 +34,27 @@ pub enum ToolError {
         /// The name asked for.
         name: String,
     },
+    /// The caller may see the name but holds less than a call needs, and may ask
+    /// for it: scopes its authorization server may grant (a step-up; see
+    /// [`Denied::step_up`](crate::access::Denied::step_up)). A caller that may
+    /// not call a name at all gets [`UnknownTool`](Self::UnknownTool) instead.
+    ///
+    /// ```
+    /// use toolgraft::ToolError;
+    /// use toolgraft::access::{Denied, Missing};
+    /// let err = ToolError::Unauthorized {
+    ///     name: "write_note".into(),
+    ///     denied: Denied::new(Missing::Scopes(vec!["notes:write".into()])).with_step_up(),
+    /// };
+    /// assert_eq!(err.to_string(), "`write_note` refused the caller: the call needs the scope `notes:write`");
+    /// ```
+    #[error("`{name}` refused the caller: {denied}")]
+    Unauthorized {
+        /// The name called.
+        name: String,
+        /// What the caller lacks.
+        denied: crate::access::Denied,
+    },
     /// The arguments do not fit the tool's input schema.
     #[error("invalid arguments for `{tool}`: {problem}")]
     InvalidArguments {

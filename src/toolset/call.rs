@@ -6,8 +6,11 @@ use std::panic::AssertUnwindSafe;
 use futures_util::FutureExt;
 use serde_json::Value;
 
+use std::sync::Arc;
+
+use crate::access::{self, Access, Denied, Policy};
 use crate::bind::{Entry, ToolInfo};
-use crate::context::{CallName, Context};
+use crate::context::{self, CallName, Context, Identity};
 use crate::error::{ArgsError, ArgsErrorKind, ToolError, panic_message, shorten, shorten_json};
 use crate::limits::{deeper_than, drop_flat};
 use crate::name::Name;
@@ -120,17 +123,36 @@ impl Toolset {
     /// call by name more than some steps). The name is looked up, and the
     /// context read, when the future first runs.
     async fn call_by(&self, by: By, name: &str, args: Value) -> Result<Value, ToolError> {
-        let (entry, max_depth) = {
+        let (entry, guards, max_depth) = {
             let catalog = self.read();
-            let names = match by {
-                By::Bound => &catalog.entries,
-                By::Published => &catalog.published,
+            let (names, guards) = match by {
+                By::Bound => (&catalog.entries, &catalog.guards_bound),
+                By::Published => (&catalog.published, &catalog.guards_published),
             };
-            (names.get(name).cloned(), catalog.limits.max_depth())
+            // No policy in the toolset (the common case): no lookup.
+            let guards = if guards.is_empty() {
+                None
+            } else {
+                guards.get(name).cloned()
+            };
+            (names.get(name).cloned(), guards, catalog.limits.max_depth())
         };
         let Some(entry) = entry else {
             return Err(unknown(name, args, max_depth));
         };
+        // Before anything else of the call: a caller refused is told no more than
+        // of a name that does not exist, unless it may come back with more.
+        if let Some(guards) = guards
+            && let Err(denied) = admit(&guards, name, &args)
+        {
+            return Err(match denied.step_up {
+                true => ToolError::Unauthorized {
+                    name: shorten(name).into_owned(),
+                    denied,
+                },
+                false => unknown(name, args, max_depth),
+            });
+        }
         let called = match by {
             By::Bound => Called::Bound,
             By::Published if entry.info.name == name => Called::Published,
@@ -189,6 +211,14 @@ impl Toolset {
             .map(|entry| format!(" (`{arg}` is a parameter of `{}`)", entry.info.name))
             .unwrap_or_default()
     }
+}
+
+/// Whether the caller of the context may call `name` with `args`.
+fn admit(guards: &[Arc<dyn Policy>], name: &str, args: &Value) -> Result<(), Denied> {
+    let identity = context::get::<Identity>();
+    let none = serde_json::Map::new();
+    let arguments = args.as_object().unwrap_or(&none);
+    access::check(guards, &Access::call(identity.as_ref(), name, arguments))
 }
 
 /// The error of a call of a name that is not bound (or not published), its

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxBuildHasher;
 
+use crate::access::{Guards, Policy};
 use crate::bind::{Attached, Entry, Minted, Publish};
 use crate::limits::Limits;
 use crate::name::Name;
@@ -22,6 +23,14 @@ pub(super) struct Catalog {
     pub(super) entries: ByName<Arc<Entry>>,
     /// Each published name with the entry that serves it ([`Publish`]).
     pub(super) published: ByName<Arc<Entry>>,
+    /// The access policies, by the name each is on: a bound name (a base
+    /// tool's covers all its names) or a published one.
+    pub(super) rules: BTreeMap<Name, Arc<dyn Policy>>,
+    /// What decides each bound name a call names, from `rules`; a name
+    /// without policies is absent.
+    pub(super) guards_bound: ByName<Guards>,
+    /// The same for each published name.
+    pub(super) guards_published: ByName<Guards>,
     /// Counts changes to the bound names, for whoever serves the list.
     pub(super) changes: tokio::sync::watch::Sender<u64>,
     pub(super) limits: Limits,
@@ -33,6 +42,9 @@ impl Default for Catalog {
             tools: BTreeMap::new(),
             entries: HashMap::default(),
             published: HashMap::default(),
+            rules: BTreeMap::new(),
+            guards_bound: HashMap::default(),
+            guards_published: HashMap::default(),
             changes: tokio::sync::watch::Sender::new(0),
             limits: Limits::default(),
         }
@@ -82,4 +94,43 @@ pub(super) fn annotated(own: &Arc<Presentation>, said: &Annotations) -> Arc<Pres
         annotations: own.annotations.overridden_by(said),
         ..Presentation::clone(own)
     })
+}
+
+impl Catalog {
+    /// `guards_bound` and `guards_published` from `rules`, for the names as
+    /// they are: a bound name is decided by its base tool's policy, then its
+    /// own; a published name by its bound name's, then its own.
+    pub(super) fn guard(&mut self) {
+        self.guards_bound.clear();
+        self.guards_published.clear();
+        if self.rules.is_empty() {
+            return;
+        }
+        let rules = &self.rules;
+        let of_bound = |entry: &Entry| -> Vec<Arc<dyn Policy>> {
+            let info = &entry.info;
+            let base = (info.base != info.name)
+                .then(|| rules.get(&info.base))
+                .flatten();
+            base.into_iter()
+                .chain(rules.get(&info.name))
+                .cloned()
+                .collect()
+        };
+        for (name, entry) in &self.entries {
+            let guards = of_bound(entry);
+            if !guards.is_empty() {
+                self.guards_bound.insert(name.clone(), guards.into());
+            }
+        }
+        for (name, entry) in &self.published {
+            let mut guards = of_bound(entry);
+            if *name != entry.info.name {
+                guards.extend(rules.get(name).cloned());
+            }
+            if !guards.is_empty() {
+                self.guards_published.insert(name.clone(), guards.into());
+            }
+        }
+    }
 }

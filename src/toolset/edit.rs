@@ -3,7 +3,9 @@
 //! a tool's combos.
 
 use std::fmt;
+use std::sync::Arc;
 
+use crate::access::Policy;
 use crate::bind;
 use crate::error::{BindError, listed};
 use crate::runtime::Registry;
@@ -42,6 +44,7 @@ impl Toolset {
         Edit {
             toolset: self,
             steps: Vec::new(),
+            rules: Vec::new(),
         }
     }
 
@@ -146,11 +149,20 @@ impl Toolset {
 pub struct Edit<'a> {
     toolset: &'a Toolset,
     steps: Vec<Step<'a>>,
+    /// Access policies to set (`Some`) or take off (`None`), by name, in order.
+    rules: Vec<RuleChange>,
 }
+
+/// One change of a toolset's access policies: the policy on a name, or none.
+pub(crate) type RuleChange = (String, Option<Arc<dyn Policy>>);
 
 impl fmt::Debug for Edit<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(&self.steps).finish()
+        let rules = self.rules.iter().map(|(name, policy)| match policy {
+            Some(_) => format!("authorize {name}"),
+            None => format!("open {name}"),
+        });
+        f.debug_list().entries(&self.steps).entries(rules).finish()
     }
 }
 
@@ -365,6 +377,61 @@ impl<'a> Edit<'a> {
         self
     }
 
+    /// Puts `policy` on `name` (replacing one there): who may call and see it
+    /// (see [`access`](crate::access)). `name` is a bound name (a base tool's
+    /// policy decides every name of the tool; a branch's, that branch) or a
+    /// published one; a name that is neither once the edit's other steps apply is
+    /// refused at commit ([`BindError::UnknownTool`]), so a typo never leaves the
+    /// name it meant open.
+    ///
+    /// ```
+    /// # use serde_json::json;
+    /// # use toolgraft::{Tool, ToolError, Toolset, BindError};
+    /// use toolgraft::access::Scopes;
+    /// use toolgraft::context::{self, Identity};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo(),))?;
+    /// toolset.edit().authorize("shout", Scopes::all(["shout"])).commit()?;
+    /// let anonymous = toolset.call("shout", json!({"text": "hi"})).await;
+    /// assert!(matches!(anonymous, Err(ToolError::UnknownTool { .. })));
+    /// let loud = Identity::new("ann").with_scopes(["shout"]);
+    /// assert_eq!(context::with(loud, toolset.call("shout", json!({"text": "hi"}))).await?, json!("hi"));
+    ///
+    /// let typo = toolset.edit().authorize("shuot", Scopes::all(["shout"])).commit();
+    /// assert!(matches!(typo, Err(BindError::UnknownTool { .. })));
+    /// # Ok(()) }
+    /// ```
+    pub fn authorize(mut self, name: &str, policy: impl Policy) -> Self {
+        self.rules.push((name.to_owned(), Some(Arc::new(policy))));
+        self
+    }
+
+    /// Takes the policy off `name`, if it has one: anyone the server lets in
+    /// may call and see it again.
+    ///
+    /// ```
+    /// # use toolgraft::{Tool, Toolset};
+    /// use toolgraft::access::Scopes;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo(),))?;
+    /// toolset.edit().authorize("shout", Scopes::all(["shout"])).commit()?;
+    /// assert!(!toolset.visible(None, "shout"));
+    /// toolset.edit().open("shout").commit()?;
+    /// assert!(toolset.visible(None, "shout"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(mut self, name: &str) -> Self {
+        self.rules.push((name.to_owned(), None));
+        self
+    }
+
     /// Applies every step as one change: all of it, or on any error none of it
     /// (see [`Edit`] for the order of the checks). An edit without steps changes
     /// nothing.
@@ -395,12 +462,12 @@ impl<'a> Edit<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn commit(self) -> Result<(), BindError> {
-        if self.steps.is_empty() {
+        if self.steps.is_empty() && self.rules.is_empty() {
             return Ok(());
         }
         loop {
             let changes = self.prepare()?;
-            if self.toolset.install(changes)? == Retry::No {
+            if self.toolset.install(changes, &self.rules)? == Retry::No {
                 return Ok(());
             }
         }

@@ -11,6 +11,7 @@ use crate::name::Name;
 
 use super::Toolset;
 use super::catalog::{Catalog, ToolGroup};
+use super::edit::RuleChange;
 
 /// Whether a change prepared outside the lock must be prepared again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +46,7 @@ impl Toolset {
     pub(crate) fn install(
         &self,
         changes: Vec<(ToolGroup, Option<u64>)>,
+        rules: &[RuleChange],
     ) -> Result<Retry, BindError> {
         let limit = self.limits().max_name_len();
         let mut planned = Vec::with_capacity(changes.len());
@@ -91,6 +93,7 @@ impl Toolset {
         }
         drop(minted);
         let published = publish_all(&catalog, &changed, &planned, catalog.limits)?;
+        let new_rules = ruled(&catalog, &changed, &planned, &published, rules)?;
         drop(changed);
         // What is replaced is dropped after the lock is released: dropping it runs
         // extensions' and bodies' `Drop`, which may call back into the toolset.
@@ -120,6 +123,10 @@ impl Toolset {
             .filter_map(|(name, bound)| Some((name, entry(&bound)?)))
             .collect();
         catalog.published = published;
+        if let Some(rules) = new_rules {
+            catalog.rules = rules;
+        }
+        catalog.guard();
         catalog.changes.send_modify(|changes| *changes += 1);
         drop(catalog);
         drop((old_groups, replaced));
@@ -183,4 +190,48 @@ fn publish_all(
         }
     }
     Ok(all)
+}
+
+/// The access policies after `rules` apply, when they change any (`None`
+/// otherwise): refused if one is set on a name that is neither bound nor
+/// published once the change lands.
+fn ruled(
+    catalog: &Catalog,
+    changed: &[&Name],
+    planned: &[(ToolGroup, Option<u64>, Vec<Entry>)],
+    published: &[(Name, Name)],
+    rules: &[RuleChange],
+) -> Result<Option<std::collections::BTreeMap<Name, Arc<dyn crate::access::Policy>>>, BindError> {
+    if rules.is_empty() {
+        return Ok(None);
+    }
+    let bound_after = |name: &str| {
+        let kept = catalog
+            .entries
+            .get(name)
+            .is_some_and(|entry| !changed.contains(&&entry.info.base));
+        kept || planned
+            .iter()
+            .flat_map(|(_, _, entries)| entries)
+            .any(|entry| entry.info.name == name)
+    };
+    let published_after = |name: &str| published.iter().any(|(published, _)| published == name);
+    let mut after = catalog.rules.clone();
+    for (name, policy) in rules {
+        let known = bound_after(name) || published_after(name);
+        match (policy, Name::new(name.as_str())) {
+            (Some(policy), Ok(name)) if known => {
+                after.insert(name, policy.clone());
+            }
+            (Some(_), _) => {
+                return Err(BindError::UnknownTool {
+                    tool: shorten(name).into_owned(),
+                });
+            }
+            (None, _) => {
+                after.remove(name.as_str());
+            }
+        }
+    }
+    Ok(Some(after))
 }

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
+use crate::access::{self, Access};
 use crate::bind::{Entry, Published, ToolInfo};
+use crate::context::Identity;
 use crate::name::Name;
 
 use super::Toolset;
@@ -105,6 +107,79 @@ impl Toolset {
     /// ```
     pub fn is_published(&self, name: &str) -> bool {
         self.read().published.contains_key(name)
+    }
+
+    /// Whether a client `identity` (or an unidentified one) is shown the
+    /// published name `name`: it is published, and the policies on it allow the
+    /// caller, or refuse it with a step-up only (see [`access`](crate::access)).
+    /// The same policies decide [`call_published`](Toolset::call_published).
+    ///
+    /// ```
+    /// # use toolgraft::{Tool, Toolset};
+    /// use toolgraft::access::Claim;
+    /// use toolgraft::context::Identity;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo(),))?;
+    /// toolset.edit().authorize("shout", Claim::is("tenant", "acme")).commit()?;
+    /// let acme = Identity::new("ann").with_claim("tenant", "acme");
+    /// assert!(toolset.visible(Some(&acme), "shout"));
+    /// assert!(!toolset.visible(None, "shout") && !toolset.visible(Some(&acme), "whisper"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn visible(&self, identity: Option<&Identity>, name: &str) -> bool {
+        let catalog = self.read();
+        if !catalog.published.contains_key(name) {
+            return false;
+        }
+        catalog
+            .guards_published
+            .get(name)
+            .is_none_or(|guards| access::shows(guards, &Access::listing(identity, name)))
+    }
+
+    /// The published names a client `identity` (or an unidentified one) is not
+    /// shown, sorted: what a server takes out of the listing everyone shares,
+    /// at the cost of the guarded names alone (none when the toolset has no
+    /// policy).
+    ///
+    /// ```
+    /// # use toolgraft::{Tool, Toolset};
+    /// use toolgraft::access::Scopes;
+    /// use toolgraft::context::Identity;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let tool = |name: &str| Tool::builder().name(name).description("Return the text.").read_only()
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build();
+    /// let toolset = Toolset::new();
+    /// toolset.bind((tool("shout")?.combo(), tool("admin_reset")?.combo()))?;
+    /// toolset.edit().authorize("admin_reset", Scopes::all(["admin"])).commit()?;
+    /// assert_eq!(toolset.hidden_from(None), ["admin_reset"]);
+    /// assert!(toolset.hidden_from(Some(&Identity::new("root").with_scopes(["admin"]))).is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn hidden_from(&self, identity: Option<&Identity>) -> Vec<Name> {
+        let catalog = self.read();
+        let mut hidden: Vec<Name> = catalog
+            .guards_published
+            .iter()
+            .filter(|(name, guards)| !access::shows(guards, &Access::listing(identity, name)))
+            .map(|(name, _)| name.clone())
+            .collect();
+        hidden.sort_unstable();
+        hidden
+    }
+
+    /// Whether any policy decides a published name: when none does, every
+    /// client is shown the same names.
+    ///
+    /// ```
+    /// # use toolgraft::Toolset;
+    /// assert!(!Toolset::new().is_guarded());
+    /// ```
+    pub fn is_guarded(&self) -> bool {
+        !self.read().guards_published.is_empty()
     }
 
     /// What a published name calls, if it is published: the bound name behind it

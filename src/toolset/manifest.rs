@@ -76,7 +76,7 @@ impl Toolset {
                         if let Some(publish) = manifest.publish_of(tool) {
                             group.publish = publish.clone();
                         }
-                        self.install(vec![(group, None)]).map(drop)
+                        self.install(vec![(group, None)], &[]).map(drop)
                     });
                 (tool.as_str().to_owned(), bound)
             })
