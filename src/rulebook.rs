@@ -91,6 +91,24 @@
 //! process boundary, and this rule keeps the extensions that need it in front of
 //! every backend, from typed combos, manifests and the authoring API alike.
 //!
+//! # shared-answers-inside-authorization
+//! An authorization check in a combo (`authorize`, locality `Authorizing`) decides
+//! who may call the layers inside it. An extension that answers callers from what
+//! it kept of earlier calls, without calling below (`cache`, locality
+//! `SharedAnswers`), must sit inside, that is before, every such check:
+//! `[cache, authorize]` binds, `[authorize, cache]` does not, since outside the
+//! check the cache would hand a kept answer (another caller's, in a `public` one;
+//! or one given under a token with more scopes than the caller's token now) to a
+//! caller the check never saw. A check itself sits outside every relocating
+//! extension, as a caller-local one does (rule
+//! [caller-outside-relocation](#caller-outside-relocation)): it runs where the
+//! caller's identity was proved, and no job is enqueued for a caller it refuses.
+//!
+//! Policies put on a toolset's names ([`Edit::authorize`](crate::toolset::Edit::authorize),
+//! a manifest's `[access]`) are checked before every layer of the name, so no
+//! layer can sit outside them: what a caller may not call, it is not shown either
+//! (see [`access`](crate::access)).
+//!
 //! # config
 //! An element's config reaches only an extension that accepts config (an empty one
 //! is fine anywhere); a config the extension cannot parse or work with is refused,
@@ -272,6 +290,10 @@ pub enum Rule {
     /// [caller-outside-relocation](self#caller-outside-relocation): an extension
     /// that needs the caller's session sits outside every relocating one.
     CallerOutsideRelocation,
+    /// [shared-answers-inside-authorization](self#shared-answers-inside-authorization):
+    /// an extension that answers from what it kept sits inside every
+    /// authorization check.
+    SharedAnswersInsideAuthorization,
     /// [side-effects](self#side-effects): an extension that makes a call again, or
     /// answers without making it, sits only where the tool's hints allow it.
     SideEffects,
@@ -322,7 +344,7 @@ impl Rule {
     /// assert_eq!(Rule::ALL[0], Rule::BranchByRename);
     /// assert_eq!(Rule::ALL.last(), Some(&Rule::PublishedNames));
     /// ```
-    pub const ALL: [Rule; 22] = [
+    pub const ALL: [Rule; 23] = [
         Self::BranchByRename,
         Self::Order,
         Self::OneBranchPerPrefix,
@@ -331,6 +353,7 @@ impl Rule {
         Self::Cardinality,
         Self::LocalityInsideRelocation,
         Self::CallerOutsideRelocation,
+        Self::SharedAnswersInsideAuthorization,
         Self::Config,
         Self::SideEffects,
         Self::WrapperInputSchema,
@@ -364,6 +387,7 @@ impl Rule {
             Self::Cardinality => "cardinality",
             Self::LocalityInsideRelocation => "locality-inside-relocation",
             Self::CallerOutsideRelocation => "caller-outside-relocation",
+            Self::SharedAnswersInsideAuthorization => "shared-answers-inside-authorization",
             Self::Config => "config",
             Self::SideEffects => "side-effects",
             Self::WrapperInputSchema => "wrapper-input-schema",

@@ -60,6 +60,10 @@ impl Policy for Scopes {
     fn check(&self, access: &Access<'_>) -> Result<(), Denied> {
         check_scopes(access, &self.scopes, self.all, self.step_up)
     }
+
+    fn reads_arguments(&self) -> bool {
+        false
+    }
 }
 
 /// The check of [`Scopes`], over borrowed scopes (a manifest's policy has them).
@@ -120,6 +124,10 @@ impl Policy for Claim {
     fn check(&self, access: &Access<'_>) -> Result<(), Denied> {
         check_claim(access, &self.name, &self.value)
     }
+
+    fn reads_arguments(&self) -> bool {
+        false
+    }
 }
 
 /// The check of [`Claim`], over a borrowed claim (a manifest's policy has them).
@@ -150,6 +158,10 @@ impl Policy for Authenticated {
             None => Err(Denied::new(Missing::Caller)),
         }
     }
+
+    fn reads_arguments(&self) -> bool {
+        false
+    }
 }
 
 /// Everyone, identified or not: the policy that says so out loud (an operator's
@@ -165,6 +177,10 @@ pub struct Anyone;
 impl Policy for Anyone {
     fn check(&self, _: &Access<'_>) -> Result<(), Denied> {
         Ok(())
+    }
+
+    fn reads_arguments(&self) -> bool {
+        false
     }
 }
 

@@ -131,17 +131,33 @@ impl<'a> Access<'a> {
 pub trait Policy: Send + Sync + 'static {
     /// Allows the call (or listing), or says what the caller lacks.
     fn check(&self, access: &Access<'_>) -> Result<(), Denied>;
+
+    /// Whether [`check`](Policy::check) reads [`Access::arguments`]: an
+    /// [`Authorize`](crate::ext::Authorize) layer over a typed tool turns the
+    /// input into JSON for it only if so. Say `false` only for a policy that
+    /// never reads them (the built-ins over the identity do).
+    fn reads_arguments(&self) -> bool {
+        true
+    }
 }
 
 impl<P: Policy + ?Sized> Policy for Arc<P> {
     fn check(&self, access: &Access<'_>) -> Result<(), Denied> {
         (**self).check(access)
     }
+
+    fn reads_arguments(&self) -> bool {
+        (**self).reads_arguments()
+    }
 }
 
 impl<P: Policy + ?Sized> Policy for Box<P> {
     fn check(&self, access: &Access<'_>) -> Result<(), Denied> {
         (**self).check(access)
+    }
+
+    fn reads_arguments(&self) -> bool {
+        (**self).reads_arguments()
     }
 }
 
@@ -153,6 +169,12 @@ macro_rules! all_of {
                 let ($($p,)+) = self;
                 $($p.check(access)?;)+
                 Ok(())
+            }
+
+            #[allow(non_snake_case)]
+            fn reads_arguments(&self) -> bool {
+                let ($($p,)+) = self;
+                false $(|| $p.reads_arguments())+
             }
         }
     };

@@ -54,4 +54,8 @@ impl Policy for PolicySpec {
         check_scopes(access, &self.any_scope, false, self.step_up)?;
         Ok(())
     }
+
+    fn reads_arguments(&self) -> bool {
+        false
+    }
 }

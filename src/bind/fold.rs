@@ -14,6 +14,7 @@ impl Running {
     pub(crate) fn apply(&self, element: &Element) -> Result<Running, BindError> {
         rules::locality(self, element)?;
         rules::caller_side(self, element)?;
+        rules::shared_answers(self, element)?;
         rules::config(self, element)?;
         rules::side_effects(self, element)?;
         rules::new_name(self, element)?;
@@ -39,6 +40,7 @@ impl Running {
             extension: element.name.clone(),
             kind: element.kind,
             placement: element.placement,
+            access: element.access,
             config: element.config.clone(),
         };
         let chain = self.chain.iter().cloned().chain([link]).collect();

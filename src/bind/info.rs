@@ -7,7 +7,7 @@ use schemars::Schema;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::extension::Placement;
+use crate::extension::{AccessRole, Placement};
 use crate::kind::ExtensionKind;
 use crate::name::Name;
 use crate::tool::Presentation;
@@ -19,11 +19,12 @@ use crate::tool::Presentation;
 /// use toolgraft::Name;
 /// use toolgraft::kind::ExtensionKind;
 /// use toolgraft::toolset::Link;
-/// use toolgraft::extension::Placement;
+/// use toolgraft::extension::{AccessRole, Placement};
 /// let link = Link {
 ///     extension: Name::new("cache")?,
 ///     kind: ExtensionKind::Wrapper,
 ///     placement: Placement::Anywhere,
+///     access: AccessRole::SharesAnswers,
 ///     config: None,
 /// };
 /// assert_eq!(link.to_string(), "cache");
@@ -38,6 +39,10 @@ pub struct Link {
     /// Where it must run: anywhere, beside the body (inside any relocating
     /// extension) or beside the caller (outside any).
     pub placement: Placement,
+    /// Whether it decides who may call, or answers from what it kept (rule
+    /// `shared-answers-inside-authorization`); left out of the JSON when neither.
+    #[serde(skip_serializing_if = "AccessRole::is_neutral")]
+    pub access: AccessRole,
     /// The author config it was applied with, if any.
     pub config: Option<Value>,
 }

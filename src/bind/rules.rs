@@ -10,7 +10,7 @@ use schemars::Schema;
 use super::info::Link;
 use super::running::{Element, Problem, Running};
 use crate::error::BindError;
-use crate::extension::Placement;
+use crate::extension::{AccessRole, Placement};
 use crate::kind::ExtensionKind;
 use crate::name::Name;
 use crate::schema::{self, ReservedConflict};
@@ -70,6 +70,26 @@ pub(crate) fn caller_side(below: &Running, element: &Element) -> Result<(), Bind
             tool: below.base.clone(),
             extension: caller_side.extension.clone(),
             relocating: element.name.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Rule `shared-answers-inside-authorization`: an element that answers from what
+/// it kept must not follow an authorization check.
+pub(crate) fn shared_answers(below: &Running, element: &Element) -> Result<(), BindError> {
+    if element.access != AccessRole::SharesAnswers {
+        return Ok(());
+    }
+    match below
+        .chain
+        .iter()
+        .find(|link| link.access == AccessRole::Authorizes)
+    {
+        Some(authorizer) => Err(BindError::SharedAnswerOutsideAuthorization {
+            tool: below.base.clone(),
+            extension: element.name.clone(),
+            authorizer: authorizer.extension.clone(),
         }),
         None => Ok(()),
     }

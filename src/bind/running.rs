@@ -7,7 +7,7 @@ use schemars::Schema;
 use serde_json::{Map, Value};
 
 use super::info::{Link, ToolInfo};
-use crate::extension::{ConfigError, LayerInput, Placement};
+use crate::extension::{AccessRole, ConfigError, LayerInput, Placement};
 use crate::kind::ExtensionKind;
 use crate::name::{InvalidName, Name};
 use crate::tool::{Presentation, ToolSpec};
@@ -19,6 +19,8 @@ pub(crate) struct Element {
     pub kind: ExtensionKind,
     /// Where the element must run (rules `locality-inside-relocation`, `caller-outside-relocation`).
     pub placement: Placement,
+    /// What it does about who may have an answer (rule `shared-answers-inside-authorization`).
+    pub access: AccessRole,
     pub accepts_config: bool,
     /// What the element relies on the tool's hints for (rule `side-effects`).
     pub demand: Option<crate::tool::Demand>,
@@ -51,6 +53,7 @@ impl Element {
             name: name.clone(),
             kind,
             placement: Placement::Anywhere,
+            access: AccessRole::Neutral,
             accepts_config: false,
             demand: None,
             written: None,

@@ -259,6 +259,7 @@ where
     let element = Element {
         kind: <E::Kind as Kind>::KIND,
         placement: <E::Locality as Locality>::PLACEMENT,
+        access: <E::Locality as Locality>::ACCESS,
         accepts_config,
         demand: extension.demands(),
         written: written_config(extension.config().as_ref()),

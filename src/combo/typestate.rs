@@ -7,11 +7,12 @@
 //! (rule `side-effects` in the [rulebook](crate::rulebook)), the extensions of kinds
 //! that allow one per combo (rule `cardinality`), the first extension that
 //! relocates execution (rule `locality-inside-relocation`), the first that needs
-//! the caller's session (rule `caller-outside-relocation`), and how many layers are
-//! stacked by value since the last [`Segment`], which the base goes into.
+//! the caller's session (rule `caller-outside-relocation`), how many layers are
+//! stacked by value since the last [`Segment`], which the base goes into, and the
+//! first authorization check (rule `shared-answers-inside-authorization`).
 //! `.with(e)` asks one trait per rule of the state and of `e`'s [`Kind`]:
 //! [`OneOfKindPerCombo`], [`InsideRelocation`], [`OutsideCallerLocal`],
-//! [`InputContract`] and [`OutputContract`]. Each carries a `#[diagnostic::on_unimplemented]` message that
+//! [`InsideAuthorization`], [`InputContract`] and [`OutputContract`]. Each carries a `#[diagnostic::on_unimplemented]` message that
 //! names both offenders, the rule and the fix; each is sealed, so no extension can
 //! switch a rule off by implementing it. The binding engine decides the same rules
 //! again at run time from the same kind properties (`bind::rules`), which is what
@@ -30,8 +31,9 @@ use schemars::Schema;
 
 use crate::extension::{Extension, FitsDynStack, Mint};
 use crate::kind::property::{
-    self, Anywhere, CallerLocal, Cardinality, Declared, Execution, InPlace, InputRule, Locality,
-    NoCallerLocal, NotRelocated, Preserved, Relocator, Reshaped, SameShape, Unconstrained,
+    self, Anywhere, Authorizing, BodyLocal, CallerLocal, Cardinality, Declared, Execution, InPlace,
+    InputRule, Locality, NoAuthorizer, NoCallerLocal, NotRelocated, Preserved, Relocator, Reshaped,
+    SameShape, Unconstrained,
 };
 use crate::kind::{Kind, Succ, Zero};
 use crate::stack::Stack;
@@ -62,6 +64,7 @@ mod sealed {
 
 impl sealed::Machinery for NotRelocated {}
 impl sealed::Machinery for NoCallerLocal {}
+impl sealed::Machinery for NoAuthorizer {}
 impl<B: Extension> sealed::Machinery for B {}
 impl sealed::Machinery for Zero {}
 impl<N> sealed::Machinery for Succ<N> {}
@@ -78,18 +81,24 @@ impl<X, Tail> sealed::Machinery for HCons<X, Tail> {}
 /// [`NewTool`] once a transformer is in it), `Seen` lists the extensions of kinds
 /// whose `multiple` is false, `Relocated` is the first relocating extension (or
 /// [`NotRelocated`]), `CallerSide` the first that needs the caller's session (or
-/// [`NoCallerLocal`]), `Depth` counts the layers since the last [`Segment`].
+/// [`NoCallerLocal`]), `Depth` counts the layers since the last [`Segment`], and
+/// `Checked` is the first authorization check (or [`NoAuthorizer`]).
 #[derive(Debug)]
-#[allow(clippy::type_complexity)] // One marker of the five, read by no code.
-pub struct State<Base, Seen, Relocated, CallerSide = NoCallerLocal, Depth = Layers<0>>(
-    PhantomData<Marker<(Base, Seen, Relocated, CallerSide, Depth)>>,
-);
+#[allow(clippy::type_complexity)] // One marker of the six, read by no code.
+pub struct State<
+    Base,
+    Seen,
+    Relocated,
+    CallerSide = NoCallerLocal,
+    Depth = Layers<0>,
+    Checked = NoAuthorizer,
+>(PhantomData<Marker<(Base, Seen, Relocated, CallerSide, Depth, Checked)>>);
 
 /// A type carried for the compiler only: never held, always `Send + Sync`.
 type Marker<T> = fn() -> T;
 
 /// The state of a combo on the base tool `B`, with no extension yet.
-pub type Start<B> = State<B, HNil, NotRelocated, NoCallerLocal, Layers<0>>;
+pub type Start<B> = State<B, HNil, NotRelocated, NoCallerLocal, Layers<0>, NoAuthorizer>;
 
 /// No extension of the kind in question sits in the combo (yet).
 #[derive(Debug)]
@@ -110,22 +119,25 @@ pub trait ComboState: sealed::Sealed {
     type CallerSide: Relocator;
     /// Layers since the last segment.
     type Depth: Depth;
+    /// The first authorization check so far, or [`NoAuthorizer`].
+    type Checked: Relocator;
     /// The state once `E` is added.
     type After<E: Extension>;
     /// The state once the layers so far are closed into a segment.
     type Segmented;
 }
 
-impl<B, Seen, R, C, D> sealed::Sealed for State<B, Seen, R, C, D> {}
+impl<B, Seen, R, C, D, A> sealed::Sealed for State<B, Seen, R, C, D, A> {}
 
-impl<B: 'static, Seen, R: Relocator, C: Relocator, D: Depth> ComboState
-    for State<B, Seen, R, C, D>
+impl<B: 'static, Seen, R: Relocator, C: Relocator, D: Depth, A: Relocator> ComboState
+    for State<B, Seen, R, C, D, A>
 {
     type Base = B;
     type Seen = Seen;
     type Relocated = R;
     type CallerSide = C;
     type Depth = D;
+    type Checked = A;
     type After<E: Extension> = State<
         // Rule `side-effects`: a wrapper's and a backend's branch carry their
         // layer's base (so its hints), a transformer's is a new tool.
@@ -137,8 +149,9 @@ impl<B: 'static, Seen, R: Relocator, C: Relocator, D: Depth> ComboState
         <<E::Kind as Kind>::Execution as Execution>::After<E, R>,
         <E::Locality as Locality>::After<E, C>,
         D::Next,
+        <E::Locality as Locality>::Checked<E, A>,
     >;
-    type Segmented = State<B, Seen, R, C, Layers<0>>;
+    type Segmented = State<B, Seen, R, C, Layers<0>, A>;
 }
 
 /// The stack `S` of a combo in state `St`, as its next extension receives it: `S`
@@ -294,6 +307,16 @@ impl<E, B: Extension> InsideRelocation<B, E> for CallerLocal {
     fn sealed(_: sealed::Token) {}
 }
 
+#[diagnostic::do_not_recommend]
+impl<E, B: Extension> InsideRelocation<B, E> for Authorizing {
+    fn sealed(_: sealed::Token) {}
+}
+
+#[diagnostic::do_not_recommend]
+impl<E, B: Extension> InsideRelocation<B, E> for property::SharedAnswers {
+    fn sealed(_: sealed::Token) {}
+}
+
 // ---------------------------------------------------------------------------------
 // Rule `caller-outside-relocation`, typed: an extension that needs the caller's
 // session must sit outside every relocating one. `Self` is the execution word of
@@ -331,6 +354,48 @@ impl<X, E> OutsideCallerLocal<sealed::Unreachable, E> for X {
 impl<C: Extension, E> OutsideCallerLocal<C, E> for InPlace {
     fn sealed(_: sealed::Token) {}
 }
+
+// ---------------------------------------------------------------------------------
+// Rule `shared-answers-inside-authorization`, typed: an extension that answers from
+// what it kept must sit inside every authorization check. `Self` is the locality `E`
+// declares (never an extension), for the reason given at rule `cardinality`.
+// ---------------------------------------------------------------------------------
+
+/// Rule `shared-answers-inside-authorization` at the type level: `E`, whose
+/// locality is `Self`, may be added over `Authorizer`, the first authorization
+/// check of the combo (or [`NoAuthorizer`]).
+#[diagnostic::on_unimplemented(
+    message = "`{E}` answers callers from what it kept, but `{Authorizer}` before it decides who may call",
+    label = "`{E}` would answer callers before `{Authorizer}` checks them",
+    note = "everything after `{Authorizer}` runs before it: `{E}` would hand a kept answer (another caller's, or one given under another token) to a caller `{Authorizer}` never saw (rule `shared-answers-inside-authorization` in `toolgraft::rulebook`)",
+    note = "place `{E}` before `{Authorizer}`: `.with({E}..).with({Authorizer}..)`"
+)]
+pub trait InsideAuthorization<Authorizer, E> {
+    #[doc(hidden)]
+    fn sealed(_: sealed::Token);
+}
+
+#[diagnostic::do_not_recommend]
+impl<L, E> InsideAuthorization<NoAuthorizer, E> for L {
+    fn sealed(_: sealed::Token) {}
+}
+
+// Never used, for the reason given at rule `locality-inside-relocation`.
+#[diagnostic::do_not_recommend]
+impl<L, E> InsideAuthorization<sealed::Unreachable, E> for L {
+    fn sealed(_: sealed::Token) {}
+}
+
+macro_rules! answers_nothing_kept {
+    ($($locality:ty),*) => {$(
+        #[diagnostic::do_not_recommend]
+        impl<E, A: Extension> InsideAuthorization<A, E> for $locality {
+            fn sealed(_: sealed::Token) {}
+        }
+    )*};
+}
+
+answers_nothing_kept!(Anywhere, BodyLocal, CallerLocal, Authorizing);
 
 // ---------------------------------------------------------------------------------
 // Rules `wrapper-input-schema`, `transformer-input-schema` and
@@ -454,7 +519,7 @@ pub(crate) fn token() -> sealed::Token {
 ///
 /// Implemented for every extension that passes all the rule traits
 /// ([`OneOfKindPerCombo`], [`InsideRelocation`], [`OutsideCallerLocal`],
-/// [`InputContract`], [`OutputContract`]); when one fails, the compiler reports that one, with its own
+/// [`InsideAuthorization`], [`InputContract`], [`OutputContract`]); when one fails, the compiler reports that one, with its own
 /// message; and a wrapper must fit the run-time stack too (`FitsDynStack`), since a
 /// manifest runs the same wrapper. That a wrapper's branch is
 /// [`Wrapped`](crate::extension::Wrapped) needs no rule trait: [`Mint`] only ever
@@ -479,6 +544,7 @@ where
     <E::Kind as Kind>::InputRule: InputContract<E, S::Input, <E::Branch as Stack>::Input>,
     <E::Kind as Kind>::OutputRule: OutputContract<E, S::Output, <E::Branch as Stack>::Output>,
     <E::Kind as Kind>::Execution: OutsideCallerLocal<St::CallerSide, E>,
+    E::Locality: InsideAuthorization<St::Checked, E>,
 {
     fn reserved(token: sealed::Token) -> Option<Arc<Schema>> {
         <<E::Kind as Kind>::InputRule as InputContract<E, S::Input, <E::Branch as Stack>::Input>>::reserved(token)

@@ -359,6 +359,20 @@ pub enum BindError {
         relocating: Name,
     },
 
+    /// Rule `shared-answers-inside-authorization`: an extension that answers from
+    /// what it kept sits outside (after) an authorization check.
+    #[error(
+        "on `{tool}`, `{extension}` answers callers from what it kept but sits outside `{authorizer}`, which decides who may call: it would answer callers `{authorizer}` never saw; place `{extension}` before `{authorizer}`"
+    )]
+    SharedAnswerOutsideAuthorization {
+        /// The tool.
+        tool: Name,
+        /// The extension that answers from what it kept.
+        extension: Name,
+        /// The authorization check inside it.
+        authorizer: Name,
+    },
+
     /// Rule `side-effects`: an extension that makes a call again (`retry`) or
     /// answers without making it (`cache`), on a layer whose hints do not allow it.
     #[error("{}", side_effects(.tool, .extension, .layer, *.demand, .transformer.as_ref()))]
@@ -511,6 +525,7 @@ impl BindError {
             Self::MultipleOfKind { .. } => Rule::Cardinality,
             Self::LocalityOutsideRelocation { .. } => Rule::LocalityInsideRelocation,
             Self::CallerLocalInsideRelocation { .. } => Rule::CallerOutsideRelocation,
+            Self::SharedAnswerOutsideAuthorization { .. } => Rule::SharedAnswersInsideAuthorization,
             Self::SideEffects { .. } => Rule::SideEffects,
             Self::ExtensionFailed { .. }
             | Self::ConfigNotAccepted { .. }

@@ -23,6 +23,9 @@
 #[cfg(feature = "approve")]
 #[cfg_attr(docsrs, doc(cfg(feature = "approve")))]
 pub mod approve;
+#[cfg(feature = "authorize")]
+#[cfg_attr(docsrs, doc(cfg(feature = "authorize")))]
+pub mod authorize;
 #[cfg(feature = "batch")]
 #[cfg_attr(docsrs, doc(cfg(feature = "batch")))]
 pub mod batch;
@@ -66,6 +69,9 @@ pub mod trace;
 #[cfg(feature = "approve")]
 #[cfg_attr(docsrs, doc(cfg(feature = "approve")))]
 pub use approve::Approve;
+#[cfg(feature = "authorize")]
+#[cfg_attr(docsrs, doc(cfg(feature = "authorize")))]
+pub use authorize::Authorize;
 #[cfg(feature = "batch")]
 #[cfg_attr(docsrs, doc(cfg(feature = "batch")))]
 pub use batch::{Batch, BatchInput, BatchItem};

@@ -37,7 +37,9 @@ use crate::tool::{Demand, Presentation};
 mod transform;
 mod wrap;
 
-pub use crate::kind::property::{Anywhere, BodyLocal, CallerLocal, Locality, Placement};
+pub use crate::kind::property::{
+    AccessRole, Anywhere, Authorizing, BodyLocal, CallerLocal, Locality, Placement, SharedAnswers,
+};
 pub use crate::kind::{Backend, Transformer, Wrapper};
 pub use crate::schema::Args;
 pub use crate::stack::params::{Forwards, Params, ReservedParams, WithParams};

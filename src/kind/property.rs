@@ -180,10 +180,19 @@ pub trait Locality: sealed::Sealed + Send + Sync + 'static {
     /// caller's user, or reports to the caller's session.
     const REQUIRES_CALLER_LOCALITY: bool = matches!(Self::PLACEMENT, Placement::BesideCaller);
 
+    /// What the extension does about who may have an answer, as a value the
+    /// engine reads (rule `shared-answers-inside-authorization`).
+    const ACCESS: AccessRole = AccessRole::Neutral;
+
     /// The first caller-local extension of a combo once `E` (of this locality)
     /// is added, given the one so far, `C`.
     #[doc(hidden)]
     type After<E: Relocator, C: Relocator>: Relocator;
+
+    /// The first authorization check of a combo once `E` (of this locality) is
+    /// added, given the one so far, `A`.
+    #[doc(hidden)]
+    type Checked<E: Relocator, A: Relocator>: Relocator;
 
     /// Runs a wrapper's call: marked as a body-local layer's for a body-local
     /// wrapper (so a backend reached from inside it refuses to relocate), as is for
@@ -257,6 +266,7 @@ impl sealed::Sealed for CallerLocal {}
 impl Locality for Anywhere {
     const PLACEMENT: Placement = Placement::Anywhere;
     type After<E: Relocator, C: Relocator> = C;
+    type Checked<E: Relocator, A: Relocator> = A;
 
     #[inline(always)]
     fn run_layer<F: Future + Send>(
@@ -271,6 +281,7 @@ impl Locality for Anywhere {
 impl Locality for BodyLocal {
     const PLACEMENT: Placement = Placement::BesideBody;
     type After<E: Relocator, C: Relocator> = C;
+    type Checked<E: Relocator, A: Relocator> = A;
 
     fn run_layer<F: Future + Send>(
         extension: &str,
@@ -288,6 +299,7 @@ impl Locality for BodyLocal {
 impl Locality for CallerLocal {
     const PLACEMENT: Placement = Placement::BesideCaller;
     type After<E: Relocator, C: Relocator> = C::First<E>;
+    type Checked<E: Relocator, A: Relocator> = A;
 
     #[inline(always)]
     fn run_layer<F: Future + Send>(
@@ -296,6 +308,97 @@ impl Locality for CallerLocal {
         call: F,
     ) -> impl Future<Output = F::Output> + Send {
         call
+    }
+}
+
+/// The extension decides who may call ([`Authorize`](crate::ext::Authorize)):
+/// an authorization check. It runs where the call arrived, like a
+/// [`CallerLocal`] one (outside every relocating extension, so no job is
+/// enqueued for a caller it refuses), and every extension that answers from what
+/// it kept ([`SharedAnswers`]) must sit inside it: rule
+/// `shared-answers-inside-authorization`.
+#[derive(Debug)]
+pub struct Authorizing;
+/// The extension answers callers from what it kept of earlier calls (a cache),
+/// without calling below: an answer that may be another caller's, or one given
+/// under another token. It must sit inside, that is before, every authorization
+/// check of the combo (rule `shared-answers-inside-authorization`), or it would
+/// answer callers the check never saw. It works anywhere else.
+#[derive(Debug)]
+pub struct SharedAnswers;
+
+impl sealed::Sealed for Authorizing {}
+impl sealed::Sealed for SharedAnswers {}
+
+impl Locality for Authorizing {
+    const PLACEMENT: Placement = Placement::BesideCaller;
+    const ACCESS: AccessRole = AccessRole::Authorizes;
+    type After<E: Relocator, C: Relocator> = C::First<E>;
+    type Checked<E: Relocator, A: Relocator> = A::First<E>;
+
+    #[inline(always)]
+    fn run_layer<F: Future + Send>(
+        _: &str,
+        _: &Name,
+        call: F,
+    ) -> impl Future<Output = F::Output> + Send {
+        call
+    }
+}
+
+impl Locality for SharedAnswers {
+    const PLACEMENT: Placement = Placement::Anywhere;
+    const ACCESS: AccessRole = AccessRole::SharesAnswers;
+    type After<E: Relocator, C: Relocator> = C;
+    type Checked<E: Relocator, A: Relocator> = A;
+
+    #[inline(always)]
+    fn run_layer<F: Future + Send>(
+        _: &str,
+        _: &Name,
+        call: F,
+    ) -> impl Future<Output = F::Output> + Send {
+        call
+    }
+}
+
+/// What a layer does about who may have an answer, as a value: what
+/// [`Locality::ACCESS`] says, what the binding engine checks for combos from
+/// manifests (rule `shared-answers-inside-authorization`).
+///
+/// ```
+/// use toolgraft::extension::{AccessRole, Authorizing, Locality, SharedAnswers};
+/// assert_eq!(Authorizing::ACCESS, AccessRole::Authorizes);
+/// assert_eq!(SharedAnswers::ACCESS.to_string(), "answers from what it kept");
+/// ```
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum AccessRole {
+    /// Neither: it calls below for every call it lets through.
+    #[default]
+    Neutral,
+    /// It decides who may call ([`Authorizing`]).
+    Authorizes,
+    /// It answers from what it kept, without calling below ([`SharedAnswers`]).
+    SharesAnswers,
+}
+
+impl AccessRole {
+    /// Whether it is [`AccessRole::Neutral`].
+    pub fn is_neutral(&self) -> bool {
+        *self == Self::Neutral
+    }
+}
+
+impl std::fmt::Display for AccessRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Neutral => "neutral",
+            Self::Authorizes => "authorizes",
+            Self::SharesAnswers => "answers from what it kept",
+        })
     }
 }
 
@@ -325,5 +428,16 @@ pub struct NoCallerLocal;
 impl sealed::Relocator for NoCallerLocal {}
 
 impl Relocator for NoCallerLocal {
+    type First<E: Relocator> = E;
+}
+
+/// No extension of the combo checks authorization (yet): the typestate's
+/// counterpart of [`NotRelocated`] for rule `shared-answers-inside-authorization`.
+#[derive(Debug)]
+pub struct NoAuthorizer;
+
+impl sealed::Relocator for NoAuthorizer {}
+
+impl Relocator for NoAuthorizer {
     type First<E: Relocator> = E;
 }

@@ -20,7 +20,7 @@ use crate::error::{ArgsError, ToolError, shorten};
 use crate::extension::Params;
 use crate::extension::{ConfigError, Configurable, Extension, LayerInput, Wrap};
 use crate::extension::{Next, Stack};
-use crate::kind::property::Anywhere;
+use crate::kind::property::SharedAnswers;
 
 mod key;
 
@@ -412,7 +412,10 @@ impl<T: Clone> CachedOutput for T {}
 
 impl crate::Extension for Cache {
     type Kind = crate::kind::Wrapper;
-    type Locality = Anywhere;
+    // It answers from what it kept: inside every authorization check (rule
+    // `shared-answers-inside-authorization`), public or per caller alike (a
+    // caller's own answer may have been given under a token it no longer holds).
+    type Locality = SharedAnswers;
 
     fn name(&self) -> &str {
         "cache"
