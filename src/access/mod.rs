@@ -141,6 +141,12 @@ pub trait Policy: Send + Sync + 'static {
     }
 }
 
+impl fmt::Debug for dyn Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Policy")
+    }
+}
+
 impl<P: Policy + ?Sized> Policy for Arc<P> {
     fn check(&self, access: &Access<'_>) -> Result<(), Denied> {
         (**self).check(access)
@@ -283,6 +289,27 @@ impl Denied {
 /// tool's, then each branch's on the way up to the name, then the published
 /// name's.
 pub(crate) type Guards = Arc<[Arc<dyn Policy>]>;
+
+/// The authorization checks of a bound name's layers, innermost first: what a
+/// toolset checks before the call, and lists by, beside its own policies.
+#[derive(Clone, Default)]
+pub(crate) struct Checks(pub(crate) Arc<[Arc<dyn Policy>]>);
+
+impl Checks {
+    /// These checks, then `policy`.
+    pub(crate) fn and(&self, policy: Option<&Arc<dyn Policy>>) -> Self {
+        match policy {
+            None => self.clone(),
+            Some(policy) => Self(self.0.iter().chain([policy]).cloned().collect()),
+        }
+    }
+}
+
+impl fmt::Debug for Checks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Checks({})", self.0.len())
+    }
+}
 
 /// Checks every guard: a refusal without step-up stands over one with (the
 /// name is then hidden whatever else the caller could bring), else the first

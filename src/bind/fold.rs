@@ -53,6 +53,7 @@ impl Running {
             presentation: rules::presentation(self, element),
             withheld,
             chain,
+            checks: self.checks.and(element.policy.as_ref()),
         })
     }
 }

@@ -21,6 +21,9 @@ pub(crate) struct Entry {
     /// The context of a call by this name from outside any other call: made once,
     /// so that the common call allocates no context of its own.
     pub called: Context,
+    /// The authorization checks of its layers: checked by the toolset before
+    /// the call, and what it lists the name by.
+    pub checks: crate::access::Checks,
 }
 
 /// A bound name before it is bound: what clients will see, and the stack serving
@@ -55,11 +58,13 @@ impl Minted {
     }
 
     pub(super) fn into_entry(self) -> Entry {
+        let checks = self.running.checks.clone();
         let info = self.running.into_info();
         Entry {
             called: Context::new().with(CallName(info.name.clone())),
             info,
             stack: self.stack,
+            checks,
         }
     }
 }

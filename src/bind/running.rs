@@ -21,6 +21,8 @@ pub(crate) struct Element {
     pub placement: Placement,
     /// What it does about who may have an answer (rule `shared-answers-inside-authorization`).
     pub access: AccessRole,
+    /// An authorization check's policy.
+    pub policy: Option<Arc<dyn crate::access::Policy>>,
     pub accepts_config: bool,
     /// What the element relies on the tool's hints for (rule `side-effects`).
     pub demand: Option<crate::tool::Demand>,
@@ -54,6 +56,7 @@ impl Element {
             kind,
             placement: Placement::Anywhere,
             access: AccessRole::Neutral,
+            policy: None,
             accepts_config: false,
             demand: None,
             written: None,
@@ -98,6 +101,8 @@ pub(crate) struct Running {
     /// arguments'): not in the input schema, refused from callers.
     pub withheld: Arc<[String]>,
     pub chain: Arc<[Link]>,
+    /// The authorization checks of the chain's layers, innermost first.
+    pub checks: crate::access::Checks,
 }
 
 impl Running {
@@ -111,6 +116,7 @@ impl Running {
             presentation: spec.presentation.clone(),
             withheld: Arc::new([]),
             chain: Arc::new([]),
+            checks: crate::access::Checks::default(),
         }
     }
 

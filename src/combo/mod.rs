@@ -260,6 +260,7 @@ where
         kind: <E::Kind as Kind>::KIND,
         placement: <E::Locality as Locality>::PLACEMENT,
         access: <E::Locality as Locality>::ACCESS,
+        policy: extension.policy(),
         accepts_config,
         demand: extension.demands(),
         written: written_config(extension.config().as_ref()),

@@ -119,6 +119,10 @@ impl Extension for Authorize {
         "authorize"
     }
 
+    fn policy(&self) -> Option<Arc<dyn Policy>> {
+        Some(self.policy.clone())
+    }
+
     fn config(&self) -> Option<Value> {
         self.spec
             .as_ref()
@@ -141,7 +145,9 @@ where
     ) -> Result<S::Output, ToolError> {
         let identity = context::get::<Identity>();
         let called = context::get::<CallName>();
-        let name = called.as_ref().map_or(next.branch().as_str(), |called| called.0.as_str());
+        let name = called
+            .as_ref()
+            .map_or(next.branch().as_str(), |called| called.0.as_str());
         let arguments = match self.policy.reads_arguments() {
             true => match serde_json::to_value(&input) {
                 Ok(Value::Object(arguments)) => arguments,

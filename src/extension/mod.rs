@@ -300,6 +300,21 @@ pub trait Extension: Send + Sync + 'static {
         self.output_schema(below).map(Arc::new)
     }
 
+    /// The policy of an authorization check (an extension of locality
+    /// [`Authorizing`]): the toolset checks it before any layer of the branch
+    /// (and of every branch above it) runs, and shows those names only to callers
+    /// it lets through, so what is listed is what may be called. `None` for
+    /// every other extension.
+    ///
+    /// ```
+    /// use toolgraft::Extension;
+    /// use toolgraft::ext::{Authorize, Trace};
+    /// assert!(Authorize::default().policy().is_some() && Trace.policy().is_none());
+    /// ```
+    fn policy(&self) -> Option<Arc<dyn crate::access::Policy>> {
+        None
+    }
+
     /// A wrapper's reserved params' schema as this instance presents it, from
     /// its params type's: a built-in whose bounds are the operator's config
     /// (`cache`'s `exp` is at most its `max_ttl_secs`) says them here, so the

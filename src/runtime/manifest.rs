@@ -28,14 +28,26 @@
 //!     "lookup": {"combos": [["retry"]], "annotations": {"idempotentHint": true}}
 //! } }
 //! ```
+//!
+//! And the [access policies](crate::access) on a tool's names (the tool's own
+//! name decides all of them; a branch's or a published name's, that name):
+//!
+//! ```json
+//! { "tools": {
+//!     "notes": {"combos": [["cache", "authorize"]],
+//!               "access": {"notes": {"claims": {"tenant": "acme"}},
+//!                          "notes_cache_authorize": {"scopes": ["notes:read"], "step_up": true}}}
+//! } }
+//! ```
 
 use std::fmt;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use thiserror::Error;
 
+use crate::access::PolicySpec;
 use crate::bind::Publish;
 pub use crate::bind::element::{ComboSpec, ElementSpec};
 use crate::error::{shorten, shorten_json};
@@ -64,6 +76,11 @@ pub struct Manifest {
     /// said: each one said replaces the tool's own, the others stay the tool's.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub annotations: Vec<(String, Annotations)>,
+    /// The access policies a tool's entry puts on its names (`"access"`: the
+    /// tool's own name, a branch, or a name it publishes), by tool: who may call
+    /// and see each (see [`access`](crate::access)).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub access: Vec<(String, Vec<(String, PolicySpec)>)>,
 }
 
 /// A manifest that cannot be used. Shape errors name the tool key and say what to
@@ -209,6 +226,14 @@ impl Manifest {
             .map(|(_, annotations)| annotations)
     }
 
+    /// The policies the manifest puts on `tool`'s names.
+    pub(crate) fn access_of(&self, tool: &str) -> &[(String, PolicySpec)] {
+        self.access
+            .iter()
+            .find(|(name, _)| name == tool)
+            .map_or(&[], |(_, policies)| policies.as_slice())
+    }
+
     /// What the manifest says `tool` publishes, if it says.
     pub(crate) fn publish_of(&self, tool: &str) -> Option<&Publish> {
         self.publish
@@ -252,6 +277,9 @@ impl Manifest {
                     manifest
                         .annotations
                         .extend(entry.annotations.map(|hints| (tool.clone(), hints)));
+                    if !entry.access.is_empty() {
+                        manifest.access.push((tool.clone(), entry.access));
+                    }
                     entry.combos
                 }
                 combos => combos_of(tool, combos)?,
@@ -275,14 +303,15 @@ struct EntrySpec {
     combos: Vec<ComboSpec>,
     publish: Option<Publish>,
     annotations: Option<Annotations>,
+    access: Vec<(String, PolicySpec)>,
 }
 
-/// A tool's `{"combos": [...], "publish": ..., "annotations": {..}}`.
+/// A tool's `{"combos": [...], "publish": ..., "annotations": {..}, "access": {..}}`.
 fn entry_of(tool: &str, fields: &Map<String, Value>) -> Result<EntrySpec, ManifestError> {
-    const FORM: &str = r#"write {"combos": [["a", "b"]], "publish": "all" | "outermost" | "in_place" | {"published": "bound"}, "annotations": {"readOnlyHint": true}}"#;
+    const FORM: &str = r#"write {"combos": [["a", "b"]], "publish": "all" | "outermost" | "in_place" | {"published": "bound"}, "annotations": {"readOnlyHint": true}, "access": {"name": {"scopes": ["s"]}}}"#;
     if let Some(extra) = fields
         .keys()
-        .find(|key| !["combos", "publish", "annotations"].contains(&key.as_str()))
+        .find(|key| !["combos", "publish", "annotations", "access"].contains(&key.as_str()))
     {
         return Err(shape(
             tool,
@@ -302,11 +331,40 @@ fn entry_of(tool: &str, fields: &Map<String, Value>) -> Result<EntrySpec, Manife
         .get("annotations")
         .map(|hints| annotations_of(tool, hints))
         .transpose()?;
+    let access = match fields.get("access") {
+        None => Vec::new(),
+        Some(access) => access_of(tool, access)?,
+    };
     Ok(EntrySpec {
         combos,
         publish,
         annotations,
+        access,
     })
+}
+
+/// A tool's `"access"`: each of its names with the policy on it.
+fn access_of(tool: &str, value: &Value) -> Result<Vec<(String, PolicySpec)>, ManifestError> {
+    const ACCESS: &str = r#"write "access": {"name": {"scopes": ["a"], "any_scope": ["b", "c"], "claims": {"tenant": "acme"}, "step_up": true}}, each field optional"#;
+    let names = value
+        .as_object()
+        .ok_or_else(|| shape(tool, format!("has `access` of {}; {ACCESS}", shown(value))))?;
+    names
+        .iter()
+        .map(|(name, spec)| {
+            let policy = PolicySpec::deserialize(spec).map_err(|problem| {
+                shape(
+                    tool,
+                    format!(
+                        "has an `access` policy for `{}` that cannot be read ({}); {ACCESS}",
+                        shorten(name),
+                        shorten(&problem.to_string())
+                    ),
+                )
+            })?;
+            Ok((name.clone(), policy))
+        })
+        .collect()
 }
 
 /// A tool's `"annotations"`: MCP's hints by their names there, each a boolean

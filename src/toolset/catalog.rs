@@ -97,16 +97,22 @@ pub(super) fn annotated(own: &Arc<Presentation>, said: &Annotations) -> Arc<Pres
 }
 
 impl Catalog {
-    /// `guards_bound` and `guards_published` from `rules`, for the names as
-    /// they are: a bound name is decided by its base tool's policy, then its
-    /// own; a published name by its bound name's, then its own.
+    /// `guards_bound` and `guards_published` from `rules` and the layers'
+    /// checks, for the names as they are: a bound name is decided by its base
+    /// tool's policy, its own, then its `authorize` layers'; a published name by
+    /// its bound name's, then its own.
     pub(super) fn guard(&mut self) {
         self.guards_bound.clear();
         self.guards_published.clear();
-        if self.rules.is_empty() {
+        let checked = self
+            .entries
+            .values()
+            .any(|entry| !entry.checks.0.is_empty());
+        if self.rules.is_empty() && !checked {
             return;
         }
         let rules = &self.rules;
+        // The tool's policy, the name's own, then its layers' checks.
         let of_bound = |entry: &Entry| -> Vec<Arc<dyn Policy>> {
             let info = &entry.info;
             let base = (info.base != info.name)
@@ -114,6 +120,7 @@ impl Catalog {
                 .flatten();
             base.into_iter()
                 .chain(rules.get(&info.name))
+                .chain(entry.checks.0.iter())
                 .cloned()
                 .collect()
         };

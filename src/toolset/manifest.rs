@@ -2,6 +2,7 @@
 //! tools, [`Toolset::apply_manifest`] changes bound ones; each tool on its own.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::bind::{self, Attached, Minted};
 use crate::error::{BindError, listed, shorten};
@@ -76,7 +77,8 @@ impl Toolset {
                         if let Some(publish) = manifest.publish_of(tool) {
                             group.publish = publish.clone();
                         }
-                        self.install(vec![(group, None)], &[]).map(drop)
+                        self.install(vec![(group, None)], &manifest_rules(manifest, tool))
+                            .map(drop)
                     });
                 (tool.as_str().to_owned(), bound)
             })
@@ -143,10 +145,30 @@ impl Toolset {
                 if let Some(publish) = manifest.publish_of(tool) {
                     edit = edit.publish(tool, publish.clone());
                 }
+                // The manifest says the tool's whole access: what it no longer
+                // names is open again.
+                for name in self.ruled_names_of(tool) {
+                    edit = edit.open(&name);
+                }
+                for (name, policy) in manifest.access_of(tool) {
+                    edit = edit.authorize(name, policy.clone());
+                }
                 (tool.clone(), edit.commit())
             })
             .collect()
     }
+}
+
+/// The policies `manifest` puts on `tool`'s names, as an edit's rule changes.
+fn manifest_rules(manifest: &Manifest, tool: &str) -> Vec<super::edit::RuleChange> {
+    manifest
+        .access_of(tool)
+        .iter()
+        .map(|(name, policy)| {
+            let policy: Arc<dyn crate::access::Policy> = Arc::new(policy.clone());
+            (name.clone(), Some(policy))
+        })
+        .collect()
 }
 
 /// The combos of one tool, built: each must differ from the others (a combo

@@ -3,13 +3,13 @@
 //! one, some with config
 //! and some with unknown names, are accepted exactly when the rules computed from
 //! the kind properties accept them (rules `one-branch-per-prefix`, `unknown-extension`,
-//! `cardinality`, `locality-inside-relocation`, `caller-outside-relocation`, `config`
-//! and `reserved-params`), bind
+//! `cardinality`, `locality-inside-relocation`, `caller-outside-relocation`,
+//! `shared-answers-inside-authorization`, `config` and `reserved-params`), bind
 //! the names those rules predict with the output schemas rule `output-schema`
 //! predicts, and are refused with the error the rulebook names, first error first
 //! (`unknown-extension`, then `cardinality`, then per layer
-//! `locality-inside-relocation`, `caller-outside-relocation`, `config`,
-//! `reserved-params`).
+//! `locality-inside-relocation`, `caller-outside-relocation`,
+//! `shared-answers-inside-authorization`, `config`, `reserved-params`).
 
 use crate::common;
 
@@ -20,7 +20,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use serde_json::Value;
 use toolgraft::ext::{Batch, Pool, Proxy};
-use toolgraft::extension::Placement;
+use toolgraft::extension::{AccessRole, Placement};
 use toolgraft::kind::ExtensionKind;
 use toolgraft::runtime::Configured;
 use toolgraft::runtime::manifest::{ComboSpec, ElementSpec, Manifest};
@@ -30,7 +30,7 @@ use toolgraft::{BindError, Name, Registry, Toolset};
 
 /// The catalogue: name, kind, where it must run, whether it reserves `proxies`,
 /// whether it takes config.
-const CATALOGUE: [(&str, ExtensionKind, Placement, bool, bool); 8] = [
+const CATALOGUE: [(&str, ExtensionKind, Placement, bool, bool); 10] = [
     (
         "w1",
         ExtensionKind::Wrapper,
@@ -87,7 +87,32 @@ const CATALOGUE: [(&str, ExtensionKind, Placement, bool, bool); 8] = [
         false,
         false,
     ),
+    // An authorization check: beside the caller, as a check is.
+    (
+        "auth",
+        ExtensionKind::Wrapper,
+        Placement::BesideCaller,
+        false,
+        false,
+    ),
+    // Answers from what it kept.
+    (
+        "kept",
+        ExtensionKind::Wrapper,
+        Placement::Anywhere,
+        false,
+        false,
+    ),
 ];
+
+/// Each catalogue entry's access role, by name.
+fn access_of(name: &str) -> AccessRole {
+    match name {
+        "auth" => AccessRole::Authorizes,
+        "kept" => AccessRole::SharesAnswers,
+        _ => AccessRole::Neutral,
+    }
+}
 
 /// How an element is written: which catalogue entry (or an unknown name), and
 /// with which config.
@@ -153,6 +178,22 @@ fn registry() -> Registry {
                 .build(),
         )
         .unwrap();
+    for (name, placement) in [
+        ("auth", Placement::BesideCaller),
+        ("kept", Placement::Anywhere),
+    ] {
+        registry
+            .register(
+                DynExtension::builder()
+                    .name(name)
+                    .kind(ExtensionKind::Wrapper)
+                    .placement(placement)
+                    .access(access_of(name))
+                    .factory(|layer| Ok(DynBranch::builder().stack(layer.below).build()))
+                    .build(),
+            )
+            .unwrap();
+    }
     registry
 }
 
@@ -194,6 +235,7 @@ fn model(combo: &[Written]) -> Result<Vec<Predicted>, String> {
     let (mut running, mut identity) = ("shout".to_owned(), Vec::new());
     let mut relocated_by: Option<&str> = None;
     let mut caller_side: Option<&str> = None;
+    let mut authorized_by: Option<&str> = None;
     let mut reserved_visible = false;
     let mut inherits = true;
     for written in combo {
@@ -208,8 +250,16 @@ fn model(combo: &[Written]) -> Result<Vec<Predicted>, String> {
         {
             return Err(format!("caller: {asks} inside {name}"));
         }
+        if access_of(name) == AccessRole::SharesAnswers
+            && let Some(by) = authorized_by
+        {
+            return Err(format!("shared: {name} outside {by}"));
+        }
         if placement == Placement::BesideCaller && caller_side.is_none() {
             caller_side = Some(name);
+        }
+        if access_of(name) == AccessRole::Authorizes && authorized_by.is_none() {
+            authorized_by = Some(name);
         }
         if let Written::Sized(_, n) = written {
             if !takes_config {
@@ -302,6 +352,11 @@ fn observed(error: &BindError) -> String {
             relocating,
             ..
         } => format!("caller: {extension} inside {relocating}"),
+        BindError::SharedAnswerOutsideAuthorization {
+            extension,
+            authorizer,
+            ..
+        } => format!("shared: {extension} outside {authorizer}"),
         BindError::ConfigNotAccepted { extension, .. } => {
             format!("config not accepted: {extension}")
         }

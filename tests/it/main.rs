@@ -7,6 +7,13 @@
 
 mod common;
 
+#[cfg(all(
+    feature = "authorize",
+    feature = "cache",
+    feature = "chain",
+    feature = "pool"
+))]
+mod access;
 #[cfg(all(feature = "batch", feature = "pool", feature = "proxy"))]
 mod agreement;
 #[cfg(all(feature = "approve", feature = "pool"))]

@@ -14,7 +14,7 @@ use super::factory::Factory;
 use super::registrable::{Registrable, sealed};
 use crate::bind::{Element, Problem, Running};
 use crate::error::panic_message;
-use crate::extension::{ConfigError, LayerInput, Placement};
+use crate::extension::{AccessRole, ConfigError, LayerInput, Placement};
 use crate::kind::ExtensionKind;
 use crate::name::Name;
 use crate::stack::ErasedStack;
@@ -65,6 +65,12 @@ pub struct DynExtension {
     /// the body, [`Placement::BesideCaller`] for one that needs the caller's session.
     #[builder(default)]
     placement: Placement,
+    /// [`AccessRole::Authorizes`] for an authorization check,
+    /// [`AccessRole::SharesAnswers`] for one that answers from what it kept (a
+    /// cache): rule `shared-answers-inside-authorization` keeps the second kind
+    /// inside the first.
+    #[builder(default)]
+    access: AccessRole,
     /// Its reserved params (wrappers), as an object schema.
     #[builder(default, setter(transform = |reserved: Schema| Some(Arc::new(reserved))))]
     reserved: Option<Arc<Schema>>,
@@ -159,6 +165,7 @@ impl Factory for DynExtension {
         let written = config.cloned();
         let mut element = Element::bare(name, self.kind, below);
         element.placement = self.placement;
+        element.access = self.access;
         element.accepts_config = self.accepts_config;
         element.config = written.clone().map(Value::Object);
         element.written = written;
