@@ -53,7 +53,8 @@
 //! | [`ToolError`](toolgraft::ToolError) | MCP |
 //! |---|---|
 //! | `InvalidArguments` | JSON-RPC error `-32602` (invalid params); `data` = `{tool, field, kind}`; or, with [`BadArguments::AsToolResult`], a result with `isError: true`, the same message as text and the same data in `_meta` under [`ERROR_META`] |
-//! | `UnknownTool` | JSON-RPC error `-32602` (invalid params); `data` = `{tool}` |
+//! | `UnknownTool` (a name that does not exist, or one the caller may not call: the same answer) | JSON-RPC error `-32602` (invalid params); `data` = `{tool}` |
+//! | `Unauthorized` (a [step-up](toolgraft::access::Denied::step_up)) | JSON-RPC error [`INSUFFICIENT_SCOPE`] (`-32003`); `data` = `{tool, error: "insufficient_scope", scopes}`; over Streamable HTTP with `403` and a `WWW-Authenticate` challenge naming the scopes |
 //! | `Body` whose error is an rmcp [`ErrorData`](rmcp::ErrorData) (an imported rmcp tool's protocol error, in process or from a worker process; a body's `Err(ErrorData::..)`) | that JSON-RPC error, as rmcp answers for its own tools |
 //! | `Body`, `Panicked`, `Refused`, `Relocation`, `TimedOut`, `Overloaded`, `Reported`, `Extension`, `Output` | a result with `isError: true` and the error's message as text; when the error says when to call again ([`ToolError::retry_after`](toolgraft::ToolError::retry_after)), the milliseconds in `_meta` under [`RETRY_AFTER_META`] |
 //!
@@ -133,6 +134,8 @@ pub mod http;
 pub mod guide;
 
 pub use content::McpContent;
-pub use outcome::{BadArguments, ERROR_META, RETRY_AFTER_META, RULE_META, UnknownArguments};
+pub use outcome::{
+    BadArguments, ERROR_META, INSUFFICIENT_SCOPE, RETRY_AFTER_META, RULE_META, UnknownArguments,
+};
 pub use server::{ToolsOnly, ToolsetServer};
 pub use tool::{OutputShape, mcp_tool};

@@ -89,6 +89,9 @@ pub struct ToolsetServer<H = ToolsOnly> {
     /// shared by every session's server, so a list copies no schema (each is
     /// behind an `Arc`), and only the first list after a change builds it.
     listings: Arc<Mutex<Listings>>,
+    /// What this connection's client was last shown, for its notifier to tell
+    /// it of the changes that change that only.
+    seen: notify::Seen,
     /// Dropped with the server, which rmcp does when its connection ends: that ends
     /// this connection's notifier task (its receivers see the sender gone).
     connection: watch::Sender<()>,
@@ -270,6 +273,7 @@ impl Shared {
             notifier: Mutex::new(Notifier::Idle),
             structuring: Mutex::default(),
             listings: self.listings,
+            seen: notify::Seen::default(),
             connection: watch::channel(()).0,
             tasks: self.tasks,
             session: crate::call::Session::new(),
