@@ -47,8 +47,8 @@ use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 
 use toolgraft::context::{
-    self, Answer, Answered, Ask, Asker, Context, Entry, Identity, InProcess, InputRequest, LogLevel,
-    LogMessage, LogSink, Progress, ProgressSink, Question, Reach, Unkeyed,
+    self, Answer, Answered, Ask, Asker, Context, Entry, Identity, InProcess, InputRequest,
+    LogLevel, LogMessage, LogSink, Progress, ProgressSink, Question, Reach, Unkeyed,
 };
 use toolgraft::store::{StoreError, StoreFuture};
 

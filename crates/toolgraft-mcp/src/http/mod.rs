@@ -442,12 +442,7 @@ impl<S: ServerHandler + Send + 'static> McpHttp<S> {
         Router::new()
             .route_service(
                 MCP_PATH,
-                service::McpService::new(
-                    service,
-                    sessions,
-                    self.identify.clone(),
-                    self.step_up,
-                ),
+                service::McpService::new(service, sessions, self.identify.clone(), self.step_up),
             )
             .route_layer(self.guard.layer())
     }

@@ -199,9 +199,7 @@ fn identified(
     if let Some(identity) = &identity
         && !parts.extensions.get::<Principal>().is_some()
     {
-        parts
-            .extensions
-            .insert(Principal::new(identity.subject()));
+        parts.extensions.insert(Principal::new(identity.subject()));
     }
     let step_up = (step_up && parts.method == Method::POST).then(StepUp::default);
     if let Some(step_up) = &step_up {
@@ -236,17 +234,18 @@ fn stepped_up(mut response: Response, step_up: Option<StepUp>) -> Response {
 pub(crate) fn insufficient_scope(scopes: &[String]) -> axum::http::HeaderValue {
     let token = |scope: &&String| {
         !scope.is_empty()
-            && scope
-                .bytes()
-                .all(|byte| byte == 0x21 || (0x23..=0x5b).contains(&byte) || (0x5d..=0x7e).contains(&byte))
+            && scope.bytes().all(|byte| {
+                byte == 0x21 || (0x23..=0x5b).contains(&byte) || (0x5d..=0x7e).contains(&byte)
+            })
     };
     let scope: Vec<&str> = scopes.iter().filter(token).map(String::as_str).collect();
     let challenge = format!(
         r#"Bearer error="insufficient_scope", scope="{}""#,
         scope.join(" ")
     );
-    axum::http::HeaderValue::from_str(&challenge)
-        .unwrap_or_else(|_| axum::http::HeaderValue::from_static(r#"Bearer error="insufficient_scope""#))
+    axum::http::HeaderValue::from_str(&challenge).unwrap_or_else(|_| {
+        axum::http::HeaderValue::from_static(r#"Bearer error="insufficient_scope""#)
+    })
 }
 
 /// The answer to a body that says it is JSON and is not JSON-RPC: `400` with a

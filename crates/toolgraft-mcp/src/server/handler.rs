@@ -516,5 +516,4 @@ impl<H: ServerHandler> ToolsetServer<H> {
             )),
         }
     }
-
 }

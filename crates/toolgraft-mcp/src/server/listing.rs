@@ -174,7 +174,11 @@ impl Lister<'_> {
         let view = View::new(
             all.tools
                 .iter()
-                .filter(|tool| hidden.binary_search_by(|name| name.as_str().cmp(&tool.name)).is_err())
+                .filter(|tool| {
+                    hidden
+                        .binary_search_by(|name| name.as_str().cmp(&tool.name))
+                        .is_err()
+                })
                 .cloned()
                 .collect(),
         );
@@ -213,7 +217,8 @@ impl Shown {
     /// what the session is told of.
     pub(super) fn changed(&mut self, lister: &Lister<'_>) -> bool {
         let now = lister.shown(self.identity.as_ref(), self.shape);
-        if Arc::ptr_eq(&now.tools, &self.view.tools) || now.fingerprint() == self.view.fingerprint() {
+        if Arc::ptr_eq(&now.tools, &self.view.tools) || now.fingerprint() == self.view.fingerprint()
+        {
             return false;
         }
         self.view = now;
