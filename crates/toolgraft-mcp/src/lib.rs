@@ -29,8 +29,16 @@
 //!   [call context](toolgraft::context) a body and every extension read: its id and
 //!   `_meta`, the peer (elicitation, sampling, logging), cancellation and the HTTP
 //!   request; [`toolgraft::context::report_progress`] reaches the client's progress
-//!   token, from a pool thread too; `McpHttp::with_principal` (feature `http`)
-//!   sets the caller's [`Principal`](toolgraft::context::Principal).
+//!   token, from a pool thread too; `McpHttp::with_identity` and
+//!   `McpHttp::with_principal` (feature `http`) set the caller's
+//!   [`Identity`](toolgraft::context::Identity) and
+//!   [`Principal`](toolgraft::context::Principal).
+//! * With [access policies](toolgraft::access) on the toolset, each caller is
+//!   listed exactly the names it may call; a name it may not call answers as one
+//!   that does not exist (and never falls through to the handler's tool of that
+//!   name); a step-up answers [`INSUFFICIENT_SCOPE`] (over HTTP, `403` with an
+//!   `insufficient_scope` challenge); `list_changed` reaches only the sessions
+//!   whose listing changed.
 //!
 //! What a client sees of a published name:
 //!

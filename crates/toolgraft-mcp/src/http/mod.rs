@@ -295,8 +295,9 @@ impl<S: ServerHandler + Send + 'static> McpHttp<S> {
     /// user): the [`Principal`](toolgraft::context::Principal) of every call the
     /// request makes, which bodies and extensions read from the call context,
     /// which travels to worker processes, and on which a cache keys. `None`
-    /// leaves the call without one. It runs after the guard's checks, on every
-    /// request of the endpoint.
+    /// leaves the call the subject of its [identity](Self::with_identity) as
+    /// principal, if it has one, else none. It runs after the guard's checks
+    /// and the identity's hook, on every request of the endpoint.
     ///
     /// ```
     /// use toolgraft::context::Principal;

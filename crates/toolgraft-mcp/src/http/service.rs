@@ -197,7 +197,7 @@ fn identified(
         }
     }
     if let Some(identity) = &identity
-        && !parts.extensions.get::<Principal>().is_some()
+        && parts.extensions.get::<Principal>().is_none()
     {
         parts.extensions.insert(Principal::new(identity.subject()));
     }

@@ -353,6 +353,54 @@ mod tests {
         assert_eq!(server.list(OutputShape::ObjectOnly).len(), 2);
     }
 
+    /// rmcp looks a tool up (to check a request's headers against its schema)
+    /// as the HTTP layer's caller: a name hidden from it is not found, nor is
+    /// the handler's tool of that name.
+    #[test]
+    fn a_tool_hidden_from_the_caller_is_not_found() {
+        use toolgraft::access::Claim;
+        use toolgraft::context::Identity;
+        let toolset = Toolset::new();
+        toolset
+            .bind((shout("shout").combo(), shout("secret").combo()))
+            .unwrap();
+        toolset
+            .edit()
+            .authorize("secret", Claim::is("team", "alpha"))
+            .commit()
+            .unwrap();
+        let server = ToolsetServer::new(toolset);
+        let as_caller = |team: &str| {
+            let who = Identity::new("ann").with_claim("team", team);
+            crate::call::CALLER.sync_scope(Some(who), || server.get_tool("secret"))
+        };
+        assert!(as_caller("alpha").is_some());
+        assert!(as_caller("beta").is_none());
+        assert!(
+            server.get_tool("secret").is_none(),
+            "no caller: no identity"
+        );
+        assert!(server.get_tool("shout").is_some());
+        let alpha = Identity::new("a").with_claim("team", "alpha");
+        let beta = Identity::new("b").with_claim("team", "beta");
+        let lister = server.lister();
+        let (first, again) = (
+            lister.shown(Some(&beta), OutputShape::AnyJson),
+            lister.shown(Some(&Identity::new("c")), OutputShape::AnyJson),
+        );
+        assert!(
+            Arc::ptr_eq(&first.tools, &again.tools),
+            "one listing per group"
+        );
+        assert_eq!(first.tools.len(), 1);
+        let all = lister.shown(Some(&alpha), OutputShape::AnyJson);
+        assert!(Arc::ptr_eq(
+            &all.tools,
+            &server.listing(OutputShape::AnyJson)
+        ));
+        assert_ne!(all.fingerprint(), first.fingerprint());
+    }
+
     #[test]
     fn a_tool_is_looked_up_in_the_shared_listing() {
         let toolset = Toolset::new();

@@ -200,7 +200,10 @@ impl ToolsetServer {
     ///   and [`with_instructions`](Self::with_instructions) still set theirs.
     /// - `tools/list` is the toolset's tools, then `handler`'s own under names
     ///   the toolset does not bind; `tools/call` calls the toolset's tool of that
-    ///   name, else `handler`'s.
+    ///   name, else `handler`'s. A name of the toolset that its
+    ///   [access policies](toolgraft::access) keep from the caller is answered
+    ///   as the toolset answers a name it does not have, never by `handler`'s
+    ///   tool of that name: a policy cannot be bypassed through it.
     /// - `initialize`, `notifications/initialized` and `subscriptions/listen`
     ///   reach both: the toolset's list-changed notifications are sent beside
     ///   whatever `handler` sends.
