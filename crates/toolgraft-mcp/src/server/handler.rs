@@ -1,7 +1,10 @@
 //! The rmcp [`ServerHandler`] of a [`ToolsetServer`]: requests about the
 //! toolset's tools answered here, every other one by the author's handler as it came.
 
+use std::future::Future;
 use std::sync::PoisonError;
+
+use futures_util::future::Either;
 
 #[allow(deprecated)] // `SetLevelRequestParams`: logging, which a handler may still serve.
 use rmcp::model::{
@@ -183,57 +186,21 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         }
     }
 
-    async fn call_tool(
+    fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
+        // One of three futures, none inside another: each costs its own size,
+        // and a toolset's call stays as small as it is without policies (see
+        // `import::future_sizes`); a guarded one is boxed.
         if self.handler_tools && !self.serves(&request.name) {
-            return self.handler.call_tool(request, context).await;
+            return Either::Left(Either::Left(self.handler.call_tool(request, context)));
         }
         if !self.toolset.is_guarded() {
-            return self.call_toolset(request, context).await;
+            return Either::Left(Either::Right(self.call_toolset(request, context)));
         }
-        // A name this caller may not call is answered as one that does not
-        // exist, before anything else could tell them apart (its schema's
-        // checks, its tasks, the handler's tool of that name). The toolset
-        // checks again, with the arguments, as the call begins.
-        let identity = call::identity_of(&context);
-        if !self.toolset.visible(identity.as_ref(), &request.name) {
-            let shape = OutputShape::for_protocol(context.protocol_version().as_ref());
-            let unknown = ToolError::UnknownTool {
-                name: toolgraft::error::shorten(&request.name).into_owned(),
-            };
-            return settled(
-                Err(unknown),
-                &request.name,
-                Rendering::Text,
-                self.bad_arguments,
-                shape,
-            )
-            .into();
-        }
-        #[cfg(feature = "http")]
-        let step_up = call::step_up_of(&context);
-        let answer = self.call_toolset(request, context).await;
-        // Over HTTP, a refusal for want of scopes becomes `403` with a challenge
-        // naming those a new token needs: the ones held, so that it loses none,
-        // and the ones missing.
-        #[cfg(feature = "http")]
-        if let (Some(step_up), Err(refused)) = (step_up, &answer)
-            && let Some(missing) = crate::outcome::missing_scopes(refused)
-        {
-            let mut scopes: Vec<String> = identity
-                .iter()
-                .flat_map(|identity| identity.scopes())
-                .map(str::to_owned)
-                .chain(missing)
-                .collect();
-            scopes.sort_unstable();
-            scopes.dedup();
-            let _ = step_up.0.set(scopes);
-        }
-        answer
+        Either::Right(Box::pin(self.call_guarded(request, context)))
     }
 
     async fn get_task(
@@ -412,6 +379,54 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
 }
 
 impl<H: ServerHandler> ToolsetServer<H> {
+    /// A `tools/call` of the toolset's name, in a toolset with access policies.
+    async fn call_guarded(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // A name this caller may not call is answered as one that does not
+        // exist, before anything else could tell them apart (its schema's
+        // checks, its tasks, the handler's tool of that name). The toolset
+        // checks again, with the arguments, as the call begins.
+        let identity = call::identity_of(&context);
+        if !self.toolset.visible(identity.as_ref(), &request.name) {
+            let shape = OutputShape::for_protocol(context.protocol_version().as_ref());
+            let unknown = ToolError::UnknownTool {
+                name: toolgraft::error::shorten(&request.name).into_owned(),
+            };
+            return settled(
+                Err(unknown),
+                &request.name,
+                Rendering::Text,
+                self.bad_arguments,
+                shape,
+            )
+            .into();
+        }
+        #[cfg(feature = "http")]
+        let step_up = call::step_up_of(&context);
+        let answer = self.call_toolset(request, context).await;
+        // Over HTTP, a refusal for want of scopes becomes `403` with a challenge
+        // naming those a new token needs: the ones held, so that it loses none,
+        // and the ones missing.
+        #[cfg(feature = "http")]
+        if let (Some(step_up), Err(refused)) = (step_up, &answer)
+            && let Some(missing) = crate::outcome::missing_scopes(refused)
+        {
+            let mut scopes: Vec<String> = identity
+                .iter()
+                .flat_map(|identity| identity.scopes())
+                .map(str::to_owned)
+                .chain(missing)
+                .collect();
+            scopes.sort_unstable();
+            scopes.dedup();
+            let _ = step_up.0.set(scopes);
+        }
+        answer
+    }
+
     /// A `tools/call` of the toolset's name, which the caller may see.
     async fn call_toolset(
         &self,
