@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::Name;
 use crate::combo::typestate::{Assemble, Inside, ParamBagRef, ReservedIn, There, Token};
-use crate::context::{self, ChainDepth};
+use crate::context::{self, ChainDepth, Identity};
 use crate::error::{ArgsError, ArgsErrorKind, ToolError, shorten, shorten_json};
 #[cfg(feature = "jq")]
 use crate::extension::ConfigError;
@@ -548,8 +548,14 @@ impl<S: Stack> Stack for Chained<S> {
         })?;
         // A name the caller could call itself: a published one, which runs the
         // bound name behind it with its layers. A hidden name (a base whose
-        // combo is published in its place) is not the caller's to reach.
-        let Some(next) = toolset.resolve(&input.next_tool) else {
+        // combo is published in its place) is not the caller's to reach, nor is
+        // one its access policies hide from the caller: refused as a name that
+        // does not exist, before the first step runs.
+        let caller = context::get::<Identity>();
+        let next = toolset
+            .resolve(&input.next_tool)
+            .filter(|_| toolset.visible(caller.as_ref(), &input.next_tool));
+        let Some(next) = next else {
             let problem = format!("`{}` is not a published tool", shorten(&input.next_tool));
             return Err(ArgsError::field("next_tool", problem).for_tool(&self.branch));
         };

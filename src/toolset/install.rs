@@ -192,6 +192,9 @@ fn publish_all(
     Ok(all)
 }
 
+/// A toolset's access policies, by the name each is on.
+type Rules = std::collections::BTreeMap<Name, Arc<dyn crate::access::Policy>>;
+
 /// The access policies after `rules` apply, when they change any (`None`
 /// otherwise): refused if one is set on a name that is neither bound nor
 /// published once the change lands.
@@ -201,7 +204,7 @@ fn ruled(
     planned: &[(ToolGroup, Option<u64>, Vec<Entry>)],
     published: &[(Name, Name)],
     rules: &[RuleChange],
-) -> Result<Option<std::collections::BTreeMap<Name, Arc<dyn crate::access::Policy>>>, BindError> {
+) -> Result<Option<Rules>, BindError> {
     if rules.is_empty() {
         return Ok(None);
     }

@@ -7,7 +7,9 @@
 //! toolgraft at all: the ratio of the two is what toolgraft adds to rmcp. Each on a
 //! current-thread runtime and on a multi-thread runtime with 2 workers.
 //!
-//! And `tools/list` as the server answers it, for 10 and 1,000 tools.
+//! And `tools/list` as the server answers it, for 10 and 1,000 tools; and for
+//! 1,000 tools with access policies on half of them, per caller, against the
+//! listing every caller shares without policies (`mcp-list-guarded`).
 //!
 //! Run: `cargo bench -p toolgraft-mcp --bench call`.
 
@@ -248,5 +250,71 @@ fn list(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, call, list);
+/// `tools/list` of 1,000 tools with access policies on half of them, as each
+/// caller is shown it (`list_for`), callers taking turns, against the listing
+/// every caller shares when no policy is set (`list`): what showing each
+/// caller only the names it may call costs.
+fn list_guarded(c: &mut Criterion) {
+    use toolgraft::access::Scopes;
+    use toolgraft::context::Identity;
+    use toolgraft_mcp::OutputShape;
+
+    let mut group = c.benchmark_group("mcp-list-guarded");
+    let toolset = Toolset::new();
+    for i in 0..1000 {
+        let tool = Tool::builder()
+            .name(format!("add_{i}"))
+            .description("Add two numbers.")
+            .body(add)
+            .build()
+            .unwrap();
+        toolset.bind((tool.combo(),)).unwrap();
+    }
+    let shared = ToolsetServer::new(toolset.clone());
+    assert_eq!(shared.list(OutputShape::AnyJson).len(), 1000);
+    group.bench_function("shared", |b| {
+        b.iter(|| black_box(shared.list(OutputShape::AnyJson)))
+    });
+
+    let guarded = Toolset::new();
+    for i in 0..1000 {
+        let tool = Tool::builder()
+            .name(format!("add_{i}"))
+            .description("Add two numbers.")
+            .body(add)
+            .build()
+            .unwrap();
+        guarded.bind((tool.combo(),)).unwrap();
+    }
+    let mut edit = guarded.edit();
+    for i in (0..1000).step_by(2) {
+        // Four groups of names, by scope: callers holding some of them.
+        edit = edit.authorize(
+            &format!("add_{i}"),
+            Scopes::all([format!("group_{}", i % 8)]),
+        );
+    }
+    edit.commit().unwrap();
+    let server = ToolsetServer::new(guarded);
+    // 64 callers, in 4 groups the policies tell apart.
+    let callers: Vec<Identity> = (0..64)
+        .map(|i| {
+            let scopes: Vec<String> = (0..=(i % 4)).map(|g| format!("group_{}", 2 * g)).collect();
+            Identity::new(format!("caller_{i}")).with_scopes(scopes)
+        })
+        .collect();
+    let shown = |who: &Identity| server.list_for(Some(who), OutputShape::AnyJson).len();
+    assert_eq!(shown(&callers[0]), 625);
+    assert_eq!(shown(&callers[3]), 1000);
+    let mut turn = 0;
+    group.bench_function("per-principal", |b| {
+        b.iter(|| {
+            turn = (turn + 1) % callers.len();
+            black_box(server.list_for(Some(&callers[turn]), OutputShape::AnyJson))
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, call, list, list_guarded);
 criterion_main!(benches);

@@ -47,8 +47,8 @@ use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 
 use toolgraft::context::{
-    self, Answer, Answered, Ask, Asker, Context, Entry, InProcess, InputRequest, LogLevel,
-    LogMessage, LogSink, Progress, ProgressSink, Question, Reach, Unkeyed,
+    self, Answer, Answered, Ask, Asker, Context, Entry, Identity, InProcess, InputRequest,
+    LogLevel, LogMessage, LogSink, Progress, ProgressSink, Question, Reach, Unkeyed,
 };
 use toolgraft::store::{StoreError, StoreFuture};
 
@@ -345,6 +345,52 @@ impl Ask for McpAsk {
     }
 }
 
+/// The identity the HTTP layer found for `request`, if any: none over stdio,
+/// where the caller is whoever launched the process (MCP's authorization is
+/// HTTP's; a stdio server takes its credentials from its environment).
+pub(crate) fn identity_of(request: &RequestContext<RoleServer>) -> Option<Identity> {
+    #[cfg(feature = "http")]
+    if let Some(identity) = request
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Identity>())
+    {
+        return Some(identity.clone());
+    }
+    let _ = request;
+    None
+}
+
+tokio::task_local! {
+    /// The identity of the HTTP request being handled, for what rmcp asks the
+    /// handler outside any call (`get_tool`, which reads a tool's input schema
+    /// to check a request's headers against it). Unset elsewhere: no identity.
+    pub(crate) static CALLER: Option<Identity>;
+}
+
+/// The identity of the HTTP request rmcp is handling in this task, if any.
+pub(crate) fn caller() -> Option<Identity> {
+    CALLER.try_with(Clone::clone).ok().flatten()
+}
+
+/// Where a call refused for want of scopes a new token may bring leaves them,
+/// for the HTTP layer to answer `403` with a challenge naming them: set by the
+/// HTTP layer on a request's parts, filled by the server's `tools/call`.
+#[cfg(feature = "http")]
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StepUp(pub(crate) Arc<std::sync::OnceLock<Vec<String>>>);
+
+/// The step-up slot of `request`, when it came over HTTP.
+#[cfg(feature = "http")]
+pub(crate) fn step_up_of(request: &RequestContext<RoleServer>) -> Option<StepUp> {
+    request
+        .extensions
+        .get::<axum::http::request::Parts>()?
+        .extensions
+        .get::<StepUp>()
+        .cloned()
+}
+
 /// The principal the HTTP layer found for `request`, if any.
 pub(crate) fn principal_of(
     request: &RequestContext<RoleServer>,
@@ -361,8 +407,8 @@ pub(crate) fn principal_of(
     None
 }
 
-/// Runs `call` as the call of `request`: with its [`McpCall`], the principal the
-/// HTTP layer found, an [`Asker`] for its client's user (with the answers
+/// Runs `call` as the call of `request`: with its [`McpCall`], the principal and
+/// the identity the HTTP layer found, an [`Asker`] for its client's user (with the answers
 /// `brought`), when the client sent a progress token, a [`ProgressSink`] whose
 /// reports reach the client in order, at most every [`PROGRESS_EVERY`](toolgraft::context::PROGRESS_EVERY) (the
 /// newest of those made meanwhile), the last one before the reply, and, when
@@ -384,6 +430,11 @@ pub(crate) async fn serve<F: Future>(
     let mut context = Context::current();
     if let Some(principal) = principal_of(&request) {
         context = context.with(principal);
+    }
+    // What the toolset's policies decide on, in the call and every call it
+    // makes by name (a chain's next step included).
+    if let Some(identity) = identity_of(&request) {
+        context = context.with(identity);
     }
     if !request.meta.0.0.is_empty() {
         context = context.with(RequestMeta(request.meta.0.0.clone()));

@@ -29,8 +29,16 @@
 //!   [call context](toolgraft::context) a body and every extension read: its id and
 //!   `_meta`, the peer (elicitation, sampling, logging), cancellation and the HTTP
 //!   request; [`toolgraft::context::report_progress`] reaches the client's progress
-//!   token, from a pool thread too; `McpHttp::with_principal` (feature `http`)
-//!   sets the caller's [`Principal`](toolgraft::context::Principal).
+//!   token, from a pool thread too; `McpHttp::with_identity` and
+//!   `McpHttp::with_principal` (feature `http`) set the caller's
+//!   [`Identity`](toolgraft::context::Identity) and
+//!   [`Principal`](toolgraft::context::Principal).
+//! * With [access policies](toolgraft::access) on the toolset, each caller is
+//!   listed exactly the names it may call; a name it may not call answers as one
+//!   that does not exist (and never falls through to the handler's tool of that
+//!   name); a step-up answers [`INSUFFICIENT_SCOPE`] (over HTTP, `403` with an
+//!   `insufficient_scope` challenge); `list_changed` reaches only the sessions
+//!   whose listing changed.
 //!
 //! What a client sees of a published name:
 //!
@@ -53,7 +61,8 @@
 //! | [`ToolError`](toolgraft::ToolError) | MCP |
 //! |---|---|
 //! | `InvalidArguments` | JSON-RPC error `-32602` (invalid params); `data` = `{tool, field, kind}`; or, with [`BadArguments::AsToolResult`], a result with `isError: true`, the same message as text and the same data in `_meta` under [`ERROR_META`] |
-//! | `UnknownTool` | JSON-RPC error `-32602` (invalid params); `data` = `{tool}` |
+//! | `UnknownTool` (a name that does not exist, or one the caller may not call: the same answer) | JSON-RPC error `-32602` (invalid params); `data` = `{tool}` |
+//! | `Unauthorized` (a [step-up](toolgraft::access::Denied::step_up)) | JSON-RPC error [`INSUFFICIENT_SCOPE`] (`-32003`); `data` = `{tool, error: "insufficient_scope", scopes}`; over Streamable HTTP with `403` and a `WWW-Authenticate` challenge naming the scopes |
 //! | `Body` whose error is an rmcp [`ErrorData`](rmcp::ErrorData) (an imported rmcp tool's protocol error, in process or from a worker process; a body's `Err(ErrorData::..)`) | that JSON-RPC error, as rmcp answers for its own tools |
 //! | `Body`, `Panicked`, `Refused`, `Relocation`, `TimedOut`, `Overloaded`, `Reported`, `Extension`, `Output` | a result with `isError: true` and the error's message as text; when the error says when to call again ([`ToolError::retry_after`](toolgraft::ToolError::retry_after)), the milliseconds in `_meta` under [`RETRY_AFTER_META`] |
 //!
@@ -133,6 +142,8 @@ pub mod http;
 pub mod guide;
 
 pub use content::McpContent;
-pub use outcome::{BadArguments, ERROR_META, RETRY_AFTER_META, RULE_META, UnknownArguments};
+pub use outcome::{
+    BadArguments, ERROR_META, INSUFFICIENT_SCOPE, RETRY_AFTER_META, RULE_META, UnknownArguments,
+};
 pub use server::{ToolsOnly, ToolsetServer};
 pub use tool::{OutputShape, mcp_tool};

@@ -119,6 +119,17 @@ pub(crate) fn to_mcp(
             message,
             with_rule(json!({"tool": name})),
         )),
+        // Refused before any work, for want of scopes the caller may be granted:
+        // the client (not the model) can bring them, with a new token.
+        ToolError::Unauthorized { name, denied } => Err(ErrorData::new(
+            rmcp::model::ErrorCode(INSUFFICIENT_SCOPE),
+            message,
+            with_rule(json!({
+                "tool": name,
+                "error": "insufficient_scope",
+                "scopes": denied.missing.scopes(),
+            })),
+        )),
         // A body that failed with a protocol error of its own (an rmcp tool's
         // `Err(ErrorData)`, a missing client capability) is answered with it, as
         // rmcp answers for its own tools.
@@ -146,6 +157,17 @@ pub(crate) fn to_mcp(
             })
         }
     }
+}
+
+/// The scopes a call's answer says the caller lacks, when it was refused with a
+/// step-up ([`INSUFFICIENT_SCOPE`]).
+#[cfg(feature = "http")]
+pub(crate) fn missing_scopes(refused: &ErrorData) -> Option<Vec<String>> {
+    let data = refused.data.as_ref()?;
+    if refused.code.0 != INSUFFICIENT_SCOPE || data.get("error")? != "insufficient_scope" {
+        return None;
+    }
+    serde_json::from_value(data.get("scopes")?.clone()).ok()
 }
 
 /// The key of a [`Detailed`] error's data that holds a JSON-RPC error (an
@@ -201,6 +223,32 @@ fn rule_meta(rule: Rule) -> MetaObject {
 /// assert_eq!(toolgraft_mcp::RULE_META, "toolgraft/rule");
 /// ```
 pub const RULE_META: &str = "toolgraft/rule";
+
+/// The JSON-RPC error code of a call refused for want of scopes the caller's
+/// authorization server may grant (a [step-up](toolgraft::access::Denied::step_up)):
+/// its `data` is `{"tool", "error": "insufficient_scope", "scopes"}`, the scopes
+/// the caller lacks. Over Streamable HTTP the same reply comes with `403` and a
+/// `WWW-Authenticate: Bearer error="insufficient_scope", scope=".."` challenge,
+/// on which a client asks for a new token.
+///
+/// ```
+/// # use toolgraft::{Tool, Toolset};
+/// use toolgraft::access::Scopes;
+/// use toolgraft_mcp::{INSUFFICIENT_SCOPE, OutputShape, ToolsetServer};
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Note { text: String }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let write = Tool::builder().name("write_note").description("Write a note.")
+/// #     .body(|n: Note| async move { Ok(n.text) }).build()?;
+/// let toolset = Toolset::new();
+/// toolset.bind((write.combo(),))?;
+/// toolset.edit().authorize("write_note", Scopes::all(["notes:write"]).with_step_up()).commit()?;
+/// let server = ToolsetServer::new(toolset);
+/// let refused = server.call("write_note", None, OutputShape::AnyJson).await.unwrap_err();
+/// assert_eq!(refused.code.0, INSUFFICIENT_SCOPE);
+/// assert_eq!(refused.data.unwrap()["scopes"], serde_json::json!(["notes:write"]));
+/// # Ok(()) }
+/// ```
+pub const INSUFFICIENT_SCOPE: i32 = -32003;
 
 /// The `_meta` key of a failed call's result that says, in milliseconds, when
 /// the call may be made again: a limit that refused it

@@ -181,7 +181,10 @@ pub struct McpHttp<S = ToolsetServer> {
     guard: Guard,
     non_loopback: bool,
     cancel: CancellationToken,
-    identify: Option<Arc<service::Identify>>,
+    identify: service::Identify,
+    /// Whether the handler is a [`ToolsetServer`], whose calls a step-up
+    /// refusal answers `403`.
+    step_up: bool,
     max_sessions: usize,
     max_sessions_per_principal: usize,
 }
@@ -213,7 +216,9 @@ impl<H: ServerHandler + Clone> McpHttp<ToolsetServer<H>> {
     /// assert_eq!(mcp.guard().hosts(), ["localhost", "127.0.0.1", "::1"]);
     /// ```
     pub fn new(server: ToolsetServer<H>, guard: Guard) -> Self {
-        Self::for_handler(move || server.fresh(), guard)
+        let mut mcp = Self::for_handler(move || server.fresh(), guard);
+        mcp.step_up = true;
+        mcp
     }
 }
 
@@ -245,7 +250,8 @@ impl<S: ServerHandler + Send + 'static> McpHttp<S> {
             guard,
             non_loopback: false,
             cancel: CancellationToken::new(),
-            identify: None,
+            identify: service::Identify::default(),
+            step_up: false,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_sessions_per_principal: usize::MAX,
         }
@@ -289,8 +295,9 @@ impl<S: ServerHandler + Send + 'static> McpHttp<S> {
     /// user): the [`Principal`](toolgraft::context::Principal) of every call the
     /// request makes, which bodies and extensions read from the call context,
     /// which travels to worker processes, and on which a cache keys. `None`
-    /// leaves the call without one. It runs after the guard's checks, on every
-    /// request of the endpoint.
+    /// leaves the call the subject of its [identity](Self::with_identity) as
+    /// principal, if it has one, else none. It runs after the guard's checks
+    /// and the identity's hook, on every request of the endpoint.
     ///
     /// ```
     /// use toolgraft::context::Principal;
@@ -308,7 +315,45 @@ impl<S: ServerHandler + Send + 'static> McpHttp<S> {
         + Sync
         + 'static,
     ) -> Self {
-        self.identify = Some(Arc::new(identify));
+        self.identify.principal = Some(Arc::new(identify));
+        self
+    }
+
+    /// Who each request is from, as the application proved it (a token it
+    /// checked, a header an authenticating proxy sets): the
+    /// [`Identity`](toolgraft::context::Identity) of every call the request
+    /// makes, which the toolset's [access policies](toolgraft::access) decide
+    /// on, in `tools/list` (a caller is shown the names it may call) and in
+    /// `tools/call`; it travels to worker processes. Unless
+    /// [`with_principal`](Self::with_principal) says otherwise, the call's
+    /// [`Principal`](toolgraft::context::Principal) is the identity's subject.
+    /// It runs after the guard's checks, on every request of the endpoint,
+    /// before the principal's hook (which finds the identity in the request's
+    /// extensions).
+    ///
+    /// Without it, an `Identity` a layer in front of the endpoint put in the
+    /// request's extensions is the call's. Over stdio there is none: the
+    /// caller is whoever launched the server, and a policy that needs an
+    /// identity refuses it.
+    ///
+    /// ```
+    /// use toolgraft::context::Identity;
+    /// use toolgraft_mcp::{ToolsetServer, http::{Guard, McpHttp}};
+    /// let mcp = McpHttp::new(ToolsetServer::new(toolgraft::Toolset::new()), Guard::off())
+    ///     .with_identity(|request| {
+    ///         let user = request.headers.get("x-authenticated-user")?.to_str().ok()?;
+    ///         let scopes = request.headers.get("x-authenticated-scopes")?.to_str().ok()?;
+    ///         Some(Identity::new(user).with_scopes(scopes.split(' ')))
+    ///     });
+    /// ```
+    pub fn with_identity(
+        mut self,
+        identify: impl Fn(&axum::http::request::Parts) -> Option<toolgraft::context::Identity>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.identify.identity = Some(Arc::new(identify));
         self
     }
 
@@ -398,7 +443,7 @@ impl<S: ServerHandler + Send + 'static> McpHttp<S> {
         Router::new()
             .route_service(
                 MCP_PATH,
-                service::McpService::new(service, sessions, self.identify.clone()),
+                service::McpService::new(service, sessions, self.identify.clone(), self.step_up),
             )
             .route_layer(self.guard.layer())
     }

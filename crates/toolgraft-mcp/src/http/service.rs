@@ -20,20 +20,36 @@ use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
-use toolgraft::context::Principal;
+use toolgraft::context::{Identity, Principal};
 
 use super::sessions::{DirectSessions, OPENING, Opening};
 use super::whole;
-/// Who a request is from, as the application says (see
-/// [`McpHttp::with_principal`](super::McpHttp::with_principal)).
-pub(crate) type Identify = dyn Fn(&Parts) -> Option<Principal> + Send + Sync;
+use crate::call::{self, StepUp};
+/// Who a request is from, as the application says: the hooks
+/// [`McpHttp::with_principal`](super::McpHttp::with_principal) and
+/// [`McpHttp::with_identity`](super::McpHttp::with_identity) set.
+#[derive(Clone, Default)]
+pub(crate) struct Identify {
+    pub(crate) principal: Option<Arc<PrincipalOf>>,
+    pub(crate) identity: Option<Arc<IdentityOf>>,
+}
+
+/// The application's principal of a request.
+pub(crate) type PrincipalOf = dyn Fn(&Parts) -> Option<Principal> + Send + Sync;
+
+/// The application's identity of a request.
+pub(crate) type IdentityOf = dyn Fn(&Parts) -> Option<Identity> + Send + Sync;
 
 /// rmcp's service for handlers `S` with [`DirectSessions`], and the
 /// application's check of who a request is from, shared.
 pub(crate) struct McpService<S> {
     rmcp: Arc<StreamableHttpService<S, DirectSessions>>,
     sessions: Arc<DirectSessions>,
-    identify: Option<Arc<Identify>>,
+    identify: Arc<Identify>,
+    /// Whether the handler may refuse a call for want of scopes (a
+    /// [`ToolsetServer`](crate::ToolsetServer)'s toolset with policies): its
+    /// `POST`s then carry a [`StepUp`] slot.
+    step_up: bool,
 }
 
 impl<S> Clone for McpService<S> {
@@ -42,6 +58,7 @@ impl<S> Clone for McpService<S> {
             rmcp: self.rmcp.clone(),
             sessions: self.sessions.clone(),
             identify: self.identify.clone(),
+            step_up: self.step_up,
         }
     }
 }
@@ -50,12 +67,14 @@ impl<S> McpService<S> {
     pub(crate) fn new(
         rmcp: StreamableHttpService<S, DirectSessions>,
         sessions: Arc<DirectSessions>,
-        identify: Option<Arc<Identify>>,
+        identify: Identify,
+        step_up: bool,
     ) -> Self {
         Self {
             rmcp: Arc::new(rmcp),
             sessions,
-            identify,
+            identify: Arc::new(identify),
+            step_up,
         }
     }
 }
@@ -107,12 +126,11 @@ impl<S: ServerHandler + Send + 'static> tower_service::Service<Request> for McpS
 
     fn call(&mut self, request: Request) -> Self::Future {
         let rmcp = self.rmcp.clone();
-        let request = match &self.identify {
-            Some(identify) => identified(request, &**identify),
-            None => request,
-        };
+        let (request, identity, step_up) = identified(request, &self.identify, self.step_up);
         if !may_open_session(&request) {
-            return Box::pin(async move { Ok(answer(&rmcp, request).await) });
+            return Box::pin(call::CALLER.scope(identity, async move {
+                Ok(stepped_up(answer(&rmcp, request).await, step_up))
+            }));
         }
         let principal = request.extensions().get::<Principal>().cloned();
         if says_it_opens_session(&request) && !self.sessions.has_room(principal.as_ref()) {
@@ -125,26 +143,109 @@ impl<S: ServerHandler + Send + 'static> tower_service::Service<Request> for McpS
             principal,
             ..Opening::default()
         };
-        Box::pin(OPENING.scope(opening, async move {
-            let response = answer(&rmcp, request).await;
-            let refused = OPENING.with(|opening| opening.refused.load(Ordering::Relaxed));
-            Ok(if refused { full() } else { response })
-        }))
+        Box::pin(OPENING.scope(
+            opening,
+            call::CALLER.scope(identity, async move {
+                let response = answer(&rmcp, request).await;
+                let refused = OPENING.with(|opening| opening.refused.load(Ordering::Relaxed));
+                Ok(if refused {
+                    full()
+                } else {
+                    stepped_up(response, step_up)
+                })
+            }),
+        ))
     }
 }
 
-/// The request with the principal the application found in it, where rmcp
-/// passes it on to every call the request makes (the request's parts, in the
-/// call's request context), whatever a client put anywhere else.
-fn identified(request: Request, identify: &Identify) -> Request {
+/// The identity a layer in front of the endpoint put in a request's
+/// extensions, as the call context carries it: the one place where an
+/// authenticating layer's own type of identity is converted.
+fn identity_in(extensions: &axum::http::Extensions) -> Option<Identity> {
+    extensions.get::<Identity>().cloned()
+}
+
+/// The request with the identity and principal of its caller where rmcp passes
+/// them on to every call the request makes (the request's parts, in the call's
+/// request context), whatever a client put anywhere else; the identity, for
+/// what rmcp asks outside a call; and, on a `POST` to a handler that may refuse
+/// a call for want of scopes, the slot where it says which.
+///
+/// The identity is the application's hook's, else the one a layer in front
+/// set ([`identity_in`]); the principal the hook's, else one a layer in front
+/// set, else the identity's subject.
+fn identified(
+    request: Request,
+    identify: &Identify,
+    step_up: bool,
+) -> (Request, Option<Identity>, Option<StepUp>) {
     let (mut parts, body) = request.into_parts();
+    let identity = match &identify.identity {
+        Some(identity_of) => identity_of(&parts),
+        None => identity_in(&parts.extensions),
+    };
+    parts.extensions.remove::<Identity>();
+    if let Some(identity) = &identity {
+        parts.extensions.insert(identity.clone());
+    }
     // A principal only the application's check put there: none a layer of the
     // client's making could have set before.
-    parts.extensions.remove::<Principal>();
-    if let Some(principal) = identify(&parts) {
-        parts.extensions.insert(principal);
+    if let Some(principal_of) = &identify.principal {
+        parts.extensions.remove::<Principal>();
+        if let Some(principal) = principal_of(&parts) {
+            parts.extensions.insert(principal);
+        }
     }
-    Request::from_parts(parts, body)
+    if let Some(identity) = &identity
+        && parts.extensions.get::<Principal>().is_none()
+    {
+        parts.extensions.insert(Principal::new(identity.subject()));
+    }
+    let step_up = (step_up && parts.method == Method::POST).then(StepUp::default);
+    if let Some(step_up) = &step_up {
+        parts.extensions.insert(step_up.clone());
+    }
+    (Request::from_parts(parts, body), identity, step_up)
+}
+
+/// `response`, or, when its call was refused for want of scopes a new token
+/// may bring, the same reply as `403 Forbidden` with the challenge naming them:
+/// MCP's step-up, on which a client asks its authorization server for them and
+/// sends the request again.
+fn stepped_up(mut response: Response, step_up: Option<StepUp>) -> Response {
+    let Some(scopes) = step_up.as_ref().and_then(|step_up| step_up.0.get()) else {
+        return response;
+    };
+    *response.status_mut() = StatusCode::FORBIDDEN;
+    response.headers_mut().insert(
+        axum::http::header::WWW_AUTHENTICATE,
+        insufficient_scope(scopes),
+    );
+    response
+}
+
+/// The `WWW-Authenticate` challenge of a step-up (RFC 6750 section 3.1, as MCP's
+/// authorization asks for it): `Bearer error="insufficient_scope",
+/// scope="<scopes>"`. A scope that is no scope token (RFC 6749 section 3.3: no
+/// space, quote, backslash or control character) is left out rather than let
+/// it break the header.
+// One function, to give way to toolgraft-guard's (which adds
+// `resource_metadata`) once it has one.
+pub(crate) fn insufficient_scope(scopes: &[String]) -> axum::http::HeaderValue {
+    let token = |scope: &&String| {
+        !scope.is_empty()
+            && scope.bytes().all(|byte| {
+                byte == 0x21 || (0x23..=0x5b).contains(&byte) || (0x5d..=0x7e).contains(&byte)
+            })
+    };
+    let scope: Vec<&str> = scopes.iter().filter(token).map(String::as_str).collect();
+    let challenge = format!(
+        r#"Bearer error="insufficient_scope", scope="{}""#,
+        scope.join(" ")
+    );
+    axum::http::HeaderValue::from_str(&challenge).unwrap_or_else(|_| {
+        axum::http::HeaderValue::from_static(r#"Bearer error="insufficient_scope""#)
+    })
 }
 
 /// The answer to a body that says it is JSON and is not JSON-RPC: `400` with a

@@ -1,9 +1,15 @@
 //! The `tools/list` answer: one listing per output shape for the toolset at one
 //! version, shared by every session's server.
 
-use std::sync::{Arc, PoisonError};
+use std::collections::HashMap;
+use std::hash::Hasher;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rmcp::model::Tool;
+use rustc_hash::FxBuildHasher;
+use tokio::sync::watch;
+use toolgraft::context::Identity;
+use toolgraft::{Name, Toolset};
 
 use super::ToolsetServer;
 use crate::outcome::UnknownArguments;
@@ -33,13 +39,207 @@ fn close(tool: &mut Tool) {
 #[derive(Default)]
 pub(super) struct Listings {
     version: u64,
-    object_only: Option<Arc<Vec<Tool>>>,
-    any_json: Option<Arc<Vec<Tool>>>,
+    object_only: Shaped,
+    any_json: Shaped,
+}
+
+/// The listings of one output shape.
+#[derive(Default)]
+struct Shaped {
+    /// Every published name: what every caller of a toolset without policies
+    /// is shown.
+    all: Option<View>,
+    /// The same without the names some callers may not call, by those names
+    /// (sorted): one per group of callers the policies tell apart, not per
+    /// caller.
+    without: HashMap<Vec<Name>, View, FxBuildHasher>,
+}
+
+/// One listing, and its fingerprint once a session's notifier asked for it.
+#[derive(Clone)]
+pub(super) struct View {
+    pub(super) tools: Arc<Vec<Tool>>,
+    fingerprint: Arc<OnceLock<u64>>,
+}
+
+impl View {
+    fn new(tools: Vec<Tool>) -> Self {
+        Self {
+            tools: Arc::new(tools),
+            fingerprint: Arc::default(),
+        }
+    }
+
+    /// What the listing says, as a number that changes when it does (a name,
+    /// a description, a schema): what a session was shown, to tell whether a
+    /// change of the toolset changed it.
+    pub(super) fn fingerprint(&self) -> u64 {
+        *self.fingerprint.get_or_init(|| {
+            let mut hasher = HashWriter(std::hash::DefaultHasher::new());
+            // Writing to a hasher does not fail, and every tool serializes.
+            let _ = serde_json::to_writer(&mut hasher, &*self.tools);
+            hasher.0.finish()
+        })
+    }
+}
+
+/// A hasher as the writer a listing is serialized into, so that it is
+/// fingerprinted without its JSON text.
+struct HashWriter<H>(H);
+
+impl<H: Hasher> std::io::Write for HashWriter<H> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.write(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// How many listings without some names a shape keeps per toolset version:
+/// past it, they are dropped and built again as callers list (policies that
+/// tell apart more groups than this, by a claim of many values, cost a
+/// listing built per list at worst).
+const MAX_VIEWS: usize = 256;
+
+/// Where a server's listings come from: what a notifier task keeps of its
+/// server to tell what its session is shown now.
+pub(super) struct Lister<'a> {
+    pub(super) toolset: &'a Toolset,
+    pub(super) listings: &'a Mutex<Listings>,
+    pub(super) changes: &'a watch::Receiver<u64>,
+    pub(super) unknown_arguments: UnknownArguments,
+}
+
+impl Lister<'_> {
+    /// The listing for `shape` of the toolset as it is, built by the first list
+    /// after a change and shared by every session until the next.
+    pub(super) fn all(&self, shape: OutputShape) -> View {
+        // Read before the toolset: a listing built after a change is labelled with
+        // the version before it at worst, and built again by the next list.
+        let version = *self.changes.borrow();
+        let mut listings = self.lock(version);
+        let slot = match shape {
+            OutputShape::ObjectOnly => &mut listings.object_only,
+            OutputShape::AnyJson => &mut listings.any_json,
+        };
+        slot.all
+            .get_or_insert_with(|| {
+                View::new(
+                    self.toolset
+                        .published()
+                        .iter()
+                        .map(|published| {
+                            let mut tool = published_tool(published, shape);
+                            if self.unknown_arguments == UnknownArguments::Refuse {
+                                close(&mut tool);
+                            }
+                            tool
+                        })
+                        .collect(),
+                )
+            })
+            .clone()
+    }
+
+    /// What `identity` is shown for `shape`: the shared listing without the
+    /// names it may not call. A toolset without policies costs nothing more
+    /// than the shared listing; one with them, the check of its guarded names
+    /// and one lookup, its listing built once per group of callers the
+    /// policies tell apart.
+    pub(super) fn shown(&self, identity: Option<&Identity>, shape: OutputShape) -> View {
+        if !self.toolset.is_guarded() {
+            return self.all(shape);
+        }
+        let version = *self.changes.borrow();
+        let hidden = self.toolset.hidden_from(identity);
+        if hidden.is_empty() {
+            return self.all(shape);
+        }
+        {
+            let listings = self.lock(version);
+            let slot = match shape {
+                OutputShape::ObjectOnly => &listings.object_only,
+                OutputShape::AnyJson => &listings.any_json,
+            };
+            if let Some(view) = slot.without.get(&hidden) {
+                return view.clone();
+            }
+        }
+        // Built outside the lock from the shared listing: its schemas are
+        // shared, not copied.
+        let all = self.all(shape);
+        let view = View::new(
+            all.tools
+                .iter()
+                .filter(|tool| {
+                    hidden
+                        .binary_search_by(|name| name.as_str().cmp(&tool.name))
+                        .is_err()
+                })
+                .cloned()
+                .collect(),
+        );
+        let mut listings = self.lock(version);
+        let without = listings.without_mut(shape);
+        if without.len() >= MAX_VIEWS {
+            without.clear();
+        }
+        without.entry(hidden).or_insert(view).clone()
+    }
+
+    /// The listings, those of an older version dropped.
+    fn lock(&self, version: u64) -> std::sync::MutexGuard<'_, Listings> {
+        let mut listings = self.listings.lock().unwrap_or_else(PoisonError::into_inner);
+        if listings.version != version {
+            *listings = Listings {
+                version,
+                ..Listings::default()
+            };
+        }
+        listings
+    }
+}
+
+/// What a session was last shown, or told of: who it is, on which shape,
+/// and the listing.
+pub(super) struct Shown {
+    pub(super) identity: Option<Identity>,
+    pub(super) shape: OutputShape,
+    pub(super) view: View,
+}
+
+impl Shown {
+    /// Whether the toolset as it is shows this session something else than it
+    /// was shown (names, or what a name says of itself): then it is, from now,
+    /// what the session is told of.
+    pub(super) fn changed(&mut self, lister: &Lister<'_>) -> bool {
+        let now = lister.shown(self.identity.as_ref(), self.shape);
+        if Arc::ptr_eq(&now.tools, &self.view.tools) || now.fingerprint() == self.view.fingerprint()
+        {
+            return false;
+        }
+        self.view = now;
+        true
+    }
+}
+
+impl Listings {
+    fn without_mut(&mut self, shape: OutputShape) -> &mut HashMap<Vec<Name>, View, FxBuildHasher> {
+        match shape {
+            OutputShape::ObjectOnly => &mut self.object_only.without,
+            OutputShape::AnyJson => &mut self.any_json.without,
+        }
+    }
 }
 
 impl<H> ToolsetServer<H> {
     /// Every published name as an MCP tool for a client on `shape`, sorted by
-    /// name: the toolset's part of what `tools/list` returns.
+    /// name: the toolset's part of what `tools/list` returns to a caller the
+    /// toolset's [policies](toolgraft::access) hide nothing from (every caller,
+    /// when it has none). See [`list_for`](Self::list_for).
     ///
     /// ```
     /// # use toolgraft::{Tool, Toolset};
@@ -63,39 +263,49 @@ impl<H> ToolsetServer<H> {
         Vec::clone(&self.listing(shape))
     }
 
+    /// What `tools/list` shows a caller `identity` (`None`: one no server
+    /// identified) of the toolset: exactly the published names it may call,
+    /// those a [policy](toolgraft::access) refuses it with a step-up
+    /// included. Built once per group of callers the policies tell apart and
+    /// shared until the toolset changes.
+    ///
+    /// ```
+    /// # use toolgraft::{Tool, Toolset};
+    /// use toolgraft::access::Scopes;
+    /// use toolgraft::context::Identity;
+    /// use toolgraft_mcp::{OutputShape, ToolsetServer};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let tool = |name: &str| Tool::builder().name(name).description("Return the text.")
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build();
+    /// let toolset = Toolset::new();
+    /// toolset.bind((tool("shout")?.combo(), tool("reset")?.combo()))?;
+    /// toolset.edit().authorize("reset", Scopes::all(["admin"])).commit()?;
+    /// let server = ToolsetServer::new(toolset);
+    /// let names = |identity: Option<&Identity>| -> Vec<String> {
+    ///     server.list_for(identity, OutputShape::AnyJson).into_iter().map(|t| t.name.into()).collect()
+    /// };
+    /// assert_eq!(names(None), ["shout"]);
+    /// assert_eq!(names(Some(&Identity::new("root").with_scopes(["admin"]))), ["reset", "shout"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn list_for(&self, identity: Option<&Identity>, shape: OutputShape) -> Vec<Tool> {
+        Vec::clone(&self.lister().shown(identity, shape).tools)
+    }
+
+    /// Where this server's listings come from.
+    pub(super) fn lister(&self) -> Lister<'_> {
+        Lister {
+            toolset: &self.toolset,
+            listings: &self.listings,
+            changes: &self.changes,
+            unknown_arguments: self.unknown_arguments,
+        }
+    }
+
     /// The listing for `shape` of the toolset as it is, built by the first list
     /// after a change and shared by every session until the next.
     pub(super) fn listing(&self, shape: OutputShape) -> Arc<Vec<Tool>> {
-        // Read before the toolset: a listing built after a change is labelled with
-        // the version before it at worst, and built again by the next list.
-        let version = *self.changes.borrow();
-        let mut listings = self.listings.lock().unwrap_or_else(PoisonError::into_inner);
-        if listings.version != version {
-            *listings = Listings {
-                version,
-                ..Listings::default()
-            };
-        }
-        let slot = match shape {
-            OutputShape::ObjectOnly => &mut listings.object_only,
-            OutputShape::AnyJson => &mut listings.any_json,
-        };
-        slot.get_or_insert_with(|| {
-            Arc::new(
-                self.toolset
-                    .published()
-                    .iter()
-                    .map(|published| {
-                        let mut tool = published_tool(published, shape);
-                        if self.unknown_arguments == UnknownArguments::Refuse {
-                            close(&mut tool);
-                        }
-                        tool
-                    })
-                    .collect(),
-            )
-        })
-        .clone()
+        self.lister().all(shape).tools
     }
 }
 
@@ -141,6 +351,54 @@ mod tests {
         let names: Vec<_> = after.iter().map(|tool| tool.name.as_ref()).collect();
         assert_eq!(names, ["echo", "shout"]);
         assert_eq!(server.list(OutputShape::ObjectOnly).len(), 2);
+    }
+
+    /// rmcp looks a tool up (to check a request's headers against its schema)
+    /// as the HTTP layer's caller: a name hidden from it is not found, nor is
+    /// the handler's tool of that name.
+    #[test]
+    fn a_tool_hidden_from_the_caller_is_not_found() {
+        use toolgraft::access::Claim;
+        use toolgraft::context::Identity;
+        let toolset = Toolset::new();
+        toolset
+            .bind((shout("shout").combo(), shout("secret").combo()))
+            .unwrap();
+        toolset
+            .edit()
+            .authorize("secret", Claim::is("team", "alpha"))
+            .commit()
+            .unwrap();
+        let server = ToolsetServer::new(toolset);
+        let as_caller = |team: &str| {
+            let who = Identity::new("ann").with_claim("team", team);
+            crate::call::CALLER.sync_scope(Some(who), || server.get_tool("secret"))
+        };
+        assert!(as_caller("alpha").is_some());
+        assert!(as_caller("beta").is_none());
+        assert!(
+            server.get_tool("secret").is_none(),
+            "no caller: no identity"
+        );
+        assert!(server.get_tool("shout").is_some());
+        let alpha = Identity::new("a").with_claim("team", "alpha");
+        let beta = Identity::new("b").with_claim("team", "beta");
+        let lister = server.lister();
+        let (first, again) = (
+            lister.shown(Some(&beta), OutputShape::AnyJson),
+            lister.shown(Some(&Identity::new("c")), OutputShape::AnyJson),
+        );
+        assert!(
+            Arc::ptr_eq(&first.tools, &again.tools),
+            "one listing per group"
+        );
+        assert_eq!(first.tools.len(), 1);
+        let all = lister.shown(Some(&alpha), OutputShape::AnyJson);
+        assert!(Arc::ptr_eq(
+            &all.tools,
+            &server.listing(OutputShape::AnyJson)
+        ));
+        assert_ne!(all.fingerprint(), first.fingerprint());
     }
 
     #[test]

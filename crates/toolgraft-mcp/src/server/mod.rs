@@ -89,6 +89,9 @@ pub struct ToolsetServer<H = ToolsOnly> {
     /// shared by every session's server, so a list copies no schema (each is
     /// behind an `Arc`), and only the first list after a change builds it.
     listings: Arc<Mutex<Listings>>,
+    /// What this connection's client was last shown, for its notifier to tell
+    /// it of the changes that change that only.
+    seen: notify::Seen,
     /// Dropped with the server, which rmcp does when its connection ends: that ends
     /// this connection's notifier task (its receivers see the sender gone).
     connection: watch::Sender<()>,
@@ -197,7 +200,10 @@ impl ToolsetServer {
     ///   and [`with_instructions`](Self::with_instructions) still set theirs.
     /// - `tools/list` is the toolset's tools, then `handler`'s own under names
     ///   the toolset does not bind; `tools/call` calls the toolset's tool of that
-    ///   name, else `handler`'s.
+    ///   name, else `handler`'s. A name of the toolset that its
+    ///   [access policies](toolgraft::access) keep from the caller is answered
+    ///   as the toolset answers a name it does not have, never by `handler`'s
+    ///   tool of that name: a policy cannot be bypassed through it.
     /// - `initialize`, `notifications/initialized` and `subscriptions/listen`
     ///   reach both: the toolset's list-changed notifications are sent beside
     ///   whatever `handler` sends.
@@ -270,6 +276,7 @@ impl Shared {
             notifier: Mutex::new(Notifier::Idle),
             structuring: Mutex::default(),
             listings: self.listings,
+            seen: notify::Seen::default(),
             connection: watch::channel(()).0,
             tasks: self.tasks,
             session: crate::call::Session::new(),

@@ -1,10 +1,11 @@
 //! toolgraft-mcp's tests, one binary: the helpers every module shares
 //! (`support`), then serving a toolset (`serve`), toolgraft inside a server of
-//! one's own (`embed`, `merge`), MCP tasks (`tasks`) and Streamable HTTP
-//! (`http`, feature `http`).
+//! one's own (`embed`, `merge`), MCP tasks (`tasks`), Streamable HTTP
+//! (`http`, feature `http`) and access policies (`access`).
 
 mod support;
 
+mod access;
 mod embed;
 #[cfg(feature = "http")]
 mod http;
