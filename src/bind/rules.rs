@@ -433,6 +433,7 @@ mod tests {
                 extension: Name::new(extension).unwrap(),
                 kind: ExtensionKind::Wrapper,
                 placement: Placement::Anywhere,
+                access: AccessRole::Neutral,
                 config: None,
             })
             .collect();

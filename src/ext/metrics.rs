@@ -149,6 +149,7 @@ impl Drop for Pending {
 pub fn error_kind(error: &ToolError) -> &'static str {
     match error {
         ToolError::UnknownTool { .. } => "unknown_tool",
+        ToolError::Unauthorized { .. } => "unauthorized",
         ToolError::InvalidArguments { .. } => "invalid_arguments",
         ToolError::Body { .. } => "body",
         ToolError::Panicked { .. } => "panicked",

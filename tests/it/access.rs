@@ -362,7 +362,11 @@ async fn a_manifest_refuses_a_cache_outside_an_authorization_check() {
             .unwrap();
     let applied = toolset.apply_manifest(&registry(), &plain);
     assert!(applied[0].1.is_ok(), "{:?}", applied[0].1);
-    assert!(toolset.visible(None, "shout"));
+    // Open but for the layer's own check (any authenticated caller), which
+    // decides what is listed as it decides the call.
+    assert!(toolset.visible(Some(&bob()), "shout_cache_authorize"));
+    assert!(!toolset.visible(None, "shout_cache_authorize"));
+    assert_eq!(as_caller(Some(bob()), call()).await.unwrap(), json!("hi"));
 }
 
 #[tokio::test]

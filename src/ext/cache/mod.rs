@@ -48,6 +48,11 @@ use key::cache_key;
 /// `"side_effects": "allowed"` is the operator's word that skipping the calls is
 /// what they want anyway.
 ///
+/// A cache answers from what it kept, so it sits inside (before) every
+/// authorization check of its combo: `[cache, authorize]` binds, `[authorize,
+/// cache]` does not (rule `shared-answers-inside-authorization`); its locality is
+/// [`SharedAnswers`](crate::extension::SharedAnswers).
+///
 /// The key holds the caller's [`Principal`](crate::context::Principal) (when the
 /// server in front set one): one caller's answer never answers another. `public`
 /// is the operator's word that the tool answers everyone alike: one entry serves
