@@ -174,11 +174,27 @@ if (!process.env.OIDC_NO_RFC8414) {
         await next();
     });
 }
+// A dynamically registered client gets no scope allow-list (RFC 7591 lets the server
+// replace what a client asks for): the user's consent decides. The MCP SDKs register
+// with the scope the first challenge named, and then step up to scopes beyond it with
+// the same registration, which oidc-provider would refuse (invalid_scope). Reading the
+// body here makes oidc-provider warn once that it was parsed upstream.
+provider.use(async (ctx, next) => {
+    if (ctx.method === 'POST' && ctx.path === '/reg' && ctx.is('application/json')) {
+        const chunks = [];
+        for await (const chunk of ctx.req) {
+            chunks.push(chunk);
+        }
+        const metadata = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
+        delete metadata.scope;
+        ctx.req.body = JSON.stringify(metadata);
+    }
+    await next();
+});
 provider.use(async (ctx, next) => {
     const started = performance.now();
-    const path = ctx.path;
     await next();
-    console.error(`oidc: ${ctx.method} ${path} ${ctx.status} (${(performance.now() - started).toFixed(1)} ms)`);
+    console.error(`oidc: ${ctx.method} ${ctx.originalUrl.split('?')[0]} ${ctx.status} (${(performance.now() - started).toFixed(1)} ms)`);
 });
 for (const event of ['server_error', 'grant.error', 'authorization.error', 'registration_create.error', 'introspection.error']) {
     provider.on(event, (ctx, error) => {
