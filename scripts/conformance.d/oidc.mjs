@@ -15,22 +15,29 @@
 // stops on SIGTERM or SIGINT.
 //
 // What it serves, for the tests:
-//   - discovery at /.well-known/openid-configuration and, with the same document,
-//     at RFC 8414's /.well-known/oauth-authorization-server (which oidc-provider does
-//     not serve itself, and which MCP clients try first); keys at /jwks (RS256, made
-//     at start, never kept);
+//   - discovery: RFC 8414's /.well-known/oauth-authorization-server (what MCP clients
+//     ask first) and /.well-known/openid-configuration, one document (oidc-provider 9
+//     serves both); keys at /jwks (RS256, made at start, never kept);
 //   - access tokens for a resource as JWTs signed RS256: `aud` the resource, `scope`
 //     the granted scopes among tools:read notes:write admin, `client_id`, `sub` (the
 //     client id for client credentials, the account for a user), `tenant`; 10 minutes;
 //   - client credentials for the pre-registered confidential clients below, each
-//     limited to its own scopes (asking for another is `invalid_scope`);
-//   - dynamic client registration (open, no initial access token) and the
-//     authorization code flow with PKCE, its login and consent answered by
-//     oidc-provider's development forms (any login, any password: a script posts
-//     them, see python_oauth.py);
+//     limited to its own scopes (asking for another is `invalid_scope`); a resource
+//     not among those given is `invalid_target`; with no resource asked for and no
+//     default, the token is opaque with no `aud`;
+//   - dynamic client registration (open, no initial access token; the client's
+//     `scope` is dropped, see below) and the authorization code flow with PKCE, its
+//     login and consent answered by oidc-provider's development forms (any login,
+//     any password: a script posts them, see python_oauth.py);
 //   - introspection (RFC 7662) for the client `toolgraft-rs` only, and the client
 //     `alice-opaque`, alice's twin whose access tokens are opaque, to introspect;
 //   - revocation.
+//
+// Clients (secret; method; scopes allowed; tenant): alice (alice-secret; basic;
+// tools:read notes:write; acme), bob (bob-secret; post; tools:read; globex),
+// alice-opaque (alice-opaque-secret; basic; as alice), toolgraft-rs
+// (toolgraft-rs-secret; basic; introspection only). oidc-provider takes either
+// secret method from any of them. Users: carol (acme), dave (globex).
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
@@ -164,16 +171,6 @@ const configuration = {
 
 const provider = new Provider(issuer, configuration);
 
-// RFC 8414 metadata, which MCP clients ask for first: the OpenID document, which has
-// every RFC 8414 member. Unless OIDC_NO_RFC8414 is set (to see a client fall back).
-if (!process.env.OIDC_NO_RFC8414) {
-    provider.use(async (ctx, next) => {
-        if (ctx.path === '/.well-known/oauth-authorization-server') {
-            ctx.path = '/.well-known/openid-configuration';
-        }
-        await next();
-    });
-}
 // A dynamically registered client gets no scope allow-list (RFC 7591 lets the server
 // replace what a client asks for): the user's consent decides. The MCP SDKs register
 // with the scope the first challenge named, and then step up to scopes beyond it with
