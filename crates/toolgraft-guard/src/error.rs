@@ -36,6 +36,23 @@ pub enum GuardError {
         /// What is wrong with it (the token itself is never quoted).
         problem: TokenProblem,
     },
+    /// A setting of a [`ResourceServer`](crate::ResourceServer) (feature `oauth`)
+    /// that cannot work: a URI that is not one, an algorithm that is refused.
+    BadSetting {
+        /// Which setting (`resource`, `issuer`, `algorithms`, ...).
+        setting: &'static str,
+        /// The value, shortened.
+        value: String,
+        /// What a value of that setting looks like.
+        expected: &'static str,
+    },
+    /// [`ResourceServer::warm`](crate::ResourceServer::warm) could not fetch the
+    /// issuer's keys (or its metadata). For the operator: it names the URL and what
+    /// went wrong, and never reaches a client.
+    KeysUnavailable {
+        /// What failed, in a sentence.
+        detail: String,
+    },
     /// An allow-list entry that can never match a request.
     BadAllowListEntry {
         /// Which list.
@@ -78,6 +95,8 @@ pub enum TokenProblem {
     /// Characters outside `A-Z a-z 0-9 - . _ ~ + /` (then `=` padding): the
     /// `token68` alphabet, what a header (and a cookie) carries as it is.
     NotToken68,
+    /// A [`TokenTable`](crate::TokenTable) already holds this token.
+    Duplicate,
 }
 
 /// The two allow-lists of a [`Guard`](crate::Guard).
@@ -115,6 +134,7 @@ impl fmt::Display for TokenProblem {
                 f,
                 "it has characters outside `A-Z a-z 0-9 - . _ ~ + /` (and `=` at the end)"
             ),
+            Self::Duplicate => write!(f, "the table already holds it"),
         }
     }
 }
@@ -123,6 +143,14 @@ impl fmt::Display for GuardError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::BadToken { problem } => write!(f, "bad bearer token: {problem}"),
+            Self::BadSetting {
+                setting,
+                value,
+                expected,
+            } => write!(f, "bad {setting} `{value}`: expected {expected}"),
+            Self::KeysUnavailable { detail } => {
+                write!(f, "the issuer's keys are unavailable: {detail}")
+            }
             Self::BadAllowListEntry {
                 list,
                 entry,

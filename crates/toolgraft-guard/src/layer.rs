@@ -9,13 +9,14 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum_core::body::Body;
-use http::header::WWW_AUTHENTICATE;
+use http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
 use http::request::Parts;
 use http::{Request, Response};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::guard::Guard;
+use crate::authenticated::Authenticated;
+use crate::guard::{Guard, Outcome};
 use crate::refusal::Refusal;
 
 type Skip = dyn Fn(&Parts) -> bool + Send + Sync;
@@ -36,7 +37,10 @@ impl Guard {
 }
 
 /// Checks every request against a [`Guard`] before the inner service sees it;
-/// a refused request gets `400`, `401` or `403` and never reaches it. Made by
+/// a refused request gets `400`, `401`, `403` (or `503`, when an OAuth guard cannot
+/// reach its issuer) and never reaches it. A request let through carries the
+/// caller's [`Authenticated`] in its extensions when the guard knows identities (a
+/// token table, OAuth). Made by
 /// [`Guard::layer`]; for an axum `Router`, `.layer(guard.layer())` (every route and
 /// the fallback) or `.route_layer(guard.layer())` (matched routes only).
 ///
@@ -175,6 +179,12 @@ impl GuardLayer {
                 .entry(WWW_AUTHENTICATE)
                 .or_insert(challenge);
         }
+        if let Some(retry_after) = refusal.retry_after() {
+            response
+                .headers_mut()
+                .entry(RETRY_AFTER)
+                .or_insert(retry_after);
+        }
         response
     }
 }
@@ -211,9 +221,14 @@ pub struct GuardService<S> {
     layer: Arc<GuardLayer>,
 }
 
+/// What to do once a waiting check has settled: call the inner service, or answer
+/// with the refusal.
+type Then<F> = Box<dyn FnOnce(Result<Authenticated, Refusal>) -> Result<F, Response<Body>> + Send>;
+
 impl<S, B> Service<Request<B>> for GuardService<S>
 where
-    S: Service<Request<B>, Response = Response<Body>> + Clone,
+    S: Service<Request<B>, Response = Response<Body>> + Clone + Send + 'static,
+    B: Send + 'static,
 {
     type Response = Response<Body>;
     type Error = S::Error;
@@ -224,20 +239,39 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         let layer = &self.layer;
         let token = layer.skip_token.as_ref().is_none_or(|skip| !skip(&parts));
-        match layer
+        let outcome = layer
             .guard
-            .check_parts(&parts.uri, &parts.headers, token, layer.cookie)
-        {
-            Ok(()) => {
-                // The instance `poll_ready` readied serves this request; a fresh
-                // clone waits for the next (tower's documented pattern).
-                let clone = self.inner.clone();
+            .check_parts(&parts.uri, &parts.headers, token, layer.cookie, true);
+        // The instance `poll_ready` readied serves this request; a fresh clone
+        // waits for the next (tower's documented pattern).
+        let clone = self.inner.clone();
+        match outcome {
+            Ok(Outcome::Pass(who)) => {
+                if let Some(who) = who {
+                    parts.extensions.insert(who);
+                }
                 let mut ready = std::mem::replace(&mut self.inner, clone);
                 GuardFuture::Inner {
                     future: ready.call(Request::from_parts(parts, body)),
+                }
+            }
+            #[cfg(feature = "oauth")]
+            Ok(Outcome::Verify(check)) => {
+                let mut ready = std::mem::replace(&mut self.inner, clone);
+                let layer = Arc::clone(&self.layer);
+                let then: Then<S::Future> = Box::new(move |checked| match checked {
+                    Ok(who) => {
+                        parts.extensions.insert(who);
+                        Ok(ready.call(Request::from_parts(parts, body)))
+                    }
+                    Err(refusal) => Err(layer.refuse(refusal, &parts)),
+                });
+                GuardFuture::Checking {
+                    check,
+                    then: Some(then),
                 }
             }
             Err(refusal) => GuardFuture::Refused {
@@ -271,6 +305,12 @@ pin_project_lite::pin_project! {
         Inner { #[pin] future: F },
         /// Refused: the answer, taken when polled.
         Refused { response: Option<Response<Body>> },
+        /// Waiting for an OAuth token's check (the issuer's keys, introspection),
+        /// then what to do with its result.
+        Checking {
+            check: Pin<Box<dyn Future<Output = Result<Authenticated, Refusal>> + Send>>,
+            then: Option<Then<F>>,
+        },
     }
 }
 
@@ -279,6 +319,7 @@ impl<F> fmt::Debug for GuardFuture<F> {
         f.write_str(match self {
             Self::Inner { .. } => "GuardFuture::Inner",
             Self::Refused { .. } => "GuardFuture::Refused",
+            Self::Checking { .. } => "GuardFuture::Checking",
         })
     }
 }
@@ -289,18 +330,30 @@ where
 {
     type Output = Result<Response<Body>, E>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            Projection::Inner { future } => future.poll(cx),
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let next = match self.as_mut().project() {
+            Projection::Inner { future } => return future.poll(cx),
+            Projection::Checking { check, then } => {
+                let checked = std::task::ready!(check.as_mut().poll(cx));
+                match then.take().map(|then| then(checked)) {
+                    Some(Ok(future)) => GuardFuture::Inner { future },
+                    Some(Err(response)) => GuardFuture::Refused {
+                        response: Some(response),
+                    },
+                    None => GuardFuture::Refused { response: None },
+                }
+            }
             // Polled again after it answered: the future contract's misuse, answered
             // with an empty 500 rather than a panic.
             Projection::Refused { response } => {
-                Poll::Ready(Ok(response.take().unwrap_or_else(|| {
+                return Poll::Ready(Ok(response.take().unwrap_or_else(|| {
                     let mut response = Response::new(Body::empty());
                     *response.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
                     response
-                })))
+                })));
             }
-        }
+        };
+        self.set(next);
+        self.poll(cx)
     }
 }

@@ -50,13 +50,21 @@
 // (`scripts/module-graph` checks it).
 mod error;
 mod refusal;
+mod authenticated;
 mod token;
+mod table;
 mod allow;
+#[cfg(feature = "oauth")]
+mod oauth;
 mod guard;
 mod layer;
 
+pub use authenticated::Authenticated;
 pub use error::{AllowList, GuardError, TokenProblem};
 pub use error::{MAX_TOKEN_LEN, MIN_TOKEN_LEN};
 pub use guard::Guard;
 pub use layer::{GuardFuture, GuardLayer, GuardService};
-pub use refusal::{Reason, Refusal};
+#[cfg(feature = "oauth")]
+pub use oauth::{MetadataService, ResourceServer};
+pub use refusal::{Invalid, Reason, Refusal};
+pub use table::TokenTable;

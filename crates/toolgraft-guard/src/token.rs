@@ -46,6 +46,10 @@ impl Token {
         }
     }
 
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+
     /// Whether `given` is this token, in time that depends on the lengths only.
     pub(crate) fn matches(&self, given: &[u8]) -> bool {
         same(given, self.0.as_bytes())
@@ -54,6 +58,24 @@ impl Token {
     /// Lets the request through when it carries the token: in its one
     /// `Authorization: Bearer` header, or (when `cookie` names one) in that cookie.
     pub(crate) fn check(&self, headers: &HeaderMap, cookie: Option<&str>) -> Result<(), Reason> {
+        let given = Presented::read(headers, cookie)?;
+        if given.any(|given| self.matches(given.as_bytes())) {
+            return Ok(());
+        }
+        Err(given.refusal())
+    }
+}
+
+/// The tokens a request presents: its one `Authorization: Bearer` token, and the
+/// named cookie's.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Presented<'h> {
+    pub(crate) bearer: Option<&'h str>,
+    pub(crate) cookie: Option<&'h str>,
+}
+
+impl<'h> Presented<'h> {
+    pub(crate) fn read(headers: &'h HeaderMap, cookie: Option<&str>) -> Result<Self, Reason> {
         let mut authorizations = headers.get_all(AUTHORIZATION).iter();
         let authorization = authorizations.next();
         if authorizations.next().is_some() {
@@ -66,16 +88,26 @@ impl Token {
                 .eq_ignore_ascii_case("bearer")
                 .then(|| credentials.trim())
         });
-        let from_cookie = cookie.and_then(|name| cookie_value(headers, name));
-        if bearer.is_some_and(|given| self.matches(given.as_bytes()))
-            || from_cookie.is_some_and(|given| self.matches(given.as_bytes()))
-        {
-            return Ok(());
+        let cookie = cookie.and_then(|name| cookie_value(headers, name));
+        Ok(Self { bearer, cookie })
+    }
+
+    /// Whether either token passes `accept`, the header's tried first.
+    pub(crate) fn any(self, mut accept: impl FnMut(&str) -> bool) -> bool {
+        self.bearer.is_some_and(&mut accept) || self.cookie.is_some_and(accept)
+    }
+
+    /// The first token presented: the header's, else the cookie's.
+    pub(crate) fn first(self) -> Option<&'h str> {
+        self.bearer.or(self.cookie)
+    }
+
+    /// Why a request whose tokens all failed is refused.
+    pub(crate) fn refusal(self) -> Reason {
+        match self.first() {
+            None => Reason::NoToken,
+            Some(_) => Reason::WrongToken,
         }
-        Err(match (bearer, from_cookie) {
-            (None, None) => Reason::NoToken,
-            _ => Reason::WrongToken,
-        })
     }
 }
 
