@@ -67,8 +67,13 @@ fn toolset() -> Result<Toolset, Box<dyn std::error::Error>> {
         .description("List the notes of the caller's tenant.")
         .read_only()
         .body(move |_: Nothing| {
-            let notes = kept.lock().unwrap().get(&tenant()).cloned().unwrap_or_default();
-            async move { Ok(notes.join("\n")) }
+            let notes = kept
+                .lock()
+                .unwrap()
+                .get(&tenant())
+                .cloned()
+                .unwrap_or_default();
+            async move { Ok(format!("{notes:?}")) }
         })
         .build()?;
     let write_note = Tool::builder()
@@ -76,7 +81,12 @@ fn toolset() -> Result<Toolset, Box<dyn std::error::Error>> {
         .description("Write a note for the caller's tenant.")
         .body(move |note: Note| {
             let tenant = tenant();
-            notes.lock().unwrap().entry(tenant.clone()).or_default().push(note.text);
+            notes
+                .lock()
+                .unwrap()
+                .entry(tenant.clone())
+                .or_default()
+                .push(note.text);
             async move { Ok(format!("noted for {tenant}")) }
         })
         .build()?;
@@ -103,7 +113,10 @@ fn toolset() -> Result<Toolset, Box<dyn std::error::Error>> {
     ))?;
     toolset
         .edit()
-        .publish("list_notes", Publish::only([("list_notes", "list_notes_cache_authorize")])?)
+        .publish(
+            "list_notes",
+            Publish::only([("list_notes", "list_notes_cache_authorize")])?,
+        )
         .authorize("whoami", Authenticated)
         .authorize("write_note", Scopes::all(["notes:write"]).with_step_up())
         .authorize("acme_report", Claim::is("tenant", "acme"))
@@ -129,7 +142,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let url = format!("http://{}/mcp", listener.local_addr()?);
     let resource = ResourceServer::new(url.as_str(), issuer)?
-        .with_scopes_supported(["tools:read"])
+        .with_scopes_supported(["tools:read"])?
         .with_kept_claims(["tenant"]);
     let router = McpHttp::new(ToolsetServer::new(toolset()?), Guard::oauth(resource)).router();
     eprintln!("authorized: MCP over HTTP at {url}");

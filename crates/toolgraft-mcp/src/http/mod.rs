@@ -94,9 +94,12 @@ mod service;
 mod sessions;
 mod whole;
 
+#[cfg(feature = "oauth")]
+#[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+pub use toolgraft_guard::ResourceServer;
 /// The guard's vocabulary, re-exported: `McpHttp::new` takes a [`Guard`], as
 /// `toolgraft_http::Authoring::with_guard` does.
-pub use toolgraft_guard::{Guard, GuardError};
+pub use toolgraft_guard::{Authenticated, Guard, GuardError, TokenTable};
 
 /// The path the MCP endpoint is served at, in [`McpHttp::router`]'s router.
 ///
@@ -440,12 +443,32 @@ impl<S: ServerHandler + Send + 'static> McpHttp<S> {
             self.max_sessions_per_principal,
         ));
         let service = StreamableHttpService::new(move || Ok(handler()), sessions.clone(), config);
-        Router::new()
+        let challenge = self.step_up.then(|| self.challenge());
+        let router = Router::new()
             .route_service(
                 MCP_PATH,
-                service::McpService::new(service, sessions, self.identify.clone(), self.step_up),
+                service::McpService::new(service, sessions, self.identify.clone(), challenge),
             )
-            .route_layer(self.guard.layer())
+            .route_layer(self.guard.layer());
+        // RFC 9728: where a client that was refused finds who issues tokens for
+        // this resource; outside the guard, since that client has no token yet.
+        #[cfg(feature = "oauth")]
+        if let Some(resource) = self.guard.resource_server() {
+            return router.route_service(resource.metadata_path(), resource.metadata_service());
+        }
+        router
+    }
+
+    /// The step-up challenge: the guard's OAuth resource server's (naming its
+    /// metadata) when it has one.
+    fn challenge(&self) -> Arc<service::Challenge> {
+        #[cfg(feature = "oauth")]
+        if let Some(resource) = self.guard.resource_server().cloned() {
+            return Arc::new(move |scopes: &[String]| {
+                resource.insufficient_scope_challenge(scopes)
+            });
+        }
+        Arc::new(service::insufficient_scope)
     }
 
     /// Listens on `addr` and serves [`router`](Self::router) there until

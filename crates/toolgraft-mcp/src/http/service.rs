@@ -46,11 +46,14 @@ pub(crate) struct McpService<S> {
     rmcp: Arc<StreamableHttpService<S, DirectSessions>>,
     sessions: Arc<DirectSessions>,
     identify: Arc<Identify>,
-    /// Whether the handler may refuse a call for want of scopes (a
-    /// [`ToolsetServer`](crate::ToolsetServer)'s toolset with policies): its
-    /// `POST`s then carry a [`StepUp`] slot.
-    step_up: bool,
+    /// When the handler may refuse a call for want of scopes (a
+    /// [`ToolsetServer`](crate::ToolsetServer)'s toolset with policies), the
+    /// challenge that says which: its `POST`s then carry a [`StepUp`] slot.
+    step_up: Option<Arc<Challenge>>,
 }
+
+/// The `WWW-Authenticate` value of a step-up for the scopes a call needs.
+pub(crate) type Challenge = dyn Fn(&[String]) -> axum::http::HeaderValue + Send + Sync;
 
 impl<S> Clone for McpService<S> {
     fn clone(&self) -> Self {
@@ -58,7 +61,7 @@ impl<S> Clone for McpService<S> {
             rmcp: self.rmcp.clone(),
             sessions: self.sessions.clone(),
             identify: self.identify.clone(),
-            step_up: self.step_up,
+            step_up: self.step_up.clone(),
         }
     }
 }
@@ -68,7 +71,7 @@ impl<S> McpService<S> {
         rmcp: StreamableHttpService<S, DirectSessions>,
         sessions: Arc<DirectSessions>,
         identify: Identify,
-        step_up: bool,
+        step_up: Option<Arc<Challenge>>,
     ) -> Self {
         Self {
             rmcp: Arc::new(rmcp),
@@ -126,10 +129,12 @@ impl<S: ServerHandler + Send + 'static> tower_service::Service<Request> for McpS
 
     fn call(&mut self, request: Request) -> Self::Future {
         let rmcp = self.rmcp.clone();
-        let (request, identity, step_up) = identified(request, &self.identify, self.step_up);
+        let challenge = self.step_up.clone();
+        let (request, identity, step_up) = identified(request, &self.identify, challenge.is_some());
         if !may_open_session(&request) {
             return Box::pin(call::CALLER.scope(identity, async move {
-                Ok(stepped_up(answer(&rmcp, request).await, step_up))
+                let response = answer(&rmcp, request).await;
+                Ok(stepped_up(response, step_up, challenge.as_ref()))
             }));
         }
         let principal = request.extensions().get::<Principal>().cloned();
@@ -151,7 +156,7 @@ impl<S: ServerHandler + Send + 'static> tower_service::Service<Request> for McpS
                 Ok(if refused {
                     full()
                 } else {
-                    stepped_up(response, step_up)
+                    stepped_up(response, step_up, challenge.as_ref())
                 })
             }),
         ))
@@ -162,7 +167,20 @@ impl<S: ServerHandler + Send + 'static> tower_service::Service<Request> for McpS
 /// extensions, as the call context carries it: the one place where an
 /// authenticating layer's own type of identity is converted.
 fn identity_in(extensions: &axum::http::Extensions) -> Option<Identity> {
-    extensions.get::<Identity>().cloned()
+    if let Some(identity) = extensions.get::<Identity>() {
+        return Some(identity.clone());
+    }
+    // The guard's: a checked OAuth access token, or a static token's entry.
+    let checked = extensions.get::<toolgraft_guard::Authenticated>()?;
+    let mut identity =
+        Identity::new(checked.subject()).with_scopes(checked.scopes().iter().map(String::as_str));
+    if let Some(issuer) = checked.issuer() {
+        identity = identity.with_issuer(issuer);
+    }
+    for (name, value) in checked.claims() {
+        identity = identity.with_claim(name.clone(), value.clone());
+    }
+    Some(identity)
 }
 
 /// The request with the identity and principal of its caller where rmcp passes
@@ -212,15 +230,21 @@ fn identified(
 /// may bring, the same reply as `403 Forbidden` with the challenge naming them:
 /// MCP's step-up, on which a client asks its authorization server for them and
 /// sends the request again.
-fn stepped_up(mut response: Response, step_up: Option<StepUp>) -> Response {
-    let Some(scopes) = step_up.as_ref().and_then(|step_up| step_up.0.get()) else {
+fn stepped_up(
+    mut response: Response,
+    step_up: Option<StepUp>,
+    challenge: Option<&Arc<Challenge>>,
+) -> Response {
+    let (Some(scopes), Some(challenge)) = (
+        step_up.as_ref().and_then(|step_up| step_up.0.get()),
+        challenge,
+    ) else {
         return response;
     };
     *response.status_mut() = StatusCode::FORBIDDEN;
-    response.headers_mut().insert(
-        axum::http::header::WWW_AUTHENTICATE,
-        insufficient_scope(scopes),
-    );
+    response
+        .headers_mut()
+        .insert(axum::http::header::WWW_AUTHENTICATE, challenge(scopes));
     response
 }
 
@@ -229,8 +253,8 @@ fn stepped_up(mut response: Response, step_up: Option<StepUp>) -> Response {
 /// scope="<scopes>"`. A scope that is no scope token (RFC 6749 section 3.3: no
 /// space, quote, backslash or control character) is left out rather than let
 /// it break the header.
-// One function, to give way to toolgraft-guard's (which adds
-// `resource_metadata`) once it has one.
+// The challenge without an OAuth resource server in the guard (one with, adds
+// `resource_metadata`: `ResourceServer::insufficient_scope_challenge`).
 pub(crate) fn insufficient_scope(scopes: &[String]) -> axum::http::HeaderValue {
     let token = |scope: &&String| {
         !scope.is_empty()
