@@ -140,3 +140,28 @@ async fn probe_alias_of_a_guarded_branch_is_guarded() {
         json!("hi")
     );
 }
+
+/// A tuple of policies checks "all must allow", but stops at the first refusal:
+/// a step-up refusal first hides a refusal without step-up after it, so a caller
+/// of another tenant is shown the name and told which scope to ask for.
+#[tokio::test]
+async fn probe_a_tuple_does_not_let_a_step_up_hide_a_hidden_refusal() {
+    use toolgraft::access::Claim;
+    let toolset = Toolset::new();
+    toolset.bind((shout().combo(),)).unwrap();
+    toolset
+        .edit()
+        .authorize(
+            "shout",
+            (Scopes::all(["notes:write"]).with_step_up(), Claim::is("tenant", "acme")),
+        )
+        .commit()
+        .unwrap();
+    let globex = Identity::new("bob").with_claim("tenant", "globex");
+    assert!(
+        !toolset.visible(Some(&globex), "shout"),
+        "another tenant is shown the name"
+    );
+    let out = context::with(globex, toolset.call_published("shout", hi())).await;
+    assert!(matches!(out, Err(ToolError::UnknownTool { .. })), "{out:?}");
+}
