@@ -165,3 +165,35 @@ async fn probe_a_tuple_does_not_let_a_step_up_hide_a_hidden_refusal() {
     let out = context::with(globex, toolset.call_published("shout", hi())).await;
     assert!(matches!(out, Err(ToolError::UnknownTool { .. })), "{out:?}");
 }
+
+/// A tool's manifest entry says the access of *its* names; an entry that names
+/// another tool's name is applied (and then undone or not by the other tool's
+/// entry, depending on order): here `whisper`'s own strict policy is opened by
+/// `shout`'s entry coming after it.
+#[tokio::test]
+#[ignore = "defect: a manifest entry's access may rule another tool's names, order-dependent"]
+async fn probe_a_manifest_entry_rules_only_its_own_tools_names() {
+    let toolset = Toolset::new();
+    let whisper = Tool::builder()
+        .name("whisper")
+        .description("Return the text.")
+        .read_only()
+        .body(|i: Shout| async move { Ok(i.text) })
+        .build()
+        .unwrap();
+    toolset.bind((shout().combo(), whisper.combo())).unwrap();
+    let registry = registry();
+    let manifest = toolgraft::runtime::manifest::Manifest::from_json(
+        r#"{"tools": {
+            "whisper": {"combos": [["trace"]], "access": {"whisper": {"scopes": ["secret"]}}},
+            "shout": {"combos": [["trace"]], "access": {"whisper": {}}}
+        }}"#,
+    )
+    .unwrap();
+    let outcome = toolset.apply_manifest(&registry, &manifest);
+    let ann = Identity::new("ann");
+    assert!(
+        outcome[1].1.is_err() || !toolset.visible(Some(&ann), "whisper"),
+        "shout's entry replaced whisper's policy: {outcome:?}"
+    );
+}
