@@ -173,8 +173,16 @@ macro_rules! all_of {
             #[allow(non_snake_case)]
             fn check(&self, access: &Access<'_>) -> Result<(), Denied> {
                 let ($($p,)+) = self;
-                $($p.check(access)?;)+
-                Ok(())
+                // As `check`: a refusal without step-up stands over one with.
+                let mut step_up = None;
+                $(match $p.check(access) {
+                    Ok(()) => {}
+                    Err(denied) if denied.step_up => {
+                        step_up.get_or_insert(denied);
+                    }
+                    Err(hidden) => return Err(hidden),
+                })+
+                step_up.map_or(Ok(()), Err)
             }
 
             #[allow(non_snake_case)]

@@ -112,13 +112,29 @@ impl Catalog {
             return;
         }
         let rules = &self.rules;
-        // The tool's policy, the name's own, then its layers' checks.
+        let (tools, entries) = (&self.tools, &self.entries);
+        // The tool's policy, each branch's it is built on (innermost first), the
+        // name's own, then its layers' checks.
         let of_bound = |entry: &Entry| -> Vec<Arc<dyn Policy>> {
             let info = &entry.info;
             let base = (info.base != info.name)
                 .then(|| rules.get(&info.base))
                 .flatten();
+            let mut below: Vec<(usize, &Arc<dyn Policy>)> = tools
+                .get(&info.base)
+                .into_iter()
+                .flat_map(|group| &group.names)
+                .filter(|name| **name != info.name && **name != info.base)
+                .filter_map(|name| Some((entries.get(name)?, rules.get(name)?)))
+                .filter(|(under, _)| {
+                    let chain = &under.info.chain;
+                    chain.len() < info.chain.len() && info.chain.starts_with(chain)
+                })
+                .map(|(under, rule)| (under.info.chain.len(), rule))
+                .collect();
+            below.sort_by_key(|(depth, _)| *depth);
             base.into_iter()
+                .chain(below.into_iter().map(|(_, rule)| rule))
                 .chain(rules.get(&info.name))
                 .chain(entry.checks.0.iter())
                 .cloned()

@@ -14,6 +14,7 @@ mod common;
     feature = "pool"
 ))]
 mod access;
+mod probe_access;
 #[cfg(all(feature = "batch", feature = "pool", feature = "proxy"))]
 mod agreement;
 #[cfg(all(feature = "approve", feature = "pool"))]

@@ -1,0 +1,199 @@
+//! Review probes of per-name authorization (wt-review). A probe marked
+//! `#[ignore = "defect: .."]` demonstrates a defect still open.
+
+use serde_json::json;
+use toolgraft::access::Scopes;
+use toolgraft::context::{self, Identity};
+use toolgraft::ext::{Cache, Trace};
+use toolgraft::prelude::*;
+use toolgraft::runtime::manifest::ElementSpec;
+use toolgraft::toolset::Publish;
+use toolgraft::{Registry, ToolError, Toolset};
+
+use crate::common::{Shout, shout};
+
+fn hi() -> serde_json::Value {
+    json!({"text": "hi"})
+}
+
+/// A policy on a branch decides "that branch and every branch above it"
+/// (`access` module docs, `Guards` docs): `shout_trace_cache` is built on
+/// `shout_trace`.
+#[tokio::test]
+async fn probe_a_branch_policy_covers_the_branches_above_it() {
+    let toolset = Toolset::new();
+    toolset
+        .bind((shout().combo().with(Trace).with(Cache::default()),))
+        .unwrap();
+    assert!(toolset.contains("shout_trace_cache"));
+    toolset
+        .edit()
+        .authorize("shout_trace", Scopes::all(["secret"]))
+        .commit()
+        .unwrap();
+    let below = toolset.call_published("shout_trace", hi()).await;
+    assert!(matches!(below, Err(ToolError::UnknownTool { .. })), "{below:?}");
+    let above = toolset.call_published("shout_trace_cache", hi()).await;
+    assert!(
+        matches!(above, Err(ToolError::UnknownTool { .. })),
+        "the branch above the guarded one answered an anonymous caller: {above:?}"
+    );
+    assert!(!toolset.visible(None, "shout_trace_cache"));
+}
+
+fn registry() -> Registry {
+    let mut registry = Registry::new();
+    registry.register(Trace).unwrap();
+    registry
+}
+
+/// A policy on a branch that goes away stays in the toolset, and re-applies to
+/// whatever later binds that name, here a fresh base tool of that name.
+#[tokio::test]
+#[ignore = "defect: a policy outlives the name it was on and guards a tool bound later under that name"]
+async fn probe_a_policy_orphaned_by_a_detach_does_not_guard_a_new_tool() {
+    let toolset = Toolset::new();
+    toolset.bind((shout().combo(),)).unwrap();
+    let registry = registry();
+    let trace = [ElementSpec::named("trace")];
+    toolset
+        .edit()
+        .attach(&registry, "shout", &trace)
+        .commit()
+        .unwrap();
+    toolset
+        .edit()
+        .authorize("shout_trace", Scopes::all(["secret"]))
+        .commit()
+        .unwrap();
+    toolset.edit().detach("shout", &trace).commit().unwrap();
+    assert!(!toolset.is_guarded(), "no guarded name is left");
+    // A new tool, bound by name `shout_trace`, by someone who never saw that policy.
+    let other = Tool::builder()
+        .name("shout_trace")
+        .description("Another tool.")
+        .read_only()
+        .body(|i: Shout| async move { Ok(i.text) })
+        .build()
+        .unwrap();
+    toolset.bind((other.combo(),)).unwrap();
+    assert!(
+        toolset.visible(None, "shout_trace"),
+        "the stale policy of a detached branch guards a tool bound later"
+    );
+}
+
+/// `apply_manifest` says a tool's whole access ("what it no longer names is
+/// open again"), but a policy on a branch that is not bound at that moment is
+/// not seen by `ruled_names_of`: it survives the manifest and re-applies once
+/// the manifest brings the branch back.
+#[tokio::test]
+#[ignore = "defect: apply_manifest leaves a stale policy on a branch not bound at that moment"]
+async fn probe_apply_manifest_without_access_opens_the_tools_names() {
+    let toolset = Toolset::new();
+    toolset.bind((shout().combo(),)).unwrap();
+    let registry = registry();
+    let trace = [ElementSpec::named("trace")];
+    toolset
+        .edit()
+        .attach(&registry, "shout", &trace)
+        .authorize("shout_trace", Scopes::all(["secret"]))
+        .commit()
+        .unwrap();
+    toolset.edit().detach("shout", &trace).commit().unwrap();
+    // The manifest brings the combo back, and says no access for the tool.
+    let traced =
+        toolgraft::runtime::manifest::Manifest::from_json(r#"{"tools": {"shout": ["trace"]}}"#)
+            .unwrap();
+    for (_, outcome) in toolset.apply_manifest(&registry, &traced) {
+        outcome.unwrap();
+    }
+    assert!(
+        toolset.visible(None, "shout_trace"),
+        "a manifest that says the tool's whole access (none) left a policy on it"
+    );
+}
+
+/// A published alias equal to a name the tool binds but hides: the alias's
+/// own policy and the bound name's are the same rule key.
+#[tokio::test]
+async fn probe_alias_of_a_guarded_branch_is_guarded() {
+    let toolset = Toolset::new();
+    toolset.bind((shout().combo().with(Trace),)).unwrap();
+    toolset
+        .edit()
+        .authorize("shout_trace", Scopes::all(["secret"]))
+        .commit()
+        .unwrap();
+    toolset
+        .edit()
+        .publish("shout", Publish::only([("loud", "shout_trace")]).unwrap())
+        .commit()
+        .unwrap();
+    let out = toolset.call_published("loud", hi()).await;
+    assert!(matches!(out, Err(ToolError::UnknownTool { ref name }) if name == "loud"), "{out:?}");
+    let ann = Identity::new("ann").with_scopes(["secret"]);
+    assert_eq!(
+        context::with(ann, toolset.call_published("loud", hi()))
+            .await
+            .unwrap(),
+        json!("hi")
+    );
+}
+
+/// A tuple of policies checks "all must allow", but stops at the first refusal:
+/// a step-up refusal first hides a refusal without step-up after it, so a caller
+/// of another tenant is shown the name and told which scope to ask for.
+#[tokio::test]
+async fn probe_a_tuple_does_not_let_a_step_up_hide_a_hidden_refusal() {
+    use toolgraft::access::Claim;
+    let toolset = Toolset::new();
+    toolset.bind((shout().combo(),)).unwrap();
+    toolset
+        .edit()
+        .authorize(
+            "shout",
+            (Scopes::all(["notes:write"]).with_step_up(), Claim::is("tenant", "acme")),
+        )
+        .commit()
+        .unwrap();
+    let globex = Identity::new("bob").with_claim("tenant", "globex");
+    assert!(
+        !toolset.visible(Some(&globex), "shout"),
+        "another tenant is shown the name"
+    );
+    let out = context::with(globex, toolset.call_published("shout", hi())).await;
+    assert!(matches!(out, Err(ToolError::UnknownTool { .. })), "{out:?}");
+}
+
+/// A tool's manifest entry says the access of *its* names; an entry that names
+/// another tool's name is applied (and then undone or not by the other tool's
+/// entry, depending on order): here `whisper`'s own strict policy is opened by
+/// `shout`'s entry coming after it.
+#[tokio::test]
+#[ignore = "defect: a manifest entry's access may rule another tool's names, order-dependent"]
+async fn probe_a_manifest_entry_rules_only_its_own_tools_names() {
+    let toolset = Toolset::new();
+    let whisper = Tool::builder()
+        .name("whisper")
+        .description("Return the text.")
+        .read_only()
+        .body(|i: Shout| async move { Ok(i.text) })
+        .build()
+        .unwrap();
+    toolset.bind((shout().combo(), whisper.combo())).unwrap();
+    let registry = registry();
+    let manifest = toolgraft::runtime::manifest::Manifest::from_json(
+        r#"{"tools": {
+            "whisper": {"combos": [["trace"]], "access": {"whisper": {"scopes": ["secret"]}}},
+            "shout": {"combos": [["trace"]], "access": {"whisper": {}}}
+        }}"#,
+    )
+    .unwrap();
+    let outcome = toolset.apply_manifest(&registry, &manifest);
+    let ann = Identity::new("ann");
+    assert!(
+        outcome[1].1.is_err() || !toolset.visible(Some(&ann), "whisper"),
+        "shout's entry replaced whisper's policy: {outcome:?}"
+    );
+}
