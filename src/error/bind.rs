@@ -259,6 +259,20 @@ pub enum BindError {
         problem: String,
     },
 
+    /// A manifest's entry of `tool` puts an access policy on a name of another
+    /// tool: each entry says the access of its own tool's names only.
+    #[error(
+        "the entry of `{tool}` puts an access policy on `{name}`, a name of `{owner}`; write it in the entry of `{owner}`"
+    )]
+    AccessOfAnother {
+        /// The tool whose entry it is.
+        tool: String,
+        /// The name the policy is on.
+        name: Name,
+        /// The tool the name is of.
+        owner: Name,
+    },
+
     /// A name the tool would bind is already bound by another tool.
     #[error("`{name}` is already bound (by tool `{owner}`); `{tool}` cannot bind it too")]
     NameTaken {
@@ -548,6 +562,7 @@ impl BindError {
             // Live-change bookkeeping, not rules of a combo.
             Self::AlreadyBound { .. }
             | Self::UnknownTool { .. }
+            | Self::AccessOfAnother { .. }
             | Self::AlreadyAttached { .. }
             | Self::NotAttached { .. } => return None,
         })

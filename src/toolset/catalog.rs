@@ -25,7 +25,7 @@ pub(super) struct Catalog {
     pub(super) published: ByName<Arc<Entry>>,
     /// The access policies, by the name each is on: a bound name (a base
     /// tool's covers all its names) or a published one.
-    pub(super) rules: BTreeMap<Name, Arc<dyn Policy>>,
+    pub(super) rules: BTreeMap<Name, Ruled>,
     /// What decides each bound name a call names, from `rules`; a name
     /// without policies is absent.
     pub(super) guards_bound: ByName<Guards>,
@@ -49,6 +49,16 @@ impl Default for Catalog {
             limits: Limits::default(),
         }
     }
+}
+
+/// A policy on a name, with the base tool the name was of when it was set: it
+/// decides the name only while the name is that tool's, so a policy left
+/// behind by a detached branch never lands on another tool bound later under
+/// its name, and comes back with the branch when the tool binds it again.
+#[derive(Clone)]
+pub(super) struct Ruled {
+    pub(super) owner: Name,
+    pub(super) policy: Arc<dyn Policy>,
 }
 
 /// One base tool with its attached combos.
@@ -112,20 +122,26 @@ impl Catalog {
             return;
         }
         let rules = &self.rules;
+        let rule = |name: &Name, base: &Name| {
+            rules
+                .get(name)
+                .filter(|ruled| ruled.owner == *base)
+                .map(|ruled| &ruled.policy)
+        };
         let (tools, entries) = (&self.tools, &self.entries);
         // The tool's policy, each branch's it is built on (innermost first), the
         // name's own, then its layers' checks.
         let of_bound = |entry: &Entry| -> Vec<Arc<dyn Policy>> {
             let info = &entry.info;
             let base = (info.base != info.name)
-                .then(|| rules.get(&info.base))
+                .then(|| rule(&info.base, &info.base))
                 .flatten();
             let mut below: Vec<(usize, &Arc<dyn Policy>)> = tools
                 .get(&info.base)
                 .into_iter()
                 .flat_map(|group| &group.names)
                 .filter(|name| **name != info.name && **name != info.base)
-                .filter_map(|name| Some((entries.get(name)?, rules.get(name)?)))
+                .filter_map(|name| Some((entries.get(name)?, rule(name, &info.base)?)))
                 .filter(|(under, _)| {
                     let chain = &under.info.chain;
                     chain.len() < info.chain.len() && info.chain.starts_with(chain)
@@ -135,7 +151,7 @@ impl Catalog {
             below.sort_by_key(|(depth, _)| *depth);
             base.into_iter()
                 .chain(below.into_iter().map(|(_, rule)| rule))
-                .chain(rules.get(&info.name))
+                .chain(rule(&info.name, &info.base))
                 .chain(entry.checks.0.iter())
                 .cloned()
                 .collect()
@@ -149,7 +165,7 @@ impl Catalog {
         for (name, entry) in &self.published {
             let mut guards = of_bound(entry);
             if *name != entry.info.name {
-                guards.extend(rules.get(name).cloned());
+                guards.extend(rule(name, &entry.info.base).cloned());
             }
             if !guards.is_empty() {
                 self.guards_published.insert(name.clone(), guards.into());

@@ -153,14 +153,19 @@ pub struct Edit<'a> {
     rules: Vec<RuleChange>,
 }
 
-/// One change of a toolset's access policies: the policy on a name, or none.
-pub(crate) type RuleChange = (String, Option<Arc<dyn Policy>>);
+/// One change of a toolset's access policies: the policy on a name, or none;
+/// for a manifest's entry, the tool whose name it must be.
+pub(crate) struct RuleChange {
+    pub(crate) name: String,
+    pub(crate) policy: Option<Arc<dyn Policy>>,
+    pub(crate) of_tool: Option<String>,
+}
 
 impl fmt::Debug for Edit<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let rules = self.rules.iter().map(|(name, policy)| match policy {
-            Some(_) => format!("authorize {name}"),
-            None => format!("open {name}"),
+        let rules = self.rules.iter().map(|rule| match rule.policy {
+            Some(_) => format!("authorize {}", rule.name),
+            None => format!("open {}", rule.name),
         });
         f.debug_list().entries(&self.steps).entries(rules).finish()
     }
@@ -406,7 +411,11 @@ impl<'a> Edit<'a> {
     /// # Ok(()) }
     /// ```
     pub fn authorize(mut self, name: &str, policy: impl Policy) -> Self {
-        self.rules.push((name.to_owned(), Some(Arc::new(policy))));
+        self.rules.push(RuleChange {
+            name: name.to_owned(),
+            policy: Some(Arc::new(policy)),
+            of_tool: None,
+        });
         self
     }
 
@@ -428,7 +437,22 @@ impl<'a> Edit<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open(mut self, name: &str) -> Self {
-        self.rules.push((name.to_owned(), None));
+        self.rules.push(RuleChange {
+            name: name.to_owned(),
+            policy: None,
+            of_tool: None,
+        });
+        self
+    }
+
+    /// [`authorize`](Self::authorize) for a manifest's entry of `tool`: refused
+    /// at commit unless `name` is one of the tool's.
+    pub(crate) fn authorize_for(mut self, tool: &str, name: &str, policy: impl Policy) -> Self {
+        self.rules.push(RuleChange {
+            name: name.to_owned(),
+            policy: Some(Arc::new(policy)),
+            of_tool: Some(tool.to_owned()),
+        });
         self
     }
 

@@ -193,11 +193,12 @@ fn publish_all(
 }
 
 /// A toolset's access policies, by the name each is on.
-type Rules = std::collections::BTreeMap<Name, Arc<dyn crate::access::Policy>>;
+type Rules = std::collections::BTreeMap<Name, super::catalog::Ruled>;
 
 /// The access policies after `rules` apply, when they change any (`None`
 /// otherwise): refused if one is set on a name that is neither bound nor
-/// published once the change lands.
+/// published once the change lands, or, from a manifest's entry, on a name of
+/// another tool. Each remembers the tool its name is of.
 fn ruled(
     catalog: &Catalog,
     changed: &[&Name],
@@ -208,33 +209,50 @@ fn ruled(
     if rules.is_empty() {
         return Ok(None);
     }
-    let bound_after = |name: &str| {
+    // The base tool a bound name is of once the change lands.
+    let base_of_bound = |name: &str| -> Option<Name> {
+        let planned = planned
+            .iter()
+            .flat_map(|(_, _, entries)| entries)
+            .find(|entry| entry.info.name == name);
         let kept = catalog
             .entries
             .get(name)
-            .is_some_and(|entry| !changed.contains(&&entry.info.base));
-        kept || planned
-            .iter()
-            .flat_map(|(_, _, entries)| entries)
-            .any(|entry| entry.info.name == name)
+            .filter(|entry| !changed.contains(&&entry.info.base));
+        planned.or(kept.map(|entry| &**entry)).map(|entry| entry.info.base.clone())
     };
-    let published_after = |name: &str| published.iter().any(|(published, _)| published == name);
+    let owner_after = |name: &str| {
+        base_of_bound(name).or_else(|| {
+            let (_, bound) = published.iter().find(|(published, _)| published == name)?;
+            base_of_bound(bound)
+        })
+    };
     let mut after = catalog.rules.clone();
-    for (name, policy) in rules {
-        let known = bound_after(name) || published_after(name);
-        match (policy, Name::new(name.as_str())) {
-            (Some(policy), Ok(name)) if known => {
-                after.insert(name, policy.clone());
-            }
-            (Some(_), _) => {
-                return Err(BindError::UnknownTool {
-                    tool: shorten(name).into_owned(),
-                });
-            }
-            (None, _) => {
-                after.remove(name.as_str());
-            }
+    for rule in rules {
+        let name = &rule.name;
+        let Some(policy) = &rule.policy else {
+            after.remove(name.as_str());
+            continue;
+        };
+        let (Some(owner), Ok(checked)) = (owner_after(name), Name::new(name.as_str())) else {
+            return Err(BindError::UnknownTool {
+                tool: shorten(name).into_owned(),
+            });
+        };
+        if let Some(tool) = rule.of_tool.as_deref().filter(|tool| *tool != owner.as_str()) {
+            return Err(BindError::AccessOfAnother {
+                tool: shorten(tool).into_owned(),
+                name: checked,
+                owner,
+            });
         }
+        after.insert(
+            checked,
+            super::catalog::Ruled {
+                owner,
+                policy: policy.clone(),
+            },
+        );
     }
     Ok(Some(after))
 }

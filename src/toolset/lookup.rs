@@ -171,20 +171,16 @@ impl Toolset {
         hidden
     }
 
-    /// The names of base tool `tool` (bound, or published by it) that carry a
-    /// policy: what a manifest that says the tool's whole access takes off first.
+    /// The names that carry a policy set while they were base tool `tool`'s
+    /// (bound by it or published by it, now or before): what a manifest that
+    /// says the tool's whole access takes off first.
     pub(crate) fn ruled_names_of(&self, tool: &str) -> Vec<Name> {
         let catalog = self.read();
-        let of_tool = |name: &Name| {
-            let bound = catalog.entries.get(name).map(|entry| &entry.info.base);
-            let published = catalog.published.get(name).map(|entry| &entry.info.base);
-            bound.or(published).is_some_and(|base| base == tool)
-        };
         catalog
             .rules
-            .keys()
-            .filter(|name| of_tool(name))
-            .cloned()
+            .iter()
+            .filter(|(_, ruled)| ruled.owner == tool)
+            .map(|(name, _)| name.clone())
             .collect()
     }
 

@@ -151,7 +151,7 @@ impl Toolset {
                     edit = edit.open(&name);
                 }
                 for (name, policy) in manifest.access_of(tool) {
-                    edit = edit.authorize(name, policy.clone());
+                    edit = edit.authorize_for(tool, name, policy.clone());
                 }
                 (tool.clone(), edit.commit())
             })
@@ -164,9 +164,10 @@ fn manifest_rules(manifest: &Manifest, tool: &str) -> Vec<super::edit::RuleChang
     manifest
         .access_of(tool)
         .iter()
-        .map(|(name, policy)| {
-            let policy: Arc<dyn crate::access::Policy> = Arc::new(policy.clone());
-            (name.clone(), Some(policy))
+        .map(|(name, policy)| super::edit::RuleChange {
+            name: name.clone(),
+            policy: Some(Arc::new(policy.clone())),
+            of_tool: Some(tool.to_owned()),
         })
         .collect()
 }
