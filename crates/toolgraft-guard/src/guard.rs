@@ -77,13 +77,16 @@ pub struct Guard {
 impl fmt::Debug for Guard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Guard")
-            .field("token", &match &self.credential {
-                Credential::Off => None,
-                Credential::Token(_) => Some(".."),
-                Credential::Table(_) => Some("table"),
-                #[cfg(feature = "oauth")]
-                Credential::OAuth(_) => Some("oauth"),
-            })
+            .field(
+                "token",
+                &match &self.credential {
+                    Credential::Off => None,
+                    Credential::Token(_) => Some(".."),
+                    Credential::Table(_) => Some("table"),
+                    #[cfg(feature = "oauth")]
+                    Credential::OAuth(_) => Some("oauth"),
+                },
+            )
             .field("hosts", &self.hosts)
             .field("origins", &self.origins)
             .finish()
@@ -105,7 +108,9 @@ impl Guard {
     /// assert!(matches!(Guard::bearer("too short"), Err(GuardError::BadToken { .. })));
     /// ```
     pub fn bearer(token: impl Into<String>) -> Result<Self, GuardError> {
-        Ok(Self::with_credential(Credential::Token(Token::new(token.into())?)))
+        Ok(Self::with_credential(Credential::Token(Token::new(
+            token.into(),
+        )?)))
     }
 
     /// Every request must carry one of the table's tokens; the layer puts the
@@ -380,7 +385,9 @@ impl Guard {
                     return Err(server.refusal(Reason::NoToken));
                 };
                 if !wait {
-                    return server.authenticate_now(token).map(|who| Outcome::Pass(Some(who)));
+                    return server
+                        .authenticate_now(token)
+                        .map(|who| Outcome::Pass(Some(who)));
                 }
                 let server = server.clone();
                 let token = token.to_owned();

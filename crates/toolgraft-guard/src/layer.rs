@@ -242,9 +242,10 @@ where
         let (mut parts, body) = request.into_parts();
         let layer = &self.layer;
         let token = layer.skip_token.as_ref().is_none_or(|skip| !skip(&parts));
-        let outcome = layer
-            .guard
-            .check_parts(&parts.uri, &parts.headers, token, layer.cookie, true);
+        let outcome =
+            layer
+                .guard
+                .check_parts(&parts.uri, &parts.headers, token, layer.cookie, true);
         // The instance `poll_ready` readied serves this request; a fresh clone
         // waits for the next (tower's documented pattern).
         let clone = self.inner.clone();

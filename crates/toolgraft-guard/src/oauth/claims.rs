@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
 use crate::authenticated::Authenticated;
@@ -169,9 +169,9 @@ pub(crate) fn validate(
     rules: Rules<'_>,
     now: SystemTime,
 ) -> Result<Authenticated, Invalid> {
-    let now = now
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| i64::try_from(since.as_secs()).unwrap_or(i64::MAX));
+    let now = now.duration_since(UNIX_EPOCH).map_or(0, |since| {
+        i64::try_from(since.as_secs()).unwrap_or(i64::MAX)
+    });
     let leeway = i64::try_from(rules.leeway.as_secs()).unwrap_or(i64::MAX);
     match &claims.iss {
         Some(iss) if iss != rules.issuer => return Err(Invalid::WrongIssuer),
@@ -231,7 +231,8 @@ mod tests {
 
     #[test]
     fn keeps_only_the_named_claims() {
-        let json = br#"{"sub":"a","tenant":"t","roles":["r"],"other":{"x":1},"scope":"b a","scp":["c"]}"#;
+        let json =
+            br#"{"sub":"a","tenant":"t","roles":["r"],"other":{"x":1},"scope":"b a","scp":["c"]}"#;
         let claims = parse(json, &["tenant".into(), "roles".into()]).unwrap();
         assert_eq!(claims.kept.len(), 2);
         assert_eq!(claims.scopes, ["b", "a", "c"]);

@@ -68,10 +68,7 @@ impl IntrospectionCache {
         if let Some(identity) = self.get(&digest) {
             return Ok(identity);
         }
-        let body = format!(
-            "token={}&token_type_hint=access_token",
-            form_encode(token)
-        );
+        let body = format!("token={}&token_type_hint=access_token", form_encode(token));
         // RFC 6749 §2.3.1: the client's id and secret are form-encoded, then
         // joined for basic authentication.
         let request = config
@@ -87,10 +84,11 @@ impl IntrospectionCache {
         let answer = send(request, config.fetch_timeout, MAX_ANSWER)
             .await
             .map_err(|_| Refused::Unavailable)?;
-        let claims = claims::parse(&answer, &config.kept_claims).map_err(|invalid| match invalid {
-            Invalid::TooLarge => Refused::Invalid(Invalid::TooLarge),
-            _ => Refused::Unavailable,
-        })?;
+        let claims =
+            claims::parse(&answer, &config.kept_claims).map_err(|invalid| match invalid {
+                Invalid::TooLarge => Refused::Invalid(Invalid::TooLarge),
+                _ => Refused::Unavailable,
+            })?;
         match claims.active {
             Some(true) => {}
             Some(false) => return Err(Refused::Invalid(Invalid::Inactive)),
@@ -131,7 +129,6 @@ fn form_encode(value: &str) -> String {
     }
     encoded
 }
-
 
 #[cfg(test)]
 mod tests {

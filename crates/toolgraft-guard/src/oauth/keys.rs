@@ -170,7 +170,10 @@ impl KeyCache {
     }
 
     async fn fetch_set(&self, config: &Config) -> Result<(KeySet, Url), FetchError> {
-        let known = config.jwks_uri.clone().or_else(|| self.state().discovered.clone());
+        let known = config
+            .jwks_uri
+            .clone()
+            .or_else(|| self.state().discovered.clone());
         let uri = match known {
             Some(uri) => uri,
             None => discover(config).await?,
@@ -230,7 +233,9 @@ fn jwks_uri_of(body: &[u8], issuer: &str) -> Result<Url, FetchError> {
     Url::parse(&metadata.jwks_uri)
         .ok()
         .filter(|uri| matches!(uri.scheme(), "http" | "https"))
-        .ok_or(FetchError::Garbage("metadata whose `jwks_uri` is not a URL"))
+        .ok_or(FetchError::Garbage(
+            "metadata whose `jwks_uri` is not a URL",
+        ))
 }
 
 /// The signing keys of a JWKS; keys it cannot use (encryption keys, symmetric

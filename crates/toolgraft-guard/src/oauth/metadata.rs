@@ -93,9 +93,18 @@ mod tests {
     #[test]
     fn inserts_the_resource_path() {
         let path = |url: &str| metadata_path(&Url::parse(url).unwrap());
-        assert_eq!(path("http://host/mcp"), "/.well-known/oauth-protected-resource/mcp");
-        assert_eq!(path("http://host/a/b/"), "/.well-known/oauth-protected-resource/a/b");
+        assert_eq!(
+            path("http://host/mcp"),
+            "/.well-known/oauth-protected-resource/mcp"
+        );
+        assert_eq!(
+            path("http://host/a/b/"),
+            "/.well-known/oauth-protected-resource/a/b"
+        );
         assert_eq!(path("http://host"), "/.well-known/oauth-protected-resource");
-        assert_eq!(path("http://host/"), "/.well-known/oauth-protected-resource");
+        assert_eq!(
+            path("http://host/"),
+            "/.well-known/oauth-protected-resource"
+        );
     }
 }

@@ -594,7 +594,9 @@ impl ResourceServer {
     /// # Ok(()) }
     /// ```
     pub async fn authenticate(&self, token: &str) -> Result<Authenticated, Refusal> {
-        self.verify(token).await.map_err(|reason| self.refusal(reason))
+        self.verify(token)
+            .await
+            .map_err(|reason| self.refusal(reason))
     }
 
     async fn verify(&self, token: &str) -> Result<Authenticated, Reason> {
@@ -727,6 +729,10 @@ impl ResourceServer {
     /// # Ok::<(), toolgraft_guard::GuardError>(())
     /// ```
     pub fn algorithms(&self) -> Vec<&'static str> {
-        self.config.algorithms.iter().map(|a| jose_name(*a)).collect()
+        self.config
+            .algorithms
+            .iter()
+            .map(|a| jose_name(*a))
+            .collect()
     }
 }
