@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 /// Who sent a request the guard let through: put in the request's extensions by
 /// [`GuardLayer`](crate::GuardLayer) when the guard knows identities (a
 /// [`TokenTable`](crate::TokenTable), or an OAuth
-/// [`ResourceServer`](crate::ResourceServer)), so the service behind reads it with
+/// `ResourceServer`, feature `oauth`), so the service behind reads it with
 /// `request.extensions().get::<Authenticated>()`.
 ///
 /// [`Guard::off`](crate::Guard::off) and [`Guard::bearer`](crate::Guard::bearer)
@@ -88,7 +88,7 @@ impl Authenticated {
     }
 
     /// Sets the claims kept (for a resource server, only those named by
-    /// [`ResourceServer::with_kept_claims`](crate::ResourceServer::with_kept_claims)).
+    /// `ResourceServer::with_kept_claims`).
     ///
     /// ```
     /// let mut claims = serde_json::Map::new();

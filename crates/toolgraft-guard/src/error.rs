@@ -36,7 +36,7 @@ pub enum GuardError {
         /// What is wrong with it (the token itself is never quoted).
         problem: TokenProblem,
     },
-    /// A setting of a [`ResourceServer`](crate::ResourceServer) (feature `oauth`)
+    /// A setting of a `ResourceServer` (feature `oauth`)
     /// that cannot work: a URI that is not one, an algorithm that is refused.
     BadSetting {
         /// Which setting (`resource`, `issuer`, `algorithms`, ...).
@@ -46,7 +46,7 @@ pub enum GuardError {
         /// What a value of that setting looks like.
         expected: &'static str,
     },
-    /// [`ResourceServer::warm`](crate::ResourceServer::warm) could not fetch the
+    /// `ResourceServer::warm` could not fetch the
     /// issuer's keys (or its metadata). For the operator: it names the URL and what
     /// went wrong, and never reaches a client.
     KeysUnavailable {

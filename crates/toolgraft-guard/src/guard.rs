@@ -49,7 +49,7 @@ pub(crate) enum Outcome {
 /// `Origin` or one on the origin allow-list, and, unless [`off`](Guard::off), a
 /// bearer token: [the one token](Guard::bearer), one of a
 /// [table's](Guard::tokens), or an OAuth access token an
-/// [authorization server](Guard::oauth) issued for this resource. Both lists name
+/// authorization server (`Guard::oauth`, feature `oauth`) issued for this resource. Both lists name
 /// only the loopback addresses until replaced.
 ///
 /// Serving without a token is a choice written out: there is no `Default`.
@@ -269,8 +269,8 @@ impl Guard {
 
     /// Whether `given` is the token, compared in constant time (always `true` when
     /// [`off`](Guard::off)), or one of the [table's](Guard::tokens): for a sign-in
-    /// form that takes the token in its body. Always `false` for an
-    /// [OAuth](Guard::oauth) guard, whose tokens come from the authorization
+    /// form that takes the token in its body. Always `false` for an OAuth
+    /// guard (`Guard::oauth`), whose tokens come from the authorization
     /// server, not a form.
     ///
     /// ```
@@ -293,7 +293,7 @@ impl Guard {
     /// on a foreign site learns nothing about the token). The layer does this for
     /// every request; this is for servers that are not tower services.
     ///
-    /// An [OAuth](Guard::oauth) guard cannot wait here: it checks a JWT with the
+    /// An OAuth guard (`Guard::oauth`) cannot wait here: it checks a JWT with the
     /// issuer's keys fetched already, and refuses with
     /// [`Reason::NotCheckedHere`](crate::Reason::NotCheckedHere) (`503`) a token
     /// that needs a fetch or introspection; use [`authenticate`](Guard::authenticate).

@@ -223,7 +223,7 @@ pub struct GuardService<S> {
 
 /// What to do once a waiting check has settled: call the inner service, or answer
 /// with the refusal.
-type Then<F> = Box<dyn FnOnce(Result<Authenticated, Refusal>) -> Result<F, Response<Body>> + Send>;
+type Then<F> = Box<dyn FnOnce(Result<Authenticated, Refusal>) -> GuardFuture<F> + Send>;
 
 impl<S, B> Service<Request<B>> for GuardService<S>
 where
@@ -266,9 +266,13 @@ where
                 let then: Then<S::Future> = Box::new(move |checked| match checked {
                     Ok(who) => {
                         parts.extensions.insert(who);
-                        Ok(ready.call(Request::from_parts(parts, body)))
+                        GuardFuture::Inner {
+                            future: ready.call(Request::from_parts(parts, body)),
+                        }
                     }
-                    Err(refusal) => Err(layer.refuse(refusal, &parts)),
+                    Err(refusal) => GuardFuture::Refused {
+                        response: Some(layer.refuse(refusal, &parts)),
+                    },
                 });
                 GuardFuture::Checking {
                     check,
@@ -336,11 +340,8 @@ where
             Projection::Inner { future } => return future.poll(cx),
             Projection::Checking { check, then } => {
                 let checked = std::task::ready!(check.as_mut().poll(cx));
-                match then.take().map(|then| then(checked)) {
-                    Some(Ok(future)) => GuardFuture::Inner { future },
-                    Some(Err(response)) => GuardFuture::Refused {
-                        response: Some(response),
-                    },
+                match then.take() {
+                    Some(then) => then(checked),
                     None => GuardFuture::Refused { response: None },
                 }
             }

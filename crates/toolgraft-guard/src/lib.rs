@@ -12,8 +12,26 @@
 //!    (`Origin: null` included, unless listed); repeated, `400`. Clients that are
 //!    not browsers send none.
 //! 3. **The bearer token**, unless the guard is [`Guard::off`]: one
-//!    `Authorization: Bearer <token>`, compared in constant time; missing or wrong,
-//!    `401` with a `WWW-Authenticate: Bearer` challenge; repeated, `400`.
+//!    `Authorization: Bearer <token>`; missing or refused, `401` with a
+//!    `WWW-Authenticate: Bearer` challenge; repeated, `400`.
+//!
+//! The token is checked one of three ways, or not at all:
+//!
+//! | guard | the token | the service learns |
+//! | --- | --- | --- |
+//! | [`Guard::off`] | none asked for | nothing |
+//! | [`Guard::bearer`] | one token, compared in constant time | nothing: a shared token names nobody |
+//! | [`Guard::tokens`] | one of a [`TokenTable`]'s, looked up by its SHA-256 | the holder, an [`Authenticated`] in the request's extensions |
+//! | `Guard::oauth` (feature `oauth`) | an OAuth 2.1 access token of one authorization server, issued for this resource: a JWT checked against the issuer's keys, or an opaque token introspected | the caller, an [`Authenticated`] (subject, issuer, scopes, chosen claims, expiry) |
+//!
+//! With `oauth`, the guard is a resource server as the MCP authorization spec
+//! (2025-11-25) has it: a request without a token gets `401` with
+//! `WWW-Authenticate: Bearer resource_metadata="..."` pointing at the RFC 9728
+//! metadata the `ResourceServer` serves (mounted unguarded), so a client finds the
+//! authorization server; a refused token gets `error="invalid_token"` and a fixed
+//! description that quotes nothing of it; and the issuer being unreachable gets
+//! `503`, never a `401` that would send the client round the authorization flow
+//! again.
 //!
 //! Both lists name only the loopback addresses (`localhost`, `127.0.0.1`, `[::1]`)
 //! by default: a page on another site whose name its owner re-points at `127.0.0.1`
@@ -22,8 +40,11 @@
 //!
 //! Why a crate of its own: both servers need it and neither should depend on the
 //! other (the MCP one pulls in rmcp, the authoring one a TOML editor), and the core
-//! has no HTTP at all; this one depends on `http`, `axum-core` (the body type) and
-//! tower's two traits only.
+//! has no HTTP at all; this one depends on `http`, `axum-core` (the body type),
+//! tower's two traits, `sha2` and `serde_json` (both compiled by those servers
+//! anyway), and, with `oauth`, on jsonwebtoken (RustCrypto), reqwest (no TLS of
+//! its own) and tokio's timers and locks. It reports the caller as its own
+//! [`Authenticated`], which the servers convert: it does not depend on the core.
 //!
 //! ```
 //! use axum::{Router, body::Body, routing::get};

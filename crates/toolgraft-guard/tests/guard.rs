@@ -263,3 +263,64 @@ fn check_works_without_tower() {
     let refusal = guard.check(&request("localhost")).unwrap_err();
     assert_eq!(refusal.reason(), &Reason::ForeignHost);
 }
+
+#[tokio::test]
+async fn a_token_table_names_the_caller_and_one_token_names_nobody() {
+    use axum::Extension;
+    use toolgraft_guard::{Authenticated, TokenTable};
+
+    let table = TokenTable::new()
+        .grant(TOKEN, Authenticated::new("ci").with_scopes(["b", "a"]))
+        .unwrap()
+        .grant("another-token-0123456789", Authenticated::new("alice"))
+        .unwrap();
+    let who = |guard: &Guard| {
+        Router::new()
+            .route(
+                "/",
+                get(|who: Option<Extension<Authenticated>>| async move {
+                    who.map_or("nobody".to_owned(), |Extension(who)| {
+                        format!("{} {:?}", who.subject(), who.scopes())
+                    })
+                }),
+            )
+            .layer(guard.layer())
+    };
+    let app = who(&Guard::tokens(table));
+    let bearer = |token: &str| {
+        [
+            (HOST, value("localhost")),
+            (AUTHORIZATION, value(&format!("Bearer {token}"))),
+        ]
+    };
+    for (token, expected) in [
+        (TOKEN, r#"ci ["a", "b"]"#),
+        ("another-token-0123456789", "alice []"),
+    ] {
+        let response = app.clone().oneshot(request(&bearer(token))).await.unwrap();
+        assert_eq!(response.status(), 200);
+        let body = axum::body::to_bytes(response.into_body(), 1024)
+            .await
+            .unwrap();
+        assert_eq!(body, expected);
+    }
+    let refused = app
+        .clone()
+        .oneshot(request(&bearer("not-in-the-table-0123")))
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    assert_eq!(
+        refused.headers()[WWW_AUTHENTICATE],
+        r#"Bearer realm="toolgraft", error="invalid_token""#
+    );
+    assert_eq!(status(&app, &[(HOST, value("localhost"))]).await, 401);
+
+    // One shared token names nobody: no `Authenticated` is inserted.
+    let app = who(&Guard::bearer(TOKEN).unwrap());
+    let response = app.oneshot(request(&bearer(TOKEN))).await.unwrap();
+    let body = axum::body::to_bytes(response.into_body(), 1024)
+        .await
+        .unwrap();
+    assert_eq!(body, "nobody");
+}
