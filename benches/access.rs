@@ -55,7 +55,11 @@ fn access(c: &mut Criterion) {
     toolset
         .bind((tool("open").combo(), tool("guarded").combo()))
         .unwrap();
-    toolset.edit().authorize("guarded", policy()).commit().unwrap();
+    toolset
+        .edit()
+        .authorize("guarded", policy())
+        .commit()
+        .unwrap();
     let mut group = c.benchmark_group("access");
     // Both calls carry the caller's context, as a server's do: the difference is
     // the policy alone.

@@ -219,7 +219,9 @@ fn ruled(
             .entries
             .get(name)
             .filter(|entry| !changed.contains(&&entry.info.base));
-        planned.or(kept.map(|entry| &**entry)).map(|entry| entry.info.base.clone())
+        planned
+            .or(kept.map(|entry| &**entry))
+            .map(|entry| entry.info.base.clone())
     };
     let owner_after = |name: &str| {
         base_of_bound(name).or_else(|| {
@@ -239,7 +241,11 @@ fn ruled(
                 tool: shorten(name).into_owned(),
             });
         };
-        if let Some(tool) = rule.of_tool.as_deref().filter(|tool| *tool != owner.as_str()) {
+        if let Some(tool) = rule
+            .of_tool
+            .as_deref()
+            .filter(|tool| *tool != owner.as_str())
+        {
             return Err(BindError::AccessOfAnother {
                 tool: shorten(tool).into_owned(),
                 name: checked,

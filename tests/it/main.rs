@@ -14,7 +14,7 @@ mod common;
     feature = "pool"
 ))]
 mod access;
-mod probe_access;
+mod access_hostile;
 #[cfg(all(feature = "batch", feature = "pool", feature = "proxy"))]
 mod agreement;
 #[cfg(all(feature = "approve", feature = "pool"))]

@@ -1,5 +1,7 @@
-//! Review probes of per-name authorization (wt-review). A probe marked
-//! `#[ignore = "defect: .."]` demonstrates a defect still open.
+//! Per-name authorization as a hostile user tried to break it (each case failed
+//! before its fix): a branch's policy guards the branches above it, a tuple of
+//! policies hides as `check` does, a manifest entry rules its own tool's names
+//! only, and a policy decides its name only while the name is its tool's.
 
 use serde_json::json;
 use toolgraft::access::Scopes;
@@ -32,7 +34,10 @@ async fn probe_a_branch_policy_covers_the_branches_above_it() {
         .commit()
         .unwrap();
     let below = toolset.call_published("shout_trace", hi()).await;
-    assert!(matches!(below, Err(ToolError::UnknownTool { .. })), "{below:?}");
+    assert!(
+        matches!(below, Err(ToolError::UnknownTool { .. })),
+        "{below:?}"
+    );
     let above = toolset.call_published("shout_trace_cache", hi()).await;
     assert!(
         matches!(above, Err(ToolError::UnknownTool { .. })),
@@ -50,7 +55,7 @@ fn registry() -> Registry {
 /// A policy on a branch that goes away stays in the toolset, and re-applies to
 /// whatever later binds that name, here a fresh base tool of that name.
 #[tokio::test]
-#[ignore = "defect: a policy outlives the name it was on and guards a tool bound later under that name"]
+
 async fn probe_a_policy_orphaned_by_a_detach_does_not_guard_a_new_tool() {
     let toolset = Toolset::new();
     toolset.bind((shout().combo(),)).unwrap();
@@ -88,7 +93,7 @@ async fn probe_a_policy_orphaned_by_a_detach_does_not_guard_a_new_tool() {
 /// not seen by `ruled_names_of`: it survives the manifest and re-applies once
 /// the manifest brings the branch back.
 #[tokio::test]
-#[ignore = "defect: apply_manifest leaves a stale policy on a branch not bound at that moment"]
+
 async fn probe_apply_manifest_without_access_opens_the_tools_names() {
     let toolset = Toolset::new();
     toolset.bind((shout().combo(),)).unwrap();
@@ -131,7 +136,10 @@ async fn probe_alias_of_a_guarded_branch_is_guarded() {
         .commit()
         .unwrap();
     let out = toolset.call_published("loud", hi()).await;
-    assert!(matches!(out, Err(ToolError::UnknownTool { ref name }) if name == "loud"), "{out:?}");
+    assert!(
+        matches!(out, Err(ToolError::UnknownTool { ref name }) if name == "loud"),
+        "{out:?}"
+    );
     let ann = Identity::new("ann").with_scopes(["secret"]);
     assert_eq!(
         context::with(ann, toolset.call_published("loud", hi()))
@@ -153,7 +161,10 @@ async fn probe_a_tuple_does_not_let_a_step_up_hide_a_hidden_refusal() {
         .edit()
         .authorize(
             "shout",
-            (Scopes::all(["notes:write"]).with_step_up(), Claim::is("tenant", "acme")),
+            (
+                Scopes::all(["notes:write"]).with_step_up(),
+                Claim::is("tenant", "acme"),
+            ),
         )
         .commit()
         .unwrap();
@@ -171,7 +182,7 @@ async fn probe_a_tuple_does_not_let_a_step_up_hide_a_hidden_refusal() {
 /// entry, depending on order): here `whisper`'s own strict policy is opened by
 /// `shout`'s entry coming after it.
 #[tokio::test]
-#[ignore = "defect: a manifest entry's access may rule another tool's names, order-dependent"]
+
 async fn probe_a_manifest_entry_rules_only_its_own_tools_names() {
     let toolset = Toolset::new();
     let whisper = Tool::builder()
