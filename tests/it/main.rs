@@ -14,6 +14,7 @@ mod common;
     feature = "pool"
 ))]
 mod access;
+#[cfg(all(feature = "cache", feature = "trace"))]
 mod access_hostile;
 #[cfg(all(feature = "batch", feature = "pool", feature = "proxy"))]
 mod agreement;
