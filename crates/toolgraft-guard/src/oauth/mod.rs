@@ -10,6 +10,7 @@ mod introspect;
 mod jwt;
 mod keys;
 mod metadata;
+mod verified;
 
 use std::fmt;
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use serde_json::{Value, json};
 use self::config::{Config, DEFAULT_ALGORITHMS, IntrospectionConfig, asymmetric, jose_name};
 use self::introspect::{IntrospectionCache, Refused};
 use self::keys::{KeyCache, Lookup};
+use self::verified::VerifiedCache;
 use crate::authenticated::Authenticated;
 use crate::error::{GuardError, shorten};
 use crate::refusal::{Challenge, Invalid, Reason, Refusal, bearer_challenge};
@@ -88,6 +90,7 @@ pub struct ResourceServer {
     config: Arc<Config>,
     keys: Arc<KeyCache>,
     introspected: Arc<IntrospectionCache>,
+    verified: Arc<VerifiedCache>,
 }
 
 impl fmt::Debug for ResourceServer {
@@ -188,6 +191,7 @@ impl ResourceServer {
             }),
             keys: Arc::default(),
             introspected: Arc::default(),
+            verified: Arc::default(),
         })
     }
 
@@ -197,6 +201,7 @@ impl ResourceServer {
         edit(Arc::make_mut(&mut self.config));
         self.keys = Arc::default();
         self.introspected = Arc::default();
+        self.verified = Arc::default();
         self
     }
 
@@ -617,15 +622,22 @@ impl ResourceServer {
                     Refused::Unavailable => Reason::Unavailable,
                 });
         }
+        if let Some(verified) = self.verified.get(token, &self.keys) {
+            return Ok(verified);
+        }
+        let raw = token;
         let token = jwt::parse(token, config).map_err(Reason::InvalidToken)?;
         let key = match self.keys.find(token.kid.as_deref(), config).await {
             Lookup::Found(key) => key,
             Lookup::Unknown => return Err(Reason::InvalidToken(Invalid::Unverifiable)),
             Lookup::Unavailable => return Err(Reason::Unavailable),
         };
-        token
+        let verified = token
             .verify(&key, config, SystemTime::now())
-            .map_err(Reason::InvalidToken)
+            .map_err(Reason::InvalidToken)?;
+        self.verified
+            .put(raw, &verified, token.kid.as_deref(), key.clone());
+        Ok(verified)
     }
 
     /// [`authenticate`](Self::authenticate) without waiting: with the keys already
@@ -639,6 +651,8 @@ impl ResourceServer {
                 Some(_) => Reason::NotCheckedHere,
                 None => Reason::InvalidToken(Invalid::Unverifiable),
             })
+        } else if let Some(verified) = self.verified.get(token, &self.keys) {
+            Ok(verified)
         } else {
             jwt::parse(token, config)
                 .map_err(Reason::InvalidToken)
