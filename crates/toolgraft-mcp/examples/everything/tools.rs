@@ -44,7 +44,10 @@ pub fn toolset() -> Result<Toolset, Box<dyn Error>> {
         error()?.combo(),
         logging()?.combo(),
         reconnection()?.combo(),
-        trigger_tool_change(changes)?.combo(),
+        // Its `_timeout` branch is published and withdrawn in turn by each call.
+        trigger_tool_change(changes)?
+            .combo()
+            .with(Timeout::new(Duration::from_secs(10))),
         json_schema_2020_12()?.combo(),
         // Runs on a pool thread once the caller's user approves.
         wipe()?
@@ -52,6 +55,11 @@ pub fn toolset() -> Result<Toolset, Box<dyn Error>> {
             .with(Pool::new(1)?)
             .with(Approve::new(approval_key()?)),
     ))?;
+    let trigger = "test_trigger_tool_change";
+    toolset
+        .edit()
+        .publish(trigger, Publish::only([(trigger, trigger)])?)
+        .commit()?;
     // The tasks scenarios': what must wait runs on pool threads.
     toolset.bind((
         crate::tasks::greet()?.combo(),
@@ -227,8 +235,10 @@ fn reconnection() -> Result<impl BaseTool<Input = NoArgs> + Clone, InvalidName> 
         .build()
 }
 
-/// Publishes its own name again: a change of the published names, which every
-/// client subscribed to tool changes hears of.
+/// Publishes its `_timeout` branch beside its own name, or withdraws it, in
+/// turn: a change of what every client is shown, which every client
+/// subscribed to tool changes hears of (a change that shows no client anything
+/// new is told to none).
 fn trigger_tool_change(
     toolset: toolgraft::toolset::WeakToolset,
 ) -> Result<impl BaseTool<Input = NoArgs> + Clone, InvalidName> {
@@ -239,10 +249,12 @@ fn trigger_tool_change(
             let toolset = toolset.upgrade();
             async move {
                 let toolset = toolset.ok_or("the server is shutting down")?;
-                toolset
-                    .edit()
-                    .publish("test_trigger_tool_change", Publish::All)
-                    .commit()?;
+                let name = "test_trigger_tool_change";
+                let publish = match toolset.is_published("test_trigger_tool_change_timeout") {
+                    true => Publish::only([(name, name)])?,
+                    false => Publish::All,
+                };
+                toolset.edit().publish(name, publish).commit()?;
                 Ok("Tool list change triggered")
             }
         })
