@@ -1,7 +1,7 @@
 //! `authorize`: an authorization check as a layer of a combo.
 //!
 //! The check runs the [`Policy`] it holds on the caller's
-//! [`Identity`](crate::context::Identity) (and the arguments, for a policy that
+//! [`Identity`] (and the arguments, for a policy that
 //! reads them) before the layers inside it. Its locality is
 //! [`Authorizing`]: it sits outside every relocating extension (no job is
 //! enqueued for a caller it refuses), and every extension that answers from what

@@ -111,7 +111,7 @@ impl Toolset {
 
     /// Whether a client `identity` (or an unidentified one) is shown the
     /// published name `name`: it is published, and the policies on it allow the
-    /// caller, or refuse it with a step-up only (see [`access`](crate::access)).
+    /// caller, or refuse it with a step-up only (see [`access`]).
     /// The same policies decide [`call_published`](Toolset::call_published).
     ///
     /// ```

@@ -51,7 +51,7 @@ use key::cache_key;
 /// A cache answers from what it kept, so it sits inside (before) every
 /// authorization check of its combo: `[cache, authorize]` binds, `[authorize,
 /// cache]` does not (rule `shared-answers-inside-authorization`); its locality is
-/// [`SharedAnswers`](crate::extension::SharedAnswers).
+/// [`SharedAnswers`].
 ///
 /// The key holds the caller's [`Principal`](crate::context::Principal) (when the
 /// server in front set one): one caller's answer never answers another. `public`
