@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use toolgraft::error::{ArgsErrorKind, Detailed, Transient};
 use toolgraft::ext::chain::{ChainError, ChainErrorKind};
+#[cfg(feature = "output-schema")]
 use toolgraft::ext::output_schema::OutputSchemaError;
 use toolgraft::{Name, ToolError};
 
@@ -147,14 +148,16 @@ impl WireError {
                 reason: reason.clone(),
             },
             ToolError::Extension { error: inner, .. } => {
+                #[cfg(feature = "output-schema")]
                 if let Some(mismatch) = inner.downcast_ref::<OutputSchemaError>() {
-                    Self::OutputMismatch {
+                    return Self::OutputMismatch {
                         tool: text(&mismatch.tool),
                         path: mismatch.path.clone(),
                         value: Value::clone(&mismatch.value),
                         problem: mismatch.problem.clone(),
-                    }
-                } else if let Some(stopped) = inner.downcast_ref::<ChainError>() {
+                    };
+                }
+                if let Some(stopped) = inner.downcast_ref::<ChainError>() {
                     Self::Chain {
                         tool: text(&stopped.tool),
                         kind: stopped.kind,
@@ -281,12 +284,26 @@ impl WireError {
                 backend: name(backend),
                 reason,
             },
+            #[cfg(feature = "output-schema")]
             Self::OutputMismatch {
                 tool,
                 path,
                 value,
                 problem,
             } => OutputSchemaError::new(name(tool), path, Arc::new(value), problem).into(),
+            // A caller built without `output_schema` reads a worker's mismatch as
+            // its words.
+            #[cfg(not(feature = "output-schema"))]
+            Self::OutputMismatch {
+                tool,
+                path,
+                problem,
+                ..
+            } => ToolError::Reported {
+                message: format!(
+                    "the result of `{tool}` does not match its output schema at `{path}`: {problem}"
+                ),
+            },
             Self::Chain {
                 tool,
                 kind,
@@ -387,6 +404,7 @@ mod tests {
             invalid,
             ToolError::InvalidArguments { kind: ArgsErrorKind::MissingField, field: Some(f), .. } if f == "text"
         ));
+        #[cfg(feature = "output-schema")]
         let mismatch = round_trip(
             OutputSchemaError::new(
                 name.clone(),
@@ -396,8 +414,11 @@ mod tests {
             )
             .into(),
         );
-        let mismatch = mismatch.downcast_ref::<OutputSchemaError>();
-        assert!(matches!(mismatch, Some(mismatch) if *mismatch.value == "Al"));
+        #[cfg(feature = "output-schema")]
+        {
+            let mismatch = mismatch.downcast_ref::<OutputSchemaError>();
+            assert!(matches!(mismatch, Some(mismatch) if *mismatch.value == "Al"));
+        }
         let stopped = round_trip(ChainError::new(name, ChainErrorKind::TooDeep, "too deep").into());
         assert_eq!(
             stopped.downcast_ref::<ChainError>().map(|e| e.kind),
