@@ -172,6 +172,17 @@ pub enum ToolError {
 }
 
 impl ToolError {
+    /// The refusal of a caller of `name` whom a policy denied: the error of a
+    /// name that does not exist, or, with a step-up, what the caller lacks. The
+    /// one mapping of the toolset's check and the `authorize` layer's.
+    pub(crate) fn access_refused(name: &str, denied: crate::access::Denied) -> Self {
+        let name = super::shorten(name).into_owned();
+        match denied.step_up {
+            true => Self::Unauthorized { name, denied },
+            false => Self::UnknownTool { name },
+        }
+    }
+
     /// The error as the client of a published name reads it: every layer's
     /// name it carries is the name called (a client knows no other).
     pub(crate) fn for_caller(self, called: &Name) -> Self {

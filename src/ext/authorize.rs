@@ -166,13 +166,7 @@ where
             &Access::call(identity.as_ref(), name, &arguments),
         ) {
             Ok(()) => next.call(input).await,
-            Err(denied) if denied.step_up => Err(ToolError::Unauthorized {
-                name: name.to_owned(),
-                denied,
-            }),
-            Err(_) => Err(ToolError::UnknownTool {
-                name: name.to_owned(),
-            }),
+            Err(denied) => Err(ToolError::access_refused(name, denied)),
         }
     }
 }

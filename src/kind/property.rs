@@ -198,11 +198,15 @@ pub trait Locality: sealed::Sealed + Send + Sync + 'static {
     /// wrapper (so a backend reached from inside it refuses to relocate), as is for
     /// one that runs anywhere (at no cost).
     #[doc(hidden)]
+    #[inline(always)]
     fn run_layer<F: Future + Send>(
         extension: &str,
         branch: &Name,
         call: F,
-    ) -> impl Future<Output = F::Output> + Send;
+    ) -> impl Future<Output = F::Output> + Send {
+        let _ = (extension, branch);
+        call
+    }
 }
 
 /// Where a layer must run, as a value: what [`Locality::PLACEMENT`] says, what the
@@ -267,15 +271,6 @@ impl Locality for Anywhere {
     const PLACEMENT: Placement = Placement::Anywhere;
     type After<E: Relocator, C: Relocator> = C;
     type Checked<E: Relocator, A: Relocator> = A;
-
-    #[inline(always)]
-    fn run_layer<F: Future + Send>(
-        _: &str,
-        _: &Name,
-        call: F,
-    ) -> impl Future<Output = F::Output> + Send {
-        call
-    }
 }
 
 impl Locality for BodyLocal {
@@ -300,15 +295,6 @@ impl Locality for CallerLocal {
     const PLACEMENT: Placement = Placement::BesideCaller;
     type After<E: Relocator, C: Relocator> = C::First<E>;
     type Checked<E: Relocator, A: Relocator> = A;
-
-    #[inline(always)]
-    fn run_layer<F: Future + Send>(
-        _: &str,
-        _: &Name,
-        call: F,
-    ) -> impl Future<Output = F::Output> + Send {
-        call
-    }
 }
 
 /// The extension decides who may call ([`Authorize`](crate::ext::Authorize)):
@@ -335,15 +321,6 @@ impl Locality for Authorizing {
     const ACCESS: AccessRole = AccessRole::Authorizes;
     type After<E: Relocator, C: Relocator> = C::First<E>;
     type Checked<E: Relocator, A: Relocator> = A::First<E>;
-
-    #[inline(always)]
-    fn run_layer<F: Future + Send>(
-        _: &str,
-        _: &Name,
-        call: F,
-    ) -> impl Future<Output = F::Output> + Send {
-        call
-    }
 }
 
 impl Locality for SharedAnswers {
@@ -351,15 +328,6 @@ impl Locality for SharedAnswers {
     const ACCESS: AccessRole = AccessRole::SharesAnswers;
     type After<E: Relocator, C: Relocator> = C;
     type Checked<E: Relocator, A: Relocator> = A;
-
-    #[inline(always)]
-    fn run_layer<F: Future + Send>(
-        _: &str,
-        _: &Name,
-        call: F,
-    ) -> impl Future<Output = F::Output> + Send {
-        call
-    }
 }
 
 /// What a layer does about who may have an answer, as a value: what

@@ -145,13 +145,10 @@ impl Toolset {
         if let Some(guards) = guards
             && let Err(denied) = admit(&guards, name, &args)
         {
-            return Err(match denied.step_up {
-                true => ToolError::Unauthorized {
-                    name: shorten(name).into_owned(),
-                    denied,
-                },
-                false => unknown(name, args, max_depth),
-            });
+            if deeper_than(&args, max_depth) {
+                drop_flat(args);
+            }
+            return Err(ToolError::access_refused(name, denied));
         }
         let called = match by {
             By::Bound => Called::Bound,
