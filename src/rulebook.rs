@@ -244,6 +244,21 @@
 //! change of a tool's combos keeps its publication, and is refused when the
 //! publication no longer holds (an alias of a branch the change removes): change
 //! both in one step (one manifest entry, or one [`Edit`](crate::toolset::Edit)).
+//!
+//! An [audience](crate::toolset::Edit::audience) (`"audiences"` in a manifest) is
+//! a group of callers with a publication of its own: a caller is in the first
+//! audience whose policy allows it, and is shown and may call by name what each
+//! tool publishes to that audience ([`publish_to`](crate::toolset::Edit::publish_to),
+//! `"publish_to"`), or what it publishes to everyone when it says nothing for
+//! it (`search` served by `search_cache_rate_limit` to everyone, by
+//! `search_cache` to the `pro` plan). Each audience's publication is checked by
+//! the rules above on its own, as everyone's is. Refused: a publication to an
+//! audience the toolset does not define, and an audience decided by a policy
+//! that reads a call's arguments (a caller's audience decides what it is shown
+//! before it calls anything). An audience decides what is shown, not who may
+//! call: the [access policies](crate::access) on a name decide that, for every
+//! audience it is published to, and a name one audience is not published
+//! answers its callers as one that does not exist.
 
 use std::fmt;
 use std::str::FromStr;

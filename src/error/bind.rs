@@ -233,6 +233,41 @@ pub enum BindError {
         owner: Name,
     },
 
+    /// A tool publishes to an audience the toolset does not define
+    /// ([published-names](crate::rulebook#published-names)): define it in the
+    /// same edit ([`Edit::audience`](crate::toolset::Edit::audience)) or in the
+    /// manifest's `"audiences"`.
+    #[error(
+        "`{tool}` publishes to the audience `{audience}`, which the toolset does not define; define it (`Edit::audience`, or `\"audiences\"` in the manifest) or fix the name (rule `published-names` in `toolgraft::rulebook`)"
+    )]
+    UnknownAudience {
+        /// The tool.
+        tool: Name,
+        /// The audience it names (shortened).
+        audience: String,
+    },
+
+    /// An audience's policy reads a call's arguments: a caller's audience
+    /// decides what it is shown before it calls anything, so it must follow
+    /// from who the caller is alone.
+    #[error(
+        "the audience `{audience}` is decided by a policy that reads a call's arguments; an audience decides what a caller is shown before any call, so decide it from the caller's identity alone (scopes, claims) (rule `published-names` in `toolgraft::rulebook`)"
+    )]
+    AudienceReadsArguments {
+        /// The audience.
+        audience: Name,
+    },
+
+    /// What the toolset would publish to an audience breaks a rule of
+    /// [published-names](crate::rulebook#published-names): `error` says which.
+    #[error("publishing to the audience `{audience}`: {error}")]
+    InAudience {
+        /// The audience.
+        audience: Name,
+        /// The refusal, as for the names everyone is shown.
+        error: Box<BindError>,
+    },
+
     /// A run-time extension's factory failed (or panicked) while building a branch.
     #[error("`{extension}` (on `{tool}`) could not build its branch: {problem}")]
     ExtensionFailed {
@@ -558,7 +593,10 @@ impl BindError {
             | Self::PublishedTooLong { .. }
             | Self::PublishedTwice { .. }
             | Self::PublishedNameOfAnother { .. }
-            | Self::InPlaceOfSeveral { .. } => Rule::PublishedNames,
+            | Self::InPlaceOfSeveral { .. }
+            | Self::UnknownAudience { .. }
+            | Self::AudienceReadsArguments { .. } => Rule::PublishedNames,
+            Self::InAudience { error, .. } => return error.rule(),
             // Live-change bookkeeping, not rules of a combo.
             Self::AlreadyBound { .. }
             | Self::UnknownTool { .. }

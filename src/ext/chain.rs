@@ -553,7 +553,7 @@ impl<S: Stack> Stack for Chained<S> {
         // does not exist, before the first step runs.
         let caller = context::get::<Identity>();
         let next = toolset
-            .resolve(&input.next_tool)
+            .resolve_for(caller.as_ref(), &input.next_tool)
             .filter(|_| toolset.visible(caller.as_ref(), &input.next_tool));
         let Some(next) = next else {
             let problem = format!("`{}` is not a published tool", shorten(&input.next_tool));

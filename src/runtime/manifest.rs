@@ -39,6 +39,21 @@
 //!                          "notes_cache_authorize": {"scopes": ["notes:read"], "step_up": true}}}
 //! } }
 //! ```
+//!
+//! And [audiences](crate::toolset::Edit::audience): groups of callers, each
+//! decided by a policy of the same form, shown what a tool's `"publish_to"`
+//! publishes to them in place of its `"publish"`. A caller is in the first
+//! audience, in the manifest's order, whose policy allows it; the manifest's
+//! `"audiences"` are the toolset's, when it has the key:
+//!
+//! ```json
+//! { "audiences": [{"name": "pro", "access": {"claims": {"plan": "pro"}}}],
+//!   "tools": {
+//!     "search": {"combos": [["cache", "rate_limit"]],
+//!                "publish": {"search": "search_cache_rate_limit"},
+//!                "publish_to": {"pro": {"search": "search_cache"}}}
+//! } }
+//! ```
 
 use std::fmt;
 use std::path::Path;
@@ -81,6 +96,16 @@ pub struct Manifest {
     /// and see each (see [`access`](crate::access)).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub access: Vec<(String, Vec<(String, PolicySpec)>)>,
+    /// The toolset's audiences (`"audiences"`), in the order callers are
+    /// matched against them, each with the policy that decides who is in it;
+    /// `None` when the manifest does not say (the toolset keeps its own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audiences: Option<Vec<(String, PolicySpec)>>,
+    /// What a tool's entry publishes to each audience (`"publish_to"`), by
+    /// tool: the tool's whole per-audience publication; a tool it does not
+    /// list here keeps its own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub publish_to: Vec<(String, Vec<(String, Publish)>)>,
 }
 
 /// A manifest that cannot be used. Shape errors name the tool key and say what to
@@ -103,9 +128,10 @@ pub enum ManifestError {
         /// The parser's message.
         problem: String,
     },
-    /// The top level is not `{"tools": {...}}`.
+    /// The top level is not `{"tools": {...}}` (with `"audiences": [...]`
+    /// beside it, optionally).
     #[error(
-        "the manifest must be an object with one key, `tools`, mapping tool names to combos: {problem}"
+        "the manifest must be an object with the key `tools`, mapping tool names to combos, and optionally `audiences`: {problem}"
     )]
     TopLevel {
         /// What was found instead.
@@ -234,6 +260,14 @@ impl Manifest {
             .map_or(&[], |(_, policies)| policies.as_slice())
     }
 
+    /// What the manifest says `tool` publishes to each audience, if it says.
+    pub(crate) fn publish_to_of(&self, tool: &str) -> Option<&[(String, Publish)]> {
+        self.publish_to
+            .iter()
+            .find(|(name, _)| name == tool)
+            .map(|(_, publish_to)| publish_to.as_slice())
+    }
+
     /// What the manifest says `tool` publishes, if it says.
     pub(crate) fn publish_of(&self, tool: &str) -> Option<&Publish> {
         self.publish
@@ -252,7 +286,10 @@ impl Manifest {
         let top = value.as_object().ok_or_else(|| ManifestError::TopLevel {
             problem: format!("found {}", shown(value)),
         })?;
-        if let Some(extra) = top.keys().find(|key| *key != "tools") {
+        if let Some(extra) = top
+            .keys()
+            .find(|key| !["tools", "audiences"].contains(&key.as_str()))
+        {
             return Err(ManifestError::TopLevel {
                 problem: format!("unexpected key `{}`", shorten(extra)),
             });
@@ -266,7 +303,10 @@ impl Manifest {
             .ok_or_else(|| ManifestError::TopLevel {
                 problem: "`tools` is not an object".to_owned(),
             })?;
-        let mut manifest = Self::default();
+        let mut manifest = Self {
+            audiences: top.get("audiences").map(audiences_of).transpose()?,
+            ..Self::default()
+        };
         for (tool, value) in tools {
             let combos = match value {
                 Value::Object(fields) => {
@@ -279,6 +319,9 @@ impl Manifest {
                         .extend(entry.annotations.map(|hints| (tool.clone(), hints)));
                     if !entry.access.is_empty() {
                         manifest.access.push((tool.clone(), entry.access));
+                    }
+                    if let Some(publish_to) = entry.publish_to {
+                        manifest.publish_to.push((tool.clone(), publish_to));
                     }
                     entry.combos
                 }
@@ -304,15 +347,14 @@ struct EntrySpec {
     publish: Option<Publish>,
     annotations: Option<Annotations>,
     access: Vec<(String, PolicySpec)>,
+    publish_to: Option<Vec<(String, Publish)>>,
 }
 
-/// A tool's `{"combos": [...], "publish": ..., "annotations": {..}, "access": {..}}`.
+/// A tool's `{"combos": [...], "publish": ..., "annotations": {..}, "access": {..}, "publish_to": {..}}`.
 fn entry_of(tool: &str, fields: &Map<String, Value>) -> Result<EntrySpec, ManifestError> {
-    const FORM: &str = r#"write {"combos": [["a", "b"]], "publish": "all" | "outermost" | "in_place" | {"published": "bound"}, "annotations": {"readOnlyHint": true}, "access": {"name": {"scopes": ["s"]}}}"#;
-    if let Some(extra) = fields
-        .keys()
-        .find(|key| !["combos", "publish", "annotations", "access"].contains(&key.as_str()))
-    {
+    const FORM: &str = r#"write {"combos": [["a", "b"]], "publish": "all" | "outermost" | "in_place" | {"published": "bound"}, "annotations": {"readOnlyHint": true}, "access": {"name": {"scopes": ["s"]}}, "publish_to": {"audience": "in_place"}}"#;
+    const KEYS: [&str; 5] = ["combos", "publish", "annotations", "access", "publish_to"];
+    if let Some(extra) = fields.keys().find(|key| !KEYS.contains(&key.as_str())) {
         return Err(shape(
             tool,
             format!("has an unexpected key `{}`; {FORM}", shorten(extra)),
@@ -335,12 +377,84 @@ fn entry_of(tool: &str, fields: &Map<String, Value>) -> Result<EntrySpec, Manife
         None => Vec::new(),
         Some(access) => access_of(tool, access)?,
     };
+    let publish_to = fields
+        .get("publish_to")
+        .map(|publish_to| publish_to_of(tool, publish_to, FORM))
+        .transpose()?;
     Ok(EntrySpec {
         combos,
         publish,
         annotations,
         access,
+        publish_to,
     })
+}
+
+/// A tool's `"publish_to"`: each audience with what the tool publishes to it,
+/// in the form of `"publish"`.
+fn publish_to_of(
+    tool: &str,
+    value: &Value,
+    form: &str,
+) -> Result<Vec<(String, Publish)>, ManifestError> {
+    let audiences = value.as_object().ok_or_else(|| {
+        shape(
+            tool,
+            format!(
+                "has `publish_to` of {}; write \"publish_to\": {{\"audience\": <what it publishes to that audience, as in `publish`>}}",
+                shown(value)
+            ),
+        )
+    })?;
+    audiences
+        .iter()
+        .map(|(audience, publish)| Ok((audience.clone(), publish_of(tool, publish, form)?)))
+        .collect()
+}
+
+/// The top level's `"audiences"`: each audience's name with the policy that
+/// decides who is in it, in order.
+fn audiences_of(value: &Value) -> Result<Vec<(String, PolicySpec)>, ManifestError> {
+    const FORM: &str = r#"write "audiences": [{"name": "pro", "access": {"claims": {"plan": "pro"}}}], the first audience whose access allows a caller being its audience"#;
+    let problem = |problem: String| ManifestError::TopLevel {
+        problem: format!("{problem}; {FORM}"),
+    };
+    let Value::Array(audiences) = value else {
+        return Err(problem(format!("`audiences` is {}", shown(value))));
+    };
+    let mut seen = std::collections::HashSet::new();
+    audiences
+        .iter()
+        .enumerate()
+        .map(|(at, audience)| {
+            let at = at + 1;
+            let fields = audience
+                .as_object()
+                .filter(|fields| fields.keys().all(|key| key == "name" || key == "access"))
+                .ok_or_else(|| problem(format!("audience {at} is {}", shown(audience))))?;
+            let name = match fields.get("name") {
+                Some(Value::String(name)) => name.clone(),
+                _ => return Err(problem(format!("audience {at} has no `name` string"))),
+            };
+            if !seen.insert(name.clone()) {
+                return Err(problem(format!(
+                    "the audience `{}` is named twice",
+                    shorten(&name)
+                )));
+            }
+            let access = fields
+                .get("access")
+                .ok_or_else(|| problem(format!("audience `{}` has no `access`", shorten(&name))))?;
+            let policy = PolicySpec::deserialize(access).map_err(|error| {
+                problem(format!(
+                    "audience `{}` has an `access` that cannot be read ({})",
+                    shorten(&name),
+                    shorten(&error.to_string())
+                ))
+            })?;
+            Ok((name, policy))
+        })
+        .collect()
 }
 
 /// A tool's `"access"`: each of its names with the policy on it.

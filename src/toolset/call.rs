@@ -125,9 +125,14 @@ impl Toolset {
     async fn call_by(&self, by: By, name: &str, args: Value) -> Result<Value, ToolError> {
         let (entry, guards, max_depth) = {
             let catalog = self.read();
+            // A caller's audience decides what its published names are: read
+            // only when the toolset has audiences.
+            let identity = (matches!(by, By::Published) && !catalog.audiences.is_empty())
+                .then(context::get::<Identity>)
+                .flatten();
             let (names, guards) = match by {
                 By::Bound => (&catalog.entries, &catalog.guards_bound),
-                By::Published => (&catalog.published, &catalog.guards_published),
+                By::Published => catalog.view(identity.as_ref()),
             };
             // No policy in the toolset (the common case): no lookup.
             let guards = if guards.is_empty() {
@@ -192,6 +197,15 @@ impl Toolset {
     /// only (a client can call no other).
     fn taken_by_sibling(&self, info: &ToolInfo, arg: &str, clients: bool) -> String {
         let catalog = self.read();
+        let identity = clients.then(context::get::<Identity>).flatten();
+        let (published, guards) = catalog.view(identity.as_ref());
+        // A client is told only of a name it is shown.
+        let shown = |name: &Name| {
+            published.contains_key(name)
+                && guards.get(name).is_none_or(|guards| {
+                    access::shows(guards, &Access::listing(identity.as_ref(), name))
+                })
+        };
         let siblings = catalog
             .tools
             .get(&info.base)
@@ -199,7 +213,7 @@ impl Toolset {
             .flat_map(|group| &group.names);
         siblings
             .filter(|name| **name != info.name)
-            .filter(|name| !clients || catalog.published.contains_key(*name))
+            .filter(|name| !clients || shown(name))
             .filter_map(|name| catalog.entries.get(name))
             .find(|entry| {
                 schema::property_names(&entry.info.input_schema)

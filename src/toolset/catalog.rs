@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use rustc_hash::FxBuildHasher;
 
-use crate::access::{Guards, Policy};
+use crate::access::{Access, Guards, Policy};
 use crate::bind::{Attached, Entry, Minted, Publish};
+use crate::context::Identity;
 use crate::limits::Limits;
 use crate::name::Name;
 use crate::tool::{Annotations, Presentation};
@@ -31,6 +32,9 @@ pub(super) struct Catalog {
     pub(super) guards_bound: ByName<Guards>,
     /// The same for each published name.
     pub(super) guards_published: ByName<Guards>,
+    /// The audiences, in the order a caller is matched against them: each
+    /// with what it is published, in place of `published`.
+    pub(super) audiences: Vec<Audience>,
     /// Counts changes to the bound names, for whoever serves the list.
     pub(super) changes: tokio::sync::watch::Sender<u64>,
     pub(super) limits: Limits,
@@ -45,6 +49,7 @@ impl Default for Catalog {
             rules: BTreeMap::new(),
             guards_bound: HashMap::default(),
             guards_published: HashMap::default(),
+            audiences: Vec::new(),
             changes: tokio::sync::watch::Sender::new(0),
             limits: Limits::default(),
         }
@@ -61,6 +66,17 @@ pub(super) struct Ruled {
     pub(super) policy: Arc<dyn Policy>,
 }
 
+/// A group of callers shown a publication of their own: the first audience
+/// whose policy allows a caller is its audience ([`Edit::audience`](super::Edit::audience)).
+pub(super) struct Audience {
+    pub(super) name: Name,
+    pub(super) policy: Arc<dyn Policy>,
+    /// Its published names with the entries that serve them.
+    pub(super) published: ByName<Arc<Entry>>,
+    /// What decides each of them, as `guards_published` does for everyone.
+    pub(super) guards: ByName<Guards>,
+}
+
 /// One base tool with its attached combos.
 #[derive(Clone)]
 pub(crate) struct ToolGroup {
@@ -69,6 +85,8 @@ pub(crate) struct ToolGroup {
     pub own: Arc<Presentation>,
     pub combos: Vec<Attached>,
     pub publish: Publish,
+    /// What it publishes to an audience in place of `publish`, by audience.
+    pub publish_to: BTreeMap<Name, Publish>,
     pub(super) names: Vec<Name>,
     /// Bumped on every change, so a change prepared outside the lock can tell
     /// whether the tool moved on meanwhile.
@@ -89,6 +107,7 @@ impl ToolGroup {
             base,
             combos,
             publish: Publish::default(),
+            publish_to: BTreeMap::new(),
             names: Vec::new(),
             generation: 0,
         }
@@ -119,6 +138,9 @@ impl Catalog {
             .values()
             .any(|entry| !entry.checks.0.is_empty());
         if self.rules.is_empty() && !checked {
+            for audience in &mut self.audiences {
+                audience.guards.clear();
+            }
             return;
         }
         let rules = &self.rules;
@@ -162,14 +184,44 @@ impl Catalog {
                 self.guards_bound.insert(name.clone(), guards.into());
             }
         }
-        for (name, entry) in &self.published {
-            let mut guards = of_bound(entry);
-            if *name != entry.info.name {
-                guards.extend(rule(name, &entry.info.base).cloned());
+        let of_published = |published: &ByName<Arc<Entry>>| -> ByName<Guards> {
+            let mut guarded = ByName::default();
+            for (name, entry) in published {
+                let mut guards = of_bound(entry);
+                if *name != entry.info.name {
+                    guards.extend(rule(name, &entry.info.base).cloned());
+                }
+                if !guards.is_empty() {
+                    guarded.insert(name.clone(), guards.into());
+                }
             }
-            if !guards.is_empty() {
-                self.guards_published.insert(name.clone(), guards.into());
-            }
+            guarded
+        };
+        self.guards_published = of_published(&self.published);
+        for audience in &mut self.audiences {
+            audience.guards = of_published(&audience.published);
         }
+    }
+
+    /// The published names a caller `identity` is shown (its audience's, or
+    /// everyone's), with what decides each.
+    pub(super) fn view(
+        &self,
+        identity: Option<&Identity>,
+    ) -> (&ByName<Arc<Entry>>, &ByName<Guards>) {
+        match self.audience_of(identity) {
+            Some(audience) => (&audience.published, &audience.guards),
+            None => (&self.published, &self.guards_published),
+        }
+    }
+
+    /// The audience of a caller `identity`: the first whose policy allows it.
+    pub(super) fn audience_of(&self, identity: Option<&Identity>) -> Option<&Audience> {
+        self.audiences.iter().find(|audience| {
+            audience
+                .policy
+                .check(&Access::listing(identity, &audience.name))
+                .is_ok()
+        })
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::access::Policy;
 use crate::bind;
 use crate::error::{BindError, listed};
+use crate::name::Name;
 use crate::runtime::Registry;
 use crate::runtime::manifest::{ComboSpec, ElementSpec};
 use crate::tool::Annotations;
@@ -45,6 +46,7 @@ impl Toolset {
             toolset: self,
             steps: Vec::new(),
             rules: Vec::new(),
+            audiences: Vec::new(),
         }
     }
 
@@ -151,6 +153,15 @@ pub struct Edit<'a> {
     steps: Vec<Step<'a>>,
     /// Access policies to set (`Some`) or take off (`None`), by name, in order.
     rules: Vec<RuleChange>,
+    /// Audiences to define (`Some`) or take away (`None`), in order.
+    audiences: Vec<AudienceChange>,
+}
+
+/// One change of a toolset's audiences: the policy that decides who is in
+/// one, or none to take it away.
+pub(crate) struct AudienceChange {
+    pub(crate) name: String,
+    pub(crate) policy: Option<Arc<dyn Policy>>,
 }
 
 /// One change of a toolset's access policies: the policy on a name, or none;
@@ -167,7 +178,15 @@ impl fmt::Debug for Edit<'_> {
             Some(_) => format!("authorize {}", rule.name),
             None => format!("open {}", rule.name),
         });
-        f.debug_list().entries(&self.steps).entries(rules).finish()
+        let audiences = self.audiences.iter().map(|change| match change.policy {
+            Some(_) => format!("audience {}", change.name),
+            None => format!("remove audience {}", change.name),
+        });
+        f.debug_list()
+            .entries(&self.steps)
+            .entries(rules)
+            .entries(audiences)
+            .finish()
     }
 }
 
@@ -194,6 +213,13 @@ enum Step<'a> {
         tool: String,
         publish: Publish,
     },
+    /// What the tool publishes to an audience; `None`: what it publishes to
+    /// everyone.
+    PublishTo {
+        audience: String,
+        tool: String,
+        publish: Option<Publish>,
+    },
 }
 
 impl Step<'_> {
@@ -202,7 +228,8 @@ impl Step<'_> {
             Step::Attach { tool, .. }
             | Step::Detach { tool, .. }
             | Step::Replace { tool, .. }
-            | Step::Publish { tool, .. } => tool,
+            | Step::Publish { tool, .. }
+            | Step::PublishTo { tool, .. } => tool,
         }
     }
 }
@@ -219,6 +246,14 @@ impl fmt::Debug for Step<'_> {
                     .finish()
             }
             Step::Publish { tool, publish } => write!(f, "publish {tool} {publish:?}"),
+            Step::PublishTo {
+                audience,
+                tool,
+                publish: Some(publish),
+            } => write!(f, "publish {tool} to {audience} {publish:?}"),
+            Step::PublishTo { audience, tool, .. } => {
+                write!(f, "publish {tool} to {audience} as to everyone")
+            }
         }
     }
 }
@@ -445,6 +480,128 @@ impl<'a> Edit<'a> {
         self
     }
 
+    /// Defines the audience `name` (replacing its policy, in its place, if it
+    /// is defined): the callers `policy` allows, shown what each tool
+    /// [publishes to it](Self::publish_to) in place of what it publishes to
+    /// everyone. A caller is in the first audience, in the order they were
+    /// defined, whose policy allows it, and in none when none does. An audience
+    /// decides what is shown, not who may call: put policies on the names for
+    /// that ([`authorize`](Self::authorize)). A policy that reads a call's
+    /// arguments is refused at commit ([`BindError::AudienceReadsArguments`]).
+    ///
+    /// ```
+    /// # use serde_json::json;
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::ext::{Cache, Timeout};
+    /// use toolgraft::access::Claim;
+    /// use toolgraft::context::{self, Identity};
+    /// use toolgraft::toolset::Publish;
+    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Query { q: String }
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let search = Tool::builder().name("search").description("Search.").read_only()
+    /// #     .body(|i: Query| async move { Ok(i.q) }).build()?;
+    /// # use std::time::Duration;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((search.combo().with(Cache::default()).with(Timeout::new(Duration::from_secs(1))),))?;
+    /// // Everyone gets `search` with a timeout; the pro plan the cache alone.
+    /// toolset.edit()
+    ///     .publish("search", Publish::InPlace)
+    ///     .audience("pro", Claim::is("plan", "pro"))
+    ///     .publish_to("pro", "search", Publish::only([("search", "search_cache")])?)
+    ///     .commit()?;
+    /// let pro = Identity::new("ann").with_claim("plan", "pro");
+    /// assert_eq!(toolset.resolve_for(Some(&pro), "search").unwrap().name, "search_cache");
+    /// assert_eq!(toolset.resolve_for(None, "search").unwrap().name, "search_cache_timeout");
+    /// let answer = context::with(pro, toolset.call_published("search", json!({"q": "tea"}))).await?;
+    /// assert_eq!(answer, json!("tea"));
+    /// # Ok(()) }
+    /// ```
+    pub fn audience(mut self, name: &str, policy: impl Policy) -> Self {
+        self.audiences.push(AudienceChange {
+            name: name.to_owned(),
+            policy: Some(Arc::new(policy)),
+        });
+        self
+    }
+
+    /// Takes the audience `name` away, with what every tool publishes to it:
+    /// its callers are shown what everyone is.
+    ///
+    /// ```
+    /// # use toolgraft::{Tool, Toolset};
+    /// use toolgraft::access::Claim;
+    /// use toolgraft::context::Identity;
+    /// use toolgraft::toolset::Publish;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Query { q: String }
+    /// # let search = Tool::builder().name("search").description("Search.").read_only()
+    /// #     .body(|i: Query| async move { Ok(i.q) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((search.combo(),))?;
+    /// toolset.edit()
+    ///     .audience("pro", Claim::is("plan", "pro"))
+    ///     .publish_to("pro", "search", Publish::only([("find", "search")])?)
+    ///     .commit()?;
+    /// let pro = Identity::new("ann").with_claim("plan", "pro");
+    /// assert!(toolset.visible(Some(&pro), "find") && !toolset.visible(Some(&pro), "search"));
+    /// toolset.edit().remove_audience("pro").commit()?;
+    /// assert!(toolset.visible(Some(&pro), "search") && !toolset.visible(Some(&pro), "find"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn remove_audience(mut self, name: &str) -> Self {
+        self.audiences.push(AudienceChange {
+            name: name.to_owned(),
+            policy: None,
+        });
+        self
+    }
+
+    /// Sets what `tool` publishes to the callers of `audience` in place of
+    /// what it publishes to everyone ([`publish`](Self::publish)): checked
+    /// by the same rules, within what that audience is shown
+    /// ([published-names](crate::rulebook#published-names)). The audience
+    /// must be defined once the edit lands ([`BindError::UnknownAudience`]).
+    /// See [`audience`](Self::audience).
+    pub fn publish_to(mut self, audience: &str, tool: &str, publish: Publish) -> Self {
+        self.steps.push(Step::PublishTo {
+            audience: audience.to_owned(),
+            tool: tool.to_owned(),
+            publish: Some(publish),
+        });
+        self
+    }
+
+    /// Undoes [`publish_to`](Self::publish_to): `tool` publishes to the
+    /// callers of `audience` what it publishes to everyone.
+    ///
+    /// ```
+    /// # use toolgraft::{Tool, Toolset};
+    /// use toolgraft::access::Claim;
+    /// use toolgraft::context::Identity;
+    /// use toolgraft::toolset::Publish;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Query { q: String }
+    /// # let search = Tool::builder().name("search").description("Search.").read_only()
+    /// #     .body(|i: Query| async move { Ok(i.q) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((search.combo(),))?;
+    /// toolset.edit()
+    ///     .audience("pro", Claim::is("plan", "pro"))
+    ///     .publish_to("pro", "search", Publish::Only(Vec::new()))
+    ///     .commit()?;
+    /// let pro = Identity::new("ann").with_claim("plan", "pro");
+    /// assert!(!toolset.visible(Some(&pro), "search"));
+    /// toolset.edit().unpublish_to("pro", "search").commit()?;
+    /// assert!(toolset.visible(Some(&pro), "search"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn unpublish_to(mut self, audience: &str, tool: &str) -> Self {
+        self.steps.push(Step::PublishTo {
+            audience: audience.to_owned(),
+            tool: tool.to_owned(),
+            publish: None,
+        });
+        self
+    }
+
     /// [`authorize`](Self::authorize) for a manifest's entry of `tool`: refused
     /// at commit unless `name` is one of the tool's.
     pub(crate) fn authorize_for(mut self, tool: &str, name: &str, policy: impl Policy) -> Self {
@@ -486,12 +643,16 @@ impl<'a> Edit<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn commit(self) -> Result<(), BindError> {
-        if self.steps.is_empty() && self.rules.is_empty() {
+        if self.steps.is_empty() && self.rules.is_empty() && self.audiences.is_empty() {
             return Ok(());
         }
         loop {
             let changes = self.prepare()?;
-            if self.toolset.install(changes, &self.rules)? == Retry::No {
+            if self
+                .toolset
+                .install(changes, &self.rules, &self.audiences)?
+                == Retry::No
+            {
                 return Ok(());
             }
         }
@@ -553,6 +714,15 @@ impl<'a> Edit<'a> {
                     slots.remove(at);
                 }
                 Step::Publish { publish, .. } => group.publish = publish.clone(),
+                Step::PublishTo {
+                    audience, publish, ..
+                } => {
+                    let audience = Name::new(audience)?;
+                    match publish {
+                        Some(publish) => group.publish_to.insert(audience, publish.clone()),
+                        None => group.publish_to.remove(&audience),
+                    };
+                }
                 Step::Replace {
                     registry,
                     combos,

@@ -10,8 +10,8 @@ use crate::limits::Limits;
 use crate::name::Name;
 
 use super::Toolset;
-use super::catalog::{Catalog, ToolGroup};
-use super::edit::RuleChange;
+use super::catalog::{Audience, Catalog, ToolGroup};
+use super::edit::{AudienceChange, RuleChange};
 
 /// Whether a change prepared outside the lock must be prepared again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +47,7 @@ impl Toolset {
         &self,
         changes: Vec<(ToolGroup, Option<u64>)>,
         rules: &[RuleChange],
+        audiences: &[AudienceChange],
     ) -> Result<Retry, BindError> {
         let limit = self.limits().max_name_len();
         let mut planned = Vec::with_capacity(changes.len());
@@ -91,10 +92,44 @@ impl Toolset {
                 minted.insert(name, tool);
             }
         }
-        drop(minted);
-        let published = publish_all(&catalog, &changed, &planned, catalog.limits)?;
-        let new_rules = ruled(&catalog, &changed, &planned, &published, rules)?;
-        drop(changed);
+        drop((minted, changed));
+        let (defined, removed) = audiences_after(&catalog, audiences)?;
+        for (group, ..) in &mut planned {
+            group
+                .publish_to
+                .retain(|audience, _| !removed.contains(audience));
+            if let Some(audience) = group
+                .publish_to
+                .keys()
+                .find(|audience| !defined.iter().any(|(name, _)| name == *audience))
+            {
+                return Err(BindError::UnknownAudience {
+                    tool: group.base.running.base.clone(),
+                    audience: audience.to_string(),
+                });
+            }
+        }
+        let changed: Vec<&Name> = planned
+            .iter()
+            .map(|(group, ..)| &group.base.running.base)
+            .collect();
+        let published = publish_all(&catalog, &changed, &planned, catalog.limits, None)?;
+        let mut published_to = Vec::with_capacity(defined.len());
+        for (audience, _) in &defined {
+            let names = publish_all(&catalog, &changed, &planned, catalog.limits, Some(audience))
+                .map_err(|error| BindError::InAudience {
+                audience: audience.clone(),
+                error: Box::new(error),
+            })?;
+            published_to.push(names);
+        }
+        let every_published: Vec<(Name, Name)> = published
+            .iter()
+            .chain(published_to.iter().flatten())
+            .cloned()
+            .collect();
+        let new_rules = ruled(&catalog, &changed, &planned, &every_published, rules)?;
+        drop((changed, every_published));
         // What is replaced is dropped after the lock is released: dropping it runs
         // extensions' and bodies' `Drop`, which may call back into the toolset.
         let (mut replaced, mut old_groups) = (Vec::new(), Vec::new());
@@ -118,11 +153,38 @@ impl Toolset {
             old_groups.push(old);
         }
         let entry = |name: &Name| catalog.entries.get(name).cloned();
-        let published = published
+        let serving = |names: Vec<(Name, Name)>| {
+            names
+                .into_iter()
+                .filter_map(|(name, bound)| Some((name, entry(&bound)?)))
+                .collect()
+        };
+        let published = serving(published);
+        let audiences = defined
             .into_iter()
-            .filter_map(|(name, bound)| Some((name, entry(&bound)?)))
+            .zip(published_to)
+            .map(|((name, policy), names)| Audience {
+                name,
+                policy,
+                published: serving(names),
+                guards: Default::default(),
+            })
             .collect();
         catalog.published = published;
+        catalog.audiences = audiences;
+        if !removed.is_empty() {
+            // What the tools the change left published to a removed audience
+            // goes with it; an edit prepared before sees the tool moved on.
+            for group in catalog.tools.values_mut() {
+                let before = group.publish_to.len();
+                group
+                    .publish_to
+                    .retain(|audience, _| !removed.contains(audience));
+                if group.publish_to.len() != before {
+                    group.generation += 1;
+                }
+            }
+        }
         if let Some(rules) = new_rules {
             catalog.rules = rules;
         }
@@ -142,6 +204,7 @@ fn publish_all(
     changed: &[&Name],
     planned: &[(ToolGroup, Option<u64>, Vec<Entry>)],
     limits: Limits,
+    audience: Option<&Name>,
 ) -> Result<Vec<(Name, Name)>, BindError> {
     let limit = limits.max_published_len();
     let mut owners = HashMap::new();
@@ -173,7 +236,10 @@ fn publish_all(
                 .last()
                 .map(|branch| branch.running.name.clone())
         });
-        let pairs = group.publish.names(tool, names, outermost)?;
+        let publish = audience
+            .and_then(|audience| group.publish_to.get(audience))
+            .unwrap_or(&group.publish);
+        let pairs = publish.names(tool, names, outermost)?;
         bind::check_unique(&mut owners, tool, &pairs, limit)?;
         all.extend(pairs);
     }
@@ -190,6 +256,41 @@ fn publish_all(
         }
     }
     Ok(all)
+}
+
+/// The audiences once `changes` apply, in order, and those taken away:
+/// refused if one's policy reads a call's arguments.
+#[allow(clippy::type_complexity)]
+fn audiences_after(
+    catalog: &Catalog,
+    changes: &[AudienceChange],
+) -> Result<(Vec<(Name, Arc<dyn crate::access::Policy>)>, Vec<Name>), BindError> {
+    let mut defined: Vec<(Name, Arc<dyn crate::access::Policy>)> = catalog
+        .audiences
+        .iter()
+        .map(|audience| (audience.name.clone(), audience.policy.clone()))
+        .collect();
+    let mut removed = Vec::new();
+    for change in changes {
+        let name = Name::new(&change.name)?;
+        let at = defined.iter().position(|(defined, _)| *defined == name);
+        match (&change.policy, at) {
+            (Some(policy), _) if policy.reads_arguments() => {
+                return Err(BindError::AudienceReadsArguments { audience: name });
+            }
+            (Some(policy), Some(at)) => defined[at].1 = policy.clone(),
+            (Some(policy), None) => {
+                removed.retain(|removed| *removed != name);
+                defined.push((name, policy.clone()));
+            }
+            (None, Some(at)) => {
+                defined.remove(at);
+                removed.push(name);
+            }
+            (None, None) => {}
+        }
+    }
+    Ok((defined, removed))
 }
 
 /// A toolset's access policies, by the name each is on.

@@ -80,20 +80,88 @@ impl Toolset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn published(&self) -> Vec<Published> {
-        let catalog = self.read();
-        let mut published: Vec<Published> = catalog
-            .published
-            .iter()
-            .map(|(name, entry)| Published {
-                name: name.clone(),
-                info: entry.info.clone(),
-            })
-            .collect();
-        published.sort_by(|a, b| a.name.cmp(&b.name));
-        published
+        listed(&self.read().published)
     }
 
-    /// Whether `name` is published.
+    /// What a client `identity` (or an unidentified one) is published: its
+    /// [audience](super::Edit::audience)'s names, or everyone's
+    /// ([`published`](Self::published)) when it is in none, with the bound
+    /// name behind each, sorted by published name. The names its policies
+    /// hide from it are in, as in `published`: [`hidden_from`](Self::hidden_from)
+    /// says which.
+    ///
+    /// ```
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::ext::Trace;
+    /// use toolgraft::access::Scopes;
+    /// use toolgraft::context::Identity;
+    /// use toolgraft::toolset::Publish;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo().with(Trace),))?;
+    /// toolset.edit()
+    ///     .publish("shout", Publish::InPlace)
+    ///     .audience("staff", Scopes::all(["staff"]))
+    ///     .publish_to("staff", "shout", Publish::All)
+    ///     .commit()?;
+    /// let staff = Identity::new("ann").with_scopes(["staff"]);
+    /// assert_eq!(toolset.published_for(Some(&staff)).len(), 2);
+    /// assert_eq!(toolset.published_for(None).len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn published_for(&self, identity: Option<&Identity>) -> Vec<Published> {
+        listed(self.read().view(identity).0)
+    }
+
+    /// The [audience](super::Edit::audience) of a client `identity` (or an
+    /// unidentified one): the first whose policy allows it, `None` when none
+    /// does (it is shown what everyone is).
+    ///
+    /// ```
+    /// # use toolgraft::{Tool, Toolset};
+    /// use toolgraft::access::Claim;
+    /// use toolgraft::context::Identity;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo(),))?;
+    /// toolset.edit().audience("pro", Claim::is("plan", "pro")).commit()?;
+    /// let pro = Identity::new("ann").with_claim("plan", "pro");
+    /// assert_eq!(toolset.audience_of(Some(&pro)).unwrap(), "pro");
+    /// assert_eq!(toolset.audience_of(None), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn audience_of(&self, identity: Option<&Identity>) -> Option<Name> {
+        let catalog = self.read();
+        catalog
+            .audience_of(identity)
+            .map(|audience| audience.name.clone())
+    }
+
+    /// The toolset's audiences, in the order a caller is matched against them.
+    ///
+    /// ```
+    /// # use toolgraft::Toolset;
+    /// use toolgraft::access::Claim;
+    /// let toolset = Toolset::new();
+    /// toolset.edit().audience("pro", Claim::is("plan", "pro")).commit()?;
+    /// assert_eq!(toolset.audiences(), ["pro"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn audiences(&self) -> Vec<Name> {
+        let catalog = self.read();
+        catalog
+            .audiences
+            .iter()
+            .map(|audience| audience.name.clone())
+            .collect()
+    }
+
+    /// Whether `name` is published, to everyone or to an
+    /// [audience](super::Edit::audience).
     ///
     /// ```
     /// # use toolgraft::{Tool, Toolset};
@@ -106,11 +174,18 @@ impl Toolset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn is_published(&self, name: &str) -> bool {
-        self.read().published.contains_key(name)
+        let catalog = self.read();
+        catalog.published.contains_key(name)
+            || catalog
+                .audiences
+                .iter()
+                .any(|audience| audience.published.contains_key(name))
     }
 
     /// Whether a client `identity` (or an unidentified one) is shown the
-    /// published name `name`: it is published, and the policies on it allow the
+    /// published name `name`: it is published to it (to its
+    /// [audience](super::Edit::audience), or to everyone when it is in none),
+    /// and the policies on it allow the
     /// caller, or refuse it with a step-up only (see [`access`]).
     /// The same policies decide [`call_published`](Toolset::call_published).
     ///
@@ -131,17 +206,18 @@ impl Toolset {
     /// ```
     pub fn visible(&self, identity: Option<&Identity>, name: &str) -> bool {
         let catalog = self.read();
-        if !catalog.published.contains_key(name) {
+        let (published, guards) = catalog.view(identity);
+        if !published.contains_key(name) {
             return false;
         }
-        catalog
-            .guards_published
+        guards
             .get(name)
             .is_none_or(|guards| access::shows(guards, &Access::listing(identity, name)))
     }
 
-    /// The published names a client `identity` (or an unidentified one) is not
-    /// shown, sorted: what a server takes out of the listing everyone shares,
+    /// The names published to a client `identity` (or an unidentified one)
+    /// ([`published_for`](Self::published_for)) it is not shown, sorted: what
+    /// a server takes out of the listing its audience shares,
     /// at the cost of the guarded names alone (none when the toolset has no
     /// policy).
     ///
@@ -161,8 +237,8 @@ impl Toolset {
     /// ```
     pub fn hidden_from(&self, identity: Option<&Identity>) -> Vec<Name> {
         let catalog = self.read();
-        let mut hidden: Vec<Name> = catalog
-            .guards_published
+        let (_, guards) = catalog.view(identity);
+        let mut hidden: Vec<Name> = guards
             .iter()
             .filter(|(name, guards)| !access::shows(guards, &Access::listing(identity, name)))
             .map(|(name, _)| name.clone())
@@ -184,19 +260,22 @@ impl Toolset {
             .collect()
     }
 
-    /// Whether any policy decides a published name: when none does, every
-    /// client is shown the same names.
+    /// Whether a client's identity decides what it is shown: a policy on a
+    /// published name, or [audiences](super::Edit::audience). When neither,
+    /// every client is shown the same names.
     ///
     /// ```
     /// # use toolgraft::Toolset;
     /// assert!(!Toolset::new().is_guarded());
     /// ```
     pub fn is_guarded(&self) -> bool {
-        !self.read().guards_published.is_empty()
+        let catalog = self.read();
+        !catalog.guards_published.is_empty() || !catalog.audiences.is_empty()
     }
 
-    /// What a published name calls, if it is published: the bound name behind it
-    /// and what clients see of that.
+    /// What a published name calls, if it is published to everyone: the bound
+    /// name behind it and what clients see of that
+    /// ([`resolve_for`](Self::resolve_for) a caller in an audience).
     ///
     /// ```
     /// # use toolgraft::{Tool, Toolset};
@@ -210,11 +289,39 @@ impl Toolset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn resolve(&self, published: &str) -> Option<ToolInfo> {
+        self.resolve_for(None, published)
+    }
+
+    /// What a published name calls for a client `identity` (or an
+    /// unidentified one), if it is published to it (see
+    /// [`published_for`](Self::published_for)): the bound name behind it and
+    /// what clients see of that. Its policies are not asked:
+    /// [`visible`](Self::visible) does.
+    ///
+    /// ```
+    /// # use toolgraft::{Tool, Toolset};
+    /// # use toolgraft::ext::Trace;
+    /// use toolgraft::access::Scopes;
+    /// use toolgraft::context::Identity;
+    /// use toolgraft::toolset::Publish;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let shout = Tool::builder().name("shout").description("Return the text.").read_only()
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((shout.combo().with(Trace),))?;
+    /// toolset.edit()
+    ///     .audience("staff", Scopes::all(["staff"]))
+    ///     .publish_to("staff", "shout", Publish::InPlace)
+    ///     .commit()?;
+    /// let staff = Identity::new("ann").with_scopes(["staff"]);
+    /// assert_eq!(toolset.resolve_for(Some(&staff), "shout").unwrap().name, "shout_trace");
+    /// assert_eq!(toolset.resolve_for(None, "shout").unwrap().name, "shout");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn resolve_for(&self, identity: Option<&Identity>, published: &str) -> Option<ToolInfo> {
         let catalog = self.read();
-        catalog
-            .published
-            .get(published)
-            .map(|entry| entry.info.clone())
+        let (names, _) = catalog.view(identity);
+        names.get(published).map(|entry| entry.info.clone())
     }
 
     /// Every bound name, sorted.
@@ -293,4 +400,17 @@ impl Toolset {
     pub fn contains(&self, name: &str) -> bool {
         self.entry(name).is_some()
     }
+}
+
+/// Published names with what clients see of each, sorted by name.
+fn listed(published: &super::catalog::ByName<Arc<Entry>>) -> Vec<Published> {
+    let mut listed: Vec<Published> = published
+        .iter()
+        .map(|(name, entry)| Published {
+            name: name.clone(),
+            info: entry.info.clone(),
+        })
+        .collect();
+    listed.sort_by(|a, b| a.name.cmp(&b.name));
+    listed
 }

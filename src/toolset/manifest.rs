@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::bind::{self, Attached, Minted};
 use crate::error::{BindError, listed, shorten};
 use crate::limits::Limits;
+use crate::name::Name;
 use crate::runtime::Registry;
 use crate::runtime::manifest::{ComboSpec, Manifest};
 
@@ -19,7 +20,9 @@ impl Toolset {
     /// if it names it not). Tools are independent; a tool that breaks a rule has
     /// none of its names bound (base included), and its key reports why; so does a
     /// manifest key that names no tool of `bases`. Returns each tool with its
-    /// outcome: `bases` in order, then unknown manifest keys.
+    /// outcome: `bases` in order, then unknown manifest keys. A manifest with
+    /// `"audiences"` sets the toolset's audiences first, its outcome under the
+    /// key `audiences` before the tools'.
     ///
     /// The run-time counterpart of [`bind`](Toolset::bind), and a verb of its own
     /// for the same reason as [`apply_manifest`](Toolset::apply_manifest): an
@@ -52,37 +55,39 @@ impl Toolset {
         bases: &BaseTools,
         manifest: &Manifest,
     ) -> Vec<(String, Result<(), BindError>)> {
+        let mut outcome = self.set_audiences(manifest);
         let no_combos = Vec::new();
         let by_tool: HashMap<&str, &Vec<ComboSpec>> = manifest
             .tools
             .iter()
             .map(|(tool, combos)| (tool.as_str(), combos))
             .collect();
-        let mut outcome: Vec<(String, Result<(), BindError>)> = bases
-            .tools
-            .iter()
-            .map(|base| {
-                let tool = &base.running.base;
-                let combos = by_tool.get(tool.as_str()).copied().unwrap_or(&no_combos);
-                let limits = self.limits();
-                let said = manifest.annotations_of(tool).cloned().unwrap_or_default();
-                let mut annotated_base = base.clone();
-                annotated_base.running.presentation = annotated(&base.running.presentation, &said);
-                let bound =
-                    build_combos(registry, &annotated_base, combos, &limits).and_then(|combos| {
-                        // The tool's own hints stay its own: a later manifest that
-                        // says none gets them back, not this manifest's.
-                        let mut group = ToolGroup::new(base.clone(), combos);
-                        group.annotate(&said);
-                        if let Some(publish) = manifest.publish_of(tool) {
-                            group.publish = publish.clone();
-                        }
-                        self.install(vec![(group, None)], &manifest_rules(manifest, tool))
-                            .map(drop)
-                    });
-                (tool.as_str().to_owned(), bound)
-            })
-            .collect();
+        outcome.extend(bases.tools.iter().map(|base| {
+            let tool = &base.running.base;
+            let combos = by_tool.get(tool.as_str()).copied().unwrap_or(&no_combos);
+            let limits = self.limits();
+            let said = manifest.annotations_of(tool).cloned().unwrap_or_default();
+            let mut annotated_base = base.clone();
+            annotated_base.running.presentation = annotated(&base.running.presentation, &said);
+            let bound =
+                build_combos(registry, &annotated_base, combos, &limits).and_then(|combos| {
+                    // The tool's own hints stay its own: a later manifest that
+                    // says none gets them back, not this manifest's.
+                    let mut group = ToolGroup::new(base.clone(), combos);
+                    group.annotate(&said);
+                    if let Some(publish) = manifest.publish_of(tool) {
+                        group.publish = publish.clone();
+                    }
+                    for (audience, publish) in manifest.publish_to_of(tool).unwrap_or(&[]) {
+                        group
+                            .publish_to
+                            .insert(Name::new(audience)?, publish.clone());
+                    }
+                    self.install(vec![(group, None)], &manifest_rules(manifest, tool), &[])
+                        .map(drop)
+                });
+            (tool.as_str().to_owned(), bound)
+        }));
         let offered: std::collections::HashSet<&str> = bases
             .tools
             .iter()
@@ -110,7 +115,9 @@ impl Toolset {
     /// a verb of its own, is the per-tool outcome: a manifest is an operator's
     /// whole file, and one broken entry must not hold back the others (as for
     /// [`bind_manifest`](Toolset::bind_manifest)). For all-or-nothing across
-    /// tools, put the replacements in one edit.
+    /// tools, put the replacements in one edit. A manifest with `"audiences"`
+    /// sets the toolset's audiences first, as
+    /// [`bind_manifest`](Toolset::bind_manifest) does.
     ///
     /// ```
     /// use toolgraft::runtime::manifest::Manifest;
@@ -136,26 +143,52 @@ impl Toolset {
         registry: &Registry,
         manifest: &Manifest,
     ) -> Vec<(String, Result<(), BindError>)> {
-        manifest
-            .tools
-            .iter()
-            .map(|(tool, combos)| {
-                let said = manifest.annotations_of(tool).cloned().unwrap_or_default();
-                let mut edit = self.edit().replace_annotated(registry, tool, combos, said);
-                if let Some(publish) = manifest.publish_of(tool) {
-                    edit = edit.publish(tool, publish.clone());
+        let mut outcome = self.set_audiences(manifest);
+        outcome.extend(manifest.tools.iter().map(|(tool, combos)| {
+            let said = manifest.annotations_of(tool).cloned().unwrap_or_default();
+            let mut edit = self.edit().replace_annotated(registry, tool, combos, said);
+            if let Some(publish) = manifest.publish_of(tool) {
+                edit = edit.publish(tool, publish.clone());
+            }
+            // The manifest says the tool's whole access: what it no longer
+            // names is open again.
+            for name in self.ruled_names_of(tool) {
+                edit = edit.open(&name);
+            }
+            for (name, policy) in manifest.access_of(tool) {
+                edit = edit.authorize_for(tool, name, policy.clone());
+            }
+            if let Some(publish_to) = manifest.publish_to_of(tool) {
+                // The tool's whole per-audience publication, as its access.
+                for audience in self.audiences() {
+                    edit = edit.unpublish_to(&audience, tool);
                 }
-                // The manifest says the tool's whole access: what it no longer
-                // names is open again.
-                for name in self.ruled_names_of(tool) {
-                    edit = edit.open(&name);
+                for (audience, publish) in publish_to {
+                    edit = edit.publish_to(audience, tool, publish.clone());
                 }
-                for (name, policy) in manifest.access_of(tool) {
-                    edit = edit.authorize_for(tool, name, policy.clone());
-                }
-                (tool.clone(), edit.commit())
-            })
-            .collect()
+            }
+            (tool.clone(), edit.commit())
+        }));
+        outcome
+    }
+
+    /// Makes the manifest's `"audiences"` the toolset's, in its order (those
+    /// it does not name taken away): the outcome under the key `audiences`,
+    /// none when the manifest does not say.
+    fn set_audiences(&self, manifest: &Manifest) -> Vec<(String, Result<(), BindError>)> {
+        let Some(audiences) = &manifest.audiences else {
+            return Vec::new();
+        };
+        // Taken away and defined again in the manifest's order: a caller is in
+        // the first that allows it.
+        let mut edit = self.edit();
+        for audience in self.audiences() {
+            edit = edit.remove_audience(&audience);
+        }
+        for (name, policy) in audiences {
+            edit = edit.audience(name, policy.clone());
+        }
+        vec![("audiences".to_owned(), edit.commit())]
     }
 }
 

@@ -16,6 +16,8 @@ mod common;
 mod access;
 #[cfg(all(feature = "cache", feature = "trace"))]
 mod access_hostile;
+#[cfg(all(feature = "cache", feature = "chain", feature = "limit"))]
+mod audiences;
 #[cfg(all(feature = "batch", feature = "pool", feature = "proxy"))]
 mod agreement;
 #[cfg(all(feature = "approve", feature = "pool"))]

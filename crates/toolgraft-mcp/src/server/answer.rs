@@ -52,7 +52,8 @@ impl<H> ToolsetServer<H> {
     ) -> Result<CallToolResult, ErrorData> {
         // Whether to structure follows the listing the client read; a name changed
         // meanwhile is looked up again by the call, which reports it if it is gone.
-        let rendering = self.rendering(name, shape);
+        let identity = toolgraft::context::get::<toolgraft::context::Identity>();
+        let rendering = self.rendering(name, identity.as_ref(), shape);
         let arguments = arguments.map_or(Value::Null, Value::Object);
         to_mcp(
             self.toolset.call_published(name, arguments).await,

@@ -214,7 +214,12 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         let principal = call::principal_of(&context);
         if let Some(followed) = tasks.followed(&request.task_id) {
             return self
-                .get_followed(&request.task_id, followed, principal.as_ref())
+                .get_followed(
+                    &request.task_id,
+                    followed,
+                    principal.as_ref(),
+                    call::identity_of(&context).as_ref(),
+                )
                 .await
                 .map(GetTaskResult::new);
         }
@@ -237,7 +242,12 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         if let Some(followed) = tasks.followed(&request.task_id) {
             // A job asks nothing of its caller: known, nothing to file.
             return self
-                .get_followed(&request.task_id, followed, principal.as_ref())
+                .get_followed(
+                    &request.task_id,
+                    followed,
+                    principal.as_ref(),
+                    call::identity_of(&context).as_ref(),
+                )
                 .await
                 .map(drop);
         }
@@ -260,8 +270,13 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         if let Some(followed) = tasks.followed(&request.task_id) {
             let (follow, job) = (followed.follow.clone(), followed.job.clone());
             // Known to this caller first: an id is no way to cancel another's job.
-            self.get_followed(&request.task_id, followed, principal.as_ref())
-                .await?;
+            self.get_followed(
+                &request.task_id,
+                followed,
+                principal.as_ref(),
+                call::identity_of(&context).as_ref(),
+            )
+            .await?;
             return follow.cancel(&job).await.map_err(|error| {
                 ErrorData::internal_error(format!("the job cannot be cancelled: {error}"), None)
             });
@@ -434,7 +449,7 @@ impl<H: ServerHandler> ToolsetServer<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let shape = OutputShape::for_protocol(context.protocol_version().as_ref());
-        let renderings = self.renderings(&request.name);
+        let renderings = self.renderings(&request.name, call::identity_of(&context).as_ref());
         let rendering = renderings.map_or(Rendering::Text, |known| known.for_shape(shape));
         if self.unknown_arguments == UnknownArguments::Refuse
             && let Some(unknown) = self.unknown_argument(&request)

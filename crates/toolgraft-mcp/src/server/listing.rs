@@ -49,10 +49,13 @@ struct Shaped {
     /// Every published name: what every caller of a toolset without policies
     /// is shown.
     all: Option<View>,
-    /// The same without the names some callers may not call, by those names
-    /// (sorted): one per group of callers the policies tell apart, not per
-    /// caller.
-    without: HashMap<Vec<Name>, View, FxBuildHasher>,
+    /// Every name published to an [audience](toolgraft::toolset::Edit::audience),
+    /// by audience.
+    audiences: HashMap<Name, View, FxBuildHasher>,
+    /// The same without the names some callers may not call, by audience
+    /// and those names (sorted): one per group of callers the policies tell
+    /// apart, not per caller.
+    without: HashMap<(Option<Name>, Vec<Name>), View, FxBuildHasher>,
 }
 
 /// One listing, and its fingerprint once a session's notifier asked for it.
@@ -117,60 +120,92 @@ impl Lister<'_> {
     /// The listing for `shape` of the toolset as it is, built by the first list
     /// after a change and shared by every session until the next.
     pub(super) fn all(&self, shape: OutputShape) -> View {
+        self.published_to(None, None, shape)
+    }
+
+    /// The listing of every name published to `audience` (everyone's when
+    /// `None`), as to its caller `identity`, for `shape`: built by the first
+    /// list after a change and shared until the next.
+    fn published_to(
+        &self,
+        audience: Option<&Name>,
+        identity: Option<&Identity>,
+        shape: OutputShape,
+    ) -> View {
         // Read before the toolset: a listing built after a change is labelled with
         // the version before it at worst, and built again by the next list.
         let version = *self.changes.borrow();
-        let mut listings = self.lock(version);
-        let slot = match shape {
-            OutputShape::ObjectOnly => &mut listings.object_only,
-            OutputShape::AnyJson => &mut listings.any_json,
+        {
+            let mut listings = self.lock(version);
+            let slot = listings.shaped_mut(shape);
+            let found = match audience {
+                None => slot.all.as_ref(),
+                Some(audience) => slot.audiences.get(audience),
+            };
+            if let Some(view) = found {
+                return view.clone();
+            }
+        }
+        // Built outside the lock, so that sessions listing at once do not wait
+        // for each other's building.
+        let published = match audience {
+            None => self.toolset.published(),
+            Some(_) => self.toolset.published_for(identity),
         };
-        slot.all
-            .get_or_insert_with(|| {
-                View::new(
-                    self.toolset
-                        .published()
-                        .iter()
-                        .map(|published| {
-                            let mut tool = published_tool(published, shape);
-                            if self.unknown_arguments == UnknownArguments::Refuse {
-                                close(&mut tool);
-                            }
-                            tool
-                        })
-                        .collect(),
-                )
-            })
-            .clone()
+        let view = View::new(
+            published
+                .iter()
+                .map(|published| {
+                    let mut tool = published_tool(published, shape);
+                    if self.unknown_arguments == UnknownArguments::Refuse {
+                        close(&mut tool);
+                    }
+                    tool
+                })
+                .collect(),
+        );
+        let mut listings = self.lock(version);
+        let slot = listings.shaped_mut(shape);
+        match audience {
+            None => slot.all.get_or_insert(view).clone(),
+            Some(audience) => {
+                if slot.audiences.len() >= MAX_VIEWS {
+                    slot.audiences.clear();
+                }
+                slot.audiences
+                    .entry(audience.clone())
+                    .or_insert(view)
+                    .clone()
+            }
+        }
     }
 
-    /// What `identity` is shown for `shape`: the shared listing without the
-    /// names it may not call. A toolset without policies costs nothing more
-    /// than the shared listing; one with them, the check of its guarded names
-    /// and one lookup, its listing built once per group of callers the
-    /// policies tell apart.
+    /// What `identity` is shown for `shape`: the listing its audience (or
+    /// everyone) shares without the names it may not call. A toolset without
+    /// policies or audiences costs nothing more than the shared listing; one
+    /// with them, the check of its guarded names and one lookup, its listing
+    /// built once per group of callers the policies tell apart.
     pub(super) fn shown(&self, identity: Option<&Identity>, shape: OutputShape) -> View {
         if !self.toolset.is_guarded() {
             return self.all(shape);
         }
         let version = *self.changes.borrow();
+        let audience = self.toolset.audience_of(identity);
         let hidden = self.toolset.hidden_from(identity);
         if hidden.is_empty() {
-            return self.all(shape);
+            return self.published_to(audience.as_ref(), identity, shape);
         }
+        let key = (audience, hidden);
         {
-            let listings = self.lock(version);
-            let slot = match shape {
-                OutputShape::ObjectOnly => &listings.object_only,
-                OutputShape::AnyJson => &listings.any_json,
-            };
-            if let Some(view) = slot.without.get(&hidden) {
+            let mut listings = self.lock(version);
+            if let Some(view) = listings.shaped_mut(shape).without.get(&key) {
                 return view.clone();
             }
         }
         // Built outside the lock from the shared listing: its schemas are
         // shared, not copied.
-        let all = self.all(shape);
+        let (audience, hidden) = &key;
+        let all = self.published_to(audience.as_ref(), identity, shape);
         let view = View::new(
             all.tools
                 .iter()
@@ -183,11 +218,11 @@ impl Lister<'_> {
                 .collect(),
         );
         let mut listings = self.lock(version);
-        let without = listings.without_mut(shape);
+        let without = &mut listings.shaped_mut(shape).without;
         if without.len() >= MAX_VIEWS {
             without.clear();
         }
-        without.entry(hidden).or_insert(view).clone()
+        without.entry(key).or_insert(view).clone()
     }
 
     /// The listings, those of an older version dropped.
@@ -227,10 +262,10 @@ impl Shown {
 }
 
 impl Listings {
-    fn without_mut(&mut self, shape: OutputShape) -> &mut HashMap<Vec<Name>, View, FxBuildHasher> {
+    fn shaped_mut(&mut self, shape: OutputShape) -> &mut Shaped {
         match shape {
-            OutputShape::ObjectOnly => &mut self.object_only.without,
-            OutputShape::AnyJson => &mut self.any_json.without,
+            OutputShape::ObjectOnly => &mut self.object_only,
+            OutputShape::AnyJson => &mut self.any_json,
         }
     }
 }

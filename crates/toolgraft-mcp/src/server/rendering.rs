@@ -5,6 +5,7 @@ use std::sync::PoisonError;
 
 use rustc_hash::FxHashMap;
 use toolgraft::Name;
+use toolgraft::context::Identity;
 use toolgraft::toolset::ToolInfo;
 
 use super::ToolsetServer;
@@ -23,6 +24,9 @@ pub(super) struct Structuring {
     /// hashes its name, and SipHash's flooding resistance buys nothing for keys
     /// that are all bound names (a caller's unknown name only misses).
     names: FxHashMap<Name, Renderings>,
+    /// The same for the callers of each [audience](toolgraft::toolset::Edit::audience),
+    /// whose published names may be served by other bound names.
+    audiences: FxHashMap<Name, FxHashMap<Name, Renderings>>,
 }
 
 /// How a name's results are answered, for each [`OutputShape`].
@@ -96,20 +100,29 @@ impl<H> ToolsetServer<H> {
     /// toolset is now.
     /// The session a call of `name` is keyed by, when `name` is a tool imported
     /// per session.
-    pub(super) fn session_of(&self, name: &str) -> Option<crate::call::Session> {
-        self.renderings(name)
+    pub(super) fn session_of(
+        &self,
+        name: &str,
+        identity: Option<&Identity>,
+    ) -> Option<crate::call::Session> {
+        self.renderings(name, identity)
             .is_some_and(|renderings| renderings.per_session)
             .then_some(self.session)
     }
 
-    pub(super) fn rendering(&self, name: &str, shape: OutputShape) -> Rendering {
-        self.renderings(name)
+    pub(super) fn rendering(
+        &self,
+        name: &str,
+        identity: Option<&Identity>,
+        shape: OutputShape,
+    ) -> Rendering {
+        self.renderings(name, identity)
             .map_or(Rendering::Text, |renderings| renderings.for_shape(shape))
     }
 
     /// How results of `name` are answered, and whether its body is relocated, as
     /// the toolset is now; `None` for a name it does not bind.
-    pub(super) fn renderings(&self, name: &str) -> Option<Renderings> {
+    pub(super) fn renderings(&self, name: &str, identity: Option<&Identity>) -> Option<Renderings> {
         // Read before the toolset: a change after this is seen by the next call.
         let version = *self.changes.borrow();
         let mut structuring = self
@@ -119,15 +132,24 @@ impl<H> ToolsetServer<H> {
         if structuring.version != version {
             structuring.version = version;
             structuring.names.clear();
+            structuring.audiences.clear();
         }
-        if let Some(renderings) = structuring.names.get(name) {
+        // What a published name calls depends on the caller's audience.
+        let audience = self.toolset.audience_of(identity);
+        let names = match &audience {
+            None => &mut structuring.names,
+            Some(audience) => structuring.audiences.entry(audience.clone()).or_default(),
+        };
+        if let Some(renderings) = names.get(name) {
             return Some(*renderings);
         }
-        let (Some(info), Ok(published)) = (self.toolset.resolve(name), Name::new(name)) else {
+        let (Some(info), Ok(published)) =
+            (self.toolset.resolve_for(identity, name), Name::new(name))
+        else {
             return None;
         };
         let renderings = Renderings::of(name, &info, self.tasks.as_deref());
-        structuring.names.insert(published, renderings);
+        names.insert(published, renderings);
         Some(renderings)
     }
 }

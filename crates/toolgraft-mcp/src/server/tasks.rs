@@ -14,7 +14,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 
-use toolgraft::context::Principal;
+use toolgraft::context::{Identity, Principal};
 use toolgraft::relocation::{Deferral, Deferred, Phase};
 
 use super::ToolsetServer;
@@ -65,7 +65,7 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
             let arguments = arguments_of(&request.arguments);
             let progress = reserved.progress.clone();
             let handler: call::SessionHandler = self.handler.clone();
-            let session = self.session_of(&request.name);
+            let session = self.session_of(&request.name, call::identity_of(&context).as_ref());
             move |responses, state| call::Brought {
                 responses,
                 state,
@@ -137,7 +137,7 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
             progress: None,
             deferral: Some(Deferral::offer(tasks.settings().follower_keys())),
             handler: Some(self.handler.clone()),
-            session: self.session_of(&name),
+            session: self.session_of(&name, call::identity_of(&context).as_ref()),
             session_level: self.session_level(),
         };
         let call = self.toolset.call_published(&name, arguments);
@@ -168,6 +168,7 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
         id: &str,
         followed: FollowedTask,
         principal: Option<&Principal>,
+        identity: Option<&Identity>,
     ) -> Result<DetailedTask, ErrorData> {
         let found = followed
             .follow
@@ -182,10 +183,12 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
         // The job's own principal, and a name this server serves through that
         // backend: or the id is none.
         let serves = |called: &str| {
-            self.toolset.resolve(called).is_some_and(|info| {
-                deferring_backend(&info)
-                    .is_some_and(|backend| backend.as_str() == followed.follow.backend())
-            })
+            self.toolset
+                .resolve_for(identity, called)
+                .is_some_and(|info| {
+                    deferring_backend(&info)
+                        .is_some_and(|backend| backend.as_str() == followed.follow.backend())
+                })
         };
         let Some(found) =
             found.filter(|found| found.principal.as_ref() == principal && serves(&found.called))
@@ -196,7 +199,7 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
             Phase::Waiting => TaskPayload::Working,
             Phase::Cancelled => TaskPayload::Cancelled,
             Phase::Ended(outcome) => {
-                let rendering = self.rendering(&found.called, OutputShape::AnyJson);
+                let rendering = self.rendering(&found.called, identity, OutputShape::AnyJson);
                 match to_mcp(outcome, &found.called, rendering, self.bad_arguments) {
                     Ok(result) => TaskPayload::Completed {
                         result: task::object_of(&result),

@@ -452,4 +452,66 @@ mod http {
         bob.cancel().await.unwrap();
         within("shutdown", server.shutdown()).await.unwrap();
     }
+
+    /// Audiences: team alpha is published `search` and its pool branch, everyone
+    /// else `search` with the pool branch in its place. Each lists and calls its
+    /// own; a name published to the other audience answers as an unknown one;
+    /// taking the audience away is told to alpha's session only.
+    #[tokio::test]
+    async fn each_audience_lists_and_calls_its_own_publication() {
+        use toolgraft::toolset::Publish;
+        let calls = Arc::new(AtomicUsize::new(0));
+        let toolset = Toolset::new();
+        toolset
+            .bind((noting("search", &calls).combo().with(Pool::new(1).unwrap()),))
+            .unwrap();
+        toolset
+            .edit()
+            .publish("search", Publish::InPlace)
+            .audience("alpha", Claim::is("team", "alpha"))
+            .publish_to("alpha", "search", Publish::All)
+            .commit()
+            .unwrap();
+        let server = serve(&toolset).await;
+        let (alice, bob) = (
+            connect_as(&server.url(), "alice").await,
+            connect_as(&server.url(), "bob").await,
+        );
+        assert_eq!(names(&alice).await, ["search", "search_pool"]);
+        assert_eq!(names(&bob).await, ["search"]);
+        let on = |answer: Value| answer["thread"].as_str().unwrap().to_owned();
+        let alices = call(&alice, "search", json!({"text": "tea"})).await;
+        assert_ne!(on(alices), "toolgraft-pool", "alpha's `search` is the base");
+        let bobs = call(&bob, "search", json!({"text": "tea"})).await;
+        assert_eq!(on(bobs), "toolgraft-pool", "everyone's is the pool branch");
+        assert_eq!(
+            on(call(&alice, "search_pool", json!({"text": "tea"})).await),
+            "toolgraft-pool"
+        );
+
+        let url = server.url();
+        let (status, _, hidden) = post_call(&url, "bob", "search_pool").await;
+        let (unknown_status, _, unknown) = post_call(&url, "bob", "search_poll").await;
+        assert_eq!(status, unknown_status);
+        assert_eq!(
+            hidden.replace("search_pool", "NAME"),
+            unknown.replace("search_poll", "NAME")
+        );
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            3,
+            "bob's hidden call ran nothing"
+        );
+
+        toolset.edit().remove_audience("alpha").commit().unwrap();
+        within("alice told", alice.service().list_changed.notified()).await;
+        assert_eq!(names(&alice).await, ["search"]);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(bob.service().notifications.load(Ordering::SeqCst), 0);
+        let now = call(&alice, "search", json!({"text": "tea"})).await;
+        assert_eq!(on(now), "toolgraft-pool");
+        alice.cancel().await.unwrap();
+        bob.cancel().await.unwrap();
+        within("shutdown", server.shutdown()).await.unwrap();
+    }
 }
