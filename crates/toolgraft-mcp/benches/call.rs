@@ -276,38 +276,68 @@ fn list_guarded(c: &mut Criterion) {
         b.iter(|| black_box(shared.list(OutputShape::AnyJson)))
     });
 
-    let guarded = Toolset::new();
-    for i in 0..1000 {
-        let tool = Tool::builder()
-            .name(format!("add_{i}"))
-            .description("Add two numbers.")
-            .body(add)
-            .build()
-            .unwrap();
-        guarded.bind((tool.combo(),)).unwrap();
-    }
-    let mut edit = guarded.edit();
-    for i in (0..1000).step_by(2) {
-        // Four groups of names, by scope: callers holding some of them.
-        edit = edit.authorize(
-            &format!("add_{i}"),
-            Scopes::all([format!("group_{}", i % 8)]),
-        );
-    }
-    edit.commit().unwrap();
-    let server = ToolsetServer::new(guarded);
-    // 64 callers, in 4 groups the policies tell apart.
+    let guarded = || {
+        let guarded = Toolset::new();
+        for i in 0..1000 {
+            let tool = Tool::builder()
+                .name(format!("add_{i}"))
+                .description("Add two numbers.")
+                .body(add)
+                .build()
+                .unwrap();
+            guarded.bind((tool.combo(),)).unwrap();
+        }
+        let mut edit = guarded.edit();
+        for i in (0..1000).step_by(2) {
+            // Four groups of names, by scope: callers holding some of them.
+            edit = edit.authorize(
+                &format!("add_{i}"),
+                Scopes::all([format!("group_{}", i % 8)]),
+            );
+        }
+        edit.commit().unwrap();
+        guarded
+    };
+    let server = ToolsetServer::new(guarded());
+    // 64 callers, in 4 groups the policies tell apart; half of them on the
+    // `pro` plan (an audience, below).
     let callers: Vec<Identity> = (0..64)
         .map(|i| {
             let scopes: Vec<String> = (0..=(i % 4)).map(|g| format!("group_{}", 2 * g)).collect();
-            Identity::new(format!("caller_{i}")).with_scopes(scopes)
+            let plan = if i % 8 < 4 { "pro" } else { "free" };
+            Identity::new(format!("caller_{i}"))
+                .with_scopes(scopes)
+                .with_claim("plan", plan)
         })
         .collect();
-    let shown = |who: &Identity| server.list_for(Some(who), OutputShape::AnyJson).len();
-    assert_eq!(shown(&callers[0]), 625);
-    assert_eq!(shown(&callers[3]), 1000);
+    let shown = |server: &ToolsetServer, who: &Identity| {
+        server.list_for(Some(who), OutputShape::AnyJson).len()
+    };
+    assert_eq!(shown(&server, &callers[0]), 625);
+    assert_eq!(shown(&server, &callers[3]), 1000);
     let mut turn = 0;
     group.bench_function("per-principal", |b| {
+        b.iter(|| {
+            turn = (turn + 1) % callers.len();
+            black_box(server.list_for(Some(&callers[turn]), OutputShape::AnyJson))
+        })
+    });
+
+    // The same with an audience: the `pro` plan is not published every
+    // fourth tool (8 groups of callers).
+    let audienced = guarded();
+    let mut edit = audienced
+        .edit()
+        .audience("pro", toolgraft::access::Claim::is("plan", "pro"));
+    for i in (1..1000).step_by(4) {
+        let tool = format!("add_{i}");
+        edit = edit.publish_to("pro", &tool, toolgraft::toolset::Publish::Only(Vec::new()));
+    }
+    edit.commit().unwrap();
+    let server = ToolsetServer::new(audienced);
+    assert_eq!(shown(&server, &callers[0]), 375);
+    assert_eq!(shown(&server, &callers[4]), 625);
+    group.bench_function("per-principal, 2 audiences", |b| {
         b.iter(|| {
             turn = (turn + 1) % callers.len();
             black_box(server.list_for(Some(&callers[turn]), OutputShape::AnyJson))
