@@ -39,6 +39,17 @@
 //!                          "notes_cache_authorize": {"scopes": ["notes:read"], "step_up": true}}}
 //! } }
 //! ```
+//!
+//! A policy's `when` is a CEL expression over the caller, the name called and
+//! the arguments (toolgraft's `cel` feature; see [`PolicySpec`]):
+//!
+//! ```json
+//! { "tools": {
+//!     "search": {"combos": [],
+//!                "access": {"search": {"claims": {"tenant": "acme"},
+//!                                      "when": "arguments.limit <= 100 || 'search:bulk' in scopes"}}}
+//! } }
+//! ```
 
 use std::fmt;
 use std::path::Path;
@@ -345,7 +356,7 @@ fn entry_of(tool: &str, fields: &Map<String, Value>) -> Result<EntrySpec, Manife
 
 /// A tool's `"access"`: each of its names with the policy on it.
 fn access_of(tool: &str, value: &Value) -> Result<Vec<(String, PolicySpec)>, ManifestError> {
-    const ACCESS: &str = r#"write "access": {"name": {"scopes": ["a"], "any_scope": ["b", "c"], "claims": {"tenant": "acme"}, "step_up": true}}, each field optional"#;
+    const ACCESS: &str = r#"write "access": {"name": {"scopes": ["a"], "any_scope": ["b", "c"], "claims": {"tenant": "acme"}, "when": "<CEL>", "step_up": true}}, each field optional"#;
     let names = value
         .as_object()
         .ok_or_else(|| shape(tool, format!("has `access` of {}; {ACCESS}", shown(value))))?;
