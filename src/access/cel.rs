@@ -1,34 +1,5 @@
 //! [`Cel`]: a condition in CEL, the Common Expression Language, over the
 //! caller, the name called and the call's arguments (the `cel` feature).
-//!
-//! An expression is compiled once, where it is written (a manifest's `when`,
-//! [`Cel::new`]), and evaluated on each call it guards. It reads these variables:
-//!
-//! | variable | CEL type | value |
-//! |---|---|---|
-//! | `subject` | `string` | [`Identity::subject`](crate::context::Identity::subject) |
-//! | `issuer` | `string` or `null` | [`Identity::issuer`](crate::context::Identity::issuer) |
-//! | `scopes` | `list(string)` | [`Identity::scopes`](crate::context::Identity::scopes) |
-//! | `claims` | `map(string, dyn)` | [`Identity::claims`](crate::context::Identity::claims) |
-//! | `tool` | `string` | the name called ([`Access::name`]) |
-//! | `arguments` | `map(string, dyn)` | the call's arguments ([`Access::arguments`]) |
-//!
-//! It decides among authenticated callers: a call with no
-//! [`Identity`](crate::context::Identity) is
-//! refused before it is evaluated. It fails closed: a result other than `true`
-//! refuses, and so does an evaluation that fails (a missing claim, a comparison
-//! of a string with a number), with a reason that names neither the caller's
-//! nor the arguments' values. A listing has no arguments: an expression that
-//! reaches `arguments` there lets the name be listed, and its calls decide
-//! (`claims.tenant == "acme" && arguments.limit <= 100` hides the name from
-//! another tenant, and shows it to the caller of `acme`).
-//!
-//! A hostile manifest cannot exhaust the process with an expression: one is at
-//! most [`MAX_CEL_LEN`] characters and [`MAX_CEL_DEPTH`] levels deep, checked
-//! before it is parsed, and parsed on a thread of its own with a stack that
-//! holds whatever those limits let through. What an expression costs per call
-//! grows with what it iterates (`arguments.items.all(i, ..)`): the operator
-//! writes it, and the toolset's [limits](crate::limits) bound the arguments.
 
 use std::fmt;
 use std::sync::Arc;
@@ -43,12 +14,40 @@ pub const MAX_CEL_LEN: usize = 4096;
 
 /// How deep a CEL expression may nest: brackets (`(`, `[`, `{`) within
 /// brackets, and the operations of the parsed expression within one another
-/// (`a + b + c` is two levels, `f(g(x))` three).
+/// (`f(g(x))` is three levels, and so is `a + b + c`).
 pub const MAX_CEL_DEPTH: usize = 24;
 
-/// A CEL condition of access, compiled; see the [module docs](self) for what it
-/// reads. It is a [`Policy`] of its own, and a manifest policy's `when`
-/// ([`PolicySpec::when`](super::PolicySpec::when)).
+/// A CEL condition of access, compiled: a [`Policy`] of its own, and a manifest
+/// policy's `when` ([`PolicySpec::when`](super::PolicySpec::when)).
+///
+/// An expression is compiled once, where it is written (a manifest's `when`,
+/// [`Cel::new`]), and evaluated on each call it guards. It reads these variables:
+///
+/// | variable | CEL type | value |
+/// |---|---|---|
+/// | `subject` | `string` | [`Identity::subject`](crate::context::Identity::subject) |
+/// | `issuer` | `string` or `null` | [`Identity::issuer`](crate::context::Identity::issuer) |
+/// | `scopes` | `list(string)` | [`Identity::scopes`](crate::context::Identity::scopes) |
+/// | `claims` | `map(string, dyn)` | [`Identity::claims`](crate::context::Identity::claims) |
+/// | `tool` | `string` | the name called ([`Access::name`]) |
+/// | `arguments` | `map(string, dyn)` | the call's arguments ([`Access::arguments`]) |
+///
+/// It decides among authenticated callers: a call with no
+/// [`Identity`](crate::context::Identity) is refused before it is evaluated.
+/// It fails closed: a result other than `true`
+/// refuses, and so does an evaluation that fails (a missing claim, a comparison
+/// of a string with a number), with a reason that names neither the caller's
+/// nor the arguments' values. A listing has no arguments: an expression that
+/// reaches `arguments` there lets the name be listed, and its calls decide
+/// (`claims.tenant == "acme" && arguments.limit <= 100` hides the name from
+/// another tenant, and shows it to the caller of `acme`).
+///
+/// A hostile manifest cannot exhaust the process with an expression: one is at
+/// most [`MAX_CEL_LEN`] characters and [`MAX_CEL_DEPTH`] levels deep, checked
+/// before it is parsed, and parsed on a thread of its own with a stack that
+/// holds whatever those limits let through. What an expression costs per call
+/// grows with what it iterates (`arguments.items.all(i, ..)`): the operator
+/// writes it, and the toolset's [limits](crate::limits) bound the arguments.
 ///
 /// Without toolgraft's `cel` feature the type is there, but [`Cel::new`] refuses
 /// every expression with [`CelError::Disabled`], which says to enable it.
