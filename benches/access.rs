@@ -1,8 +1,10 @@
 //! Per-call cost of authorization: a call by name with a policy on the name (a
 //! scope and a claim, checked before the call) against the same call with none,
-//! and the `authorize` layer on the typed path against the bare tool.
+//! and the `authorize` layer on the typed path against the bare tool. With the
+//! `cel` feature, one check of a manifest's policy alone: without `when`, with a
+//! `when` on a claim, and a CEL condition on the arguments.
 //!
-//! Run: `cargo bench --bench access` (see BENCHMARKS.md).
+//! Run: `cargo bench --bench access --features cel` (see BENCHMARKS.md).
 
 use std::hint::black_box;
 
@@ -90,5 +92,40 @@ fn access(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, access);
+/// One check of a policy as a manifest writes it, with no call around it: what a
+/// CEL condition adds to the scopes and claims.
+#[cfg(feature = "cel")]
+fn conditions(c: &mut Criterion) {
+    use toolgraft::access::{Access, Cel, Policy, PolicySpec};
+
+    let spec = |when: &str| -> PolicySpec {
+        let mut policy = json!({"scopes": ["tools:read"], "claims": {"tenant": "acme"}});
+        if !when.is_empty() {
+            policy["when"] = json!(when);
+        }
+        serde_json::from_value(policy).unwrap()
+    };
+    let plain = spec("");
+    let when = spec("claims.tenant == 'acme' && 'notes:write' in scopes");
+    let on_arguments = Cel::new("arguments.a + arguments.b <= 100").unwrap();
+    let who = alice();
+    let arguments = json!({"a": 2, "b": 3}).as_object().cloned().unwrap();
+    let access = Access::call(Some(&who), "add", &arguments);
+    let mut group = c.benchmark_group("access");
+    group.bench_function("spec/plain", |b| {
+        b.iter(|| black_box(plain.check(black_box(&access))).unwrap())
+    });
+    group.bench_function("spec/when", |b| {
+        b.iter(|| black_box(when.check(black_box(&access))).unwrap())
+    });
+    group.bench_function("cel/arguments", |b| {
+        b.iter(|| black_box(on_arguments.check(black_box(&access))).unwrap())
+    });
+    group.finish();
+}
+
+#[cfg(not(feature = "cel"))]
+fn conditions(_: &mut Criterion) {}
+
+criterion_group!(benches, access, conditions);
 criterion_main!(benches);

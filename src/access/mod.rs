@@ -47,9 +47,11 @@ use serde_json::{Map, Value};
 use crate::context::Identity;
 
 mod builtin;
+mod cel;
 mod spec;
 
 pub use builtin::{Anyone, Authenticated, Claim, PolicyFn, Scopes, policy_fn};
+pub use cel::{Cel, CelError, MAX_CEL_DEPTH, MAX_CEL_LEN};
 pub use spec::PolicySpec;
 
 /// One access decision's question: who calls which name with what.

@@ -22,6 +22,7 @@
 //! | `scopes` | every one of these scopes |
 //! | `any_scope` | one of these scopes |
 //! | `claims` | each claim equal, or held by a list claim |
+//! | `when` | a CEL expression that must give `true` (feature `cel`; see [`Cel`](crate::access::Cel)) |
 //! | `step_up` | a caller short of scopes is told which to ask for |
 
 use std::fmt;

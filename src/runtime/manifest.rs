@@ -40,6 +40,17 @@
 //! } }
 //! ```
 //!
+//! A policy's `when` is a CEL expression over the caller, the name called and
+//! the arguments (toolgraft's `cel` feature; see [`PolicySpec`]):
+//!
+//! ```json
+//! { "tools": {
+//!     "search": {"combos": [],
+//!                "access": {"search": {"claims": {"tenant": "acme"},
+//!                                      "when": "arguments.limit <= 100 || 'search:bulk' in scopes"}}}
+//! } }
+//! ```
+//!
 //! And [audiences](crate::toolset::Edit::audience): groups of callers, each
 //! decided by a policy of the same form, shown what a tool's `"publish_to"`
 //! publishes to them in place of its `"publish"`. A caller is in the first
@@ -459,7 +470,7 @@ fn audiences_of(value: &Value) -> Result<Vec<(String, PolicySpec)>, ManifestErro
 
 /// A tool's `"access"`: each of its names with the policy on it.
 fn access_of(tool: &str, value: &Value) -> Result<Vec<(String, PolicySpec)>, ManifestError> {
-    const ACCESS: &str = r#"write "access": {"name": {"scopes": ["a"], "any_scope": ["b", "c"], "claims": {"tenant": "acme"}, "step_up": true}}, each field optional"#;
+    const ACCESS: &str = r#"write "access": {"name": {"scopes": ["a"], "any_scope": ["b", "c"], "claims": {"tenant": "acme"}, "when": "<CEL>", "step_up": true}}, each field optional"#;
     let names = value
         .as_object()
         .ok_or_else(|| shape(tool, format!("has `access` of {}; {ACCESS}", shown(value))))?;

@@ -14,6 +14,8 @@ mod common;
     feature = "pool"
 ))]
 mod access;
+#[cfg(feature = "cel")]
+mod access_cel;
 #[cfg(all(feature = "cache", feature = "trace"))]
 mod access_hostile;
 #[cfg(all(feature = "cache", feature = "chain", feature = "limit"))]

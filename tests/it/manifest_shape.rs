@@ -178,3 +178,22 @@ fn files_load_by_extension() {
     ));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An access policy's `when` is CEL with toolgraft's `cel` feature; without it,
+/// the manifest is refused saying to enable the feature (not an unknown field).
+#[test]
+fn an_access_when_needs_the_cel_feature() {
+    let read = Manifest::from_json(
+        r#"{"tools": {"notes": {"combos": [], "access": {"notes": {"when": "claims.tenant == 'acme'"}}}}}"#,
+    );
+    if cfg!(feature = "cel") {
+        let manifest = read.unwrap();
+        let when = manifest.access[0].1[0].1.when.as_ref().unwrap();
+        assert_eq!(when.source(), "claims.tenant == 'acme'");
+    } else {
+        let words = read.unwrap_err().to_string();
+        assert!(words.starts_with("tool `notes`"), "{words}");
+        assert!(words.contains("toolgraft's `cel` feature"), "{words}");
+        assert!(!words.contains("unknown field"), "{words}");
+    }
+}
