@@ -95,10 +95,7 @@ async fn authorize_outside_remote_decides_in_the_caller_for_the_worker(env: Env)
 /// error that names both layers, the rule and the fix.
 #[test]
 fn a_manifest_puts_authorize_outside_remote_only() {
-    let mut registry = registry();
-    registry
-        .register(Configured::new(Authorize::default()))
-        .unwrap();
+    let registry = registry();
     let path = std::env::temp_dir().join(format!("{}.db", unique("authorize_manifest")));
     let remote =
         json!({"name": "remote", "config": {"url": format!("sqlite://{}", path.display())}});

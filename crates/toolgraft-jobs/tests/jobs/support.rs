@@ -15,14 +15,11 @@ pub(crate) use std::time::{Duration, Instant};
 pub(crate) use schemars::JsonSchema;
 pub(crate) use serde::{Deserialize, Serialize};
 pub(crate) use serde_json::{Value, json};
-pub(crate) use toolgraft::access::Scopes;
 pub(crate) use toolgraft::context::{
     self, ChainDepth, Entry, Identity, InProcess, Keyed, Serialized, Unkeyed,
 };
 pub(crate) use toolgraft::error::BoxError;
-pub(crate) use toolgraft::ext::{
-    Authorize, Batch, Cache, Proxy, Retry, Timeout, Trace, proxy,
-};
+pub(crate) use toolgraft::ext::{Authorize, Batch, Cache, Proxy, Retry, Timeout, Trace, proxy};
 pub(crate) use toolgraft::extension::Configurable;
 pub(crate) use toolgraft::prelude::*;
 pub(crate) use toolgraft::runtime::Configured;
@@ -158,6 +155,13 @@ pub(crate) fn whereami_tool() -> impl BaseTool<Input = City, Output = Report> {
 /// The scope `whereami_remote_authorize` asks of its callers.
 pub(crate) const WEATHER_READ: &str = "weather:read";
 
+/// The check of `whereami_remote_authorize`, from its config: a fleet's members
+/// rebind it by name (`registry()`) with the same policy.
+pub(crate) fn weather_readers() -> Authorize {
+    Authorize::from_config(serde_json::from_value(json!({"scopes": [WEATHER_READ]})).unwrap())
+        .unwrap()
+}
+
 /// The one binding code of callers and workers.
 pub(crate) fn toolset(remote: &Remote) -> Toolset {
     let whereami = whereami_tool();
@@ -200,7 +204,7 @@ pub(crate) fn toolset(remote: &Remote) -> Toolset {
             // The check outside: it decides in the caller, before a job is sent.
             Combo::on(&whereami)
                 .with(remote.clone())
-                .with(Authorize::new(Scopes::all([WEATHER_READ]))),
+                .with(weather_readers()),
         ))
         .unwrap();
     let mark = Tool::builder()
@@ -275,6 +279,8 @@ pub(crate) fn registry() -> Registry {
         .register(Configured::<Remote>::named("remote"))
         .unwrap()
         .register(Submit::new().dynamic())
+        .unwrap()
+        .register(Configured::new(Authorize::default()))
         .unwrap();
     registry
 }
