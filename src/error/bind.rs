@@ -553,9 +553,8 @@ impl BindError {
             Self::UnknownExtensions { .. } => Rule::UnknownExtension,
             Self::MultipleOfKind { .. } => Rule::Cardinality,
             Self::LocalityOutsideRelocation { .. } => Rule::LocalityInsideRelocation,
-            Self::CallerLocalInsideRelocation { .. } | Self::AuthorizationInsideRelocation { .. } => {
-                Rule::CallerOutsideRelocation
-            }
+            Self::CallerLocalInsideRelocation { .. }
+            | Self::AuthorizationInsideRelocation { .. } => Rule::CallerOutsideRelocation,
             Self::SharedAnswerOutsideAuthorization { .. } => Rule::SharedAnswersInsideAuthorization,
             Self::SideEffects { .. } => Rule::SideEffects,
             Self::ExtensionFailed { .. }
