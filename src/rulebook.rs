@@ -91,6 +91,13 @@
 //! process boundary, and this rule keeps the extensions that need it in front of
 //! every backend, from typed combos, manifests and the authoring API alike.
 //!
+//! An authorization check (`authorize`, locality `Authorizing`) sits outside
+//! every relocating extension too, for its own reason: it needs no session (the
+//! caller's [`Identity`](crate::context::Identity) travels to the worker), but
+//! it must decide before the call is sent, so that no job is enqueued for a
+//! caller it refuses. `[remote, authorize]` binds; `[authorize, remote]` does
+//! not, and its error says so in those words.
+//!
 //! # shared-answers-inside-authorization
 //! An authorization check in a combo (`authorize`, locality `Authorizing`) decides
 //! who may call the layers inside it. An extension that answers callers from what

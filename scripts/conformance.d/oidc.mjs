@@ -30,12 +30,13 @@
 //     login and consent answered by oidc-provider's development forms (any login,
 //     any password: a script posts them, see python_oauth.py);
 //   - introspection (RFC 7662) for the client `toolgraft-rs` only, and the client
-//     `alice-opaque`, alice's twin whose access tokens are opaque, to introspect;
+//     `alice-opaque`, alice's twin whose access tokens are opaque (`sub` alice,
+//     tenant acme), to introspect;
 //   - revocation.
 //
 // Clients (secret; method; scopes allowed; tenant): alice (alice-secret; basic;
 // tools:read notes:write; acme), bob (bob-secret; post; tools:read; globex),
-// alice-opaque (alice-opaque-secret; basic; as alice), toolgraft-rs
+// alice-opaque (alice-opaque-secret; basic; as alice, sub alice), toolgraft-rs
 // (toolgraft-rs-secret; basic; introspection only). oidc-provider takes either
 // secret method from any of them. Users: carol (acme), dave (globex).
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
@@ -60,7 +61,9 @@ if (portArg === undefined || resources.length === 0) {
 const CLIENTS = {
     alice: { secret: 'alice-secret', auth: 'client_secret_basic', scope: 'tools:read notes:write', tenant: 'acme' },
     bob: { secret: 'bob-secret', auth: 'client_secret_post', scope: 'tools:read', tenant: 'globex' },
-    'alice-opaque': { secret: 'alice-opaque-secret', auth: 'client_secret_basic', scope: 'tools:read notes:write', tenant: 'acme', opaque: true },
+    // Alice again, through another client: her tokens are opaque (only introspection
+    // says whose they are), and name her, `sub` alice, as her own client's do.
+    'alice-opaque': { secret: 'alice-opaque-secret', auth: 'client_secret_basic', scope: 'tools:read notes:write', tenant: 'acme', opaque: true, subject: 'alice' },
 };
 // The client a resource server introspects with.
 const INTROSPECTOR = { id: 'toolgraft-rs', secret: 'toolgraft-rs-secret' };
@@ -146,15 +149,17 @@ const configuration = {
             },
         },
     },
-    // `tenant` on every access token. And `sub` = the client id on a client's own
-    // token: a JWT has it anyway, but introspection gives `sub` only for an account.
+    // `tenant` on every access token. And `sub` on a client's own token: the client
+    // id (a JWT has it anyway, but introspection gives `sub` only for an account),
+    // or the subject it stands for (`alice-opaque`: alice).
     async extraTokenClaims(ctx, token) {
         if (token.accountId) {
             const tenant = USERS[token.accountId];
             return tenant ? { tenant } : undefined;
         }
-        const tenant = CLIENTS[token.clientId]?.tenant;
-        return { sub: token.clientId, ...(tenant ? { tenant } : {}) };
+        const client = CLIENTS[token.clientId];
+        const tenant = client?.tenant;
+        return { sub: client?.subject ?? token.clientId, ...(tenant ? { tenant } : {}) };
     },
     ttl: {
         AccessToken: TTL,

@@ -5,6 +5,9 @@ reach a protected toolgraft server.
   alice, bob  client credentials (`ClientCredentialsOAuthProvider`), pre-registered
               confidential clients of the issuer: alice may have tools:read and
               notes:write, bob tools:read only;
+  alice-opaque  alice again (sub alice), through a client whose access tokens are
+              opaque: the server introspects them (RFC 7662); the transcript shows
+              what the issuer's introspection says of them;
   carol       a user: dynamic client registration, then the authorization code flow
               with PKCE (`OAuthClientProvider`), her login and consent posted to the
               issuer's development forms by the callback handler, no browser.
@@ -14,7 +17,8 @@ authorization server's metadata), a token, its claims (decoded, not verified),
 `tools/list` (the tools this caller sees), calls; then a call that needs a scope the
 token lacks, answered 403 insufficient_scope: the SDK asks for the union of the
 scopes it had and the one challenged, which the issuer grants alice and carol and
-refuses bob (invalid_scope), and the call fails.
+refuses bob (invalid_scope), and the call fails. Last, a made-up bearer token is
+answered 401 with an `invalid_token` challenge.
 
 Every HTTP request a client makes is printed (method, URL, status, and what matters
 of it), so the output is a transcript of the flows. What the server is expected to
@@ -68,6 +72,8 @@ class Caller:
     hidden: list[str] = field(default_factory=list)
     # whether the step-up to STEP_UP_SCOPE succeeds (the issuer allows the scope)
     steps_up: bool = False
+    # whether its access tokens are opaque (not JWTs): read through introspection
+    opaque: bool = False
 
 
 # The tool whose call needs a scope the first token lacks (403 insufficient_scope).
@@ -100,6 +106,19 @@ EXPECTED = [
         steps_up=False,
     ),
     Caller(
+        "alice-opaque",
+        secret="alice-opaque-secret",
+        auth="client_secret_basic",
+        sub="alice",
+        tenant="acme",
+        first_scope={"tools:read"},
+        tools={"whoami", "list_notes", "write_note", "acme_report"},
+        calls=[("whoami", {}, "alice of acme"), ("list_notes", {}, "[")],
+        hidden=["admin_reset"],
+        steps_up=True,
+        opaque=True,
+    ),
+    Caller(
         "carol",
         secret=None,
         sub="carol",
@@ -111,6 +130,9 @@ EXPECTED = [
         steps_up=True,
     ),
 ]
+# The client the script introspects opaque tokens as, to show and check what they
+# say (oidc.mjs allows it alone to introspect; the server under test uses it too).
+INTROSPECTOR = ("toolgraft-rs", "toolgraft-rs-secret")
 # Where the authorization code flow sends the browser back: nothing listens there,
 # the callback handler reads the code off the redirect.
 REDIRECT_URI = "http://127.0.0.1:9/callback"
@@ -124,7 +146,7 @@ def check(condition: bool, what: str) -> None:
 
 
 def say(who: str, text: str) -> None:
-    print(f"{who:>6} | {text}", flush=True)
+    print(f"{who:>12} | {text}", flush=True)
 
 
 def claims_of(token: str) -> tuple[dict, dict]:
@@ -295,18 +317,41 @@ def provider_for(caller: Caller, url: str, issuer: str, storage: Memory) -> tupl
     )
 
 
-def show_token(caller: Caller, token: OAuthToken, url: str, issuer: str, scope: set[str]) -> None:
-    header, claims = claims_of(token.access_token)
-    shown = {k: claims.get(k) for k in ("iss", "sub", "aud", "client_id", "scope", "tenant")}
-    say(caller.name, f"token: typ={header.get('typ')} alg={header.get('alg')} expires_in={token.expires_in} "
-        f"refresh_token={'yes' if token.refresh_token else 'no'}")
-    say(caller.name, f"    claims {json.dumps(shown)}, exp-iat={claims['exp'] - claims['iat']} s")
+async def introspected(token: str, issuer: str) -> dict:
+    """What the issuer's introspection endpoint (from its RFC 8414 metadata) says of
+    an opaque token, asked as INTROSPECTOR."""
+    async with httpx2.AsyncClient(timeout=10) as http:
+        metadata = (await http.get(f"{issuer}/.well-known/oauth-authorization-server")).json()
+        response = await http.post(metadata["introspection_endpoint"], data={"token": token}, auth=INTROSPECTOR)
+        check(response.status_code == 200, f"introspection answered {response.status_code}: {response.text[:200]}")
+        return response.json()
+
+
+async def show_token(caller: Caller, token: OAuthToken, url: str, issuer: str, scope: set[str]) -> None:
+    if caller.opaque:
+        check(token.access_token.count(".") != 2, f"{caller.name}: the access token is a JWT, expected an opaque one")
+        claims = await introspected(token.access_token, issuer)
+        shown = {k: claims.get(k) for k in ("active", "iss", "sub", "aud", "client_id", "scope", "tenant")}
+        say(caller.name, f"token: opaque ({len(token.access_token)} characters) expires_in={token.expires_in} "
+            f"refresh_token={'yes' if token.refresh_token else 'no'}")
+        say(caller.name, f"    introspected {json.dumps(shown)}")
+        check(claims.get("active") is True, f"{caller.name}: the issuer says the token is not active")
+    else:
+        header, claims = claims_of(token.access_token)
+        show_jwt(caller, token, header, claims)
     check(claims.get("iss") == issuer, f"{caller.name}: iss {claims.get('iss')}, expected {issuer}")
     check(claims.get("sub") == caller.sub, f"{caller.name}: sub {claims.get('sub')}, expected {caller.sub}")
     check(claims.get("aud") == url, f"{caller.name}: aud {claims.get('aud')}, expected the MCP URL {url}")
     check(claims.get("tenant") == caller.tenant, f"{caller.name}: tenant {claims.get('tenant')}, expected {caller.tenant}")
     granted = set((claims.get("scope") or "").split())
     check(granted == scope, f"{caller.name}: scope {sorted(granted)}, expected {sorted(scope)}")
+
+
+def show_jwt(caller: Caller, token: OAuthToken, header: dict, claims: dict) -> None:
+    shown = {k: claims.get(k) for k in ("iss", "sub", "aud", "client_id", "scope", "tenant")}
+    say(caller.name, f"token: typ={header.get('typ')} alg={header.get('alg')} expires_in={token.expires_in} "
+        f"refresh_token={'yes' if token.refresh_token else 'no'}")
+    say(caller.name, f"    claims {json.dumps(shown)}, exp-iat={claims['exp'] - claims['iat']} s")
 
 
 async def run(caller: Caller, url: str, issuer: str) -> None:
@@ -326,7 +371,7 @@ async def run(caller: Caller, url: str, issuer: str) -> None:
                     say(caller.name, f"initialized: {init.server_info.name}, protocol {init.protocol_version} "
                         f"({time.monotonic() - started:.2f} s with discovery and token)")
                     check(storage.tokens is not None, f"{caller.name}: no token stored")
-                    show_token(caller, storage.tokens, url, issuer, caller.first_scope)
+                    await show_token(caller, storage.tokens, url, issuer, caller.first_scope)
                     # the order of discovery: the MCP request, the resource metadata, the AS metadata
                     methods = [(m, urlparse(u).path) for m, u, _ in transcript.seen]
                     check(methods[0] == ("POST", urlparse(url).path) and transcript.seen[0][2] == 401,
@@ -356,7 +401,7 @@ async def run(caller: Caller, url: str, issuer: str) -> None:
                         text = result.content[0].text if result.content else ""
                         say(caller.name, f"tools/call {name} -> {text!r}")
                         check(not result.is_error and expected in text, f"{caller.name}: {name} answered {result}")
-                        show_token(caller, storage.tokens, url, issuer, caller.first_scope | {STEP_UP_SCOPE})
+                        await show_token(caller, storage.tokens, url, issuer, caller.first_scope | {STEP_UP_SCOPE})
                         again = [(m, urlparse(u).path, s) for m, u, s in transcript.seen[before:]]
                         say(caller.name, f"step-up requests: {again}")
                         check(again[0][2] == 403 and again[-1][2] == 200, f"{caller.name}: step-up went {again}")
@@ -386,6 +431,25 @@ async def run(caller: Caller, url: str, issuer: str) -> None:
     say(caller.name, f"done in {time.monotonic() - started:.2f} s")
 
 
+async def made_up_token(url: str) -> None:
+    """A bearer token no issuer made (opaque: the server introspects it, and the issuer
+    says it is not active) is refused 401 with an `invalid_token` challenge."""
+    who = "random"
+    print(flush=True)
+    say(who, "== a made-up bearer token")
+    token = base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "python_oauth", "version": "0"}}}
+    transcript = Transcript(who)
+    async with httpx2.AsyncClient(event_hooks=transcript.hooks(), timeout=10) as http:
+        response = await http.post(url, json=initialize, headers={
+            "Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"})
+    challenge = response.headers.get("www-authenticate", "")
+    check(response.status_code == 401, f"a made-up token was answered {response.status_code}")
+    check('error="invalid_token"' in challenge, f"a made-up token's challenge: {challenge!r}")
+    say(who, "refused: 401 invalid_token")
+
+
 class TokenErrors(logging.Handler):
     """The SDK logs an OAuth flow's failure ("OAuth flow error") before raising it."""
 
@@ -412,6 +476,7 @@ async def main(url: str, issuer: str) -> None:
             say(caller.name, f"SDK logged: {text.splitlines()[0]}")
         if caller.steps_up:
             check(len(errors.seen) == seen, f"{caller.name}: the SDK logged {errors.seen[seen:]}")
+    await made_up_token(url)
     print()
     print("python oauth: every caller as expected")
 

@@ -56,7 +56,8 @@ pub(crate) fn locality(below: &Running, element: &Element) -> Result<(), BindErr
 }
 
 /// Rule `caller-outside-relocation`: a relocating element must not follow one that
-/// needs the caller's session.
+/// needs the caller's session, nor an authorization check (which must decide
+/// before anything is enqueued).
 pub(crate) fn caller_side(below: &Running, element: &Element) -> Result<(), BindError> {
     if !element.kind.relocates_execution() {
         return Ok(());
@@ -66,6 +67,13 @@ pub(crate) fn caller_side(below: &Running, element: &Element) -> Result<(), Bind
         .iter()
         .find(|link| link.placement == Placement::BesideCaller)
     {
+        Some(authorizer) if authorizer.access == AccessRole::Authorizes => {
+            Err(BindError::AuthorizationInsideRelocation {
+                tool: below.base.clone(),
+                authorizer: authorizer.extension.clone(),
+                relocating: element.name.clone(),
+            })
+        }
         Some(caller_side) => Err(BindError::CallerLocalInsideRelocation {
             tool: below.base.clone(),
             extension: caller_side.extension.clone(),

@@ -12,7 +12,8 @@
 //! first authorization check (rule `shared-answers-inside-authorization`).
 //! `.with(e)` asks one trait per rule of the state and of `e`'s [`Kind`]:
 //! [`OneOfKindPerCombo`], [`InsideRelocation`], [`OutsideCallerLocal`],
-//! [`InsideAuthorization`], [`InputContract`] and [`OutputContract`]. Each carries a `#[diagnostic::on_unimplemented]` message that
+//! [`OutsideAuthorization`], [`InsideAuthorization`], [`InputContract`] and
+//! [`OutputContract`]. Each carries a `#[diagnostic::on_unimplemented]` message that
 //! names both offenders, the rule and the fix; each is sealed, so no extension can
 //! switch a rule off by implementing it. The binding engine decides the same rules
 //! again at run time from the same kind properties (`bind::rules`), which is what
@@ -356,6 +357,44 @@ impl<C: Extension, E> OutsideCallerLocal<C, E> for InPlace {
 }
 
 // ---------------------------------------------------------------------------------
+// Rule `caller-outside-relocation`, typed, for an authorization check: it must sit
+// outside every relocating extension, so that it decides before a call is sent.
+// Its own trait, not `OutsideCallerLocal`, for its own words: a check needs no
+// caller's session (the identity travels), it needs to decide first. `Self` is
+// the execution word of `E`'s kind, as there.
+// ---------------------------------------------------------------------------------
+
+/// Rule `caller-outside-relocation` at the type level, for authorization checks:
+/// `E`, whose kind executes by `Self`, may be added over `Authorizer`, the first
+/// authorization check of the combo (or [`NoAuthorizer`]).
+#[diagnostic::on_unimplemented(
+    message = "`{E}` relocates execution, but `{Authorizer}` before it decides who may call",
+    label = "`{Authorizer}` would decide on the worker, after `{E}` sent the call there",
+    note = "everything before `{E}` runs where `{E}` runs the body (a worker thread or process): `{Authorizer}` would check a caller only once its call was enqueued, so a caller it refuses would still have a job sent (rule `caller-outside-relocation` in `toolgraft::rulebook`)",
+    note = "place `{Authorizer}` after `{E}`: `.with({E}..).with({Authorizer}..)`; it then decides in the caller's process, and a refused call is never enqueued"
+)]
+pub trait OutsideAuthorization<Authorizer, E> {
+    #[doc(hidden)]
+    fn sealed(_: sealed::Token);
+}
+
+#[diagnostic::do_not_recommend]
+impl<X, E> OutsideAuthorization<NoAuthorizer, E> for X {
+    fn sealed(_: sealed::Token) {}
+}
+
+// Never used, for the reason given at rule `locality-inside-relocation`.
+#[diagnostic::do_not_recommend]
+impl<X, E> OutsideAuthorization<sealed::Unreachable, E> for X {
+    fn sealed(_: sealed::Token) {}
+}
+
+#[diagnostic::do_not_recommend]
+impl<A: Extension, E> OutsideAuthorization<A, E> for InPlace {
+    fn sealed(_: sealed::Token) {}
+}
+
+// ---------------------------------------------------------------------------------
 // Rule `shared-answers-inside-authorization`, typed: an extension that answers from
 // what it kept must sit inside every authorization check. `Self` is the locality `E`
 // declares (never an extension), for the reason given at rule `cardinality`.
@@ -519,7 +558,8 @@ pub(crate) fn token() -> sealed::Token {
 ///
 /// Implemented for every extension that passes all the rule traits
 /// ([`OneOfKindPerCombo`], [`InsideRelocation`], [`OutsideCallerLocal`],
-/// [`InsideAuthorization`], [`InputContract`], [`OutputContract`]); when one fails, the compiler reports that one, with its own
+/// [`OutsideAuthorization`], [`InsideAuthorization`], [`InputContract`],
+/// [`OutputContract`]); when one fails, the compiler reports that one, with its own
 /// message; and a wrapper must fit the run-time stack too (`FitsDynStack`), since a
 /// manifest runs the same wrapper. That a wrapper's branch is
 /// [`Wrapped`](crate::extension::Wrapped) needs no rule trait: [`Mint`] only ever
@@ -544,6 +584,7 @@ where
     <E::Kind as Kind>::InputRule: InputContract<E, S::Input, <E::Branch as Stack>::Input>,
     <E::Kind as Kind>::OutputRule: OutputContract<E, S::Output, <E::Branch as Stack>::Output>,
     <E::Kind as Kind>::Execution: OutsideCallerLocal<St::CallerSide, E>,
+    <E::Kind as Kind>::Execution: OutsideAuthorization<St::Checked, E>,
     E::Locality: InsideAuthorization<St::Checked, E>,
 {
     fn reserved(token: sealed::Token) -> Option<Arc<Schema>> {

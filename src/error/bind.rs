@@ -408,6 +408,21 @@ pub enum BindError {
         relocating: Name,
     },
 
+    /// Rule `caller-outside-relocation`, for an authorization check: one inside a
+    /// relocating extension would decide on the worker, once the call was
+    /// enqueued, not where the caller's identity was proved.
+    #[error(
+        "on `{tool}`, `{authorizer}` decides who may call but sits inside `{relocating}`, which would run the check on a worker once the call is enqueued, so a caller it refuses would still have a job sent; place `{authorizer}` after `{relocating}`"
+    )]
+    AuthorizationInsideRelocation {
+        /// The tool.
+        tool: Name,
+        /// The authorization check.
+        authorizer: Name,
+        /// The relocating extension outside it.
+        relocating: Name,
+    },
+
     /// Rule `shared-answers-inside-authorization`: an extension that answers from
     /// what it kept sits outside (after) an authorization check.
     #[error(
@@ -573,7 +588,8 @@ impl BindError {
             Self::UnknownExtensions { .. } => Rule::UnknownExtension,
             Self::MultipleOfKind { .. } => Rule::Cardinality,
             Self::LocalityOutsideRelocation { .. } => Rule::LocalityInsideRelocation,
-            Self::CallerLocalInsideRelocation { .. } => Rule::CallerOutsideRelocation,
+            Self::CallerLocalInsideRelocation { .. }
+            | Self::AuthorizationInsideRelocation { .. } => Rule::CallerOutsideRelocation,
             Self::SharedAnswerOutsideAuthorization { .. } => Rule::SharedAnswersInsideAuthorization,
             Self::SideEffects { .. } => Rule::SideEffects,
             Self::ExtensionFailed { .. }

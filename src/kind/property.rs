@@ -319,7 +319,9 @@ impl sealed::Sealed for SharedAnswers {}
 impl Locality for Authorizing {
     const PLACEMENT: Placement = Placement::BesideCaller;
     const ACCESS: AccessRole = AccessRole::Authorizes;
-    type After<E: Relocator, C: Relocator> = C::First<E>;
+    // Outside every relocating extension too, but for its own reason: the typed
+    // rule follows the first check (`Checked`), and its message says why.
+    type After<E: Relocator, C: Relocator> = C;
     type Checked<E: Relocator, A: Relocator> = A::First<E>;
 }
 

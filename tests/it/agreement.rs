@@ -352,6 +352,11 @@ fn observed(error: &BindError) -> String {
             relocating,
             ..
         } => format!("caller: {extension} inside {relocating}"),
+        BindError::AuthorizationInsideRelocation {
+            authorizer,
+            relocating,
+            ..
+        } => format!("caller: {authorizer} inside {relocating}"),
         BindError::SharedAnswerOutsideAuthorization {
             extension,
             authorizer,

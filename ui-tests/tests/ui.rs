@@ -12,6 +12,7 @@ fn forbidden_compositions_do_not_compile() {
     // The core's rules: kinds, locality, schemas, params, side effects.
     cases.compile_fail("fail/*.rs");
     // toolgraft-jobs's: `submit` only right outside a `remote` branch, and
-    // `approve` (which needs the caller) outside one.
+    // `approve` (which needs the caller) and `authorize` (which decides before a
+    // job is sent) outside one.
     cases.compile_fail("jobs/*.rs");
 }

@@ -18,6 +18,12 @@
 //! `TOOLGRAFT_OIDC_ISSUER=http://127.0.0.1:9000 cargo run -p toolgraft-mcp --features http,oauth --example authorized -- --port 8950`
 //! (port 0, the default, takes a free one). It prints the endpoint's URL; the
 //! protected resource metadata is at `/.well-known/oauth-protected-resource/mcp`.
+//!
+//! Opaque access tokens (not JWTs) are checked by token introspection (RFC 7662)
+//! when `TOOLGRAFT_OIDC_CLIENT_ID` and `TOOLGRAFT_OIDC_CLIENT_SECRET` name the
+//! client this server introspects as: the endpoint is the one the issuer's
+//! RFC 8414 metadata names (`introspection_endpoint`). Without them, an opaque
+//! token is refused (`401 invalid_token`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -125,6 +131,23 @@ fn toolset() -> Result<Toolset, Box<dyn std::error::Error>> {
     Ok(toolset)
 }
 
+/// The introspection endpoint the issuer's RFC 8414 metadata names.
+async fn introspection_endpoint(issuer: &str) -> Result<String, Box<dyn std::error::Error>> {
+    let metadata = format!(
+        "{}/.well-known/oauth-authorization-server",
+        issuer.trim_end_matches('/')
+    );
+    let metadata: serde_json::Value = reqwest::get(&metadata)
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let endpoint = metadata["introspection_endpoint"]
+        .as_str()
+        .ok_or("the issuer's metadata names no introspection_endpoint")?;
+    Ok(endpoint.to_owned())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -141,9 +164,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // known before the guard is made.
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let url = format!("http://{}/mcp", listener.local_addr()?);
-    let resource = ResourceServer::new(url.as_str(), issuer)?
+    let mut resource = ResourceServer::new(url.as_str(), issuer.as_str())?
         .with_scopes_supported(["tools:read"])?
         .with_kept_claims(["tenant"]);
+    if let (Ok(client_id), Ok(client_secret)) = (
+        std::env::var("TOOLGRAFT_OIDC_CLIENT_ID"),
+        std::env::var("TOOLGRAFT_OIDC_CLIENT_SECRET"),
+    ) {
+        let endpoint = introspection_endpoint(&issuer).await?;
+        eprintln!("authorized: opaque tokens introspected at {endpoint} as {client_id}");
+        resource = resource.with_introspection(endpoint, client_id, client_secret)?;
+    }
     let router = McpHttp::new(ToolsetServer::new(toolset()?), Guard::oauth(resource)).router();
     eprintln!("authorized: MCP over HTTP at {url}");
     axum::serve(no_delay(listener), router).await?;

@@ -13,6 +13,7 @@
 #[macro_use]
 mod support;
 
+mod access;
 mod delivery;
 mod fleet;
 mod imported;

@@ -16,10 +16,10 @@ pub(crate) use schemars::JsonSchema;
 pub(crate) use serde::{Deserialize, Serialize};
 pub(crate) use serde_json::{Value, json};
 pub(crate) use toolgraft::context::{
-    self, ChainDepth, Entry, InProcess, Keyed, Serialized, Unkeyed,
+    self, ChainDepth, Entry, Identity, InProcess, Keyed, Serialized, Unkeyed,
 };
 pub(crate) use toolgraft::error::BoxError;
-pub(crate) use toolgraft::ext::{Batch, Cache, Proxy, Retry, Timeout, Trace, proxy};
+pub(crate) use toolgraft::ext::{Authorize, Batch, Cache, Proxy, Retry, Timeout, Trace, proxy};
 pub(crate) use toolgraft::extension::Configurable;
 pub(crate) use toolgraft::prelude::*;
 pub(crate) use toolgraft::runtime::Configured;
@@ -50,6 +50,9 @@ pub(crate) struct Report {
     pub(crate) in_process: Option<u32>,
     #[serde(default)]
     pub(crate) depth: usize,
+    /// The caller's [`Identity`], as the body read it.
+    #[serde(default)]
+    pub(crate) identity: Option<Value>,
 }
 
 /// A user's own context entry that travels to worker processes.
@@ -109,6 +112,9 @@ pub(crate) async fn whereami(input: City) -> Result<Report, BoxError> {
         tenant: context::get::<Tenant>().map(|tenant| tenant.0),
         in_process: context::get::<ThreadsOnly>().map(|entry| entry.0),
         depth: ChainDepth::current(),
+        identity: context::get::<Identity>()
+            .map(serde_json::to_value)
+            .transpose()?,
     })
 }
 
@@ -143,6 +149,16 @@ pub(crate) fn whereami_tool() -> impl BaseTool<Input = City, Output = Report> {
         .read_only()
         .body(whereami)
         .build()
+        .unwrap()
+}
+
+/// The scope `whereami_remote_authorize` asks of its callers.
+pub(crate) const WEATHER_READ: &str = "weather:read";
+
+/// The check of `whereami_remote_authorize`, from its config: a fleet's members
+/// rebind it by name (`registry()`) with the same policy.
+pub(crate) fn weather_readers() -> Authorize {
+    Authorize::from_config(serde_json::from_value(json!({"scopes": [WEATHER_READ]})).unwrap())
         .unwrap()
 }
 
@@ -185,6 +201,10 @@ pub(crate) fn toolset(remote: &Remote) -> Toolset {
             Combo::on(&whereami)
                 .with(remote.clone())
                 .with(Batch::default()),
+            // The check outside: it decides in the caller, before a job is sent.
+            Combo::on(&whereami)
+                .with(remote.clone())
+                .with(weather_readers()),
         ))
         .unwrap();
     let mark = Tool::builder()
@@ -259,6 +279,8 @@ pub(crate) fn registry() -> Registry {
         .register(Configured::<Remote>::named("remote"))
         .unwrap()
         .register(Submit::new().dynamic())
+        .unwrap()
+        .register(Configured::new(Authorize::default()))
         .unwrap();
     registry
 }
@@ -598,6 +620,36 @@ macro_rules! on_every_tier {
             )*
         }
     };
+}
+
+/// How many jobs the store of `env`'s queue holds, whatever their state: what
+/// callers enqueued on it (kept for the retention, which outlasts a test).
+pub(crate) async fn stored_jobs(env: &Env) -> usize {
+    #[cfg(feature = "redis")]
+    if env.url.starts_with("redis") {
+        use ::redis::AsyncCommands as _;
+        let client = ::redis::Client::open(env.url.as_str()).unwrap();
+        let mut redis = client.get_multiplexed_async_connection().await.unwrap();
+        let stored: usize = redis.hlen(format!("{}:data", env.queue)).await.unwrap();
+        return stored;
+    }
+    #[cfg(feature = "sqlite")]
+    if let Some(path) = env.url.strip_prefix("sqlite://") {
+        if !std::path::Path::new(path).exists() {
+            return 0;
+        }
+        let pool = sqlx::SqlitePool::connect(&format!("sqlite://{path}?mode=ro"))
+            .await
+            .unwrap();
+        let (stored,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM Jobs WHERE job_type = ?1")
+            .bind(&env.queue)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+        return usize::try_from(stored).unwrap();
+    }
+    panic!("no tier of this build reads {}", env.url)
 }
 
 pub(crate) fn report(value: Value) -> Report {
