@@ -297,3 +297,32 @@ fn a_condition_the_limits_let_through_evaluates_in_bounded_time() {
         source.len()
     );
 }
+
+/// The bracket count before the parser reads a raw string as CEL does (a
+/// backslash there escapes nothing), and a triple-quoted one whole: brackets
+/// past such a string are counted, so a deep expression never reaches the
+/// parser, whose recursion could otherwise overflow even its own large stack
+/// (an abort of the whole process, not an error).
+#[test]
+fn brackets_after_a_raw_or_triple_quoted_string_are_counted() {
+    let deep = |n: usize| format!("{}true{}", "(".repeat(n), ")".repeat(n));
+    for prefix in [
+        r"r'\' == '' || ",
+        r#"R"\" == "" || "#,
+        r#""""a"b""" == "" || "#,
+    ] {
+        let source = format!("{prefix}{}", deep(MAX_CEL_DEPTH + 1));
+        assert!(
+            matches!(Cel::new(&source), Err(CelError::TooDeep { .. })),
+            "{prefix}: {:?}",
+            Cel::new(&source).map(|cel| cel.source().len())
+        );
+    }
+    // The same strings with shallow brackets are fine.
+    for prefix in [r"r'\' == '' || ", r#""""a"b""" == "" || "#] {
+        assert!(
+            Cel::new(&format!("{prefix}{}", deep(3))).is_ok(),
+            "{prefix}"
+        );
+    }
+}
