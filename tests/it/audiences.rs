@@ -485,3 +485,26 @@ async fn an_alias_is_one_tools_across_audiences() {
     assert!(refused.to_string().contains("`find`"), "{refused}");
     assert!(toolset.audiences().is_empty(), "nothing changed");
 }
+
+/// `resolve` is everyone's publication, as it says, even where an audience
+/// takes in unidentified callers (`resolve_for(None, ..)` is theirs).
+#[test]
+fn resolve_is_everyones_even_when_an_audience_takes_in_the_unidentified() {
+    let toolset = Toolset::new();
+    toolset
+        .bind((search(Arc::default()).combo().with(Cache::default()),))
+        .unwrap();
+    toolset
+        .edit()
+        .publish("search", Publish::InPlace)
+        .audience("all", toolgraft::access::Anyone)
+        .publish_to(
+            "all",
+            "search",
+            Publish::only([("search", "search")]).unwrap(),
+        )
+        .commit()
+        .unwrap();
+    assert_eq!(toolset.resolve("search").unwrap().name, "search_cache");
+    assert_eq!(toolset.resolve_for(None, "search").unwrap().name, "search");
+}
