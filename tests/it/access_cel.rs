@@ -326,3 +326,28 @@ fn brackets_after_a_raw_or_triple_quoted_string_are_counted() {
         );
     }
 }
+
+/// A listing has no arguments, and a condition that reaches them lets the name
+/// be listed: but only where the rest of the condition could still hold. A
+/// condition that refuses the caller on its identity alone hides the name,
+/// whichever side of `&&` reads the arguments (CEL's `&&` and `||` are
+/// commutative over errors).
+#[test]
+fn a_condition_that_refuses_the_caller_hides_the_name_whatever_its_order() {
+    for source in [
+        r#"claims.tenant == "acme" && arguments.limit <= 100"#,
+        r#"arguments.limit <= 100 && claims.tenant == "acme""#,
+        r#"!(arguments.limit > 100 || claims.tenant != "acme")"#,
+        r#"(arguments.limit <= 100 || "search:bulk" in scopes) && claims.tenant == "acme""#,
+    ] {
+        let cel = Cel::new(source).unwrap();
+        assert!(
+            cel.check(&Access::listing(Some(&alice()), "search")).is_ok(),
+            "{source}: alice"
+        );
+        assert!(
+            cel.check(&Access::listing(Some(&bob()), "search")).is_err(),
+            "{source}: bob of globex is shown the name"
+        );
+    }
+}
