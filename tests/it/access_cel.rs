@@ -342,7 +342,8 @@ fn a_condition_that_refuses_the_caller_hides_the_name_whatever_its_order() {
     ] {
         let cel = Cel::new(source).unwrap();
         assert!(
-            cel.check(&Access::listing(Some(&alice()), "search")).is_ok(),
+            cel.check(&Access::listing(Some(&alice()), "search"))
+                .is_ok(),
             "{source}: alice"
         );
         assert!(

@@ -265,3 +265,41 @@ async fn a_policy_never_sees_arguments_nested_too_deep() {
     );
     assert_eq!(seen.load(Ordering::SeqCst), 0, "the policy walked them");
 }
+
+/// A policy on a published alias guards the name clients call. Moving the
+/// alias to another tool in a later edit leaves the policy with the first tool
+/// (rule: a policy decides its name only while the name is its tool's), and
+/// the name clients call is open, silently: the edit should say so (refuse,
+/// or the policy follow the published name).
+#[tokio::test]
+#[ignore = "open finding (design): moving a guarded alias to another tool opens it without a word"]
+async fn moving_a_guarded_alias_to_another_tool_does_not_open_it_silently() {
+    let whisper = Tool::builder()
+        .name("whisper")
+        .description("Return the text.")
+        .read_only()
+        .body(|input: Shout| async move { Ok(input.text) })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset.bind((shout().combo(), whisper.combo())).unwrap();
+    toolset
+        .edit()
+        .publish("shout", Publish::only([("say", "shout")]).unwrap())
+        .authorize("say", Scopes::all(["secret"]))
+        .commit()
+        .unwrap();
+    assert!(!toolset.visible(None, "say"));
+    let moved = toolset
+        .edit()
+        .publish("shout", Publish::Only(Vec::new()))
+        .publish("whisper", Publish::only([("say", "whisper")]).unwrap())
+        .commit();
+    if moved.is_ok() {
+        let open = toolset.call_published("say", hi()).await;
+        assert!(
+            open.is_err(),
+            "`say` was guarded and is now open to anyone: {open:?}"
+        );
+    }
+}
