@@ -259,7 +259,10 @@
 //! `"publish_to"`), or what it publishes to everyone when it says nothing for
 //! it (`search` served by `search_cache_rate_limit` to everyone, by
 //! `search_cache` to the `pro` plan). Each audience's publication is checked by
-//! the rules above on its own, as everyone's is. Refused: a publication to an
+//! the rules above on its own, as everyone's is, and a name published in
+//! several is one tool's in all of them (the policies on a published name are
+//! its tool's: `find` served by one tool to everyone and by another to the
+//! `pro` plan would be guarded for one and open for the other). Refused: a publication to an
 //! audience the toolset does not define, and an audience decided by a policy
 //! that reads a call's arguments (a caller's audience decides what it is shown
 //! before it calls anything). An audience decides what is shown, not who may

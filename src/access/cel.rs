@@ -174,28 +174,64 @@ impl Cel {
 }
 
 /// The deepest nesting of brackets outside string literals: a bound checked
-/// before the parser, which recurses on each, ever sees them.
+/// before the parser, which recurses on each, ever sees them. Strings are read
+/// as CEL reads them: quoted by `"` or `'`, or by three of either, and raw (a
+/// backslash escapes nothing) after an `r` or `R` prefix (`r"\"` is one
+/// backslash).
 fn bracket_depth(source: &str) -> usize {
+    let chars: Vec<char> = source.chars().collect();
     let (mut depth, mut deepest) = (0usize, 0usize);
-    let mut quote: Option<char> = None;
-    let mut chars = source.chars();
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some(_), '\\') => {
-                chars.next();
-            }
-            (Some(open), c) if c == open => quote = None,
-            (Some(_), _) => {}
-            (None, '"' | '\'') => quote = Some(c),
-            (None, '(' | '[' | '{') => {
+    let mut at = 0;
+    while let Some(&c) = chars.get(at) {
+        match c {
+            '"' | '\'' => at = string_end(&chars, at),
+            '(' | '[' | '{' => {
                 depth += 1;
                 deepest = deepest.max(depth);
+                at += 1;
             }
-            (None, ')' | ']' | '}') => depth = depth.saturating_sub(1),
-            (None, _) => {}
+            ')' | ']' | '}' => {
+                depth = depth.saturating_sub(1);
+                at += 1;
+            }
+            _ => at += 1,
         }
     }
     deepest
+}
+
+/// Where the string literal whose opening quote is at `open` ends (just past
+/// its closing quote, or the end of the source when it is not closed).
+fn string_end(chars: &[char], open: usize) -> usize {
+    let quote = chars[open];
+    // The prefix: the letters just before the quote (`r`, `b`, `rb`, `br`, any case).
+    let prefix: Vec<char> = chars[..open]
+        .iter()
+        .rev()
+        .take_while(|c| c.is_ascii_alphanumeric() || **c == '_')
+        .take(3)
+        .copied()
+        .collect();
+    let raw = prefix.len() <= 2
+        && prefix.iter().all(|c| matches!(c, 'r' | 'R' | 'b' | 'B'))
+        && prefix.iter().any(|c| matches!(c, 'r' | 'R'));
+    let triple = chars.get(open + 1) == Some(&quote) && chars.get(open + 2) == Some(&quote);
+    let mut at = open + if triple { 3 } else { 1 };
+    while let Some(&c) = chars.get(at) {
+        if c == '\\' && !raw {
+            at += 2;
+        } else if c == quote && !triple {
+            return at + 1;
+        } else if c == quote
+            && chars.get(at + 1) == Some(&quote)
+            && chars.get(at + 2) == Some(&quote)
+        {
+            return at + 3;
+        } else {
+            at += 1;
+        }
+    }
+    chars.len()
 }
 
 impl Policy for Cel {

@@ -57,16 +57,14 @@ pub(crate) fn locality(below: &Running, element: &Element) -> Result<(), BindErr
 
 /// Rule `caller-outside-relocation`: a relocating element must not follow one that
 /// needs the caller's session, nor an authorization check (which must decide
-/// before anything is enqueued).
+/// before anything is enqueued), whatever placement the check's extension says.
 pub(crate) fn caller_side(below: &Running, element: &Element) -> Result<(), BindError> {
     if !element.kind.relocates_execution() {
         return Ok(());
     }
-    match below
-        .chain
-        .iter()
-        .find(|link| link.placement == Placement::BesideCaller)
-    {
+    match below.chain.iter().find(|link| {
+        link.placement == Placement::BesideCaller || link.access == AccessRole::Authorizes
+    }) {
         Some(authorizer) if authorizer.access == AccessRole::Authorizes => {
             Err(BindError::AuthorizationInsideRelocation {
                 tool: below.base.clone(),

@@ -147,13 +147,17 @@ impl Toolset {
         };
         // Before anything else of the call: a caller refused is told no more than
         // of a name that does not exist, unless it may come back with more.
-        if let Some(guards) = guards
-            && let Err(denied) = admit(&guards, name, &args)
-        {
-            if deeper_than(&args, max_depth) {
-                drop_flat(args);
+        // Arguments nested too deep are no policy's to walk: the call is then
+        // decided as a listing is, and refused for its arguments if shown.
+        if let Some(guards) = guards {
+            let too_deep = deeper_than(&args, max_depth);
+            let admitted = admit(&guards, name, (!too_deep).then_some(&args));
+            if let Err(denied) = admitted {
+                if too_deep {
+                    drop_flat(args);
+                }
+                return Err(ToolError::access_refused(name, denied));
             }
-            return Err(ToolError::access_refused(name, denied));
         }
         let called = match by {
             By::Bound => Called::Bound,
@@ -224,9 +228,13 @@ impl Toolset {
     }
 }
 
-/// Whether the caller of the context may call `name` with `args`.
-fn admit(guards: &[Arc<dyn Policy>], name: &str, args: &Value) -> Result<(), Denied> {
+/// Whether the caller of the context may call `name` with `args`; without
+/// them (arguments no policy may walk), whether it is shown `name`.
+fn admit(guards: &[Arc<dyn Policy>], name: &str, args: Option<&Value>) -> Result<(), Denied> {
     let identity = context::get::<Identity>();
+    let Some(args) = args else {
+        return access::check(guards, &Access::listing(identity.as_ref(), name));
+    };
     let none = serde_json::Map::new();
     let arguments = args.as_object().unwrap_or(&none);
     access::check(guards, &Access::call(identity.as_ref(), name, arguments))

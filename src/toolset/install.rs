@@ -113,11 +113,30 @@ impl Toolset {
             .iter()
             .map(|(group, ..)| &group.base.running.base)
             .collect();
-        let published = publish_all(&catalog, &changed, &planned, catalog.limits, None)?;
+        // Each published name's tool, across every publication: an alias one
+        // audience is published is the tool's it is everyone's (or another
+        // audience's), so the policies on it, which are that tool's, decide
+        // it whoever calls it.
+        let mut across = HashMap::new();
+        let published = publish_all(
+            &catalog,
+            &changed,
+            &planned,
+            catalog.limits,
+            None,
+            &mut across,
+        )?;
         let mut published_to = Vec::with_capacity(defined.len());
         for (audience, _) in &defined {
-            let names = publish_all(&catalog, &changed, &planned, catalog.limits, Some(audience))
-                .map_err(|error| BindError::InAudience {
+            let names = publish_all(
+                &catalog,
+                &changed,
+                &planned,
+                catalog.limits,
+                Some(audience),
+                &mut across,
+            )
+            .map_err(|error| BindError::InAudience {
                 audience: audience.clone(),
                 error: Box::new(error),
             })?;
@@ -198,13 +217,16 @@ impl Toolset {
 
 /// Every tool's published names after a change (`planned`, for the tools
 /// `changed`; the catalog's groups for the others), as `(published, bound)`:
-/// refused if a name is published twice or is too long, or names an unbound one.
+/// refused if a name is published twice or is too long, or names an unbound one,
+/// or is published by another tool than in the publications before
+/// (`across`: each published name's tool so far).
 fn publish_all(
     catalog: &Catalog,
     changed: &[&Name],
     planned: &[(ToolGroup, Option<u64>, Vec<Entry>)],
     limits: Limits,
     audience: Option<&Name>,
+    across: &mut HashMap<Name, Name>,
 ) -> Result<Vec<(Name, Name)>, BindError> {
     let limit = limits.max_published_len();
     let mut owners = HashMap::new();
@@ -252,6 +274,16 @@ fn publish_all(
                 tool: publisher.clone(),
                 published: published.clone(),
                 owner: (*owner).clone(),
+            });
+        }
+        let before = across
+            .entry(published.clone())
+            .or_insert_with(|| publisher.clone());
+        if before != publisher {
+            return Err(BindError::PublishedTwice {
+                tool: publisher.clone(),
+                published: published.clone(),
+                owner: before.clone(),
             });
         }
     }

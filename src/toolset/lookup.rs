@@ -289,7 +289,11 @@ impl Toolset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn resolve(&self, published: &str) -> Option<ToolInfo> {
-        self.resolve_for(None, published)
+        let catalog = self.read();
+        catalog
+            .published
+            .get(published)
+            .map(|entry| entry.info.clone())
     }
 
     /// What a published name calls for a client `identity` (or an

@@ -208,3 +208,98 @@ async fn probe_a_manifest_entry_rules_only_its_own_tools_names() {
         "shout's entry replaced whisper's policy: {outcome:?}"
     );
 }
+
+/// Arguments nested past `Limits::max_depth` are refused "before any other
+/// work": a policy is other work, and one that reads the arguments walks them
+/// (a CEL condition converts them recursively, enough nesting overflows the
+/// stack). Such a call is decided as a listing is (no arguments): a caller the
+/// name is hidden from is told it does not exist; one it is shown, that the
+/// arguments nest too deep; the policy never sees them.
+#[tokio::test]
+async fn a_policy_never_sees_arguments_nested_too_deep() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use toolgraft::access::{Denied, Missing, policy_fn};
+    use toolgraft::error::ArgsErrorKind;
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counted = seen.clone();
+    let toolset = Toolset::new();
+    toolset.bind((shout().combo(),)).unwrap();
+    toolset
+        .edit()
+        .authorize(
+            "shout",
+            policy_fn(move |access| {
+                if access.arguments.is_some() {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                }
+                match access.identity {
+                    Some(_) => Ok(()),
+                    None => Err(Denied::new(Missing::Caller)),
+                }
+            }),
+        )
+        .commit()
+        .unwrap();
+    let mut deep = json!("hi");
+    for _ in 0..100 {
+        deep = json!([deep]);
+    }
+    let args = json!({"text": deep});
+    let ann = Identity::new("ann");
+    let shown = context::with(ann, toolset.call_published("shout", args.clone())).await;
+    assert!(
+        matches!(
+            shown,
+            Err(ToolError::InvalidArguments {
+                kind: ArgsErrorKind::TooDeep,
+                ..
+            })
+        ),
+        "{shown:?}"
+    );
+    let hidden = toolset.call_published("shout", args).await;
+    assert!(
+        matches!(hidden, Err(ToolError::UnknownTool { .. })),
+        "{hidden:?}"
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 0, "the policy walked them");
+}
+
+/// A policy on a published alias guards the name clients call. Moving the
+/// alias to another tool in a later edit leaves the policy with the first tool
+/// (rule: a policy decides its name only while the name is its tool's), and
+/// the name clients call is open, silently: the edit should say so (refuse,
+/// or the policy follow the published name).
+#[tokio::test]
+#[ignore = "open finding (design): moving a guarded alias to another tool opens it without a word"]
+async fn moving_a_guarded_alias_to_another_tool_does_not_open_it_silently() {
+    let whisper = Tool::builder()
+        .name("whisper")
+        .description("Return the text.")
+        .read_only()
+        .body(|input: Shout| async move { Ok(input.text) })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset.bind((shout().combo(), whisper.combo())).unwrap();
+    toolset
+        .edit()
+        .publish("shout", Publish::only([("say", "shout")]).unwrap())
+        .authorize("say", Scopes::all(["secret"]))
+        .commit()
+        .unwrap();
+    assert!(!toolset.visible(None, "say"));
+    let moved = toolset
+        .edit()
+        .publish("shout", Publish::Only(Vec::new()))
+        .publish("whisper", Publish::only([("say", "whisper")]).unwrap())
+        .commit();
+    if moved.is_ok() {
+        let open = toolset.call_published("say", hi()).await;
+        assert!(
+            open.is_err(),
+            "`say` was guarded and is now open to anyone: {open:?}"
+        );
+    }
+}

@@ -438,3 +438,73 @@ fn a_manifest_of_the_wrong_audience_shape_says_what_to_write() {
         assert_eq!(error.rule(), Some(Rule::ManifestShape));
     }
 }
+
+/// A published alias is one tool's, whichever audience it is published to: a
+/// policy on the alias (owned by the tool it was set on) would otherwise guard
+/// one audience's `find` and leave another's, served by another tool, open,
+/// and a manifest could not put a policy on the second at all
+/// (`AccessOfAnother`).
+#[tokio::test]
+async fn an_alias_is_one_tools_across_audiences() {
+    let lookup = Tool::builder()
+        .name("lookup")
+        .description("Look up.")
+        .read_only()
+        .body(|query: Query| async move { Ok(format!("looked up {}", query.q)) })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind((search(Arc::default()).combo(), lookup.combo()))
+        .unwrap();
+    let collide = toolset
+        .edit()
+        .publish("search", Publish::only([("find", "search")]).unwrap())
+        .audience("pro", Claim::is("plan", "pro"))
+        .publish_to("pro", "search", Publish::Only(Vec::new()))
+        .publish_to(
+            "pro",
+            "lookup",
+            Publish::only([("find", "lookup")]).unwrap(),
+        )
+        .authorize("find", Scopes::all(["admin"]))
+        .commit();
+    if collide.is_ok() {
+        // What the collision would let through: pro's `find` is unguarded.
+        let through = as_caller(
+            Some(pro()),
+            toolset.call_published("find", json!({"q": "tea"})),
+        )
+        .await;
+        panic!(
+            "`find` is two tools' and its policy guards one: a pro caller without `admin` got {through:?}"
+        );
+    }
+    let refused = collide.unwrap_err();
+    assert_eq!(refused.rule(), Some(Rule::PublishedNames), "{refused}");
+    assert!(refused.to_string().contains("`find`"), "{refused}");
+    assert!(toolset.audiences().is_empty(), "nothing changed");
+}
+
+/// `resolve` is everyone's publication, as it says, even where an audience
+/// takes in unidentified callers (`resolve_for(None, ..)` is theirs).
+#[test]
+fn resolve_is_everyones_even_when_an_audience_takes_in_the_unidentified() {
+    let toolset = Toolset::new();
+    toolset
+        .bind((search(Arc::default()).combo().with(Cache::default()),))
+        .unwrap();
+    toolset
+        .edit()
+        .publish("search", Publish::InPlace)
+        .audience("all", toolgraft::access::Anyone)
+        .publish_to(
+            "all",
+            "search",
+            Publish::only([("search", "search")]).unwrap(),
+        )
+        .commit()
+        .unwrap();
+    assert_eq!(toolset.resolve("search").unwrap().name, "search_cache");
+    assert_eq!(toolset.resolve_for(None, "search").unwrap().name, "search");
+}

@@ -1490,3 +1490,45 @@ fn every_case_registers_through_one_verb_and_config_follows_the_case() {
         "{bare:?}"
     );
 }
+
+/// Rule `caller-outside-relocation`: a run-time authorization check
+/// (`AccessRole::Authorizes`) decides before anything is enqueued, whatever
+/// placement its extension says (the builder's default is `Anywhere`), so a
+/// relocating element outside it is refused, as for the typed `Authorize`.
+#[test]
+fn a_run_time_authorizer_of_any_placement_stays_outside_relocation() {
+    use toolgraft::extension::AccessRole;
+    let gate = DynExtension::builder()
+        .name("gate")
+        .kind(ExtensionKind::Wrapper)
+        .access(AccessRole::Authorizes)
+        .factory(|layer| {
+            Ok(DynBranch::builder()
+                .stack(DynStack::around(
+                    layer.input.branch.clone(),
+                    layer.below.clone(),
+                    |input, below| async move { below.call(input).await },
+                ))
+                .build())
+        })
+        .build();
+    let mut registry = registry();
+    registry.register(gate).unwrap();
+    let toolset = Toolset::new();
+    toolset.bind((shout().combo(),)).unwrap();
+    let refused = toolset
+        .edit()
+        .attach(
+            &registry,
+            "shout",
+            &[ElementSpec::named("gate"), ElementSpec::named("pool")],
+        )
+        .commit();
+    assert!(
+        matches!(
+            &refused,
+            Err(BindError::AuthorizationInsideRelocation { authorizer, .. }) if authorizer == "gate"
+        ),
+        "{refused:?}"
+    );
+}

@@ -68,7 +68,8 @@ pub struct DynExtension {
     /// [`AccessRole::Authorizes`] for an authorization check,
     /// [`AccessRole::SharesAnswers`] for one that answers from what it kept (a
     /// cache): rule `shared-answers-inside-authorization` keeps the second kind
-    /// inside the first.
+    /// inside the first. An authorization check stays outside every relocating
+    /// extension (rule `caller-outside-relocation`), whatever its `placement`.
     #[builder(default)]
     access: AccessRole,
     /// Its reserved params (wrappers), as an object schema.

@@ -54,10 +54,20 @@ impl<H> ToolsetServer<H> {
     }
 
     /// The error for the first argument of `request` that its tool's listed
-    /// input schema does not name, if any ([`UnknownArguments::Refuse`]).
-    fn unknown_argument(&self, request: &CallToolRequestParams) -> Option<ToolError> {
+    /// input schema does not name, if any ([`UnknownArguments::Refuse`]): the
+    /// schema the caller `identity` was listed, which its
+    /// [audience](toolgraft::toolset::Edit::audience) decides.
+    fn unknown_argument(
+        &self,
+        request: &CallToolRequestParams,
+        identity: Option<&toolgraft::context::Identity>,
+    ) -> Option<ToolError> {
         let arguments = request.arguments.as_ref()?;
-        let listing = self.listing(OutputShape::AnyJson);
+        let listing = if self.toolset.is_guarded() {
+            self.lister().shown(identity, OutputShape::AnyJson).tools
+        } else {
+            self.listing(OutputShape::AnyJson)
+        };
         let at = listing
             .binary_search_by(|tool| tool.name.as_ref().cmp(&request.name))
             .ok()?;
@@ -449,10 +459,11 @@ impl<H: ServerHandler> ToolsetServer<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let shape = OutputShape::for_protocol(context.protocol_version().as_ref());
-        let renderings = self.renderings(&request.name, call::identity_of(&context).as_ref());
+        let identity = call::identity_of(&context);
+        let renderings = self.renderings(&request.name, identity.as_ref());
         let rendering = renderings.map_or(Rendering::Text, |known| known.for_shape(shape));
         if self.unknown_arguments == UnknownArguments::Refuse
-            && let Some(unknown) = self.unknown_argument(&request)
+            && let Some(unknown) = self.unknown_argument(&request, identity.as_ref())
         {
             return settled(
                 Err(unknown),

@@ -514,4 +514,60 @@ mod http {
         bob.cancel().await.unwrap();
         within("shutdown", server.shutdown()).await.unwrap();
     }
+
+    /// `UnknownArguments::Refuse` checks a call against the schema its caller
+    /// was listed: team alpha's `search` is the cache branch, which takes
+    /// `exp`, where everyone's is the base, which does not.
+    #[tokio::test]
+    async fn unknown_arguments_are_those_of_the_callers_own_publication() {
+        use toolgraft::ext::Cache;
+        use toolgraft::toolset::Publish;
+        let calls = Arc::new(AtomicUsize::new(0));
+        let toolset = Toolset::new();
+        let counted = calls.clone();
+        let search = Tool::builder()
+            .name("search")
+            .description("Search.")
+            .read_only()
+            .body(move |note: Note| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                async move { Ok(json!({"text": note.text})) }
+            })
+            .build()
+            .unwrap();
+        toolset
+            .bind((search.combo().with(Cache::default()),))
+            .unwrap();
+        toolset
+            .edit()
+            .publish("search", Publish::only([("search", "search")]).unwrap())
+            .audience("alpha", Claim::is("team", "alpha"))
+            .publish_to(
+                "alpha",
+                "search",
+                Publish::only([("search", "search_cache")]).unwrap(),
+            )
+            .commit()
+            .unwrap();
+        let server = ToolsetServer::new(toolset.clone())
+            .with_unknown_arguments(toolgraft_mcp::UnknownArguments::Refuse);
+        let mcp = McpHttp::new(server, Guard::off()).with_identity(identity_of);
+        let server = within("serve", mcp.serve(([127, 0, 0, 1], 0)))
+            .await
+            .expect("serves on a loopback port");
+        let alice = connect_as(&server.url(), "alice").await;
+        let listed = within("tools/list", alice.list_all_tools()).await.unwrap();
+        assert!(
+            listed[0].input_schema["properties"].get("exp").is_some(),
+            "alpha is listed the cache branch's schema"
+        );
+        let params = CallToolRequestParams::new("search")
+            .with_arguments(args(json!({"text": "tea", "exp": 5})));
+        let result = within("search", alice.call_tool(params)).await.unwrap();
+        let text = &result.content[0].as_text().expect("a text block").text;
+        assert_ne!(result.is_error, Some(true), "{text}");
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        alice.cancel().await.unwrap();
+        within("shutdown", server.shutdown()).await.unwrap();
+    }
 }

@@ -593,3 +593,43 @@ async fn refusing_unknown_arguments_leaves_maps_and_alternatives_as_they_say() {
     assert_eq!(square.content[0].as_text().unwrap().text, "9.0");
     client.cancel().await.unwrap();
 }
+
+/// Beside a handler with tools, a name the toolset binds but does not show
+/// this caller (a base published through its branch; a name a policy hides
+/// alike) must answer as a name nobody serves does: the handler answers those,
+/// in its own words, so the toolset's "unknown tool" for its hidden name tells
+/// the caller the name exists.
+#[tokio::test]
+#[ignore = "open finding: a hidden name is answered by the toolset, an unknown one by the handler, in other words"]
+async fn a_hidden_name_beside_a_handler_answers_as_an_unknown_one() {
+    let notes = Notes::new();
+    let tools = import::tools(Notes::tool_router(), notes.clone()).unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind(
+            tools
+                .iter()
+                .map(|tool| tool.combo().with(Cache::default()))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+    toolset
+        .edit()
+        .publish("search", Publish::Outermost)
+        .commit()
+        .unwrap();
+    let client = connect(ToolsetServer::new(toolset).with_handler(notes.clone())).await;
+    let call = |name: &'static str| {
+        within(
+            "calling",
+            client.call_tool(request(name, json!({"query": "tea"}))),
+        )
+    };
+    let hidden = call("search").await.unwrap_err().to_string();
+    let unknown = call("sreach").await.unwrap_err().to_string();
+    assert_eq!(
+        hidden.replace("search", "NAME"),
+        unknown.replace("sreach", "NAME")
+    );
+    client.cancel().await.unwrap();
+}
