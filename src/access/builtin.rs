@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{Access, Denied, Missing, Policy};
+use crate::context::Identity;
 
 /// The caller must hold scopes: [`all`](Scopes::all) of them or
 /// [`any`](Scopes::any) one. A caller with no identity holds none.
@@ -227,5 +228,53 @@ where
 {
     fn check(&self, access: &Access<'_>) -> Result<(), Denied> {
         (self.0)(access)
+    }
+}
+
+/// A policy from a closure over the caller's identity alone: see [`identity_fn`].
+#[derive(Clone)]
+pub struct IdentityFn<F>(F);
+
+impl<F> fmt::Debug for IdentityFn<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("IdentityFn")
+    }
+}
+
+/// A policy from a closure over the caller's identity alone (`None`: an
+/// unidentified caller): one that says it reads no arguments, so that it may
+/// decide an [audience](crate::toolset::Edit::audience), and an
+/// [`Authorize`](crate::ext::Authorize) layer over a typed tool need not turn
+/// the input into JSON for it.
+///
+/// ```
+/// use toolgraft::access::{Access, Denied, Missing, Policy, identity_fn};
+/// use toolgraft::context::Identity;
+/// let staff = identity_fn(|who: Option<&Identity>| match who {
+///     Some(who) if who.subject().ends_with("@staff.example.com") => Ok(()),
+///     _ => Err(Denied::new(Missing::Condition("a staff account".into()))),
+/// });
+/// assert!(!staff.reads_arguments());
+/// let ann = Identity::new("ann@staff.example.com");
+/// assert!(staff.check(&Access::listing(Some(&ann), "x")).is_ok());
+/// assert!(staff.check(&Access::listing(None, "x")).is_err());
+/// ```
+pub fn identity_fn<F>(check: F) -> IdentityFn<F>
+where
+    F: Fn(Option<&Identity>) -> Result<(), Denied> + Send + Sync + 'static,
+{
+    IdentityFn(check)
+}
+
+impl<F> Policy for IdentityFn<F>
+where
+    F: Fn(Option<&Identity>) -> Result<(), Denied> + Send + Sync + 'static,
+{
+    fn check(&self, access: &Access<'_>) -> Result<(), Denied> {
+        (self.0)(access.identity)
+    }
+
+    fn reads_arguments(&self) -> bool {
+        false
     }
 }

@@ -17,6 +17,13 @@ pub const MAX_CEL_LEN: usize = 4096;
 /// (`f(g(x))` is three levels, and so is `a + b + c`).
 pub const MAX_CEL_DEPTH: usize = 24;
 
+/// The most steps an expression may take per element of what the caller
+/// sends: its operations, each counted once, but those in a comprehension
+/// (`all`, `exists`, `map`, `filter`) over a literal list counted once per
+/// element of that list. A comprehension inside another's body is refused
+/// outright: over the caller's lists, its rounds would multiply.
+pub const MAX_CEL_COST: u64 = 10_000;
+
 /// A CEL condition of access, compiled: a [`Policy`] of its own, and a manifest
 /// policy's `when` ([`PolicySpec::when`](super::PolicySpec::when)).
 ///
@@ -45,9 +52,12 @@ pub const MAX_CEL_DEPTH: usize = 24;
 /// A hostile manifest cannot exhaust the process with an expression: one is at
 /// most [`MAX_CEL_LEN`] characters and [`MAX_CEL_DEPTH`] levels deep, checked
 /// before it is parsed, and parsed on a thread of its own with a stack that
-/// holds whatever those limits let through. What an expression costs per call
-/// grows with what it iterates (`arguments.items.all(i, ..)`): the operator
-/// writes it, and the toolset's [limits](crate::limits) bound the arguments.
+/// holds whatever those limits let through; once parsed, it takes at most
+/// [`MAX_CEL_COST`] steps, comprehensions over literal lists counted per
+/// element, and none nests inside another ([`CelError::TooCostly`]). What an
+/// expression costs per call then grows linearly with what it iterates of the
+/// caller's (`arguments.items.all(i, ..)`), which the toolset's
+/// [limits](crate::limits) bound.
 ///
 /// Without toolgraft's `cel` feature the type is there, but [`Cel::new`] refuses
 /// every expression with [`CelError::Disabled`], which says to enable it.
@@ -106,6 +116,17 @@ pub enum CelError {
     TooDeep {
         /// The expression, shortened.
         expression: String,
+    },
+    /// Could take more than [`MAX_CEL_COST`] steps per element of what the
+    /// caller sends, or nests a comprehension inside another.
+    #[error(
+        "the CEL expression `{expression}` could take too long: {problem} (at most {MAX_CEL_COST} steps, a literal list's comprehension counted per element, and no comprehension inside another)"
+    )]
+    TooCostly {
+        /// The expression, shortened.
+        expression: String,
+        /// Which of the two.
+        problem: &'static str,
     },
     /// Not CEL.
     #[error("the CEL expression `{expression}` cannot be parsed: {problem}")]
@@ -299,7 +320,7 @@ mod engine {
     use ::cel::common::ast::{EntryExpr, Expr};
     use ::cel::{Context, Env, ExecutionError, IdedExpr, Program, Value};
 
-    use super::{CelError, MAX_CEL_DEPTH};
+    use super::{CelError, MAX_CEL_COST, MAX_CEL_DEPTH};
     use crate::access::Access;
     use crate::context::Identity;
     use crate::quote::shorten;
@@ -341,12 +362,17 @@ mod engine {
         let parsed = std::thread::Builder::new()
             .name("toolgraft-cel-parse".into())
             .stack_size(PARSER_STACK)
-            .spawn(move || -> Result<Compiled, Option<String>> {
+            .spawn(move || -> Result<Compiled, Refused> {
                 let program = env()
                     .compile(&owned)
-                    .map_err(|errors| Some(errors.to_string()))?;
+                    .map_err(|errors| Refused::Syntax(errors.to_string()))?;
                 if depth(program.expression()) > MAX_CEL_DEPTH {
-                    return Err(None);
+                    return Err(Refused::TooDeep);
+                }
+                // Walked recursively: no deeper than MAX_CEL_DEPTH now.
+                let steps = cost(program.expression(), false).map_err(Refused::TooCostly)?;
+                if steps > MAX_CEL_COST {
+                    return Err(Refused::TooCostly("it could take more steps than allowed"));
                 }
                 let references = program.references();
                 let reads = Reads {
@@ -362,18 +388,94 @@ mod engine {
         let outcome = match parsed {
             Ok(thread) => thread
                 .join()
-                .unwrap_or_else(|_| Err(Some("the parser panicked".into()))),
-            Err(error) => Err(Some(format!("the parser's thread did not start: {error}"))),
+                .unwrap_or_else(|_| Err(Refused::Syntax("the parser panicked".into()))),
+            Err(error) => Err(Refused::Syntax(format!(
+                "the parser's thread did not start: {error}"
+            ))),
         };
-        outcome.map_err(|problem| match problem {
-            None => CelError::TooDeep {
+        outcome.map_err(|refused| match refused {
+            Refused::TooDeep => CelError::TooDeep {
                 expression: expression(),
             },
-            Some(problem) => CelError::Syntax {
+            Refused::TooCostly(problem) => CelError::TooCostly {
+                expression: expression(),
+                problem,
+            },
+            Refused::Syntax(problem) => CelError::Syntax {
                 expression: expression(),
                 problem: shorten(problem.trim()).into_owned(),
             },
         })
+    }
+
+    /// Why the parser's thread refused an expression.
+    enum Refused {
+        TooDeep,
+        TooCostly(&'static str),
+        Syntax(String),
+    }
+
+    /// How many rounds a comprehension over `range` makes at most, per
+    /// element of what the caller sends: a literal list's (or map's) elements,
+    /// those of another comprehension's range (`map` and `filter` give at
+    /// most one element per round), lists added together; anything else is
+    /// the caller's, whose size is the caller's to pay for.
+    fn rounds(range: &IdedExpr) -> u64 {
+        match &range.expr {
+            Expr::List(list) => list.elements.len().max(1) as u64,
+            Expr::Map(map) => map.entries.len().max(1) as u64,
+            Expr::Comprehension(comprehension) => rounds(&comprehension.iter_range),
+            Expr::Call(call) if call.func_name == "_+_" => call
+                .args
+                .iter()
+                .fold(0u64, |total, arg| total.saturating_add(rounds(arg))),
+            _ => 1,
+        }
+    }
+
+    /// An upper bound of the steps `node` takes per element of what the
+    /// caller sends (see [`MAX_CEL_COST`]), saturating; refused for a
+    /// comprehension inside another's body (`in_loop`).
+    fn cost(node: &IdedExpr, in_loop: bool) -> Result<u64, &'static str> {
+        let sum = |nodes: &mut dyn Iterator<Item = &IdedExpr>| -> Result<u64, &'static str> {
+            let mut total = 1u64;
+            for child in nodes {
+                total = total.saturating_add(cost(child, in_loop)?);
+            }
+            Ok(total)
+        };
+        match &node.expr {
+            Expr::Comprehension(comprehension) => {
+                if in_loop {
+                    return Err("a comprehension runs inside another's body");
+                }
+                let rounds = rounds(&comprehension.iter_range);
+                let once = cost(&comprehension.iter_range, false)?
+                    .saturating_add(cost(&comprehension.accu_init, false)?)
+                    .saturating_add(cost(&comprehension.result, false)?);
+                let round = cost(&comprehension.loop_cond, true)?
+                    .saturating_add(cost(&comprehension.loop_step, true)?);
+                Ok(once.saturating_add(rounds.saturating_mul(round)))
+            }
+            Expr::Call(call) => sum(&mut call.target.as_deref().into_iter().chain(&call.args)),
+            Expr::List(list) => sum(&mut list.elements.iter()),
+            Expr::Map(map) => {
+                let mut children = Vec::new();
+                for entry in &map.entries {
+                    entry_of(&entry.expr, &mut children);
+                }
+                sum(&mut children.into_iter())
+            }
+            Expr::Struct(fields) => {
+                let mut children = Vec::new();
+                for entry in &fields.entries {
+                    entry_of(&entry.expr, &mut children);
+                }
+                sum(&mut children.into_iter())
+            }
+            Expr::Select(select) => sum(&mut std::iter::once(&*select.operand)),
+            Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => Ok(1),
+        }
     }
 
     /// The depth of a parsed expression, walked without recursion.

@@ -50,8 +50,10 @@ mod builtin;
 mod cel;
 mod spec;
 
-pub use builtin::{Anyone, Authenticated, Claim, PolicyFn, Scopes, policy_fn};
-pub use cel::{Cel, CelError, MAX_CEL_DEPTH, MAX_CEL_LEN};
+pub use builtin::{
+    Anyone, Authenticated, Claim, IdentityFn, PolicyFn, Scopes, identity_fn, policy_fn,
+};
+pub use cel::{Cel, CelError, MAX_CEL_COST, MAX_CEL_DEPTH, MAX_CEL_LEN};
 pub use spec::PolicySpec;
 
 /// One access decision's question: who calls which name with what.
@@ -102,7 +104,8 @@ impl<'a> Access<'a> {
 
 /// A rule of who may call a name. Implemented by the built-ins ([`Scopes`],
 /// [`Claim`], [`Authenticated`], a manifest's [`PolicySpec`]), by closures through
-/// [`policy_fn`], and by tuples of policies (all must allow).
+/// [`policy_fn`] (or [`identity_fn`], over the identity alone), and by tuples of
+/// policies (all must allow).
 ///
 /// A policy must be cheap and must not block: it runs on every call of the names
 /// it guards, and for every such name on every listing.

@@ -251,7 +251,7 @@ pub enum BindError {
     /// decides what it is shown before it calls anything, so it must follow
     /// from who the caller is alone.
     #[error(
-        "the audience `{audience}` is decided by a policy that reads a call's arguments; an audience decides what a caller is shown before any call, so decide it from the caller's identity alone (scopes, claims) (rule `published-names` in `toolgraft::rulebook`)"
+        "the audience `{audience}` is decided by a policy that reads a call's arguments; an audience decides what a caller is shown before any call, so decide it from the caller's identity alone (scopes, claims, `access::identity_fn`) (rule `published-names` in `toolgraft::rulebook`)"
     )]
     AudienceReadsArguments {
         /// The audience.

@@ -271,7 +271,6 @@ async fn a_manifest_when_binds_and_is_enforced_through_a_toolset_call() {
 /// deep: four billion steps in some 500 characters), so a hostile manifest
 /// could otherwise hang every `tools/list` of a caller.
 #[test]
-#[ignore = "open finding: nested comprehensions over literal lists pass MAX_CEL_LEN and MAX_CEL_DEPTH and run for hours"]
 fn a_condition_the_limits_let_through_evaluates_in_bounded_time() {
     let list = format!(
         "[{}]",
@@ -350,5 +349,64 @@ fn a_condition_that_refuses_the_caller_hides_the_name_whatever_its_order() {
             cel.check(&Access::listing(Some(&bob()), "search")).is_err(),
             "{source}: bob of globex is shown the name"
         );
+    }
+}
+
+/// What an expression may cost is bounded where it is written: no
+/// comprehension inside another's body, and at most `MAX_CEL_COST` steps with
+/// a literal list's comprehension counted per element (a comprehension over
+/// another's result too); one over the caller's lists costs what it walks.
+#[test]
+fn a_costly_condition_is_refused_where_it_is_written() {
+    use toolgraft::access::{CelError, MAX_CEL_COST};
+    let list = |n: usize| format!("[{}]", vec!["1"; n].join(","));
+    for (source, problem) in [
+        (
+            format!("{}.all(a, {}.all(b, true))", list(2), list(2)),
+            "inside another's body",
+        ),
+        (
+            "scopes.exists(s, claims.roles.exists(r, r == s))".to_owned(),
+            "inside another's body",
+        ),
+        (
+            format!("{}.all(a, {})", list(100), vec!["a == 1"; 60].join(" || ")),
+            "more steps",
+        ),
+        (
+            format!(
+                "{}.map(a, a).all(b, {})",
+                list(100),
+                vec!["b == 1"; 60].join(" || ")
+            ),
+            "more steps",
+        ),
+        (
+            format!(
+                "({} + {}).all(b, {})",
+                list(50),
+                list(50),
+                vec!["b == 1"; 60].join(" || ")
+            ),
+            "more steps",
+        ),
+    ] {
+        let refused = Cel::new(&source).unwrap_err();
+        assert!(
+            matches!(refused, CelError::TooCostly { .. }),
+            "{source}: {refused}"
+        );
+        assert!(refused.to_string().contains(problem), "{refused}");
+        assert!(
+            refused.to_string().contains(&MAX_CEL_COST.to_string()),
+            "{refused}"
+        );
+    }
+    for fine in [
+        "scopes.exists(s, s.startsWith('notes:'))",
+        "arguments.items.all(i, i.size() < 100) && 'admin' in scopes",
+        "[1, 2, 3].map(a, a * 2).all(b, b < 10)",
+    ] {
+        assert!(Cel::new(fine).is_ok(), "{fine}");
     }
 }

@@ -508,3 +508,29 @@ fn resolve_is_everyones_even_when_an_audience_takes_in_the_unidentified() {
     assert_eq!(toolset.resolve("search").unwrap().name, "search_cache");
     assert_eq!(toolset.resolve_for(None, "search").unwrap().name, "search");
 }
+
+/// A closure over the identity alone decides an audience; one over the whole
+/// question (`policy_fn`) may read arguments, and is refused.
+#[test]
+fn a_closure_over_the_identity_decides_an_audience() {
+    use toolgraft::access::{Denied, Missing, identity_fn};
+    let toolset = Toolset::new();
+    toolset
+        .bind((search(Arc::default()).combo().with(Cache::default()),))
+        .unwrap();
+    let staff = identity_fn(|who: Option<&Identity>| match who {
+        Some(who) if who.subject().ends_with("@staff") => Ok(()),
+        _ => Err(Denied::new(Missing::Condition("a staff account".into()))),
+    });
+    toolset
+        .edit()
+        .publish("search", Publish::InPlace)
+        .audience("staff", staff)
+        .publish_to("staff", "search", Publish::All)
+        .commit()
+        .unwrap();
+    let ann = Identity::new("ann@staff");
+    assert_eq!(toolset.audience_of(Some(&ann)).unwrap(), "staff");
+    assert_eq!(toolset.published_for(Some(&ann)).len(), 2);
+    assert_eq!(toolset.published_for(Some(&pro())).len(), 1);
+}

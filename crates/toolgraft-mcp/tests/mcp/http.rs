@@ -213,9 +213,10 @@ async fn an_http_client_lists_and_calls_every_bound_name() {
 async fn calls_over_http_do_not_wait_for_delayed_acknowledgements() {
     // An answer written in pieces (an event stream without TCP_NODELAY, as before
     // replies went back whole) waits for the client's delayed ACK (20 to 40 ms on
-    // Linux loopback), so 200 calls one after another take 4 s or more; as they
-    // are, under a millisecond each even in a debug build (0.16 s on this 2-core
-    // machine). The budget sits far from both.
+    // Linux loopback): every call one after another takes 20 ms or more. As they
+    // are, under a millisecond each even in a debug build. A busy machine (other
+    // tests, a build beside them) slows some calls, not all: the fastest tenth of
+    // 100 calls is what tells a stall from a busy machine.
     let (toolset, _) = toolset();
     let server = serve(mcp(&toolset, Guard::off())).await;
     let url = server.url();
@@ -245,21 +246,22 @@ async fn calls_over_http_do_not_wait_for_delayed_acknowledgements() {
     )
     .await
     .unwrap();
-    let budget = Duration::from_millis(1500);
-    let started = std::time::Instant::now();
-    let mut answered = 0;
-    while answered < 200 && started.elapsed() < budget {
+    let mut took = Vec::with_capacity(100);
+    for id in 0..100 {
         let call = json!({
-            "jsonrpc": "2.0", "id": answered + 2, "method": "tools/call",
+            "jsonrpc": "2.0", "id": id + 2, "method": "tools/call",
             "params": {"name": "shout", "arguments": {"text": "hi"}}
         });
+        let started = std::time::Instant::now();
         let answer = first_message(within("tools/call", post(call)).await.unwrap()).await;
+        took.push(started.elapsed());
         assert_eq!(answer["result"]["content"][0]["text"], "HI", "{answer}");
-        answered += 1;
     }
-    assert_eq!(
-        answered, 200,
-        "only {answered} calls answered in {budget:?}: each answer stalls"
+    took.sort_unstable();
+    let fast_tenth = took[9];
+    assert!(
+        fast_tenth < Duration::from_millis(12),
+        "the fastest tenth of 100 calls took up to {fast_tenth:?} each: each answer stalls"
     );
     within("shutdown", server.shutdown()).await.unwrap();
 }
