@@ -5,7 +5,9 @@
 //! only forward) and a branch of four built-in `trace`s (no subscriber), and, as the
 //! floor, by a hand-written rmcp `ServerHandler` answering the same tool with no
 //! toolgraft at all: the ratio of the two is what toolgraft adds to rmcp. Each on a
-//! current-thread runtime and on a multi-thread runtime with 2 workers.
+//! current-thread runtime and on a multi-thread runtime with 2 workers. The base
+//! once more with its requests in a trace (`_meta`'s `traceparent` and
+//! `tracestate`): what reading the trace context costs a call.
 //!
 //! And `tools/list` as the server answers it, for 10 and 1,000 tools; and for
 //! 1,000 tools with access policies on half of them, per caller, against the
@@ -19,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, ServerCapabilities,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, RequestMetaObject,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RunningService};
 use rmcp::{ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt};
@@ -159,6 +161,16 @@ fn params(name: &str) -> CallToolRequestParams {
     CallToolRequestParams::new(name.to_owned()).with_arguments(args)
 }
 
+/// [`params`] with a W3C trace context in `_meta`, as a traced client sends it.
+fn traced_params(name: &str) -> CallToolRequestParams {
+    let mut meta = RequestMetaObject::new();
+    meta.set_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    meta.set_tracestate("rojo=00f067aa0ba902b7,congo=t61rcWkgMzE");
+    let mut params = params(name);
+    params.meta = Some(meta);
+    params
+}
+
 /// `iters` round trips, timed inside one `block_on`: what criterion's `to_async`
 /// does, without its per-sample `block_on` cost landing in every iteration (as
 /// `b.iter(|| rt.block_on(..))` would). On the multi-thread runtime the loop is a
@@ -216,6 +228,16 @@ fn call(c: &mut Criterion) {
                 b.iter_custom(|iters| round_trips(&rt, client, &params, iters))
             });
         }
+        // The base again, its requests in a trace (`_meta`'s `traceparent` and
+        // `tracestate`, SEP-414): against `base`, what reading and checking
+        // them costs a call.
+        let (_, name, client) = &served[0];
+        let traced = traced_params(name);
+        let result = rt.block_on(client.call_tool(traced.clone())).unwrap();
+        assert_eq!(result.structured_content, Some(json!({"sum": 5})));
+        group.bench_function(format!("base, traced/{flavor}"), |b| {
+            b.iter_custom(|iters| round_trips(&rt, client, &traced, iters))
+        });
         for (_, _, client) in served {
             rt.block_on(client.cancel()).unwrap();
         }
