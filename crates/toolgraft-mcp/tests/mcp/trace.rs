@@ -195,4 +195,99 @@ mod http {
         }
         within("shutdown", server.shutdown()).await.unwrap();
     }
+
+    /// What `traced` saw of a raw `tools/call` whose HTTP request carries
+    /// `headers` (repeated names as separate fields, which rmcp's client cannot
+    /// send), in a session of its own.
+    async fn raw_call(url: &str, headers: &[(&str, &str)]) -> Value {
+        let http = reqwest::Client::new();
+        let post = |body: Value, session: Option<&str>, headers: &[(&str, &str)]| {
+            let mut request = http
+                .post(url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2025-11-25")
+                .json(&body);
+            if let Some(session) = session {
+                request = request.header("mcp-session-id", session);
+            }
+            for (name, value) in headers {
+                request = request.header(*name, *value);
+            }
+            request.send()
+        };
+        let initialize = json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "raw", "version": "1"}}
+        });
+        let opened = within("initialize", post(initialize, None, &[]))
+            .await
+            .unwrap();
+        let session = opened
+            .headers()
+            .get("mcp-session-id")
+            .map(|id| id.to_str().unwrap().to_owned());
+        drop(opened);
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        within("initialized", post(initialized, session.as_deref(), &[]))
+            .await
+            .unwrap();
+        let call = json!({
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "traced", "arguments": {}}
+        });
+        let answer = within("tools/call", post(call, session.as_deref(), headers))
+            .await
+            .unwrap();
+        let body = within("the answer", answer.text()).await.unwrap();
+        // A JSON body, or the one event of a stream.
+        let message = body
+            .lines()
+            .find_map(|line| {
+                line.strip_prefix("data:")
+                    .map(str::trim)
+                    .filter(|data| !data.is_empty())
+            })
+            .unwrap_or(&body);
+        let message: Value = serde_json::from_str(message).unwrap();
+        let text = message["result"]["content"][0]["text"]
+            .as_str()
+            .expect("a result");
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[tokio::test]
+    async fn repeated_headers_are_one_tracestate_and_two_parents_are_none() {
+        let mcp = McpHttp::new(ToolsetServer::new(toolset()), Guard::off());
+        let server = within("serve", mcp.serve(([127, 0, 0, 1], 0)))
+            .await
+            .unwrap();
+        let url = server.url();
+
+        let joined = raw_call(
+            &url,
+            &[
+                ("traceparent", VALID),
+                ("tracestate", "a=1"),
+                ("tracestate", "b=2"),
+            ],
+        )
+        .await;
+        assert_eq!(
+            joined,
+            json!({"trace_id": TRACE_ID, "tracestate": "a=1,b=2"})
+        );
+        let two_parents = raw_call(
+            &url,
+            &[
+                ("traceparent", VALID),
+                ("traceparent", VALID),
+                ("tracestate", "a=1"),
+            ],
+        )
+        .await;
+        assert_eq!(two_parents, json!({"trace_id": null, "tracestate": null}));
+        within("shutdown", server.shutdown()).await.unwrap();
+    }
 }
