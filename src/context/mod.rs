@@ -71,6 +71,7 @@ mod ask;
 mod caller;
 mod entries;
 mod identity;
+mod trace;
 
 pub use ask::{Answer, Answered, Ask, Asker, InputRequest, InputRequired, Question, Reach};
 pub use caller::{
@@ -79,6 +80,7 @@ pub use caller::{
 };
 pub use entries::{BodyLocalCall, CallName, ChainDepth};
 pub use identity::Identity;
+pub use trace::{MAX_TRACESTATE_LEN, MAX_TRACESTATE_MEMBERS, TraceContext, ZeroSpanId};
 
 mod sealed {
     pub trait Travel {}

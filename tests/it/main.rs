@@ -119,6 +119,7 @@ mod third_party;
 mod timeout;
 #[cfg(feature = "tower")]
 mod tower_ext;
+mod trace_context;
 #[cfg(all(
     feature = "batch",
     feature = "cache",

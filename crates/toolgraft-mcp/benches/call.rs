@@ -5,7 +5,10 @@
 //! only forward) and a branch of four built-in `trace`s (no subscriber), and, as the
 //! floor, by a hand-written rmcp `ServerHandler` answering the same tool with no
 //! toolgraft at all: the ratio of the two is what toolgraft adds to rmcp. Each on a
-//! current-thread runtime and on a multi-thread runtime with 2 workers.
+//! current-thread runtime and on a multi-thread runtime with 2 workers. The base
+//! once more with its requests in a trace (`_meta`'s `traceparent` and
+//! `tracestate`), against the same `_meta` under keys no one reads: what reading
+//! the trace context costs a call.
 //!
 //! And `tools/list` as the server answers it, for 10 and 1,000 tools; and for
 //! 1,000 tools with access policies on half of them, per caller, against the
@@ -19,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, ServerCapabilities,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, RequestMetaObject,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RunningService};
 use rmcp::{ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt};
@@ -159,6 +162,22 @@ fn params(name: &str) -> CallToolRequestParams {
     CallToolRequestParams::new(name.to_owned()).with_arguments(args)
 }
 
+/// [`params`] with a W3C trace context's two values in `_meta`, under `keys`
+/// (`traceparent` and `tracestate`, as a traced client sends them, or others).
+fn params_with_meta(name: &str, keys: [&str; 2]) -> CallToolRequestParams {
+    let mut meta = RequestMetaObject::new();
+    let values = [
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE",
+    ];
+    for (key, value) in keys.into_iter().zip(values) {
+        meta.insert(key.to_owned(), json!(value));
+    }
+    let mut params = params(name);
+    params.meta = Some(meta);
+    params
+}
+
 /// `iters` round trips, timed inside one `block_on`: what criterion's `to_async`
 /// does, without its per-sample `block_on` cost landing in every iteration (as
 /// `b.iter(|| rt.block_on(..))` would). On the multi-thread runtime the loop is a
@@ -213,6 +232,22 @@ fn call(c: &mut Criterion) {
             let result = rt.block_on(client.call_tool(params.clone())).unwrap();
             assert_eq!(result.structured_content, Some(json!({"sum": 5})), "{what}");
             group.bench_function(format!("{what}/{flavor}"), |b| {
+                b.iter_custom(|iters| round_trips(&rt, client, &params, iters))
+            });
+        }
+        // The base again, its requests in a trace (`_meta`'s `traceparent` and
+        // `tracestate`, SEP-414), and with the same two values under keys no
+        // one reads: the ratio of the two is what reading and checking a trace
+        // context costs a call (sending a `_meta` costs both alike).
+        let (_, name, client) = &served[0];
+        for (what, keys) in [
+            ("base, _meta/", ["example.com/parent", "example.com/state"]),
+            ("base, traced/", ["traceparent", "tracestate"]),
+        ] {
+            let params = params_with_meta(name, keys);
+            let result = rt.block_on(client.call_tool(params.clone())).unwrap();
+            assert_eq!(result.structured_content, Some(json!({"sum": 5})));
+            group.bench_function(format!("{what}{flavor}"), |b| {
                 b.iter_custom(|iters| round_trips(&rt, client, &params, iters))
             });
         }

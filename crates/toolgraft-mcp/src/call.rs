@@ -23,6 +23,33 @@
 //! # Ok::<(), toolgraft::error::InvalidName>(())
 //! ```
 //!
+//! The W3C trace context the client sent (SEP-414: `traceparent` and
+//! `tracestate` in the request's `_meta`; over HTTP, when `_meta` has no
+//! `traceparent`, the request's headers of those names) is a
+//! [`TraceContext`](toolgraft::context::TraceContext) in the call's context,
+//! when valid: anything malformed is ignored, and the call goes on in a trace of
+//! its own. It reaches worker threads and processes with the call; a body that
+//! calls out sends it on:
+//!
+//! ```
+//! use toolgraft::context::{self, TraceContext};
+//! # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Query {}
+//! let fetch = toolgraft::Tool::builder().name("fetch").description("Call out, in the caller's trace.")
+//!     .body(|_: Query| async {
+//!         let mut headers = Vec::new();
+//!         if let Some(trace) = context::get::<TraceContext>() {
+//!             headers.push(("traceparent", trace.traceparent()));
+//!             if !trace.tracestate().is_empty() {
+//!                 headers.push(("tracestate", trace.tracestate().to_owned()));
+//!             }
+//!         }
+//!         // .. the request out, with `headers` ..
+//!         Ok(headers.len())
+//!     })
+//!     .build()?;
+//! # Ok::<(), toolgraft::error::InvalidName>(())
+//! ```
+//!
 //! Calls that do not come over MCP ([`Toolset::call`](toolgraft::Toolset::call)
 //! from a test) have none of it: [`McpCall::current`] is `None`, and reporting
 //! progress reaches no one.
@@ -51,6 +78,8 @@ use toolgraft::context::{
     LogLevel, LogMessage, LogSink, Progress, ProgressSink, Question, Reach, Unkeyed,
 };
 use toolgraft::store::{StoreError, StoreFuture};
+
+use crate::trace_context::trace_of;
 
 /// The MCP request a call came in by (`tools/call`), set by
 /// [`ToolsetServer`](crate::ToolsetServer) for the whole call: every layer of the
@@ -408,7 +437,8 @@ pub(crate) fn principal_of(
 }
 
 /// Runs `call` as the call of `request`: with its [`McpCall`], the principal and
-/// the identity the HTTP layer found, an [`Asker`] for its client's user (with the answers
+/// the identity the HTTP layer found, the W3C trace context it sent
+/// ([`TraceContext`](toolgraft::context::TraceContext), when valid), an [`Asker`] for its client's user (with the answers
 /// `brought`), when the client sent a progress token, a [`ProgressSink`] whose
 /// reports reach the client in order, at most every [`PROGRESS_EVERY`](toolgraft::context::PROGRESS_EVERY) (the
 /// newest of those made meanwhile), the last one before the reply, and, when
@@ -435,6 +465,11 @@ pub(crate) async fn serve<F: Future>(
     // makes by name (a chain's next step included).
     if let Some(identity) = identity_of(&request) {
         context = context.with(identity);
+    }
+    // The client's trace, for the body to continue and to send on, wherever
+    // the call runs.
+    if let Some(trace) = trace_of(&request) {
+        context = context.with(trace);
     }
     if !request.meta.0.0.is_empty() {
         context = context.with(RequestMeta(request.meta.0.0.clone()));

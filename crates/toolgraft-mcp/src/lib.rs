@@ -32,7 +32,9 @@
 //!   token, from a pool thread too; `McpHttp::with_identity` and
 //!   `McpHttp::with_principal` (feature `http`) set the caller's
 //!   [`Identity`](toolgraft::context::Identity) and
-//!   [`Principal`](toolgraft::context::Principal).
+//!   [`Principal`](toolgraft::context::Principal). The W3C trace context the
+//!   client sent (`_meta`'s `traceparent`, SEP-414, or over HTTP the header) is
+//!   a [`TraceContext`](toolgraft::context::TraceContext) there, when valid.
 //! * With [access policies](toolgraft::access) on the toolset, each caller is
 //!   listed exactly the names it may call; a name it may not call answers as one
 //!   that does not exist (and never falls through to the handler's tool of that
@@ -124,13 +126,15 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The modules, bottom to top (`scripts/module-graph` checks it): what a client
-// sees of a tool and of an outcome; the call's context; the server handler;
+// sees of a tool and of an outcome; the trace context a request brings; the
+// call's context; the server handler;
 // what an rmcp tool gets of its request, and gives back (a relay where the call
 // has no MCP request: on a worker process); rmcp tools brought in;
 // `http` serves it over Streamable HTTP.
 mod content;
 mod tool;
 mod outcome;
+mod trace_context;
 pub mod call;
 pub mod task;
 mod server;

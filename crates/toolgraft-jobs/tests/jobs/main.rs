@@ -23,3 +23,4 @@ mod outages;
 mod relocation;
 mod submit;
 mod tasks;
+mod trace;

@@ -53,6 +53,10 @@ pub(crate) struct Report {
     /// The caller's [`Identity`], as the body read it.
     #[serde(default)]
     pub(crate) identity: Option<Value>,
+    /// The caller's W3C [`TraceContext`](context::TraceContext), as the body
+    /// read it: the `traceparent` and `tracestate` it would send on.
+    #[serde(default)]
+    pub(crate) trace: Option<(String, String)>,
 }
 
 /// A user's own context entry that travels to worker processes.
@@ -115,6 +119,8 @@ pub(crate) async fn whereami(input: City) -> Result<Report, BoxError> {
         identity: context::get::<Identity>()
             .map(serde_json::to_value)
             .transpose()?,
+        trace: context::get::<context::TraceContext>()
+            .map(|trace| (trace.traceparent(), trace.tracestate().to_owned())),
     })
 }
 

@@ -1,7 +1,8 @@
 //! toolgraft-mcp's tests, one binary: the helpers every module shares
 //! (`support`), then serving a toolset (`serve`), toolgraft inside a server of
 //! one's own (`embed`, `merge`), MCP tasks (`tasks`), Streamable HTTP
-//! (`http`, feature `http`) and access policies (`access`).
+//! (`http`, feature `http`), access policies (`access`) and the W3C trace
+//! context a client sends (`trace`).
 
 mod support;
 
@@ -12,3 +13,4 @@ mod http;
 mod merge;
 mod serve;
 mod tasks;
+mod trace;
