@@ -308,6 +308,23 @@ pub enum BindError {
         owner: Name,
     },
 
+    /// A published name that carries an access policy would be published by
+    /// another tool than the one it was set for: the policy decides the name
+    /// only while it is its tool's, so the name would open silently. Set its
+    /// policy again ([`Edit::authorize`](crate::toolset::Edit::authorize)), or
+    /// open it ([`Edit::open`](crate::toolset::Edit::open)), in the same edit.
+    #[error(
+        "`{name}` carries an access policy set while it was `{owner}`'s, and would now be published by `{tool}`, open to any caller; authorize it again or open it in the same edit"
+    )]
+    GuardedNameMoved {
+        /// The published name.
+        name: Name,
+        /// The tool the policy was set for.
+        owner: Name,
+        /// The tool that would publish it.
+        tool: Name,
+    },
+
     /// A name the tool would bind is already bound by another tool.
     #[error("`{name}` is already bound (by tool `{owner}`); `{tool}` cannot bind it too")]
     NameTaken {
@@ -617,6 +634,7 @@ impl BindError {
             Self::AlreadyBound { .. }
             | Self::UnknownTool { .. }
             | Self::AccessOfAnother { .. }
+            | Self::GuardedNameMoved { .. }
             | Self::AlreadyAttached { .. }
             | Self::NotAttached { .. } => return None,
         })

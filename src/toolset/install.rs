@@ -148,6 +148,7 @@ impl Toolset {
             .cloned()
             .collect();
         let new_rules = ruled(&catalog, &changed, &planned, &every_published, rules)?;
+        guarded_stay(&catalog, new_rules.as_ref(), &planned, &every_published)?;
         drop((changed, every_published));
         // What is replaced is dropped after the lock is released: dropping it runs
         // extensions' and bodies' `Drop`, which may call back into the toolset.
@@ -323,6 +324,55 @@ fn audiences_after(
         }
     }
     Ok((defined, removed))
+}
+
+/// Refuses a change that would have a published alias that carries a policy
+/// published by another tool than the one the policy was set for (the
+/// policy would no longer decide it: the name would open without a word),
+/// unless the change sets the name's policy again or takes it off.
+fn guarded_stay(
+    catalog: &Catalog,
+    new_rules: Option<&Rules>,
+    planned: &[(ToolGroup, Option<u64>, Vec<Entry>)],
+    published: &[(Name, Name)],
+) -> Result<(), BindError> {
+    let rules = new_rules.unwrap_or(&catalog.rules);
+    let base_of = |bound: &Name| {
+        planned
+            .iter()
+            .flat_map(|(_, _, entries)| entries)
+            .find(|entry| entry.info.name == *bound)
+            .map(|entry| entry.info.base.clone())
+            .or_else(|| {
+                catalog
+                    .entries
+                    .get(bound)
+                    .map(|entry| entry.info.base.clone())
+            })
+    };
+    for (name, bound) in published.iter().filter(|(name, bound)| name != bound) {
+        let Some(ruled) = rules.get(name) else {
+            continue;
+        };
+        // A rule this change set is the change's own say.
+        let set_now = new_rules.is_some_and(|new| {
+            catalog
+                .rules
+                .get(name)
+                .is_none_or(|before| !Arc::ptr_eq(&before.policy, &new[name].policy))
+        });
+        if set_now {
+            continue;
+        }
+        if let Some(tool) = base_of(bound).filter(|tool| *tool != ruled.owner) {
+            return Err(BindError::GuardedNameMoved {
+                name: name.clone(),
+                owner: ruled.owner.clone(),
+                tool,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A toolset's access policies, by the name each is on.

@@ -272,7 +272,6 @@ async fn a_policy_never_sees_arguments_nested_too_deep() {
 /// the name clients call is open, silently: the edit should say so (refuse,
 /// or the policy follow the published name).
 #[tokio::test]
-#[ignore = "open finding (design): moving a guarded alias to another tool opens it without a word"]
 async fn moving_a_guarded_alias_to_another_tool_does_not_open_it_silently() {
     let whisper = Tool::builder()
         .name("whisper")
@@ -295,11 +294,21 @@ async fn moving_a_guarded_alias_to_another_tool_does_not_open_it_silently() {
         .publish("shout", Publish::Only(Vec::new()))
         .publish("whisper", Publish::only([("say", "whisper")]).unwrap())
         .commit();
-    if moved.is_ok() {
-        let open = toolset.call_published("say", hi()).await;
-        assert!(
-            open.is_err(),
-            "`say` was guarded and is now open to anyone: {open:?}"
-        );
-    }
+    assert!(
+        matches!(&moved, Err(toolgraft::BindError::GuardedNameMoved { name, .. }) if name == "say"),
+        "{moved:?}"
+    );
+    assert!(
+        toolset.call_published("say", hi()).await.is_err(),
+        "still guarded"
+    );
+    // Said in the same edit, the move lands: authorized again, or opened.
+    toolset
+        .edit()
+        .publish("shout", Publish::Only(Vec::new()))
+        .publish("whisper", Publish::only([("say", "whisper")]).unwrap())
+        .authorize("say", Scopes::all(["secret"]))
+        .commit()
+        .unwrap();
+    assert!(!toolset.visible(None, "say"));
 }

@@ -204,13 +204,30 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         // One of three futures, none inside another: each costs its own size,
         // and a toolset's call stays as small as it is without policies (see
         // `import::future_sizes`); a guarded one is boxed.
-        if self.handler_tools && !self.serves(&request.name) {
-            return Either::Left(Either::Left(self.handler.call_tool(request, context)));
+        type Boxed<'a> = std::pin::Pin<
+            Box<dyn Future<Output = Result<CallToolResponse, ErrorData>> + Send + 'a>,
+        >;
+        if self.handler_tools {
+            if !self.serves(&request.name) {
+                return Either::Left(Either::Left(self.handler.call_tool(request, context)));
+            }
+            // A name of the toolset's that this caller is not shown answers
+            // as rmcp's tool router answers a name it does not have: the
+            // handler's tools are beside the toolset's, and another answer
+            // would tell the name exists. (Not the handler's own answer: its
+            // tool of that name, when it has one, is what the toolset guards.)
+            if !self
+                .toolset
+                .visible(call::identity_of(&context).as_ref(), &request.name)
+            {
+                let unknown = ErrorData::invalid_params("tool not found", None);
+                return Either::Right(Box::pin(std::future::ready(Err(unknown))) as Boxed<'_>);
+            }
         }
         if !self.toolset.is_guarded() {
             return Either::Left(Either::Right(self.call_toolset(request, context)));
         }
-        Either::Right(Box::pin(self.call_guarded(request, context)))
+        Either::Right(Box::pin(self.call_guarded(request, context)) as Boxed<'_>)
     }
 
     async fn get_task(
