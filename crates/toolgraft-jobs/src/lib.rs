@@ -140,7 +140,6 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
-
 // Without a tier (toolgraft's UI tests only), what serves the tiers is unused.
 #![cfg_attr(
     not(any(feature = "redis", feature = "sqlite")),
