@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rmcp::model::ErrorCode;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 use toolgraft::access::{Claim, Scopes};
 use toolgraft::context::{self, Identity};
 use toolgraft::prelude::*;
@@ -116,6 +116,8 @@ mod http {
     use tokio::sync::Notify;
     use toolgraft::ext::{Chain, Pool};
     use toolgraft_mcp::http::{Guard, McpHttp, Serving};
+
+    use serde_json::Value;
 
     use super::*;
     use crate::support::args;
