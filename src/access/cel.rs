@@ -437,13 +437,6 @@ mod engine {
     /// caller sends (see [`MAX_CEL_COST`]), saturating; refused for a
     /// comprehension inside another's body (`in_loop`).
     fn cost(node: &IdedExpr, in_loop: bool) -> Result<u64, &'static str> {
-        let sum = |nodes: &mut dyn Iterator<Item = &IdedExpr>| -> Result<u64, &'static str> {
-            let mut total = 1u64;
-            for child in nodes {
-                total = total.saturating_add(cost(child, in_loop)?);
-            }
-            Ok(total)
-        };
         match &node.expr {
             Expr::Comprehension(comprehension) => {
                 if in_loop {
@@ -457,24 +450,13 @@ mod engine {
                     .saturating_add(cost(&comprehension.loop_step, true)?);
                 Ok(once.saturating_add(rounds.saturating_mul(round)))
             }
-            Expr::Call(call) => sum(&mut call.target.as_deref().into_iter().chain(&call.args)),
-            Expr::List(list) => sum(&mut list.elements.iter()),
-            Expr::Map(map) => {
-                let mut children = Vec::new();
-                for entry in &map.entries {
-                    entry_of(&entry.expr, &mut children);
+            _ => {
+                let mut total = 1u64;
+                for child in children(node) {
+                    total = total.saturating_add(cost(child, in_loop)?);
                 }
-                sum(&mut children.into_iter())
+                Ok(total)
             }
-            Expr::Struct(fields) => {
-                let mut children = Vec::new();
-                for entry in &fields.entries {
-                    entry_of(&entry.expr, &mut children);
-                }
-                sum(&mut children.into_iter())
-            }
-            Expr::Select(select) => sum(&mut std::iter::once(&*select.operand)),
-            Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => Ok(1),
         }
     }
 
@@ -484,36 +466,41 @@ mod engine {
         let mut stack = vec![(root, 1usize)];
         while let Some((node, level)) = stack.pop() {
             deepest = deepest.max(level);
-            let mut children: Vec<&IdedExpr> = Vec::new();
-            match &node.expr {
-                Expr::Call(call) => {
-                    children.extend(call.target.as_deref());
-                    children.extend(&call.args);
-                }
-                Expr::Comprehension(comprehension) => children.extend([
-                    &comprehension.iter_range,
-                    &comprehension.accu_init,
-                    &comprehension.loop_cond,
-                    &comprehension.loop_step,
-                    &comprehension.result,
-                ]),
-                Expr::List(list) => children.extend(&list.elements),
-                Expr::Map(map) => {
-                    for entry in &map.entries {
-                        entry_of(&entry.expr, &mut children);
-                    }
-                }
-                Expr::Struct(fields) => {
-                    for entry in &fields.entries {
-                        entry_of(&entry.expr, &mut children);
-                    }
-                }
-                Expr::Select(select) => children.push(&select.operand),
-                Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => {}
-            }
-            stack.extend(children.into_iter().map(|child| (child, level + 1)));
+            stack.extend(children(node).into_iter().map(|child| (child, level + 1)));
         }
         deepest
+    }
+
+    /// The expressions `node` is made of.
+    fn children(node: &IdedExpr) -> Vec<&IdedExpr> {
+        let mut children: Vec<&IdedExpr> = Vec::new();
+        match &node.expr {
+            Expr::Call(call) => {
+                children.extend(call.target.as_deref());
+                children.extend(&call.args);
+            }
+            Expr::Comprehension(comprehension) => children.extend([
+                &comprehension.iter_range,
+                &comprehension.accu_init,
+                &comprehension.loop_cond,
+                &comprehension.loop_step,
+                &comprehension.result,
+            ]),
+            Expr::List(list) => children.extend(&list.elements),
+            Expr::Map(map) => {
+                for entry in &map.entries {
+                    entry_of(&entry.expr, &mut children);
+                }
+            }
+            Expr::Struct(fields) => {
+                for entry in &fields.entries {
+                    entry_of(&entry.expr, &mut children);
+                }
+            }
+            Expr::Select(select) => children.push(&select.operand),
+            Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => {}
+        }
+        children
     }
 
     fn entry_of<'a>(entry: &'a EntryExpr, children: &mut Vec<&'a IdedExpr>) {

@@ -17,6 +17,7 @@ use crate::name::Name;
 use crate::schema::{self, Args};
 
 use super::Toolset;
+use super::catalog::shown_in;
 
 /// Which names a call looks its name up among.
 #[derive(Clone, Copy)]
@@ -204,12 +205,7 @@ impl Toolset {
         let identity = clients.then(context::get::<Identity>).flatten();
         let (published, guards) = catalog.view(identity.as_ref());
         // A client is told only of a name it is shown.
-        let shown = |name: &Name| {
-            published.contains_key(name)
-                && guards.get(name).is_none_or(|guards| {
-                    access::shows(guards, &Access::listing(identity.as_ref(), name))
-                })
-        };
+        let shown = |name: &Name| shown_in(published, guards, identity.as_ref(), name);
         let siblings = catalog
             .tools
             .get(&info.base)

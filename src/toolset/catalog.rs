@@ -215,6 +215,14 @@ impl Catalog {
         }
     }
 
+    /// Whether a caller `identity` is shown the published name `name`: it is
+    /// published to it, and its policies allow the caller or refuse it with a
+    /// step-up only.
+    pub(super) fn shows(&self, identity: Option<&Identity>, name: &str) -> bool {
+        let (published, guards) = self.view(identity);
+        shown_in(published, guards, identity, name)
+    }
+
     /// The audience of a caller `identity`: the first whose policy allows it.
     pub(super) fn audience_of(&self, identity: Option<&Identity>) -> Option<&Audience> {
         self.audiences.iter().find(|audience| {
@@ -224,4 +232,18 @@ impl Catalog {
                 .is_ok()
         })
     }
+}
+
+/// Whether `name` is shown to a caller `identity` of the view `published`,
+/// `guards` ([`Catalog::view`]): one question for a lookup and for a scan.
+pub(super) fn shown_in(
+    published: &ByName<Arc<Entry>>,
+    guards: &ByName<Guards>,
+    identity: Option<&Identity>,
+    name: &str,
+) -> bool {
+    published.contains_key(name)
+        && guards
+            .get(name)
+            .is_none_or(|guards| crate::access::shows(guards, &Access::listing(identity, name)))
 }

@@ -148,7 +148,13 @@ impl Toolset {
             .cloned()
             .collect();
         let new_rules = ruled(&catalog, &changed, &planned, &every_published, rules)?;
-        guarded_stay(&catalog, new_rules.as_ref(), &planned, &every_published)?;
+        guarded_stay(
+            &catalog,
+            &changed,
+            new_rules.as_ref(),
+            &planned,
+            &every_published,
+        )?;
         drop((changed, every_published));
         // What is replaced is dropped after the lock is released: dropping it runs
         // extensions' and bodies' `Drop`, which may call back into the toolset.
@@ -326,30 +332,40 @@ fn audiences_after(
     Ok((defined, removed))
 }
 
+/// The base tool a bound name is of once the change lands: a changed tool's
+/// as planned, another's as it is.
+fn base_after(
+    catalog: &Catalog,
+    changed: &[&Name],
+    planned: &[(ToolGroup, Option<u64>, Vec<Entry>)],
+    name: &str,
+) -> Option<Name> {
+    let planned = planned
+        .iter()
+        .flat_map(|(_, _, entries)| entries)
+        .find(|entry| entry.info.name == name);
+    let kept = catalog
+        .entries
+        .get(name)
+        .filter(|entry| !changed.contains(&&entry.info.base));
+    planned
+        .or(kept.map(|entry| &**entry))
+        .map(|entry| entry.info.base.clone())
+}
+
 /// Refuses a change that would have a published alias that carries a policy
 /// published by another tool than the one the policy was set for (the
 /// policy would no longer decide it: the name would open without a word),
 /// unless the change sets the name's policy again or takes it off.
 fn guarded_stay(
     catalog: &Catalog,
+    changed: &[&Name],
     new_rules: Option<&Rules>,
     planned: &[(ToolGroup, Option<u64>, Vec<Entry>)],
     published: &[(Name, Name)],
 ) -> Result<(), BindError> {
     let rules = new_rules.unwrap_or(&catalog.rules);
-    let base_of = |bound: &Name| {
-        planned
-            .iter()
-            .flat_map(|(_, _, entries)| entries)
-            .find(|entry| entry.info.name == *bound)
-            .map(|entry| entry.info.base.clone())
-            .or_else(|| {
-                catalog
-                    .entries
-                    .get(bound)
-                    .map(|entry| entry.info.base.clone())
-            })
-    };
+    let base_of = |bound: &Name| base_after(catalog, changed, planned, bound);
     for (name, bound) in published.iter().filter(|(name, bound)| name != bound) {
         let Some(ruled) = rules.get(name) else {
             continue;
@@ -392,20 +408,7 @@ fn ruled(
     if rules.is_empty() {
         return Ok(None);
     }
-    // The base tool a bound name is of once the change lands.
-    let base_of_bound = |name: &str| -> Option<Name> {
-        let planned = planned
-            .iter()
-            .flat_map(|(_, _, entries)| entries)
-            .find(|entry| entry.info.name == name);
-        let kept = catalog
-            .entries
-            .get(name)
-            .filter(|entry| !changed.contains(&&entry.info.base));
-        planned
-            .or(kept.map(|entry| &**entry))
-            .map(|entry| entry.info.base.clone())
-    };
+    let base_of_bound = |name: &str| base_after(catalog, changed, planned, name);
     let owner_after = |name: &str| {
         base_of_bound(name).or_else(|| {
             let (_, bound) = published.iter().find(|(published, _)| published == name)?;

@@ -205,14 +205,7 @@ impl Toolset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn visible(&self, identity: Option<&Identity>, name: &str) -> bool {
-        let catalog = self.read();
-        let (published, guards) = catalog.view(identity);
-        if !published.contains_key(name) {
-            return false;
-        }
-        guards
-            .get(name)
-            .is_none_or(|guards| access::shows(guards, &Access::listing(identity, name)))
+        self.read().shows(identity, name)
     }
 
     /// The names published to a client `identity` (or an unidentified one)
