@@ -52,6 +52,13 @@ struct Page {
 
 impl Page {
     async fn call(&mut self, method: &str, params: Value) -> Value {
+        let reply = self.send(method, params).await;
+        assert!(reply.get("error").is_none(), "{method} failed: {reply}");
+        reply["result"].clone()
+    }
+
+    /// Sends one command and returns Chromium's whole reply, an error included.
+    async fn send(&mut self, method: &str, params: Value) -> Value {
         self.next += 1;
         let id = self.next;
         let mut message = json!({"id": id, "method": method, "params": params});
@@ -71,8 +78,7 @@ impl Page {
             let Message::Text(text) = reply else { continue };
             let reply: Value = serde_json::from_str(text.as_str()).expect("Chromium sends JSON");
             if reply["id"] == id {
-                assert!(reply.get("error").is_none(), "{method} failed: {reply}");
-                return reply["result"].clone();
+                return reply;
             }
         }
     }
@@ -92,10 +98,36 @@ impl Page {
         result["result"]["value"].clone()
     }
 
+    /// Evaluates `condition`; `false` while the page is between documents (a form
+    /// that navigates, a reload): Chromium then answers that the context it was
+    /// asked to evaluate in is gone, which is a "not yet", not a failure.
+    async fn holds(&mut self, condition: &str) -> bool {
+        let reply = self
+            .send(
+                "Runtime.evaluate",
+                json!({"expression": condition, "returnByValue": true, "awaitPromise": true}),
+            )
+            .await;
+        if let Some(error) = reply.get("error") {
+            let message = error["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains("navigated or closed") || message.contains("context"),
+                "Runtime.evaluate failed: {reply}"
+            );
+            return false;
+        }
+        let result = &reply["result"];
+        assert!(
+            result.get("exceptionDetails").is_none(),
+            "{condition} threw: {result}"
+        );
+        result["result"]["value"] == json!(true)
+    }
+
     /// Waits until `condition` is true in the page.
     async fn until(&mut self, condition: &str) {
         let deadline = Instant::now() + PATIENCE;
-        while self.eval(condition).await != json!(true) {
+        while !self.holds(condition).await {
             if Instant::now() > deadline {
                 let text = self
                     .eval("document.body ? document.body.innerText : ''")
