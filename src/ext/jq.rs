@@ -141,8 +141,11 @@ pub enum JqError {
 /// let out = jq.run(json!({"at": {"lat": 38.7}, "days": [1, 3, 5]}), JqBounds::default()).await?;
 /// assert_eq!(out, json!({"lat": 38.7, "days": 2}));
 ///
+/// // The step bound, not the clock, stops it (on a loaded machine the default
+/// // second can run out first).
+/// let bounds = JqBounds { time: std::time::Duration::from_secs(60), ..JqBounds::default() };
 /// let endless = Jq::compile("def f: f; f")?;
-/// let err = endless.run(json!(null), JqBounds::default()).await.unwrap_err();
+/// let err = endless.run(json!(null), bounds).await.unwrap_err();
 /// assert_eq!(err.to_string(), "jq expression took more than 100000 steps; is there an endless recursion?");
 /// # Ok(()) }
 /// ```
