@@ -163,6 +163,7 @@ mod clock;
 mod address;
 mod wire;
 mod job;
+mod telemetry;
 mod tier;
 #[cfg(feature = "redis")]
 mod ledger;
