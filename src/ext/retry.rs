@@ -325,6 +325,8 @@ where
                 of,
                 call: call.clone(),
             };
+            #[cfg(feature = "otel")]
+            tracing::info!(toolgraft.retry.attempt = number, "toolgraft.retry");
             let error = match context::with(attempt, next.call(input.clone())).await {
                 Err(error) if error.is_transient() && number < of => error,
                 outcome => return outcome,
