@@ -82,10 +82,12 @@
 
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
-use tracing::Instrument;
 use tracing::field::Empty;
 
+use crate::context::TraceContext;
 use crate::error::{ToolError, shorten};
 use crate::kind::ExtensionKind;
 use crate::name::Name;
@@ -122,16 +124,17 @@ pub const RETRY_EVENT: &str = "toolgraft.retry";
 /// The attempt's number (1 for the first) on a [`RETRY_EVENT`].
 pub const RETRY_ATTEMPT: &str = "toolgraft.retry.attempt";
 
-/// The span of one layer's call, a child of the current span, its fields that
-/// are known later declared empty (a `tracing` span takes a value only for a
-/// field it declared when made).
+/// The span of one layer's call, a child of the current span (or of the call's
+/// trace context entry, outside any), its fields that are known later declared
+/// empty (a `tracing` span takes a value only for a field it declared when
+/// made).
 pub(crate) fn layer_span(
     kind: ExtensionKind,
     extension: &str,
     branch: Option<&Name>,
     below: &Name,
 ) -> tracing::Span {
-    tracing::info_span!(
+    let span = tracing::info_span!(
         "toolgraft.layer",
         otel.name = %SpanName(kind, extension),
         toolgraft.extension.name = %shorten(extension),
@@ -143,25 +146,94 @@ pub(crate) fn layer_span(
         toolgraft.rule = Empty,
         toolgraft.cache.hit = Empty,
         toolgraft.limit.wait = Empty,
-    )
+    );
+    if !span.is_disabled() {
+        continue_entry(&span);
+    }
+    span
 }
 
-/// `call` inside `span`, its error recorded there.
-pub(crate) fn in_layer<T, F>(
-    span: tracing::Span,
+/// Makes `span` continue the call's [`TraceContext`] entry when no span it is
+/// made in has a trace of its own: the outermost layer of a call that came with
+/// a trace context and no span (a worker process's, whatever its tier; a call
+/// from code that reads headers itself) is the sender's child, not a new trace.
+fn continue_entry(span: &tracing::Span) {
+    use opentelemetry::trace::TraceContextExt as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    let current = tracing::Span::current();
+    if !current.is_disabled() && current.context().span().span_context().is_valid() {
+        return;
+    }
+    if let Some(trace) = crate::context::get::<TraceContext>() {
+        // An error only says no OpenTelemetry layer records the span: nothing
+        // to continue then.
+        let _ = trace.continue_in(span);
+    }
+}
+
+/// `call`, a layer's, inside its span (see [`layer_span`]), its error recorded
+/// there. The span is made when the call first runs, not when its future is
+/// made: it is the child of the span current then, which a layer outside may
+/// have entered around the call (the `trace` built-in's own), whichever way the
+/// future was made (a typed combo's, or a manifest's boxed one).
+pub(crate) fn in_layer<'a, T, F>(
+    kind: ExtensionKind,
+    extension: &'a str,
+    branch: &'a Name,
+    below: &'a Name,
     call: F,
-) -> impl Future<Output = Result<T, ToolError>> + Send
+) -> InLayer<'a, F>
 where
     F: Future<Output = Result<T, ToolError>> + Send,
 {
-    async move {
-        let call = std::pin::pin!(call.instrument(span));
-        let mut call = call;
-        let result = call.as_mut().await;
+    InLayer {
+        layer: Layer {
+            kind,
+            extension,
+            branch,
+            below,
+        },
+        span: None,
+        call,
+    }
+}
+
+/// What a layer's span says of it.
+struct Layer<'a> {
+    kind: ExtensionKind,
+    extension: &'a str,
+    branch: &'a Name,
+    below: &'a Name,
+}
+
+pin_project_lite::pin_project! {
+    /// A layer's call in its span (see [`in_layer`]): one future, where
+    /// `Instrumented` and an async block recording the error would be two levels
+    /// more of nesting per layer of a combo (each counts against the compiler's
+    /// layout depth in a deep combo).
+    pub(crate) struct InLayer<'a, F> {
+        layer: Layer<'a>,
+        span: Option<tracing::Span>,
+        #[pin]
+        call: F,
+    }
+}
+
+impl<T, F: Future<Output = Result<T, ToolError>>> Future for InLayer<'_, F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let layer = &*this.layer;
+        let span = this.span.get_or_insert_with(|| {
+            layer_span(layer.kind, layer.extension, Some(layer.branch), layer.below)
+        });
+        let _in = span.enter();
+        let result = std::task::ready!(this.call.poll(cx));
         if let Err(error) = &result {
-            record_error(call.span(), error);
+            record_error(span, error);
         }
-        result
+        Poll::Ready(result)
     }
 }
 

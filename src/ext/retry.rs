@@ -326,7 +326,12 @@ where
                 call: call.clone(),
             };
             #[cfg(feature = "otel")]
-            tracing::info!(toolgraft.retry.attempt = number, "toolgraft.retry");
+            // As a signed integer: OpenTelemetry's integers are, and an unsigned one
+            // would be exported as text.
+            tracing::info!(
+                toolgraft.retry.attempt = i64::from(number),
+                "toolgraft.retry"
+            );
             let error = match context::with(attempt, next.call(input.clone())).await {
                 Err(error) if error.is_transient() && number < of => error,
                 outcome => return outcome,

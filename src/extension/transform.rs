@@ -155,12 +155,10 @@ impl<T: Transform<S>, S: Stack> Stack for Transformed<T, S> {
         let call = <T::Locality as Locality>::run_layer(self.transform.name(), &self.branch, call);
         #[cfg(feature = "otel")]
         let call = crate::otel::in_layer(
-            crate::otel::layer_span(
-                <T::Kind as crate::kind::Kind>::KIND,
-                self.transform.name(),
-                Some(&self.branch),
-                &self.below,
-            ),
+            <T::Kind as crate::kind::Kind>::KIND,
+            self.transform.name(),
+            &self.branch,
+            &self.below,
             call,
         );
         call

@@ -388,12 +388,10 @@ impl<W: Wrap<S>, S: Stack> Stack for Wrapped<W, S> {
         );
         #[cfg(feature = "otel")]
         let call = crate::otel::in_layer(
-            crate::otel::layer_span(
-                <W::Kind as crate::kind::Kind>::KIND,
-                Extension::name(&self.wrapper),
-                Some(&self.branch),
-                &self.below,
-            ),
+            <W::Kind as crate::kind::Kind>::KIND,
+            Extension::name(&self.wrapper),
+            &self.branch,
+            &self.below,
             call,
         );
         call
