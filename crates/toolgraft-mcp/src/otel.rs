@@ -31,9 +31,9 @@ use std::time::Instant;
 
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::Histogram;
+use rmcp::RoleServer;
 use rmcp::model::{CallToolResponse, ErrorData};
 use rmcp::service::RequestContext;
-use rmcp::RoleServer;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
