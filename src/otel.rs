@@ -224,6 +224,11 @@ impl<T, F: Future<Output = Result<T, ToolError>>> Future for InLayer<'_, F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
+        // No subscriber takes an `INFO` span (none is installed, or a filter
+        // says so): the call is polled as it is, without making one.
+        if this.span.is_none() && !tracing::level_enabled!(tracing::Level::INFO) {
+            return this.call.poll(cx);
+        }
         let layer = &*this.layer;
         let span = this.span.get_or_insert_with(|| {
             layer_span(layer.kind, layer.extension, Some(layer.branch), layer.below)
