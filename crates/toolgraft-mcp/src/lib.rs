@@ -135,6 +135,8 @@ mod content;
 mod tool;
 mod outcome;
 mod trace_context;
+#[cfg(feature = "otel")]
+mod otel;
 pub mod call;
 pub mod task;
 mod server;

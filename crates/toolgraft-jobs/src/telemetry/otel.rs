@@ -11,13 +11,9 @@
 //! application sets to the provider its `tracing-opentelemetry` layer uses.
 
 use std::future::Future;
-use std::str::FromStr as _;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use opentelemetry::trace::{
-    Span as _, SpanContext, SpanId, SpanKind, Status, TraceContextExt as _, TraceFlags, TraceId,
-    TraceState, Tracer as _,
-};
+use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt as _, Tracer as _};
 use opentelemetry::{KeyValue, global};
 use toolgraft::context::{self, Progress, TraceContext};
 use tracing::Instrument as _;
@@ -60,7 +56,7 @@ impl JobSpan {
         );
         if let Some(trace) = &carried {
             // Fails only where no OpenTelemetry layer records the span.
-            let _ = span.set_parent(otel_context(trace));
+            let _ = trace.continue_in(&span);
         }
         for (key, value) in [
             ("messaging.system", SYSTEM),
@@ -76,11 +72,10 @@ impl JobSpan {
         let own = span.context().span().span_context().clone();
         let body = carried
             .as_ref()
-            .filter(|_| own.is_valid())
-            .and_then(|trace| trace.with_parent(own.span_id().to_bytes()).ok());
+            .and_then(|_| TraceContext::from_span_context(&own));
         if job.queued_at_us > 0 && (own.is_valid() || carried.is_some()) {
             let parent = match &carried {
-                Some(trace) => otel_context(trace),
+                Some(trace) => trace.otel_context(),
                 // A job in no trace: its wait is in the trace its run starts.
                 None => span.context(),
             };
@@ -166,20 +161,4 @@ fn queue_wait(job: &Job, queue: &str, picked_up: SystemTime, parent: &openteleme
         .with_attributes(attributes)
         .start_with_context(&tracer, parent);
     wait.end_with_timestamp(picked_up);
-}
-
-/// `trace` as the remote parent of the spans made from it.
-// TODO(wt-otel): use TraceContext::otel_context
-fn otel_context(trace: &TraceContext) -> opentelemetry::Context {
-    // `tracestate` was checked when it arrived; one the SDK reads otherwise
-    // is dropped, not the trace.
-    let state = TraceState::from_str(trace.tracestate()).unwrap_or_default();
-    let parent = SpanContext::new(
-        TraceId::from_bytes(trace.trace_id_bytes()),
-        SpanId::from_bytes(trace.parent_id_bytes()),
-        TraceFlags::new(trace.flags()),
-        true,
-        state,
-    );
-    opentelemetry::Context::new().with_remote_span_context(parent)
 }

@@ -61,12 +61,15 @@ async fn a_workers_spans_continue_the_clients_trace_over_otlp(env: Env) {
             .find(|span| span.trace_id == trace && span.name == format!("process {}", env.queue))
             .cloned()
     };
+    // The processes send their batches apart: the server's spans (which end
+    // after the worker's) may come later.
     let spans = receiver
         .wait_for(Duration::from_secs(20), |spans| {
             job_span(spans, TRACE_ID).is_some()
                 && spans
                     .iter()
                     .any(|span| span.name == format!("wait {}", env.queue))
+                && whole(spans, TRACE_ID)
         })
         .await
         .unwrap_or_else(|| {
@@ -97,12 +100,16 @@ async fn a_workers_spans_continue_the_clients_trace_over_otlp(env: Env) {
             "{span:#?} is not under the client's span"
         );
     }
-    // The trace is whole: each span's parent is the client's or was received.
-    for span in spans.iter().filter(|span| span.trace_id == TRACE_ID) {
-        assert!(
-            span.parent_span_id == CLIENT_SPAN || by_id.contains_key(span.parent_span_id.as_str()),
-            "{span:#?}: its parent was not received"
-        );
+    // The server's spans, where the core and toolgraft-mcp make them: the
+    // job's parent is the `remote` layer's span, under the request's.
+    if let Some(parent) = by_id.get(job_span(&spans, TRACE_ID).unwrap().parent_span_id.as_str()) {
+        assert_eq!(parent.service, "toolgraft-jobs-server", "{parent:#?}");
+        let server = spans
+            .iter()
+            .find(|span| span.trace_id == TRACE_ID && span.kind == "server")
+            .expect("the request's server span");
+        assert_eq!(server.parent_span_id, CLIENT_SPAN, "{server:#?}");
+        assert!(descends(parent, &server.span_id, &by_id), "{parent:#?}");
     }
 
     let job = job_span(&spans, TRACE_ID).unwrap();
@@ -133,6 +140,12 @@ async fn a_workers_spans_continue_the_clients_trace_over_otlp(env: Env) {
         wait.end_unix_nano <= job.start_unix_nano,
         "picked up, then run"
     );
+    // The layer the worker runs (`proxy`, inside `remote`) is the job's child.
+    let inside = spans
+        .iter()
+        .find(|span| span.parent_span_id == job.span_id && span.name.ends_with(" proxy"))
+        .unwrap_or_else(|| panic!("no span of the worker's `proxy` under the job's: {spans:#?}"));
+    assert_eq!(inside.service, "toolgraft-jobs-worker");
     let progress: Vec<&Value> = job
         .events
         .iter()
@@ -183,6 +196,17 @@ fn call(meta: Value) -> CallToolRequestParams {
     };
     params.meta = Some(RequestMetaObject::from(meta));
     params
+}
+
+/// Whether each span of `trace` has its parent received, or the client's.
+fn whole(spans: &[ReceivedSpan], trace: &str) -> bool {
+    let ids: Vec<&str> = spans.iter().map(|span| span.span_id.as_str()).collect();
+    spans
+        .iter()
+        .filter(|span| span.trace_id == trace)
+        .all(|span| {
+            span.parent_span_id == CLIENT_SPAN || ids.contains(&span.parent_span_id.as_str())
+        })
 }
 
 /// Whether `ancestor` is `span`'s parent, or its parent's, and so on.
