@@ -156,14 +156,17 @@ def tier(name: str, jobs: str, traced: str, endpoint: str, spans: list[dict], lo
             with lock:
                 return [span for span in spans if span["trace_id"] == trace_id]
 
+        # The processes send their batches apart: wait for the worker's spans,
+        # and for every parent in the trace (the server's come after).
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            names = {span["name"] for span in ours()}
-            if {f"process {QUEUE}", f"wait {QUEUE}"} <= names:
+            trace = ours()
+            names = {span["name"] for span in trace}
+            ids = {span["span_id"] for span in trace} | {client_span}
+            if {f"process {QUEUE}", f"wait {QUEUE}"} <= names and all(
+                    span["parent_span_id"] in ids for span in trace):
                 break
             time.sleep(0.02)
-        # A moment for the server's batch, which may come after the worker's.
-        time.sleep(0.2)
         trace = ours()
         print(f"\n== {name} ({jobs}): the call took {answered * 1000:.0f} ms; trace {trace_id}, "
               f"{len(trace)} spans as the receiver stored them")
