@@ -185,6 +185,40 @@ async fn a_workers_spans_continue_the_clients_trace_over_otlp(env: Env) {
     assert_ne!(fresh.trace_id, "0".repeat(32));
     assert_ne!(fresh.parent_span_id, CLIENT_SPAN);
     client.cancel().await.unwrap();
+
+    // A caller that stops waiting withdraws its job: the worker stops the
+    // body, and says so on the job's span.
+    const WITHDRAWN_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+    let trace =
+        context::TraceContext::parse(&format!("00-{WITHDRAWN_TRACE}-b7ad6b7169203331-01"), None)
+            .unwrap();
+    let toolset = toolset(&env.remote());
+    let call = context::with(trace, toolset.call("slow_remote", json!({"ms": 20_000})));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), call)
+            .await
+            .is_err()
+    );
+    let spans = receiver
+        .wait_for(Duration::from_secs(20), |spans| {
+            job_span(spans, WITHDRAWN_TRACE).is_some()
+        })
+        .await
+        .unwrap_or_else(|| panic!("no span of the withdrawn job: {}", worker.log_text()));
+    let withdrawn = job_span(&spans, WITHDRAWN_TRACE).unwrap();
+    let event = withdrawn
+        .events
+        .iter()
+        .find(|event| event.name == "toolgraft.job.withdrawn")
+        .unwrap_or_else(|| panic!("{withdrawn:#?}"));
+    assert!(
+        event.attributes.contains_key("toolgraft.job.ran_ms"),
+        "{event:#?}"
+    );
+    assert!(
+        withdrawn.duration() < Duration::from_secs(10),
+        "the body stopped"
+    );
 }
 
 /// A `tools/call` of the layered `steps` with `_meta` = `meta`.
