@@ -219,6 +219,31 @@ async fn a_workers_spans_continue_the_clients_trace_over_otlp(env: Env) {
         withdrawn.duration() < Duration::from_secs(10),
         "the body stopped"
     );
+
+    // A body's error: the job's span says its kind and its message.
+    const FAILED_TRACE: &str = "11f7651916cd43dd8448eb211c80319c";
+    let trace =
+        context::TraceContext::parse(&format!("00-{FAILED_TRACE}-b7ad6b7169203331-01"), None)
+            .unwrap();
+    let failed = context::with(trace, toolset.call("fail_remote", json!({}))).await;
+    assert!(matches!(failed, Err(ToolError::Body { .. })), "{failed:?}");
+    let spans = receiver
+        .wait_for(Duration::from_secs(20), |spans| {
+            job_span(spans, FAILED_TRACE).is_some()
+        })
+        .await
+        .expect("the failed job's span");
+    let failed = job_span(&spans, FAILED_TRACE).unwrap();
+    assert_eq!(
+        failed.attributes["error.type"],
+        json!("body"),
+        "{failed:#?}"
+    );
+    assert_eq!(failed.status.0, "error");
+    assert!(
+        failed.status.1.contains("the body failed on purpose"),
+        "{failed:#?}"
+    );
 }
 
 /// A `tools/call` of the layered `steps` with `_meta` = `meta`.
