@@ -9,7 +9,7 @@
 //! the body it runs on a worker thread inside it. Typed combos and manifests'
 //! combos alike: both call a layer through the same branch. A backend's
 //! departure carries the trace context of its own span
-//! ([`TraceContext`](crate::context::TraceContext), replacing the caller's), so a
+//! ([`TraceContext`], replacing the caller's), so a
 //! worker process continues the trace as the backend span's child, on every tier.
 //!
 //! The spans are `tracing` spans in OpenTelemetry's terms (tracing-opentelemetry
