@@ -29,6 +29,9 @@ pub mod access;
 pub mod kind;
 mod annotations;
 pub mod error;
+#[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+pub mod otel;
 pub mod relocation;
 pub mod limits;
 pub mod schema;

@@ -227,6 +227,171 @@ impl TraceContext {
     }
 }
 
+/// The trace context to send on, and the OpenTelemetry side of it (feature
+/// `otel`).
+impl TraceContext {
+    /// The trace context of the code running now, for a call out of a body to
+    /// send on (its [`traceparent`](Self::traceparent) and
+    /// [`tracestate`](Self::tracestate) as headers, or in an MCP request's
+    /// `_meta`). With the `otel` feature, the current `tracing` span's
+    /// OpenTelemetry span context when it has a valid one (the body's layer's
+    /// span, so the callee is its child), else the call's entry (what the caller
+    /// sent, as [`context::get`](super::get) reads it); without the feature, the
+    /// call's entry. `None` outside any trace.
+    ///
+    /// ```
+    /// use toolgraft::context::TraceContext;
+    /// use toolgraft::{Tool, Toolset};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Query {}
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let fetch = Tool::builder().name("fetch").description("Call out, in the caller's trace.")
+    ///     .body(|_: Query| async {
+    ///         let mut headers = Vec::new();
+    ///         if let Some(trace) = TraceContext::current() {
+    ///             headers.push(("traceparent", trace.traceparent()));
+    ///             if !trace.tracestate().is_empty() {
+    ///                 headers.push(("tracestate", trace.tracestate().to_owned()));
+    ///             }
+    ///         }
+    ///         // .. the request out, with `headers` ..
+    ///         Ok(headers.len())
+    ///     })
+    ///     .build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((fetch.combo(),))?;
+    /// let sent = TraceContext::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", None).unwrap();
+    /// let call = toolset.call("fetch", serde_json::json!({}));
+    /// assert_eq!(toolgraft::context::with(sent, call).await?, 1);
+    /// assert_eq!(TraceContext::current(), None);
+    /// # Ok(()) }
+    /// ```
+    pub fn current() -> Option<Self> {
+        #[cfg(feature = "otel")]
+        if let Some(trace) = Self::of_span(&tracing::Span::current()) {
+            return Some(trace);
+        }
+        super::get::<Self>()
+    }
+
+    /// The trace context of `span`: its OpenTelemetry span context, when a
+    /// tracing-opentelemetry layer records it and it is valid.
+    #[cfg(feature = "otel")]
+    pub(crate) fn of_span(span: &tracing::Span) -> Option<Self> {
+        use opentelemetry::trace::TraceContextExt as _;
+        use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+        if span.is_disabled() {
+            return None;
+        }
+        Self::from_span_context(span.context().span().span_context())
+    }
+
+    /// The trace context of an OpenTelemetry span context, when it is valid; its
+    /// `tracestate` kept within the W3C's limits as [`parse`](Self::parse) keeps
+    /// it, its flags but `sampled` and `random` cleared.
+    ///
+    /// ```
+    /// use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
+    /// use toolgraft::context::TraceContext;
+    /// let span = SpanContext::new(
+    ///     TraceId::from_bytes([0x4b; 16]),
+    ///     SpanId::from_bytes([7; 8]),
+    ///     TraceFlags::SAMPLED,
+    ///     false,
+    ///     "rojo=1".parse::<TraceState>()?,
+    /// );
+    /// let trace = TraceContext::from_span_context(&span).unwrap();
+    /// assert_eq!(trace.parent_id(), "0707070707070707");
+    /// assert_eq!(trace.tracestate(), "rojo=1");
+    /// assert!(trace.sampled());
+    /// assert_eq!(TraceContext::from_span_context(&SpanContext::empty_context()), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "otel")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+    pub fn from_span_context(span: &opentelemetry::trace::SpanContext) -> Option<Self> {
+        if !span.is_valid() {
+            return None;
+        }
+        let state = span.trace_state().header();
+        Some(Self {
+            trace_id: span.trace_id().to_bytes(),
+            parent_id: span.span_id().to_bytes(),
+            flags: span.trace_flags().to_u8() & KNOWN_FLAGS,
+            tracestate: bounded_tracestate(&state),
+        })
+    }
+
+    /// This trace context as OpenTelemetry's: a context whose span is this one's
+    /// parent, remote (what a span made in it continues), with its
+    /// `tracestate`.
+    ///
+    /// ```
+    /// use opentelemetry::trace::TraceContextExt;
+    /// use toolgraft::context::TraceContext;
+    /// let trace = TraceContext::parse(
+    ///     "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+    ///     Some("rojo=00f067aa0ba902b7"),
+    /// ).unwrap();
+    /// let context = trace.otel_context();
+    /// let parent = context.span().span_context().clone();
+    /// assert!(parent.is_remote() && parent.is_sampled());
+    /// assert_eq!(parent.trace_id().to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
+    /// assert_eq!(parent.trace_state().header(), "rojo=00f067aa0ba902b7");
+    /// assert_eq!(TraceContext::from_span_context(&parent), Some(trace));
+    /// ```
+    #[cfg(feature = "otel")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+    pub fn otel_context(&self) -> opentelemetry::Context {
+        use opentelemetry::trace::{
+            SpanContext, SpanId, TraceContextExt as _, TraceFlags, TraceId, TraceState,
+        };
+        // Kept members are valid W3C ones, which OpenTelemetry's parser takes; a
+        // member it refused would only lose the vendors' state, not the trace.
+        let state = self.tracestate.parse::<TraceState>().unwrap_or_default();
+        let parent = SpanContext::new(
+            TraceId::from_bytes(self.trace_id),
+            SpanId::from_bytes(self.parent_id),
+            TraceFlags::new(self.flags),
+            true,
+            state,
+        );
+        opentelemetry::Context::new().with_remote_span_context(parent)
+    }
+
+    /// Makes `span` continue this trace: its parent becomes this trace
+    /// context's span (see [`otel_context`](Self::otel_context)), as a worker
+    /// does with the trace context a job brought. Call it before the span is
+    /// first entered; an error when no tracing-opentelemetry layer records the
+    /// span, or it started already.
+    ///
+    /// ```
+    /// use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+    /// use opentelemetry_sdk::trace::SdkTracerProvider;
+    /// use tracing_opentelemetry::OpenTelemetrySpanExt;
+    /// use tracing_subscriber::layer::SubscriberExt;
+    /// use toolgraft::context::TraceContext;
+    /// let provider = SdkTracerProvider::builder().build();
+    /// let subscriber = tracing_subscriber::registry()
+    ///     .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("worker")));
+    /// tracing::subscriber::with_default(subscriber, || {
+    ///     let arrived = TraceContext::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", None).unwrap();
+    ///     let job = tracing::info_span!("job");
+    ///     arrived.continue_in(&job).unwrap();
+    ///     let context = job.context();
+    ///     assert_eq!(context.span().span_context().trace_id().to_string(), arrived.trace_id());
+    /// });
+    /// ```
+    #[cfg(feature = "otel")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+    pub fn continue_in(
+        &self,
+        span: &tracing::Span,
+    ) -> Result<(), tracing_opentelemetry::SetParentError> {
+        use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+        span.set_parent(self.otel_context())
+    }
+}
+
 /// A span id of all zeros, which the W3C makes invalid (see
 /// [`TraceContext::with_parent`]).
 ///

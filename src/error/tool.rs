@@ -334,6 +334,34 @@ impl ToolError {
 }
 
 impl ToolError {
+    /// The variant, in snake case: a stable, low-cardinality name for the kind
+    /// of failure, never a value of the call (the `metrics` wrapper's `kind`
+    /// label, an OpenTelemetry span's `error.type` with the `otel` feature).
+    ///
+    /// ```
+    /// use toolgraft::ToolError;
+    /// assert_eq!(ToolError::UnknownTool { name: "x".into() }.code(), "unknown_tool");
+    /// assert_eq!(ToolError::Reported { message: "lost".into() }.code(), "reported");
+    /// ```
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::UnknownTool { .. } => "unknown_tool",
+            Self::Unauthorized { .. } => "unauthorized",
+            Self::InvalidArguments { .. } => "invalid_arguments",
+            Self::Body { .. } => "body",
+            Self::Panicked { .. } => "panicked",
+            Self::Refused { .. } => "refused",
+            Self::Relocation { .. } => "relocation",
+            Self::TimedOut { .. } => "timed_out",
+            Self::Overloaded { .. } => "overloaded",
+            Self::Reported { .. } => "reported",
+            Self::Extension { .. } => "extension",
+            Self::Output { .. } => "output",
+        }
+    }
+}
+
+impl ToolError {
     /// Whether the same call may succeed if made again: the job engine was
     /// unreachable or a backend could not run it ([`Relocation`](Self::Relocation)),
     /// it ran out of time ([`TimedOut`](Self::TimedOut)), a limit refused it

@@ -139,7 +139,8 @@ impl Drop for Pending {
     }
 }
 
-/// The `kind` label of a failed call: the [`ToolError`] variant, in snake case.
+/// The `kind` label of a failed call: the [`ToolError`] variant, in snake case
+/// ([`ToolError::code`]).
 ///
 /// ```
 /// use toolgraft::ToolError;
@@ -147,18 +148,5 @@ impl Drop for Pending {
 /// assert_eq!(error_kind(&ToolError::UnknownTool { name: "x".into() }), "unknown_tool");
 /// ```
 pub fn error_kind(error: &ToolError) -> &'static str {
-    match error {
-        ToolError::UnknownTool { .. } => "unknown_tool",
-        ToolError::Unauthorized { .. } => "unauthorized",
-        ToolError::InvalidArguments { .. } => "invalid_arguments",
-        ToolError::Body { .. } => "body",
-        ToolError::Panicked { .. } => "panicked",
-        ToolError::Refused { .. } => "refused",
-        ToolError::Relocation { .. } => "relocation",
-        ToolError::TimedOut { .. } => "timed_out",
-        ToolError::Overloaded { .. } => "overloaded",
-        ToolError::Reported { .. } => "reported",
-        ToolError::Extension { .. } => "extension",
-        ToolError::Output { .. } => "output",
-    }
+    error.code()
 }

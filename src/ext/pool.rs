@@ -170,6 +170,7 @@ impl<S: Stack> Layer<S> for Pool {
         Pooled {
             inner: Arc::new(inner),
             below: below.name.clone(),
+            branch: below.branch.clone(),
             pool: self,
         }
     }
@@ -190,6 +191,7 @@ impl Drop for AbortOnDrop {
 pub struct Pooled<S> {
     inner: Arc<S>,
     below: Name,
+    branch: Name,
     pool: Pool,
 }
 
@@ -207,6 +209,7 @@ impl<S> Clone for Pooled<S> {
         Self {
             inner: self.inner.clone(),
             below: self.below.clone(),
+            branch: self.branch.clone(),
             pool: self.pool.clone(),
         }
     }
@@ -222,7 +225,7 @@ impl<S: Stack> Stack for Pooled<S> {
     type Output = S::Output;
 
     async fn call(&self, input: S::Input) -> Result<S::Output, ToolError> {
-        let departure = Departure::new(&self.pool.name, &self.below)?;
+        let departure = Departure::new(&self.pool.name, &self.below)?.with_branch(&self.branch);
         let inner = self.inner.clone();
         let shared = self.pool.shared.clone();
         // The call's context crosses the hop as it is (the chain depth, so that a
@@ -235,11 +238,11 @@ impl<S: Stack> Stack for Pooled<S> {
         });
         // A caller that gives up (a timeout, a fail-fast batch) takes the job with it.
         let _abort_if_dropped = AbortOnDrop(job.abort_handle());
-        match job.await {
+        departure.settle(match job.await {
             Ok(result) => result,
             Err(failure) if failure.is_panic() => Err(departure.panicked(failure.into_panic())),
             Err(_) => Err(departure.failed("the pool shut down before the job finished")),
-        }
+        })
     }
 
     fn decode(&self, args: Args) -> Result<S::Input, ArgsError> {

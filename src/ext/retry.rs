@@ -325,6 +325,13 @@ where
                 of,
                 call: call.clone(),
             };
+            #[cfg(feature = "otel")]
+            // As a signed integer: OpenTelemetry's integers are, and an unsigned one
+            // would be exported as text.
+            tracing::info!(
+                toolgraft.retry.attempt = i64::from(number),
+                "toolgraft.retry"
+            );
             let error = match context::with(attempt, next.call(input.clone())).await {
                 Err(error) if error.is_transient() && number < of => error,
                 outcome => return outcome,

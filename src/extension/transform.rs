@@ -152,7 +152,16 @@ impl<T: Transform<S>, S: Stack> Stack for Transformed<T, S> {
         );
         // A body-local transformer's call is pinned, as a body-local wrapper's
         // (and one declared at run time) is; nothing for one that runs anywhere.
-        <T::Locality as Locality>::run_layer(self.transform.name(), &self.branch, call)
+        let call = <T::Locality as Locality>::run_layer(self.transform.name(), &self.branch, call);
+        #[cfg(feature = "otel")]
+        let call = crate::otel::in_layer(
+            <T::Kind as crate::kind::Kind>::KIND,
+            self.transform.name(),
+            &self.branch,
+            &self.below,
+            call,
+        );
+        call
     }
 
     fn decode(&self, args: Args) -> Result<T::Input, ArgsError> {

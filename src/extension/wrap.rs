@@ -381,11 +381,20 @@ impl<W: Wrap<S>, S: Stack> Stack for Wrapped<W, S> {
             input,
         );
         // The locality the rules checked: the wrapper's as an extension.
-        <<W as Extension>::Locality as Locality>::run_layer(
+        let call = <<W as Extension>::Locality as Locality>::run_layer(
             Extension::name(&self.wrapper),
             &self.branch,
             call,
-        )
+        );
+        #[cfg(feature = "otel")]
+        let call = crate::otel::in_layer(
+            <W::Kind as crate::kind::Kind>::KIND,
+            Extension::name(&self.wrapper),
+            &self.branch,
+            &self.below,
+            call,
+        );
+        call
     }
 
     fn decode(&self, mut args: Args) -> Result<Self::Input, ArgsError> {

@@ -66,6 +66,10 @@ pub struct Departure {
     backend: Name,
     below: Name,
     context: Context,
+    /// The backend layer's span (feature `otel`): from the departure to the
+    /// last clone's end, the body elsewhere its child.
+    #[cfg(feature = "otel")]
+    span: tracing::Span,
 }
 
 impl Departure {
@@ -92,11 +96,64 @@ impl Departure {
         if let Some(pinned) = context.pinned() {
             return Err(refusal(&context, &pinned, below, backend));
         }
+        #[cfg(feature = "otel")]
+        let (context, span) = {
+            let span =
+                crate::otel::layer_span(crate::kind::ExtensionKind::Backend, backend, None, below);
+            // The one place every backend, every tier, passes: what leaves
+            // carries this span's trace context, not the caller's, so the body
+            // elsewhere is the backend span's child.
+            let context = match crate::context::TraceContext::of_span(&span) {
+                Some(trace) => context.with(trace),
+                None => context,
+            };
+            (context, span)
+        };
         Ok(Self {
             backend: Name::lossy(backend),
             below: below.clone(),
             context,
+            #[cfg(feature = "otel")]
+            span,
         })
+    }
+
+    /// The name of the branch the backend is (on its layer's span, with the
+    /// `otel` feature: the backend knows it from its
+    /// [`LayerInput`](crate::extension::LayerInput); [`Departure::new`] does not).
+    ///
+    /// ```
+    /// use toolgraft::relocation::Departure;
+    /// let below = toolgraft::Name::new("fetch")?;
+    /// let departure = Departure::new("pool", &below)?.with_branch(&toolgraft::Name::new("fetch_pool")?);
+    /// assert_eq!(departure.below().as_str(), "fetch");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_branch(self, branch: &Name) -> Self {
+        #[cfg(feature = "otel")]
+        self.span
+            .record(crate::otel::BRANCH_NAME, tracing::field::display(branch));
+        let _ = branch;
+        self
+    }
+
+    /// The backend's outcome, as it returns it: with the `otel` feature, an
+    /// error is recorded on the backend layer's span first (its
+    /// [`code`](ToolError::code) as `error.type`, the rule it cites), as a
+    /// wrapper's layer records its own.
+    ///
+    /// ```
+    /// # let departure = toolgraft::relocation::Departure::new("pool", &toolgraft::Name::new("fetch")?)?;
+    /// let failed: Result<(), _> = departure.settle(Err(departure.failed("the pool shut down")));
+    /// assert!(failed.is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn settle<T>(&self, outcome: Result<T, ToolError>) -> Result<T, ToolError> {
+        #[cfg(feature = "otel")]
+        if let Err(error) = &outcome {
+            crate::otel::record_error(&self.span, error);
+        }
+        outcome
     }
 
     /// The backend's name.
@@ -131,7 +188,19 @@ impl Departure {
     /// # Ok(()) }
     /// ```
     pub fn in_process<F: Future>(&self, future: F) -> impl Future<Output = F::Output> + use<F> {
-        self.context.for_threads().scope(future)
+        let future = self.context.for_threads().scope(future);
+        // The body's spans are the backend span's children, recorded by the
+        // caller's subscriber (a scoped one too: the worker thread has none of
+        // its own).
+        #[cfg(feature = "otel")]
+        let future = {
+            use tracing::Instrument as _;
+            use tracing::instrument::WithSubscriber as _;
+            future
+                .instrument(self.span.clone())
+                .with_current_subscriber()
+        };
+        future
     }
 
     /// The context that crosses to a worker process, serialized: send it with

@@ -50,6 +50,14 @@ mod context;
 #[cfg(all(feature = "pool", feature = "trace"))]
 mod depth;
 #[cfg(all(
+    feature = "otel",
+    feature = "cache",
+    feature = "pool",
+    feature = "retry",
+    feature = "trace"
+))]
+mod otel;
+#[cfg(all(
     feature = "batch",
     feature = "cache",
     feature = "chain",

@@ -40,6 +40,16 @@ pub(crate) struct Job {
     /// travelled is sent none, and a worker from before ignores the field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<toolgraft::context::LogLevel>,
+    /// When the job became runnable, in microseconds since the Unix epoch by
+    /// the caller's clock: when it was enqueued, or the time it was scheduled
+    /// for. A worker's trace shows the queue wait from it (feature `otel`).
+    /// 0: not known (a caller from before the field).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub queued_at_us: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// What arrives on a caller's reply channel: a job's reply, or a report of its

@@ -85,6 +85,31 @@
 //! sends no result, and the job reads cancelled; one that ended stays as it ended
 //! ([`JobError::NotCancellable`]).
 //!
+//! # Traces
+//!
+//! With feature `otel`, a worker continues the trace each job carries (the
+//! caller's W3C trace context, which with the core's `otel` is the `remote`
+//! layer's span): the job's run is a consumer span `process <queue>`, by the
+//! OpenTelemetry messaging conventions (`messaging.destination.name`,
+//! `messaging.message.id`, `messaging.client.id` the worker's name), and the
+//! spans of the layers the worker runs and of the body are its children. Beside
+//! it, with the same parent, the job's queue wait is a span `wait <queue>`, from
+//! when the job became runnable (enqueued, or the time it was scheduled for) to
+//! when a worker picked it up. The progress reports sent back to the caller and
+//! a withdrawal are events on the job's span (`toolgraft.job.progress`,
+//! `toolgraft.job.withdrawn`); a job that failed has `error.type` (the error's
+//! kind: `body`, `refused`, `timed_out`...) and an error status.
+//!
+//! The wait begins by the caller's clock and ends by the worker's: a skew
+//! between the machines' clocks lengthens or shortens it by as much (a wait
+//! that would end before it begins is shown as none, with the difference in
+//! `toolgraft.job.clock_skew_us`). The application installs the tracer
+//! provider as with any OpenTelemetry library, in its `tracing-opentelemetry`
+//! layer and as the global provider, which the queue wait is made with (a
+//! `tracing` span cannot start before the worker saw the job). The examples
+//! `traced` and `otlp_receiver` show one trace from an MCP client to a worker
+//! over OTLP (`OTEL_EXPORTER_OTLP_ENDPOINT`).
+//!
 //! # MCP tasks
 //!
 //! A [`Remote`] is a [`Follow`](toolgraft::relocation::Follow): its jobs are read by
@@ -163,6 +188,7 @@ mod clock;
 mod address;
 mod wire;
 mod job;
+mod telemetry;
 mod tier;
 #[cfg(feature = "redis")]
 mod ledger;

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::sync::Mutex as AsyncMutex;
 
 use super::client::Client;
-use super::clock::now_ms;
+use super::clock::{now_ms, now_us};
 use super::job::{Following, Job, JobState, JobTicket, Record, job_key, rfc3339};
 use super::queues;
 use super::tier::{Broker, Engine, TierError, TierUrl};
@@ -320,6 +320,8 @@ impl Remote {
             // A submitted job answers no one waiting.
             progress: false,
             log: None,
+            // A scheduled job waits in the queue from its time on.
+            queued_at_us: run_at.map_or_else(now_us, |at| now_us().max(at.saturating_mul(1000))),
         };
         // Whole seconds, rounded up: a job never runs before its time.
         let run_at_s = run_at.map(|ms| ms.div_ceil(1000));
@@ -391,6 +393,7 @@ impl Remote {
             generation: queues::generation_for(&self.config.url, &self.config.queue),
             progress: progress.is_some(),
             log: log.as_ref().map(LogSink::level),
+            queued_at_us: now_us(),
         };
         // Waiting before sending: a fast worker cannot answer before anyone listens.
         let pending = client.expect(id, progress, log);

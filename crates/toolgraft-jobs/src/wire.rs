@@ -96,6 +96,27 @@ pub(crate) enum WireError {
 }
 
 impl WireError {
+    /// The error's kind, as its tag on the wire says it (`body`, `refused`,
+    /// `timed_out`...): few values, what a trace's `error.type` is.
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Self::UnknownTool { .. } => "unknown_tool",
+            Self::InvalidArguments { .. } => "invalid_arguments",
+            Self::Body { .. } => "body",
+            Self::Panicked { .. } => "panicked",
+            Self::Refused { .. } => "refused",
+            Self::Relocation { .. } => "relocation",
+            Self::OutputMismatch { .. } => "output_mismatch",
+            Self::Chain { .. } => "chain",
+            Self::TimedOut { .. } => "timed_out",
+            Self::Overloaded { .. } => "overloaded",
+            Self::Reported { .. } => "reported",
+            Self::Other { .. } => "other",
+            Self::Cancelled { .. } => "cancelled",
+        }
+    }
+
     /// The error as the worker saw it.
     pub(crate) fn from_tool_error(error: &ToolError, tool: &str) -> Self {
         let text = |name: &Name| name.to_string();

@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 use toolgraft::context::{self, Context, LogLevel, LogSink, ProgressSink};
@@ -14,6 +14,7 @@ use apalis::prelude::BoxDynError;
 use super::fleet::Fleet;
 use super::job::{Job, LogReport, Message, ProgressReport, Reply, is_job_key};
 use super::remote::Remote;
+use super::telemetry::JobSpan;
 use super::tier::{Broker, RECONNECT_FIRST, RECONNECT_LAST, RunJob, Ticks, VACUUM_BATCH};
 use super::wire::WireError;
 use toolgraft::{Registry, Toolset};
@@ -78,6 +79,7 @@ pub enum WorkerError {
 struct State {
     toolset: Toolset,
     broker: Broker,
+    queue: String,
     worker: String,
     fleet: Option<Fleet>,
     fleet_wait: Duration,
@@ -266,6 +268,7 @@ impl Worker {
         let state = Arc::new(State {
             toolset: self.toolset,
             broker: broker.clone(),
+            queue: self.remote.queue_name().to_owned(),
             worker: self.name.clone(),
             fleet,
             fleet_wait: self.fleet_wait,
@@ -334,50 +337,76 @@ impl Worker {
 /// failure (it is not retried); only a reply that cannot be sent fails the job, and
 /// the engine runs it again (at least once).
 async fn run_job(mut job: Job, state: Arc<State>) -> Result<(), BoxDynError> {
+    let picked_up = SystemTime::now();
+    // The call context arrives first: the job's span continues the trace in it.
+    let arrived = std::mem::take(&mut job.context);
+    arrived.arrive(run_arrived(job, state, picked_up)).await
+}
+
+async fn run_arrived(
+    mut job: Job,
+    state: Arc<State>,
+    picked_up: SystemTime,
+) -> Result<(), BoxDynError> {
+    let span = JobSpan::start(&job, &state.queue, &state.worker, picked_up);
     // A job is withdrawn by the caller that stopped waiting for it, or by a
     // cancel of one submitted (an MCP task's): either way it runs no more.
     if state.broker.is_withdrawn(&job.id).await.unwrap_or(false) {
+        span.withdrawn(None);
         tracing::info!(job = %job.id, tool = %job.tool, worker = %state.worker, "job withdrawn before it ran: skipped");
         return Ok(());
     }
-    tracing::info!(job = %job.id, tool = %job.tool, worker = %state.worker, "job started");
-    let started = Instant::now();
-    let result = match behind(&job, &state).await {
-        Some(refused) => Err(refused),
-        None => {
-            let args = std::mem::take(&mut job.args);
-            let (tool, toolset, broker) = (&job.tool, &state.toolset, &state.broker);
-            let call = async move {
-                if let Some(refused) = over_its_runs(tool, broker).await {
-                    return Err(refused);
+    span.clone().scope(async move {
+        tracing::info!(job = %job.id, tool = %job.tool, worker = %state.worker, "job started");
+        let started = Instant::now();
+        let result = match behind(&job, &state).await {
+            Some(refused) => {
+                if let WireError::Other { message, .. } = &refused {
+                    span.failed(refused.kind(), message);
                 }
-                toolset.call(tool, args).await
-            };
-            let call = std::mem::take(&mut job.context).arrive(call);
-            let call = forwarding(&job, &state.broker, call);
-            let outcome = until_withdrawn(&job.id, &state.broker, call).await;
-            let Some(outcome) = outcome else {
-                tracing::info!(
-                    job = %job.id, tool = %job.tool, worker = %state.worker,
-                    after_ms = started.elapsed().as_millis() as u64,
-                    "job withdrawn (its caller stopped waiting, or it was cancelled): the body stopped, no reply"
-                );
-                return Ok(());
-            };
-            outcome.map_err(|error| WireError::from_tool_error(&error, &job.tool))
-        }
-    };
-    tracing::info!(
-        job = %job.id, tool = %job.tool, worker = %state.worker, ok = result.is_ok(),
-        "job finished"
-    );
-    let reply = Reply {
-        job: job.id,
-        worker: state.worker.clone(),
-        result,
-    };
-    state.broker.send_reply(&job.reply_to, &reply).await?;
-    Ok(())
+                Err(refused)
+            }
+            None => {
+                let args = std::mem::take(&mut job.args);
+                let (tool, toolset, broker) = (&job.tool, &state.toolset, &state.broker);
+                let call = async move {
+                    if let Some(refused) = over_its_runs(tool, broker).await {
+                        return Err(refused);
+                    }
+                    toolset.call(tool, args).await
+                };
+                let call = span.continued(call);
+                let call = forwarding(&job, &state.broker, &span, call);
+                let outcome = until_withdrawn(&job.id, &state.broker, call).await;
+                let Some(outcome) = outcome else {
+                    let after_ms = started.elapsed().as_millis() as u64;
+                    span.withdrawn(Some(after_ms));
+                    tracing::info!(
+                        job = %job.id, tool = %job.tool, worker = %state.worker, after_ms,
+                        "job withdrawn (its caller stopped waiting, or it was cancelled): the body stopped, no reply"
+                    );
+                    return Ok(());
+                };
+                outcome.map_err(|error| {
+                    let wire = WireError::from_tool_error(&error, &job.tool);
+                    span.failed(wire.kind(), &error.to_string());
+                    wire
+                })
+            }
+        };
+        tracing::info!(
+            job = %job.id, tool = %job.tool, worker = %state.worker, ok = result.is_ok(),
+            "job finished"
+        );
+        let reply = Reply {
+            job: job.id,
+            worker: state.worker.clone(),
+            result,
+        };
+        state.broker.send_reply(&job.reply_to, &reply).await?;
+        Ok(())
+    })
+    .await
 }
 
 /// Where the job is one run of a call a `retry` makes (its context has an
@@ -452,7 +481,7 @@ async fn until_withdrawn<F: Future>(job: &str, broker: &Broker, call: F) -> Opti
 /// the last one always), log messages at the caller's level and above, at most
 /// [`LOG_BACKLOG`](toolgraft::context::LOG_BACKLOG) waiting (the oldest dropped
 /// past them, and counted); each only when the caller listens for it.
-async fn forwarding<F: Future>(job: &Job, broker: &Broker, call: F) -> F::Output {
+async fn forwarding<F: Future>(job: &Job, broker: &Broker, span: &JobSpan, call: F) -> F::Output {
     // A submitted job answers no one waiting.
     let answered = !is_job_key(&job.reply_to);
     let wants_progress = job.progress && answered;
@@ -476,6 +505,7 @@ async fn forwarding<F: Future>(job: &Job, broker: &Broker, call: F) -> F::Output
     let (done, mut finished) = tokio::sync::oneshot::channel::<()>();
     let sender = tokio::spawn({
         let (broker, job, reply_to) = (broker.clone(), job.id.clone(), job.reply_to.clone());
+        let span = span.clone();
         async move {
             let mut seq = 0u64;
             let progress = |progress| {
@@ -496,12 +526,16 @@ async fn forwarding<F: Future>(job: &Job, broker: &Broker, call: F) -> F::Output
                     // The body is done: what it reported and logged last goes
                     // after the rest, before the reply.
                     _ = &mut finished => break,
-                    reported = fold.next() => progress(reported),
+                    reported = fold.next() => {
+                        span.progress(&reported);
+                        progress(reported)
+                    }
                     logged = logs.next() => log(logged),
                 };
                 send(&broker, &reply_to, &mut seq, &report).await;
             }
             if let Some(last) = fold.try_next() {
+                span.progress(&last);
                 send(&broker, &reply_to, &mut seq, &progress(last)).await;
             }
             while let Some(logged) = logs.try_next() {
@@ -598,6 +632,7 @@ mod tests {
             generation,
             progress: false,
             log: None,
+            queued_at_us: 0,
         }
     }
 
@@ -618,6 +653,7 @@ mod tests {
             broker: Broker::connect(remote.tier(), remote.queue_name(), engine)
                 .await
                 .unwrap(),
+            queue: remote.queue_name().to_owned(),
             worker: "w".into(),
             fleet: Some(fleet),
             fleet_wait: Duration::from_millis(300),

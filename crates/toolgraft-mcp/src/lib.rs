@@ -9,6 +9,25 @@
 //! Streamable HTTP transport (an axum router, or a loopback server of its own), with
 //! sessions and toolgraft-guard's bearer token and Host and Origin allow-lists in front.
 //!
+//! With the `otel` feature, each `tools/call` and `tools/list` is a server span
+//! named and attributed by the OpenTelemetry semantic conventions for MCP
+//! (`tools/call get_weather`: `mcp.method.name`, `gen_ai.tool.name`,
+//! `gen_ai.operation.name`, `jsonrpc.request.id`, `mcp.protocol.version`,
+//! `network.transport`, over HTTP a digest of the session as `mcp.session.id`,
+//! and `error.type` on failure, `tool_error` for a result with `isError`), its
+//! parent the W3C trace context the request sent (see [`call`]), the combo's
+//! layers its children (the core's `otel` feature); and the metrics API's global
+//! meter gets `mcp.server.operation.duration` per request and
+//! `mcp.server.session.duration` per session, in seconds. The application
+//! installs the OpenTelemetry SDK as usual: a tracer provider with its exporter
+//! (`opentelemetry-otlp`) and sampler behind `tracing_opentelemetry::layer()` on
+//! its `tracing` subscriber, and a meter provider with
+//! `opentelemetry::global::set_meter_provider` before it makes the server (the
+//! instruments are made with it). The core's `metrics` wrapper keeps its series
+//! beside these: those are per bound name and layer through the `metrics`
+//! facade (Prometheus users of the facade); these are per MCP request by the
+//! conventions OpenTelemetry backends read.
+//!
 //! [`ToolsetServer`] is an rmcp [`ServerHandler`](rmcp::ServerHandler) built from the
 //! toolset at run time: every published name (all bound names unless the tool says
 //! otherwise: [`Publish`](toolgraft::toolset::Publish)) is an MCP tool, listed from
@@ -135,6 +154,8 @@ mod content;
 mod tool;
 mod outcome;
 mod trace_context;
+#[cfg(feature = "otel")]
+mod otel;
 pub mod call;
 pub mod task;
 mod server;

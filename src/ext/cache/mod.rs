@@ -775,8 +775,14 @@ impl<O: Clone + Serialize> Store<O> {
     {
         loop {
             let flight = match self.look_up(&key) {
-                LookUp::Fresh(value) => return Ok(value),
+                LookUp::Fresh(value) => {
+                    #[cfg(feature = "otel")]
+                    record_hit(true);
+                    return Ok(value);
+                }
                 LookUp::Run(flight) => {
+                    #[cfg(feature = "otel")]
+                    record_hit(false);
                     let runner = Runner {
                         store: self,
                         key,
@@ -792,6 +798,8 @@ impl<O: Clone + Serialize> Store<O> {
             tokio::pin!(finished);
             finished.as_mut().enable();
             if let Some(result) = flight.finished_with() {
+                #[cfg(feature = "otel")]
+                record_hit(true);
                 return result;
             }
             // A run cancelled before `enable` woke nobody: only wait on one that is
@@ -805,6 +813,9 @@ impl<O: Clone + Serialize> Store<O> {
                 finished.await;
             }
             if let Some(result) = flight.finished_with() {
+                // Another call's answer: this one did not call below.
+                #[cfg(feature = "otel")]
+                record_hit(true);
                 return result;
             }
             // The run was cancelled: look again (and maybe run it ourselves).
@@ -873,4 +884,11 @@ impl<O> Drop for Runner<'_, O> {
         drop(state);
         self.flight.finished.notify_waiters();
     }
+}
+
+/// Whether the call was answered from the store, on its layer's span (see
+/// [`otel`](crate::otel)): inside `around`, the current span is the layer's.
+#[cfg(feature = "otel")]
+fn record_hit(hit: bool) {
+    tracing::Span::current().record(crate::otel::CACHE_HIT, hit);
 }

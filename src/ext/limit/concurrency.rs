@@ -253,12 +253,20 @@ impl Concurrency {
             .max_wait_ms
             .map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
         let mut place: Option<Place> = None;
+        #[cfg(feature = "otel")]
+        let arrived = tokio::time::Instant::now();
         loop {
             // Listening before asking: a release between the two still wakes us.
             let mut released = pin!(self.waiting.released.notified());
             released.as_mut().enable();
             match store.acquire(key, max, self.lease_ttl()).await {
-                Ok(Some(lease)) => return Ok(lease),
+                Ok(Some(lease)) => {
+                    #[cfg(feature = "otel")]
+                    if place.is_some() {
+                        super::record_wait(arrived);
+                    }
+                    return Ok(lease);
+                }
                 Ok(None) => {}
                 Err(error) => return Err(store_failed(tool, extension, &error)),
             }
@@ -281,6 +289,8 @@ impl Concurrency {
             let wake = deadline.map_or(poll, |deadline| deadline.min(poll));
             let _ = future::select(released, pin!(tokio::time::sleep_until(wake))).await;
             if deadline.is_some_and(|deadline| tokio::time::Instant::now() >= deadline) {
+                #[cfg(feature = "otel")]
+                super::record_wait(arrived);
                 match store.acquire(key, max, self.lease_ttl()).await {
                     Ok(Some(lease)) => return Ok(lease),
                     Ok(None) => {}

@@ -341,3 +341,10 @@ fn store_failed(tool: &Name, extension: &str, error: &StoreError) -> ToolError {
 fn millis(wait: Duration) -> u64 {
     u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)
 }
+
+/// How long a call waited for its turn since `arrived`, on its layer's span
+/// (see [`otel`](crate::otel)): inside `around`, the current span is the layer's.
+#[cfg(feature = "otel")]
+fn record_wait(arrived: tokio::time::Instant) {
+    tracing::Span::current().record(crate::otel::LIMIT_WAIT, arrived.elapsed().as_secs_f64());
+}

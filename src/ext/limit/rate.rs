@@ -477,16 +477,31 @@ impl<S: Stack> Wrap<S> for RateLimit {
             .as_ref()
             .ok_or_else(|| next.refuse("the rate limit has no store for this branch"))?;
         let key = key_of(next.branch(), self.config.per_principal);
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(self.config.max_wait_ms);
+        let arrived = tokio::time::Instant::now();
+        let deadline = arrived + Duration::from_millis(self.config.max_wait_ms);
+        #[cfg(feature = "otel")]
+        let mut waited = false;
         loop {
             match store.admit(&key, rate).await {
-                Ok(Admission::Admitted) => return next.call(input).await,
+                Ok(Admission::Admitted) => {
+                    #[cfg(feature = "otel")]
+                    if waited {
+                        super::record_wait(arrived);
+                    }
+                    return next.call(input).await;
+                }
                 Ok(Admission::Refused { retry_after }) => {
                     let at = tokio::time::Instant::now() + retry_after;
                     if at <= deadline {
                         tokio::time::sleep_until(at).await;
+                        #[cfg(feature = "otel")]
+                        {
+                            waited = true;
+                        }
                         continue;
                     }
+                    #[cfg(feature = "otel")]
+                    super::record_wait(arrived);
                     tracing::debug!(tool = %next.branch(), caller = %key.caller(), ?retry_after, "rate limit refused a call");
                     return Err(ToolError::Overloaded {
                         tool: next.branch().clone(),

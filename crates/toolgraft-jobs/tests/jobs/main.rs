@@ -19,6 +19,14 @@ mod fleet;
 mod imported;
 mod layout;
 mod limits;
+#[cfg(feature = "otel")]
+mod otel;
+#[cfg(feature = "otel")]
+#[path = "../../examples/otlp/mod.rs"]
+mod otlp;
+#[cfg(feature = "otel")]
+#[path = "../../examples/otlp_receiver/receiver.rs"]
+mod otlp_receiver;
 mod outages;
 mod relocation;
 mod submit;

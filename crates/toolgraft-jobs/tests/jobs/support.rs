@@ -87,7 +87,7 @@ pub(crate) struct Sleep {
 #[derive(Deserialize, Serialize, JsonSchema)]
 pub(crate) struct Nothing {}
 
-#[derive(Deserialize, Serialize, JsonSchema)]
+#[derive(Clone, Deserialize, Serialize, JsonSchema)]
 pub(crate) struct Steps {
     pub(crate) steps: u32,
     /// Between two steps.
@@ -237,7 +237,19 @@ pub(crate) fn toolset(remote: &Remote) -> Toolset {
         .body(steps)
         .build()
         .unwrap();
-    toolset.bind((steps.combo().with(remote.clone()),)).unwrap();
+    // The second: three layers around `remote` and one inside
+    // (tests/jobs/otel.rs traces it).
+    toolset
+        .bind((
+            steps.combo().with(remote.clone()),
+            steps
+                .combo()
+                .with(Proxy::allow(["egress-eu", "egress-us"]))
+                .with(remote.clone())
+                .with(Retry::attempts(2))
+                .with(Timeout::new(Duration::from_secs(30))),
+        ))
+        .unwrap();
     crate::imported::bind(&toolset, remote);
     toolset
 }
@@ -299,6 +311,10 @@ pub(crate) fn worker_process() {
     let (Ok(url), Ok(queue)) = (std::env::var(WORKER_URL), std::env::var(WORKER_QUEUE)) else {
         return;
     };
+    // Traces go to `OTEL_EXPORTER_OTLP_ENDPOINT` when it is set (tests/jobs/otel.rs).
+    #[cfg(feature = "otel")]
+    let _otel = crate::otlp::init("toolgraft-jobs-worker").unwrap();
+    #[cfg(not(feature = "otel"))]
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
@@ -383,15 +399,15 @@ impl WorkerProcess {
         Self::spawn(env, "worker_process", &[(WORKER_FLEET, "1")])
     }
 
-    /// This binary run as the ignored test `test`, with the env's URL and queue.
+    /// This binary run as the ignored test `test` (of `support`, unless its
+    /// path names another module), with the env's URL and queue.
     pub(crate) fn spawn(env: &Env, test: &str, vars: &[(&str, &str)]) -> Self {
+        let test = match test.contains("::") {
+            true => test.to_owned(),
+            false => format!("support::{test}"),
+        };
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                &format!("support::{test}"),
-                "--ignored",
-                "--nocapture",
-            ])
+            .args(["--exact", &test, "--ignored", "--nocapture"])
             .envs(vars.iter().copied())
             .env(WORKER_URL, &env.url)
             .env(WORKER_QUEUE, &env.queue)

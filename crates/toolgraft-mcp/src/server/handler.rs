@@ -93,6 +93,9 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
+        #[cfg(feature = "otel")]
+        self.instruments
+            .initialized(&context, request.protocol_version.as_str());
         {
             let mut notifier = self.notifier.lock().unwrap_or_else(PoisonError::into_inner);
             if matches!(*notifier, Notifier::Idle) {
@@ -136,41 +139,48 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         self.handler.on_initialized(context).await;
     }
 
-    async fn list_tools(
+    fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let shape = OutputShape::for_protocol(context.protocol_version().as_ref());
-        // Exactly the names this caller may call: every published one when the
-        // toolset has no policy.
-        let identity = call::identity_of(&context);
-        let shown = self.lister().shown(identity.as_ref(), shape);
-        // Copied outside the listings' lock; the copy shares every schema.
-        let ours = Vec::clone(&shown.tools);
-        self.remember(Shown {
-            identity,
-            shape,
-            view: shown,
-        });
-        if !self.handler_tools {
-            return Ok(ListToolsResult::with_all_items(ours));
+    ) -> impl Future<Output = Result<ListToolsResult, ErrorData>> + Send + '_ {
+        #[cfg(feature = "otel")]
+        {
+            let operation = crate::otel::Operation {
+                method: "tools/list",
+                tool: None,
+            };
+            let served = crate::otel::Served::new(operation, &context);
+            served.serve(
+                &self.instruments,
+                crate::otel::failed_request,
+                self.list_all(request, context),
+            )
         }
-        // The toolset's tools come first, whole, on the first page; the handler's
-        // follow, page by page as it pages them, under names the toolset does
-        // not bind (published or hidden: a hidden name is still the toolset's,
-        // and one a policy keeps from this caller too).
-        let first_page = request
-            .as_ref()
-            .is_none_or(|request| request.cursor.is_none());
-        let mut theirs = self.handler.list_tools(request, context).await?;
-        theirs.tools.retain(|tool| !self.serves(&tool.name));
-        if first_page {
-            let mut tools = ours;
-            tools.append(&mut theirs.tools);
-            theirs.tools = tools;
+        #[cfg(not(feature = "otel"))]
+        self.list_all(request, context)
+    }
+
+    fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
+        #[cfg(feature = "otel")]
+        {
+            let operation = crate::otel::Operation {
+                method: "tools/call",
+                tool: Some((request.name.as_ref(), self.serves(&request.name))),
+            };
+            let served = crate::otel::Served::new(operation, &context);
+            served.serve(
+                &self.instruments,
+                crate::otel::failed_call,
+                self.dispatch_call(request, context),
+            )
         }
-        Ok(theirs)
+        #[cfg(not(feature = "otel"))]
+        self.dispatch_call(request, context)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -194,40 +204,6 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
             Err(_) if self.handler_tools && !self.serves(name) => self.handler.get_tool(name),
             Err(_) => None,
         }
-    }
-
-    fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
-        // One of three futures, none inside another: each costs its own size,
-        // and a toolset's call stays as small as it is without policies (see
-        // `import::future_sizes`); a guarded one is boxed.
-        type Boxed<'a> = std::pin::Pin<
-            Box<dyn Future<Output = Result<CallToolResponse, ErrorData>> + Send + 'a>,
-        >;
-        if self.handler_tools {
-            if !self.serves(&request.name) {
-                return Either::Left(Either::Left(self.handler.call_tool(request, context)));
-            }
-            // A name of the toolset's that this caller is not shown answers
-            // as rmcp's tool router answers a name it does not have: the
-            // handler's tools are beside the toolset's, and another answer
-            // would tell the name exists. (Not the handler's own answer: its
-            // tool of that name, when it has one, is what the toolset guards.)
-            if !self
-                .toolset
-                .visible(call::identity_of(&context).as_ref(), &request.name)
-            {
-                let unknown = ErrorData::invalid_params("tool not found", None);
-                return Either::Right(Box::pin(std::future::ready(Err(unknown))) as Boxed<'_>);
-            }
-        }
-        if !self.toolset.is_guarded() {
-            return Either::Left(Either::Right(self.call_toolset(request, context)));
-        }
-        Either::Right(Box::pin(self.call_guarded(request, context)) as Boxed<'_>)
     }
 
     async fn get_task(
@@ -417,6 +393,81 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
         list_skills(request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListSkillsResult, ErrorData>;
         get_skill(request: GetSkillRequestParams, context: RequestContext<RoleServer>) -> Result<GetSkillResult, ErrorData>;
         read_resource_directory(request: ReadResourceDirectoryRequestParams, context: RequestContext<RoleServer>) -> Result<ReadResourceDirectoryResult, ErrorData>;
+    }
+}
+
+impl<H: ServerHandler> ToolsetServer<H> {
+    /// A `tools/list`: the toolset's tools, then the handler's.
+    async fn list_all(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let shape = OutputShape::for_protocol(context.protocol_version().as_ref());
+        // Exactly the names this caller may call: every published one when the
+        // toolset has no policy.
+        let identity = call::identity_of(&context);
+        let shown = self.lister().shown(identity.as_ref(), shape);
+        // Copied outside the listings' lock; the copy shares every schema.
+        let ours = Vec::clone(&shown.tools);
+        self.remember(Shown {
+            identity,
+            shape,
+            view: shown,
+        });
+        if !self.handler_tools {
+            return Ok(ListToolsResult::with_all_items(ours));
+        }
+        // The toolset's tools come first, whole, on the first page; the handler's
+        // follow, page by page as it pages them, under names the toolset does
+        // not bind (published or hidden: a hidden name is still the toolset's,
+        // and one a policy keeps from this caller too).
+        let first_page = request
+            .as_ref()
+            .is_none_or(|request| request.cursor.is_none());
+        let mut theirs = self.handler.list_tools(request, context).await?;
+        theirs.tools.retain(|tool| !self.serves(&tool.name));
+        if first_page {
+            let mut tools = ours;
+            tools.append(&mut theirs.tools);
+            theirs.tools = tools;
+        }
+        Ok(theirs)
+    }
+
+    /// A `tools/call`: the handler's tool, or the toolset's.
+    fn dispatch_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
+        // One of three futures, none inside another: each costs its own size,
+        // and a toolset's call stays as small as it is without policies (see
+        // `import::future_sizes`); a guarded one is boxed.
+        type Boxed<'a> = std::pin::Pin<
+            Box<dyn Future<Output = Result<CallToolResponse, ErrorData>> + Send + 'a>,
+        >;
+        if self.handler_tools {
+            if !self.serves(&request.name) {
+                return Either::Left(Either::Left(self.handler.call_tool(request, context)));
+            }
+            // A name of the toolset's that this caller is not shown answers
+            // as rmcp's tool router answers a name it does not have: the
+            // handler's tools are beside the toolset's, and another answer
+            // would tell the name exists. (Not the handler's own answer: its
+            // tool of that name, when it has one, is what the toolset guards.)
+            if !self
+                .toolset
+                .visible(call::identity_of(&context).as_ref(), &request.name)
+            {
+                let unknown = ErrorData::invalid_params("tool not found", None);
+                return Either::Right(Box::pin(std::future::ready(Err(unknown))) as Boxed<'_>);
+            }
+        }
+        if !self.toolset.is_guarded() {
+            return Either::Left(Either::Right(self.call_toolset(request, context)));
+        }
+        Either::Right(Box::pin(self.call_guarded(request, context)) as Boxed<'_>)
     }
 }
 

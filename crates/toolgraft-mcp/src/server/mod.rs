@@ -103,6 +103,9 @@ pub struct ToolsetServer<H = ToolsOnly> {
     /// The least severe log level this connection's client asked for with
     /// `logging/setLevel` (0: none yet, else its index in [`LOG_LEVELS`] + 1).
     log_level: std::sync::atomic::AtomicU8,
+    /// This connection's OpenTelemetry instruments (feature `otel`).
+    #[cfg(feature = "otel")]
+    instruments: crate::otel::Instruments,
 }
 
 /// MCP's log levels, least severe first.
@@ -281,6 +284,8 @@ impl Shared {
             tasks: self.tasks,
             session: crate::call::Session::new(),
             log_level: std::sync::atomic::AtomicU8::new(0),
+            #[cfg(feature = "otel")]
+            instruments: crate::otel::Instruments::new(),
         }
     }
 }

@@ -1,8 +1,8 @@
 //! toolgraft-mcp's tests, one binary: the helpers every module shares
 //! (`support`), then serving a toolset (`serve`), toolgraft inside a server of
 //! one's own (`embed`, `merge`), MCP tasks (`tasks`), Streamable HTTP
-//! (`http`, feature `http`), access policies (`access`) and the W3C trace
-//! context a client sends (`trace`).
+//! (`http`, feature `http`), access policies (`access`), the W3C trace
+//! context a client sends (`trace`), and OpenTelemetry (`otel`, feature `otel`).
 
 mod support;
 
@@ -11,6 +11,8 @@ mod embed;
 #[cfg(feature = "http")]
 mod http;
 mod merge;
+#[cfg(feature = "otel")]
+mod otel;
 mod serve;
 mod tasks;
 mod trace;

@@ -34,6 +34,7 @@ async fn push_many(broker: &Sqlite, jobs: usize) -> Result<(), String> {
             generation: 0,
             progress: false,
             log: None,
+            queued_at_us: 0,
         };
         let task = TaskBuilder::new(job)
             .task_id(TaskId::from_string(id))
