@@ -173,11 +173,14 @@ impl<H: ServerHandler> ServerHandler for ToolsetServer<H> {
                 tool: Some((request.name.as_ref(), self.serves(&request.name))),
             };
             let served = crate::otel::Served::new(operation, &context);
-            served.serve(
+            // Boxed: the span, the metric's attributes and the clock beside the
+            // call would add 900 bytes to the future rmcp copies into every
+            // request's task (`import::future_sizes`).
+            Box::pin(served.serve(
                 &self.instruments,
                 crate::otel::failed_call,
                 self.dispatch_call(request, context),
-            )
+            ))
         }
         #[cfg(not(feature = "otel"))]
         self.dispatch_call(request, context)
