@@ -33,8 +33,16 @@
 //!
 //! `retry` adds an event [`RETRY_EVENT`] per attempt, with [`RETRY_ATTEMPT`] its
 //! number (1 for the first). Span names carry no value of a call (names are
-//! what backends group by); no argument, result or error message is copied into a
-//! span.
+//! what backends group by); no argument or result is copied into a span, and a
+//! layer's span records an error by its kind and rule, not its message (which may
+//! quote the call's values). (toolgraft-mcp's server span and toolgraft-jobs's job
+//! span give the span's status the error's message, shortened, as the
+//! conventions for a failed request say.)
+//!
+//! A request that arrives from elsewhere (an MCP request, a job on a worker)
+//! begins its span with [`begin`]: the child of the trace context it brought,
+//! or the root of a trace of its own, never the child of whatever span the
+//! transport had open around it.
 //!
 //! A third-party extension records on its own layer's span the same way the
 //! built-ins do: inside `around`, [`tracing::Span::current`] is that span; a
@@ -151,6 +159,68 @@ pub(crate) fn layer_span(
         continue_entry(&span);
     }
     span
+}
+
+/// Begins `span`, the span of a request that arrived from elsewhere: the child
+/// of `trace`, the trace context the request brought, or without one the root of
+/// a trace of its own, with the span current where it is made (a transport's
+/// span around a whole connection, say) as a link, not as its parent: a
+/// connection's requests are not one trace, and a malformed `traceparent`
+/// starts a new one. Call it before the span is entered. Nothing happens when no
+/// OpenTelemetry layer records the span.
+///
+/// ```
+/// use opentelemetry::trace::TracerProvider as _;
+/// use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+/// use tracing_subscriber::layer::SubscriberExt;
+/// use toolgraft::context::TraceContext;
+///
+/// let exporter = InMemorySpanExporter::default();
+/// let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
+/// let subscriber = tracing_subscriber::registry()
+///     .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("server")));
+/// tracing::subscriber::with_default(subscriber, || {
+///     let connection = tracing::info_span!("connection");
+///     let _in = connection.enter();
+///     // A request that sent a trace context continues it...
+///     let sent = TraceContext::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", None);
+///     let traced = tracing::info_span!("request");
+///     toolgraft::otel::begin(&traced, sent.as_ref());
+///     drop(traced);
+///     // ...one that sent none is a trace of its own, not the connection's child.
+///     let untraced = tracing::info_span!("request");
+///     toolgraft::otel::begin(&untraced, None);
+///     drop(untraced);
+/// });
+/// provider.force_flush()?;
+/// let spans = exporter.get_finished_spans()?;
+/// assert_eq!(spans[0].span_context.trace_id().to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
+/// assert_eq!(spans[0].parent_span_id.to_string(), "00f067aa0ba902b7");
+/// assert_eq!(spans[1].parent_span_id, opentelemetry::trace::SpanId::INVALID);
+/// assert_eq!(spans[1].links.links.len(), 1); // the connection's span
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn begin(span: &tracing::Span, trace: Option<&TraceContext>) {
+    use opentelemetry::trace::TraceContextExt as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    if span.is_disabled() {
+        return;
+    }
+    // Errors only say no OpenTelemetry layer records the span.
+    match trace {
+        Some(trace) => {
+            let _ = trace.continue_in(span);
+        }
+        None => {
+            let ambient = tracing::Span::current()
+                .context()
+                .span()
+                .span_context()
+                .clone();
+            let _ = span.set_parent(opentelemetry::Context::new());
+            span.add_link(ambient);
+        }
+    }
 }
 
 /// Makes `span` continue the call's [`TraceContext`] entry when no span it is

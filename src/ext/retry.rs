@@ -326,12 +326,19 @@ where
                 call: call.clone(),
             };
             #[cfg(feature = "otel")]
-            // As a signed integer: OpenTelemetry's integers are, and an unsigned one
-            // would be exported as text.
-            tracing::info!(
-                toolgraft.retry.attempt = i64::from(number),
-                "toolgraft.retry"
-            );
+            {
+                // An event of the span only (not a log line a `fmt` subscriber would
+                // print for every call), its attempt a signed integer, as
+                // OpenTelemetry's integers are.
+                use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+                tracing::Span::current().add_event(
+                    crate::otel::RETRY_EVENT,
+                    vec![opentelemetry::KeyValue::new(
+                        crate::otel::RETRY_ATTEMPT,
+                        i64::from(number),
+                    )],
+                );
+            }
             let error = match context::with(attempt, next.call(input.clone())).await {
                 Err(error) if error.is_transient() && number < of => error,
                 outcome => return outcome,

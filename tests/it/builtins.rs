@@ -494,8 +494,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Spans {
 async fn trace_opens_a_span_per_call_named_after_the_layer_input() {
     use tracing_subscriber::layer::SubscriberExt;
     let spans = Spans::default();
-    let _guard =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    let _guard = common::subscribe(tracing_subscriber::registry().with(spans.clone()));
 
     let runs = Arc::new(AtomicUsize::new(0));
     let shout = counted_shout(runs);

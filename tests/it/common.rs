@@ -159,3 +159,19 @@ impl<S: Stack<Output: Text>> Wrap<S> for Loud {
         Ok(output)
     }
 }
+
+/// `subscriber` as this thread's default, for one test among others running in
+/// parallel in this binary.
+///
+/// While at most one dispatcher is alive, `tracing` caches a call site's
+/// interest from the default of whichever thread reaches it first: a test with
+/// no subscriber that reaches a span first would disable it for the test that
+/// has one. A second dispatcher kept alive for the whole process makes the
+/// cache ask every live dispatcher instead.
+pub fn subscribe(
+    subscriber: impl tracing::Subscriber + Send + Sync + 'static,
+) -> tracing::subscriber::DefaultGuard {
+    static ALWAYS_ALIVE: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
+    ALWAYS_ALIVE.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::new()));
+    tracing::subscriber::set_default(subscriber)
+}

@@ -44,7 +44,7 @@ fn traced() -> Traced {
     Traced {
         exporter,
         _provider: provider,
-        _default: tracing::subscriber::set_default(subscriber),
+        _default: common::subscribe(subscriber),
     }
 }
 

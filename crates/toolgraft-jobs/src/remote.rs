@@ -512,6 +512,7 @@ where
         Remoted {
             inner: Arc::new(inner),
             below: below.name.clone(),
+            branch: below.branch.clone(),
             remote: self,
         }
     }
@@ -522,6 +523,8 @@ pub struct Remoted<S> {
     /// Kept to decode (and check) arguments before they are enqueued; never called.
     inner: Arc<S>,
     below: Name,
+    /// This branch's name: what its backend span says it is.
+    branch: Name,
     remote: Remote,
 }
 
@@ -539,6 +542,7 @@ impl<S> Clone for Remoted<S> {
         Self {
             inner: self.inner.clone(),
             below: self.below.clone(),
+            branch: self.branch.clone(),
             remote: self.remote.clone(),
         }
     }
@@ -567,7 +571,33 @@ where
     async fn call(&self, input: S::Input) -> Result<S::Output, ToolError> {
         // Refused from inside a body-local layer's call (a tool body calling this
         // branch under a proxy): relocating would leave that layer behind.
-        let departure = Departure::new(&self.remote.name, &self.below)?;
+        let departure = Departure::new(&self.remote.name, &self.below)?.with_branch(&self.branch);
+        let outcome = self.departed(&departure, input).await;
+        match &outcome {
+            // Followed by its id, not failed: the backend span has no error.
+            Err(error) if error.downcast_ref::<Deferred>().is_some() => outcome,
+            // The outcome is the backend span's too (`error.type`, the rule).
+            _ => departure.settle(outcome),
+        }
+    }
+
+    fn decode(&self, args: Args) -> Result<S::Input, ArgsError> {
+        self.inner.decode(args)
+    }
+}
+
+impl<S> Remoted<S>
+where
+    S: Stack,
+    S::Input: Serialize,
+    S::Output: DeserializeOwned,
+{
+    /// A call, once its departure is made: a job, waited for or followed.
+    async fn departed(
+        &self,
+        departure: &Departure,
+        input: S::Input,
+    ) -> Result<S::Output, ToolError> {
         let args = serde_json::to_value(&input).map_err(|error| {
             departure.failed(format!("the arguments do not serialize: {error}"))
         })?;
@@ -583,7 +613,7 @@ where
             let token = following.token.clone();
             let ticket = self
                 .remote
-                .submit(&departure, args, None, Some(following))
+                .submit(departure, args, None, Some(following))
                 .await?;
             let deferred = Deferred {
                 job: format!("{}.{token}", ticket.job_id),
@@ -595,16 +625,12 @@ where
                 deferred,
             ));
         }
-        let output = self.remote.run(&departure, args).await?;
+        let output = self.remote.run(departure, args).await?;
         serde_json::from_value(output).map_err(|error| {
             departure.failed(format!(
                 "the worker's result does not fit the output type: {error}"
             ))
         })
-    }
-
-    fn decode(&self, args: Args) -> Result<S::Input, ArgsError> {
-        self.inner.decode(args)
     }
 }
 
@@ -627,10 +653,10 @@ where
         input: S::Input,
         run_at: Option<u64>,
     ) -> Result<JobTicket, ToolError> {
-        let departure = Departure::new(&self.remote.name, &self.below)?;
+        let departure = Departure::new(&self.remote.name, &self.below)?.with_branch(&self.branch);
         let args = serde_json::to_value(&input).map_err(|error| {
             departure.failed(format!("the arguments do not serialize: {error}"))
         })?;
-        self.remote.submit(&departure, args, run_at, None).await
+        departure.settle(self.remote.submit(&departure, args, run_at, None).await)
     }
 }

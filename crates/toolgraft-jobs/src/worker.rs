@@ -389,7 +389,9 @@ async fn run_arrived(
                 };
                 outcome.map_err(|error| {
                     let wire = WireError::from_tool_error(&error, &job.tool);
-                    span.failed(wire.kind(), &error.to_string());
+                    // The caller's kinds (`ToolError::code`): one failure, one
+                    // `error.type`, whichever side of the queue records it.
+                    span.failed(error.code(), &error);
                     wire
                 })
             }

@@ -1,4 +1,4 @@
-//! OpenTelemetry (feature `otel`): a server span per MCP request and MCP's
+//! OpenTelemetry (feature `otel`): a server span per `tools/call` and `tools/list` request and MCP's
 //! metrics, by the OpenTelemetry semantic conventions for MCP.
 //!
 //! The span is named `{mcp.method.name} {target}` (`tools/call get_weather`;
@@ -93,7 +93,7 @@ impl Instruments {
         if !self.initialized.swap(true, Ordering::Relaxed) {
             let (transport, protocol) = transport_of(request);
             let mut attributes = vec![
-                KeyValue::new("mcp.protocol.version", shorten(version)),
+                KeyValue::new("mcp.protocol.version", known_version(version)),
                 KeyValue::new("network.transport", transport),
             ];
             if let Some(protocol) = protocol {
@@ -174,7 +174,7 @@ impl Served {
         let (transport, protocol) = transport_of(request);
         let version = request
             .protocol_version()
-            .map(|version| shorten(version.as_str()));
+            .map(|version| known_version(version.as_str()));
         let target = operation
             .tool
             .filter(|(_, served)| *served)
@@ -189,7 +189,7 @@ impl Served {
             gen_ai.operation.name = tool_call.then_some("execute_tool"),
             jsonrpc.request.id = %shorten(&request.id.to_string()),
             mcp.session.id = session_of(request),
-            mcp.protocol.version = version.as_deref(),
+            mcp.protocol.version = version,
             network.transport = transport,
             network.protocol.name = protocol,
             error.type = Empty,
@@ -197,11 +197,10 @@ impl Served {
             otel.status_code = Empty,
             otel.status_description = Empty,
         );
-        if !span.is_disabled()
-            && let Some(trace) = trace_of(request)
-        {
-            // An error only says no OpenTelemetry layer records the span.
-            let _ = trace.continue_in(&span);
+        if !span.is_disabled() {
+            // The client's trace, or one of its own: not the child of the span
+            // rmcp keeps open around the whole connection (a link to it).
+            toolgraft::otel::begin(&span, trace_of(request).as_ref());
         }
         let mut attributes = vec![
             KeyValue::new("mcp.method.name", operation.method),
@@ -299,6 +298,16 @@ fn session_of(request: &RequestContext<RoleServer>) -> Option<String> {
         let _ = request;
         None
     }
+}
+
+/// `mcp.protocol.version`: a version rmcp knows, or `_OTHER` (the conventions'
+/// value for one outside the list): a client's string is not a metric series.
+fn known_version(version: &str) -> &'static str {
+    rmcp::model::ProtocolVersion::KNOWN_VERSIONS
+        .iter()
+        .map(|known| known.as_str())
+        .find(|known| *known == version)
+        .unwrap_or("_OTHER")
 }
 
 fn shorten(text: &str) -> String {

@@ -501,7 +501,9 @@ impl<S: Stack> Wrap<S> for RateLimit {
                         continue;
                     }
                     #[cfg(feature = "otel")]
-                    super::record_wait(arrived);
+                    if waited {
+                        super::record_wait(arrived);
+                    }
                     tracing::debug!(tool = %next.branch(), caller = %key.caller(), ?retry_after, "rate limit refused a call");
                     return Err(ToolError::Overloaded {
                         tool: next.branch().clone(),

@@ -28,5 +28,5 @@ impl JobSpan {
 
     pub(crate) fn withdrawn(&self, _after_ms: Option<u64>) {}
 
-    pub(crate) fn failed(&self, _error_type: &'static str, _message: &str) {}
+    pub(crate) fn failed(&self, _error_type: &'static str, _message: &dyn std::fmt::Display) {}
 }

@@ -21,6 +21,9 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use crate::job::Job;
 
+/// The longest wait a job's queue-wait span shows (see [`queue_wait`]).
+const MAX_WAIT: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// The instrumentation scope of the spans made with the OpenTelemetry API.
 const SCOPE: &str = "toolgraft-jobs";
 /// `messaging.system`: the conventions' list has no value for it; the jobs are
@@ -54,10 +57,13 @@ impl JobSpan {
             otel.name = format!("process {queue}"),
             otel.kind = "consumer",
         );
-        if let Some(trace) = &carried {
-            // Fails only where no OpenTelemetry layer records the span.
-            let _ = trace.continue_in(&span);
+        if span.is_disabled() {
+            return Self { span, body: None };
         }
+        // The caller's trace, or a trace of its own: not the child of a span the
+        // worker happens to be in.
+        toolgraft::otel::begin(&span, carried.as_ref());
+        // A job is input like any other: what it names is shortened.
         for (key, value) in [
             ("messaging.system", SYSTEM),
             ("messaging.operation.name", "process"),
@@ -67,7 +73,7 @@ impl JobSpan {
             ("messaging.client.id", worker),
             ("toolgraft.job.tool", &job.tool),
         ] {
-            span.set_attribute(key, value.to_owned());
+            span.set_attribute(key, shorten(value));
         }
         let own = span.context().span().span_context().clone();
         let body = carried
@@ -130,24 +136,37 @@ impl JobSpan {
 
     /// The job ended with an error: `error.type` is its kind (a low-cardinality
     /// name: `body`, `refused`, `timed_out`...), the status its message.
-    pub(crate) fn failed(&self, error_type: &'static str, message: &str) {
+    pub(crate) fn failed(&self, error_type: &'static str, message: &dyn std::fmt::Display) {
+        if self.span.is_disabled() {
+            return;
+        }
         self.span.set_attribute("error.type", error_type);
-        self.span.set_status(Status::error(
-            toolgraft::error::shorten(message).into_owned(),
-        ));
+        self.span
+            .set_status(Status::error(shorten(&message.to_string())));
     }
 }
 
 /// Records `job`'s wait in `queue`, from when it became runnable to
 /// `picked_up`, as a span of `parent`'s trace.
 fn queue_wait(job: &Job, queue: &str, picked_up: SystemTime, parent: &opentelemetry::Context) {
-    let queued = UNIX_EPOCH + Duration::from_micros(job.queued_at_us);
     let mut attributes = vec![
         KeyValue::new("messaging.system", SYSTEM),
         KeyValue::new("messaging.destination.name", queue.to_owned()),
-        KeyValue::new("messaging.message.id", job.id.clone()),
+        KeyValue::new("messaging.message.id", shorten(&job.id)),
     ];
-    if let Ok(skew) = queued.duration_since(picked_up) {
+    // The caller's clock says when; it is believed within a day of the worker's
+    // (a job waits minutes, not days: one older than its retention is gone), and
+    // what is beyond is shown as the clocks' skew, not as a wait.
+    let latest_start = picked_up.checked_sub(MAX_WAIT).unwrap_or(UNIX_EPOCH);
+    let queued = UNIX_EPOCH
+        .checked_add(Duration::from_micros(job.queued_at_us))
+        .unwrap_or(picked_up);
+    let start = queued.clamp(latest_start, picked_up);
+    let skew = match queued.duration_since(start) {
+        Ok(ahead) => ahead,
+        Err(behind) => behind.duration(),
+    };
+    if !skew.is_zero() {
         attributes.push(KeyValue::new(
             "toolgraft.job.clock_skew_us",
             i64::try_from(skew.as_micros()).unwrap_or(i64::MAX),
@@ -157,8 +176,12 @@ fn queue_wait(job: &Job, queue: &str, picked_up: SystemTime, parent: &openteleme
     let mut wait = tracer
         .span_builder(format!("wait {queue}"))
         .with_kind(SpanKind::Internal)
-        .with_start_time(queued.min(picked_up))
+        .with_start_time(start)
         .with_attributes(attributes)
         .start_with_context(&tracer, parent);
     wait.end_with_timestamp(picked_up);
+}
+
+fn shorten(text: &str) -> String {
+    toolgraft::error::shorten(text).into_owned()
 }

@@ -207,24 +207,35 @@ impl Table {
         let deadline = record.created + self.settings.ttl;
         let table = Arc::downgrade(self);
         let owner = id.to_owned();
-        let handle = tokio::spawn(async move {
-            let bounded =
-                tokio::time::timeout_at(deadline, AssertUnwindSafe(running).catch_unwind());
-            let settled = match bounded.await {
-                Ok(Ok(settled)) => settled,
-                Ok(Err(_)) => Settled::Answered(Err(ErrorData::internal_error(
-                    "the task's call panicked",
-                    None,
-                ))),
-                Err(_) => Settled::Answered(Err(ErrorData::internal_error(
-                    "the task ran to its time to live and was stopped",
-                    None,
-                ))),
-            };
-            if let Some(table) = table.upgrade() {
-                table.settle(&owner, settled);
-            }
-        });
+        // The task's call goes on in the span it was begun in (the request's
+        // server span, with `otel`): its layers' and a worker's spans stay in
+        // the client's trace, after the request that made the task has ended.
+        let span = tracing::Span::current();
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
+        let handle = tokio::spawn(tracing::instrument::WithSubscriber::with_subscriber(
+            tracing::Instrument::instrument(
+                async move {
+                    let bounded =
+                        tokio::time::timeout_at(deadline, AssertUnwindSafe(running).catch_unwind());
+                    let settled = match bounded.await {
+                        Ok(Ok(settled)) => settled,
+                        Ok(Err(_)) => Settled::Answered(Err(ErrorData::internal_error(
+                            "the task's call panicked",
+                            None,
+                        ))),
+                        Err(_) => Settled::Answered(Err(ErrorData::internal_error(
+                            "the task ran to its time to live and was stopped",
+                            None,
+                        ))),
+                    };
+                    if let Some(table) = table.upgrade() {
+                        table.settle(&owner, settled);
+                    }
+                },
+                span,
+            ),
+            dispatch,
+        ));
         record.running = Some(handle.abort_handle());
     }
 

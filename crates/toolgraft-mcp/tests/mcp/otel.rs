@@ -76,7 +76,7 @@ fn traced() -> (
         .build();
     let subscriber = tracing_subscriber::registry()
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("toolgraft-mcp-tests")));
-    let guard = tracing::subscriber::set_default(subscriber);
+    let guard = support::subscribe(subscriber);
     (exporter, provider, guard)
 }
 
@@ -250,8 +250,17 @@ async fn a_malformed_traceparent_starts_a_trace_of_its_own() {
         TraceId::from_hex(TRACE_ID).unwrap()
     );
     assert!(server.span_context.trace_id() != TraceId::INVALID);
-    // Not the malformed one's child (its parent, if any, is the transport's
-    // ambient span: rmcp's own).
-    assert_ne!(server.parent_span_id, SpanId::from_hex(PARENT_ID).unwrap());
+    // A root: neither the malformed one's child nor the child of the span rmcp
+    // keeps open around the connection (a link to it, when it is recorded).
+    assert_eq!(server.parent_span_id, SpanId::INVALID);
+    assert!(
+        server
+            .links
+            .links
+            .iter()
+            .all(|link| link.span_context.trace_id() != server.span_context.trace_id()),
+        "a link to another trace, not a parent: {:?}",
+        server.links
+    );
     assert_eq!(server.span_context.trace_state().header(), "");
 }
