@@ -46,6 +46,13 @@ pub(crate) struct Job {
     /// 0: not known (a caller from before the field).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub queued_at_us: u64,
+    /// When the caller enqueued the job, in microseconds since the Unix epoch
+    /// by its clock: a worker that has heard every withdrawal since before then
+    /// (less a margin for the clocks) need not ask the engine whether it was
+    /// withdrawn (`withdrawals.rs`). 0: not
+    /// known (a caller from before the field): it asks.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sent_at_us: u64,
 }
 
 fn is_zero(value: &u64) -> bool {

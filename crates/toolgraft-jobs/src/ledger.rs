@@ -12,6 +12,13 @@ use toolgraft::store::{StoreError, StoreFuture};
 /// gone when the approval expires. Connects at the first redemption; a server
 /// that cannot be reached refuses the call (the ledger cannot say).
 ///
+/// **The server must persist what it is told** (append-only file on,
+/// `appendonly yes`, `appendfsync everysec` or `always`): a Redis that restarts
+/// without it forgets the spent approvals, and an approval not yet expired is
+/// then accepted a second time. At its first connection the ledger reads the
+/// server's `INFO persistence` and logs a warning when the append-only file is
+/// off.
+///
 /// ```no_run
 /// use toolgraft::ext::approve::{Approve, SealKey};
 /// use toolgraft_jobs::RedisLedger;
@@ -22,6 +29,8 @@ use toolgraft::store::{StoreError, StoreFuture};
 pub struct RedisLedger {
     url: String,
     connection: OnceCell<ConnectionManager>,
+    /// Whether the server's persistence was looked at (once).
+    persistence_checked: OnceCell<()>,
 }
 
 impl std::fmt::Debug for RedisLedger {
@@ -49,6 +58,7 @@ impl RedisLedger {
         Ok(Self {
             url: url.to_owned(),
             connection: OnceCell::new(),
+            persistence_checked: OnceCell::new(),
         })
     }
 }
@@ -68,6 +78,24 @@ impl Ledger for RedisLedger {
                     ))
                     .with_source(error.clone())
                 })?;
+            self.persistence_checked
+                .get_or_init(|| async {
+                    let info: Result<String, _> = redis::cmd("INFO")
+                        .arg("persistence")
+                        .query_async(&mut connection.clone())
+                        .await;
+                    if let Ok(info) = info
+                        && !persists(&info)
+                    {
+                        tracing::warn!(
+                            server = %self.server(),
+                            "the approval ledger's Redis keeps no append-only file: a restart \
+                             forgets the spent approvals, and one not yet expired could be \
+                             accepted again (turn `appendonly` on)"
+                        );
+                    }
+                })
+                .await;
             // Kept past the expiry: an approval is never taken for new while a
             // replica (its clock a little behind) could still open it.
             let keep = expires.saturating_sub(now).saturating_add(CLOCK_SKEW);
@@ -87,9 +115,24 @@ impl Ledger for RedisLedger {
     }
 }
 
+/// Whether a server's `INFO persistence` says it keeps an append-only file
+/// (snapshots alone lose what came after the last one).
+fn persists(info: &str) -> bool {
+    info.lines().any(|line| line.trim() == "aof_enabled:1")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_append_only_file_counts_as_persisting() {
+        assert!(persists("# Persistence\r\nloading:0\r\naof_enabled:1\r\n"));
+        assert!(!persists(
+            "# Persistence\r\nrdb_last_save_time:1\r\naof_enabled:0\r\n"
+        ));
+        assert!(!persists(""));
+    }
 
     #[test]
     fn errors_and_debug_name_the_server_never_its_password() {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, Script};
 use tokio::sync::OnceCell;
 use toolgraft::ext::limit::{Admission, Lease, LimitKey, LimitStore, Rate};
@@ -56,6 +56,19 @@ const RENEW: &str = r"
 /// How long the first connection may take; the call is refused past it.
 const CONNECT_WITHIN: Duration = Duration::from_secs(2);
 
+/// How a lost server is retried: once, each attempt and each answer bounded, so
+/// that while it is down a call is refused within about 2 s
+/// ([`RedisLimits::REFUSED_WITHIN`]). The connection manager's own default (six retries
+/// with backoff) held every call about 9.5 s, past most callers' deadlines.
+fn connection_config() -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_number_of_retries(1)
+        .set_min_delay(Duration::from_millis(50))
+        .set_max_delay(Duration::from_millis(200))
+        .set_connection_timeout(Some(Duration::from_millis(500)))
+        .set_response_timeout(Some(Duration::from_secs(1)))
+}
+
 /// [`LimitStore`] on a Redis server: the counts of `rate_limit` and
 /// `concurrency` that every replica of a fleet shares, each answer one Lua
 /// script run atomically on the server.
@@ -72,7 +85,9 @@ const CONNECT_WITHIN: Duration = Duration::from_secs(2);
 /// length), under `toolgraft:limit` unless [`with_prefix`](RedisLimits::with_prefix) says.
 /// It connects at the first call. A server that cannot be reached **refuses
 /// the call** (`ToolError::Overloaded`, transient, its reason naming the
-/// server without its credentials): a limit never admits what it cannot count.
+/// server without its credentials), within [`RedisLimits::REFUSED_WITHIN`] of the call: a
+/// limit never admits what it cannot count, and never holds a caller past the
+/// deadline it would have set itself.
 ///
 /// ```no_run
 /// use toolgraft::Registry;
@@ -114,6 +129,18 @@ impl std::fmt::Debug for RedisLimits {
 }
 
 impl RedisLimits {
+    /// The longest a call waits on a server that stopped answering before it is
+    /// refused: a retry's delay, two connection attempts and an answer's
+    /// timeout, with room for the scheduler.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolgraft_jobs::RedisLimits;
+    /// // Shorter than the deadlines callers usually set.
+    /// assert!(RedisLimits::REFUSED_WITHIN <= Duration::from_secs(3));
+    /// ```
+    pub const REFUSED_WITHIN: Duration = Duration::from_millis(2_500);
+
     /// Limits on the Redis server at `url` (`redis://host:port[/db]`), under the
     /// prefix `toolgraft:limit`.
     pub fn new(url: &str) -> Result<Self, redis::RedisError> {
@@ -156,9 +183,12 @@ impl RedisLimits {
         let connect = self
             .connection
             .get_or_try_init(|| async {
-                match tokio::time::timeout(CONNECT_WITHIN, apalis_redis::connect(self.url.clone()))
-                    .await
-                {
+                let connect = async {
+                    redis::Client::open(self.url.as_str())?
+                        .get_connection_manager_with_config(connection_config())
+                        .await
+                };
+                match tokio::time::timeout(CONNECT_WITHIN, connect).await {
                     Ok(connected) => connected.map_err(|error| error.to_string()),
                     Err(_) => Err(format!("no answer within {CONNECT_WITHIN:?}")),
                 }

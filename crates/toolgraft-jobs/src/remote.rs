@@ -322,6 +322,7 @@ impl Remote {
             log: None,
             // A scheduled job waits in the queue from its time on.
             queued_at_us: run_at.map_or_else(now_us, |at| now_us().max(at.saturating_mul(1000))),
+            sent_at_us: now_us(),
         };
         // Whole seconds, rounded up: a job never runs before its time.
         let run_at_s = run_at.map(|ms| ms.div_ceil(1000));
@@ -394,6 +395,7 @@ impl Remote {
             progress: progress.is_some(),
             log: log.as_ref().map(LogSink::level),
             queued_at_us: now_us(),
+            sent_at_us: now_us(),
         };
         // Waiting before sending: a fast worker cannot answer before anyone listens.
         let pending = client.expect(id, progress, log);

@@ -4,6 +4,9 @@
 //! (`tools.rs`).
 
 use std::future::Future;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use super::clock::now_ms;
 use super::job::{JobError, JobResult, JobState, JobTicket, Record, Reply, job_key};
@@ -11,6 +14,14 @@ use super::remote::Remote;
 use super::tier::{Cancel, Stored, TierError, Waiting};
 use super::wire::WireError;
 use toolgraft::{Name, ToolError};
+
+/// How long a cancel of a running job waits for its worker to say how the job
+/// ended: a worker hears a withdrawal within a round trip on Redis, and within
+/// its 100 ms look on SQLite.
+const CANCEL_SETTLES_WITHIN: Duration = Duration::from_secs(1);
+
+/// How often the cancel looks meanwhile.
+const CANCEL_SETTLE_LOOK: Duration = Duration::from_millis(10);
 
 /// The jobs submitted on a [`Remote`]'s queue, read and cancelled by id: what
 /// [`Remote::jobs`] hands out. The backend runs calls; this handle follows the
@@ -248,25 +259,40 @@ impl Jobs {
                 job: id.to_owned(),
                 queue: self.remote.queue_name().to_owned(),
             }),
-            // Taken by a worker and not ended: its end is the cancel (unless
-            // the body's reply got there first), and the worker is told to stop.
+            // Taken by a worker and not ended: the worker is told to stop, and
+            // says how the job ended (cancelled, or answered: the body ran to
+            // its end first). A worker that says nothing within
+            // `CANCEL_SETTLES_WITHIN` (dead, or cut off) has the cancel for its
+            // end, unless its reply gets there first.
             Cancel::TooLate if !ticket.state.is_done() => {
-                let reply = Reply {
-                    job: id.to_owned(),
-                    worker: "cancelled by a caller".to_owned(),
-                    result: Err(WireError::Cancelled {
-                        tool: record.ticket.tool.clone(),
-                    }),
-                };
-                let reply_to = job_key(self.remote.queue_name(), id);
-                self.within_timeout(async {
-                    let broker = self.remote.broker().await?;
-                    broker.send_reply(&reply_to, &reply).await?;
-                    broker.withdraw(id).await
-                })
-                .await?;
-                tracing::info!(job = %id, "job cancelled while running: withdrawn");
-                let ticket = self.status(id).await?;
+                self.within_timeout(async { self.remote.broker().await?.withdraw(id).await })
+                    .await?;
+                let settled = Instant::now() + CANCEL_SETTLES_WITHIN;
+                let mut ticket = self.status(id).await?;
+                while !ticket.state.is_done() && Instant::now() < settled {
+                    tokio::time::sleep(CANCEL_SETTLE_LOOK).await;
+                    ticket = self.status(id).await?;
+                }
+                if !ticket.state.is_done() {
+                    let reply = Reply {
+                        job: id.to_owned(),
+                        worker: "cancelled by a caller".to_owned(),
+                        result: Err(WireError::Cancelled {
+                            tool: record.ticket.tool.clone(),
+                        }),
+                    };
+                    let reply_to = job_key(self.remote.queue_name(), id);
+                    self.within_timeout(async {
+                        self.remote
+                            .broker()
+                            .await?
+                            .send_reply(&reply_to, &reply)
+                            .await
+                    })
+                    .await?;
+                    ticket = self.status(id).await?;
+                }
+                tracing::info!(job = %id, state = ?ticket.state, "job cancelled while running: withdrawn");
                 match ticket.state {
                     JobState::Cancelled => Ok(ticket),
                     state => Err(JobError::NotCancellable {

@@ -17,6 +17,7 @@ use super::remote::Remote;
 use super::telemetry::JobSpan;
 use super::tier::{Broker, RECONNECT_FIRST, RECONNECT_LAST, RunJob, Ticks, VACUUM_BATCH};
 use super::wire::WireError;
+use super::withdrawals::{Known, Watch, Withdrawals};
 use toolgraft::{Registry, Toolset};
 
 /// How many jobs a worker runs at once unless told otherwise.
@@ -83,6 +84,8 @@ struct State {
     worker: String,
     fleet: Option<Fleet>,
     fleet_wait: Duration,
+    /// The withdrawals the tier announced to this process.
+    withdrawals: Arc<Withdrawals>,
 }
 
 impl Worker {
@@ -272,10 +275,12 @@ impl Worker {
             worker: self.name.clone(),
             fleet,
             fleet_wait: self.fleet_wait,
+            withdrawals: Arc::default(),
         });
-        // Callers' wake-ups, so that an idle worker need not poll often.
+        // Callers' wake-ups, so that an idle worker need not poll often, and
+        // their withdrawals, so that a running job need not poll at all.
         let wake = Arc::new(tokio::sync::Notify::new());
-        let _listener = AbortOnDrop(broker.listen(wake.clone()));
+        let _listener = AbortOnDrop(broker.listen(wake.clone(), state.withdrawals.clone()));
         let _vacuum = AbortOnDrop(tokio::spawn(vacuum(broker.clone(), engine.heartbeat)));
         tracing::info!(worker = %self.name, %queue, "worker started");
         let concurrency = self.concurrency;
@@ -350,11 +355,18 @@ async fn run_arrived(
 ) -> Result<(), BoxDynError> {
     let span = JobSpan::start(&job, &state.queue, &state.worker, picked_up);
     // A job is withdrawn by the caller that stopped waiting for it, or by a
-    // cancel of one submitted (an MCP task's): either way it runs no more.
-    if state.broker.is_withdrawn(&job.id).await.unwrap_or(false) {
+    // cancel of one submitted (an MCP task's): either way it runs no more. The
+    // engine is asked only when the announcements heard cannot tell.
+    let (known, watch) = state.withdrawals.watch(&job.id, job.sent_at_us);
+    let withdrawn = match known {
+        Known::Withdrawn => true,
+        Known::NotWithdrawn => false,
+        Known::Unknown => state.broker.is_withdrawn(&job.id).await.unwrap_or(false),
+    };
+    if withdrawn {
         span.withdrawn(None);
         tracing::info!(job = %job.id, tool = %job.tool, worker = %state.worker, "job withdrawn before it ran: skipped");
-        return Ok(());
+        return cancelled(&job, &state).await;
     }
     span.clone().scope(async move {
         tracing::info!(job = %job.id, tool = %job.tool, worker = %state.worker, "job started");
@@ -377,7 +389,7 @@ async fn run_arrived(
                 };
                 let call = span.continued(call);
                 let call = forwarding(&job, &state.broker, &span, call);
-                let outcome = until_withdrawn(&job.id, &state.broker, call).await;
+                let outcome = until_withdrawn(&job.id, &watch, &state.broker, call).await;
                 let Some(outcome) = outcome else {
                     let after_ms = started.elapsed().as_millis() as u64;
                     span.withdrawn(Some(after_ms));
@@ -385,7 +397,7 @@ async fn run_arrived(
                         job = %job.id, tool = %job.tool, worker = %state.worker, after_ms,
                         "job withdrawn (its caller stopped waiting, or it was cancelled): the body stopped, no reply"
                     );
-                    return Ok(());
+                    return cancelled(&job, &state).await;
                 };
                 outcome.map_err(|error| {
                     let wire = WireError::from_tool_error(&error, &job.tool);
@@ -409,6 +421,25 @@ async fn run_arrived(
         Ok(())
     })
     .await
+}
+
+/// The end of a withdrawn job: none for a caller that stopped waiting; for a
+/// submitted job, which its record keeps, `Cancelled`, written by the worker
+/// that stopped it, so that a cancel learns the body did not run to its end
+/// (the first reply stays: a body that answered first keeps its answer).
+async fn cancelled(job: &Job, state: &State) -> Result<(), BoxDynError> {
+    if !is_job_key(&job.reply_to) {
+        return Ok(());
+    }
+    let reply = Reply {
+        job: job.id.clone(),
+        worker: state.worker.clone(),
+        result: Err(WireError::Cancelled {
+            tool: job.tool.clone(),
+        }),
+    };
+    state.broker.send_reply(&job.reply_to, &reply).await?;
+    Ok(())
 }
 
 /// Where the job is one run of a call a `retry` makes (its context has an
@@ -455,14 +486,25 @@ async fn over_its_runs(tool: &str, broker: &Broker) -> Option<ToolError> {
     })
 }
 
-/// How often a running job looks whether its caller withdrew it.
+/// How often a running job looks whether its caller withdrew it, where the tier
+/// does not announce withdrawals.
 const WITHDRAWN_POLL: Duration = Duration::from_millis(100);
 
 /// Runs `call` until it ends, or until the caller withdraws `job`: then the
 /// call's future is dropped (the body stops at its next `.await`) and `None`
-/// is the outcome. A look that fails is tried again at the next poll.
-async fn until_withdrawn<F: Future>(job: &str, broker: &Broker, call: F) -> Option<F::Output> {
+/// is the outcome. The withdrawal is the tier's announcement (`watch`), or,
+/// where the tier makes none, a look every [`WITHDRAWN_POLL`] (a look that
+/// fails is tried again at the next).
+async fn until_withdrawn<F: Future>(
+    job: &str,
+    watch: &Watch,
+    broker: &Broker,
+    call: F,
+) -> Option<F::Output> {
     let withdrawn = async {
+        if let Some(announced) = watch.announced() {
+            return announced.await;
+        }
         loop {
             tokio::time::sleep(WITHDRAWN_POLL).await;
             if broker.is_withdrawn(job).await.unwrap_or(false) {
@@ -635,6 +677,7 @@ mod tests {
             progress: false,
             log: None,
             queued_at_us: 0,
+            sent_at_us: 0,
         }
     }
 
@@ -659,6 +702,7 @@ mod tests {
             worker: "w".into(),
             fleet: Some(fleet),
             fleet_wait: Duration::from_millis(300),
+            withdrawals: Arc::default(),
         };
         assert_eq!(state.fleet.as_ref().unwrap().generation(), 0);
 

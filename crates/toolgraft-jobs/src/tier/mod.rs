@@ -16,6 +16,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::job::{Job, Message, Reply};
+use super::withdrawals::Withdrawals;
 
 /// The engine settings both tiers share, on their two `Config` types: one job per
 /// fetch (idle workers share the load) and the liveness beat. Results travel on
@@ -163,9 +164,12 @@ pub(crate) trait Tier: Send + Sync {
     fn serve(&self, worker: &str, ticks: Ticks, concurrency: usize, run: RunJob) -> Monitor;
 
     /// Starts listening for callers' wake-ups: each one notifies `wake` (and so
-    /// does every reconnection, for the jobs enqueued meanwhile). The task runs
+    /// does every reconnection, for the jobs enqueued meanwhile). A tier that
+    /// announces withdrawals tells `withdrawals` what it hears (and when it
+    /// (re)subscribes, the running jobs withdrawn meanwhile); one that does not
+    /// leaves it alone, and its workers ask [`Tier::is_withdrawn`]. The task runs
     /// until aborted.
-    fn listen(&self, wake: Arc<Notify>) -> JoinHandle<()>;
+    fn listen(&self, wake: Arc<Notify>, withdrawals: Arc<Withdrawals>) -> JoinHandle<()>;
 
     /// Removes finished jobs (and their data) older than the retention, a batch
     /// at a time; returns how many went.
@@ -195,8 +199,8 @@ pub(crate) trait Tier: Send + Sync {
     ) -> Answer<'a, ()>;
 
     /// Marks `job` withdrawn by its caller (it stopped waiting: cancelled, timed
-    /// out): a worker that has not started it skips it, one running it stops it.
-    /// Remembered for the retention.
+    /// out), and announces it where the tier can: a worker that has not started
+    /// it skips it, one running it stops it. Remembered for the retention.
     fn withdraw<'a>(&'a self, job: &'a str) -> Answer<'a, ()>;
 
     /// Whether the caller withdrew `job`.

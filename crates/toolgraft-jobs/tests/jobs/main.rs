@@ -29,6 +29,10 @@ mod otlp;
 mod otlp_receiver;
 mod outages;
 mod relocation;
+#[cfg(feature = "redis")]
+mod servers;
 mod submit;
 mod tasks;
 mod trace;
+#[cfg(feature = "redis")]
+mod traffic;

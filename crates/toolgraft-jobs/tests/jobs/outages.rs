@@ -302,3 +302,68 @@ async fn retry_recovers_from_a_killed_redis_connection() {
     eprintln!("{}: without retry: {without}", at());
     assert!(without.is_transient(), "{without:?}");
 }
+
+/// While Redis is down, a fleet-wide `rate_limit` refuses each call promptly
+/// (transient `Overloaded`, within `RedisLimits::REFUSED_WITHIN`), not after
+/// the connection manager's whole reconnect backoff (about 9.5 s, past most
+/// callers' deadlines); once Redis is back, calls are admitted again.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_rate_limit_refuses_promptly_while_redis_is_down() {
+    use toolgraft::ext::RateLimit;
+    use toolgraft_jobs::RedisLimits;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = redis_on(port).await;
+    let store = RedisLimits::new(&format!("redis://127.0.0.1:{port}")).unwrap();
+    let ping = Tool::builder()
+        .name("ping")
+        .description("Answer pong.")
+        .read_only()
+        .body(|_: Nothing| async { Ok("pong") })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind((ping
+            .combo()
+            .with(RateLimit::per_second(1_000).with_store(store)),))
+        .unwrap();
+    toolset.call("ping_rate_limit", json!({})).await.unwrap();
+
+    server.kill().unwrap();
+    server.wait().unwrap();
+    for attempt in 1..=3 {
+        let asked = Instant::now();
+        let refused = toolset.call("ping_rate_limit", json!({})).await;
+        let took = asked.elapsed();
+        eprintln!("call {attempt} while Redis is down: {took:?}, {refused:?}");
+        assert!(
+            matches!(refused, Err(ToolError::Overloaded { .. })),
+            "{refused:?}"
+        );
+        assert!(
+            took <= RedisLimits::REFUSED_WITHIN,
+            "refused after {took:?}, the bound is {:?}",
+            RedisLimits::REFUSED_WITHIN
+        );
+    }
+
+    let mut server = redis_on(port).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match toolset.call("ping_rate_limit", json!({})).await {
+            Ok(pong) => break assert_eq!(pong, json!("pong")),
+            Err(error) => assert!(
+                Instant::now() < deadline,
+                "still refused 10 s after Redis came back: {error}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    server.kill().unwrap();
+    server.wait().unwrap();
+}

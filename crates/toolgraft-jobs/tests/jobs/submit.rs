@@ -12,6 +12,7 @@ on_every_tier!(
     two_queues_have_job_tools_under_names_of_their_own,
     concurrent_cancels_of_a_queued_job_all_cancel_it,
     the_job_tools_show_a_caller_its_own_jobs_only,
+    a_cancel_near_the_end_answers_what_the_body_did,
 );
 
 /// The caller's toolset with the job tools bound beside it.
@@ -626,5 +627,73 @@ async fn the_job_tools_show_a_caller_its_own_jobs_only(env: Env) {
     for (principal, id) in [(Some("alice"), alices), (Some("bob"), anyones)] {
         let cancelled = as_caller(principal, "job_cancel", id).await.unwrap();
         assert_eq!(cancelled["state"], "cancelled");
+    }
+}
+
+/// Cancels of running jobs near their bodies' ends (from 40 ms before to 10 ms
+/// after): each answers what the body did, as the worker logged it: `cancelled`
+/// only when the body was stopped, and "not cancellable, finished" when it ran
+/// to its end (it used to answer `cancelled` for a body that ended in the last
+/// ~100 ms before the worker's look).
+async fn a_cancel_near_the_end_answers_what_the_body_did(env: Env) {
+    let worker = WorkerProcess::start(&env);
+    let remote = env.remote();
+    let toolset = toolset(&remote);
+    const BODY_MS: u64 = 150;
+    let mut outcomes = Vec::new();
+    for (trial, before_end) in [40_i64, 25, 15, 10, 5, 2, 0, -5, -10]
+        .into_iter()
+        .enumerate()
+    {
+        let ticket = toolset
+            .call("slow_remote_submit", json!({"ms": BODY_MS}))
+            .await
+            .unwrap();
+        let id = ticket["job_id"].as_str().unwrap().to_owned();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let started = |log: &str| {
+            log.lines()
+                .any(|line| line.contains("job started") && line.contains(&id))
+        };
+        while !started(&worker.log_text()) {
+            assert!(Instant::now() < deadline, "{}", worker.log_text());
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let wait = (BODY_MS as i64 - before_end).max(0) as u64;
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        let answer = remote.jobs().cancel(&id).await;
+        let body = loop {
+            let log = worker.log_text();
+            let line = log.lines().find(|line| {
+                line.contains(&id)
+                    && (line.contains("job finished") || line.contains("job withdrawn"))
+            });
+            if let Some(line) = line {
+                break if line.contains("job finished") {
+                    "ran to its end"
+                } else {
+                    "was stopped"
+                };
+            }
+            assert!(Instant::now() < deadline, "{log}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        let answered = match &answer {
+            Ok(ticket) if ticket.state == JobState::Cancelled => "cancelled",
+            Err(JobError::NotCancellable {
+                state: JobState::Finished,
+                ..
+            }) => "not cancellable, finished",
+            other => panic!("trial {trial}: the cancel answered {other:?}"),
+        };
+        eprintln!("cancel {before_end:>3} ms before the end: {answered}; the body {body}");
+        outcomes.push((answered, body));
+    }
+    for (answered, body) in &outcomes {
+        assert_eq!(
+            *answered == "cancelled",
+            *body == "was stopped",
+            "every answer must say what the body did: {outcomes:?}"
+        );
     }
 }

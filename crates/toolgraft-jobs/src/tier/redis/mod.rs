@@ -1,6 +1,7 @@
-//! The Redis tier (`redis://host:port[/db]`): apalis-redis carries the jobs, a
-//! list per caller its replies, a hash per submitted job its record, and pub/sub
-//! the wake-ups and the fleet's announcements.
+//! The Redis tier (`redis://host:port[/db]`, Redis 7 or later, not a cluster):
+//! apalis-redis carries the jobs, a list per caller its replies, a hash per
+//! submitted job its record, and pub/sub the wake-ups, the withdrawals and the
+//! fleet's announcements.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -14,6 +15,7 @@ use tokio::sync::{Mutex, Notify};
 use tokio::task::JoinHandle;
 
 use super::super::job::{Job, Message, is_job_key, job_key};
+use super::super::withdrawals::Withdrawals;
 use super::{
     Answer, Cancel, Engine, RECONNECT_FIRST, RECONNECT_LAST, RunJob, Stored, Ticks, Tier,
     TierError, VACUUM_BATCH, Waiting, decode_replies, decode_reply,
@@ -33,10 +35,16 @@ pub(super) async fn connect(
     let failed = |error: redis::RedisError| format!("cannot connect to `{url}`: {error}");
     let commands = apalis_redis::connect(url).await.map_err(failed)?;
     let client = redis::Client::open(url).map_err(failed)?;
+    let info: String = redis::cmd("INFO")
+        .query_async(&mut commands.clone())
+        .await
+        .map_err(failed)?;
+    suitable(&info).map_err(|why| format!("`{url}`: {why}"))?;
     let storage = RedisStorage::new(commands.clone()).with_config(config(queue, engine));
     Ok(Arc::new(Redis {
         storage,
         wake_channel: format!("toolgraft:wake:{queue}"),
+        withdrawn_channel: format!("toolgraft:withdrawn:{queue}"),
         finished: format!("toolgraft:finished:{queue}"),
         fleet: FleetKeys {
             generation: format!("toolgraft:fleet:{queue}:generation"),
@@ -54,8 +62,12 @@ pub(super) async fn connect(
 
 struct Redis {
     storage: RedisStorage<Job>,
-    /// The pub/sub channel that wakes the queue's idle workers.
+    /// The pub/sub channel that wakes the queue's idle workers. (apalis-redis
+    /// 1.0's push publishes a job as available only when it has no run time,
+    /// and it gives every job one: its own event never comes.)
     wake_channel: String,
+    /// The pub/sub channel that announces the queue's withdrawn jobs.
+    withdrawn_channel: String,
     /// Jobs answered, by when (ms): what the vacuum removes once old.
     finished: String,
     fleet: FleetKeys,
@@ -63,7 +75,7 @@ struct Redis {
     engine: Engine,
     commands: ConnectionManager,
     client: redis::Client,
-    /// `BLPOP` blocks its connection: collecting replies gets one of its own,
+    /// `BLMPOP` blocks its connection: collecting replies gets one of its own,
     /// without the client's default 500 ms response timeout. Only the reply
     /// listener takes it, so the lock is never contended.
     blocking: Arc<Mutex<Option<MultiplexedConnection>>>,
@@ -78,15 +90,47 @@ struct FleetKeys {
     channel: String,
 }
 
-impl Redis {
-    /// The key that says the caller withdrew `job`.
-    fn withdrawn(&self, job: &str) -> String {
-        format!("toolgraft:withdrawn:{}:{job}", self.queue)
+/// The key that says the caller withdrew `job` of `queue`.
+fn withdrawn_key(queue: &str, job: &str) -> String {
+    format!("toolgraft:withdrawn:{queue}:{job}")
+}
+
+/// The server, from its `INFO`, is one this tier works with: Redis 7 or later
+/// (replies are read with `BLMPOP`), and not a cluster (the scripts touch
+/// several keys of a queue, apalis-redis's among them, which no hash tag keeps
+/// in one slot).
+fn suitable(info: &str) -> Result<(), String> {
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+            .map(str::trim)
+    };
+    if field("cluster_enabled") == Some("1") {
+        return Err(
+            "a Redis Cluster node: the job engine's scripts move several keys of a \
+             queue at once (apalis-redis's among them), which a cluster keeps in different \
+             slots; use a standalone server (or a primary with replicas)"
+                .into(),
+        );
+    }
+    let version = field("redis_version").unwrap_or("unknown");
+    let major = version
+        .split('.')
+        .next()
+        .and_then(|major| major.parse::<u32>().ok());
+    match major {
+        Some(major) if major >= 7 => Ok(()),
+        _ => Err(format!(
+            "Redis {version}: the job engine needs Redis 7.0 or later (it reads replies with BLMPOP)"
+        )),
     }
 }
 
+/// The engine's settings, and no pub/sub events from apalis-redis's scripts:
+/// nothing here listens to them (a job's wake-up is this tier's own), and each
+/// is server work at every lease, result and beat.
 fn config(queue: &str, engine: Engine) -> Config {
-    engine_config!(Config, queue, engine)
+    engine_config!(Config, queue, engine).emit_events(false)
 }
 
 fn now_s() -> u64 {
@@ -125,22 +169,38 @@ impl Tier for Redis {
         serve!(self.storage.clone(), worker, ticks, concurrency, run)
     }
 
-    fn listen(&self, wake: Arc<Notify>) -> JoinHandle<()> {
+    fn listen(&self, wake: Arc<Notify>, withdrawals: Arc<Withdrawals>) -> JoinHandle<()> {
         let client = self.client.clone();
-        let channel = self.wake_channel.clone();
+        let channels = [self.wake_channel.clone(), self.withdrawn_channel.clone()];
+        let mut commands = self.commands.clone();
+        let queue = self.queue.clone();
         tokio::spawn(async move {
             let mut backoff = RECONNECT_FIRST;
             loop {
                 match client.get_async_pubsub().await {
-                    Ok(mut pubsub) => match pubsub.subscribe(&channel).await {
+                    Ok(mut pubsub) => match pubsub.subscribe(&channels).await {
                         Ok(()) => {
                             backoff = RECONNECT_FIRST;
-                            // Jobs may have come while nobody listened.
+                            // Jobs may have come while nobody listened, and
+                            // running jobs may have been withdrawn.
                             wake.notify_one();
-                            let mut messages = pubsub.on_message();
-                            while messages.next().await.is_some() {
-                                wake.notify_one();
+                            for job in withdrawals.listening() {
+                                let key = withdrawn_key(&queue, &job);
+                                if let Ok(true) = commands.exists::<_, bool>(key).await {
+                                    withdrawals.heard(&job);
+                                }
                             }
+                            let mut messages = pubsub.on_message();
+                            while let Some(message) = messages.next().await {
+                                if message.get_channel_name() == channels[1] {
+                                    if let Ok(job) = message.get_payload::<String>() {
+                                        withdrawals.heard(&job);
+                                    }
+                                } else {
+                                    wake.notify_one();
+                                }
+                            }
+                            withdrawals.deaf();
                             tracing::warn!("the wake-up channel closed; listening again");
                         }
                         Err(error) => {
@@ -181,7 +241,7 @@ impl Tier for Redis {
             let connection = match &mut *slot {
                 Some(connection) => connection,
                 None => {
-                    // Longer than the longest BLPOP, so a connection that died
+                    // Longer than the longest BLMPOP, so a connection that died
                     // silently fails instead of hanging the router.
                     let config = redis::AsyncConnectionConfig::new()
                         .set_response_timeout(Some(wait + Duration::from_secs(5)));
@@ -193,28 +253,26 @@ impl Tier for Redis {
                     slot.insert(connection)
                 }
             };
-            let first: Option<(String, String)> =
-                match connection.blpop(reply_to, wait.as_secs_f64()).await {
-                    Ok(first) => first,
-                    Err(error) => {
-                        // A multiplexed connection does not come back: open a new one
-                        // next time.
-                        *slot = None;
-                        return Err(error.into());
-                    }
-                };
-            let Some((_, first)) = first else {
-                return Ok(Vec::new());
-            };
-            let mut bodies = vec![first];
-            match connection
-                .lpop::<_, Option<Vec<String>>>(reply_to, std::num::NonZeroUsize::new(256))
+            // Every message waiting, up to 256, in one round trip.
+            let popped: Option<(String, Vec<String>)> = match redis::cmd("BLMPOP")
+                .arg(wait.as_secs_f64())
+                .arg(1)
+                .arg(reply_to)
+                .arg("LEFT")
+                .arg("COUNT")
+                .arg(256)
+                .query_async(connection)
                 .await
             {
-                Ok(more) => bodies.extend(more.unwrap_or_default()),
-                // The popped reply is kept; the rest wait for the next round.
-                Err(_) => *slot = None,
-            }
+                Ok(popped) => popped,
+                Err(error) => {
+                    // A multiplexed connection does not come back: open a new one
+                    // next time.
+                    *slot = None;
+                    return Err(error.into());
+                }
+            };
+            let bodies = popped.map(|(_, bodies)| bodies).unwrap_or_default();
             Ok(decode_replies(bodies))
         })
     }
@@ -222,9 +280,14 @@ impl Tier for Redis {
     fn withdraw<'a>(&'a self, job: &'a str) -> Answer<'a, ()> {
         Box::pin(async move {
             let retention = self.engine.retention.as_secs();
-            self.commands
-                .clone()
-                .set_ex::<_, _, ()>(self.withdrawn(job), 1, retention.max(1))
+            // Remembered for the workers that look it up (a job sent while they
+            // were not listening), announced to the ones listening.
+            redis::pipe()
+                .set_ex(withdrawn_key(&self.queue, job), 1, retention.max(1))
+                .ignore()
+                .publish(&self.withdrawn_channel, job)
+                .ignore()
+                .query_async::<()>(&mut self.commands.clone())
                 .await
                 .map_err(text)
         })
@@ -234,7 +297,7 @@ impl Tier for Redis {
         Box::pin(async move {
             self.commands
                 .clone()
-                .exists::<_, bool>(self.withdrawn(job))
+                .exists::<_, bool>(withdrawn_key(&self.queue, job))
                 .await
                 .map_err(text)
         })
@@ -469,5 +532,30 @@ impl Tier for Redis {
                 backoff = (backoff * 2).min(RECONNECT_LAST);
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::suitable;
+
+    #[test]
+    fn the_tier_takes_a_standalone_redis_7() {
+        let info = |version: &str, cluster: &str| {
+            format!(
+                "# Server\r\nredis_version:{version}\r\nredis_mode:standalone\r\n\r\n\
+                 # Cluster\r\ncluster_enabled:{cluster}\r\n"
+            )
+        };
+        assert_eq!(suitable(&info("7.0.15", "0")), Ok(()));
+        assert_eq!(suitable(&info("8.2.1", "0")), Ok(()));
+        let old = suitable(&info("6.2.14", "0")).unwrap_err();
+        assert!(
+            old.contains("Redis 6.2.14") && old.contains("7.0 or later"),
+            "{old}"
+        );
+        let cluster = suitable(&info("7.0.15", "1")).unwrap_err();
+        assert!(cluster.contains("Redis Cluster"), "{cluster}");
+        assert!(suitable("").unwrap_err().contains("Redis unknown"));
     }
 }

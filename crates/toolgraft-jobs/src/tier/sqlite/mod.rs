@@ -13,6 +13,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::super::job::{Job, Message, is_job_key};
+use super::super::withdrawals::Withdrawals;
 use super::{
     Answer, Cancel, Engine, RunJob, Stored, Ticks, Tier, TierError, VACUUM_BATCH, Waiting,
     decode_replies, decode_reply,
@@ -111,7 +112,8 @@ impl Tier for Sqlite {
         serve!(self.storage.clone(), worker, ticks, concurrency, run)
     }
 
-    fn listen(&self, wake: Arc<Notify>) -> JoinHandle<()> {
+    /// Withdrawals are not announced: the workers ask (one machine, one file).
+    fn listen(&self, wake: Arc<Notify>, _: Arc<Withdrawals>) -> JoinHandle<()> {
         let doorbells = self.doorbells.clone();
         tokio::spawn(async move { doorbells.listen_as_worker(wake).await })
     }

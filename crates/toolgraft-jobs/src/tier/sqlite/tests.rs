@@ -35,6 +35,7 @@ async fn push_many(broker: &Sqlite, jobs: usize) -> Result<(), String> {
             progress: false,
             log: None,
             queued_at_us: 0,
+            sent_at_us: 0,
         };
         let task = TaskBuilder::new(job)
             .task_id(TaskId::from_string(id))

@@ -1,0 +1,70 @@
+//! The Redis servers the Redis tier takes and the ones it refuses at connect,
+//! with an error that says why: a Redis Cluster node (the engine's scripts move
+//! several keys of a queue at once, which a cluster keeps in different slots).
+
+use crate::support::*;
+
+/// A caller and a worker on a Redis Cluster node are refused at connect, with
+/// the reason, not failed later by a script's CROSSSLOT error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_cluster_node_is_refused_at_connect_with_the_reason() {
+    let dir = std::env::temp_dir().join(unique("cluster"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = Command::new("redis-server")
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args([
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--cluster-enabled",
+            "yes",
+        ])
+        .arg("--cluster-config-file")
+        .arg(dir.join("nodes.conf"))
+        .arg("--dir")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("this test needs redis-server");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "redis-server did not start");
+        assert!(server.try_wait().unwrap().is_none(), "redis-server exited");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let url = format!("redis://127.0.0.1:{port}");
+    let remote = Remote::new(&url)
+        .unwrap()
+        .with_queue(unique("cluster"))
+        .unwrap();
+
+    let refused = toolset(&remote)
+        .call("slow_remote", json!({"ms": 0}))
+        .await
+        .unwrap_err();
+    eprintln!("the caller: {refused}");
+    let reason = refused.to_string();
+    assert!(
+        matches!(refused, ToolError::Relocation { .. }),
+        "{refused:?}"
+    );
+    assert!(reason.contains("Redis Cluster"), "{reason}");
+    assert!(reason.contains("standalone"), "{reason}");
+
+    let worker = Worker::new(toolset(&remote), &remote)
+        .run_until(std::future::pending())
+        .await
+        .unwrap_err();
+    eprintln!("the worker: {worker}");
+    assert!(worker.to_string().contains("Redis Cluster"), "{worker}");
+
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
