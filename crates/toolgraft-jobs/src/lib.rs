@@ -96,17 +96,17 @@
 //! On Redis (7 or later; a Redis Cluster node is refused at connect: the scripts
 //! move several keys of a queue at once, apalis-redis's among them, which a
 //! cluster keeps in different slots), a relocated call costs about 8.6 round
-//! trips, caller and worker together, counted by the server (MONITOR) in
-//! `crates/toolgraft-jobs/tests/jobs/traffic.rs`: the push (apalis-redis's script) and the wake-up
-//! (its push publishes no event for a job that passes through its schedule,
-//! which every job does), the fetch that takes the job, the one apalis makes at
-//! once after a job and most often the worker's follow-up, the lease and the
-//! acknowledgement (apalis-redis's scripts), the reply (one transaction), and
-//! the caller's one read of every message waiting (`BLMPOP`). Withdrawals are
-//! announced (pub/sub), not looked up per job and polled per running job; a
-//! worker looks a job up only when it was sent less than 2 s after the worker
-//! last began listening (the clocks' margin), and each running job once when it
-//! (re)subscribes. It was 11.1 round trips before.
+//! trips, caller and worker together, as the server counts them (MONITOR, in
+//! `crates/toolgraft-jobs/tests/jobs/traffic.rs`): the push (apalis-redis's
+//! script) and the wake-up (its push publishes no event for a job that passes
+//! through its schedule, which every job does); the fetch that takes the job,
+//! the one apalis makes at once after a job and, for most calls, a third; the
+//! lease and the acknowledgement (apalis-redis's scripts); the reply (one
+//! transaction); and the caller's one read of every message waiting
+//! (`BLMPOP`). Withdrawals are announced (pub/sub), not looked up per job and
+//! polled per running job: a worker looks a job up only when it was sent less
+//! than 2 s (the clocks' margin) after the worker last began listening, and
+//! each running job once when it (re)subscribes. It was 11.1 round trips.
 //!
 //! # Traces
 //!

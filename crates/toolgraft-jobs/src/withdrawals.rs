@@ -51,7 +51,9 @@ struct State {
     heard: HashSet<String>,
     /// The heard ids, oldest first, with when they were heard.
     order: VecDeque<(u64, String)>,
-    running: HashMap<String, Arc<Notify>>,
+    /// The running jobs' watches (a job redelivered while it still runs here
+    /// has two).
+    running: HashMap<String, Vec<Arc<Notify>>>,
 }
 
 /// What the announcements say of a job about to run.
@@ -93,7 +95,7 @@ impl Withdrawals {
         let now = now_us();
         let mut state = self.state();
         state.forget_before(now);
-        if let Some(watch) = state.running.get(job) {
+        for watch in state.running.get(job).into_iter().flatten() {
             watch.notify_one();
         }
         if state.heard.insert(job.to_owned()) {
@@ -110,7 +112,11 @@ impl Withdrawals {
     pub(crate) fn watch(self: &Arc<Self>, job: &str, sent_at_us: u64) -> (Known, Watch) {
         let notify = Arc::new(Notify::new());
         let mut state = self.state();
-        state.running.insert(job.to_owned(), notify.clone());
+        state
+            .running
+            .entry(job.to_owned())
+            .or_default()
+            .push(notify.clone());
         let known = if state.heard.contains(job) {
             Known::Withdrawn
         } else {
@@ -125,7 +131,8 @@ impl Withdrawals {
         let watch = Watch {
             withdrawals: self.clone(),
             job: job.to_owned(),
-            notify: state.announced.then_some(notify),
+            notify: state.announced.then(|| notify.clone()),
+            mine: notify,
         };
         (known, watch)
     }
@@ -157,6 +164,8 @@ pub(crate) struct Watch {
     job: String,
     /// `None`: the tier does not announce withdrawals (or has not yet): poll.
     notify: Option<Arc<Notify>>,
+    /// This watch's entry among the job's.
+    mine: Arc<Notify>,
 }
 
 impl Watch {
@@ -169,7 +178,13 @@ impl Watch {
 
 impl Drop for Watch {
     fn drop(&mut self) {
-        self.withdrawals.state().running.remove(&self.job);
+        let mut state = self.withdrawals.state();
+        if let Some(watches) = state.running.get_mut(&self.job) {
+            watches.retain(|watch| !Arc::ptr_eq(watch, &self.mine));
+            if watches.is_empty() {
+                state.running.remove(&self.job);
+            }
+        }
     }
 }
 
@@ -210,7 +225,16 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(5), watch.announced().unwrap())
             .await
             .unwrap();
+        // Run twice here (redelivered while it ran): both hear it, and each
+        // watch leaves only itself.
+        let (_, again) = withdrawals.watch("a", 0);
+        withdrawals.heard("a");
+        tokio::time::timeout(Duration::from_secs(5), again.announced().unwrap())
+            .await
+            .unwrap();
         drop(watch);
+        assert_eq!(withdrawals.listening(), vec!["a".to_owned()]);
+        drop(again);
         assert!(withdrawals.listening().is_empty());
     }
 

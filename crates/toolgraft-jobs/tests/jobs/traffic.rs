@@ -10,8 +10,8 @@ use crate::support::*;
 /// at most (the crate docs, "What a call costs the engine"): the push (apalis's
 /// script), the wake-up (apalis-redis 1.0's push publishes no event for a job
 /// that passes through its schedule, and every job does), the fetch that takes
-/// the job, the one apalis makes at once after it and, most often, the worker's
-/// follow-up, the lease and the acknowledgement (apalis's scripts), the reply
+/// the job, the one apalis makes at once after it and, for most calls, a third,
+/// the lease and the acknowledgement (apalis's scripts), the reply
 /// (one transaction), and the caller's one read of its replies (`BLMPOP`).
 /// Measured 8.6; it was 11.1 with a withdrawal lookup per job and a second read
 /// per reply.
