@@ -12,12 +12,13 @@ use toolgraft::store::{StoreError, StoreFuture};
 /// gone when the approval expires. Connects at the first redemption; a server
 /// that cannot be reached refuses the call (the ledger cannot say).
 ///
-/// **The server must persist what it is told** (append-only file on,
-/// `appendonly yes`, `appendfsync everysec` or `always`): a Redis that restarts
-/// without it forgets the spent approvals, and an approval not yet expired is
-/// then accepted a second time. At its first connection the ledger reads the
+/// **The server must persist what it is told** (the append-only file on,
+/// `appendonly yes`; with `appendfsync always` nothing acknowledged is lost,
+/// with `everysec` up to a second of it): a Redis that restarts without it
+/// forgets the spent approvals, and an approval not yet expired is then
+/// accepted a second time. At its first connection the ledger reads the
 /// server's `INFO persistence` and logs a warning when the append-only file is
-/// off.
+/// off (the fsync policy it does not see).
 ///
 /// ```no_run
 /// use toolgraft::ext::approve::{Approve, SealKey};

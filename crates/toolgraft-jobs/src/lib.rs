@@ -55,7 +55,8 @@
 //!   on). A worker skips a withdrawn job it has not started, and stops one it
 //!   runs: the body's future is dropped, no reply is sent. On Redis the
 //!   withdrawal is announced to the workers (pub/sub), so the body stops within
-//!   a round trip; on SQLite the worker looks every 100 ms. A cancelled
+//!   a round trip while the worker's subscription is up (and looks every 5 s
+//!   besides); on SQLite the worker looks every 100 ms. A cancelled
 //!   submitted job answers what its body did: `cancelled` only when the worker
 //!   stopped it.
 //! * The call context crosses as each entry says: the principal, the MCP

@@ -20,7 +20,7 @@ use toolgraft::{Name, ToolError};
 /// its 100 ms look on SQLite.
 const CANCEL_SETTLES_WITHIN: Duration = Duration::from_secs(1);
 
-/// How often the cancel looks meanwhile.
+/// How soon the cancel first looks meanwhile (then twice as long each time).
 const CANCEL_SETTLE_LOOK: Duration = Duration::from_millis(10);
 
 /// The jobs submitted on a [`Remote`]'s queue, read and cancelled by id: what
@@ -220,12 +220,15 @@ impl Jobs {
     }
 
     /// Cancels the job `id`: one no worker has taken yet (scheduled or queued)
-    /// never runs; one a worker runs ends cancelled (the cancel's reply is the
-    /// job's, the first reply staying, so a result the body sends after it is
-    /// not kept) and is withdrawn, so its worker stops the body within about
-    /// 100 ms (its future is dropped; a body that blocks its thread runs on to
-    /// its end, unheard). Either way its ticket says `cancelled`; cancelling it
-    /// again answers the same.
+    /// never runs, and its ticket says `cancelled`. One a worker runs is
+    /// withdrawn: its worker stops the body (its future is dropped; within a
+    /// round trip on Redis, its 100 ms look on SQLite; a body that blocks its
+    /// thread runs on) and writes the job's end, `cancelled`; a body that ran
+    /// to its end first keeps its result, and the cancel answers
+    /// [`JobError::NotCancellable`]. The cancel waits up to a second for the
+    /// worker's word; a worker that says nothing (dead, cut off) has the
+    /// cancel's `cancelled` for its end (the first end stays). Cancelling a
+    /// cancelled job again answers the same.
     ///
     /// A job that ended first cannot be cancelled ([`JobError::NotCancellable`]):
     /// its result is kept as any other's.
@@ -269,8 +272,11 @@ impl Jobs {
                     .await?;
                 let settled = Instant::now() + CANCEL_SETTLES_WITHIN;
                 let mut ticket = self.status(id).await?;
+                let mut look = CANCEL_SETTLE_LOOK;
                 while !ticket.state.is_done() && Instant::now() < settled {
-                    tokio::time::sleep(CANCEL_SETTLE_LOOK).await;
+                    tokio::time::sleep(look).await;
+                    // Each look is a status script: fewer as the wait goes on.
+                    look = (look * 2).min(CANCEL_SETTLES_WITHIN / 4);
                     ticket = self.status(id).await?;
                 }
                 if !ticket.state.is_done() {

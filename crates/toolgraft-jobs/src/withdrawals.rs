@@ -6,10 +6,17 @@
 //! What is heard is only as good as the listening: announcements made while
 //! nobody listened (before the first subscription, across a reconnection) are
 //! lost. So the registry knows since when it has heard every one
-//! (`complete_since`), and a job sent before then (by its caller's clock, less
-//! [`CLOCK_MARGIN`]) is looked up in the engine as before; so are the running
-//! jobs at each (re)subscription. A tier that announces nothing never listens,
-//! and its workers look up every job and poll the running ones.
+//! (`complete_since`), and a job sent before then plus [`CLOCK_MARGIN`] (by its
+//! caller's clock), or sent by a caller whose clock is ahead by more than the
+//! margin, or by a caller that does not say when (an older one, which does not
+//! announce its withdrawals either), is looked up in the engine as before; so
+//! are the running jobs at each (re)subscription. A running job still looks
+//! every [`BACKSTOP`], in case a connection died without saying so. A tier that
+//! announces nothing never listens, and its workers look up every job and poll
+//! the running ones.
+//!
+//! An announcement still on its way when the job is fetched lets the body
+//! start, then stops it when it arrives.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -22,6 +29,11 @@ use crate::clock::now_us;
 /// How far the callers' clocks may be ahead of this process's: a job sent less
 /// than this after the listening began is looked up, not taken on trust.
 pub(crate) const CLOCK_MARGIN: Duration = Duration::from_secs(2);
+
+/// How often a running job looks whether it was withdrawn even where
+/// withdrawals are announced: a subscription whose connection died silently
+/// (a dropped NAT mapping) misses announcements until it is noticed.
+pub(crate) const BACKSTOP: Duration = Duration::from_secs(5);
 
 /// How many heard withdrawals are remembered at most; older ones are forgotten
 /// (the jobs sent before them are looked up again).
@@ -121,17 +133,23 @@ impl Withdrawals {
             Known::Withdrawn
         } else {
             let margin = u64::try_from(CLOCK_MARGIN.as_micros()).unwrap_or(u64::MAX);
+            let ahead = sent_at_us > now_us().saturating_add(margin);
             match state.complete_since {
-                Some(since) if sent_at_us != 0 && sent_at_us >= since.saturating_add(margin) => {
+                Some(since)
+                    if sent_at_us != 0 && !ahead && sent_at_us >= since.saturating_add(margin) =>
+                {
                     Known::NotWithdrawn
                 }
                 _ => Known::Unknown,
             }
         };
+        // A caller that does not say when it sent the job is older than the
+        // announcements: its withdrawals are only stored, so its jobs are polled.
+        let announced = state.announced && sent_at_us != 0;
         let watch = Watch {
             withdrawals: self.clone(),
             job: job.to_owned(),
-            notify: state.announced.then(|| notify.clone()),
+            notify: announced.then(|| notify.clone()),
             mine: notify,
         };
         (known, watch)
@@ -170,7 +188,8 @@ pub(crate) struct Watch {
 
 impl Watch {
     /// Resolves when the job's withdrawal is heard; `None` if the tier
-    /// announces none, and the job must be polled.
+    /// announces none (or not for this job's caller), and the job must be
+    /// polled. Even announced, it is worth a look every [`BACKSTOP`].
     pub(crate) fn announced(&self) -> Option<impl Future<Output = ()> + '_> {
         self.notify.as_deref().map(Notify::notified)
     }
@@ -195,30 +214,42 @@ mod tests {
     #[test]
     fn a_job_sent_after_the_listening_began_is_known() {
         let withdrawals = Arc::new(Withdrawals::default());
-        let later = now_us() + 10_000_000;
+        let now = now_us();
         // Nobody listens yet: every job is looked up, and polled.
-        let (known, watch) = withdrawals.watch("a", later);
+        let (known, watch) = withdrawals.watch("a", now);
         assert_eq!(known, Known::Unknown);
         assert!(watch.announced().is_none());
         drop(watch);
 
         assert!(withdrawals.listening().is_empty());
-        assert_eq!(withdrawals.watch("a", later).0, Known::NotWithdrawn);
-        // Sent before the listening began (or unknown): looked up.
-        assert_eq!(withdrawals.watch("b", now_us()).0, Known::Unknown);
-        assert_eq!(withdrawals.watch("b", 0).0, Known::Unknown);
+        // As if listening for 10 s: a job sent now is known not withdrawn.
+        withdrawals.state().complete_since = Some(now - 10_000_000);
+        let (known, watch) = withdrawals.watch("a", now);
+        assert_eq!(known, Known::NotWithdrawn);
+        assert!(watch.announced().is_some());
+        // Sent before the listening began plus the margin: looked up.
+        assert_eq!(withdrawals.watch("b", now - 9_000_000).0, Known::Unknown);
+        // An older caller's job (no time): looked up, and polled while it runs.
+        let (known, watch) = withdrawals.watch("b", 0);
+        assert_eq!(known, Known::Unknown);
+        assert!(watch.announced().is_none());
+        // A caller whose clock is ahead by more than the margin: looked up.
+        assert_eq!(
+            withdrawals.watch("e", now_us() + 60_000_000).0,
+            Known::Unknown
+        );
         withdrawals.heard("c");
-        assert_eq!(withdrawals.watch("c", later).0, Known::Withdrawn);
+        assert_eq!(withdrawals.watch("c", now).0, Known::Withdrawn);
         // Deaf: nothing is known to be missing any more.
         withdrawals.deaf();
-        assert_eq!(withdrawals.watch("d", later).0, Known::Unknown);
+        assert_eq!(withdrawals.watch("d", now).0, Known::Unknown);
     }
 
     #[tokio::test]
     async fn a_running_job_hears_its_withdrawal() {
         let withdrawals = Arc::new(Withdrawals::default());
         withdrawals.listening();
-        let (_, watch) = withdrawals.watch("a", 0);
+        let (_, watch) = withdrawals.watch("a", now_us());
         assert_eq!(withdrawals.listening(), vec!["a".to_owned()]);
         withdrawals.heard("a");
         // The permit waits for the watcher that was not waiting yet.
@@ -227,7 +258,7 @@ mod tests {
             .unwrap();
         // Run twice here (redelivered while it ran): both hear it, and each
         // watch leaves only itself.
-        let (_, again) = withdrawals.watch("a", 0);
+        let (_, again) = withdrawals.watch("a", now_us());
         withdrawals.heard("a");
         tokio::time::timeout(Duration::from_secs(5), again.announced().unwrap())
             .await

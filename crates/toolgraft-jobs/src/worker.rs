@@ -17,7 +17,7 @@ use super::remote::Remote;
 use super::telemetry::JobSpan;
 use super::tier::{Broker, RECONNECT_FIRST, RECONNECT_LAST, RunJob, Ticks, VACUUM_BATCH};
 use super::wire::WireError;
-use super::withdrawals::{Known, Watch, Withdrawals};
+use super::withdrawals::{BACKSTOP, Known, Watch, Withdrawals};
 use toolgraft::{Registry, Toolset};
 
 /// How many jobs a worker runs at once unless told otherwise.
@@ -492,9 +492,9 @@ const WITHDRAWN_POLL: Duration = Duration::from_millis(100);
 
 /// Runs `call` until it ends, or until the caller withdraws `job`: then the
 /// call's future is dropped (the body stops at its next `.await`) and `None`
-/// is the outcome. The withdrawal is the tier's announcement (`watch`), or,
-/// where the tier makes none, a look every [`WITHDRAWN_POLL`] (a look that
-/// fails is tried again at the next).
+/// is the outcome. The withdrawal is the tier's announcement (`watch`, with a
+/// look every [`BACKSTOP`]), or, where the tier makes none, a look every
+/// [`WITHDRAWN_POLL`] (a look that fails is tried again at the next).
 async fn until_withdrawn<F: Future>(
     job: &str,
     watch: &Watch,
@@ -502,14 +502,27 @@ async fn until_withdrawn<F: Future>(
     call: F,
 ) -> Option<F::Output> {
     let withdrawn = async {
-        if let Some(announced) = watch.announced() {
-            return announced.await;
-        }
-        loop {
-            tokio::time::sleep(WITHDRAWN_POLL).await;
-            if broker.is_withdrawn(job).await.unwrap_or(false) {
-                return;
+        let Some(announced) = watch.announced() else {
+            loop {
+                tokio::time::sleep(WITHDRAWN_POLL).await;
+                if broker.is_withdrawn(job).await.unwrap_or(false) {
+                    return;
+                }
             }
+        };
+        // Announced; and a look every `BACKSTOP`, for an announcement a
+        // silently dead connection lost.
+        let backstop = async {
+            loop {
+                tokio::time::sleep(BACKSTOP).await;
+                if broker.is_withdrawn(job).await.unwrap_or(false) {
+                    return;
+                }
+            }
+        };
+        tokio::select! {
+            () = announced => {}
+            () = backstop => {}
         }
     };
     tokio::select! {

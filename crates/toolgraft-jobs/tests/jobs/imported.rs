@@ -470,6 +470,12 @@ async fn an_rmcp_tools_transient_error_is_retried_in_process_and_on_a_worker(env
 /// worker's drop of the body cancels the rmcp tool's `context.ct`.
 async fn a_withdrawn_job_cancels_the_rmcp_tools_request(env: Env) {
     let worker = WorkerProcess::start(&env);
+    // Serving before the call: its 300 ms must be spent running the body, not
+    // waiting for a worker process to start (a loaded machine took longer, and
+    // the job was withdrawn before it ran).
+    worker
+        .wait_for_line(&["apalis_core::worker", "started"])
+        .await;
     let toolset = toolset(&env.remote());
     let path = std::env::temp_dir().join(unique("watch"));
     let path_text = path.display().to_string();

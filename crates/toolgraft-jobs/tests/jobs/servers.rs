@@ -10,13 +10,20 @@ use crate::support::*;
 async fn a_redis_cluster_node_is_refused_at_connect_with_the_reason() {
     let dir = std::env::temp_dir().join(unique("cluster"));
     std::fs::create_dir_all(&dir).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let free_port = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let port = free_port();
+    // The cluster bus's port, named: without it the bus takes the port plus
+    // 10,000, and a server on a port above 55,535 refuses to start.
+    let bus = free_port();
     let mut server = Command::new("redis-server")
         .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--cluster-port", &bus.to_string()])
         .args([
             "--save",
             "",
@@ -38,6 +45,8 @@ async fn a_redis_cluster_node_is_refused_at_connect_with_the_reason() {
         assert!(server.try_wait().unwrap().is_none(), "redis-server exited");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // Stopped when the test ends, passed or failed.
+    let _server = Guard::Server(server);
     let url = format!("redis://127.0.0.1:{port}");
     let remote = Remote::new(&url)
         .unwrap()
@@ -64,7 +73,5 @@ async fn a_redis_cluster_node_is_refused_at_connect_with_the_reason() {
     eprintln!("the worker: {worker}");
     assert!(worker.to_string().contains("Redis Cluster"), "{worker}");
 
-    server.kill().unwrap();
-    server.wait().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }

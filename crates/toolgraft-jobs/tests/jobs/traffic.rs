@@ -13,12 +13,12 @@ use crate::support::*;
 /// the job, the one apalis makes at once after it and, for most calls, a third,
 /// the lease and the acknowledgement (apalis's scripts), the reply
 /// (one transaction), and the caller's one read of its replies (`BLMPOP`).
-/// Measured 8.6; it was 11.1 with a withdrawal lookup per job and a second read
-/// per reply.
-const ROUND_TRIPS_PER_CALL: f64 = 9.0;
+/// Measured 8.6 (the third fetch comes for most calls, not all); it was 11.1
+/// with a withdrawal lookup per job and a second read per reply.
+const ROUND_TRIPS_PER_CALL: f64 = 9.5;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_relocated_call_costs_the_engine_at_most_nine_round_trips_on_redis() {
+async fn a_relocated_call_costs_the_engine_under_ten_round_trips_on_redis() {
     use futures_util::StreamExt as _;
 
     // A server of its own: what it receives is this test's, and nothing else's.
@@ -44,7 +44,7 @@ async fn a_relocated_call_costs_the_engine_at_most_nine_round_trips_on_redis() {
     for _ in 0..3 {
         toolset.call("slow_remote", json!({"ms": 0})).await.unwrap();
     }
-    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
 
     let client = ::redis::Client::open(env.url.as_str()).unwrap();
     // Monitoring from here on (the connection sends MONITOR as it opens).
@@ -118,11 +118,77 @@ async fn a_relocated_call_costs_the_engine_at_most_nine_round_trips_on_redis() {
             per_call(*count)
         );
     }
+    // What this crate's own part costs, exactly: no withdrawal lookup (the
+    // worker heard every announcement since before the calls were sent), and
+    // one read of the replies per call.
+    let count = |command: &str| by_command.get(command).copied().unwrap_or(0);
+    assert_eq!(count("EXISTS"), 0, "{by_command:?}");
+    assert_eq!(count("BLMPOP"), CALLS, "{by_command:?}");
+    assert_eq!(count("PUBLISH"), CALLS, "{by_command:?}");
     assert!(
         per_call(round_trips) <= ROUND_TRIPS_PER_CALL,
         "{:.2} round trips per call, more than {ROUND_TRIPS_PER_CALL}: {by_command:?}\n\
          the worker: {}",
         per_call(round_trips),
         worker.log_text()
+    );
+}
+
+/// A withdrawal announced while the worker's subscription is cut (its pub/sub
+/// connection killed by the server) is not lost: the worker looks its running
+/// jobs up when it subscribes again, and the body stops well before the 5 s
+/// backstop look.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_withdrawal_missed_while_resubscribing_still_stops_the_body() {
+    // A server of its own: killing its pub/sub connections touches no other test.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let env = Env {
+        url: format!("redis://127.0.0.1:{port}"),
+        queue: unique("missed_withdrawal"),
+        _guard: Guard::Server(redis_on(port).await),
+    };
+    let worker = WorkerProcess::start(&env);
+    let toolset = toolset(&env.remote());
+    let mut call = Box::pin(toolset.call("slow_remote", json!({"ms": 20_000})));
+    let started = async {
+        while !worker.log_text().contains("job started") {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::select! {
+        outcome = &mut call => panic!("the call ended before it was withdrawn: {outcome:?}"),
+        () = started => {}
+    }
+    // Every pub/sub connection of the server (the worker's among them): the
+    // withdrawal below is published while the worker subscribes again.
+    let mut admin = ::redis::Client::open(env.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let killed: i64 = ::redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    assert!(killed >= 1, "no pub/sub connection to kill");
+    drop(call);
+    let withdrawn = Instant::now();
+    let line = worker
+        .wait_for_line(&["job withdrawn", "the body stopped"])
+        .await;
+    let stopped = withdrawn.elapsed();
+    eprintln!(
+        "{killed} pub/sub connections killed; withdrawal to body stopped: {stopped:?}: {line}"
+    );
+    assert!(
+        stopped < Duration::from_secs(4),
+        "the body stopped after {stopped:?}: the backstop's look, not the re-check"
     );
 }

@@ -1,4 +1,4 @@
-//! The Redis tier (`redis://host:port[/db]`, Redis 7 or later, not a cluster):
+//! The Redis tier (`redis://host:port[/db]`, Redis 7 or later, standalone):
 //! apalis-redis carries the jobs, a list per caller its replies, a hash per
 //! submitted job its record, and pub/sub the wake-ups, the withdrawals and the
 //! fleet's announcements.
@@ -35,11 +35,15 @@ pub(super) async fn connect(
     let failed = |error: redis::RedisError| format!("cannot connect to `{url}`: {error}");
     let commands = apalis_redis::connect(url).await.map_err(failed)?;
     let client = redis::Client::open(url).map_err(failed)?;
-    let info: String = redis::cmd("INFO")
+    // HELLO (any client may send it, where INFO is an ACL's "dangerous" one):
+    // the server's version and mode.
+    let hello: Vec<redis::Value> = redis::cmd("HELLO")
         .query_async(&mut commands.clone())
         .await
-        .map_err(failed)?;
-    suitable(&info).map_err(|why| format!("`{url}`: {why}"))?;
+        .map_err(|error| {
+            format!("`{url}`: the job engine needs Redis 7.0 or later (HELLO: {error})")
+        })?;
+    suitable(&hello_fields(&hello)).map_err(|why| format!("`{url}`: {why}"))?;
     let storage = RedisStorage::new(commands.clone()).with_config(config(queue, engine));
     Ok(Arc::new(Redis {
         storage,
@@ -95,25 +99,51 @@ fn withdrawn_key(queue: &str, job: &str) -> String {
     format!("toolgraft:withdrawn:{queue}:{job}")
 }
 
-/// The server, from its `INFO`, is one this tier works with: Redis 7 or later
-/// (replies are read with `BLMPOP`), and not a cluster (the scripts touch
-/// several keys of a queue, apalis-redis's among them, which no hash tag keeps
-/// in one slot).
-fn suitable(info: &str) -> Result<(), String> {
+/// HELLO's answer (RESP2: field, value, field, value...) as `field:value`
+/// lines, the fields that are text or numbers.
+fn hello_fields(hello: &[redis::Value]) -> String {
+    let text = |value: &redis::Value| match value {
+        redis::Value::BulkString(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+        redis::Value::SimpleString(text) => Some(text.clone()),
+        redis::Value::Int(number) => Some(number.to_string()),
+        _ => None,
+    };
+    hello
+        .chunks_exact(2)
+        .filter_map(|pair| Some(format!("{}:{}\n", text(&pair[0])?, text(&pair[1])?)))
+        .collect()
+}
+
+/// The server, from its HELLO (`version`, `mode`), is one this tier works
+/// with: Redis 7 or later (replies are read with `BLMPOP`), standalone (the
+/// scripts touch several keys of a queue, apalis-redis's among them, which no
+/// hash tag keeps in one slot of a cluster; a Sentinel serves no data).
+fn suitable(hello: &str) -> Result<(), String> {
     let field = |name: &str| {
-        info.lines()
+        hello
+            .lines()
             .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
             .map(str::trim)
     };
-    if field("cluster_enabled") == Some("1") {
-        return Err(
-            "a Redis Cluster node: the job engine's scripts move several keys of a \
-             queue at once (apalis-redis's among them), which a cluster keeps in different \
-             slots; use a standalone server (or a primary with replicas)"
-                .into(),
-        );
+    match field("mode") {
+        Some("standalone") => {}
+        Some("cluster") => {
+            return Err(
+                "a Redis Cluster node: the job engine's scripts move several keys of a \
+                 queue at once (apalis-redis's among them), which a cluster keeps in different \
+                 slots; use a standalone server (or a primary with replicas)"
+                    .into(),
+            );
+        }
+        Some(mode) => {
+            return Err(format!(
+                "a Redis in `{mode}` mode: the job engine needs a standalone server (a Sentinel \
+                 serves no data: connect to the primary it names)"
+            ));
+        }
+        None => return Err("the server did not say its mode (HELLO has no `mode`)".into()),
     }
-    let version = field("redis_version").unwrap_or("unknown");
+    let version = field("version").unwrap_or("unknown");
     let major = version
         .split('.')
         .next()
@@ -184,24 +214,43 @@ impl Tier for Redis {
                             // Jobs may have come while nobody listened, and
                             // running jobs may have been withdrawn.
                             wake.notify_one();
-                            for job in withdrawals.listening() {
-                                let key = withdrawn_key(&queue, &job);
-                                if let Ok(true) = commands.exists::<_, bool>(key).await {
-                                    withdrawals.heard(&job);
-                                }
+                            let running = withdrawals.listening();
+                            // One pipeline for them all; if it fails, a running
+                            // job's withdrawal could go unheard: listen again.
+                            let mut exists = redis::pipe();
+                            for job in &running {
+                                exists.exists(withdrawn_key(&queue, job));
                             }
-                            let mut messages = pubsub.on_message();
-                            while let Some(message) = messages.next().await {
-                                if message.get_channel_name() == channels[1] {
-                                    if let Ok(job) = message.get_payload::<String>() {
-                                        withdrawals.heard(&job);
+                            let looked: Result<Vec<bool>, _> = match running.is_empty() {
+                                true => Ok(Vec::new()),
+                                false => exists.query_async(&mut commands).await,
+                            };
+                            match looked {
+                                Ok(looked) => {
+                                    for (job, withdrawn) in running.iter().zip(looked) {
+                                        if withdrawn {
+                                            withdrawals.heard(job);
+                                        }
                                     }
-                                } else {
-                                    wake.notify_one();
+                                    let mut messages = pubsub.on_message();
+                                    while let Some(message) = messages.next().await {
+                                        if message.get_channel_name() != channels[1] {
+                                            wake.notify_one();
+                                        } else if let Ok(job) =
+                                            std::str::from_utf8(message.get_payload_bytes())
+                                        {
+                                            // `heard` keeps no id longer than a job's.
+                                            withdrawals.heard(job);
+                                        }
+                                    }
+                                    tracing::warn!("the wake-up channel closed; listening again");
                                 }
+                                Err(error) => tracing::warn!(
+                                    %error,
+                                    "cannot look up the running jobs' withdrawals; listening again"
+                                ),
                             }
                             withdrawals.deaf();
-                            tracing::warn!("the wake-up channel closed; listening again");
                         }
                         Err(error) => {
                             tracing::warn!(%error, "cannot subscribe to wake-ups; retrying")
@@ -541,21 +590,32 @@ mod tests {
 
     #[test]
     fn the_tier_takes_a_standalone_redis_7() {
-        let info = |version: &str, cluster: &str| {
-            format!(
-                "# Server\r\nredis_version:{version}\r\nredis_mode:standalone\r\n\r\n\
-                 # Cluster\r\ncluster_enabled:{cluster}\r\n"
-            )
+        let hello = |version: &str, mode: &str| {
+            let text = |text: &str| redis::Value::BulkString(text.as_bytes().to_vec());
+            super::hello_fields(&[
+                text("server"),
+                text("redis"),
+                text("version"),
+                text(version),
+                text("proto"),
+                redis::Value::Int(2),
+                text("mode"),
+                text(mode),
+                text("modules"),
+                redis::Value::Array(Vec::new()),
+            ])
         };
-        assert_eq!(suitable(&info("7.0.15", "0")), Ok(()));
-        assert_eq!(suitable(&info("8.2.1", "0")), Ok(()));
-        let old = suitable(&info("6.2.14", "0")).unwrap_err();
+        assert_eq!(suitable(&hello("7.0.15", "standalone")), Ok(()));
+        assert_eq!(suitable(&hello("8.2.1", "standalone")), Ok(()));
+        let old = suitable(&hello("6.2.14", "standalone")).unwrap_err();
         assert!(
             old.contains("Redis 6.2.14") && old.contains("7.0 or later"),
             "{old}"
         );
-        let cluster = suitable(&info("7.0.15", "1")).unwrap_err();
+        let cluster = suitable(&hello("7.0.15", "cluster")).unwrap_err();
         assert!(cluster.contains("Redis Cluster"), "{cluster}");
-        assert!(suitable("").unwrap_err().contains("Redis unknown"));
+        let sentinel = suitable(&hello("7.0.15", "sentinel")).unwrap_err();
+        assert!(sentinel.contains("`sentinel` mode"), "{sentinel}");
+        assert!(suitable("").unwrap_err().contains("did not say its mode"));
     }
 }
