@@ -94,6 +94,10 @@ struct FleetKeys {
     channel: String,
 }
 
+/// How long a subscription must have lasted for its loss to be retried at
+/// once (the backoff's first step) rather than after a longer wait.
+const STEADY_SUBSCRIPTION: Duration = Duration::from_secs(5);
+
 /// The key that says the caller withdrew `job` of `queue`.
 fn withdrawn_key(queue: &str, job: &str) -> String {
     format!("toolgraft:withdrawn:{queue}:{job}")
@@ -210,7 +214,7 @@ impl Tier for Redis {
                 match client.get_async_pubsub().await {
                     Ok(mut pubsub) => match pubsub.subscribe(&channels).await {
                         Ok(()) => {
-                            backoff = RECONNECT_FIRST;
+                            let subscribed = std::time::Instant::now();
                             // Jobs may have come while nobody listened, and
                             // running jobs may have been withdrawn.
                             wake.notify_one();
@@ -251,6 +255,12 @@ impl Tier for Redis {
                                 ),
                             }
                             withdrawals.deaf();
+                            // The backoff starts over only after a subscription
+                            // that lasted: one cut at once, again and again (a
+                            // flood past the output buffer's limit), backs off.
+                            if subscribed.elapsed() >= STEADY_SUBSCRIPTION {
+                                backoff = RECONNECT_FIRST;
+                            }
                         }
                         Err(error) => {
                             tracing::warn!(%error, "cannot subscribe to wake-ups; retrying")
