@@ -342,16 +342,7 @@ async fn an_idle_worker_is_woken_by_each_job(env: Env) {
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backends_of_one_url_share_their_connections() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let env = Env {
-        url: format!("redis://127.0.0.1:{port}"),
-        queue: unique("shared"),
-        _guard: Guard::Server(redis_on(port).await),
-    };
+    let env = Env::redis_of_its_own("shared").await;
     let worker = WorkerProcess::start(&env);
     let connections = || async {
         let client = ::redis::Client::open(env.url.as_str()).unwrap();

@@ -183,13 +183,7 @@ async fn a_cancelled_call_gives_back_the_fleet_permit_its_script_took() {
     let store = RedisLimits::new(&env.url)
         .unwrap()
         .with_prefix(env.queue.clone());
-    let ping = Tool::builder()
-        .name("ping")
-        .description("Answer pong.")
-        .read_only()
-        .body(|_: Nothing| async { Ok("pong") })
-        .build()
-        .unwrap();
+    let ping = ping();
     let toolset = Toolset::new();
     toolset
         .bind((ping.combo().with(Concurrency::at_most(1).with_store(store)),))
@@ -312,20 +306,10 @@ async fn retry_recovers_from_a_killed_redis_connection() {
 async fn a_fleet_rate_limit_refuses_promptly_while_redis_is_down() {
     use toolgraft::ext::RateLimit;
     use toolgraft_jobs::RedisLimits;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let mut server = redis_on(port).await;
     let store = RedisLimits::new(&format!("redis://127.0.0.1:{port}")).unwrap();
-    let ping = Tool::builder()
-        .name("ping")
-        .description("Answer pong.")
-        .read_only()
-        .body(|_: Nothing| async { Ok("pong") })
-        .build()
-        .unwrap();
+    let ping = ping();
     let toolset = Toolset::new();
     toolset
         .bind((ping
@@ -366,4 +350,16 @@ async fn a_fleet_rate_limit_refuses_promptly_while_redis_is_down() {
     }
     server.kill().unwrap();
     server.wait().unwrap();
+}
+
+/// A read-only tool that answers `"pong"` in process: what a limit counts.
+#[cfg(feature = "redis")]
+fn ping() -> impl BaseTool<Input = Nothing, Output = &'static str> {
+    Tool::builder()
+        .name("ping")
+        .description("Answer pong.")
+        .read_only()
+        .body(|_: Nothing| async { Ok("pong") })
+        .build()
+        .unwrap()
 }

@@ -10,41 +10,22 @@ use crate::support::*;
 async fn a_redis_cluster_node_is_refused_at_connect_with_the_reason() {
     let dir = std::env::temp_dir().join(unique("cluster"));
     std::fs::create_dir_all(&dir).unwrap();
-    let free_port = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    };
     let port = free_port();
     // The cluster bus's port, named: without it the bus takes the port plus
     // 10,000, and a server on a port above 55,535 refuses to start.
-    let bus = free_port();
-    let mut server = Command::new("redis-server")
-        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-        .args(["--cluster-port", &bus.to_string()])
-        .args([
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--cluster-enabled",
-            "yes",
-        ])
-        .arg("--cluster-config-file")
-        .arg(dir.join("nodes.conf"))
-        .arg("--dir")
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("this test needs redis-server");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "redis-server did not start");
-        assert!(server.try_wait().unwrap().is_none(), "redis-server exited");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let bus = free_port().to_string();
+    let config = dir.join("nodes.conf");
+    let arguments: [&std::ffi::OsStr; 8] = [
+        "--cluster-enabled".as_ref(),
+        "yes".as_ref(),
+        "--cluster-port".as_ref(),
+        bus.as_ref(),
+        "--cluster-config-file".as_ref(),
+        config.as_os_str(),
+        "--dir".as_ref(),
+        dir.as_os_str(),
+    ];
+    let server = redis_on_with(port, &arguments).await;
     // Stopped when the test ends, passed or failed.
     let _server = Guard::Server(server);
     let url = format!("redis://127.0.0.1:{port}");

@@ -694,12 +694,44 @@ pub(crate) fn assert_failed_on_purpose(error: &ToolError, worker: &WorkerProcess
     }
 }
 
+/// A free loopback port (free when asked: a server started on it soon takes it).
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Env {
+    /// A queue on a `redis-server` of the test's own: what the server receives
+    /// is the test's, and what the test does to it (killing its connections,
+    /// stopping it) touches no other test. Stopped with the `Env`, passed or
+    /// failed.
+    #[cfg(feature = "redis")]
+    pub(crate) async fn redis_of_its_own(test: &str) -> Self {
+        let port = free_port();
+        Env {
+            url: format!("redis://127.0.0.1:{port}"),
+            queue: unique(test),
+            _guard: Guard::Server(redis_on(port).await),
+        }
+    }
+}
+
 /// A private `redis-server` on `port`, up when this returns.
 #[cfg(feature = "redis")]
 pub(crate) async fn redis_on(port: u16) -> Child {
+    redis_on_with(port, &[]).await
+}
+
+/// [`redis_on`], with more of the server's arguments.
+#[cfg(feature = "redis")]
+pub(crate) async fn redis_on_with(port: u16, arguments: &[&std::ffi::OsStr]) -> Child {
     let mut server = Command::new("redis-server")
         .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
         .args(["--save", "", "--appendonly", "no"])
+        .args(arguments)
         .stdout(Stdio::null())
         .spawn()
         .expect("this test needs redis-server");

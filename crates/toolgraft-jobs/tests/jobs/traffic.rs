@@ -22,17 +22,7 @@ async fn a_relocated_call_costs_the_engine_under_ten_round_trips_on_redis() {
     use futures_util::StreamExt as _;
 
     // A server of its own: what it receives is this test's, and nothing else's.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let env = Env {
-        url: format!("redis://127.0.0.1:{port}"),
-        queue: unique("traffic"),
-        // Stopped when the test ends, passed or failed.
-        _guard: Guard::Server(redis_on(port).await),
-    };
+    let env = Env::redis_of_its_own("traffic").await;
     // No idle poll and no beat inside the window counted (a minute, 20 s): what
     // is counted is the calls'.
     let engine = r#"{"poll_ms": 60000, "heartbeat_ms": 20000}"#;
@@ -141,16 +131,7 @@ async fn a_relocated_call_costs_the_engine_under_ten_round_trips_on_redis() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_withdrawal_missed_while_resubscribing_still_stops_the_body() {
     // A server of its own: killing its pub/sub connections touches no other test.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let env = Env {
-        url: format!("redis://127.0.0.1:{port}"),
-        queue: unique("missed_withdrawal"),
-        _guard: Guard::Server(redis_on(port).await),
-    };
+    let env = Env::redis_of_its_own("missed_withdrawal").await;
     let worker = WorkerProcess::start(&env);
     let toolset = toolset(&env.remote());
     let mut call = Box::pin(toolset.call("slow_remote", json!({"ms": 20_000})));
