@@ -106,6 +106,18 @@ pub(crate) struct Reply {
     pub result: Result<Value, WireError>,
 }
 
+impl Reply {
+    /// The end of `job` of `tool`, cancelled while it ran: what the worker that
+    /// stopped it writes, or the cancel when no worker says.
+    pub(crate) fn cancelled(job: &str, worker: String, tool: String) -> Self {
+        Self {
+            job: job.to_owned(),
+            worker,
+            result: Err(WireError::Cancelled { tool }),
+        }
+    }
+}
+
 /// Where a submitted job is.
 ///
 /// ```

@@ -310,6 +310,7 @@ impl Remote {
             following,
         })
         .map_err(|error| relocation(error.to_string()))?;
+        let sent_at_us = now_us();
         let job = Job {
             id: id.clone(),
             tool: tool.to_string(),
@@ -321,8 +322,8 @@ impl Remote {
             progress: false,
             log: None,
             // A scheduled job waits in the queue from its time on.
-            queued_at_us: run_at.map_or_else(now_us, |at| now_us().max(at.saturating_mul(1000))),
-            sent_at_us: now_us(),
+            queued_at_us: run_at.map_or(sent_at_us, |at| sent_at_us.max(at.saturating_mul(1000))),
+            sent_at_us,
         };
         // Whole seconds, rounded up: a job never runs before its time.
         let run_at_s = run_at.map(|ms| ms.div_ceil(1000));
@@ -385,6 +386,7 @@ impl Remote {
             .client()
             .await
             .map_err(|error| relocation(error.to_string()))?;
+        let sent_at_us = now_us();
         let job = Job {
             id: id.to_owned(),
             tool: tool.to_string(),
@@ -394,8 +396,8 @@ impl Remote {
             generation: queues::generation_for(&self.config.url, &self.config.queue),
             progress: progress.is_some(),
             log: log.as_ref().map(LogSink::level),
-            queued_at_us: now_us(),
-            sent_at_us: now_us(),
+            queued_at_us: sent_at_us,
+            sent_at_us,
         };
         // Waiting before sending: a fast worker cannot answer before anyone listens.
         let pending = client.expect(id, progress, log);

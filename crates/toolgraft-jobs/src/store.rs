@@ -280,13 +280,11 @@ impl Jobs {
                     ticket = self.status(id).await?;
                 }
                 if !ticket.state.is_done() {
-                    let reply = Reply {
-                        job: id.to_owned(),
-                        worker: "cancelled by a caller".to_owned(),
-                        result: Err(WireError::Cancelled {
-                            tool: record.ticket.tool.clone(),
-                        }),
-                    };
+                    let reply = Reply::cancelled(
+                        id,
+                        "cancelled by a caller".to_owned(),
+                        record.ticket.tool.clone(),
+                    );
                     let reply_to = job_key(self.remote.queue_name(), id);
                     self.within_timeout(async {
                         self.remote

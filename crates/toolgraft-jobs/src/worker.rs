@@ -431,13 +431,7 @@ async fn cancelled(job: &Job, state: &State) -> Result<(), BoxDynError> {
     if !is_job_key(&job.reply_to) {
         return Ok(());
     }
-    let reply = Reply {
-        job: job.id.clone(),
-        worker: state.worker.clone(),
-        result: Err(WireError::Cancelled {
-            tool: job.tool.clone(),
-        }),
-    };
+    let reply = Reply::cancelled(&job.id, state.worker.clone(), job.tool.clone());
     state.broker.send_reply(&job.reply_to, &reply).await?;
     Ok(())
 }
@@ -501,28 +495,24 @@ async fn until_withdrawn<F: Future>(
     broker: &Broker,
     call: F,
 ) -> Option<F::Output> {
+    // Resolves at the first look, one `every` apart, that finds `job` withdrawn.
+    let looking = |every: Duration| async move {
+        loop {
+            tokio::time::sleep(every).await;
+            if broker.is_withdrawn(job).await.unwrap_or(false) {
+                return;
+            }
+        }
+    };
     let withdrawn = async {
         let Some(announced) = watch.announced() else {
-            loop {
-                tokio::time::sleep(WITHDRAWN_POLL).await;
-                if broker.is_withdrawn(job).await.unwrap_or(false) {
-                    return;
-                }
-            }
+            return looking(WITHDRAWN_POLL).await;
         };
         // Announced; and a look every `BACKSTOP`, for an announcement a
         // silently dead connection lost.
-        let backstop = async {
-            loop {
-                tokio::time::sleep(BACKSTOP).await;
-                if broker.is_withdrawn(job).await.unwrap_or(false) {
-                    return;
-                }
-            }
-        };
         tokio::select! {
             () = announced => {}
-            () = backstop => {}
+            () = looking(BACKSTOP) => {}
         }
     };
     tokio::select! {
