@@ -10,7 +10,8 @@ use toolgraft::store::{StoreError, StoreFuture};
 /// [`Ledger`] on a Redis server: one key per used approval,
 /// `toolgraft:approval:<id>`, written only if absent (atomic on the server) and
 /// gone when the approval expires. Connects at the first redemption; a server
-/// that cannot be reached refuses the call (the ledger cannot say).
+/// that cannot be reached refuses the call (the ledger cannot say), within
+/// about 2 s, as [`RedisLimits`](crate::RedisLimits) does.
 ///
 /// **The server must persist what it is told** (the append-only file on,
 /// `appendonly yes`; with `appendfsync always` nothing acknowledged is lost,
@@ -70,7 +71,7 @@ impl Ledger for RedisLedger {
         Box::pin(async move {
             let connection = self
                 .connection
-                .get_or_try_init(|| apalis_redis::connect(self.url.clone()))
+                .get_or_try_init(|| crate::store_connection::connect(&self.url))
                 .await
                 .map_err(|error| {
                     StoreError::new(format_args!(

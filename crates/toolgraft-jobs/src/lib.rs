@@ -216,6 +216,8 @@ mod telemetry;
 mod withdrawals;
 mod tier;
 #[cfg(feature = "redis")]
+mod store_connection;
+#[cfg(feature = "redis")]
 mod ledger;
 #[cfg(feature = "redis")]
 mod limits;

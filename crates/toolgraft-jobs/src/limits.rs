@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Script};
 use tokio::sync::OnceCell;
 use toolgraft::ext::limit::{Admission, Lease, LimitKey, LimitStore, Rate};
@@ -52,22 +52,6 @@ const RENEW: &str = r"
     redis.call('PEXPIREAT', KEYS[1], last[2])
     return 1
 ";
-
-/// How long the first connection may take; the call is refused past it.
-const CONNECT_WITHIN: Duration = Duration::from_secs(2);
-
-/// How a lost server is retried: once, each attempt and each answer bounded, so
-/// that while it is down a call is refused within about 2 s
-/// ([`RedisLimits::REFUSED_WITHIN`]). The connection manager's own default (six retries
-/// with backoff) held every call about 9.5 s, past most callers' deadlines.
-fn connection_config() -> ConnectionManagerConfig {
-    ConnectionManagerConfig::new()
-        .set_number_of_retries(1)
-        .set_min_delay(Duration::from_millis(50))
-        .set_max_delay(Duration::from_millis(200))
-        .set_connection_timeout(Some(Duration::from_millis(500)))
-        .set_response_timeout(Some(Duration::from_secs(1)))
-}
 
 /// [`LimitStore`] on a Redis server: the counts of `rate_limit` and
 /// `concurrency` that every replica of a fleet shares, each answer one Lua
@@ -182,17 +166,7 @@ impl RedisLimits {
     async fn connection(&self) -> Result<ConnectionManager, StoreError> {
         let connect = self
             .connection
-            .get_or_try_init(|| async {
-                let connect = async {
-                    redis::Client::open(self.url.as_str())?
-                        .get_connection_manager_with_config(connection_config())
-                        .await
-                };
-                match tokio::time::timeout(CONNECT_WITHIN, connect).await {
-                    Ok(connected) => connected.map_err(|error| error.to_string()),
-                    Err(_) => Err(format!("no answer within {CONNECT_WITHIN:?}")),
-                }
-            })
+            .get_or_try_init(|| crate::store_connection::connect(&self.url))
             .await;
         connect.cloned().map_err(|error| {
             StoreError::new(format!(
