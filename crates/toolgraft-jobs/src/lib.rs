@@ -191,13 +191,18 @@
 #![warn(missing_debug_implementations)]
 // Without a tier (toolgraft's UI tests only), what serves the tiers is unused.
 #![cfg_attr(
-    not(any(feature = "redis", feature = "sqlite")),
+    not(any(feature = "redis", feature = "sqlite", feature = "postgres")),
     allow(dead_code, unused_imports, unused_macros, unused_variables)
 )]
 
-#[cfg(not(any(feature = "redis", feature = "sqlite", feature = "__ui-tests")))]
+#[cfg(not(any(
+    feature = "redis",
+    feature = "sqlite",
+    feature = "postgres",
+    feature = "__ui-tests"
+)))]
 compile_error!(
-    "toolgraft-jobs needs a tier: enable its feature `sqlite` (the default) or `redis`, or both"
+    "toolgraft-jobs needs a tier: enable its feature `sqlite` (the default), `redis` or `postgres` (any of them)"
 );
 
 // The modules, bottom to top: a module imports only from the ones above it in

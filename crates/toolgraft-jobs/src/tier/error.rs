@@ -11,8 +11,8 @@ pub(crate) enum TierError {
     #[cfg(feature = "redis")]
     #[error(transparent)]
     Redis(#[from] redis::RedisError),
-    /// The SQLite file's (or sqlx's) error.
-    #[cfg(feature = "sqlite")]
+    /// The SQLite file's or the PostgreSQL server's (sqlx's) error.
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
     #[error(transparent)]
     Sqlx(#[from] sqlx::Error),
     /// apalis refused the job (its storage's push).

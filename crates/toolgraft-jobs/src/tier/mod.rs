@@ -60,6 +60,11 @@ mod redis;
 #[cfg(not(feature = "redis"))]
 #[path = "absent.rs"]
 mod redis;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(not(feature = "postgres"))]
+#[path = "absent.rs"]
+mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(not(feature = "sqlite"))]
@@ -101,11 +106,12 @@ pub(crate) const VACUUM_BATCH: u64 = 1_000;
 pub(crate) const RECONNECT_FIRST: Duration = Duration::from_millis(50);
 pub(crate) const RECONNECT_LAST: Duration = Duration::from_secs(1);
 
-/// Where jobs go, parsed from a URL: `redis://host:port[/db]` or
-/// `sqlite://path/to/jobs.db`.
+/// Where jobs go, parsed from a URL: `redis://host:port[/db]`,
+/// `postgres://user@host:port/database` or `sqlite://path/to/jobs.db`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum TierUrl {
     Redis(String),
+    Postgres(String),
     Sqlite(String),
 }
 
@@ -124,6 +130,15 @@ impl TierUrl {
                 "`{url}` needs the `redis` feature of toolgraft-jobs, which this build lacks"
             ));
         }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            if postgres::BUILT {
+                return Ok(Self::Postgres(url.to_owned()));
+            }
+            return Err(format!(
+                "`{}` needs the `postgres` feature of toolgraft-jobs, which this build lacks",
+                crate::address::server_of(url)
+            ));
+        }
         if let Some(path) = url.strip_prefix("sqlite://") {
             if path.is_empty() {
                 return Err("an sqlite URL needs a file path: `sqlite://path/to/jobs.db`".into());
@@ -136,7 +151,8 @@ impl TierUrl {
             ));
         }
         Err(format!(
-            "`{url}` is not a job-engine URL; use `redis://host:port` or `sqlite://path/to/jobs.db`"
+            "`{url}` is not a job-engine URL; use `redis://host:port`, \
+             `postgres://user@host:port/database` or `sqlite://path/to/jobs.db`"
         ))
     }
 }
@@ -273,6 +289,7 @@ impl Broker {
         Ok(Self(
             match url {
                 TierUrl::Redis(url) => redis::connect(url, queue, engine).await,
+                TierUrl::Postgres(url) => postgres::connect(url, queue, engine).await,
                 TierUrl::Sqlite(url) => sqlite::connect(url, queue, engine).await,
             }
             .map_err(TierError::Connect)?,
@@ -409,7 +426,7 @@ mod tests {
         ));
         let unknown = TierUrl::parse("amqp://broker").unwrap_err();
         assert!(
-            unknown.contains("use `redis://host:port` or `sqlite://"),
+            unknown.contains("use `redis://host:port`, `postgres://"),
             "{unknown}"
         );
         assert!(

@@ -210,7 +210,7 @@ async fn two_workers_serve_many_concurrent_calls(env: Env) {
 }
 
 /// What the job engine still holds of the queue's jobs: Redis keys (each job's
-/// metadata, its data, the done set) or SQLite rows.
+/// metadata, its data, the done set) or SQLite or PostgreSQL rows.
 async fn stored_jobs(env: &Env) -> usize {
     if env.url.starts_with("redis://") {
         #[cfg(feature = "redis")]
@@ -247,6 +247,10 @@ async fn stored_jobs(env: &Env) -> usize {
             }
             return meta.len() + data + done + finished + running;
         }
+    }
+    #[cfg(feature = "postgres")]
+    if env.url.starts_with("postgres") {
+        return postgres_jobs(&env.url, &env.queue).await;
     }
     #[cfg(feature = "sqlite")]
     {

@@ -602,6 +602,18 @@ impl Env {
         }
     }
 
+    /// A queue of the test's own on the PostgreSQL server `TOOLGRAFT_POSTGRES_URL`
+    /// names (scripts/test starts one): a database serves many queues, each
+    /// test's apart from the others'.
+    #[cfg(feature = "postgres")]
+    pub(crate) async fn postgres(test: &str) -> Self {
+        Self {
+            url: postgres_url(),
+            queue: unique(test),
+            _guard: Guard::None,
+        }
+    }
+
     #[cfg(feature = "sqlite")]
     pub(crate) async fn sqlite(test: &str) -> Self {
         let path = std::env::temp_dir().join(format!("{}.db", unique(test)));
@@ -632,6 +644,15 @@ macro_rules! on_every_tier {
                 }
             )*
         }
+        #[cfg(feature = "postgres")]
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    super::$test(crate::support::Env::postgres(stringify!($test)).await).await
+                }
+            )*
+        }
         #[cfg(feature = "sqlite")]
         mod sqlite {
             $(
@@ -644,6 +665,28 @@ macro_rules! on_every_tier {
     };
 }
 
+/// The PostgreSQL server the tests share: `TOOLGRAFT_POSTGRES_URL`.
+#[cfg(feature = "postgres")]
+pub(crate) fn postgres_url() -> String {
+    std::env::var("TOOLGRAFT_POSTGRES_URL").expect(
+        "the PostgreSQL tests need a server: run them with scripts/test (which starts one), \
+         or set TOOLGRAFT_POSTGRES_URL=postgres://user@host:port/database",
+    )
+}
+
+/// How many rows of `apalis.jobs` the queue `queue` has on `url`.
+#[cfg(feature = "postgres")]
+pub(crate) async fn postgres_jobs(url: &str, queue: &str) -> usize {
+    let pool = sqlx::PgPool::connect(url).await.unwrap();
+    let (rows,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM apalis.jobs WHERE job_type = $1")
+        .bind(queue)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    usize::try_from(rows).unwrap()
+}
+
 /// How many jobs the store of `env`'s queue holds, whatever their state: what
 /// callers enqueued on it (kept for the retention, which outlasts a test).
 pub(crate) async fn stored_jobs(env: &Env) -> usize {
@@ -654,6 +697,10 @@ pub(crate) async fn stored_jobs(env: &Env) -> usize {
         let mut redis = client.get_multiplexed_async_connection().await.unwrap();
         let stored: usize = redis.hlen(format!("{}:data", env.queue)).await.unwrap();
         return stored;
+    }
+    #[cfg(feature = "postgres")]
+    if env.url.starts_with("postgres") {
+        return postgres_jobs(&env.url, &env.queue).await;
     }
     #[cfg(feature = "sqlite")]
     if let Some(path) = env.url.strip_prefix("sqlite://") {
