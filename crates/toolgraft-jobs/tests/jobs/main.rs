@@ -29,6 +29,8 @@ mod otlp;
 mod otlp_receiver;
 mod outages;
 mod relocation;
+#[cfg(feature = "postgres")]
+mod restarts;
 #[cfg(feature = "redis")]
 mod servers;
 mod submit;

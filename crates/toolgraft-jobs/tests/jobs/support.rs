@@ -522,6 +522,10 @@ pub(crate) enum Guard {
     None,
     Server(Child),
     File(std::path::PathBuf),
+    /// A PostgreSQL server of the test's own (`scripts/postgres`), in this
+    /// directory: stopped, and the directory removed.
+    #[cfg(feature = "postgres")]
+    Postgres(std::path::PathBuf),
 }
 
 impl Drop for Guard {
@@ -531,6 +535,11 @@ impl Drop for Guard {
             Guard::Server(child) => {
                 let _ = child.kill();
                 let _ = child.wait();
+            }
+            #[cfg(feature = "postgres")]
+            Guard::Postgres(dir) => {
+                let _ = postgres_script("stop", dir).status();
+                let _ = std::fs::remove_dir_all(dir);
             }
             Guard::File(path) => {
                 for suffix in [
@@ -672,6 +681,35 @@ pub(crate) fn postgres_url() -> String {
         "the PostgreSQL tests need a server: run them with scripts/test (which starts one), \
          or set TOOLGRAFT_POSTGRES_URL=postgres://user@host:port/database",
     )
+}
+
+/// `scripts/postgres COMMAND DIR`, to run.
+#[cfg(feature = "postgres")]
+pub(crate) fn postgres_script(command: &str, dir: &std::path::Path) -> Command {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/postgres");
+    let mut script = Command::new(script);
+    script.arg(command).arg(dir).stdout(Stdio::piped());
+    script
+}
+
+impl Env {
+    /// A queue on a PostgreSQL server of the test's own (what the test does to
+    /// it, restarting it, touches no other test): stopped with the `Env`.
+    #[cfg(feature = "postgres")]
+    pub(crate) async fn postgres_of_its_own(test: &str) -> Self {
+        let dir = std::env::temp_dir().join(unique(test));
+        let started = postgres_script("start", &dir).output().unwrap();
+        let guard = Guard::Postgres(dir);
+        assert!(
+            started.status.success(),
+            "scripts/postgres could not start a server (it needs PostgreSQL's binaries)"
+        );
+        Env {
+            url: String::from_utf8(started.stdout).unwrap().trim().to_owned(),
+            queue: unique(test),
+            _guard: guard,
+        }
+    }
 }
 
 /// How many rows of `apalis.jobs` the queue `queue` has on `url`.

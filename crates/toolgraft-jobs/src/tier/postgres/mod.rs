@@ -75,6 +75,7 @@ pub(super) async fn connect(
         engine,
         pool,
         replies: Mutex::default(),
+        starts: Default::default(),
     }))
 }
 
@@ -90,6 +91,8 @@ struct Postgres {
     /// The caller's reply listener, made at its first wait, and the channels it
     /// listens on. Only the reply router takes it, so it is never contended.
     replies: Mutex<Option<(PgListener, HashSet<String>)>>,
+    /// How many workers this connection started (see [`Tier::serve`]).
+    starts: std::sync::atomic::AtomicU32,
 }
 
 /// The engine's settings. Results travel on this tier's reply rows; apalis's
@@ -174,8 +177,27 @@ impl Tier for Postgres {
         })
     }
 
+    /// A worker started again (its connection was lost) takes a name of its
+    /// own: apalis-postgres's registering takes back a dead worker's jobs, not
+    /// the ones a live worker of the same name had fetched, so the jobs the
+    /// lost instance held would stay its own for good. Under a new name, the
+    /// old one stops beating, and its jobs come back as a dead worker's (at the
+    /// next beat after `dead_after`).
     fn serve(&self, worker: &str, ticks: Ticks, concurrency: usize, run: RunJob) -> Monitor {
-        serve!(self.storage.clone(), worker, ticks, concurrency, run)
+        let start = self
+            .starts
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let worker = match start {
+            0 => worker.to_owned(),
+            again => format!("{worker}~{again}"),
+        };
+        serve!(
+            self.storage.clone(),
+            worker.as_str(),
+            ticks,
+            concurrency,
+            run
+        )
     }
 
     fn listen(&self, wake: Arc<Notify>, withdrawals: Arc<Withdrawals>) -> JoinHandle<()> {

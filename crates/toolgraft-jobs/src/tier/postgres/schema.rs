@@ -4,7 +4,7 @@
 //! advisory lock so that processes starting together take turns.
 
 use apalis_postgres::PostgresStorage;
-use sqlx::PgPool;
+use sqlx::{Connection as _, PgPool};
 
 /// The advisory lock processes take while they make the tables: `CREATE ...
 /// IF NOT EXISTS` run by two at once can still collide on the catalog.
@@ -57,23 +57,38 @@ const TABLES: [&str; 7] = [
      )",
 ];
 
-/// Migrates apalis's tables (its migrator takes a lock of its own) and makes
-/// this tier's.
+/// Migrates apalis's tables and makes this tier's, one process at a time: under
+/// a session's advisory lock, each statement a transaction of its own (a
+/// transaction begun before another process made the tables would check `IF
+/// NOT EXISTS` against the catalog it read then, and collide).
 pub(super) async fn prepare(pool: &PgPool) -> Result<(), String> {
-    PostgresStorage::setup(pool)
+    let failed = |error: sqlx::Error| format!("cannot set up the job tables: {error}");
+    let mut connection = pool.acquire().await.map_err(failed)?;
+    sqlx::query("SELECT pg_advisory_lock($1)")
+        .bind(SETUP_LOCK)
+        .execute(&mut *connection)
         .await
-        .map_err(|error| format!("cannot set up apalis's job tables: {error}"))?;
-    let made: Result<(), sqlx::Error> = async {
-        let mut transaction = pool.begin().await?;
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(SETUP_LOCK)
-            .execute(&mut *transaction)
-            .await?;
+        .map_err(failed)?;
+    let made = async {
+        PostgresStorage::setup(pool)
+            .await
+            .map_err(|error| format!("cannot set up apalis's job tables: {error}"))?;
         for table in TABLES {
-            sqlx::query(table).execute(&mut *transaction).await?;
+            sqlx::query(table)
+                .execute(&mut *connection)
+                .await
+                .map_err(|error| format!("cannot set up the `toolgraft` tables: {error}"))?;
         }
-        transaction.commit().await
+        Ok(())
     }
     .await;
-    made.map_err(|error| format!("cannot set up the `toolgraft` tables: {error}"))
+    let unlocked = sqlx::query("SELECT pg_advisory_unlock($1)")
+        .bind(SETUP_LOCK)
+        .execute(&mut *connection)
+        .await;
+    if unlocked.is_err() {
+        // The lock goes with the session.
+        let _ = connection.detach().close().await;
+    }
+    made
 }
