@@ -1,10 +1,14 @@
 //! Relocated calls, end to end: a caller process and two worker processes (this
 //! binary started again), a trivial body, on each tier built in. Reports the round
-//! trip's median and p99 (sequential calls), calls per second (64 callers at once)
-//! and the CPU an idle worker burns (from /proc, over a few seconds).
+//! trip's median and p99 (sequential calls), calls per second (64 callers at once),
+//! the CPU an idle worker burns (from /proc, over a few seconds) and the round
+//! trips a call costs, caller and workers together, as the server counts them
+//! (Redis: `total_commands_processed`; PostgreSQL: the statements
+//! `pg_stat_statements` counts, `BEGIN` and `COMMIT` among them).
 //!
 //! Run: `cargo bench -p toolgraft-jobs --all-features --bench relocated`
-//! (`TOOLGRAFT_REDIS_URL` names a server, else one is started on a free port).
+//! (`TOOLGRAFT_REDIS_URL` names a server, else one is started on a free port;
+//! a PostgreSQL server is started with `scripts/postgres`).
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -111,12 +115,159 @@ fn start_redis() -> (String, Option<Child>) {
     (format!("redis://127.0.0.1:{port}"), Some(child))
 }
 
+/// A PostgreSQL server of the bench's own (`scripts/postgres`, which loads
+/// `pg_stat_statements`): its URL and its directory.
+#[cfg(feature = "postgres")]
+fn start_postgres() -> (String, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("toolgraft-bench-pg-{}", std::process::id()));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/postgres");
+    let out = Command::new(script)
+        .arg("start")
+        .arg(&dir)
+        .output()
+        .expect("scripts/postgres runs");
+    assert!(
+        out.status.success(),
+        "scripts/postgres could not start a server"
+    );
+    let url = String::from_utf8(out.stdout)
+        .expect("a URL")
+        .trim()
+        .to_owned();
+    (url, dir)
+}
+
+/// Where the server counts what it was asked: Redis's MONITOR (its
+/// `total_commands_processed` counts the commands scripts run inside it), and
+/// PostgreSQL's `pg_stat_statements`.
+#[allow(dead_code)]
+enum Counter {
+    Redis(String),
+    Postgres(String),
+    /// A file: no server, no round trips.
+    None,
+}
+
+impl Counter {
+    /// The requests the server has served so far (PostgreSQL's statements).
+    async fn read(&self) -> Option<f64> {
+        match self {
+            #[cfg(feature = "postgres")]
+            Counter::Postgres(url) => {
+                let pool = sqlx::PgPool::connect(url).await.ok()?;
+                let _ = sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                    .execute(&pool)
+                    .await;
+                let calls: Option<f64> =
+                    sqlx::query_scalar("SELECT sum(calls)::float8 FROM pg_stat_statements")
+                        .fetch_one(&pool)
+                        .await
+                        .ok()?;
+                pool.close().await;
+                calls
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The round trips in MONITOR's `lines` (`<time> [<db> <client or lua>]
+/// "COMMAND" ..`): a script's own commands are none, a transaction (MULTI ..
+/// EXEC) is one.
+#[cfg(feature = "redis")]
+fn requests(lines: &[String]) -> usize {
+    let mut in_transaction = std::collections::BTreeSet::<&str>::new();
+    let mut round_trips = 0;
+    for line in lines {
+        let Some((source, command)) = line
+            .split_once(" [")
+            .and_then(|(_, rest)| rest.split_once("] "))
+        else {
+            continue;
+        };
+        if source.ends_with(" lua") {
+            continue;
+        }
+        let name = command
+            .split('"')
+            .nth(1)
+            .unwrap_or_default()
+            .to_ascii_uppercase();
+        match name.as_str() {
+            "MULTI" => {
+                in_transaction.insert(source);
+            }
+            "EXEC" | "DISCARD" => {
+                in_transaction.remove(source);
+                round_trips += 1;
+            }
+            _ if in_transaction.contains(source) => {}
+            _ => round_trips += 1,
+        }
+    }
+    round_trips
+}
+
+/// How many calls the round trips are counted over, apart from the timed ones
+/// (MONITOR slows Redis down).
+const COUNTED: u64 = 500;
+
+/// The round trips a call costs, caller and workers together, over [`COUNTED`]
+/// sequential calls.
+async fn round_trips(counter: &Counter, toolset: &Toolset) -> String {
+    let calls = async {
+        for n in 0..COUNTED {
+            let answer = toolset.call("echo_remote", json!({ "n": n })).await;
+            assert_eq!(answer.expect("the call answers"), json!(n));
+        }
+    };
+    match counter {
+        #[cfg(feature = "redis")]
+        Counter::Redis(url) => {
+            use futures_util::StreamExt as _;
+            let client = redis::Client::open(url.as_str()).expect("a Redis URL");
+            let monitor = client.get_async_monitor().await.expect("MONITOR");
+            let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+            let heard = lines.clone();
+            let listening = tokio::spawn(async move {
+                let mut messages = monitor.into_on_message::<String>();
+                while let Some(line) = messages.next().await {
+                    heard.lock().expect("lines").push(line);
+                }
+            });
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            lines.lock().expect("lines").clear();
+            calls.await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            listening.abort();
+            let lines = std::mem::take(&mut *lines.lock().expect("lines"));
+            format!("{:.1}", requests(&lines) as f64 / COUNTED as f64)
+        }
+        #[cfg(feature = "postgres")]
+        Counter::Postgres(_) => {
+            let before = counter.read().await;
+            calls.await;
+            match (before, counter.read().await) {
+                // Less the counter's own statements (three each time).
+                (Some(before), Some(after)) => {
+                    format!("{:.1}", (after - before - 3.0) / COUNTED as f64)
+                }
+                _ => "not counted (no pg_stat_statements)".to_owned(),
+            }
+        }
+        _ => {
+            calls.await;
+            "none (a file)".to_owned()
+        }
+    }
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[at.min(sorted.len() - 1)]
 }
 
-async fn measure(tier: &str, url: &str) {
+async fn measure(tier: &str, url: &str, counter: Counter) {
     let mut workers = Processes(Vec::new());
     for _ in 0..2 {
         workers.0.push(
@@ -135,6 +286,7 @@ async fn measure(tier: &str, url: &str) {
         let answer = toolset.call("echo_remote", json!({ "n": n })).await;
         assert_eq!(answer.expect("the warm-up call answers"), json!(n));
     }
+    let round_trips = round_trips(&counter, &toolset).await;
     let mut times = Vec::with_capacity(SEQUENTIAL);
     for n in 0..SEQUENTIAL as u64 {
         let started = Instant::now();
@@ -178,7 +330,7 @@ async fn measure(tier: &str, url: &str) {
         .sum::<f64>()
         / pids.len() as f64;
     println!(
-        "| {tier} | {:.2} ms | {:.2} ms | {per_second:.0} | {:.1} % |",
+        "| {tier} | {:.2} ms | {:.2} ms | {per_second:.0} | {:.1} % | {round_trips} |",
         median.as_secs_f64() * 1e3,
         p99.as_secs_f64() * 1e3,
         idle * 100.0
@@ -283,19 +435,29 @@ fn main() {
         let _ = jobs;
         return;
     }
-    println!("| tier | median | p99 | calls/s (64 callers) | idle CPU per worker |");
-    println!("|---|---|---|---|---|");
+    println!(
+        "| tier | median | p99 | calls/s (64 callers) | idle CPU per worker | round trips per call |"
+    );
+    println!("|---|---|---|---|---|---|");
     #[cfg(feature = "redis")]
     {
         let (url, server) = start_redis();
         let _server = Processes(server.into_iter().collect());
-        runtime.block_on(measure("Redis", &url));
+        runtime.block_on(measure("Redis", &url, Counter::Redis(url.clone())));
+    }
+    #[cfg(feature = "postgres")]
+    {
+        let (url, dir) = start_postgres();
+        runtime.block_on(measure("PostgreSQL", &url, Counter::Postgres(url.clone())));
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/postgres");
+        let _ = Command::new(script).arg("stop").arg(&dir).status();
+        let _ = std::fs::remove_dir_all(&dir);
     }
     #[cfg(feature = "sqlite")]
     {
         let path = std::env::temp_dir().join(format!("toolgraft-bench-{}.db", std::process::id()));
         let url = format!("sqlite://{}", path.display());
-        runtime.block_on(measure("SQLite", &url));
+        runtime.block_on(measure("SQLite", &url, Counter::None));
         for suffix in [
             "",
             "-wal",

@@ -2,11 +2,12 @@
 //! URL may carry (errors reach callers, MCP clients among them), shortened.
 
 /// A tier's URL without its credentials (`redis://:secret@host` shows as
-/// `redis://host`), shortened.
+/// `redis://host`) and its query (`?password=..` is one), shortened.
 pub(crate) fn server_of(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return toolgraft::error::shorten(url).into_owned();
     };
+    let rest = rest.split_once('?').map_or(rest, |(rest, _)| rest);
     let path = rest.find('/').map_or("", |at| &rest[at..]);
     toolgraft::error::shorten(&format!("{scheme}://{}{path}", host_of(url))).into_owned()
 }
@@ -32,6 +33,10 @@ mod tests {
         assert_eq!(
             super::server_of("redis://user:hunter2@cache"),
             "redis://cache"
+        );
+        assert_eq!(
+            super::server_of("postgres://jobs:hunter2@db:5432/jobs?password=hunter2"),
+            "postgres://db:5432/jobs"
         );
         assert_eq!(
             super::server_of("sqlite:///var/jobs.db"),

@@ -1,13 +1,16 @@
 //! Backends for [toolgraft] that run the body in **other processes**, on
-//! the apalis job engine (features `redis` and `sqlite`, the default).
+//! the apalis job engine (features `redis`, `postgres` and `sqlite`, the default).
 //!
 //! [`Remote`] is a backend: its branch enqueues a job carrying the NAME of its
 //! layer input and the JSON arguments, and waits for the reply. A [`Worker`] is a
 //! process that binds the same tools and combos (the same binding code) and runs
 //! jobs by name. No code travels ([relocation](toolgraft::rulebook#relocation)).
 //!
-//! Two tiers, picked by the URL:
+//! Three tiers, picked by the URL:
 //!
+//! * `postgres://user@host:port/database`: a PostgreSQL server (13 or later)
+//!   carries jobs and replies (feature `postgres`): durable, a restart of the
+//!   database loses no job;
 //! * `redis://host:port`: a Redis server carries jobs and replies (feature `redis`);
 //! * `sqlite://path/to/jobs.db`: an SQLite file the processes share, no server
 //!   (feature `sqlite`, on by default), for one machine.
@@ -37,6 +40,17 @@
 //!   result or [`ToolError::TimedOut`]; the next calls succeed once the server is
 //!   back (about 2 s after, measured). Only a worker that cannot connect when it
 //!   starts returns an error.
+//! * **On PostgreSQL, a restart of the database loses no call.** Jobs, replies,
+//!   withdrawals and records are rows, each written in one statement with its
+//!   notification: what was committed survives. A worker started again takes a
+//!   new name (apalis-postgres takes back a dead worker's jobs, not a live
+//!   one's), so the jobs its lost instance held run again as a dead worker's
+//!   once `dead_after` passes; a caller's reply listener reconnects and looks
+//!   again. Measured (`tests/jobs/restarts.rs`, 16 callers, the server stopped
+//!   for a second): every call sent before or during the stop answered, the
+//!   longest in about 3.3 s; a call whose job could not be enqueued while the
+//!   server was down fails with a transient error (`retry` acts on it) within
+//!   2 s, the pool's connection wait.
 //! * Idle workers do not poll often: a caller wakes its queue's workers when it
 //!   enqueues (Redis pub/sub; on SQLite, Unix datagram "doorbells" beside the
 //!   file, which also wake a caller at its reply). The poll (`poll_ms`, 500 ms) is
@@ -53,17 +67,19 @@
 //!   its timeout: the call's future is dropped; in a 2025-11-25 session a
 //!   dropped POST stream is not one: the client may resume it, so the call runs
 //!   on). A worker skips a withdrawn job it has not started, and stops one it
-//!   runs: the body's future is dropped, no reply is sent. On Redis the
-//!   withdrawal is announced to the workers (pub/sub), so the body stops within
-//!   a round trip while the worker's subscription is up (and looks every 5 s
-//!   besides); on SQLite the worker looks every 100 ms. A cancelled
+//!   runs: the body's future is dropped, no reply is sent. On Redis and
+//!   PostgreSQL the withdrawal is announced to the workers (pub/sub, `NOTIFY`),
+//!   so the body stops within a round trip while the worker's subscription is up
+//!   (and looks every 5 s besides); on SQLite the worker looks every 100 ms. A cancelled
 //!   submitted job answers what its body did: `cancelled` only when the worker
 //!   stopped it.
 //! * The call context crosses as each entry says: the principal, the MCP
 //!   request's `_meta` and entries of one's own arrive serialized; the MCP peer
 //!   does not, and the rules keep what needs it outside `remote` (rule
 //!   `caller-outside-relocation`). `RedisLedger` (feature `redis`) spends an
-//!   `approve` approval on every replica of a fleet.
+//!   `approve` approval on every replica of a fleet (whichever tier carries
+//!   the jobs: the ledger and the limits below are Redis stores of their own,
+//!   a PostgreSQL one is not built yet).
 //! * **Limits hold for the fleet.** `RedisLimits` (feature `redis`) is the
 //!   store of `rate_limit` and `concurrency` that every replica shares: N
 //!   replicas together admit the limit, not N times it (a Lua script on the
@@ -108,6 +124,15 @@
 //! polled per running job: a worker looks a job up only when it was sent less
 //! than 2 s (the clocks' margin) after the worker last began listening, and
 //! each running job once when it (re)subscribes. It was 11.1 round trips.
+//!
+//! On PostgreSQL a call costs more statements, each a round trip (BEGIN and
+//! COMMIT among them; `pg_stat_statements` counts them in
+//! `benches/relocated.rs`): apalis-postgres's push and its fetch and
+//! acknowledgement each run in a transaction of their own; the caller's read of
+//! its replies is one `DELETE .. RETURNING` after the notification. The
+//! workers wake on apalis's own insert notification (no wake-up of
+//! toolgraft's), and apalis's lock step (`lock_tasks`) is off: its fetch's
+//! `Queued` already says a worker took the job.
 //!
 //! # Traces
 //!

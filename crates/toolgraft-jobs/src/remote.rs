@@ -32,10 +32,10 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// A backend that runs its layer input in a worker process, through the apalis
 /// job engine (see the [module docs](super)).
 ///
-/// Made from a URL (`redis://host:port` or `sqlite://path/to/jobs.db`), a queue
-/// name and a timeout; it connects at its first call, so building the same
-/// toolset in a worker, which never calls it, needs no connection. Clones share
-/// the connection.
+/// Made from a URL (`redis://host:port`, `postgres://user@host/db` or
+/// `sqlite://path/to/jobs.db`), a queue name and a timeout; it connects at its
+/// first call, so building the same toolset in a worker, which never calls it,
+/// needs no connection. Clones share the connection.
 ///
 /// ```
 /// use std::time::Duration;
@@ -70,7 +70,8 @@ pub struct Remote {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RemoteConfig {
-    /// `redis://host:port[/db]` or `sqlite://path/to/jobs.db`.
+    /// `redis://host:port[/db]`, `postgres://user@host:port/database` or
+    /// `sqlite://path/to/jobs.db`.
     pub url: String,
     /// The queue: workers serve one queue, callers send to one.
     #[serde(default = "default_queue")]

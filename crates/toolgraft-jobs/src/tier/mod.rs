@@ -72,6 +72,7 @@ mod sqlite;
 mod sqlite;
 mod error;
 mod ticks;
+mod tls;
 
 pub(crate) use error::TierError;
 pub(crate) use ticks::Ticks;
@@ -117,12 +118,14 @@ pub(crate) enum TierUrl {
 
 impl TierUrl {
     pub(crate) fn parse(url: &str) -> Result<Self, String> {
-        if url.starts_with("rediss://") {
+        if url.starts_with("rediss://") && !cfg!(feature = "tls") {
             return Err(format!(
-                "`{url}`: TLS to Redis is not built in; use `redis://` (a local server or a tunnel)"
+                "`{}`: TLS to Redis needs the `tls` feature of toolgraft-jobs, which this build \
+                 lacks (or use `redis://`: a local server, or a tunnel)",
+                crate::address::server_of(url)
             ));
         }
-        if url.starts_with("redis://") {
+        if url.starts_with("redis://") || url.starts_with("rediss://") {
             if redis::BUILT {
                 return Ok(Self::Redis(url.to_owned()));
             }
@@ -286,6 +289,7 @@ impl Broker {
         queue: &str,
         engine: Engine,
     ) -> Result<Self, TierError> {
+        tls::provide();
         Ok(Self(
             match url {
                 TierUrl::Redis(url) => redis::connect(url, queue, engine).await,
@@ -424,6 +428,16 @@ mod tests {
             TierUrl::parse("sqlite:///tmp/jobs.db"),
             Ok(TierUrl::Sqlite(_))
         ));
+        #[cfg(feature = "postgres")]
+        for url in ["postgres://jobs@db:5432/jobs", "postgresql://db/jobs"] {
+            assert!(matches!(TierUrl::parse(url), Ok(TierUrl::Postgres(_))));
+        }
+        #[cfg(not(feature = "postgres"))]
+        assert!(
+            TierUrl::parse("postgres://jobs:hunter2@db/jobs")
+                .unwrap_err()
+                .starts_with("`postgres://db/jobs` needs the `postgres` feature")
+        );
         let unknown = TierUrl::parse("amqp://broker").unwrap_err();
         assert!(
             unknown.contains("use `redis://host:port`, `postgres://"),

@@ -1,9 +1,10 @@
 //! The storage layout this crate writes into, as apalis lays it out: a job
 //! pushed through apalis's own API lands where the tiers' scripts and SQL look
 //! for it (`src/tier/redis/scripts.rs`: `VACUUM`, `STORED`, `CANCEL`;
-//! `src/tier/sqlite.rs`: `stored`, `cancel`, `vacuum`). apalis is pinned to the
-//! minor of this layout (Cargo.toml); when a release moves it, these fail
-//! before cancel, status and vacuum would at run time.
+//! `src/tier/sqlite/mod.rs` and `src/tier/postgres/mod.rs`: `stored`, `cancel`,
+//! `vacuum`). apalis is pinned to the minor of this layout (Cargo.toml); when a
+//! release moves it, these fail before cancel, status and vacuum would at run
+//! time.
 
 use crate::support::*;
 
@@ -152,4 +153,76 @@ async fn the_sqlite_layout_is_where_the_sql_looks() {
         (status.as_str(), later_at),
         ("Pending", Some(run_at as i64))
     );
+}
+
+/// apalis-postgres 1.0: `apalis.jobs` with the columns the tier's SQL reads and
+/// writes (`src/tier/postgres/mod.rs`: `stored` joins it, `cancel` moves a
+/// `Pending` job to `Killed`, `vacuum` removes old `Done` and `Killed` ones);
+/// its insert trigger notifies `apalis::job::insert` with the queue's name (the
+/// workers' wake-up).
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_postgres_layout_is_where_the_sql_looks() {
+    use apalis_postgres::PostgresStorage;
+    use sqlx::postgres::PgListener;
+
+    let pool = sqlx::PgPool::connect(&postgres_url()).await.unwrap();
+    PostgresStorage::setup(&pool).await.unwrap();
+    let columns: Vec<String> = sqlx::query_scalar(
+        "SELECT column_name::text FROM information_schema.columns
+         WHERE table_schema = 'apalis' AND table_name = 'jobs'",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    for column in ["id", "job_type", "status", "run_at", "lock_by", "done_at"] {
+        assert!(
+            columns.iter().any(|name| name == column),
+            "`apalis.jobs` has no `{column}`: {columns:?}"
+        );
+    }
+
+    let queue = unique("postgres_layout");
+    let mut listener = PgListener::connect_with(&pool).await.unwrap();
+    listener.listen("apalis::job::insert").await.unwrap();
+    let mut storage = PostgresStorage::<Value>::new(&pool)
+        .with_config(apalis_postgres::Config::default().queue(&queue));
+    let ((now_id, now), (later_id, run_at, later)) = two_tasks();
+    storage.push_task(now).await.unwrap();
+    storage.push_task(later).await.unwrap();
+
+    // The job runnable now is announced, with its queue; the later one is not.
+    let heard = tokio::time::timeout(Duration::from_secs(5), listener.recv())
+        .await
+        .expect("apalis's insert trigger notifies")
+        .unwrap();
+    let payload: Value = serde_json::from_str(heard.payload()).unwrap();
+    assert_eq!(payload["job_type"], json!(queue));
+    assert_eq!(payload["id"], json!(now_id));
+
+    type Row = (String, String, i64, Option<String>, bool);
+    let row = |id: String| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_as::<_, Row>(
+                "SELECT job_type, status, extract(epoch FROM run_at)::bigint, lock_by,
+                        done_at IS NOT NULL
+                 FROM apalis.jobs WHERE id = $1",
+            )
+            .bind(&id)
+            .fetch_optional(&pool)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("no row of `apalis.jobs` has the id `{id}`"))
+        }
+    };
+    let (job_type, status, now_at, lock_by, done) = row(now_id).await;
+    assert_eq!(
+        (job_type.as_str(), status.as_str()),
+        (queue.as_str(), "Pending")
+    );
+    assert!(now_at <= run_at as i64 - 3600 + 5, "{now_at}");
+    assert_eq!((lock_by, done), (None, false));
+    let (_, status, later_at, _, _) = row(later_id).await;
+    assert_eq!((status.as_str(), later_at), ("Pending", run_at as i64));
 }

@@ -35,6 +35,8 @@ mod restarts;
 mod servers;
 mod submit;
 mod tasks;
+#[cfg(all(feature = "tls", feature = "redis"))]
+mod tls;
 mod trace;
 #[cfg(feature = "redis")]
 mod traffic;

@@ -57,9 +57,13 @@ pub(super) async fn connect(
     let options = PgConnectOptions::from_str(url)
         .map_err(|error| format!("`{shown}` is not a PostgreSQL URL: {error}"))?
         .application_name("toolgraft");
+    // No ping before each statement (sqlx's default): it doubled the round
+    // trips of a call. A connection the server closed (a restart) fails its
+    // next statement, a transient error, and is not used again.
     let pool = PgPoolOptions::new()
         .max_connections(POOL_SIZE)
         .acquire_timeout(CONNECT_WITHIN)
+        .test_before_acquire(false)
         .connect_with(options)
         .await
         .map_err(|error| format!("cannot connect to `{shown}`: {error}"))?;
@@ -466,7 +470,7 @@ impl Tier for Postgres {
         Box::pin(async move {
             // The record and, while it has no end, where apalis has the job: one
             // statement.
-            let row: Option<(String, Option<String>, Option<i64>, Option<String>, Option<bool>)> =
+            let row: Option<StoredRow> =
                 sqlx::query_as(
                     "SELECT record.record, record.result, record.cancelled, job.status,
                             job.run_at > now()
@@ -672,6 +676,17 @@ impl Tier for Postgres {
         })
     }
 }
+
+/// A submitted job's record as `stored` reads it: the caller's record, the
+/// reply, when it was cancelled, and apalis's status and whether its run time
+/// is still ahead.
+type StoredRow = (
+    String,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+    Option<bool>,
+);
 
 /// Whether apalis's insert notification `payload` is of a job of `queue`.
 fn inserted_on(payload: &str, queue: &str) -> bool {
