@@ -22,7 +22,8 @@
 //!   worker, its jobs go back into the queue and run again: about 3 to 4 s after
 //!   the death. The caller gets exactly one result (the first reply; later ones are
 //!   dropped), but a body can run more than once: make relocated bodies idempotent.
-//!   A worker that cannot send its reply fails the job, which runs again too.
+//!   A worker that cannot send its reply (trying for 5 s) fails the job, which
+//!   runs again too.
 //! * **Retries and redeliveries share one count.** Under a `retry`
 //!   ([`toolgraft::ext::Retry`]) around `remote`, each run of a job (an attempt's,
 //!   or a redelivery's) is counted in the job engine, atomically across workers;
@@ -46,7 +47,7 @@
 //!   new name (apalis-postgres takes back a dead worker's jobs, not a live
 //!   one's), so the jobs its lost instance held run again as a dead worker's
 //!   once `dead_after` passes; a caller's reply listener reconnects and looks
-//!   again. Measured (`tests/jobs/restarts.rs`, 16 callers, the server stopped
+//!   again. Measured (`tests/jobs/postgres_faults.rs`, 16 callers, the server stopped
 //!   for a second): every call sent before or during the stop answered, the
 //!   longest in about 3.3 s; a call whose job could not be enqueued while the
 //!   server was down fails with a transient error (`retry` acts on it) within
@@ -243,10 +244,12 @@ mod address;
 mod wire;
 mod job;
 mod telemetry;
+// Only a tier that announces withdrawals (Redis, PostgreSQL) feeds the registry.
+#[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
 mod withdrawals;
-mod tier;
 #[cfg(feature = "redis")]
 mod store_connection;
+mod tier;
 #[cfg(feature = "redis")]
 mod ledger;
 #[cfg(feature = "redis")]

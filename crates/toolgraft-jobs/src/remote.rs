@@ -150,7 +150,7 @@ impl Remote {
     /// no known tier, or of a tier this build lacks, is an error.
     ///
     /// ```
-    /// let err = toolgraft_jobs::Remote::new("postgres://db").unwrap_err();
+    /// let err = toolgraft_jobs::Remote::new("amqp://broker").unwrap_err();
     /// assert!(err.to_string().contains("redis://"));
     /// ```
     pub fn new(url: impl Into<String>) -> Result<Self, ConfigError> {

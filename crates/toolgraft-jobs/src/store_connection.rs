@@ -10,7 +10,8 @@ use std::time::Duration;
 use redis::RedisResult;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
-/// How long the first connection may take; the call is refused past it.
+/// How long the first connection may take; the call is refused past it (the
+/// Redis tier's first connection is bounded by it too).
 pub(crate) const CONNECT_WITHIN: Duration = Duration::from_secs(2);
 
 fn config() -> ConnectionManagerConfig {

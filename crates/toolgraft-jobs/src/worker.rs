@@ -417,10 +417,33 @@ async fn run_arrived(
             worker: state.worker.clone(),
             result,
         };
-        state.broker.send_reply(&job.reply_to, &reply).await?;
-        Ok(())
+        send_patiently(&state.broker, &job.reply_to, &reply).await
     })
     .await
+}
+
+/// How long a worker tries to send a reply (a connection cut, a server
+/// restarting) before it fails the job, which then runs again.
+const SEND_REPLY_WITHIN: Duration = Duration::from_secs(5);
+
+/// Sends `reply`, trying again (50 ms, doubling to 1 s) for up to
+/// [`SEND_REPLY_WITHIN`]: a reply that waits out a blip is the body's one run,
+/// where a failed job is a second run, and, if the engine could not record
+/// the failure either, a caller left waiting.
+async fn send_patiently(broker: &Broker, reply_to: &str, reply: &Reply) -> Result<(), BoxDynError> {
+    let deadline = tokio::time::Instant::now() + SEND_REPLY_WITHIN;
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        match broker.send_reply(reply_to, reply).await {
+            Ok(()) => return Ok(()),
+            Err(error) if tokio::time::Instant::now() + backoff < deadline => {
+                tracing::warn!(job = %reply.job, %error, ?backoff, "cannot send the reply; trying again");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
 }
 
 /// The end of a withdrawn job: none for a caller that stopped waiting; for a

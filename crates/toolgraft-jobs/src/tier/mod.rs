@@ -370,6 +370,45 @@ pub(crate) struct Stored {
     pub(crate) engine: Waiting,
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+impl Stored {
+    /// A submitted job's record (`record`, its `reply` if any, whether it was
+    /// `cancelled`) with what apalis's SQL storages say of its job: its
+    /// `status` (`None`: no job) and whether its run time is still ahead. A
+    /// record with a reply or a cancel has no need of them.
+    fn of_sql(
+        record: String,
+        reply: Option<String>,
+        cancelled: bool,
+        status: Option<&str>,
+        later: bool,
+    ) -> Self {
+        let mut cancelled = cancelled;
+        let mut engine = Waiting::Queued;
+        if reply.is_none() && !cancelled {
+            engine = match status {
+                Some("Pending") if later => Waiting::Scheduled,
+                Some("Pending") => Waiting::Queued,
+                // To run again: its reply could not be sent.
+                Some("Failed") => Waiting::Queued,
+                // A cancel took it; its record is being marked.
+                Some("Killed") => {
+                    cancelled = true;
+                    Waiting::Queued
+                }
+                Some(_) => Waiting::Running,
+                None => Waiting::NotEnqueued,
+            };
+        }
+        Self {
+            record,
+            reply: reply.as_deref().and_then(decode_reply),
+            cancelled,
+            engine,
+        }
+    }
+}
+
 /// Where an unfinished job is in the engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Waiting {
@@ -382,6 +421,21 @@ pub(crate) enum Waiting {
     /// Recorded, but the engine has no job: its submit is still enqueueing it, or
     /// failed or timed out between the record and the enqueueing.
     NotEnqueued,
+}
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+impl Cancel {
+    /// What a submitted job's record alone says of cancelling it (`None`: no
+    /// record; else its reply and when it was cancelled): unknown, cancelled
+    /// already, too late (it has a reply), or `None`: the engine decides.
+    fn by_record(record: Option<(Option<String>, Option<i64>)>) -> Option<Self> {
+        match record {
+            None => Some(Self::Unknown),
+            Some((_, Some(_))) => Some(Self::Cancelled),
+            Some((Some(_), None)) => Some(Self::TooLate),
+            Some((None, None)) => None,
+        }
+    }
 }
 
 /// What a cancellation did.

@@ -30,7 +30,7 @@ mod otlp_receiver;
 mod outages;
 mod relocation;
 #[cfg(feature = "postgres")]
-mod restarts;
+mod postgres_faults;
 #[cfg(feature = "redis")]
 mod servers;
 mod submit;

@@ -81,60 +81,6 @@ async fn workers_and_callers_survive_a_redis_restart() {
     eprintln!("worker log: {restarted}");
 }
 
-/// A loopback TCP proxy to a Redis server whose connections the test kills: `cut`
-/// drops every connection through it and refuses new ones for a while, what a
-/// caller sees when its Redis connections die and the network takes time to heal.
-#[cfg(feature = "redis")]
-struct FlakyLink {
-    port: u16,
-    open: Arc<std::sync::atomic::AtomicBool>,
-    links: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
-}
-
-#[cfg(feature = "redis")]
-impl FlakyLink {
-    async fn to(upstream: &str) -> Self {
-        let upstream = upstream.trim_start_matches("redis://").to_owned();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let open = Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let links = Arc::new(Mutex::new(Vec::new()));
-        let (accepting, linked) = (open.clone(), links.clone());
-        tokio::spawn(async move {
-            while let Ok((mut near, _)) = listener.accept().await {
-                if !accepting.load(std::sync::atomic::Ordering::SeqCst) {
-                    continue;
-                }
-                let upstream = upstream.clone();
-                let link = tokio::spawn(async move {
-                    if let Ok(mut far) = tokio::net::TcpStream::connect(&upstream).await {
-                        let _ = tokio::io::copy_bidirectional(&mut near, &mut far).await;
-                    }
-                });
-                linked.lock().unwrap().push(link.abort_handle());
-            }
-        });
-        Self { port, open, links }
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    /// Kills every connection now and refuses new ones for `down`.
-    fn cut(&self, down: Duration) {
-        self.open.store(false, std::sync::atomic::Ordering::SeqCst);
-        for link in self.links.lock().unwrap().drain(..) {
-            link.abort();
-        }
-        let open = self.open.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(down).await;
-            open.store(true, std::sync::atomic::Ordering::SeqCst);
-        });
-    }
-}
-
 /// Counts the calls that go through it and keeps each failure's message: here,
 /// between `remote` and `retry`, one per attempt.
 #[cfg(feature = "redis")]

@@ -828,3 +828,73 @@ pub(crate) async fn redis_on_with(port: u16, arguments: &[&std::ffi::OsStr]) -> 
     }
     server
 }
+
+/// A loopback TCP proxy to a server whose connections the test kills: `cut`
+/// drops every connection through it and refuses new ones for a while, what a
+/// caller sees when its connections die and the network takes time to heal.
+#[cfg(any(feature = "redis", feature = "postgres"))]
+pub(crate) struct FlakyLink {
+    /// The server's URL, its host and port replaced by `{}`.
+    url: String,
+    port: u16,
+    open: Arc<std::sync::atomic::AtomicBool>,
+    links: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+#[cfg(any(feature = "redis", feature = "postgres"))]
+impl FlakyLink {
+    /// A link to the server at `url` (`scheme://[user@]host:port[/..]`).
+    pub(crate) async fn to(url: &str) -> Self {
+        let (scheme, rest) = url.split_once("://").unwrap();
+        let authority = rest.split('/').next().unwrap();
+        let upstream = authority
+            .rsplit_once('@')
+            .map_or(authority, |(_, host)| host)
+            .to_owned();
+        let url = format!("{scheme}://{}", rest.replacen(&upstream, "{}", 1));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let open = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let links = Arc::new(Mutex::new(Vec::new()));
+        let (accepting, linked) = (open.clone(), links.clone());
+        tokio::spawn(async move {
+            while let Ok((mut near, _)) = listener.accept().await {
+                if !accepting.load(std::sync::atomic::Ordering::SeqCst) {
+                    continue;
+                }
+                let upstream = upstream.clone();
+                let link = tokio::spawn(async move {
+                    if let Ok(mut far) = tokio::net::TcpStream::connect(&upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut near, &mut far).await;
+                    }
+                });
+                linked.lock().unwrap().push(link.abort_handle());
+            }
+        });
+        Self {
+            url,
+            port,
+            open,
+            links,
+        }
+    }
+
+    /// The server's URL through the link.
+    pub(crate) fn url(&self) -> String {
+        self.url
+            .replacen("{}", &format!("127.0.0.1:{}", self.port), 1)
+    }
+
+    /// Kills every connection now and refuses new ones for `down`.
+    pub(crate) fn cut(&self, down: Duration) {
+        self.open.store(false, std::sync::atomic::Ordering::SeqCst);
+        for link in self.links.lock().unwrap().drain(..) {
+            link.abort();
+        }
+        let open = self.open.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(down).await;
+            open.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+    }
+}

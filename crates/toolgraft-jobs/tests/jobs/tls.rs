@@ -178,6 +178,10 @@ async fn relocation_through_a_redis_that_speaks_only_tls() {
         .await
         .unwrap_err();
     eprintln!("redis:// to the TLS port: {error}");
+    assert!(
+        !matches!(error, ToolError::TimedOut { .. }),
+        "refused at connect, not a wait for the caller's timeout: {error}"
+    );
 }
 
 /// A PostgreSQL with `ssl = on`: a caller and a worker that check its

@@ -25,7 +25,7 @@ use super::super::job::{Job, Message, is_job_key};
 use super::super::withdrawals::Withdrawals;
 use super::{
     Answer, Cancel, Engine, RECONNECT_FIRST, RECONNECT_LAST, RunJob, Stored, Ticks, Tier,
-    TierError, VACUUM_BATCH, Waiting, decode_replies, decode_reply,
+    TierError, VACUUM_BATCH, decode_replies,
 };
 use crate::address::server_of;
 
@@ -488,29 +488,13 @@ impl Tier for Postgres {
             let Some((record, result, cancelled, status, later)) = row else {
                 return Ok(None);
             };
-            let mut cancelled = cancelled.is_some();
-            let mut engine = Waiting::Queued;
-            if result.is_none() && !cancelled {
-                engine = match status.as_deref() {
-                    Some("Pending") if later == Some(true) => Waiting::Scheduled,
-                    Some("Pending") => Waiting::Queued,
-                    // To run again: its reply could not be sent.
-                    Some("Failed") => Waiting::Queued,
-                    // A cancel took it; its record is being marked.
-                    Some("Killed") => {
-                        cancelled = true;
-                        Waiting::Queued
-                    }
-                    Some(_) => Waiting::Running,
-                    None => Waiting::NotEnqueued,
-                };
-            }
-            Ok(Some(Stored {
+            Ok(Some(Stored::of_sql(
                 record,
-                reply: result.as_deref().and_then(decode_reply),
-                cancelled,
-                engine,
-            }))
+                result,
+                cancelled.is_some(),
+                status.as_deref(),
+                later == Some(true),
+            )))
         })
     }
 
@@ -524,11 +508,8 @@ impl Tier for Postgres {
             .fetch_optional(&self.pool)
             .await
             .map_err(text)?;
-            match row {
-                None => return Ok(Cancel::Unknown),
-                Some((_, Some(_))) => return Ok(Cancel::Cancelled),
-                Some((Some(_), None)) => return Ok(Cancel::TooLate),
-                Some((None, None)) => {}
+            if let Some(settled) = Cancel::by_record(row) {
+                return Ok(settled);
             }
             // One transaction: the job leaves the queue only if no worker took
             // it (a fetch holds the row locked until it marks it `Queued`, and

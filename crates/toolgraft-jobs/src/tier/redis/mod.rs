@@ -20,7 +20,9 @@ use super::{
     Answer, Cancel, Engine, RECONNECT_FIRST, RECONNECT_LAST, RunJob, Stored, Ticks, Tier,
     TierError, VACUUM_BATCH, Waiting, decode_replies, decode_reply,
 };
+use crate::address::server_of;
 use crate::clock::now_ms;
+use crate::store_connection::CONNECT_WITHIN;
 
 mod scripts;
 
@@ -32,18 +34,35 @@ pub(super) async fn connect(
     queue: &str,
     engine: Engine,
 ) -> Result<Arc<dyn Tier>, String> {
-    let failed = |error: redis::RedisError| format!("cannot connect to `{url}`: {error}");
-    let commands = apalis_redis::connect(url).await.map_err(failed)?;
+    let shown = server_of(url);
+    let failed = |error: redis::RedisError| format!("cannot connect to `{shown}`: {error}");
     let client = redis::Client::open(url).map_err(failed)?;
+    // One connection of its own first, without the connection manager's
+    // retries: a server that is not there, or that speaks TLS where the URL
+    // does not (or the other way round), or refuses the certificate or the
+    // password, is an error now, not after about 9.5 s of retries.
+    let probing = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(CONNECT_WITHIN))
+        .set_response_timeout(Some(CONNECT_WITHIN));
+    let mut probe = client
+        .get_multiplexed_async_connection_with_config(&probing)
+        .await
+        .map_err(|error| unanswered(&shown, error))?;
     // HELLO (any client may send it, where INFO is an ACL's "dangerous" one):
     // the server's version and mode.
-    let hello: Vec<redis::Value> = redis::cmd("HELLO")
-        .query_async(&mut commands.clone())
-        .await
-        .map_err(|error| {
-            format!("`{url}`: the job engine needs Redis 7.0 or later (HELLO: {error})")
-        })?;
-    suitable(&hello_fields(&hello)).map_err(|why| format!("`{url}`: {why}"))?;
+    let hello: Vec<redis::Value> =
+        redis::cmd("HELLO")
+            .query_async(&mut probe)
+            .await
+            .map_err(|error| match error.is_timeout() || error.is_io_error() {
+                true => unanswered(&shown, error),
+                false => {
+                    format!("`{shown}`: the job engine needs Redis 7.0 or later (HELLO: {error})")
+                }
+            })?;
+    suitable(&hello_fields(&hello)).map_err(|why| format!("`{shown}`: {why}"))?;
+    drop(probe);
+    let commands = apalis_redis::connect(url).await.map_err(failed)?;
     let storage = RedisStorage::new(commands.clone()).with_config(config(queue, engine));
     Ok(Arc::new(Redis {
         storage,
@@ -101,6 +120,18 @@ const STEADY_SUBSCRIPTION: Duration = Duration::from_secs(5);
 /// The key that says the caller withdrew `job` of `queue`.
 fn withdrawn_key(queue: &str, job: &str) -> String {
     format!("toolgraft:withdrawn:{queue}:{job}")
+}
+
+/// Why a first connection to `shown` failed: a server that did not answer in
+/// time is told apart (a TLS port reached with `redis://` never answers).
+fn unanswered(shown: &str, error: redis::RedisError) -> String {
+    if error.is_timeout() {
+        return format!(
+            "`{shown}` did not answer within {CONNECT_WITHIN:?} (a server that speaks TLS \
+             needs `rediss://`, with the feature `tls`)"
+        );
+    }
+    format!("cannot connect to `{shown}`: {error}")
 }
 
 /// HELLO's answer (RESP2: field, value, field, value...) as `field:value`

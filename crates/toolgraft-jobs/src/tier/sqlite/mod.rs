@@ -15,8 +15,7 @@ use tokio::task::JoinHandle;
 use super::super::job::{Job, Message, is_job_key};
 use super::super::withdrawals::Withdrawals;
 use super::{
-    Answer, Cancel, Engine, RunJob, Stored, Ticks, Tier, TierError, VACUUM_BATCH, Waiting,
-    decode_replies, decode_reply,
+    Answer, Cancel, Engine, RunJob, Stored, Ticks, Tier, TierError, VACUUM_BATCH, decode_replies,
 };
 use crate::clock::now_ms;
 use doorbell::Doorbells;
@@ -331,10 +330,9 @@ impl Tier for Sqlite {
             let Some((record, result, cancelled)) = row else {
                 return Ok(None);
             };
-            let mut engine = Waiting::Queued;
-            let mut cancelled = cancelled.is_some();
-            if result.is_none() && !cancelled {
-                let job: Option<(String, Option<i64>)> = sqlx::query_as(
+            let mut job: Option<(String, Option<i64>)> = None;
+            if result.is_none() && cancelled.is_none() {
+                job = sqlx::query_as(
                     "SELECT status, run_at FROM Jobs WHERE id = ?1 AND job_type = ?2",
                 )
                 .bind(id)
@@ -342,32 +340,19 @@ impl Tier for Sqlite {
                 .fetch_optional(&self.jobs)
                 .await
                 .map_err(text)?;
-                let now = i64::try_from(now_ms() / 1000).unwrap_or(i64::MAX);
-                engine = match job {
-                    Some((status, run_at)) if status == "Pending" => {
-                        if run_at.is_some_and(|run_at| run_at > now) {
-                            Waiting::Scheduled
-                        } else {
-                            Waiting::Queued
-                        }
-                    }
-                    // To run again: its reply could not be sent.
-                    Some((status, _)) if status == "Failed" => Waiting::Queued,
-                    // A cancel took it; its record is being marked.
-                    Some((status, _)) if status == "Killed" => {
-                        cancelled = true;
-                        Waiting::Queued
-                    }
-                    Some(_) => Waiting::Running,
-                    None => Waiting::NotEnqueued,
-                };
             }
-            Ok(Some(Stored {
+            let now = i64::try_from(now_ms() / 1000).unwrap_or(i64::MAX);
+            let later = job
+                .as_ref()
+                .is_some_and(|(_, run_at)| run_at.is_some_and(|run_at| run_at > now));
+            let status = job.as_ref().map(|(status, _)| status.as_str());
+            Ok(Some(Stored::of_sql(
                 record,
-                reply: result.as_deref().and_then(decode_reply),
-                cancelled,
-                engine,
-            }))
+                result,
+                cancelled.is_some(),
+                status,
+                later,
+            )))
         })
     }
 
@@ -381,11 +366,8 @@ impl Tier for Sqlite {
             .fetch_optional(&self.replies)
             .await
             .map_err(text)?;
-            match row {
-                None => return Ok(Cancel::Unknown),
-                Some((_, Some(_))) => return Ok(Cancel::Cancelled),
-                Some((Some(_), None)) => return Ok(Cancel::TooLate),
-                Some((None, None)) => {}
+            if let Some(settled) = Cancel::by_record(row) {
+                return Ok(settled);
             }
             // One statement: a worker's fetch takes `Pending` rows with no lock,
             // so the job either runs or is cancelled, never both.
