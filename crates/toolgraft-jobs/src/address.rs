@@ -7,18 +7,18 @@ pub(crate) fn server_of(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return toolgraft::error::shorten(url).into_owned();
     };
-    let rest = rest.split_once('?').map_or(rest, |(rest, _)| rest);
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, rest)| rest);
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
     let path = rest.find('/').map_or("", |at| &rest[at..]);
     toolgraft::error::shorten(&format!("{scheme}://{}{path}", host_of(url))).into_owned()
 }
 
-/// The host and port of a URL, without the credentials before them.
+/// The host and port of a URL, without the credentials before them (a
+/// password may hold a `/`, `?` or `#`: the host is after the last `@`).
 pub(crate) fn host_of(url: &str) -> &str {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split('/').next().unwrap_or_default();
-    authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host)
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    rest.split(['/', '?', '#']).next().unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -37,6 +37,14 @@ mod tests {
         assert_eq!(
             super::server_of("postgres://jobs:hunter2@db:5432/jobs?password=hunter2"),
             "postgres://db:5432/jobs"
+        );
+        assert_eq!(
+            super::server_of("postgres://db?password=hunter2"),
+            "postgres://db"
+        );
+        assert_eq!(
+            super::server_of("redis://u:a/b?c#d@cache:6379/1"),
+            "redis://cache:6379/1"
         );
         assert_eq!(
             super::server_of("sqlite:///var/jobs.db"),

@@ -36,18 +36,25 @@
 //! * A caller that waits longer than the backend's timeout (connecting, enqueueing
 //!   and waiting for the reply) gets [`ToolError::TimedOut`] naming the job.
 //! * A worker whose engine stops it (a lost connection: a Redis restart) starts
-//!   again under the same name, with backoff (50 ms doubling to 1 s); registering
-//!   takes back the jobs it had in flight. A caller's call in flight gets its
+//!   again, with backoff (50 ms doubling to 1 s); on Redis under the same name,
+//!   whose registering takes back the jobs it had in flight; on PostgreSQL under
+//!   a new one (below). A caller's call in flight gets its
 //!   result or [`ToolError::TimedOut`]; the next calls succeed once the server is
 //!   back (about 2 s after, measured). Only a worker that cannot connect when it
 //!   starts returns an error.
 //! * **On PostgreSQL, a restart of the database loses no call.** Jobs, replies,
 //!   withdrawals and records are rows, each written in one statement with its
-//!   notification: what was committed survives. A worker started again takes a
-//!   new name (apalis-postgres takes back a dead worker's jobs, not a live
-//!   one's), so the jobs its lost instance held run again as a dead worker's
-//!   once `dead_after` passes; a caller's reply listener reconnects and looks
-//!   again. Measured (`tests/jobs/postgres_faults.rs`, 16 callers, the server stopped
+//!   notification: what was committed survives, and a reply is deleted only
+//!   once its caller has it. Each start of a worker takes a name of its own for
+//!   the engine (apalis-postgres takes back a dead worker's jobs, not a live
+//!   one's), so the jobs a lost instance held run again as a dead worker's once
+//!   `dead_after` passes; a caller's reply listener reconnects and looks again.
+//!   A withdrawal announced on the channel counts only with its row (anyone who
+//!   may connect may `NOTIFY`). The database must be UTF8, reached through
+//!   session pooling (the tier listens), by a role that may create the
+//!   `apalis` and `toolgraft` schemas at the first start (apalis's migrations
+//!   create the `hstore` and `pgcrypto` extensions): a database of its own is
+//!   best. Measured (`tests/jobs/postgres_faults.rs`, 16 callers, the server stopped
 //!   for a second): every call sent before or during the stop answered, the
 //!   longest in about 3.3 s; a call whose job could not be enqueued while the
 //!   server was down fails with a transient error (`retry` acts on it) within

@@ -67,7 +67,7 @@ pub struct Remote {
 /// assert_eq!((config.queue.as_str(), config.timeout_ms), ("toolgraft", 30_000));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RemoteConfig {
     /// `redis://host:port[/db]`, `postgres://user@host:port/database` or
@@ -134,6 +134,21 @@ fn default_queue() -> String {
 
 fn default_timeout_ms() -> u64 {
     DEFAULT_TIMEOUT.as_millis() as u64
+}
+
+/// The URL without its credentials: a config is logged and shown in errors.
+impl fmt::Debug for RemoteConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemoteConfig")
+            .field("url", &crate::address::server_of(&self.url))
+            .field("queue", &self.queue)
+            .field("timeout_ms", &self.timeout_ms)
+            .field("poll_ms", &self.poll_ms)
+            .field("heartbeat_ms", &self.heartbeat_ms)
+            .field("missed_heartbeats", &self.missed_heartbeats)
+            .field("retention_s", &self.retention_s)
+            .finish()
+    }
 }
 
 impl fmt::Debug for Remote {

@@ -130,7 +130,8 @@ impl TierUrl {
                 return Ok(Self::Redis(url.to_owned()));
             }
             return Err(format!(
-                "`{url}` needs the `redis` feature of toolgraft-jobs, which this build lacks"
+                "`{}` needs the `redis` feature of toolgraft-jobs, which this build lacks",
+                crate::address::server_of(url)
             ));
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
@@ -154,8 +155,9 @@ impl TierUrl {
             ));
         }
         Err(format!(
-            "`{url}` is not a job-engine URL; use `redis://host:port`, \
-             `postgres://user@host:port/database` or `sqlite://path/to/jobs.db`"
+            "`{}` is not a job-engine URL; use `redis://host:port`, \
+             `postgres://user@host:port/database` or `sqlite://path/to/jobs.db`",
+            crate::address::server_of(url)
         ))
     }
 }
@@ -289,7 +291,9 @@ impl Broker {
         queue: &str,
         engine: Engine,
     ) -> Result<Self, TierError> {
-        tls::provide();
+        if matches!(url, TierUrl::Redis(url) if url.starts_with("rediss://")) {
+            tls::provide();
+        }
         Ok(Self(
             match url {
                 TierUrl::Redis(url) => redis::connect(url, queue, engine).await,

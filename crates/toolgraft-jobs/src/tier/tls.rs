@@ -1,11 +1,13 @@
-//! TLS to the servers (feature `tls`): rustls, with ring as its crypto provider
-//! where the application installed none.
+//! TLS to Redis (feature `tls`, `rediss://`): rustls, with ring as its crypto
+//! provider where the application installed none. (PostgreSQL's TLS is sqlx's,
+//! which uses ring whatever is installed.)
 
-/// Makes sure rustls has a process-wide crypto provider before a tier connects:
-/// the application's, if it installed one first (install yours before the first
-/// connection), else ring's. rustls picks the one provider compiled in by itself;
-/// with two (an application on aws-lc-rs), it needs one installed, and
-/// connecting would panic without it.
+/// Makes sure rustls has a process-wide crypto provider before a `rediss://`
+/// tier connects (and only then: a process-wide default is the application's
+/// to choose): the application's, if it installed one first (install yours
+/// before the first connection), else ring's. rustls picks the one provider
+/// compiled in by itself; with two (an application on aws-lc-rs), it needs one
+/// installed, and connecting would panic without it.
 #[cfg(feature = "tls")]
 pub(super) fn provide() {
     if rustls::crypto::CryptoProvider::get_default().is_none() {

@@ -239,7 +239,9 @@ pub(crate) fn bind(toolset: &Toolset, remote: &Remote) {
         .bind((watch
             .combo()
             .with(remote.clone())
-            .with(Timeout::new(Duration::from_millis(300))),))
+            // Long enough for a loaded machine to start the body first (at
+            // 300 ms the job was at times withdrawn before it ran).
+            .with(Timeout::new(Duration::from_secs(1))),))
         .unwrap();
 }
 
@@ -470,7 +472,7 @@ async fn an_rmcp_tools_transient_error_is_retried_in_process_and_on_a_worker(env
 /// worker's drop of the body cancels the rmcp tool's `context.ct`.
 async fn a_withdrawn_job_cancels_the_rmcp_tools_request(env: Env) {
     let worker = WorkerProcess::start(&env);
-    // Serving before the call: its 300 ms must be spent running the body, not
+    // Serving before the call: its second must be spent running the body, not
     // waiting for a worker process to start (a loaded machine took longer, and
     // the job was withdrawn before it ran).
     worker

@@ -195,3 +195,47 @@ async fn a_network_cut_of_a_second_loses_no_postgres_call() {
     })
     .await;
 }
+
+/// Anyone who may connect may `NOTIFY`: a withdrawal announced without its row
+/// (a forged one, for a job the forger saw in apalis's insert notification)
+/// does not stop the job; the body runs to its end and the caller gets it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_withdrawal_announcement_stops_nothing() {
+    let env = Env::postgres("forged_withdrawal").await;
+    let worker = WorkerProcess::start(&env);
+    let toolset = toolset(&env.remote());
+    let call = tokio::spawn({
+        let toolset = toolset.clone();
+        async move { toolset.call("slow_remote", json!({"ms": 1500})).await }
+    });
+    let started = worker.wait_for_line(&["job started", "tool=slow "]).await;
+    let job = started
+        .split_whitespace()
+        .find_map(|field| field.strip_prefix("job="))
+        .expect("the job's id in the log line")
+        .to_owned();
+    // The tier's channel for the queue's withdrawals: `toolgraft_withdrawn_`
+    // and the queue's 64-bit FNV-1a hash.
+    let hash = env
+        .queue
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        });
+    let pool = sqlx::PgPool::connect(&env.url).await.unwrap();
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(format!("toolgraft_withdrawn_{hash:016x}"))
+        .bind(&job)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let answer = call.await.unwrap();
+    assert_eq!(
+        answer.unwrap_or_else(|error| panic!("{error}\n{}", worker.log_text())),
+        json!(worker.pid())
+    );
+    let ignored = worker
+        .wait_for_line(&["an announced withdrawal has no row"])
+        .await;
+    eprintln!("{ignored}");
+}

@@ -9,7 +9,7 @@
 //! or a withdrawal is as durable as the database: a restart loses nothing that
 //! was committed, and the listeners, reconnected, look again.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -38,9 +38,9 @@ pub(super) const BUILT: bool = true;
 /// trigger's payload names the queue: `{"job_type": .., "id": ..}`).
 const INSERTED: &str = "apalis::job::insert";
 
-/// How many connections a process holds at most: the callers' statements and
-/// the workers' fetches, acknowledgements and beats share them (each listener
-/// has one more of its own).
+/// How many connections a connection to a queue holds at most: the callers'
+/// statements, the workers' fetches, acknowledgements and beats, and the
+/// listeners (each holds one for as long as it listens).
 const POOL_SIZE: u32 = 16;
 
 /// How long an operation waits for a connection (a new one, while the database
@@ -79,7 +79,7 @@ pub(super) async fn connect(
         engine,
         pool,
         replies: Mutex::default(),
-        starts: Default::default(),
+        delivered: Mutex::default(),
     }))
 }
 
@@ -95,8 +95,9 @@ struct Postgres {
     /// The caller's reply listener, made at its first wait, and the channels it
     /// listens on. Only the reply router takes it, so it is never contended.
     replies: Mutex<Option<(PgListener, HashSet<String>)>>,
-    /// How many workers this connection started (see [`Tier::serve`]).
-    starts: std::sync::atomic::AtomicU32,
+    /// Per reply channel, the replies the last take delivered (deleted at the
+    /// next: see [`Postgres::take_waiting`]).
+    delivered: Mutex<HashMap<String, Vec<i64>>>,
 }
 
 /// The engine's settings. Results travel on this tier's reply rows; apalis's
@@ -128,6 +129,47 @@ fn text(error: impl Into<TierError>) -> TierError {
     error.into()
 }
 
+/// How long a listener waits for a notification before it asks its server
+/// whether the connection still stands (one dropped silently, by a NAT or a
+/// load balancer, would wait for good).
+const IDLE_CHECK: Duration = Duration::from_secs(30);
+
+/// The next notification on `listening`; `None` when its connection is lost,
+/// or found dead after [`IDLE_CHECK`] of silence.
+async fn next(listening: &mut PgListener) -> Option<sqlx::postgres::PgNotification> {
+    loop {
+        match tokio::time::timeout(IDLE_CHECK, listening.try_recv()).await {
+            Ok(received) => return received.ok().flatten(),
+            Err(_) => {
+                let alive = tokio::time::timeout(
+                    CONNECT_WITHIN,
+                    sqlx::query("SELECT 1").execute(&mut *listening),
+                )
+                .await;
+                if !matches!(alive, Ok(Ok(_))) {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// [`next`], for a listener whose notifications say only that something came.
+async fn next_of(listening: &mut PgListener) -> Option<()> {
+    next(listening).await.map(drop)
+}
+
+/// Whether `job` of `queue` has a withdrawal row.
+async fn withdrawn(pool: &PgPool, queue: &str, job: &str) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM toolgraft.withdrawn WHERE queue = $1 AND job = $2)",
+    )
+    .bind(queue)
+    .bind(job)
+    .fetch_one(pool)
+    .await
+}
+
 /// A listener on `channels`, connected through `pool`'s settings.
 async fn listener(pool: &PgPool, channels: &[&str]) -> Result<PgListener, sqlx::Error> {
     let mut listener = PgListener::connect_with(pool).await?;
@@ -141,7 +183,7 @@ impl Postgres {
     async fn send_on(&self, reply_to: &str, key: &str, body: &str) -> Result<(), TierError> {
         sqlx::query(
             "WITH sent AS (
-                 INSERT INTO toolgraft.replies (reply_to, job, body) VALUES ($1, $2, $3)
+                 INSERT INTO toolgraft.replies (reply_to, job, body, queue) VALUES ($1, $2, $3, $5)
                  ON CONFLICT DO NOTHING RETURNING 1)
              SELECT pg_notify($4, '') FROM sent",
         )
@@ -149,21 +191,37 @@ impl Postgres {
         .bind(key)
         .bind(body)
         .bind(channel("reply", reply_to))
+        .bind(&self.queue)
         .execute(&self.pool)
         .await
         .map(drop)
         .map_err(text)
     }
 
-    /// The replies waiting on `reply_to`, taken, in the order they were sent.
-    async fn take_waiting(&self, reply_to: &str) -> Result<Vec<String>, TierError> {
-        let mut rows: Vec<(i64, String)> =
-            sqlx::query_as("DELETE FROM toolgraft.replies WHERE reply_to = $1 RETURNING seq, body")
-                .bind(reply_to)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(text)?;
-        rows.sort_unstable_by_key(|(seq, _)| *seq);
+    /// The replies waiting on `reply_to`, in the order they were sent, up to
+    /// 256; the ones `delivered` (the last call's, which reached this process)
+    /// go in the same statement. A reply is deleted only once it arrived: a
+    /// `DELETE .. RETURNING` commits whether or not its rows reach the client,
+    /// and a connection cut between the two would lose them. (Not "every seq up
+    /// to the last one seen": a sequence's numbers do not commit in order, and
+    /// a reply committed late with a lower number would go unread.)
+    async fn take_waiting(
+        &self,
+        reply_to: &str,
+        delivered: &mut Vec<i64>,
+    ) -> Result<Vec<String>, TierError> {
+        let rows: Vec<(i64, String)> = sqlx::query_as(
+            "WITH delivered AS (
+                 DELETE FROM toolgraft.replies WHERE reply_to = $1 AND seq = ANY($2))
+             SELECT seq, body FROM toolgraft.replies
+             WHERE reply_to = $1 AND NOT (seq = ANY($2)) ORDER BY seq LIMIT 256",
+        )
+        .bind(reply_to)
+        .bind(&*delivered)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(text)?;
+        *delivered = rows.iter().map(|(seq, _)| *seq).collect();
         Ok(rows.into_iter().map(|(_, body)| body).collect())
     }
 }
@@ -181,20 +239,16 @@ impl Tier for Postgres {
         })
     }
 
-    /// A worker started again (its connection was lost) takes a name of its
-    /// own: apalis-postgres's registering takes back a dead worker's jobs, not
-    /// the ones a live worker of the same name had fetched, so the jobs the
-    /// lost instance held would stay its own for good. Under a new name, the
-    /// old one stops beating, and its jobs come back as a dead worker's (at the
-    /// next beat after `dead_after`).
+    /// Each start of a worker takes a name of its own for the engine (the
+    /// worker's, and a ULID): apalis-postgres's registering takes back a dead
+    /// worker's jobs, not the ones a live worker of the same name had fetched,
+    /// so a worker started again (its connection lost, or its process
+    /// restarted within `dead_after` under a fixed name) would keep the lost
+    /// instance's jobs for good. Under a new name, the old one stops beating,
+    /// and its jobs come back as a dead worker's at the next beat after
+    /// `dead_after`.
     fn serve(&self, worker: &str, ticks: Ticks, concurrency: usize, run: RunJob) -> Monitor {
-        let start = self
-            .starts
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let worker = match start {
-            0 => worker.to_owned(),
-            again => format!("{worker}~{again}"),
-        };
+        let worker = format!("{worker}~{}", ulid::Ulid::generate());
         serve!(
             self.storage.clone(),
             worker.as_str(),
@@ -231,18 +285,34 @@ impl Tier for Postgres {
                             .await
                         };
                         match looked {
-                            Ok(withdrawn) => {
-                                for (job,) in withdrawn {
+                            Ok(rows) => {
+                                for (job,) in rows {
                                     withdrawals.heard(&job);
                                 }
                                 // `try_recv` answers `None` when the connection
                                 // is lost (`recv` would reconnect unseen, and
                                 // the withdrawals announced meanwhile be lost).
-                                while let Ok(Some(notification)) = listening.try_recv().await {
-                                    if notification.channel() == withdrawn_channel {
-                                        withdrawals.heard(notification.payload());
-                                    } else if inserted_on(notification.payload(), &queue) {
-                                        wake.notify_one();
+                                while let Some(notification) = next(&mut listening).await {
+                                    if notification.channel() != withdrawn_channel {
+                                        if inserted_on(notification.payload(), &queue) {
+                                            wake.notify_one();
+                                        }
+                                        continue;
+                                    }
+                                    // Any role that may connect may NOTIFY: the
+                                    // withdrawal is taken from its row, which
+                                    // only a writer of the table makes.
+                                    let job = notification.payload();
+                                    match withdrawn(&pool, &queue, job).await {
+                                        Ok(true) => withdrawals.heard(job),
+                                        Ok(false) => tracing::warn!(
+                                            job = %toolgraft::error::shorten(job),
+                                            "an announced withdrawal has no row: ignored"
+                                        ),
+                                        // The job looks itself up at its next look.
+                                        Err(error) => {
+                                            tracing::warn!(%error, "cannot confirm an announced withdrawal")
+                                        }
                                     }
                                 }
                                 tracing::warn!(
@@ -301,11 +371,13 @@ impl Tier for Postgres {
                     .await
                     .map_err(text)?;
             }
-            // Replies nobody took (their caller went away); any queue's, as
-            // reply channels are the callers'.
+            // Replies nobody took (their caller went away), of this queue (whose
+            // retention this is).
             sqlx::query(
-                "DELETE FROM toolgraft.replies WHERE created < now() - make_interval(secs => $1)",
+                "DELETE FROM toolgraft.replies WHERE queue = $1
+                 AND created < now() - make_interval(secs => $2)",
             )
+            .bind(&self.queue)
             .bind(retention)
             .execute(&self.pool)
             .await
@@ -333,7 +405,11 @@ impl Tier for Postgres {
                     listening.listen(&name).await.map_err(text)?;
                     channels.insert(name.clone());
                 }
-                let bodies = self.take_waiting(reply_to).await?;
+                let bodies = {
+                    let mut delivered = self.delivered.lock().await;
+                    let delivered = delivered.entry(reply_to.to_owned()).or_default();
+                    self.take_waiting(reply_to, delivered).await?
+                };
                 if !bodies.is_empty() {
                     return Ok(decode_replies(bodies));
                 }
@@ -410,23 +486,14 @@ impl Tier for Postgres {
     }
 
     fn is_withdrawn<'a>(&'a self, job: &'a str) -> Answer<'a, bool> {
-        Box::pin(async move {
-            sqlx::query_scalar::<_, bool>(
-                "SELECT EXISTS (SELECT 1 FROM toolgraft.withdrawn WHERE queue = $1 AND job = $2)",
-            )
-            .bind(&self.queue)
-            .bind(job)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(text)
-        })
+        Box::pin(async move { withdrawn(&self.pool, &self.queue, job).await.map_err(text) })
     }
 
     fn count_run<'a>(&'a self, call: &'a str) -> Answer<'a, u64> {
         Box::pin(async move {
             sqlx::query_scalar::<_, i64>(
                 "INSERT INTO toolgraft.runs AS counted (queue, call, runs) VALUES ($1, $2, 1)
-                 ON CONFLICT (queue, call) DO UPDATE SET runs = counted.runs + 1
+                 ON CONFLICT (queue, call) DO UPDATE SET runs = counted.runs + 1, created = now()
                  RETURNING runs",
             )
             .bind(&self.queue)
@@ -517,7 +584,8 @@ impl Tier for Postgres {
             let mut transaction = self.pool.begin().await.map_err(text)?;
             let taken = sqlx::query(
                 "UPDATE apalis.jobs SET status = 'Killed', done_at = now()
-                 WHERE id = $1 AND job_type = $2 AND status = 'Pending'",
+                 WHERE id = $1 AND job_type = $2
+                 AND (status = 'Pending' OR (status = 'Failed' AND attempts < max_attempts))",
             )
             .bind(id)
             .bind(&self.queue)
@@ -645,7 +713,7 @@ impl Tier for Postgres {
                         let Some(kick) = kick.upgrade() else { return };
                         kick.notify_one();
                         drop(kick);
-                        next = listening.try_recv().await.ok().flatten().map(drop);
+                        next = next_of(&mut listening).await.map(drop);
                     }
                 }
                 if kick.strong_count() == 0 {

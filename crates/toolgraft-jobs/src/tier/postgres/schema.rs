@@ -10,8 +10,11 @@ use sqlx::{Connection as _, PgPool};
 /// IF NOT EXISTS` run by two at once can still collide on the catalog.
 const SETUP_LOCK: i64 = 0x746f_6f6c_6772_6166; // "toolgraf"
 
+/// How long a process waits for another's set-up.
+const LOCK_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The tables, each keyed by queue (a database serves many queues).
-const TABLES: [&str; 7] = [
+const TABLES: [&str; 8] = [
     "CREATE SCHEMA IF NOT EXISTS toolgraft",
     "CREATE TABLE IF NOT EXISTS toolgraft.runs (
          queue TEXT NOT NULL,
@@ -31,10 +34,13 @@ const TABLES: [&str; 7] = [
          reply_to TEXT NOT NULL,
          job TEXT NOT NULL,
          body TEXT NOT NULL,
+         queue TEXT NOT NULL,
          seq BIGSERIAL NOT NULL,
          created TIMESTAMPTZ NOT NULL DEFAULT now(),
          PRIMARY KEY (reply_to, job)
      )",
+    // The vacuum's look for replies nobody took.
+    "CREATE INDEX IF NOT EXISTS replies_by_age ON toolgraft.replies (queue, created)",
     "CREATE TABLE IF NOT EXISTS toolgraft.jobs (
          queue TEXT NOT NULL,
          job TEXT NOT NULL,
@@ -64,11 +70,40 @@ const TABLES: [&str; 7] = [
 pub(super) async fn prepare(pool: &PgPool) -> Result<(), String> {
     let failed = |error: sqlx::Error| format!("cannot set up the job tables: {error}");
     let mut connection = pool.acquire().await.map_err(failed)?;
-    sqlx::query("SELECT pg_advisory_lock($1)")
-        .bind(SETUP_LOCK)
-        .execute(&mut *connection)
+    // Notifications and replies are text: a database of another encoding
+    // mangles them (or, in SQL_ASCII, hands the listener bytes that are not
+    // UTF-8).
+    let encoding: String = sqlx::query_scalar("SHOW server_encoding")
+        .fetch_one(&mut *connection)
         .await
         .map_err(failed)?;
+    if encoding != "UTF8" {
+        return Err(format!(
+            "the database's encoding is {encoding}; the job engine needs a UTF8 database \
+             (CREATE DATABASE .. ENCODING 'UTF8')"
+        ));
+    }
+    // Taken in turns, each try bounded: a lock another process holds for good
+    // (it hung, or a transaction pooler kept it on another session) is an
+    // error after a while, not a start that never ends.
+    let deadline = std::time::Instant::now() + LOCK_WITHIN;
+    loop {
+        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(SETUP_LOCK)
+            .fetch_one(&mut *connection)
+            .await
+            .map_err(failed)?;
+        if locked {
+            break;
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(format!(
+                "another process has held the set-up lock for {LOCK_WITHIN:?} (behind a \
+                 transaction pooler? the job engine needs session pooling: it LISTENs)"
+            ));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let made = async {
         PostgresStorage::setup(pool)
             .await
@@ -82,11 +117,11 @@ pub(super) async fn prepare(pool: &PgPool) -> Result<(), String> {
         Ok(())
     }
     .await;
-    let unlocked = sqlx::query("SELECT pg_advisory_unlock($1)")
+    let unlocked: Result<bool, _> = sqlx::query_scalar("SELECT pg_advisory_unlock($1)")
         .bind(SETUP_LOCK)
-        .execute(&mut *connection)
+        .fetch_one(&mut *connection)
         .await;
-    if unlocked.is_err() {
+    if !matches!(unlocked, Ok(true)) {
         // The lock goes with the session.
         let _ = connection.detach().close().await;
     }

@@ -259,7 +259,8 @@ impl Tier for Sqlite {
         Box::pin(async move {
             sqlx::query_scalar::<_, i64>(
                 "INSERT INTO toolgraft_runs (queue, call, runs) VALUES (?1, ?2, 1)
-                 ON CONFLICT (queue, call) DO UPDATE SET runs = runs + 1 RETURNING runs",
+                 ON CONFLICT (queue, call) DO UPDATE SET runs = runs + 1, created = unixepoch()
+                 RETURNING runs",
             )
             .bind(&self.queue)
             .bind(call)
