@@ -43,6 +43,9 @@ const INSERTED: &str = "apalis::job::insert";
 /// listeners (each holds one for as long as it listens).
 const POOL_SIZE: u32 = 16;
 
+/// The most jobs a worker fetches at once (see [`Tier::serve`]).
+const FETCH_AT_MOST: usize = 8;
+
 /// How long an operation waits for a connection (a new one, while the database
 /// is down or unreachable) before it fails: a caller's call gets a transient
 /// error in about this long, not after its own deadline.
@@ -247,15 +250,22 @@ impl Tier for Postgres {
     /// instance's jobs for good. Under a new name, the old one stops beating,
     /// and its jobs come back as a dead worker's at the next beat after
     /// `dead_after`.
+    ///
+    /// A worker fetches up to [`FETCH_AT_MOST`] jobs at once, never more than
+    /// it runs at once: each fetch is a transaction of three round trips, and
+    /// apalis-postgres's acknowledgements wait in a channel four fetches deep,
+    /// so one job per fetch held 64 callers to about 420 calls/s where eight
+    /// reach about 1,200 (`benches/relocated.rs`). A worker that runs one job
+    /// at a time still takes one, and leaves the rest to the others.
     fn serve(&self, worker: &str, ticks: Ticks, concurrency: usize, run: RunJob) -> Monitor {
         let worker = format!("{worker}~{}", ulid::Ulid::generate());
-        serve!(
-            self.storage.clone(),
-            worker.as_str(),
-            ticks,
-            concurrency,
-            run
-        )
+        let config = self
+            .storage
+            .config()
+            .clone()
+            .batch_size(concurrency.clamp(1, FETCH_AT_MOST));
+        let storage = self.storage.clone().with_config(config);
+        serve!(storage, worker.as_str(), ticks, concurrency, run)
     }
 
     fn listen(&self, wake: Arc<Notify>, withdrawals: Arc<Withdrawals>) -> JoinHandle<()> {
