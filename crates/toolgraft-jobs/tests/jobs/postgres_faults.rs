@@ -239,3 +239,38 @@ async fn a_forged_withdrawal_announcement_stops_nothing() {
         .await;
     eprintln!("{ignored}");
 }
+
+/// A database whose encoding is not UTF8 (notifications and replies are text)
+/// is refused when the tier connects, saying what it needs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_is_not_utf8_is_refused_at_connect() {
+    let env = Env::postgres("not_utf8").await;
+    let database = env.queue.replace('-', "_");
+    let admin = sqlx::PgPool::connect(&env.url).await.unwrap();
+    // The name is the test's own queue name (letters, digits, `_`).
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE DATABASE {database} ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+    )))
+    .execute(&admin)
+    .await
+    .unwrap();
+    let (server, _) = env.url.rsplit_once('/').unwrap();
+    let ascii = Env {
+        url: format!("{server}/{database}"),
+        queue: env.queue.clone(),
+        _guard: Guard::None,
+    };
+    let error = toolset(&ascii.remote())
+        .call("slow_remote", json!({"ms": 1}))
+        .await
+        .unwrap_err();
+    eprintln!("{error}");
+    assert!(
+        error.to_string().contains("needs a UTF8 database"),
+        "{error}"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {database}")))
+        .execute(&admin)
+        .await
+        .unwrap();
+}
