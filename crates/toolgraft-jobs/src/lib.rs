@@ -136,8 +136,10 @@
 //! On PostgreSQL a call costs more statements, each a round trip (BEGIN and
 //! COMMIT among them; `pg_stat_statements` counts them in
 //! `benches/relocated.rs`): apalis-postgres's push and its fetch and
-//! acknowledgement each run in a transaction of their own; the caller's read of
-//! its replies is one `DELETE .. RETURNING` after the notification. The
+//! acknowledgement each run in a transaction of their own (a worker fetches up
+//! to 8 jobs at once, never more than it runs); the caller's read of its
+//! replies is one statement after the notification, which takes the new ones
+//! and deletes the ones it delivered before: about 19 statements per call. The
 //! workers wake on apalis's own insert notification (no wake-up of
 //! toolgraft's), and apalis's lock step (`lock_tasks`) is off: its fetch's
 //! `Queued` already says a worker took the job.
