@@ -4,21 +4,26 @@
 /// A tier's URL without its credentials (`redis://:secret@host` shows as
 /// `redis://host`) and its query (`?password=..` is one), shortened.
 pub(crate) fn server_of(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
+    let Some((scheme, _)) = url.split_once("://") else {
         return toolgraft::error::shorten(url).into_owned();
     };
-    let rest = rest.rsplit_once('@').map_or(rest, |(_, rest)| rest);
-    let rest = rest.split(['?', '#']).next().unwrap_or_default();
-    let path = rest.find('/').map_or("", |at| &rest[at..]);
-    toolgraft::error::shorten(&format!("{scheme}://{}{path}", host_of(url))).into_owned()
+    toolgraft::error::shorten(&format!("{scheme}://{}", shown(url))).into_owned()
 }
 
-/// The host and port of a URL, without the credentials before them (a
-/// password may hold a `/`, `?` or `#`: the host is after the last `@`).
+/// The host and port of a URL, without the credentials before them (the
+/// Redis stores name their server so).
+#[cfg(feature = "redis")]
 pub(crate) fn host_of(url: &str) -> &str {
+    shown(url).split('/').next().unwrap_or_default()
+}
+
+/// A URL's host, port and path: after its scheme, after the credentials (a
+/// password may hold a `/`, `?` or `#`: the host is after the last `@`), before
+/// its query and fragment.
+fn shown(url: &str) -> &str {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
-    rest.split(['/', '?', '#']).next().unwrap_or_default()
+    rest.split(['?', '#']).next().unwrap_or_default()
 }
 
 #[cfg(test)]

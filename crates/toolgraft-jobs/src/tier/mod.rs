@@ -107,6 +107,20 @@ pub(crate) const VACUUM_BATCH: u64 = 1_000;
 pub(crate) const RECONNECT_FIRST: Duration = Duration::from_millis(50);
 pub(crate) const RECONNECT_LAST: Duration = Duration::from_secs(1);
 
+/// How long a subscription must have lasted for its loss to be retried at
+/// once (the backoff's first step) rather than after a longer wait.
+#[cfg(any(feature = "redis", feature = "postgres"))]
+pub(crate) const STEADY_SUBSCRIPTION: Duration = Duration::from_secs(5);
+
+/// A 64-bit FNV-1a hash: stable across builds and processes, so every process
+/// names the same doorbell or channel the same.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// Where jobs go, parsed from a URL: `redis://host:port[/db]`,
 /// `postgres://user@host:port/database` or `sqlite://path/to/jobs.db`.
 #[derive(Clone, Debug, PartialEq, Eq)]

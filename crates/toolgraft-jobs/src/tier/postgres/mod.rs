@@ -24,8 +24,8 @@ use tokio::task::JoinHandle;
 use super::super::job::{Job, Message, is_job_key};
 use super::super::withdrawals::Withdrawals;
 use super::{
-    Answer, Cancel, Engine, RECONNECT_FIRST, RECONNECT_LAST, RunJob, Stored, Ticks, Tier,
-    TierError, VACUUM_BATCH, decode_replies,
+    Answer, Cancel, Engine, RECONNECT_FIRST, RECONNECT_LAST, RunJob, STEADY_SUBSCRIPTION, Stored,
+    Ticks, Tier, TierError, VACUUM_BATCH, decode_replies, fnv,
 };
 use crate::address::server_of;
 
@@ -108,13 +108,6 @@ struct Postgres {
 /// own, which its fetch's `Queued` already says: one round trip less per job.
 fn config(queue: &str, engine: Engine) -> Config {
     engine_config!(Config, queue, engine).lock_tasks(false)
-}
-
-/// A 64-bit FNV-1a hash: stable across builds and processes.
-fn fnv(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// A `NOTIFY` channel of `what` for `name`: a hash, since a channel is an
@@ -335,7 +328,7 @@ impl Tier for Postgres {
                             ),
                         }
                         withdrawals.deaf();
-                        if since.elapsed() >= Duration::from_secs(5) {
+                        if since.elapsed() >= STEADY_SUBSCRIPTION {
                             backoff = RECONNECT_FIRST;
                         }
                     }

@@ -17,8 +17,8 @@ use tokio::task::JoinHandle;
 use super::super::job::{Job, Message, is_job_key, job_key};
 use super::super::withdrawals::Withdrawals;
 use super::{
-    Answer, Cancel, Engine, RECONNECT_FIRST, RECONNECT_LAST, RunJob, Stored, Ticks, Tier,
-    TierError, VACUUM_BATCH, Waiting, decode_replies, decode_reply,
+    Answer, Cancel, Engine, RECONNECT_FIRST, RECONNECT_LAST, RunJob, STEADY_SUBSCRIPTION, Stored,
+    Ticks, Tier, TierError, VACUUM_BATCH, Waiting, decode_replies, decode_reply,
 };
 use crate::address::server_of;
 use crate::clock::now_ms;
@@ -112,10 +112,6 @@ struct FleetKeys {
     members: String,
     channel: String,
 }
-
-/// How long a subscription must have lasted for its loss to be retried at
-/// once (the backoff's first step) rather than after a longer wait.
-const STEADY_SUBSCRIPTION: Duration = Duration::from_secs(5);
 
 /// The key that says the caller withdrew `job` of `queue`.
 fn withdrawn_key(queue: &str, job: &str) -> String {

@@ -13,13 +13,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-/// A 64-bit FNV-1a hash: stable across builds, so every process names the same
-/// sockets the same.
-fn fnv(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
+use super::super::fnv;
 
 /// The doorbells of one SQLite job file and queue.
 pub(crate) struct Doorbells {
