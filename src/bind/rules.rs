@@ -150,12 +150,17 @@ pub(crate) fn side_effects(below: &Running, element: &Element) -> Result<(), Bin
 
 /// Rule `side-effects`, the hints a branch presents: a wrapper's and a backend's
 /// are their layer's (they make its calls), a transformer's say nothing of side
-/// effects (its branch is a new tool).
+/// effects (its branch is a new tool); a layer that answers repeated calls from
+/// what it kept makes its branch idempotent.
 pub(crate) fn presentation(below: &Running, element: &Element) -> Arc<Presentation> {
-    if keeps_hints(element.kind) {
+    let kept = &below.presentation.annotations;
+    let annotations = if element.answers_repeats {
+        kept.repeated()
+    } else if keeps_hints(element.kind) {
         return below.presentation.clone();
-    }
-    let annotations = below.presentation.annotations.of_new_tool();
+    } else {
+        kept.of_new_tool()
+    };
     if annotations == below.presentation.annotations {
         return below.presentation.clone();
     }

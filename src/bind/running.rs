@@ -21,6 +21,8 @@ pub(crate) struct Element {
     pub placement: Placement,
     /// What it does about who may have an answer (rule `shared-answers-inside-authorization`).
     pub access: AccessRole,
+    /// Whether it answers a repeated call with the first one's outcome (rule `side-effects`).
+    pub answers_repeats: bool,
     /// An authorization check's policy.
     pub policy: Option<Arc<dyn crate::access::Policy>>,
     pub accepts_config: bool,
@@ -56,6 +58,7 @@ impl Element {
             kind,
             placement: Placement::Anywhere,
             access: AccessRole::Neutral,
+            answers_repeats: false,
             policy: None,
             accepts_config: false,
             demand: None,

@@ -260,6 +260,7 @@ where
         kind: <E::Kind as Kind>::KIND,
         placement: <E::Locality as Locality>::PLACEMENT,
         access: <E::Locality as Locality>::ACCESS,
+        answers_repeats: <E::Locality as Locality>::ANSWERS_REPEATS,
         policy: extension.policy(),
         accepts_config,
         demand: extension.demands(),

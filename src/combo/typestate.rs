@@ -43,7 +43,7 @@ pub use crate::stack::params::{Assemble, Here, Inside, ReservedIn, There};
 #[doc(hidden)]
 pub use crate::stack::params::{ParamBagRef, Token};
 use crate::stack::segment::{SEGMENT, Segment};
-use crate::tool::NewTool;
+use crate::tool::{NewTool, Repeated};
 
 mod sealed {
     pub trait Sealed {}
@@ -142,9 +142,13 @@ impl<B: 'static, Seen, R: Relocator, C: Relocator, D: Depth, A: Relocator> Combo
     type After<E: Extension> = State<
         // Rule `side-effects`: a wrapper's and a backend's branch carry their
         // layer's base (so its hints), a transformer's is a new tool.
-        <<E::Kind as Kind>::Execution as Execution>::Hinting<
-            B,
-            <<E::Kind as Kind>::InputRule as InputRule>::Hinting<B, NewTool>,
+        // A layer that answers repeats from what it kept makes them idempotent.
+        <E::Locality as Locality>::Hinting<
+            <<E::Kind as Kind>::Execution as Execution>::Hinting<
+                B,
+                <<E::Kind as Kind>::InputRule as InputRule>::Hinting<B, NewTool>,
+            >,
+            Repeated<B>,
         >,
         <<E::Kind as Kind>::Cardinality as Cardinality>::After<E, Seen>,
         <<E::Kind as Kind>::Execution as Execution>::After<E, R>,
@@ -315,6 +319,11 @@ impl<E, B: Extension> InsideRelocation<B, E> for Authorizing {
 
 #[diagnostic::do_not_recommend]
 impl<E, B: Extension> InsideRelocation<B, E> for property::SharedAnswers {
+    fn sealed(_: sealed::Token) {}
+}
+
+#[diagnostic::do_not_recommend]
+impl<E, B: Extension> InsideRelocation<B, E> for property::AnswersRepeats {
     fn sealed(_: sealed::Token) {}
 }
 

@@ -46,7 +46,8 @@ pub(super) fn side_effects(
             "if a second call does no more than the first, annotate `{tool}` idempotent \
              (`.idempotent()` in its builder, `#[tool(annotations(idempotent_hint = true))]` on \
              an rmcp tool, or \"annotations\": {{\"idempotentHint\": true}} for it in the \
-             manifest); otherwise leave `{extension}` off"
+             manifest); otherwise put `once` inside `{extension}` (it answers a repeated call \
+             with the first one's outcome), or leave `{extension}` off"
         ),
         _ => format!(
             "if a call not made loses nothing, annotate `{tool}` so (`.read_only()` in its \

@@ -1,6 +1,6 @@
 //! The built-in extensions, each behind the cargo feature of its name (`trace`,
 //! `cache`, `proxy`, `batch`, `pool`, `output-schema`, `chain`, `timeout`, `retry`,
-//! `limit` for `rate_limit` and `concurrency`, `approve`: all in `default`;
+//! `limit` for `rate_limit` and `concurrency`, `approve`, `once`: all in `default`;
 //! `metrics`, `jq` and `tower` opt in). A build with `default-features = false`
 //! names the ones it uses.
 //!
@@ -15,6 +15,7 @@
 //! | [`Chain`] | transformer | no | — | feeds (a selection of) the result into another tool, by a published name (a JSON Pointer, or a jq expression with the `jq` feature) |
 //! | [`Timeout`] | wrapper | no | — | cancels the layer below at a deadline: [`ToolError::TimedOut`](crate::ToolError::TimedOut) |
 //! | [`Retry`] | wrapper | no | — | makes a call again after a [transient](crate::ToolError::is_transient) failure, with backoff, jitter and a deadline; only on read-only or idempotent tools ([side-effects](crate::rulebook#side-effects)) |
+//! | [`OncePerKey`] | wrapper | no | `idempotency_key` | runs a call once per key (the caller's, a retry's, a redelivered job's) and answers repeats from the first outcome: its branch is idempotent, so a `retry` may sit outside it on any tool ([side-effects](crate::rulebook#side-effects)) |
 //! | [`RateLimit`] | wrapper | no | — | `calls` per period, a period's calls at once unless a burst says otherwise (GCRA), per branch and optionally per principal, in process or fleet-wide ([`limit::LimitStore`]): [`ToolError::Overloaded`](crate::ToolError::Overloaded) with the time to retry |
 //! | [`Concurrency`] | wrapper | no | — | at most `max` calls at once, a bounded queue, load shedding beyond it: [`ToolError::Overloaded`](crate::ToolError::Overloaded) |
 //! | `Metrics` (feature `metrics`) | wrapper | no | — | per bound name: calls by outcome, errors by kind, a duration histogram, through the `metrics` facade |
@@ -44,6 +45,9 @@ pub mod limit;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;
+#[cfg(feature = "once")]
+#[cfg_attr(docsrs, doc(cfg(feature = "once")))]
+pub mod once;
 #[cfg(feature = "output-schema")]
 #[cfg_attr(docsrs, doc(cfg(feature = "output-schema")))]
 pub mod output_schema;
@@ -87,6 +91,9 @@ pub use limit::{Concurrency, RateLimit};
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub use metrics::Metrics;
+#[cfg(feature = "once")]
+#[cfg_attr(docsrs, doc(cfg(feature = "once")))]
+pub use once::OncePerKey;
 #[cfg(feature = "output-schema")]
 #[cfg_attr(docsrs, doc(cfg(feature = "output-schema")))]
 pub use output_schema::OutputSchema;

@@ -38,7 +38,8 @@ mod transform;
 mod wrap;
 
 pub use crate::kind::property::{
-    AccessRole, Anywhere, Authorizing, BodyLocal, CallerLocal, Locality, Placement, SharedAnswers,
+    AccessRole, AnswersRepeats, Anywhere, Authorizing, BodyLocal, CallerLocal, Locality, Placement,
+    SharedAnswers,
 };
 pub use crate::kind::{Backend, Transformer, Wrapper};
 pub use crate::schema::Args;

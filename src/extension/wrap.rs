@@ -353,9 +353,15 @@ impl<W: Wrap<S>, S: Stack> Wrapped<W, S> {
     }
 }
 
-// A wrapper forwards its layer's calls: its branch makes what its layer makes.
-impl<W: Wrap<S>, S: crate::tool::Hinted> crate::tool::Hinted for Wrapped<W, S> {
-    type Hints = S::Hints;
+// A wrapper forwards its layer's calls: its branch makes what its layer makes,
+// and no more on a repeated call when it answers repeats from what it kept.
+impl<W, S> crate::tool::Hinted for Wrapped<W, S>
+where
+    W: Wrap<S>,
+    S: Stack,
+    W::Locality: crate::tool::Grants<S>,
+{
+    type Hints = <W::Locality as crate::tool::Grants<S>>::Hints;
 }
 
 impl<W: Wrap<S>, S: Stack> Stack for Wrapped<W, S> {

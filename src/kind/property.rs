@@ -184,6 +184,18 @@ pub trait Locality: sealed::Sealed + Send + Sync + 'static {
     /// engine reads (rule `shared-answers-inside-authorization`).
     const ACCESS: AccessRole = AccessRole::Neutral;
 
+    /// True when the extension answers a repeated call (one with the same key)
+    /// with the first one's outcome, so its branch may be called again whatever
+    /// the tool below says of side effects (rule `side-effects`): what the engine
+    /// reads for combos from manifests, as [`Hinting`](Locality::Hinting) is what
+    /// the typestate reads.
+    const ANSWERS_REPEATS: bool = false;
+
+    /// The hints a wrapper of this locality gives its branch: `Kept`, its
+    /// layer's, or `Granted`, its layer's made idempotent ([`AnswersRepeats`]).
+    #[doc(hidden)]
+    type Hinting<Kept, Granted>;
+
     /// The first caller-local extension of a combo once `E` (of this locality)
     /// is added, given the one so far, `C`.
     #[doc(hidden)]
@@ -271,12 +283,14 @@ impl Locality for Anywhere {
     const PLACEMENT: Placement = Placement::Anywhere;
     type After<E: Relocator, C: Relocator> = C;
     type Checked<E: Relocator, A: Relocator> = A;
+    type Hinting<Kept, Granted> = Kept;
 }
 
 impl Locality for BodyLocal {
     const PLACEMENT: Placement = Placement::BesideBody;
     type After<E: Relocator, C: Relocator> = C;
     type Checked<E: Relocator, A: Relocator> = A;
+    type Hinting<Kept, Granted> = Kept;
 
     fn run_layer<F: Future + Send>(
         extension: &str,
@@ -295,6 +309,7 @@ impl Locality for CallerLocal {
     const PLACEMENT: Placement = Placement::BesideCaller;
     type After<E: Relocator, C: Relocator> = C::First<E>;
     type Checked<E: Relocator, A: Relocator> = A;
+    type Hinting<Kept, Granted> = Kept;
 }
 
 /// The extension decides who may call ([`Authorize`](crate::ext::Authorize)):
@@ -323,6 +338,7 @@ impl Locality for Authorizing {
     // rule follows the first check (`Checked`), and its message says why.
     type After<E: Relocator, C: Relocator> = C;
     type Checked<E: Relocator, A: Relocator> = A::First<E>;
+    type Hinting<Kept, Granted> = Kept;
 }
 
 impl Locality for SharedAnswers {
@@ -330,6 +346,29 @@ impl Locality for SharedAnswers {
     const ACCESS: AccessRole = AccessRole::SharesAnswers;
     type After<E: Relocator, C: Relocator> = C;
     type Checked<E: Relocator, A: Relocator> = A;
+    type Hinting<Kept, Granted> = Kept;
+}
+
+/// The extension answers a repeated call, one with the same key (an
+/// idempotency key, a retry's call, a redelivered job), with the first one's
+/// outcome instead of calling below again ([`OncePerKey`](crate::ext::OncePerKey)): its
+/// branch does no more when called twice than once, whatever the tool below says
+/// of side effects, so a `retry` may sit outside it on any tool (rule
+/// `side-effects`). What it answers is kept, per caller: like [`SharedAnswers`],
+/// it must sit inside every authorization check (rule
+/// `shared-answers-inside-authorization`). It works anywhere else.
+#[derive(Debug)]
+pub struct AnswersRepeats;
+
+impl sealed::Sealed for AnswersRepeats {}
+
+impl Locality for AnswersRepeats {
+    const PLACEMENT: Placement = Placement::Anywhere;
+    const ACCESS: AccessRole = AccessRole::SharesAnswers;
+    const ANSWERS_REPEATS: bool = true;
+    type After<E: Relocator, C: Relocator> = C;
+    type Checked<E: Relocator, A: Relocator> = A;
+    type Hinting<Kept, Granted> = Granted;
 }
 
 /// What a layer does about who may have an answer, as a value: what

@@ -55,8 +55,10 @@ use crate::name::Name;
 use crate::rulebook::Rule;
 
 mod defer;
+mod job;
 
 pub use defer::{Deferral, Deferred, Follow, Followed, Phase};
+pub use job::JobRun;
 
 /// A call on its way to where a backend runs the layer below: the backend, the
 /// layer, and the part of the caller's context that travels (see the

@@ -7,6 +7,9 @@
 //! that a typed `retry` on a tool that does not promise it does not compile.
 
 use crate::annotations::Annotations;
+use crate::kind::property::{
+    AnswersRepeats, Anywhere, Authorizing, BodyLocal, CallerLocal, Locality, SharedAnswers,
+};
 use crate::stack::Stack;
 use crate::stack::erased::DynStack;
 use crate::stack::segment::Segment;
@@ -77,7 +80,7 @@ impl Hints for AtBind {}
     message = "this wrapper makes a call again, but the tool's hints are `{Self}`: it is not annotated read-only or idempotent",
     label = "the tool under this layer may do more when called twice",
     note = "a second call of a tool that is neither read-only nor idempotent may do its work again, sending a mail or charging a card twice (rule `side-effects` in `toolgraft::rulebook`)",
-    note = "if a second call does no more than the first, say so in the tool's builder: `.idempotent()` (or `.read_only()`); otherwise leave the retry off"
+    note = "if a second call does no more than the first, say so in the tool's builder: `.idempotent()` (or `.read_only()`); otherwise put `OncePerKey` under the retry (`.with(OncePerKey::default()).with(Retry..)`), which answers a repeated call with the first one's outcome, or leave the retry off"
 )]
 pub trait Repeatable: Hints {}
 
@@ -136,6 +139,49 @@ where
 {
     type Hints = B::Hints;
 }
+
+// A segment with a layer that answers repeats among its layers presents
+// idempotent hints, whatever its base (a transformer's branch too).
+#[diagnostic::do_not_recommend]
+impl<I, O, B> Hinted for Segment<I, O, Repeated<B>>
+where
+    I: Send + 'static,
+    O: serde::Serialize + Send + 'static,
+    B: 'static,
+{
+    type Hints = Idempotent;
+}
+
+/// The hints a wrapper whose locality is `Self` gives its branch over `S`:
+/// `S`'s own, or, for one that answers repeated calls from what it kept
+/// ([`AnswersRepeats`](crate::extension::AnswersRepeats)), [`Idempotent`] whatever
+/// `S` says (a transformer's branch, a stack that carries no hints, included).
+/// Nothing to implement.
+#[doc(hidden)]
+pub trait Grants<S>: Locality {
+    /// The branch's hints.
+    type Hints: Hints;
+}
+
+macro_rules! keeps_its_layers_hints {
+    ($($locality:ty),*) => {$(
+        impl<S: Hinted> Grants<S> for $locality {
+            type Hints = S::Hints;
+        }
+    )*};
+}
+
+keeps_its_layers_hints!(Anywhere, BodyLocal, CallerLocal, Authorizing, SharedAnswers);
+
+impl<S> Grants<S> for AnswersRepeats {
+    type Hints = Idempotent;
+}
+
+/// What a combo's typestate carries as its base once a layer answers repeated
+/// calls from what it kept ([`AnswersRepeats`](crate::extension::AnswersRepeats)):
+/// the base `B`, made idempotent. Never held.
+#[derive(Clone, Copy, Debug)]
+pub struct Repeated<B>(std::marker::PhantomData<fn() -> B>);
 
 /// What a [`Segment`](crate::extension::Segment) carries as its base once a
 /// transformer sits among its layers: a transformer's branch is a new tool, which

@@ -25,7 +25,9 @@ pub use builder::{
     BodyFuture, BodyResult, BodySet, DescriptionSet, NameSet, NoBody, NoDescription, NoName,
     ToolBuilder, ToolInput, ToolOutput, TypedBody,
 };
-pub use hints::{AtBind, Hinted, Hints, Idempotent, NewTool, ReadOnly, Repeatable, Unsaid};
+pub use hints::{
+    AtBind, Grants, Hinted, Hints, Idempotent, NewTool, ReadOnly, Repeatable, Repeated, Unsaid,
+};
 pub use presentation::Presentation;
 
 pub(crate) mod sealed {

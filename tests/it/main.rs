@@ -86,6 +86,8 @@ mod manifest_shape;
 mod metrics;
 #[cfg(all(feature = "batch", feature = "trace"))]
 mod naming;
+#[cfg(all(feature = "once", feature = "retry", feature = "trace"))]
+mod once;
 #[cfg(all(
     feature = "batch",
     feature = "cache",

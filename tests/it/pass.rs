@@ -30,4 +30,5 @@ allowed!(
     proxy_then_pool,
     retry_deep,
     retry_on_a_tool_returned_with_its_hints,
+    retry_over_once,
 );

@@ -280,7 +280,8 @@ fn a_manifest_retry_on_a_tool_not_idempotent_is_refused_with_the_rule_and_the_fi
         "on `send_mail`, `retry` makes a call again after a failure, but `send_mail` is not annotated read-only or idempotent; \
          if a second call does no more than the first, annotate `send_mail` idempotent (`.idempotent()` in its builder, \
          `#[tool(annotations(idempotent_hint = true))]` on an rmcp tool, \
-         or \"annotations\": {\"idempotentHint\": true} for it in the manifest); otherwise leave `retry` off"
+         or \"annotations\": {\"idempotentHint\": true} for it in the manifest); otherwise put `once` inside `retry` \
+         (it answers a repeated call with the first one's outcome), or leave `retry` off"
     );
     assert!(toolset.names().is_empty(), "nothing of the tool is bound");
 

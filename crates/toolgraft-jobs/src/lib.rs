@@ -266,6 +266,7 @@ mod limits;
 mod client;
 mod queues;
 mod remote;
+mod outcomes;
 mod store;
 mod follow;
 mod tools;
@@ -280,6 +281,7 @@ pub use job::{JobError, JobResult, JobState, JobTicket};
 pub use ledger::RedisLedger;
 #[cfg(feature = "redis")]
 pub use limits::RedisLimits;
+pub use outcomes::JobOutcomes;
 pub use remote::{MAX_TIMEOUT_MS, Remote, RemoteConfig, Remoted};
 pub use store::Jobs;
 pub use submit::{MAX_SCHEDULING_HORIZON, PAST_SLACK, RemoteBranch, Submission, Submit, Submitted};

@@ -258,6 +258,11 @@ impl Remote {
         &self.tier
     }
 
+    /// The engine's host and port, never its credentials: what errors show.
+    pub(crate) fn server(&self) -> String {
+        crate::address::server_of(&self.config.url)
+    }
+
     pub(crate) fn engine(&self) -> Engine {
         Engine {
             poll: Duration::from_millis(self.config.poll_ms),

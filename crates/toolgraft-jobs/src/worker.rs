@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 use toolgraft::context::{self, Context, LogLevel, LogSink, ProgressSink};
 use toolgraft::ext::retry::Attempt;
+use toolgraft::relocation::JobRun;
 use toolgraft::{Name, ToolError};
 
 use apalis::prelude::BoxDynError;
@@ -381,11 +382,13 @@ async fn run_arrived(
             None => {
                 let args = std::mem::take(&mut job.args);
                 let (tool, toolset, broker) = (&job.tool, &state.toolset, &state.broker);
+                // The same on every run of the job: what `once` inside keys it by.
+                let run = JobRun::new(job.id.as_str());
                 let call = async move {
                     if let Some(refused) = over_its_runs(tool, broker).await {
                         return Err(refused);
                     }
-                    toolset.call(tool, args).await
+                    context::with(run, toolset.call(tool, args)).await
                 };
                 let call = span.continued(call);
                 let call = forwarding(&job, &state.broker, &span, call);

@@ -118,6 +118,7 @@ where
         let mut element = Element::bare(name, <E::Kind as Kind>::KIND, below);
         element.placement = <E::Locality as Locality>::PLACEMENT;
         element.access = <E::Locality as Locality>::ACCESS;
+        element.answers_repeats = <E::Locality as Locality>::ANSWERS_REPEATS;
         element.accepts_config = accepts_config;
         element.written = written;
         element.problem = Some(problem);

@@ -14,6 +14,7 @@ use std::time::Duration;
 use apalis::prelude::{BoxDynError, Monitor, Task, TaskBuilder, TaskId};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
+use toolgraft::ext::once::Claim;
 
 use super::job::{Job, Message, Reply};
 use super::withdrawals::Withdrawals;
@@ -176,6 +177,31 @@ impl TierUrl {
     }
 }
 
+/// A duration in whole milliseconds, at least 1 (an expiry of 0 is none, or
+/// refused), as the engines take numbers.
+pub(crate) fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis())
+        .unwrap_or(i64::MAX)
+        .max(1)
+}
+
+/// What a SQL tier's outcome row says to a claim that was not granted, at
+/// `now` (ms): its answer, its claim's time left, or that it lapsed. No row: a
+/// claim made at this very moment by another worker, running.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) fn held_claim(held: Option<(Option<String>, i64)>, now: i64) -> Claim {
+    match held {
+        Some((Some(outcome), _)) => Claim::Answered(outcome),
+        Some((None, until)) if until <= now => Claim::Lapsed,
+        Some((None, until)) => Claim::Running {
+            left: Duration::from_millis(u64::try_from(until - now).unwrap_or(1)),
+        },
+        None => Claim::Running {
+            left: Duration::from_secs(1),
+        },
+    }
+}
+
 /// What a tier's operation answers: boxed, so that every tier fits behind one
 /// `dyn Tier`; an error is the engine's, typed ([`TierError`]).
 pub(crate) type Answer<'a, T> = Pin<Box<dyn Future<Output = Result<T, TierError>> + Send + 'a>>;
@@ -245,6 +271,30 @@ pub(crate) trait Tier: Send + Sync {
     /// job, each redelivery of one), and returns the runs so far, this one in;
     /// atomic across workers, remembered for the retention.
     fn count_run<'a>(&'a self, call: &'a str) -> Answer<'a, u64>;
+
+    // -------------------------------------------------------------- outcomes
+
+    /// Claims the call `key` (an [`OutcomeKey`](toolgraft::ext::once::OutcomeKey)'s
+    /// digest) for `lease`, by the engine's clock, keeping it for `keep`: what
+    /// [`OutcomeStore::claim`](toolgraft::ext::once::OutcomeStore::claim) answers;
+    /// atomic across workers. Keys are the engine's, not a queue's.
+    fn claim_outcome<'a>(
+        &'a self,
+        key: &'a str,
+        lease: Duration,
+        keep: Duration,
+    ) -> Answer<'a, Claim>;
+
+    /// Records `outcome` as the answer of the call `key`, kept for `keep`.
+    fn record_outcome<'a>(
+        &'a self,
+        key: &'a str,
+        outcome: &'a str,
+        keep: Duration,
+    ) -> Answer<'a, ()>;
+
+    /// Forgets the claim of `key` (not a recorded answer).
+    fn release_outcome<'a>(&'a self, key: &'a str) -> Answer<'a, ()>;
 
     // ------------------------------------------------------- submitted jobs
 

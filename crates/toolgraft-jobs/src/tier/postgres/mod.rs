@@ -25,9 +25,10 @@ use super::super::job::{Job, Message, is_job_key};
 use super::super::withdrawals::Withdrawals;
 use super::{
     Answer, Cancel, Engine, RECONNECT_FIRST, RECONNECT_LAST, RunJob, STEADY_SUBSCRIPTION, Stored,
-    Ticks, Tier, TierError, VACUUM_BATCH, decode_replies, fnv,
+    Ticks, Tier, TierError, VACUUM_BATCH, decode_replies, fnv, held_claim, millis,
 };
 use crate::address::server_of;
+use toolgraft::ext::once::Claim;
 
 mod schema;
 
@@ -374,6 +375,17 @@ impl Tier for Postgres {
                     .await
                     .map_err(text)?;
             }
+            // `once`'s keys past their keep, whichever queue's calls made them.
+            sqlx::query(
+                "DELETE FROM toolgraft.outcomes WHERE key IN (
+                     SELECT key FROM toolgraft.outcomes
+                     WHERE expires <= (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+                     LIMIT $1)",
+            )
+            .bind(VACUUM_BATCH as i64)
+            .execute(&self.pool)
+            .await
+            .map_err(text)?;
             // Replies nobody took (their caller went away), of this queue (whose
             // retention this is).
             sqlx::query(
@@ -505,6 +517,79 @@ impl Tier for Postgres {
             .await
             .map(|runs| u64::try_from(runs).unwrap_or(0))
             .map_err(text)
+        })
+    }
+
+    fn claim_outcome<'a>(
+        &'a self,
+        key: &'a str,
+        lease: Duration,
+        keep: Duration,
+    ) -> Answer<'a, Claim> {
+        Box::pin(async move {
+            // One statement, by the server's clock (workers' clocks may differ):
+            // the claim if the key is free or expired; otherwise the row as the
+            // statement found it.
+            let (granted, outcome, until, now): (bool, Option<String>, Option<i64>, i64) =
+                sqlx::query_as(
+                    "WITH clock AS (
+                         SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now
+                     ), claimed AS (
+                         INSERT INTO toolgraft.outcomes AS held (key, outcome, lease_until, expires)
+                         SELECT $1, NULL, now + $2, now + $3 FROM clock
+                         ON CONFLICT (key) DO UPDATE SET outcome = NULL,
+                             lease_until = excluded.lease_until, expires = excluded.expires
+                         WHERE held.expires <= excluded.lease_until - $2
+                         RETURNING 1
+                     )
+                     SELECT EXISTS (SELECT 1 FROM claimed), found.outcome, found.lease_until,
+                            clock.now
+                     FROM clock LEFT JOIN toolgraft.outcomes AS found ON found.key = $1",
+                )
+                .bind(key)
+                .bind(millis(lease))
+                .bind(millis(keep.max(lease)))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(text)?;
+            if granted {
+                return Ok(Claim::Granted);
+            }
+            Ok(held_claim(until.map(|until| (outcome, until)), now))
+        })
+    }
+
+    fn record_outcome<'a>(
+        &'a self,
+        key: &'a str,
+        outcome: &'a str,
+        keep: Duration,
+    ) -> Answer<'a, ()> {
+        Box::pin(async move {
+            sqlx::query(
+                "INSERT INTO toolgraft.outcomes (key, outcome, lease_until, expires)
+                 VALUES ($1, $2, 0, (extract(epoch FROM clock_timestamp()) * 1000)::bigint + $3)
+                 ON CONFLICT (key) DO UPDATE SET outcome = excluded.outcome,
+                     expires = excluded.expires",
+            )
+            .bind(key)
+            .bind(outcome)
+            .bind(millis(keep))
+            .execute(&self.pool)
+            .await
+            .map(drop)
+            .map_err(text)
+        })
+    }
+
+    fn release_outcome<'a>(&'a self, key: &'a str) -> Answer<'a, ()> {
+        Box::pin(async move {
+            sqlx::query("DELETE FROM toolgraft.outcomes WHERE key = $1 AND outcome IS NULL")
+                .bind(key)
+                .execute(&self.pool)
+                .await
+                .map(drop)
+                .map_err(text)
         })
     }
 

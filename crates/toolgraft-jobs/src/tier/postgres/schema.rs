@@ -14,7 +14,7 @@ const SETUP_LOCK: i64 = 0x746f_6f6c_6772_6166; // "toolgraf"
 const LOCK_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The tables, each keyed by queue (a database serves many queues).
-const TABLES: [&str; 8] = [
+const TABLES: [&str; 10] = [
     "CREATE SCHEMA IF NOT EXISTS toolgraft",
     "CREATE TABLE IF NOT EXISTS toolgraft.runs (
          queue TEXT NOT NULL,
@@ -23,6 +23,13 @@ const TABLES: [&str; 8] = [
          created TIMESTAMPTZ NOT NULL DEFAULT now(),
          PRIMARY KEY (queue, call)
      )",
+    "CREATE TABLE IF NOT EXISTS toolgraft.outcomes (
+         key TEXT PRIMARY KEY,
+         outcome TEXT,
+         lease_until BIGINT NOT NULL,
+         expires BIGINT NOT NULL
+     )",
+    "CREATE INDEX IF NOT EXISTS outcomes_by_expiry ON toolgraft.outcomes (expires)",
     "CREATE TABLE IF NOT EXISTS toolgraft.withdrawn (
          queue TEXT NOT NULL,
          job TEXT NOT NULL,

@@ -13,12 +13,13 @@ use redis::AsyncCommands;
 use redis::aio::{ConnectionManager, MultiplexedConnection};
 use tokio::sync::{Mutex, Notify};
 use tokio::task::JoinHandle;
+use toolgraft::ext::once::Claim;
 
 use super::super::job::{Job, Message, is_job_key, job_key};
 use super::super::withdrawals::Withdrawals;
 use super::{
     Answer, Cancel, Engine, RECONNECT_FIRST, RECONNECT_LAST, RunJob, STEADY_SUBSCRIPTION, Stored,
-    Ticks, Tier, TierError, VACUUM_BATCH, Waiting, decode_replies, decode_reply,
+    Ticks, Tier, TierError, VACUUM_BATCH, Waiting, decode_replies, decode_reply, millis,
 };
 use crate::address::server_of;
 use crate::clock::now_ms;
@@ -196,6 +197,11 @@ fn config(queue: &str, engine: Engine) -> Config {
 
 fn now_s() -> u64 {
     now_ms() / 1000
+}
+
+/// A call's key for `once`: the engine's, not a queue's.
+fn outcome_key(digest: &str) -> String {
+    format!("toolgraft:once:{digest}")
 }
 
 fn text(error: impl Into<TierError>) -> TierError {
@@ -403,6 +409,59 @@ impl Tier for Redis {
                 .await
                 .map_err(text)?;
             Ok(runs)
+        })
+    }
+
+    fn claim_outcome<'a>(
+        &'a self,
+        key: &'a str,
+        lease: Duration,
+        keep: Duration,
+    ) -> Answer<'a, Claim> {
+        Box::pin(async move {
+            let (state, held): (String, String) = redis::Script::new(scripts::CLAIM_OUTCOME)
+                .key(outcome_key(key))
+                .arg(millis(lease))
+                .arg(millis(keep.max(lease)))
+                .invoke_async(&mut self.commands.clone())
+                .await
+                .map_err(text)?;
+            Ok(match state.as_str() {
+                "granted" => Claim::Granted,
+                "answered" => Claim::Answered(held),
+                "running" => Claim::Running {
+                    left: Duration::from_millis(held.parse().unwrap_or(1)),
+                },
+                _ => Claim::Lapsed,
+            })
+        })
+    }
+
+    fn record_outcome<'a>(
+        &'a self,
+        key: &'a str,
+        outcome: &'a str,
+        keep: Duration,
+    ) -> Answer<'a, ()> {
+        Box::pin(async move {
+            redis::cmd("SET")
+                .arg(outcome_key(key))
+                .arg(format!("a{outcome}"))
+                .arg("PX")
+                .arg(millis(keep))
+                .query_async::<()>(&mut self.commands.clone())
+                .await
+                .map_err(text)
+        })
+    }
+
+    fn release_outcome<'a>(&'a self, key: &'a str) -> Answer<'a, ()> {
+        Box::pin(async move {
+            redis::Script::new(scripts::RELEASE_OUTCOME)
+                .key(outcome_key(key))
+                .invoke_async::<()>(&mut self.commands.clone())
+                .await
+                .map_err(text)
         })
     }
 

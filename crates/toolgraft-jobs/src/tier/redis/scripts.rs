@@ -63,3 +63,28 @@ pub(super) const PUBLISH: &str = r"
     redis.call('PUBLISH', KEYS[3], generation)
     return generation
 ";
+
+/// Claims a call's key for `once`, by the server's clock (ms): `granted`, or
+/// what the key holds: `answered` and the outcome, `running` and the ms its
+/// claim has left, or `lapsed`. A key holds `c<until>` while claimed and
+/// `a<outcome>` once answered, and expires after the keep.
+pub(super) const CLAIM_OUTCOME: &str = r"
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local held = redis.call('GET', KEYS[1])
+    if not held then
+        redis.call('SET', KEYS[1], 'c' .. (now + tonumber(ARGV[1])), 'PX', ARGV[2])
+        return {'granted', ''}
+    end
+    if string.sub(held, 1, 1) == 'a' then return {'answered', string.sub(held, 2)} end
+    local left = tonumber(string.sub(held, 2)) - now
+    if left > 0 then return {'running', tostring(left)} end
+    return {'lapsed', ''}
+";
+
+/// Forgets a claim, not an answer.
+pub(super) const RELEASE_OUTCOME: &str = r"
+    local held = redis.call('GET', KEYS[1])
+    if held and string.sub(held, 1, 1) == 'c' then redis.call('DEL', KEYS[1]) end
+    return 1
+";

@@ -66,7 +66,7 @@ async fn open_one(url: &str) -> Result<SqlitePool, String> {
 /// The side file's tables: the runs of retried calls, replies to callers,
 /// submitted jobs (the caller's record, the first reply, the end), the jobs
 /// their callers withdrew, and the fleet's state.
-const SIDE_TABLES: [&str; 6] = [
+const SIDE_TABLES: [&str; 8] = [
     "CREATE TABLE IF NOT EXISTS toolgraft_runs (
          queue TEXT NOT NULL,
          call TEXT NOT NULL,
@@ -74,6 +74,13 @@ const SIDE_TABLES: [&str; 6] = [
          created INTEGER NOT NULL DEFAULT (unixepoch()),
          PRIMARY KEY (queue, call)
      )",
+    "CREATE TABLE IF NOT EXISTS toolgraft_outcomes (
+         key TEXT PRIMARY KEY,
+         outcome TEXT,
+         lease_until INTEGER NOT NULL,
+         expires INTEGER NOT NULL
+     )",
+    "CREATE INDEX IF NOT EXISTS toolgraft_outcomes_by_expiry ON toolgraft_outcomes (expires)",
     "CREATE TABLE IF NOT EXISTS toolgraft_withdrawn (
          queue TEXT NOT NULL,
          job TEXT NOT NULL,

@@ -16,10 +16,12 @@ use super::super::job::{Job, Message, is_job_key};
 use super::super::withdrawals::Withdrawals;
 use super::{
     Answer, Cancel, Engine, RunJob, Stored, Ticks, Tier, TierError, VACUUM_BATCH, decode_replies,
+    held_claim, millis,
 };
 use crate::clock::now_ms;
 use doorbell::Doorbells;
 use file::{open, prepare, replies_url};
+use toolgraft::ext::once::Claim;
 
 mod doorbell;
 mod file;
@@ -139,6 +141,15 @@ impl Tier for Sqlite {
             )
             .bind(&self.queue)
             .bind(i64::try_from(self.engine.retention.as_secs()).unwrap_or(i64::MAX))
+            .execute(&self.replies)
+            .await
+            .map_err(text)?;
+            sqlx::query(
+                "DELETE FROM toolgraft_outcomes WHERE rowid IN (
+                     SELECT rowid FROM toolgraft_outcomes WHERE expires <= ?1 LIMIT ?2)",
+            )
+            .bind(i64::try_from(now_ms()).unwrap_or(i64::MAX))
+            .bind(VACUUM_BATCH as i64)
             .execute(&self.replies)
             .await
             .map_err(text)?;
@@ -268,6 +279,81 @@ impl Tier for Sqlite {
             .await
             .map(|runs| u64::try_from(runs).unwrap_or(0))
             .map_err(text)
+        })
+    }
+
+    fn claim_outcome<'a>(
+        &'a self,
+        key: &'a str,
+        lease: Duration,
+        keep: Duration,
+    ) -> Answer<'a, Claim> {
+        Box::pin(async move {
+            // One file, one machine: this process's clock is the engine's.
+            let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
+            let granted = sqlx::query(
+                "INSERT INTO toolgraft_outcomes (key, outcome, lease_until, expires)
+                 VALUES (?1, NULL, ?2 + ?3, ?2 + ?4)
+                 ON CONFLICT (key) DO UPDATE SET outcome = NULL,
+                     lease_until = excluded.lease_until, expires = excluded.expires
+                 WHERE toolgraft_outcomes.expires <= ?2",
+            )
+            .bind(key)
+            .bind(now)
+            .bind(millis(lease))
+            .bind(millis(keep.max(lease)))
+            .execute(&self.replies)
+            .await
+            .map_err(text)?
+            .rows_affected()
+                == 1;
+            if granted {
+                return Ok(Claim::Granted);
+            }
+            let held: Option<(Option<String>, i64)> = sqlx::query_as(
+                "SELECT outcome, lease_until FROM toolgraft_outcomes WHERE key = ?1",
+            )
+            .bind(key)
+            .fetch_optional(&self.replies)
+            .await
+            .map_err(text)?;
+            Ok(held_claim(held, now))
+        })
+    }
+
+    fn record_outcome<'a>(
+        &'a self,
+        key: &'a str,
+        outcome: &'a str,
+        keep: Duration,
+    ) -> Answer<'a, ()> {
+        Box::pin(async move {
+            let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
+            sqlx::query(
+                "INSERT INTO toolgraft_outcomes (key, outcome, lease_until, expires)
+                 VALUES (?1, ?2, 0, ?3 + ?4)
+                 ON CONFLICT (key) DO UPDATE SET outcome = excluded.outcome,
+                     expires = excluded.expires",
+            )
+            .bind(key)
+            .bind(outcome)
+            .bind(now)
+            .bind(millis(keep))
+            .execute(&self.replies)
+            .await
+            .map(drop)
+            .map_err(text)
+        })
+    }
+
+    fn release_outcome<'a>(&'a self, key: &'a str) -> Answer<'a, ()> {
+        Box::pin(async move {
+            sqlx::query("DELETE FROM toolgraft_outcomes WHERE key = ?1 AND outcome IS NULL")
+                .bind(key)
+                .execute(&self.replies)
+                .await
+                .map(drop)
+                .map_err(text)
         })
     }
 

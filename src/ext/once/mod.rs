@@ -1,0 +1,439 @@
+//! `once`: effects once, even where calls repeat. A call with a key the
+//! branch has answered before gets the first call's outcome, and the layer
+//! below does not run again.
+//!
+//! A call's key is, first found first:
+//!
+//! 1. the caller's `idempotency_key` (a reserved param: 1 to
+//!    [`OncePerKey::MAX_KEY_LEN`] characters), for a client that sends a request again
+//!    after losing its answer;
+//! 2. the call a [`Retry`](crate::ext::Retry) outside makes again (its
+//!    [`Attempt`](crate::ext::retry::Attempt)), so that a retried attempt whose
+//!    first try did its work answers that work's outcome;
+//! 3. the job a backend outside runs the call as
+//!    ([`JobRun`](crate::relocation::JobRun)), so that a job run again after its
+//!    worker died answers the first run's outcome.
+//!
+//! A call with none of them runs as it would without `once`. Keys are kept per
+//! caller ([`Principal`](crate::context::Principal)) and per layer below: one
+//! caller's key never answers another's call. Callers nothing in front named
+//! share one namespace: give them keys no one guesses.
+//!
+//! What is recorded, and kept for `keep_ms`, is the first call's answer: its
+//! result, or its error when the error is not [transient](ToolError::is_transient)
+//! (replayed as [`ToolError::Reported`], its message). A transient error says
+//! trying again is safe, so it releases the key and the next call runs. A call
+//! with the key still running makes a second one wait its turn
+//! ([`ToolError::Overloaded`], transient, with a `retry_after`). A call that
+//! started and never answered (its process died between its claim and its
+//! record, or it was cancelled) leaves the key **unfinished**: whether its effect
+//! happened is not known, so a later call with that key is refused, not run
+//! again; at most once, never twice.
+//!
+//! Its branch is idempotent whatever the tool below says: a `retry` may sit
+//! outside it on any tool (rule `side-effects` in the
+//! [rulebook](crate::rulebook)), typed or from a manifest. It answers from what it
+//! kept, so it sits inside every authorization check (rule
+//! `shared-answers-inside-authorization`).
+//!
+//! Inside a backend that runs a job again (`toolgraft-jobs`' `remote`), give it a
+//! store every worker shares (`toolgraft_jobs::JobOutcomes`): a worker killed
+//! after the body's effect and before its reply leaves the outcome recorded, and
+//! the job's next run answers it.
+//!
+//! ```
+//! use std::sync::{Arc, atomic::{AtomicU32, Ordering}};
+//! use serde_json::json;
+//! use toolgraft::{Tool, Toolset};
+//! use toolgraft::ext::OncePerKey;
+//! # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Payment { cents: u64 }
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let charged = Arc::new(AtomicU32::new(0));
+//! let seen = charged.clone();
+//! let pay = Tool::builder().name("pay").description("Charge the card.")
+//!     .body(move |p: Payment| {
+//!         let n = seen.fetch_add(1, Ordering::SeqCst) + 1;
+//!         async move { Ok(format!("charge {n}: {} cents", p.cents)) }
+//!     })
+//!     .build()?;
+//! let toolset = Toolset::new();
+//! toolset.bind((pay.combo().with(OncePerKey::default()),))?;
+//! let call = json!({"cents": 500, "idempotency_key": "order-7"});
+//! assert_eq!(toolset.call("pay_once", call.clone()).await?, json!("charge 1: 500 cents"));
+//! assert_eq!(toolset.call("pay_once", call).await?, json!("charge 1: 500 cents"));
+//! assert_eq!(charged.load(Ordering::SeqCst), 1);
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Name;
+use crate::context::{self, Principal};
+use crate::error::{ArgsError, ToolError, shorten};
+use crate::extension::{ConfigError, Configurable, Extension, Next, Params, Stack, Wrap};
+use crate::kind::property::AnswersRepeats;
+use crate::relocation::JobRun;
+
+mod store;
+
+pub use store::{Claim, MemoryOutcomes, OutcomeKey, OutcomeStore};
+
+/// The operator's side of `once`.
+///
+/// | field | default | range |
+/// |---|---|---|
+/// | `lease_ms` | 60,000: how long a running call holds its key; past it, with no outcome, the key is unfinished | 1 to [`OncePerKey::MAX_MS`] |
+/// | `keep_ms` | 86,400,000 (a day): how long a key and its outcome are kept | `lease_ms` to [`OncePerKey::MAX_MS`] |
+///
+/// `lease_ms` must outlast the longest call of the layer below (relocated:
+/// the job's wait in the queue too), or a call still running is taken for one
+/// that died.
+///
+/// ```
+/// let config: toolgraft::ext::once::OnceConfig = serde_json::from_str(r#"{"lease_ms": 5000}"#)?;
+/// assert_eq!((config.lease_ms, config.keep_ms), (5_000, 86_400_000));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OnceConfig {
+    /// How long a running call holds its key, in milliseconds.
+    pub lease_ms: u64,
+    /// How long a key and its outcome are kept, in milliseconds.
+    pub keep_ms: u64,
+}
+
+impl Default for OnceConfig {
+    fn default() -> Self {
+        Self {
+            lease_ms: 60_000,
+            keep_ms: 86_400_000,
+        }
+    }
+}
+
+/// The caller's side: the `idempotency_key` reserved param.
+///
+/// ```
+/// let params: toolgraft::ext::once::OnceParams =
+///     serde_json::from_str(r#"{"idempotency_key": "order-7"}"#)?;
+/// assert_eq!(params.idempotency_key.as_deref(), Some("order-7"));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct OnceParams {
+    /// The call's key: a second call with it gets the first one's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 255),
+        description = "A key for this request, unique to it: sent again with the same key, the request is answered as the first time and not run twice."
+    )]
+    pub idempotency_key: Option<String>,
+}
+
+impl Params for OnceParams {}
+
+/// A wrapper that runs the layer below once per key and answers every later
+/// call with the key from the first one's outcome (see [the module](self)).
+#[derive(Clone, Debug)]
+pub struct OncePerKey {
+    config: OnceConfig,
+    store: Arc<dyn OutcomeStore>,
+}
+
+impl Default for OncePerKey {
+    /// The default config, in this process's memory ([`MemoryOutcomes`]).
+    fn default() -> Self {
+        Self::new(OnceConfig::default())
+    }
+}
+
+impl OncePerKey {
+    /// The longest `idempotency_key`, in characters.
+    pub const MAX_KEY_LEN: usize = 255;
+    /// The longest lease or keep: 30 days.
+    pub const MAX_MS: u64 = 30 * 86_400_000;
+
+    /// A `once` with `config`, in this process's memory; see
+    /// [`with_store`](OncePerKey::with_store) for a fleet.
+    pub fn new(config: OnceConfig) -> Self {
+        Self {
+            config,
+            store: Arc::new(MemoryOutcomes::default()),
+        }
+    }
+
+    /// This `once`, keeping its claims and outcomes in `store`.
+    ///
+    /// ```
+    /// use toolgraft::ext::OncePerKey;
+    /// use toolgraft::ext::once::MemoryOutcomes;
+    /// let once = OncePerKey::default().with_store(MemoryOutcomes::new(10));
+    /// # let _ = once;
+    /// ```
+    pub fn with_store(mut self, store: impl OutcomeStore) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+
+    /// This instance with an element's config, keeping its store (for
+    /// [`Refined`](crate::runtime::Refined)).
+    ///
+    /// ```
+    /// use toolgraft::Registry;
+    /// use toolgraft::ext::OncePerKey;
+    /// use toolgraft::ext::once::MemoryOutcomes;
+    /// use toolgraft::runtime::Refined;
+    /// let mut registry = Registry::new();
+    /// // `{"name": "once", "config": {"lease_ms": 300000}}`, every element on one store
+    /// registry.register(Refined::new(OncePerKey::default().with_store(MemoryOutcomes::default()), OncePerKey::configured))?;
+    /// # Ok::<(), toolgraft::runtime::RegistryError>(())
+    /// ```
+    pub fn configured(&self, config: OnceConfig) -> Result<Self, ConfigError> {
+        let once = Self {
+            config,
+            store: self.store.clone(),
+        };
+        Extension::check_config(&once)?;
+        Ok(once)
+    }
+
+    fn lease(&self) -> Duration {
+        Duration::from_millis(self.config.lease_ms)
+    }
+
+    fn keep(&self) -> Duration {
+        Duration::from_millis(self.config.keep_ms)
+    }
+
+    /// The call's key, first found first; `None`: the call has none.
+    fn key_of<S: Stack>(
+        &self,
+        next: &Next<'_, S, Self>,
+        params: OnceParams,
+    ) -> Result<Option<OutcomeKey>, ToolError> {
+        let key = if let Some(key) = params.idempotency_key {
+            let length = key.chars().count();
+            if length == 0 || length > Self::MAX_KEY_LEN {
+                return Err(ArgsError::field(
+                    "idempotency_key",
+                    format!("{length} characters: use 1 to {}", Self::MAX_KEY_LEN),
+                )
+                .for_tool(next.branch()));
+            }
+            format!("key:{key}")
+        } else if let Some(attempt) = retried() {
+            format!("retry:{attempt}")
+        } else if let Some(run) = context::get::<JobRun>() {
+            format!("job:{}", run.id())
+        } else {
+            return Ok(None);
+        };
+        Ok(Some(OutcomeKey::new(
+            context::get::<Principal>(),
+            next.name().clone(),
+            key,
+        )))
+    }
+
+    fn store_refused(
+        &self,
+        next: &Next<'_, impl Stack, Self>,
+        error: &crate::store::StoreError,
+    ) -> ToolError {
+        ToolError::Overloaded {
+            tool: next.branch().clone(),
+            extension: Name::lossy(next.extension()),
+            reason: format!(
+                "the outcome store cannot answer: {}",
+                shorten(error.message())
+            ),
+            retry_after: error.retry_after(),
+        }
+    }
+}
+
+/// The call a `retry` outside makes again, when there is one.
+#[cfg(feature = "retry")]
+fn retried() -> Option<String> {
+    context::get::<crate::ext::retry::Attempt>().map(|attempt| attempt.call)
+}
+
+#[cfg(not(feature = "retry"))]
+fn retried() -> Option<String> {
+    None
+}
+
+/// A call's answer as the store keeps it.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Recorded {
+    Ok(Value),
+    Error(String),
+}
+
+impl Configurable for OncePerKey {
+    type Config = OnceConfig;
+
+    fn from_config(config: OnceConfig) -> Result<Self, ConfigError> {
+        let once = Self::new(config);
+        Extension::check_config(&once)?;
+        Ok(once)
+    }
+}
+
+impl Extension for OncePerKey {
+    type Kind = crate::kind::Wrapper;
+    type Locality = AnswersRepeats;
+
+    fn name(&self) -> &str {
+        "once"
+    }
+
+    fn config(&self) -> Option<Value> {
+        (self.config != OnceConfig::default())
+            .then(|| serde_json::to_value(self.config).ok())
+            .flatten()
+    }
+
+    fn check_config(&self) -> Result<(), ConfigError> {
+        let OnceConfig { lease_ms, keep_ms } = self.config;
+        let max = Self::MAX_MS;
+        if !(1..=max).contains(&lease_ms) {
+            return Err(ConfigError::new(
+                "lease_ms",
+                format!("{lease_ms} is out of range: use 1 to {max} ms"),
+            ));
+        }
+        if !(lease_ms..=max).contains(&keep_ms) {
+            return Err(ConfigError::new(
+                "keep_ms",
+                format!("{keep_ms} is out of range: use `lease_ms` ({lease_ms}) to {max} ms"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Leaves a claim unfinished when the call is dropped before it answers (its
+/// caller gave up): the layer below was cancelled somewhere in its work.
+struct Unanswered<'a> {
+    key: Option<&'a OutcomeKey>,
+    store: &'a Arc<dyn OutcomeStore>,
+    keep: Duration,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        let Some(key) = self.key.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (store, key, keep) = (self.store.clone(), key.clone(), self.keep);
+        runtime.spawn(async move {
+            // The claim lapses by itself if this fails too: unfinished either way.
+            let _ = store.record(&key, UNFINISHED, keep).await;
+        });
+    }
+}
+
+/// What a dropped call records: not a [`Recorded`], so it reads as unfinished.
+const UNFINISHED: &str = r#"{"unfinished":true}"#;
+
+impl<S> Wrap<S> for OncePerKey
+where
+    S: Stack<Output: Serialize + DeserializeOwned>,
+{
+    type Params = OnceParams;
+
+    async fn around(
+        &self,
+        next: Next<'_, S, Self>,
+        params: OnceParams,
+        input: S::Input,
+    ) -> Result<S::Output, ToolError> {
+        let Some(key) = self.key_of(&next, params)? else {
+            return next.call(input).await;
+        };
+        let claim = self
+            .store
+            .claim(&key, self.lease(), self.keep())
+            .await
+            .map_err(|error| self.store_refused(&next, &error))?;
+        match claim {
+            Claim::Granted => {}
+            Claim::Answered(recorded) => return replay(&next, &recorded),
+            Claim::Running { left } => {
+                return Err(ToolError::Overloaded {
+                    tool: next.branch().clone(),
+                    extension: Name::lossy(next.extension()),
+                    reason: "a call with this key is running".into(),
+                    retry_after: Some(left.min(Duration::from_secs(1))),
+                });
+            }
+            Claim::Lapsed => return Err(unfinished(&next)),
+        }
+        let mut unanswered = Unanswered {
+            key: Some(&key),
+            store: &self.store,
+            keep: self.keep(),
+        };
+        let outcome = next.call(input).await;
+        unanswered.key = None;
+        let recorded = match &outcome {
+            Err(error) if error.is_transient() => {
+                if let Err(error) = self.store.release(&key).await {
+                    tracing::warn!(tool = %next.branch(), %error, "once: a transient failure's key could not be released; the next call with it waits for its lease");
+                }
+                return outcome;
+            }
+            Err(error) => Recorded::Error(error.to_string()),
+            Ok(output) => match serde_json::to_value(output) {
+                Ok(value) => Recorded::Ok(value),
+                Err(error) => Recorded::Error(format!(
+                    "the result of `{}` cannot be kept: {error}",
+                    next.name()
+                )),
+            },
+        };
+        let recorded = serde_json::to_string(&recorded).unwrap_or_else(|_| UNFINISHED.to_owned());
+        if let Err(error) = self.store.record(&key, &recorded, self.keep()).await {
+            // The work is done: its caller gets its answer. A later call with the
+            // key finds it running, then unfinished: never run twice.
+            tracing::warn!(tool = %next.branch(), %error, "once: an outcome could not be recorded");
+        }
+        outcome
+    }
+}
+
+/// The first call's answer, again.
+fn replay<S: Stack<Output: DeserializeOwned>>(
+    next: &Next<'_, S, OncePerKey>,
+    recorded: &str,
+) -> Result<S::Output, ToolError> {
+    match serde_json::from_str::<Recorded>(recorded) {
+        Ok(Recorded::Ok(value)) => serde_json::from_value(value).map_err(|error| {
+            next.refuse(format!(
+                "the answer kept for this key no longer fits `{}`'s output: {}",
+                next.name(),
+                shorten(&error.to_string())
+            ))
+        }),
+        Ok(Recorded::Error(message)) => Err(ToolError::Reported { message }),
+        Err(_) => Err(unfinished(next)),
+    }
+}
+
+fn unfinished<S: Stack>(next: &Next<'_, S, OncePerKey>) -> ToolError {
+    next.refuse(
+        "a call with this key started and never answered (its process stopped, or it was \
+         cancelled): whether its work was done is not known, so it is not run again; send a \
+         new key to run it",
+    )
+}

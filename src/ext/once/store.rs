@@ -1,0 +1,373 @@
+//! Where `once` keeps what it claimed and what each call answered: the
+//! [`OutcomeStore`] trait, its key, and the store in this process's memory.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use tokio::time::Instant;
+
+use crate::Name;
+use crate::context::Principal;
+use crate::store::{StoreError, StoreFuture};
+
+/// What a call is remembered by: its caller, the layer it calls and its key.
+/// Two calls with the same three are the same call, answered once.
+///
+/// ```
+/// use toolgraft::Name;
+/// use toolgraft::context::Principal;
+/// use toolgraft::ext::once::OutcomeKey;
+/// let alice = OutcomeKey::new(Some(Principal::new("alice")), Name::new("pay")?, "key:order-7");
+/// let bob = OutcomeKey::new(Some(Principal::new("bob")), Name::new("pay")?, "key:order-7");
+/// assert_ne!(alice.digest(), bob.digest(), "one caller's key never answers another");
+/// assert_eq!(alice.digest().len(), 64);
+/// # Ok::<(), toolgraft::error::InvalidName>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct OutcomeKey {
+    principal: Option<Principal>,
+    tool: Name,
+    key: String,
+}
+
+impl OutcomeKey {
+    /// The call of `tool` by `principal` (`None`: a caller nothing in front
+    /// named, and every such caller shares one namespace) with `key`.
+    pub fn new(principal: Option<Principal>, tool: Name, key: impl Into<String>) -> Self {
+        Self {
+            principal,
+            tool,
+            key: key.into(),
+        }
+    }
+
+    /// The caller.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.as_ref()
+    }
+
+    /// The layer called.
+    pub fn tool(&self) -> &Name {
+        &self.tool
+    }
+
+    /// The key, with where it came from as its prefix (`key:`, `retry:`, `job:`).
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// SHA-256 of the three, as 64 hex digits: what a store keys by, whatever
+    /// their lengths. Each part is length-prefixed, so no two keys share one.
+    pub fn digest(&self) -> String {
+        let mut hash = Sha256::new();
+        for part in [
+            self.principal.as_ref().map_or("", Principal::as_str),
+            self.tool.as_str(),
+            self.key.as_str(),
+        ] {
+            hash.update((part.len() as u64).to_be_bytes());
+            hash.update(part.as_bytes());
+        }
+        let mut hex = String::with_capacity(64);
+        for byte in hash.finalize() {
+            hex.push_str(&format!("{byte:02x}"));
+        }
+        hex
+    }
+}
+
+/// What a store answers when `once` claims a key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// No call with the key is known: this one runs, and its outcome is
+    /// recorded (or the claim released).
+    Granted,
+    /// A call with the key answered this (what [`OutcomeStore::record`] was given).
+    Answered(String),
+    /// A call with the key is running; its claim lasts `left` more.
+    Running {
+        /// How long its claim lasts.
+        left: Duration,
+    },
+    /// A call with the key started and its claim passed with no outcome
+    /// recorded: its process died, or it never finished.
+    Lapsed,
+}
+
+/// Where [`OncePerKey`](super::OncePerKey) keeps its claims and outcomes: this process's
+/// memory ([`MemoryOutcomes`], the default), or a store a fleet's workers share
+/// (`toolgraft_jobs::JobOutcomes`, in the job engine's own database), so that a
+/// job run again on another worker finds the outcome of the first run.
+///
+/// Every answer must be atomic in the store: two calls claiming one key at once
+/// never both get [`Claim::Granted`]. An `Err` refuses the call: `once` never
+/// runs a call it could not claim.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolgraft::Name;
+/// use toolgraft::ext::once::{Claim, MemoryOutcomes, OutcomeKey, OutcomeStore};
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let store = MemoryOutcomes::default();
+/// let key = OutcomeKey::new(None, Name::new("pay")?, "key:order-7");
+/// let (lease, keep) = (Duration::from_secs(60), Duration::from_secs(3600));
+/// assert_eq!(store.claim(&key, lease, keep).await?, Claim::Granted);
+/// assert_eq!(store.claim(&key, lease, keep).await?, Claim::Running { left: lease });
+/// store.record(&key, r#"{"ok":"paid"}"#, keep).await?;
+/// assert_eq!(store.claim(&key, lease, keep).await?, Claim::Answered(r#"{"ok":"paid"}"#.into()));
+/// # Ok(()) }
+/// ```
+pub trait OutcomeStore: fmt::Debug + Send + Sync + 'static {
+    /// Claims `key` for a call about to run, for `lease`: [`Claim::Granted`]
+    /// when nothing is known of it, otherwise what is. A granted claim, its
+    /// outcome and a lapsed one are kept for `keep` from now; after that the
+    /// key is forgotten.
+    fn claim<'a>(
+        &'a self,
+        key: &'a OutcomeKey,
+        lease: Duration,
+        keep: Duration,
+    ) -> StoreFuture<'a, Claim>;
+
+    /// Records `outcome` as the answer of the call that claimed `key`, kept for
+    /// `keep` from now: every later claim of the key answers it.
+    fn record<'a>(
+        &'a self,
+        key: &'a OutcomeKey,
+        outcome: &'a str,
+        keep: Duration,
+    ) -> StoreFuture<'a, ()>;
+
+    /// Forgets the claim of `key`: the call failed in a way that says trying
+    /// again is safe, so the next claim is granted.
+    fn release<'a>(&'a self, key: &'a OutcomeKey) -> StoreFuture<'a, ()>;
+}
+
+impl<T: OutcomeStore + ?Sized> OutcomeStore for std::sync::Arc<T> {
+    fn claim<'a>(
+        &'a self,
+        key: &'a OutcomeKey,
+        lease: Duration,
+        keep: Duration,
+    ) -> StoreFuture<'a, Claim> {
+        (**self).claim(key, lease, keep)
+    }
+
+    fn record<'a>(
+        &'a self,
+        key: &'a OutcomeKey,
+        outcome: &'a str,
+        keep: Duration,
+    ) -> StoreFuture<'a, ()> {
+        (**self).record(key, outcome, keep)
+    }
+
+    fn release<'a>(&'a self, key: &'a OutcomeKey) -> StoreFuture<'a, ()> {
+        (**self).release(key)
+    }
+}
+
+/// One key's state in memory.
+#[derive(Debug)]
+enum Held {
+    Claimed { until: Instant },
+    Answered(String),
+}
+
+#[derive(Debug)]
+struct Entry {
+    held: Held,
+    expires: Instant,
+}
+
+/// The default [`OutcomeStore`]: this process's memory, at most `capacity`
+/// keys (100,000 unless [`new`](MemoryOutcomes::new) says). Expired keys go
+/// first when it is full; full of live ones, a claim is refused (the call is
+/// refused, transiently, never run unclaimed). For one process: a fleet whose
+/// workers may run a job again needs a store they share.
+#[derive(Debug)]
+pub struct MemoryOutcomes {
+    held: Mutex<HashMap<String, Entry>>,
+    capacity: usize,
+}
+
+impl MemoryOutcomes {
+    /// A store of at most `capacity` keys.
+    ///
+    /// ```
+    /// let store = toolgraft::ext::once::MemoryOutcomes::new(1_000);
+    /// assert_eq!(store.len(), 0);
+    /// ```
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            held: Mutex::default(),
+            capacity,
+        }
+    }
+
+    /// How many keys it holds now, expired ones not yet purged included.
+    pub fn len(&self) -> usize {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Whether it holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn claim_now(
+        &self,
+        key: &OutcomeKey,
+        lease: Duration,
+        keep: Duration,
+    ) -> Result<Claim, StoreError> {
+        let now = Instant::now();
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let digest = key.digest();
+        if let Some(entry) = held.get(&digest).filter(|entry| entry.expires > now) {
+            return Ok(match &entry.held {
+                Held::Answered(outcome) => Claim::Answered(outcome.clone()),
+                Held::Claimed { until } if *until > now => Claim::Running { left: *until - now },
+                Held::Claimed { .. } => Claim::Lapsed,
+            });
+        }
+        if held.len() >= self.capacity && !held.contains_key(&digest) {
+            held.retain(|_, entry| entry.expires > now);
+            if held.len() >= self.capacity {
+                let first = held.values().map(|entry| entry.expires).min();
+                let error = StoreError::new(format_args!(
+                    "the outcome store holds {} live keys, its capacity",
+                    self.capacity
+                ));
+                return Err(match first {
+                    Some(first) => error.with_retry_after(first - now),
+                    None => error,
+                });
+            }
+        }
+        held.insert(
+            digest,
+            Entry {
+                held: Held::Claimed { until: now + lease },
+                expires: now + keep.max(lease),
+            },
+        );
+        Ok(Claim::Granted)
+    }
+}
+
+impl Default for MemoryOutcomes {
+    /// 100,000 keys.
+    fn default() -> Self {
+        Self::new(100_000)
+    }
+}
+
+impl OutcomeStore for MemoryOutcomes {
+    fn claim<'a>(
+        &'a self,
+        key: &'a OutcomeKey,
+        lease: Duration,
+        keep: Duration,
+    ) -> StoreFuture<'a, Claim> {
+        let answer = self.claim_now(key, lease, keep);
+        Box::pin(async move { answer })
+    }
+
+    fn record<'a>(
+        &'a self,
+        key: &'a OutcomeKey,
+        outcome: &'a str,
+        keep: Duration,
+    ) -> StoreFuture<'a, ()> {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        held.insert(
+            key.digest(),
+            Entry {
+                held: Held::Answered(outcome.to_owned()),
+                expires: Instant::now() + keep,
+            },
+        );
+        Box::pin(async { Ok(()) })
+    }
+
+    fn release<'a>(&'a self, key: &'a OutcomeKey) -> StoreFuture<'a, ()> {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(entry) = held.get(&key.digest())
+            && matches!(entry.held, Held::Claimed { .. })
+        {
+            held.remove(&key.digest());
+        }
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> OutcomeKey {
+        OutcomeKey::new(None, Name::unchecked("pay"), name)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_claim_lapses_after_its_lease_and_the_key_goes_after_keep() {
+        let store = MemoryOutcomes::default();
+        let (lease, keep) = (Duration::from_secs(10), Duration::from_secs(100));
+        assert_eq!(
+            store.claim(&key("a"), lease, keep).await.unwrap(),
+            Claim::Granted
+        );
+        tokio::time::advance(Duration::from_secs(11)).await;
+        assert_eq!(
+            store.claim(&key("a"), lease, keep).await.unwrap(),
+            Claim::Lapsed
+        );
+        tokio::time::advance(Duration::from_secs(90)).await;
+        assert_eq!(
+            store.claim(&key("a"), lease, keep).await.unwrap(),
+            Claim::Granted
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_released_claim_is_granted_again_but_an_answer_is_not_released() {
+        let store = MemoryOutcomes::default();
+        let (lease, keep) = (Duration::from_secs(10), Duration::from_secs(100));
+        store.claim(&key("a"), lease, keep).await.unwrap();
+        store.release(&key("a")).await.unwrap();
+        assert_eq!(
+            store.claim(&key("a"), lease, keep).await.unwrap(),
+            Claim::Granted
+        );
+        store.record(&key("a"), "done", keep).await.unwrap();
+        store.release(&key("a")).await.unwrap();
+        assert_eq!(
+            store.claim(&key("a"), lease, keep).await.unwrap(),
+            Claim::Answered("done".into())
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn full_of_live_keys_it_refuses_and_says_when_one_goes() {
+        let store = MemoryOutcomes::new(2);
+        let (lease, keep) = (Duration::from_secs(10), Duration::from_secs(100));
+        store.claim(&key("a"), lease, keep).await.unwrap();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        store.claim(&key("b"), lease, keep).await.unwrap();
+        let refused = store.claim(&key("c"), lease, keep).await.unwrap_err();
+        assert_eq!(refused.retry_after(), Some(Duration::from_secs(99)));
+        tokio::time::advance(Duration::from_secs(99)).await;
+        assert_eq!(
+            store.claim(&key("c"), lease, keep).await.unwrap(),
+            Claim::Granted
+        );
+        assert_eq!(store.len(), 2, "the expired key was purged");
+    }
+}

@@ -1,0 +1,352 @@
+//! `once`: a call's effects once per key (the caller's, a retry's, a
+//! redelivered job's), its branch idempotent for rule `side-effects`, typed and
+//! from manifests.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use toolgraft::context::{self, Principal};
+use toolgraft::error::{ArgsErrorKind, Transient};
+use toolgraft::ext::once::{MemoryOutcomes, OnceConfig};
+use toolgraft::ext::{OncePerKey, Retry, Trace};
+use toolgraft::extension::{Anywhere, Next, Stack, Wrapper};
+use toolgraft::prelude::*;
+use toolgraft::relocation::JobRun;
+use toolgraft::rulebook::Rule;
+use toolgraft::runtime::manifest::Manifest;
+use toolgraft::runtime::{Configured, Refined};
+use toolgraft::toolset::BaseTools;
+use toolgraft::{Extension, Registry, Wrap};
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+struct Payment {
+    cents: u64,
+}
+
+/// A tool that says nothing of side effects, and how many times it charged.
+fn pay(
+    fails: fn(u32) -> Option<toolgraft::error::BoxError>,
+) -> (
+    impl toolgraft::tool::BaseTool<Input = Payment, Output = String>
+    + toolgraft::tool::Hinted<Hints = toolgraft::tool::Unsaid>,
+    Arc<AtomicU32>,
+) {
+    let charged = Arc::new(AtomicU32::new(0));
+    let seen = charged.clone();
+    let tool = Tool::builder()
+        .name("pay")
+        .description("Charge the card.")
+        .body(move |payment: Payment| {
+            let n = seen.fetch_add(1, Ordering::SeqCst) + 1;
+            let failure = fails(n);
+            async move {
+                match failure {
+                    Some(error) => Err(error),
+                    None => Ok(format!("charge {n}: {} cents", payment.cents)),
+                }
+            }
+        })
+        .build()
+        .unwrap();
+    (tool, charged)
+}
+
+fn never(_: u32) -> Option<toolgraft::error::BoxError> {
+    None
+}
+
+/// Loses the answer of the first call it passes: the work below was done, and
+/// its caller sees a transient failure (a reply lost on the way back).
+#[derive(Clone, Debug, Default)]
+struct LosesFirstAnswer(Arc<AtomicU32>);
+
+impl Extension for LosesFirstAnswer {
+    type Kind = Wrapper;
+    type Locality = Anywhere;
+    fn name(&self) -> &str {
+        "loses_first_answer"
+    }
+}
+
+impl<S: Stack> Wrap<S> for LosesFirstAnswer {
+    type Params = ();
+    async fn around(
+        &self,
+        next: Next<'_, S, Self>,
+        (): (),
+        input: S::Input,
+    ) -> Result<S::Output, ToolError> {
+        let answer = next.call(input).await;
+        if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Err(ToolError::Relocation {
+                tool: next.name().clone(),
+                backend: toolgraft::Name::new("loses_first_answer").unwrap(),
+                reason: "the answer was lost on its way back".into(),
+            });
+        }
+        answer
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retried_call_whose_answer_was_lost_answers_the_first_outcome_and_charges_once() {
+    let (pay, charged) = pay(never);
+    let toolset = Toolset::new();
+    let (retried,) = toolset
+        .bind((pay
+            .combo()
+            .with(OncePerKey::default())
+            .with(LosesFirstAnswer::default())
+            .with(Retry::attempts(3)),))
+        .unwrap();
+    assert_eq!(
+        retried.call(Payment { cents: 500 }).await.unwrap(),
+        "charge 1: 500 cents"
+    );
+    assert_eq!(
+        charged.load(Ordering::SeqCst),
+        1,
+        "the retry did not charge again"
+    );
+
+    // Without `once`, the same retry charges twice: what the rule keeps out.
+    let unsafe_toolset = Toolset::new();
+    let manifest = Manifest::from_json(r#"{"tools": {"pay": [["retry"]]}}"#).unwrap();
+    let outcome =
+        unsafe_toolset.bind_manifest(&registry(), &BaseTools::new().with(&pay), &manifest);
+    assert_eq!(
+        outcome[0].1.as_ref().unwrap_err().rule(),
+        Some(Rule::SideEffects)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_transient_failure_releases_the_key_so_the_retry_runs_again() {
+    let (pay, charged) = pay(|n| (n == 1).then(|| Transient::new("the bank is busy").into()));
+    let toolset = Toolset::new();
+    let (retried,) = toolset
+        .bind((pay
+            .combo()
+            .with(OncePerKey::default())
+            .with(Retry::attempts(3)),))
+        .unwrap();
+    assert_eq!(
+        retried.call(Payment { cents: 5 }).await.unwrap(),
+        "charge 2: 5 cents"
+    );
+    assert_eq!(charged.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_key_answers_the_first_outcome_per_caller_and_a_failure_is_replayed() {
+    let (pay, charged) = pay(|n| (n == 3).then(|| "card declined".into()));
+    let toolset = Toolset::new();
+    toolset
+        .bind((pay.combo().with(OncePerKey::default()),))
+        .unwrap();
+    let call = |key: &str| json!({"cents": 7, "idempotency_key": key});
+    let as_alice = |args| context::with(Principal::new("alice"), toolset.call("pay_once", args));
+    let as_bob = |args| context::with(Principal::new("bob"), toolset.call("pay_once", args));
+
+    assert_eq!(
+        as_alice(call("k1")).await.unwrap(),
+        json!("charge 1: 7 cents")
+    );
+    assert_eq!(
+        as_alice(call("k1")).await.unwrap(),
+        json!("charge 1: 7 cents")
+    );
+    // Bob's `k1` is not Alice's: his call runs.
+    assert_eq!(
+        as_bob(call("k1")).await.unwrap(),
+        json!("charge 2: 7 cents")
+    );
+    // A failure that is not transient is the key's answer too.
+    let declined = as_alice(call("k2")).await.unwrap_err();
+    assert!(declined.to_string().contains("card declined"), "{declined}");
+    let again = as_alice(call("k2")).await.unwrap_err();
+    assert!(matches!(again, ToolError::Reported { .. }), "{again:?}");
+    assert!(again.to_string().contains("card declined"), "{again}");
+    assert_eq!(charged.load(Ordering::SeqCst), 3);
+
+    // No key: the call runs, as without `once`.
+    toolset.call("pay_once", json!({"cents": 7})).await.unwrap();
+    toolset.call("pay_once", json!({"cents": 7})).await.unwrap();
+    assert_eq!(charged.load(Ordering::SeqCst), 5);
+}
+
+#[tokio::test]
+async fn a_key_too_long_or_empty_is_refused_naming_the_param() {
+    let (pay, charged) = pay(never);
+    let toolset = Toolset::new();
+    toolset
+        .bind((pay.combo().with(OncePerKey::default()),))
+        .unwrap();
+    for key in [String::new(), "k".repeat(OncePerKey::MAX_KEY_LEN + 1)] {
+        let refused = toolset
+            .call("pay_once", json!({"cents": 1, "idempotency_key": key}))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&refused, ToolError::InvalidArguments { field: Some(f), kind: ArgsErrorKind::InvalidValue, .. } if f == "idempotency_key"),
+            "{refused:?}"
+        );
+    }
+    let wrong_type = toolset
+        .call("pay_once", json!({"cents": 1, "idempotency_key": 7}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(wrong_type, ToolError::InvalidArguments { .. }),
+        "{wrong_type:?}"
+    );
+    assert_eq!(charged.load(Ordering::SeqCst), 0);
+    // The longest key is taken.
+    let longest = "é".repeat(OncePerKey::MAX_KEY_LEN);
+    toolset
+        .call("pay_once", json!({"cents": 1, "idempotency_key": longest}))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_with_a_running_key_waits_its_turn_and_a_dropped_one_is_never_run_again() {
+    let started = Arc::new(tokio::sync::Notify::new());
+    let signal = started.clone();
+    let charged = Arc::new(AtomicU32::new(0));
+    let seen = charged.clone();
+    let slow = Tool::builder()
+        .name("pay")
+        .description("Charge the card, slowly.")
+        .body(move |payment: Payment| {
+            seen.fetch_add(1, Ordering::SeqCst);
+            signal.notify_one();
+            async move {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                Ok(payment.cents)
+            }
+        })
+        .build()
+        .unwrap();
+    let toolset = Arc::new(Toolset::new());
+    toolset
+        .bind((slow.combo().with(OncePerKey::default()),))
+        .unwrap();
+    let args = json!({"cents": 3, "idempotency_key": "k"});
+
+    let first = tokio::spawn({
+        let (toolset, args) = (toolset.clone(), args.clone());
+        async move { toolset.call("pay_once", args).await }
+    });
+    started.notified().await;
+    let busy = toolset.call("pay_once", args.clone()).await.unwrap_err();
+    assert!(busy.is_transient(), "{busy:?}");
+    assert_eq!(busy.retry_after(), Some(Duration::from_secs(1)));
+    first.abort();
+    let _ = first.await;
+    tokio::task::yield_now().await;
+    let unfinished = toolset.call("pay_once", args).await.unwrap_err();
+    assert!(!unfinished.is_transient(), "{unfinished:?}");
+    assert!(
+        unfinished.to_string().contains("never answered"),
+        "{unfinished}"
+    );
+    assert_eq!(charged.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_job_run_again_answers_its_first_run() {
+    let (pay, charged) = pay(never);
+    let toolset = Toolset::new();
+    let (once,) = toolset
+        .bind((pay.combo().with(OncePerKey::default()),))
+        .unwrap();
+    for _ in 0..2 {
+        let answer = context::with(
+            JobRun::new("job-1"),
+            once.call(toolgraft::extension::WithParams::new(
+                Default::default(),
+                Payment { cents: 9 },
+            )),
+        )
+        .await
+        .unwrap();
+        assert_eq!(answer, "charge 1: 9 cents");
+    }
+    context::with(
+        JobRun::new("job-2"),
+        toolset.call("pay_once", json!({"cents": 9})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(charged.load(Ordering::SeqCst), 2);
+}
+
+fn registry() -> Registry {
+    let mut registry = Registry::new();
+    registry
+        .register(Configured::new(Retry::default()))
+        .unwrap()
+        .register(Refined::new(
+            OncePerKey::default().with_store(MemoryOutcomes::default()),
+            OncePerKey::configured,
+        ))
+        .unwrap()
+        .register(Trace)
+        .unwrap();
+    registry
+}
+
+#[tokio::test]
+async fn from_a_manifest_once_makes_a_retry_bindable_and_clients_see_the_branch_idempotent() {
+    let (pay, _) = pay(never);
+    let toolset = Toolset::new();
+    let manifest =
+        Manifest::from_json(r#"{"tools": {"pay": [["once", "trace", "retry"]]}}"#).unwrap();
+    let outcome = toolset.bind_manifest(&registry(), &BaseTools::new().with(&pay), &manifest);
+    assert!(outcome[0].1.is_ok(), "{:?}", outcome[0].1);
+    let hints = |name: &str| {
+        toolset
+            .info(name)
+            .unwrap()
+            .presentation
+            .annotations
+            .idempotent
+    };
+    assert_eq!(hints("pay"), None);
+    assert_eq!(hints("pay_once"), Some(true));
+    assert_eq!(hints("pay_once_trace_retry"), Some(true));
+    let schema =
+        serde_json::to_value(&toolset.info("pay_once_trace_retry").unwrap().input_schema).unwrap();
+    assert!(
+        schema["properties"]["idempotency_key"].is_object(),
+        "the caller may send a key: {schema}"
+    );
+
+    // Outside `once`, the retry is refused as before.
+    let manifest = Manifest::from_json(r#"{"tools": {"pay": [["retry", "once"]]}}"#).unwrap();
+    let outcome =
+        Toolset::new().bind_manifest(&registry(), &BaseTools::new().with(&pay), &manifest);
+    assert_eq!(
+        outcome[0].1.as_ref().unwrap_err().rule(),
+        Some(Rule::SideEffects)
+    );
+}
+
+#[test]
+fn config_out_of_range_is_refused_naming_the_field() {
+    for (config, field) in [
+        (json!({"lease_ms": 0}), "lease_ms"),
+        (json!({"lease_ms": OncePerKey::MAX_MS + 1}), "lease_ms"),
+        (json!({"lease_ms": 10_000, "keep_ms": 5_000}), "keep_ms"),
+    ] {
+        let config: OnceConfig = serde_json::from_value(config.clone()).unwrap();
+        let refused = OncePerKey::default().configured(config).unwrap_err();
+        assert_eq!(refused.field, field, "{config:?}");
+    }
+    assert!(serde_json::from_value::<OnceConfig>(json!({"lease": 1})).is_err());
+}
