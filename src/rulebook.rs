@@ -143,6 +143,15 @@
 //! true}`), or, for a cache whose operator wants it anyway, its config's
 //! `"side_effects": "allowed"`.
 //!
+//! A layer that answers a repeated call (one with the same key) with the first
+//! one's outcome instead of calling below again
+//! ([`OncePerKey`](crate::ext::OncePerKey), `once`; its locality
+//! [`AnswersRepeats`](crate::extension::AnswersRepeats)) makes its branch
+//! idempotent, whatever the layer below says, a transformer's branch included:
+//! `[once, retry]` binds on any tool, and clients see the `once` branch with
+//! `idempotentHint: true`. It answers from what it kept, so it also sits inside
+//! every authorization check ([shared-answers-inside-authorization](self#shared-answers-inside-authorization)).
+//!
 //! # wrapper-input-schema
 //! A wrapper's branch presents its layer input's input schema unchanged, defaults,
 //! descriptions and constraints included, plus the wrapper's reserved params. Typed

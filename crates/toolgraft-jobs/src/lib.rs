@@ -21,9 +21,13 @@
 //!   (one beat a second unless configured); three missed beats later, at the next beat of a live
 //!   worker, its jobs go back into the queue and run again: about 3 to 4 s after
 //!   the death. The caller gets exactly one result (the first reply; later ones are
-//!   dropped), but a body can run more than once: make relocated bodies idempotent.
-//!   A worker that cannot send its reply (trying for 5 s) fails the job, which
-//!   runs again too.
+//!   dropped), but a body can run more than once: make relocated bodies
+//!   idempotent, or put `once` inside `remote` with its outcomes in the engine
+//!   (`[once, remote]`: [`toolgraft::ext::OncePerKey`] with
+//!   [`Remote::outcomes`]), so that a job run again answers its first run's
+//!   outcome (a worker killed after the body's effect and before its reply
+//!   included). A worker that cannot send its reply (trying for 5 s) fails the
+//!   job, which runs again too.
 //! * **Retries and redeliveries share one count.** Under a `retry`
 //!   ([`toolgraft::ext::Retry`]) around `remote`, each run of a job (an attempt's,
 //!   or a redelivery's) is counted in the job engine, atomically across workers;

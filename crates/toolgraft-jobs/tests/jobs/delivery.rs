@@ -11,6 +11,8 @@ on_every_tier!(
     two_workers_serve_many_concurrent_calls,
     finished_jobs_go_after_the_retention,
     an_idle_worker_is_woken_by_each_job,
+    a_worker_killed_after_the_effect_and_before_its_reply_does_it_once,
+    outcomes_are_claimed_once_and_read_back_in_the_engine,
 );
 
 async fn sigterm_finishes_the_jobs_in_flight(env: Env) {
@@ -395,4 +397,143 @@ async fn backends_of_one_url_share_their_connections() {
     let with_four = connections().await;
     eprintln!("connections to Redis: {with_one} with one backend, {with_four} with four");
     assert_eq!(with_one, with_four);
+}
+
+/// Effects once: `[once, dies, remote]` on a tool that says nothing of side
+/// effects. The worker does the effect, `once` records its outcome in the job
+/// engine, and the worker is SIGKILLed before its reply; the job runs again
+/// on a second worker, which answers the recorded outcome: one effect.
+async fn a_worker_killed_after_the_effect_and_before_its_reply_does_it_once(env: Env) {
+    let start = Instant::now();
+    let at = || format!("{:>6.2} s", start.elapsed().as_secs_f64());
+    let dir = std::env::temp_dir().join(crate::support::unique("toolgraft-once"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ledger = dir.join("charges");
+    let mut first = WorkerProcess::start(&env);
+    let toolset = toolset(&env.remote());
+    let call = tokio::spawn({
+        let (toolset, path) = (toolset.clone(), ledger.display().to_string());
+        async move {
+            toolset
+                .call("charge_once_dies_remote", json!({"path": path}))
+                .await
+        }
+    });
+    first
+        .wait_for_line(&["killing this worker before its reply"])
+        .await;
+    let status = first.child.wait().unwrap();
+    eprintln!(
+        "{} worker pid {} after the effect: {status}",
+        at(),
+        first.pid()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&ledger).unwrap().lines().count(),
+        1,
+        "the first run did the effect"
+    );
+    let second = WorkerProcess::start(&env);
+    let answer = call.await.unwrap().expect("the job run again answers");
+    eprintln!("{} the caller got: {answer}", at());
+    let charges = std::fs::read_to_string(&ledger).unwrap();
+    eprintln!(
+        "{} the effect's lines: {:?}",
+        at(),
+        charges.lines().collect::<Vec<_>>()
+    );
+    assert_eq!(charges.lines().count(), 1, "the effect happened once");
+    assert_eq!(
+        answer,
+        json!(first.pid()),
+        "the answer is the first run's outcome, recorded before the kill"
+    );
+    assert!(
+        second.log_text().contains("job finished"),
+        "the second worker answered: {}",
+        second.log_text()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `once`'s store in the engine: one claim granted among many at once, an
+/// answer read back, a claim released or lapsed.
+async fn outcomes_are_claimed_once_and_read_back_in_the_engine(env: Env) {
+    use toolgraft::ext::once::{Claim, OutcomeKey, OutcomeStore};
+    let store = Arc::new(env.remote().outcomes());
+    let key = |name: &str| {
+        OutcomeKey::new(
+            Some(toolgraft::context::Principal::new("alice")),
+            toolgraft::Name::new("charge").unwrap(),
+            format!("key:{}-{name}", env.queue),
+        )
+    };
+    let (lease, keep) = (Duration::from_secs(30), Duration::from_secs(60));
+    let contenders: Vec<_> = (0..16)
+        .map(|_| {
+            let (store, key) = (store.clone(), key("race"));
+            tokio::spawn(async move { store.claim(&key, lease, keep).await.unwrap() })
+        })
+        .collect();
+    let mut granted = 0;
+    for contender in contenders {
+        match contender.await.unwrap() {
+            Claim::Granted => granted += 1,
+            Claim::Running { left } => assert!(left <= lease, "{left:?}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(granted, 1, "one claim among 16 at once");
+    store
+        .record(&key("race"), r#"{"ok":7}"#, keep)
+        .await
+        .unwrap();
+    store.release(&key("race")).await.unwrap();
+    assert_eq!(
+        store.claim(&key("race"), lease, keep).await.unwrap(),
+        Claim::Answered(r#"{"ok":7}"#.into()),
+        "an answer is not released"
+    );
+    // Bob's key of the same name is his own.
+    let bobs = OutcomeKey::new(
+        Some(toolgraft::context::Principal::new("bob")),
+        toolgraft::Name::new("charge").unwrap(),
+        format!("key:{}-race", env.queue),
+    );
+    assert_eq!(
+        store.claim(&bobs, lease, keep).await.unwrap(),
+        Claim::Granted
+    );
+
+    assert_eq!(
+        store.claim(&key("released"), lease, keep).await.unwrap(),
+        Claim::Granted
+    );
+    store.release(&key("released")).await.unwrap();
+    assert_eq!(
+        store.claim(&key("released"), lease, keep).await.unwrap(),
+        Claim::Granted
+    );
+
+    let short = Duration::from_millis(200);
+    assert_eq!(
+        store.claim(&key("lapsed"), short, keep).await.unwrap(),
+        Claim::Granted
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        store.claim(&key("lapsed"), short, keep).await.unwrap(),
+        Claim::Lapsed
+    );
+
+    // Past its keep, a key is forgotten.
+    assert_eq!(
+        store.claim(&key("kept"), short, short).await.unwrap(),
+        Claim::Granted
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        store.claim(&key("kept"), short, short).await.unwrap(),
+        Claim::Granted
+    );
 }

@@ -148,6 +148,63 @@ pub(crate) async fn mark(input: Path) -> Result<u32, BoxError> {
     Ok(std::process::id())
 }
 
+/// A side effect that adds up: appends the process id as a line to `path`
+/// (a charge, a mail sent), saying nothing of calling it twice.
+pub(crate) async fn charge(input: Path) -> Result<u32, BoxError> {
+    use std::io::Write as _;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&input.path)?;
+    writeln!(file, "{}", std::process::id())?;
+    Ok(std::process::id())
+}
+
+/// Kills its own process (SIGKILL) once the layer below has answered, the
+/// first time for a `path` (it leaves `<path>.killed` behind): a worker dying
+/// after the body's effect and before its reply.
+#[derive(Clone, Debug)]
+pub(crate) struct DiesAfterTheEffect;
+
+impl toolgraft::Extension for DiesAfterTheEffect {
+    type Kind = toolgraft::extension::Wrapper;
+    type Locality = toolgraft::extension::Anywhere;
+    fn name(&self) -> &str {
+        "dies"
+    }
+}
+
+impl toolgraft::Wrap<toolgraft::runtime::DynStack> for DiesAfterTheEffect {
+    type Params = ();
+    async fn around(
+        &self,
+        next: toolgraft::extension::Next<'_, toolgraft::runtime::DynStack, Self>,
+        (): (),
+        input: toolgraft::extension::DynInput,
+    ) -> Result<Value, ToolError> {
+        let marker = input
+            .args()
+            .get("path")
+            .and_then(Value::as_str)
+            .map(|path| format!("{path}.killed"));
+        let answer = next.call(input).await;
+        if let Some(marker) = marker
+            && std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&marker)
+                .is_ok()
+        {
+            tracing::info!("the effect is done: killing this worker before its reply");
+            let _ = Command::new("kill")
+                .args(["-KILL", &std::process::id().to_string()])
+                .status();
+            std::thread::sleep(Duration::from_secs(60));
+        }
+        answer
+    }
+}
+
 pub(crate) fn whereami_tool() -> impl BaseTool<Input = City, Output = Report> {
     Tool::builder()
         .name("whereami")
@@ -250,6 +307,32 @@ pub(crate) fn toolset(remote: &Remote) -> Toolset {
                 .with(Timeout::new(Duration::from_secs(30))),
         ))
         .unwrap();
+    // Effects once: `[once, dies, remote]`, the outcome in the job engine. The
+    // worker runs `charge_once_dies` (as a manifest would: `dies` fits the
+    // run-time stack only).
+    let charge = Tool::builder()
+        .name("charge")
+        .description("Charge once: append a line to a file.")
+        .body(charge)
+        .build()
+        .unwrap();
+    let once = toolgraft::ext::OncePerKey::default().with_store(remote.outcomes());
+    let mut effects = Registry::new();
+    effects
+        .register(toolgraft::runtime::Refined::new(
+            once,
+            toolgraft::ext::OncePerKey::configured,
+        ))
+        .unwrap()
+        .register(DiesAfterTheEffect)
+        .unwrap()
+        .register(remote.clone())
+        .unwrap();
+    let manifest =
+        Manifest::from_json(r#"{"tools": {"charge": [["once", "dies", "remote"]]}}"#).unwrap();
+    for (_, bound) in toolset.bind_manifest(&effects, &BaseTools::new().with(&charge), &manifest) {
+        bound.unwrap();
+    }
     crate::imported::bind(&toolset, remote);
     toolset
 }
@@ -299,6 +382,12 @@ pub(crate) fn registry() -> Registry {
         .register(Submit::new().dynamic())
         .unwrap()
         .register(Configured::new(Authorize::default()))
+        .unwrap()
+        // `charge`'s effects once: in each process's memory when a fleet
+        // rebinds it (the tests that kill a worker bind it with the engine's).
+        .register(Configured::new(toolgraft::ext::OncePerKey::default()))
+        .unwrap()
+        .register(DiesAfterTheEffect)
         .unwrap();
     registry
 }
