@@ -343,10 +343,71 @@ fn config_out_of_range_is_refused_naming_the_field() {
         (json!({"lease_ms": 0}), "lease_ms"),
         (json!({"lease_ms": OncePerKey::MAX_MS + 1}), "lease_ms"),
         (json!({"lease_ms": 10_000, "keep_ms": 5_000}), "keep_ms"),
+        (json!({"max_outcome_bytes": 63}), "max_outcome_bytes"),
+        (
+            json!({"max_outcome_bytes": OncePerKey::MAX_OUTCOME_BYTES + 1}),
+            "max_outcome_bytes",
+        ),
     ] {
         let config: OnceConfig = serde_json::from_value(config.clone()).unwrap();
         let refused = OncePerKey::default().configured(config).unwrap_err();
         assert_eq!(refused.field, field, "{config:?}");
     }
     assert!(serde_json::from_value::<OnceConfig>(json!({"lease": 1})).is_err());
+}
+
+#[tokio::test]
+async fn an_answer_too_large_to_keep_is_answered_once_and_a_repeat_is_told_why() {
+    let charged = Arc::new(AtomicU32::new(0));
+    let seen = charged.clone();
+    let report = Tool::builder()
+        .name("report")
+        .description("Make a large report.")
+        .body(move |_: Payment| {
+            seen.fetch_add(1, Ordering::SeqCst);
+            async move { Ok("x".repeat(10_000)) }
+        })
+        .build()
+        .unwrap();
+    let once = OncePerKey::default()
+        .configured(OnceConfig {
+            max_outcome_bytes: 1_000,
+            ..OnceConfig::default()
+        })
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset.bind((report.combo().with(once),)).unwrap();
+    let args = json!({"cents": 1, "idempotency_key": "big"});
+    let first = toolset.call("report_once", args.clone()).await.unwrap();
+    assert_eq!(first.as_str().unwrap().len(), 10_000);
+    let repeat = toolset.call("report_once", args).await.unwrap_err();
+    assert!(
+        repeat
+            .to_string()
+            .contains("larger than `once` keeps (1000 bytes)"),
+        "{repeat}"
+    );
+    assert_eq!(charged.load(Ordering::SeqCst), 1, "not run again");
+}
+
+#[tokio::test]
+async fn a_store_given_durations_that_overflow_does_not_panic() {
+    use toolgraft::ext::once::{Claim, OutcomeKey, OutcomeStore};
+    let store = MemoryOutcomes::default();
+    let key = OutcomeKey::new(None, toolgraft::Name::new("pay").unwrap(), "key:k");
+    assert_eq!(
+        store
+            .claim(&key, Duration::MAX, Duration::MAX)
+            .await
+            .unwrap(),
+        Claim::Granted
+    );
+    store.record(&key, "done", Duration::MAX).await.unwrap();
+    assert_eq!(
+        store
+            .claim(&key, Duration::MAX, Duration::MAX)
+            .await
+            .unwrap(),
+        Claim::Answered("done".into())
+    );
 }

@@ -90,6 +90,7 @@ pub use store::{Claim, MemoryOutcomes, OutcomeKey, OutcomeStore};
 /// |---|---|---|
 /// | `lease_ms` | 60,000: how long a running call holds its key; past it, with no outcome, the key is unfinished | 1 to [`OncePerKey::MAX_MS`] |
 /// | `keep_ms` | 86,400,000 (a day): how long a key and its outcome are kept | `lease_ms` to [`OncePerKey::MAX_MS`] |
+/// | `max_outcome_bytes` | 1,048,576: the largest answer kept; a larger one is answered once, and a repeat gets an error saying so | 64 to [`OncePerKey::MAX_OUTCOME_BYTES`] |
 ///
 /// `lease_ms` must outlast the longest call of the layer below (relocated:
 /// the job's wait in the queue too), or a call still running is taken for one
@@ -97,7 +98,7 @@ pub use store::{Claim, MemoryOutcomes, OutcomeKey, OutcomeStore};
 ///
 /// ```
 /// let config: toolgraft::ext::once::OnceConfig = serde_json::from_str(r#"{"lease_ms": 5000}"#)?;
-/// assert_eq!((config.lease_ms, config.keep_ms), (5_000, 86_400_000));
+/// assert_eq!((config.lease_ms, config.keep_ms, config.max_outcome_bytes), (5_000, 86_400_000, 1 << 20));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,6 +108,8 @@ pub struct OnceConfig {
     pub lease_ms: u64,
     /// How long a key and its outcome are kept, in milliseconds.
     pub keep_ms: u64,
+    /// The largest answer kept, in bytes of JSON.
+    pub max_outcome_bytes: usize,
 }
 
 impl Default for OnceConfig {
@@ -114,6 +117,7 @@ impl Default for OnceConfig {
         Self {
             lease_ms: 60_000,
             keep_ms: 86_400_000,
+            max_outcome_bytes: 1 << 20,
         }
     }
 }
@@ -159,6 +163,9 @@ impl OncePerKey {
     pub const MAX_KEY_LEN: usize = 255;
     /// The longest lease or keep: 30 days.
     pub const MAX_MS: u64 = 30 * 86_400_000;
+    /// The largest `max_outcome_bytes`: 64 MiB (every key's answer is held by
+    /// the store until its keep passes).
+    pub const MAX_OUTCOME_BYTES: usize = 64 << 20;
 
     /// A `once` with `config`, in this process's memory; see
     /// [`with_store`](OncePerKey::with_store) for a fleet.
@@ -303,7 +310,11 @@ impl Extension for OncePerKey {
     }
 
     fn check_config(&self) -> Result<(), ConfigError> {
-        let OnceConfig { lease_ms, keep_ms } = self.config;
+        let OnceConfig {
+            lease_ms,
+            keep_ms,
+            max_outcome_bytes,
+        } = self.config;
         let max = Self::MAX_MS;
         if !(1..=max).contains(&lease_ms) {
             return Err(ConfigError::new(
@@ -315,6 +326,15 @@ impl Extension for OncePerKey {
             return Err(ConfigError::new(
                 "keep_ms",
                 format!("{keep_ms} is out of range: use `lease_ms` ({lease_ms}) to {max} ms"),
+            ));
+        }
+        if !(64..=Self::MAX_OUTCOME_BYTES).contains(&max_outcome_bytes) {
+            return Err(ConfigError::new(
+                "max_outcome_bytes",
+                format!(
+                    "{max_outcome_bytes} is out of range: use 64 to {}",
+                    Self::MAX_OUTCOME_BYTES
+                ),
             ));
         }
         Ok(())
@@ -402,7 +422,19 @@ where
                 )),
             },
         };
-        let recorded = serde_json::to_string(&recorded).unwrap_or_else(|_| UNFINISHED.to_owned());
+        let mut recorded =
+            serde_json::to_string(&recorded).unwrap_or_else(|_| UNFINISHED.to_owned());
+        if recorded.len() > self.config.max_outcome_bytes {
+            // Answered once, never again: a repeat learns why, not a second run.
+            recorded = serde_json::to_string(&Recorded::Error(format!(
+                "the first call with this key was answered, but its answer ({} bytes) was larger \
+                 than `{}` keeps ({} bytes): it is not answered again, nor run again",
+                recorded.len(),
+                next.extension(),
+                self.config.max_outcome_bytes
+            )))
+            .unwrap_or_else(|_| UNFINISHED.to_owned());
+        }
         if let Err(error) = self.store.record(&key, &recorded, self.keep()).await {
             // The work is done: its caller gets its answer. A later call with the
             // key finds it running, then unfinished: never run twice.

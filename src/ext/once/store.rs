@@ -170,6 +170,14 @@ impl<T: OutcomeStore + ?Sized> OutcomeStore for std::sync::Arc<T> {
     }
 }
 
+/// `now` plus `wait`, or a century from now when that overflows (a caller's
+/// `Duration::MAX`).
+fn later(now: Instant, wait: Duration) -> Instant {
+    now.checked_add(wait)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86_400)))
+        .unwrap_or(now)
+}
+
 /// One key's state in memory.
 #[derive(Debug)]
 enum Held {
@@ -254,8 +262,10 @@ impl MemoryOutcomes {
         held.insert(
             digest,
             Entry {
-                held: Held::Claimed { until: now + lease },
-                expires: now + keep.max(lease),
+                held: Held::Claimed {
+                    until: later(now, lease),
+                },
+                expires: later(now, keep.max(lease)),
             },
         );
         Ok(Claim::Granted)
@@ -291,7 +301,7 @@ impl OutcomeStore for MemoryOutcomes {
             key.digest(),
             Entry {
                 held: Held::Answered(outcome.to_owned()),
-                expires: Instant::now() + keep,
+                expires: later(Instant::now(), keep),
             },
         );
         Box::pin(async { Ok(()) })
