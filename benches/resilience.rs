@@ -1,5 +1,6 @@
 //! Per-call cost of the resilience built-ins when they let the call through:
-//! `retry` (no failure), `concurrency` and `rate_limit` (in process), and tower's
+//! `retry` (no failure), `concurrency` and `rate_limit` (in process), `once`
+//! (a first call's claim and record, and a repeat's answer, in memory), and tower's
 //! `ConcurrencyLimit` put on a tool with `ext::tower::Tower`, each against the
 //! same logic written by hand around the body (a semaphore, a governor limiter,
 //! a loop on `is_transient`).
@@ -15,8 +16,10 @@ use governor::{Quota, RateLimiter};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgraft::error::BoxError;
+use toolgraft::ext::once::{MemoryOutcomes, OnceParams};
 use toolgraft::ext::tower::Tower;
-use toolgraft::ext::{Concurrency, RateLimit, Retry};
+use toolgraft::ext::{Concurrency, OncePerKey, RateLimit, Retry};
+use toolgraft::extension::WithParams;
 use toolgraft::prelude::*;
 use toolgraft::tool::{Hinted, ReadOnly};
 use toolgraft::{ToolError, Toolset};
@@ -110,6 +113,40 @@ fn resilience(c: &mut Criterion) {
         assert_eq!(answer.expect("admitted"), 5);
     }
 
+    // `once`: each chunk of first calls on a store made fresh for it (a
+    // store keeps every key it answered); repeats of one answered key.
+    let fresh_once = || {
+        let once = OncePerKey::default().with_store(MemoryOutcomes::new(CHUNK as usize));
+        let (once,) = Toolset::new().bind((tool.combo().with(once),)).unwrap();
+        once
+    };
+    let keyed = |key: String| {
+        WithParams::new(
+            OnceParams {
+                idempotency_key: Some(key),
+            },
+            input(),
+        )
+    };
+    let once = fresh_once();
+    runtime
+        .block_on(once.call(keyed("answered".into())))
+        .expect("answered");
+    let hand_store = std::sync::Mutex::new(std::collections::HashMap::<String, String>::new());
+    let hand_once = async |key: String, input: Add| {
+        if let Some(kept) = hand_store.lock().unwrap().get(&key) {
+            return Ok(serde_json::from_str::<i64>(kept).expect("kept"));
+        }
+        hand_store
+            .lock()
+            .unwrap()
+            .insert(key.clone(), String::new());
+        let answer = body(input).await?;
+        let kept = serde_json::to_string(&answer).expect("json");
+        hand_store.lock().unwrap().insert(key, kept);
+        Ok::<i64, ToolError>(answer)
+    };
+
     let mut group = c.benchmark_group("resilience");
     group.bench_function("bare/typed", |b| {
         b.iter(|| runtime.block_on(bare.call(black_box(input()))))
@@ -171,6 +208,51 @@ fn resilience(c: &mut Criterion) {
             }
             spent
         })
+    });
+    group.bench_function("once/typed first call", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let chunk = left.min(CHUNK);
+                let once = fresh_once();
+                let keys: Vec<String> = (0..chunk).map(|n| format!("order-{n}")).collect();
+                let started = Instant::now();
+                for key in keys {
+                    let answer = runtime.block_on(once.call(black_box(keyed(key))));
+                    debug_assert!(matches!(answer, Ok(5)));
+                    let _ = black_box(answer);
+                }
+                spent += started.elapsed();
+                left -= chunk;
+            }
+            spent
+        })
+    });
+    group.bench_function("once/hand first call", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let chunk = left.min(CHUNK);
+                hand_store.lock().unwrap().clear();
+                let keys: Vec<String> = (0..chunk).map(|n| format!("order-{n}")).collect();
+                let started = Instant::now();
+                for key in keys {
+                    let answer = runtime.block_on(hand_once(black_box(key), black_box(input())));
+                    let _ = black_box(answer);
+                }
+                spent += started.elapsed();
+                left -= chunk;
+            }
+            spent
+        })
+    });
+    group.bench_function("once/typed repeat", |b| {
+        b.iter(|| runtime.block_on(once.call(black_box(keyed("answered".into())))))
+    });
+    group.bench_function("once/hand repeat", |b| {
+        b.iter(|| runtime.block_on(hand_once(black_box("answered".into()), black_box(input()))))
     });
     group.finish();
 }

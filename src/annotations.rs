@@ -117,15 +117,6 @@ impl Annotations {
     /// The hints of a transformer's branch: a new tool, of which the base's hints
     /// about side effects say nothing (a `chain` also calls another tool, a
     /// `batch` calls many times). What is not about side effects is kept.
-    /// The hints of a branch that answers repeated calls from what it kept:
-    /// calling it twice does no more than once.
-    pub(crate) fn repeated(&self) -> Self {
-        Self {
-            idempotent: Some(true),
-            ..self.clone()
-        }
-    }
-
     pub(crate) fn of_new_tool(&self) -> Self {
         Self {
             title: self.title.clone(),

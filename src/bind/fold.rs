@@ -54,6 +54,7 @@ impl Running {
             withheld,
             chain,
             checks: self.checks.and(element.policy.as_ref()),
+            answers_repeats: rules::answers_repeats(self, element),
         })
     }
 }

@@ -133,6 +133,10 @@ pub(crate) fn side_effects(below: &Running, element: &Element) -> Result<(), Bin
     if below.presentation.annotations.allow(demand) {
         return Ok(());
     }
+    // A call made again under a layer that answers repeats does no more.
+    if demand == crate::tool::Demand::Repeatable && below.answers_repeats {
+        return Ok(());
+    }
     let transformer = below
         .chain
         .iter()
@@ -150,17 +154,12 @@ pub(crate) fn side_effects(below: &Running, element: &Element) -> Result<(), Bin
 
 /// Rule `side-effects`, the hints a branch presents: a wrapper's and a backend's
 /// are their layer's (they make its calls), a transformer's say nothing of side
-/// effects (its branch is a new tool); a layer that answers repeated calls from
-/// what it kept makes its branch idempotent.
+/// effects (its branch is a new tool).
 pub(crate) fn presentation(below: &Running, element: &Element) -> Arc<Presentation> {
-    let kept = &below.presentation.annotations;
-    let annotations = if element.answers_repeats {
-        kept.repeated()
-    } else if keeps_hints(element.kind) {
+    if keeps_hints(element.kind) {
         return below.presentation.clone();
-    } else {
-        kept.of_new_tool()
-    };
+    }
+    let annotations = below.presentation.annotations.of_new_tool();
     if annotations == below.presentation.annotations {
         return below.presentation.clone();
     }
@@ -168,6 +167,14 @@ pub(crate) fn presentation(below: &Running, element: &Element) -> Arc<Presentati
         annotations,
         ..Presentation::clone(&below.presentation)
     })
+}
+
+/// Rule `side-effects`, what a branch's calls made again do: no more than once
+/// when a layer that answers repeats sits in it since the nearest transformer
+/// (whose branch makes new calls). Not a hint clients see: a call without a
+/// key of its own is not answered from what was kept.
+pub(crate) fn answers_repeats(below: &Running, element: &Element) -> bool {
+    element.answers_repeats || (below.answers_repeats && keeps_hints(element.kind))
 }
 
 /// Whether a kind's branch makes its layer's calls (a wrapper's, a backend's).

@@ -106,6 +106,10 @@ pub(crate) struct Running {
     pub chain: Arc<[Link]>,
     /// The authorization checks of the chain's layers, innermost first.
     pub checks: crate::access::Checks,
+    /// Whether a layer since the nearest transformer answers repeated calls
+    /// from what it kept: a call made again does no more than once (rule
+    /// `side-effects`).
+    pub answers_repeats: bool,
 }
 
 impl Running {
@@ -120,6 +124,7 @@ impl Running {
             withheld: Arc::new([]),
             chain: Arc::new([]),
             checks: crate::access::Checks::default(),
+            answers_repeats: false,
         }
     }
 

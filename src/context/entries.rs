@@ -103,3 +103,34 @@ impl Entry for BodyLocalCall {
     type Travel = Pinned;
     type Key = Unkeyed;
 }
+
+/// How many times each thing was counted in one scope (a retry's attempt, a
+/// job's run): what tells apart two calls made within it with the same
+/// arguments. Shared by the clones of the entry that holds it; a copy that
+/// arrives from another process starts at zero, as a new run does. Always
+/// equal to another (it is not part of what the entry says).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Occurrences(
+    std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>,
+);
+
+impl Occurrences {
+    /// Counts `what` once more; the count before this one (0 the first time).
+    pub(crate) fn next(&self, what: &str) -> u64 {
+        let mut seen = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = seen.entry(what.to_owned()).or_default();
+        *count += 1;
+        *count - 1
+    }
+}
+
+impl PartialEq for Occurrences {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Occurrences {}

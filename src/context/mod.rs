@@ -78,6 +78,7 @@ pub use caller::{
     LOG_BACKLOG, LogLevel, LogMessage, LogQueue, LogSink, PROGRESS_EVERY, Principal, Progress,
     ProgressFold, ProgressSink, log, report_progress,
 };
+pub(crate) use entries::Occurrences;
 pub use entries::{BodyLocalCall, CallName, ChainDepth};
 pub use identity::Identity;
 pub use trace::{MAX_TRACESTATE_LEN, MAX_TRACESTATE_MEMBERS, TraceContext, ZeroSpanId};

@@ -201,6 +201,19 @@ pub struct Attempt {
     /// The retried call: 32 hex digits, unique across a fleet, the same on
     /// every attempt.
     pub call: String,
+    /// What the layers below counted in this attempt (`once`'s calls).
+    #[serde(skip)]
+    occurrences: crate::context::Occurrences,
+}
+
+impl Attempt {
+    /// Counts `what` once more in this attempt: the count before (0 the first
+    /// time). Each attempt counts from 0, so the calls an attempt makes in the
+    /// same order as the one before get the same counts.
+    #[cfg(feature = "once")]
+    pub(crate) fn occurrence(&self, what: &str) -> u64 {
+        self.occurrences.next(what)
+    }
 }
 
 impl Attempt {
@@ -324,6 +337,7 @@ where
                 number,
                 of,
                 call: call.clone(),
+                occurrences: Default::default(),
             };
             #[cfg(feature = "otel")]
             {

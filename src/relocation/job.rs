@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::context::{Entry, Stays, Unkeyed};
+use crate::context::{Entry, Occurrences, Stays, Unkeyed};
 
 /// The job a backend runs this call as, in the call's context on the worker:
 /// its id in the job engine, the same each time the job runs (again after the
@@ -22,17 +22,30 @@ use crate::context::{Entry, Stays, Unkeyed};
 /// # }
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JobRun(Arc<str>);
+pub struct JobRun {
+    id: Arc<str>,
+    occurrences: Occurrences,
+}
 
 impl JobRun {
     /// The run of the job `id`.
     pub fn new(id: impl Into<Arc<str>>) -> Self {
-        Self(id.into())
+        Self {
+            id: id.into(),
+            occurrences: Occurrences::default(),
+        }
     }
 
     /// The job's id.
     pub fn id(&self) -> &str {
-        &self.0
+        &self.id
+    }
+
+    /// Counts `what` once more in this run: the count before (0 the first
+    /// time). A run of the job again counts from 0 again, so the calls it makes
+    /// in the same order get the same counts.
+    pub(crate) fn occurrence(&self, what: &str) -> u64 {
+        self.occurrences.next(what)
     }
 }
 

@@ -180,6 +180,7 @@ impl<S> Grants<S> for AnswersRepeats {
 /// What a combo's typestate carries as its base once a layer answers repeated
 /// calls from what it kept ([`AnswersRepeats`](crate::extension::AnswersRepeats)):
 /// the base `B`, made idempotent. Never held.
+#[doc(hidden)]
 #[derive(Clone, Copy, Debug)]
 pub struct Repeated<B>(std::marker::PhantomData<fn() -> B>);
 

@@ -252,7 +252,7 @@ async fn a_call_with_a_running_key_waits_its_turn_and_a_dropped_one_is_never_run
     let unfinished = toolset.call("pay_once", args).await.unwrap_err();
     assert!(!unfinished.is_transient(), "{unfinished:?}");
     assert!(
-        unfinished.to_string().contains("never answered"),
+        unfinished.to_string().contains("outcome is not known"),
         "{unfinished}"
     );
     assert_eq!(charged.load(Ordering::SeqCst), 1);
@@ -297,29 +297,27 @@ fn registry() -> Registry {
         ))
         .unwrap()
         .register(Trace)
+        .unwrap()
+        .register(Configured::new(toolgraft::ext::Batch::default()))
+        .unwrap()
+        .register(Configured::new(toolgraft::ext::Cache::default()))
         .unwrap();
     registry
 }
 
 #[tokio::test]
-async fn from_a_manifest_once_makes_a_retry_bindable_and_clients_see_the_branch_idempotent() {
+async fn from_a_manifest_once_makes_a_retry_bindable_but_not_a_cache() {
     let (pay, _) = pay(never);
     let toolset = Toolset::new();
     let manifest =
         Manifest::from_json(r#"{"tools": {"pay": [["once", "trace", "retry"]]}}"#).unwrap();
     let outcome = toolset.bind_manifest(&registry(), &BaseTools::new().with(&pay), &manifest);
     assert!(outcome[0].1.is_ok(), "{:?}", outcome[0].1);
-    let hints = |name: &str| {
-        toolset
-            .info(name)
-            .unwrap()
-            .presentation
-            .annotations
-            .idempotent
-    };
-    assert_eq!(hints("pay"), None);
-    assert_eq!(hints("pay_once"), Some(true));
-    assert_eq!(hints("pay_once_trace_retry"), Some(true));
+    // Not published as idempotent: a client's call without a key runs each time.
+    for name in ["pay", "pay_once", "pay_once_trace_retry"] {
+        let hints = &toolset.info(name).unwrap().presentation.annotations;
+        assert_eq!(hints.idempotent, None, "{name}");
+    }
     let schema =
         serde_json::to_value(&toolset.info("pay_once_trace_retry").unwrap().input_schema).unwrap();
     assert!(
@@ -327,14 +325,25 @@ async fn from_a_manifest_once_makes_a_retry_bindable_and_clients_see_the_branch_
         "the caller may send a key: {schema}"
     );
 
-    // Outside `once`, the retry is refused as before.
-    let manifest = Manifest::from_json(r#"{"tools": {"pay": [["retry", "once"]]}}"#).unwrap();
-    let outcome =
-        Toolset::new().bind_manifest(&registry(), &BaseTools::new().with(&pay), &manifest);
-    assert_eq!(
-        outcome[0].1.as_ref().unwrap_err().rule(),
-        Some(Rule::SideEffects)
-    );
+    // Outside `once`, the retry is refused as before; so is one over a
+    // transformer over `once` (its branch makes new calls), and a cache, which
+    // would answer callers that send no key.
+    for combo in [
+        r#"["retry", "once"]"#,
+        r#"["once", "batch", "retry"]"#,
+        r#"["once", "cache"]"#,
+    ] {
+        let manifest =
+            Manifest::from_json(&format!(r#"{{"tools": {{"pay": [{combo}]}}}}"#)).unwrap();
+        let outcome =
+            Toolset::new().bind_manifest(&registry(), &BaseTools::new().with(&pay), &manifest);
+        let refused = outcome[0].1.as_ref().unwrap_err();
+        assert_eq!(
+            refused.rule(),
+            Some(Rule::SideEffects),
+            "{combo}: {refused}"
+        );
+    }
 }
 
 #[test]
@@ -343,7 +352,8 @@ fn config_out_of_range_is_refused_naming_the_field() {
         (json!({"lease_ms": 0}), "lease_ms"),
         (json!({"lease_ms": OncePerKey::MAX_MS + 1}), "lease_ms"),
         (json!({"lease_ms": 10_000, "keep_ms": 5_000}), "keep_ms"),
-        (json!({"max_outcome_bytes": 63}), "max_outcome_bytes"),
+        (json!({"lease_ms": 10_000, "keep_ms": 19_999}), "keep_ms"),
+        (json!({"max_outcome_bytes": 1023}), "max_outcome_bytes"),
         (
             json!({"max_outcome_bytes": OncePerKey::MAX_OUTCOME_BYTES + 1}),
             "max_outcome_bytes",
@@ -371,7 +381,7 @@ async fn an_answer_too_large_to_keep_is_answered_once_and_a_repeat_is_told_why()
         .unwrap();
     let once = OncePerKey::default()
         .configured(OnceConfig {
-            max_outcome_bytes: 1_000,
+            max_outcome_bytes: 2_000,
             ..OnceConfig::default()
         })
         .unwrap();
@@ -384,7 +394,7 @@ async fn an_answer_too_large_to_keep_is_answered_once_and_a_repeat_is_told_why()
     assert!(
         repeat
             .to_string()
-            .contains("larger than `once` keeps (1000 bytes)"),
+            .contains("larger than `once` keeps (2000 bytes)"),
         "{repeat}"
     );
     assert_eq!(charged.load(Ordering::SeqCst), 1, "not run again");
@@ -410,4 +420,107 @@ async fn a_store_given_durations_that_overflow_does_not_panic() {
             .unwrap(),
         Claim::Answered("done".into())
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timeout_below_once_leaves_the_key_unfinished_and_the_retry_does_not_charge_again() {
+    let charged = Arc::new(AtomicU32::new(0));
+    let seen = charged.clone();
+    let slow = Tool::builder()
+        .name("pay")
+        .description("Charge the card, then hang.")
+        .body(move |payment: Payment| {
+            seen.fetch_add(1, Ordering::SeqCst);
+            async move {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                Ok(payment.cents)
+            }
+        })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    let (retried,) = toolset
+        .bind((slow
+            .combo()
+            .with(toolgraft::ext::Timeout::new(Duration::from_secs(1)))
+            .with(OncePerKey::default())
+            .with(Retry::attempts(3)),))
+        .unwrap();
+    let refused = retried.call(Payment { cents: 5 }).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("outcome is not known"),
+        "{refused}"
+    );
+    assert!(!refused.is_transient());
+    assert_eq!(
+        charged.load(Ordering::SeqCst),
+        1,
+        "charged once, not three times"
+    );
+}
+
+#[tokio::test]
+async fn calls_under_one_job_are_told_apart_by_their_arguments_and_order() {
+    let (pay, charged) = pay(never);
+    let toolset = Toolset::new();
+    toolset
+        .bind((pay
+            .combo()
+            .with(OncePerKey::default())
+            .with(toolgraft::ext::Batch::default()),))
+        .unwrap();
+    let items = json!({"items": [{"cents": 1}, {"cents": 2}, {"cents": 1}]});
+    let run = || {
+        context::with(
+            JobRun::new("job-7"),
+            toolset.call("pay_once_batch", items.clone()),
+        )
+    };
+    let first = run().await.unwrap();
+    assert_eq!(
+        charged.load(Ordering::SeqCst),
+        3,
+        "three items, three charges: {first}"
+    );
+    // The job run again: the same calls in the same order, each its first answer.
+    let again = run().await.unwrap();
+    assert_eq!(again, first);
+    assert_eq!(charged.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_bodys_own_calls_under_an_attempt_are_its_own_calls() {
+    let (pay, charged) = pay(never);
+    let toolset = Arc::new(Toolset::new());
+    toolset
+        .bind((pay.combo().with(OncePerKey::default()),))
+        .unwrap();
+    let calls = Arc::downgrade(&toolset);
+    let checkout = Tool::builder()
+        .name("checkout")
+        .description("Pay two amounts.")
+        .idempotent()
+        .body(move |_: Payment| {
+            let calls = calls.upgrade();
+            async move {
+                let calls = calls.ok_or("the toolset is gone")?;
+                let a = calls.call("pay_once", json!({"cents": 100})).await?;
+                let b = calls.call("pay_once", json!({"cents": 200})).await?;
+                Ok(vec![a, b])
+            }
+        })
+        .build()
+        .unwrap();
+    toolset
+        .bind((checkout.combo().with(Retry::attempts(2)),))
+        .unwrap();
+    let answer = toolset
+        .call("checkout_retry", json!({"cents": 0}))
+        .await
+        .unwrap();
+    assert_eq!(
+        answer,
+        json!(["charge 1: 100 cents", "charge 2: 200 cents"])
+    );
+    assert_eq!(charged.load(Ordering::SeqCst), 2);
 }

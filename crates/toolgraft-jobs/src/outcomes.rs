@@ -95,7 +95,7 @@ impl OutcomeStore for JobOutcomes {
         Box::pin(async move {
             let broker = self.remote.broker().await.map_err(|e| self.refused(e))?;
             broker
-                .claim_outcome(&key.digest(), lease, keep)
+                .claim_outcome(key.digest(), lease, keep)
                 .await
                 .map_err(|e| self.refused(e))
         })
@@ -110,7 +110,7 @@ impl OutcomeStore for JobOutcomes {
         Box::pin(async move {
             let broker = self.remote.broker().await.map_err(|e| self.refused(e))?;
             broker
-                .record_outcome(&key.digest(), outcome, keep)
+                .record_outcome(key.digest(), outcome, keep)
                 .await
                 .map_err(|e| self.refused(e))
         })
@@ -120,7 +120,7 @@ impl OutcomeStore for JobOutcomes {
         Box::pin(async move {
             let broker = self.remote.broker().await.map_err(|e| self.refused(e))?;
             broker
-                .release_outcome(&key.digest())
+                .release_outcome(key.digest())
                 .await
                 .map_err(|e| self.refused(e))
         })

@@ -5,34 +5,43 @@
 //! A call's key is, first found first:
 //!
 //! 1. the caller's `idempotency_key` (a reserved param: 1 to
-//!    [`OncePerKey::MAX_KEY_LEN`] characters), for a client that sends a request again
-//!    after losing its answer;
+//!    [`OncePerKey::MAX_KEY_LEN`] characters), for a client that sends a request
+//!    again after losing its answer; the key names the request: sent again with
+//!    other arguments, it still gets the first answer;
 //! 2. the call a [`Retry`](crate::ext::Retry) outside makes again (its
-//!    [`Attempt`](crate::ext::retry::Attempt)), so that a retried attempt whose
-//!    first try did its work answers that work's outcome;
+//!    [`Attempt`](crate::ext::retry::Attempt)), so that an attempt whose first
+//!    try did its work answers that work's outcome;
 //! 3. the job a backend outside runs the call as
 //!    ([`JobRun`](crate::relocation::JobRun)), so that a job run again after its
 //!    worker died answers the first run's outcome.
 //!
-//! A call with none of them runs as it would without `once`. Keys are kept per
-//! caller ([`Principal`](crate::context::Principal)) and per layer below: one
-//! caller's key never answers another's call. Callers nothing in front named
-//! share one namespace: give them keys no one guesses.
+//! A retry's or a job's key covers every call made under it (a batch's items,
+//! a body's own calls of other tools), so with it a call is told apart by its
+//! arguments and by how many calls of the branch with the same arguments came
+//! before it in the attempt or run. A call with no key at all runs as it would
+//! without `once`.
+//!
+//! Keys are kept per caller ([`Principal`](crate::context::Principal)) and per
+//! layer below: one caller's key never answers another's call. Callers nothing
+//! in front named share one namespace: give them keys no one guesses.
 //!
 //! What is recorded, and kept for `keep_ms`, is the first call's answer: its
-//! result, or its error when the error is not [transient](ToolError::is_transient)
-//! (replayed as [`ToolError::Reported`], its message). A transient error says
-//! trying again is safe, so it releases the key and the next call runs. A call
-//! with the key still running makes a second one wait its turn
-//! ([`ToolError::Overloaded`], transient, with a `retry_after`). A call that
-//! started and never answered (its process died between its claim and its
-//! record, or it was cancelled) leaves the key **unfinished**: whether its effect
-//! happened is not known, so a later call with that key is refused, not run
-//! again; at most once, never twice.
+//! result, or its error (replayed as [`ToolError::Reported`], its message). Two
+//! failures release the key instead, so the next call runs: a limit below that
+//! refused the call ([`ToolError::Overloaded`]: nothing below it ran) and a
+//! body's own error marked [transient](crate::error::Transient) (the body says
+//! it did nothing). A call with the key still running makes a second one wait
+//! its turn (`Overloaded`, transient, with a `retry_after`). A call whose
+//! outcome is not known (it timed out, its answer was lost on the way back, its
+//! process died between its claim and its record, or it was cancelled) leaves
+//! the key **unfinished**: whether its effect happened is not known, so a later
+//! call with that key is refused, not run again: at most once, never twice.
 //!
-//! Its branch is idempotent whatever the tool below says: a `retry` may sit
-//! outside it on any tool (rule `side-effects` in the
-//! [rulebook](crate::rulebook)), typed or from a manifest. It answers from what it
+//! A call made again through it does no more than once, whatever the tool below
+//! says: a `retry` may sit outside it on any tool (rule `side-effects` in the
+//! [rulebook](crate::rulebook)), typed or from a manifest. Its branch is not
+//! published as idempotent (a client's call without a key runs each time), and a
+//! `cache` over it still needs the tool's own hints. It answers from what it
 //! kept, so it sits inside every authorization check (rule
 //! `shared-answers-inside-authorization`).
 //!
@@ -89,8 +98,8 @@ pub use store::{Claim, MemoryOutcomes, OutcomeKey, OutcomeStore};
 /// | field | default | range |
 /// |---|---|---|
 /// | `lease_ms` | 60,000: how long a running call holds its key; past it, with no outcome, the key is unfinished | 1 to [`OncePerKey::MAX_MS`] |
-/// | `keep_ms` | 86,400,000 (a day): how long a key and its outcome are kept | `lease_ms` to [`OncePerKey::MAX_MS`] |
-/// | `max_outcome_bytes` | 1,048,576: the largest answer kept; a larger one is answered once, and a repeat gets an error saying so | 64 to [`OncePerKey::MAX_OUTCOME_BYTES`] |
+/// | `keep_ms` | 86,400,000 (a day): how long a key and its outcome are kept | twice `lease_ms` to [`OncePerKey::MAX_MS`] |
+/// | `max_outcome_bytes` | 1,048,576: the largest answer kept; a larger one is answered once, and a repeat gets an error saying so | 1,024 to [`OncePerKey::MAX_OUTCOME_BYTES`] |
 ///
 /// `lease_ms` must outlast the longest call of the layer below (relocated:
 /// the job's wait in the queue too), or a call still running is taken for one
@@ -219,11 +228,17 @@ impl OncePerKey {
         Duration::from_millis(self.config.keep_ms)
     }
 
-    /// The call's key, first found first; `None`: the call has none.
-    fn key_of<S: Stack>(
+    /// The call's key, first found first; `None`: the call has none. A key a
+    /// retry or a job gives is theirs for every call made under them (a batch's
+    /// items, a body's own calls), so it is told apart by the call's arguments
+    /// and by how many calls of this branch with them came before it in the
+    /// attempt or run: the calls an attempt or run makes again, it makes in the
+    /// same order.
+    fn key_of<S: Stack<Input: Serialize>>(
         &self,
         next: &Next<'_, S, Self>,
         params: OnceParams,
+        input: &S::Input,
     ) -> Result<Option<OutcomeKey>, ToolError> {
         let key = if let Some(key) = params.idempotency_key {
             let length = key.chars().count();
@@ -235,12 +250,27 @@ impl OncePerKey {
                 .for_tool(next.branch()));
             }
             format!("key:{key}")
-        } else if let Some(attempt) = retried() {
-            format!("retry:{attempt}")
-        } else if let Some(run) = context::get::<JobRun>() {
-            format!("job:{}", run.id())
         } else {
-            return Ok(None);
+            let implicit = retried().or_else(|| {
+                context::get::<JobRun>().map(|run| {
+                    let id = format!("job:{}", run.id());
+                    (
+                        id,
+                        Box::new(move |what: &str| run.occurrence(what)) as Counter,
+                    )
+                })
+            });
+            let Some((id, count)) = implicit else {
+                return Ok(None);
+            };
+            let arguments = arguments_digest(input).map_err(|error| {
+                next.refuse(format!(
+                    "the arguments cannot be told apart from another call's: {}",
+                    shorten(&error.to_string())
+                ))
+            })?;
+            let occurrence = count(&format!("{}\n{arguments}", next.branch()));
+            format!("{id}:{arguments}:{occurrence}")
         };
         Ok(Some(OutcomeKey::new(
             context::get::<Principal>(),
@@ -266,22 +296,58 @@ impl OncePerKey {
     }
 }
 
-/// The call a `retry` outside makes again, when there is one.
+/// Counts a call in the attempt or run that gives it its key.
+type Counter = Box<dyn Fn(&str) -> u64 + Send>;
+
+/// The call a `retry` outside makes again, when there is one, and its counter.
 #[cfg(feature = "retry")]
-fn retried() -> Option<String> {
-    context::get::<crate::ext::retry::Attempt>().map(|attempt| attempt.call)
+fn retried() -> Option<(String, Counter)> {
+    context::get::<crate::ext::retry::Attempt>().map(|attempt| {
+        let id = format!("retry:{}", attempt.call);
+        (
+            id,
+            Box::new(move |what: &str| attempt.occurrence(what)) as Counter,
+        )
+    })
 }
 
 #[cfg(not(feature = "retry"))]
-fn retried() -> Option<String> {
+fn retried() -> Option<(String, Counter)> {
     None
 }
 
-/// A call's answer as the store keeps it.
+/// SHA-256 of the arguments' JSON, as 64 hex digits.
+fn arguments_digest(input: &impl Serialize) -> Result<String, serde_json::Error> {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    serde_json::to_writer(HashWriter(&mut hash), input)?;
+    Ok(hash
+        .finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect())
+}
+
+/// Feeds what JSON writes straight into the hash.
+struct HashWriter<'a>(&'a mut sha2::Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        sha2::Digest::update(self.0, bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A call's answer as the store keeps it: written from the output by
+/// reference, read straight into the output type (no JSON value between).
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-enum Recorded {
-    Ok(Value),
+enum Recorded<T> {
+    Ok(T),
     Error(String),
 }
 
@@ -322,17 +388,20 @@ impl Extension for OncePerKey {
                 format!("{lease_ms} is out of range: use 1 to {max} ms"),
             ));
         }
-        if !(lease_ms..=max).contains(&keep_ms) {
+        // A lapsed claim is refused only while it is kept: kept no longer than
+        // its lease, the key of a call that died would run again at once.
+        let least = lease_ms.saturating_mul(2);
+        if !(least..=max).contains(&keep_ms) {
             return Err(ConfigError::new(
                 "keep_ms",
-                format!("{keep_ms} is out of range: use `lease_ms` ({lease_ms}) to {max} ms"),
+                format!("{keep_ms} is out of range: use twice `lease_ms` ({least}) to {max} ms"),
             ));
         }
-        if !(64..=Self::MAX_OUTCOME_BYTES).contains(&max_outcome_bytes) {
+        if !(1024..=Self::MAX_OUTCOME_BYTES).contains(&max_outcome_bytes) {
             return Err(ConfigError::new(
                 "max_outcome_bytes",
                 format!(
-                    "{max_outcome_bytes} is out of range: use 64 to {}",
+                    "{max_outcome_bytes} is out of range: use 1024 to {}",
                     Self::MAX_OUTCOME_BYTES
                 ),
             ));
@@ -368,7 +437,7 @@ const UNFINISHED: &str = r#"{"unfinished":true}"#;
 
 impl<S> Wrap<S> for OncePerKey
 where
-    S: Stack<Output: Serialize + DeserializeOwned>,
+    S: Stack<Input: Serialize, Output: Serialize + DeserializeOwned>,
 {
     type Params = OnceParams;
 
@@ -378,7 +447,7 @@ where
         params: OnceParams,
         input: S::Input,
     ) -> Result<S::Output, ToolError> {
-        let Some(key) = self.key_of(&next, params)? else {
+        let Some(key) = self.key_of(&next, params, &input)? else {
             return next.call(input).await;
         };
         let claim = self
@@ -407,26 +476,27 @@ where
         let outcome = next.call(input).await;
         unanswered.key = None;
         let recorded = match &outcome {
-            Err(error) if error.is_transient() => {
+            Err(error) if nothing_done(error) => {
                 if let Err(error) = self.store.release(&key).await {
                     tracing::warn!(tool = %next.branch(), %error, "once: a transient failure's key could not be released; the next call with it waits for its lease");
                 }
                 return outcome;
             }
-            Err(error) => Recorded::Error(error.to_string()),
-            Ok(output) => match serde_json::to_value(output) {
-                Ok(value) => Recorded::Ok(value),
-                Err(error) => Recorded::Error(format!(
+            // Transient, but the work may have been done (a timeout, a reply
+            // lost on its way back): not known, so never run again.
+            Err(error) if error.is_transient() => Ok(UNFINISHED.to_owned()),
+            Err(error) => serde_json::to_string(&Recorded::<()>::Error(error.to_string())),
+            Ok(output) => serde_json::to_string(&Recorded::Ok(output)).or_else(|error| {
+                serde_json::to_string(&Recorded::<()>::Error(format!(
                     "the result of `{}` cannot be kept: {error}",
                     next.name()
-                )),
-            },
+                )))
+            }),
         };
-        let mut recorded =
-            serde_json::to_string(&recorded).unwrap_or_else(|_| UNFINISHED.to_owned());
+        let mut recorded = recorded.unwrap_or_else(|_| UNFINISHED.to_owned());
         if recorded.len() > self.config.max_outcome_bytes {
             // Answered once, never again: a repeat learns why, not a second run.
-            recorded = serde_json::to_string(&Recorded::Error(format!(
+            recorded = serde_json::to_string(&Recorded::<()>::Error(format!(
                 "the first call with this key was answered, but its answer ({} bytes) was larger \
                  than `{}` keeps ({} bytes): it is not answered again, nor run again",
                 recorded.len(),
@@ -444,28 +514,42 @@ where
     }
 }
 
+/// Whether a failure says the work below was not done, so that trying again is
+/// safe: a limit that refused the call before the layers under it ran, or a
+/// body's own error it marked transient (the body's word: it did nothing). A
+/// timeout, a relocation's failure or an extension's transient error may come
+/// after the work was done.
+fn nothing_done(error: &ToolError) -> bool {
+    match error {
+        ToolError::Overloaded { .. } => true,
+        ToolError::Body { .. } => error.is_transient(),
+        _ => false,
+    }
+}
+
 /// The first call's answer, again.
 fn replay<S: Stack<Output: DeserializeOwned>>(
     next: &Next<'_, S, OncePerKey>,
     recorded: &str,
 ) -> Result<S::Output, ToolError> {
-    match serde_json::from_str::<Recorded>(recorded) {
-        Ok(Recorded::Ok(value)) => serde_json::from_value(value).map_err(|error| {
-            next.refuse(format!(
-                "the answer kept for this key no longer fits `{}`'s output: {}",
-                next.name(),
-                shorten(&error.to_string())
-            ))
-        }),
+    if recorded == UNFINISHED {
+        return Err(unfinished(next));
+    }
+    match serde_json::from_str::<Recorded<S::Output>>(recorded) {
+        Ok(Recorded::Ok(output)) => Ok(output),
         Ok(Recorded::Error(message)) => Err(ToolError::Reported { message }),
-        Err(_) => Err(unfinished(next)),
+        Err(error) => Err(next.refuse(format!(
+            "the answer kept for this key does not read as `{}`'s output: {}",
+            next.name(),
+            shorten(&error.to_string())
+        ))),
     }
 }
 
 fn unfinished<S: Stack>(next: &Next<'_, S, OncePerKey>) -> ToolError {
     next.refuse(
-        "a call with this key started and never answered (its process stopped, or it was \
-         cancelled): whether its work was done is not known, so it is not run again; send a \
-         new key to run it",
+        "a call with this key started and its outcome is not known (it timed out, its answer \
+         was lost, its process stopped, or it was cancelled): whether its work was done is not \
+         known, so it is not run again; send a new key to run it",
     )
 }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -26,11 +26,28 @@ use crate::store::{StoreError, StoreFuture};
 /// assert_eq!(alice.digest().len(), 64);
 /// # Ok::<(), toolgraft::error::InvalidName>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug)]
 pub struct OutcomeKey {
     principal: Option<Principal>,
     tool: Name,
     key: String,
+    /// Made once, when a store first asks: every store operation of a call
+    /// keys by it (the memory store by the three parts themselves).
+    digest: OnceLock<String>,
+}
+
+impl PartialEq for OutcomeKey {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.principal, &self.tool, &self.key) == (&other.principal, &other.tool, &other.key)
+    }
+}
+
+impl Eq for OutcomeKey {}
+
+impl std::hash::Hash for OutcomeKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (&self.principal, &self.tool, &self.key).hash(state);
+    }
 }
 
 impl OutcomeKey {
@@ -41,6 +58,7 @@ impl OutcomeKey {
             principal,
             tool,
             key: key.into(),
+            digest: OnceLock::new(),
         }
     }
 
@@ -61,22 +79,27 @@ impl OutcomeKey {
 
     /// SHA-256 of the three, as 64 hex digits: what a store keys by, whatever
     /// their lengths. Each part is length-prefixed, so no two keys share one.
-    pub fn digest(&self) -> String {
-        let mut hash = Sha256::new();
-        for part in [
-            self.principal.as_ref().map_or("", Principal::as_str),
-            self.tool.as_str(),
-            self.key.as_str(),
-        ] {
-            hash.update((part.len() as u64).to_be_bytes());
-            hash.update(part.as_bytes());
-        }
-        let mut hex = String::with_capacity(64);
-        for byte in hash.finalize() {
-            hex.push_str(&format!("{byte:02x}"));
-        }
-        hex
+    pub fn digest(&self) -> &str {
+        self.digest
+            .get_or_init(|| digest_of(self.principal.as_ref(), &self.tool, &self.key))
     }
+}
+
+fn digest_of(principal: Option<&Principal>, tool: &Name, key: &str) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut hash = Sha256::new();
+    // A caller nothing named is not the caller named "".
+    hash.update([u8::from(principal.is_some())]);
+    for part in [principal.map_or("", Principal::as_str), tool.as_str(), key] {
+        hash.update((part.len() as u64).to_be_bytes());
+        hash.update(part.as_bytes());
+    }
+    let mut hex = String::with_capacity(64);
+    for byte in hash.finalize() {
+        hex.push(char::from(HEX[usize::from(byte >> 4)]));
+        hex.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+    hex
 }
 
 /// What a store answers when `once` claims a key.
@@ -198,7 +221,7 @@ struct Entry {
 /// workers may run a job again needs a store they share.
 #[derive(Debug)]
 pub struct MemoryOutcomes {
-    held: Mutex<HashMap<String, Entry>>,
+    held: Mutex<HashMap<OutcomeKey, Entry>>,
     capacity: usize,
 }
 
@@ -237,15 +260,14 @@ impl MemoryOutcomes {
     ) -> Result<Claim, StoreError> {
         let now = Instant::now();
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        let digest = key.digest();
-        if let Some(entry) = held.get(&digest).filter(|entry| entry.expires > now) {
+        if let Some(entry) = held.get(key).filter(|entry| entry.expires > now) {
             return Ok(match &entry.held {
                 Held::Answered(outcome) => Claim::Answered(outcome.clone()),
                 Held::Claimed { until } if *until > now => Claim::Running { left: *until - now },
                 Held::Claimed { .. } => Claim::Lapsed,
             });
         }
-        if held.len() >= self.capacity && !held.contains_key(&digest) {
+        if held.len() >= self.capacity && !held.contains_key(key) {
             held.retain(|_, entry| entry.expires > now);
             if held.len() >= self.capacity {
                 let first = held.values().map(|entry| entry.expires).min();
@@ -260,7 +282,7 @@ impl MemoryOutcomes {
             }
         }
         held.insert(
-            digest,
+            key.clone(),
             Entry {
                 held: Held::Claimed {
                     until: later(now, lease),
@@ -298,7 +320,7 @@ impl OutcomeStore for MemoryOutcomes {
     ) -> StoreFuture<'a, ()> {
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
         held.insert(
-            key.digest(),
+            key.clone(),
             Entry {
                 held: Held::Answered(outcome.to_owned()),
                 expires: later(Instant::now(), keep),
@@ -309,10 +331,10 @@ impl OutcomeStore for MemoryOutcomes {
 
     fn release<'a>(&'a self, key: &'a OutcomeKey) -> StoreFuture<'a, ()> {
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(entry) = held.get(&key.digest())
+        if let Some(entry) = held.get(key)
             && matches!(entry.held, Held::Claimed { .. })
         {
-            held.remove(&key.digest());
+            held.remove(key);
         }
         Box::pin(async { Ok(()) })
     }

@@ -185,19 +185,23 @@ pub(crate) fn millis(duration: Duration) -> i64 {
         .max(1)
 }
 
-/// What a SQL tier's outcome row says to a claim that was not granted, at
-/// `now` (ms): its answer, its claim's time left, or that it lapsed. No row: a
-/// claim made at this very moment by another worker, running.
+/// What a SQL tier's outcome row (`outcome`, `lease_until`, `expires`) says to
+/// a claim that was not granted, at `now` (ms): its answer, its claim's time
+/// left, or that it lapsed. No row, or an expired one: the row as it was before
+/// a claim made at this very moment by another worker (PostgreSQL reads the
+/// statement's snapshot), so running.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(crate) fn held_claim(held: Option<(Option<String>, i64)>, now: i64) -> Claim {
+pub(crate) fn held_claim(held: Option<(Option<String>, i64, i64)>, now: i64) -> Claim {
+    let just_claimed = Claim::Running {
+        left: Duration::from_secs(1),
+    };
     match held {
-        Some((Some(outcome), _)) => Claim::Answered(outcome),
-        Some((None, until)) if until <= now => Claim::Lapsed,
-        Some((None, until)) => Claim::Running {
+        None => just_claimed,
+        Some((_, _, expires)) if expires <= now => just_claimed,
+        Some((Some(outcome), _, _)) => Claim::Answered(outcome),
+        Some((None, until, _)) if until <= now => Claim::Lapsed,
+        Some((None, until, _)) => Claim::Running {
             left: Duration::from_millis(u64::try_from(until - now).unwrap_or(1)),
-        },
-        None => Claim::Running {
-            left: Duration::from_secs(1),
         },
     }
 }

@@ -377,10 +377,15 @@ impl Tier for Postgres {
             }
             // `once`'s keys past their keep, whichever queue's calls made them.
             sqlx::query(
-                "DELETE FROM toolgraft.outcomes WHERE key IN (
+                // The outer test again: a row re-claimed while this waited on
+                // its lock is not the expired row the subquery chose.
+                "WITH clock AS (
+                     SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now
+                 )
+                 DELETE FROM toolgraft.outcomes
+                 WHERE expires <= (SELECT now FROM clock) AND key IN (
                      SELECT key FROM toolgraft.outcomes
-                     WHERE expires <= (extract(epoch FROM clock_timestamp()) * 1000)::bigint
-                     LIMIT $1)",
+                     WHERE expires <= (SELECT now FROM clock) LIMIT $1)",
             )
             .bind(VACUUM_BATCH as i64)
             .execute(&self.pool)
@@ -530,9 +535,15 @@ impl Tier for Postgres {
             // One statement, by the server's clock (workers' clocks may differ):
             // the claim if the key is free or expired; otherwise the row as the
             // statement found it.
-            let (granted, outcome, until, now): (bool, Option<String>, Option<i64>, i64) =
-                sqlx::query_as(
-                    "WITH clock AS (
+            #[allow(clippy::type_complexity)] // One row, read once.
+            let (granted, outcome, until, expires, now): (
+                bool,
+                Option<String>,
+                Option<i64>,
+                Option<i64>,
+                i64,
+            ) = sqlx::query_as(
+                "WITH clock AS (
                          SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now
                      ), claimed AS (
                          INSERT INTO toolgraft.outcomes AS held (key, outcome, lease_until, expires)
@@ -543,19 +554,22 @@ impl Tier for Postgres {
                          RETURNING 1
                      )
                      SELECT EXISTS (SELECT 1 FROM claimed), found.outcome, found.lease_until,
-                            clock.now
+                            found.expires, clock.now
                      FROM clock LEFT JOIN toolgraft.outcomes AS found ON found.key = $1",
-                )
-                .bind(key)
-                .bind(millis(lease))
-                .bind(millis(keep.max(lease)))
-                .fetch_one(&self.pool)
-                .await
-                .map_err(text)?;
+            )
+            .bind(key)
+            .bind(millis(lease))
+            .bind(millis(keep.max(lease)))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(text)?;
             if granted {
                 return Ok(Claim::Granted);
             }
-            Ok(held_claim(until.map(|until| (outcome, until)), now))
+            let held = until
+                .zip(expires)
+                .map(|(until, expires)| (outcome, until, expires));
+            Ok(held_claim(held, now))
         })
     }
 

@@ -145,7 +145,7 @@ impl Tier for Sqlite {
             .await
             .map_err(text)?;
             sqlx::query(
-                "DELETE FROM toolgraft_outcomes WHERE rowid IN (
+                "DELETE FROM toolgraft_outcomes WHERE expires <= ?1 AND rowid IN (
                      SELECT rowid FROM toolgraft_outcomes WHERE expires <= ?1 LIMIT ?2)",
             )
             .bind(i64::try_from(now_ms()).unwrap_or(i64::MAX))
@@ -310,8 +310,8 @@ impl Tier for Sqlite {
             if granted {
                 return Ok(Claim::Granted);
             }
-            let held: Option<(Option<String>, i64)> = sqlx::query_as(
-                "SELECT outcome, lease_until FROM toolgraft_outcomes WHERE key = ?1",
+            let held: Option<(Option<String>, i64, i64)> = sqlx::query_as(
+                "SELECT outcome, lease_until, expires FROM toolgraft_outcomes WHERE key = ?1",
             )
             .bind(key)
             .fetch_optional(&self.replies)
