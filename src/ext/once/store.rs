@@ -215,14 +215,92 @@ struct Entry {
 }
 
 /// The default [`OutcomeStore`]: this process's memory, at most `capacity`
-/// keys (100,000 unless [`new`](MemoryOutcomes::new) says). Expired keys go
+/// keys (100,000 unless [`new`](MemoryOutcomes::new) says) and at most
+/// `max_bytes` of keys and answers (256 MiB unless
+/// [`with_max_bytes`](MemoryOutcomes::with_max_bytes) says). Expired keys go
 /// first when it is full; full of live ones, a claim is refused (the call is
-/// refused, transiently, never run unclaimed). For one process: a fleet whose
-/// workers may run a job again needs a store they share.
+/// refused, transiently, never run unclaimed) and an answer is not kept (the
+/// call's caller has it; a repeat is refused as unfinished). Put a
+/// `rate_limit` per caller outside `once` where callers may mint keys without
+/// end. For one process: a fleet whose workers may run a job again needs a
+/// store they share.
 #[derive(Debug)]
 pub struct MemoryOutcomes {
-    held: Mutex<HashMap<OutcomeKey, Entry>>,
+    book: Mutex<Book>,
     capacity: usize,
+    max_bytes: usize,
+}
+
+/// What the store holds, and what it knows without looking at every key.
+#[derive(Debug, Default)]
+struct Book {
+    held: HashMap<OutcomeKey, Entry>,
+    /// The bytes of the keys and answers held.
+    bytes: usize,
+    /// No key expires before this: a full store of live keys refuses without
+    /// looking at each (a caller filling it makes no claim slower).
+    soonest: Option<Instant>,
+}
+
+/// What a key costs beyond its strings: the map's and the entry's own.
+const ENTRY_OVERHEAD: usize = 128;
+
+fn cost(key: &OutcomeKey, held: &Held) -> usize {
+    let answer = match held {
+        Held::Answered(outcome) => outcome.len(),
+        Held::Claimed { .. } => 0,
+    };
+    let principal = key
+        .principal()
+        .map_or(0, |principal| principal.as_str().len());
+    ENTRY_OVERHEAD + principal + key.tool().as_str().len() + key.key().len() + answer
+}
+
+impl Book {
+    /// Makes room for `more` bytes and one more key, purging expired keys if
+    /// that is what it takes; `Err` with when the first live one goes when no
+    /// purge can.
+    fn room(
+        &mut self,
+        now: Instant,
+        more: usize,
+        capacity: usize,
+        max_bytes: usize,
+    ) -> Result<(), Option<Instant>> {
+        let fits = |book: &Book| book.held.len() < capacity && book.bytes + more <= max_bytes;
+        if fits(self) {
+            return Ok(());
+        }
+        if self.soonest.is_some_and(|soonest| soonest > now) {
+            return Err(self.soonest);
+        }
+        let mut bytes = 0;
+        self.held.retain(|key, entry| {
+            let live = entry.expires > now;
+            if live {
+                bytes += cost(key, &entry.held);
+            }
+            live
+        });
+        self.bytes = bytes;
+        self.soonest = self.held.values().map(|entry| entry.expires).min();
+        if fits(self) {
+            Ok(())
+        } else {
+            Err(self.soonest)
+        }
+    }
+
+    fn put(&mut self, key: &OutcomeKey, entry: Entry) {
+        self.bytes += cost(key, &entry.held);
+        self.soonest = Some(
+            self.soonest
+                .map_or(entry.expires, |soonest| soonest.min(entry.expires)),
+        );
+        if let Some(old) = self.held.insert(key.clone(), entry) {
+            self.bytes = self.bytes.saturating_sub(cost(key, &old.held));
+        }
+    }
 }
 
 impl MemoryOutcomes {
@@ -234,22 +312,46 @@ impl MemoryOutcomes {
     /// ```
     pub fn new(capacity: usize) -> Self {
         Self {
-            held: Mutex::default(),
+            book: Mutex::default(),
             capacity,
+            max_bytes: 256 << 20,
         }
+    }
+
+    /// This store, holding at most `max_bytes` of keys and answers.
+    ///
+    /// ```
+    /// let store = toolgraft::ext::once::MemoryOutcomes::new(1_000).with_max_bytes(16 << 20);
+    /// # let _ = store;
+    /// ```
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
     }
 
     /// How many keys it holds now, expired ones not yet purged included.
     pub fn len(&self) -> usize {
-        self.held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.book().held.len()
     }
 
     /// Whether it holds no key.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    fn book(&self) -> std::sync::MutexGuard<'_, Book> {
+        self.book.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn full(&self, now: Instant, first: Option<Instant>) -> StoreError {
+        let error = StoreError::new(format_args!(
+            "the outcome store is full of live keys (at most {} keys, {} bytes)",
+            self.capacity, self.max_bytes
+        ));
+        match first {
+            Some(first) => error.with_retry_after(first.saturating_duration_since(now)),
+            None => error,
+        }
     }
 
     fn claim_now(
@@ -259,43 +361,57 @@ impl MemoryOutcomes {
         keep: Duration,
     ) -> Result<Claim, StoreError> {
         let now = Instant::now();
-        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(entry) = held.get(key).filter(|entry| entry.expires > now) {
+        let mut book = self.book();
+        if let Some(entry) = book.held.get(key).filter(|entry| entry.expires > now) {
             return Ok(match &entry.held {
                 Held::Answered(outcome) => Claim::Answered(outcome.clone()),
                 Held::Claimed { until } if *until > now => Claim::Running { left: *until - now },
                 Held::Claimed { .. } => Claim::Lapsed,
             });
         }
-        if held.len() >= self.capacity && !held.contains_key(key) {
-            held.retain(|_, entry| entry.expires > now);
-            if held.len() >= self.capacity {
-                let first = held.values().map(|entry| entry.expires).min();
-                let error = StoreError::new(format_args!(
-                    "the outcome store holds {} live keys, its capacity",
-                    self.capacity
-                ));
-                return Err(match first {
-                    Some(first) => error.with_retry_after(first - now),
-                    None => error,
-                });
-            }
+        let claimed = Held::Claimed {
+            until: later(now, lease),
+        };
+        if !book.held.contains_key(key) {
+            book.room(now, cost(key, &claimed), self.capacity, self.max_bytes)
+                .map_err(|first| self.full(now, first))?;
         }
-        held.insert(
-            key.clone(),
+        book.put(
+            key,
             Entry {
-                held: Held::Claimed {
-                    until: later(now, lease),
-                },
+                held: claimed,
                 expires: later(now, keep.max(lease)),
             },
         );
         Ok(Claim::Granted)
     }
+
+    fn record_now(
+        &self,
+        key: &OutcomeKey,
+        outcome: &str,
+        keep: Duration,
+    ) -> Result<(), StoreError> {
+        let now = Instant::now();
+        let mut book = self.book();
+        let answered = Held::Answered(outcome.to_owned());
+        let more = cost(key, &answered)
+            .saturating_sub(book.held.get(key).map_or(0, |entry| cost(key, &entry.held)));
+        book.room(now, more, self.capacity.saturating_add(1), self.max_bytes)
+            .map_err(|first| self.full(now, first))?;
+        book.put(
+            key,
+            Entry {
+                held: answered,
+                expires: later(now, keep),
+            },
+        );
+        Ok(())
+    }
 }
 
 impl Default for MemoryOutcomes {
-    /// 100,000 keys.
+    /// 100,000 keys, 256 MiB.
     fn default() -> Self {
         Self::new(100_000)
     }
@@ -318,23 +434,18 @@ impl OutcomeStore for MemoryOutcomes {
         outcome: &'a str,
         keep: Duration,
     ) -> StoreFuture<'a, ()> {
-        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        held.insert(
-            key.clone(),
-            Entry {
-                held: Held::Answered(outcome.to_owned()),
-                expires: later(Instant::now(), keep),
-            },
-        );
-        Box::pin(async { Ok(()) })
+        let answer = self.record_now(key, outcome, keep);
+        Box::pin(async move { answer })
     }
 
     fn release<'a>(&'a self, key: &'a OutcomeKey) -> StoreFuture<'a, ()> {
-        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(entry) = held.get(key)
+        let mut book = self.book();
+        if let Some(entry) = book.held.get(key)
             && matches!(entry.held, Held::Claimed { .. })
         {
-            held.remove(key);
+            let gone = cost(key, &entry.held);
+            book.held.remove(key);
+            book.bytes = book.bytes.saturating_sub(gone);
         }
         Box::pin(async { Ok(()) })
     }
@@ -401,5 +512,20 @@ mod tests {
             Claim::Granted
         );
         assert_eq!(store.len(), 2, "the expired key was purged");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn answers_beyond_its_bytes_are_not_kept_and_expired_ones_make_room() {
+        let store = MemoryOutcomes::new(100).with_max_bytes(4 * ENTRY_OVERHEAD + 3_000);
+        let (lease, keep) = (Duration::from_secs(10), Duration::from_secs(100));
+        let big = "x".repeat(2_000);
+        store.claim(&key("a"), lease, keep).await.unwrap();
+        store.record(&key("a"), &big, keep).await.unwrap();
+        store.claim(&key("b"), lease, keep).await.unwrap();
+        let refused = store.record(&key("b"), &big, keep).await.unwrap_err();
+        assert!(refused.message().contains("full"), "{}", refused.message());
+        tokio::time::advance(Duration::from_secs(101)).await;
+        store.claim(&key("c"), lease, keep).await.unwrap();
+        store.record(&key("c"), &big, keep).await.unwrap();
     }
 }
