@@ -55,7 +55,7 @@
 //! use serde_json::json;
 //! use toolgraft::{Tool, Toolset};
 //! use toolgraft::ext::OncePerKey;
-//! # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Payment { cents: u64 }
+//! # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Payment { cents: u64 }
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let charged = Arc::new(AtomicU32::new(0));
 //! let seen = charged.clone();
@@ -234,7 +234,7 @@ impl OncePerKey {
     /// and by how many calls of this branch with them came before it in the
     /// attempt or run: the calls an attempt or run makes again, it makes in the
     /// same order.
-    fn key_of<S: Stack<Input: Serialize>>(
+    fn key_of<S: Stack<Input: OnceInput>>(
         &self,
         next: &Next<'_, S, Self>,
         params: OnceParams,
@@ -295,6 +295,48 @@ impl OncePerKey {
         }
     }
 }
+
+/// The input of a stack [`OncePerKey`] sits on: a retry's or a job's key covers
+/// every call made under it, and `once` tells those calls apart by their
+/// arguments, serialized. Implemented for every `Serialize` type; a trait of its
+/// own so that the compiler's message names why.
+///
+/// ```
+/// use toolgraft::ext::once::OnceInput;
+/// fn input<I: OnceInput>() {}
+/// input::<String>();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`once` tells calls apart by their arguments serialized, but `{Self}` is not `Serialize`",
+    label = "the layer below takes `{Self}`, which is not `Serialize`",
+    note = "add `#[derive(serde::Serialize)]` to `{Self}` beside its `Deserialize`",
+    note = "a retry's or a job's key covers every call made under it (a batch's items, a body's own calls): `once` tells them apart by their arguments"
+)]
+pub trait OnceInput: Serialize {}
+
+// `do_not_recommend`: the compiler reports this trait, with its message, instead
+// of the bare `Serialize` bound the impl asks.
+#[diagnostic::do_not_recommend]
+impl<T: Serialize + ?Sized> OnceInput for T {}
+
+/// The output of a stack [`OncePerKey`] sits on: kept as JSON for the key's
+/// later calls, and read back for them. Implemented for every type that is
+/// `Serialize` and `DeserializeOwned`.
+///
+/// ```
+/// use toolgraft::ext::once::OnceOutput;
+/// fn output<O: OnceOutput>() {}
+/// output::<Vec<String>>();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`once` keeps each answer as JSON and reads it back for a repeat, but `{Self}` is not both `Serialize` and `Deserialize`",
+    label = "the layer below answers `{Self}`",
+    note = "derive `serde::Serialize` and `serde::Deserialize` for `{Self}`"
+)]
+pub trait OnceOutput: Serialize + DeserializeOwned {}
+
+#[diagnostic::do_not_recommend]
+impl<T: Serialize + DeserializeOwned> OnceOutput for T {}
 
 /// Counts a call in the attempt or run that gives it its key.
 type Counter = Box<dyn Fn(&str) -> u64 + Send>;
@@ -437,7 +479,7 @@ const UNFINISHED: &str = r#"{"unfinished":true}"#;
 
 impl<S> Wrap<S> for OncePerKey
 where
-    S: Stack<Input: Serialize, Output: Serialize + DeserializeOwned>,
+    S: Stack<Input: OnceInput, Output: OnceOutput>,
 {
     type Params = OnceParams;
 
@@ -528,7 +570,7 @@ fn nothing_done(error: &ToolError) -> bool {
 }
 
 /// The first call's answer, again.
-fn replay<S: Stack<Output: DeserializeOwned>>(
+fn replay<S: Stack<Output: OnceOutput>>(
     next: &Next<'_, S, OncePerKey>,
     recorded: &str,
 ) -> Result<S::Output, ToolError> {
