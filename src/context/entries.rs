@@ -109,11 +109,14 @@ impl Entry for BodyLocalCall {
 /// arguments. Shared by the clones of the entry that holds it; a copy that
 /// arrives from another process starts at zero, as a new run does. Always
 /// equal to another (it is not part of what the entry says).
+// Read by `once` only.
+#[cfg_attr(not(feature = "once"), allow(dead_code))]
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Occurrences(
     std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>,
 );
 
+#[cfg_attr(not(feature = "once"), allow(dead_code))]
 impl Occurrences {
     /// Counts `what` once more; the count before this one (0 the first time).
     pub(crate) fn next(&self, what: &str) -> u64 {

@@ -357,6 +357,12 @@ impl Locality for SharedAnswers {
 /// `side-effects`). What it answers is kept, per caller: like [`SharedAnswers`],
 /// it must sit inside every authorization check (rule
 /// `shared-answers-inside-authorization`). It works anywhere else.
+///
+/// Declaring it is a promise the compiler and the binding engine take at its
+/// word, as they take a tool's `idempotentHint`: a `retry` binds over the
+/// extension's branch on any tool. Declare it only for a layer that, like
+/// `once`, never calls below twice for one key, and keeps what it answered
+/// where every process that may run the call again reads it.
 #[derive(Debug)]
 pub struct AnswersRepeats;
 

@@ -44,6 +44,7 @@ impl JobRun {
     /// Counts `what` once more in this run: the count before (0 the first
     /// time). A run of the job again counts from 0 again, so the calls it makes
     /// in the same order get the same counts.
+    #[cfg_attr(not(feature = "once"), allow(dead_code))]
     pub(crate) fn occurrence(&self, what: &str) -> u64 {
         self.occurrences.next(what)
     }

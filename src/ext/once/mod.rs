@@ -12,7 +12,7 @@
 //!    [`Attempt`](crate::ext::retry::Attempt)), so that an attempt whose first
 //!    try did its work answers that work's outcome;
 //! 3. the job a backend outside runs the call as
-//!    ([`JobRun`](crate::relocation::JobRun)), so that a job run again after its
+//!    ([`JobRun`]), so that a job run again after its
 //!    worker died answers the first run's outcome.
 //!
 //! A retry's or a job's key covers every call made under it (a batch's items,
@@ -21,7 +21,7 @@
 //! before it in the attempt or run. A call with no key at all runs as it would
 //! without `once`.
 //!
-//! Keys are kept per caller ([`Principal`](crate::context::Principal)) and per
+//! Keys are kept per caller ([`Principal`]) and per
 //! layer below: one caller's key never answers another's call. Callers nothing
 //! in front named share one namespace: give them keys no one guesses.
 //!
