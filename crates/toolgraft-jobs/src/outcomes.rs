@@ -24,7 +24,8 @@ use crate::tier::TierError;
 ///
 /// The engine must keep what it is told for `once` to hold across its
 /// restarts: a Redis without persistence forgets the outcomes (and a call then
-/// runs again).
+/// runs again). In the SQL tiers, expired keys are removed by the workers'
+/// vacuum (Redis expires them itself): an engine no worker serves keeps them.
 ///
 /// ```no_run
 /// use toolgraft::ext::OncePerKey;
