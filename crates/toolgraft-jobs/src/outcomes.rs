@@ -8,7 +8,7 @@ use toolgraft::extension::ConfigError;
 use toolgraft::store::{StoreError, StoreFuture};
 
 use crate::remote::Remote;
-use crate::tier::TierError;
+use crate::tier::{Broker, TierError};
 
 /// [`OutcomeStore`] in the job engine a [`Remote`] uses (Redis, PostgreSQL or
 /// an SQLite file): what [`OncePerKey`](toolgraft::ext::OncePerKey) keeps, shared
@@ -61,6 +61,11 @@ impl JobOutcomes {
         Self { remote }
     }
 
+    /// The engine's connection (made at the first use).
+    async fn broker(&self) -> Result<Broker, StoreError> {
+        self.remote.broker().await.map_err(|e| self.refused(e))
+    }
+
     fn refused(&self, error: TierError) -> StoreError {
         StoreError::new(format_args!(
             "the job engine at `{}`: {error}",
@@ -94,8 +99,8 @@ impl OutcomeStore for JobOutcomes {
         keep: Duration,
     ) -> StoreFuture<'a, Claim> {
         Box::pin(async move {
-            let broker = self.remote.broker().await.map_err(|e| self.refused(e))?;
-            broker
+            self.broker()
+                .await?
                 .claim_outcome(key.digest(), lease, keep)
                 .await
                 .map_err(|e| self.refused(e))
@@ -109,8 +114,8 @@ impl OutcomeStore for JobOutcomes {
         keep: Duration,
     ) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let broker = self.remote.broker().await.map_err(|e| self.refused(e))?;
-            broker
+            self.broker()
+                .await?
                 .record_outcome(key.digest(), outcome, keep)
                 .await
                 .map_err(|e| self.refused(e))
@@ -119,8 +124,8 @@ impl OutcomeStore for JobOutcomes {
 
     fn release<'a>(&'a self, key: &'a OutcomeKey) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let broker = self.remote.broker().await.map_err(|e| self.refused(e))?;
-            broker
+            self.broker()
+                .await?
                 .release_outcome(key.digest())
                 .await
                 .map_err(|e| self.refused(e))
