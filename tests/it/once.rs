@@ -524,3 +524,51 @@ async fn a_bodys_own_calls_under_an_attempt_are_its_own_calls() {
     );
     assert_eq!(charged.load(Ordering::SeqCst), 2);
 }
+
+/// Refuses the first call it gets, before the layer below runs.
+#[derive(Clone, Debug, Default)]
+struct RefusesFirst(Arc<AtomicU32>);
+
+impl Extension for RefusesFirst {
+    type Kind = Wrapper;
+    type Locality = Anywhere;
+    fn name(&self) -> &str {
+        "refuses_first"
+    }
+}
+
+impl<S: Stack> Wrap<S> for RefusesFirst {
+    type Params = ();
+    async fn around(
+        &self,
+        next: Next<'_, S, Self>,
+        (): (),
+        input: S::Input,
+    ) -> Result<S::Output, ToolError> {
+        if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Err(next.refuse("not yet"));
+        }
+        next.call(input).await
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_below_once_releases_the_key_for_the_next_call() {
+    let (pay, charged) = pay(never);
+    let toolset = Toolset::new();
+    toolset
+        .bind((pay
+            .combo()
+            .with(RefusesFirst::default())
+            .with(OncePerKey::default()),))
+        .unwrap();
+    let args = json!({"cents": 5, "idempotency_key": "k"});
+    let refused = toolset
+        .call("pay_refuses_first_once", args.clone())
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, ToolError::Refused { .. }), "{refused:?}");
+    let answered = toolset.call("pay_refuses_first_once", args).await.unwrap();
+    assert_eq!(answered, json!("charge 1: 5 cents"));
+    assert_eq!(charged.load(Ordering::SeqCst), 1);
+}

@@ -26,11 +26,12 @@
 //! in front named share one namespace: give them keys no one guesses.
 //!
 //! What is recorded, and kept for `keep_ms`, is the first call's answer: its
-//! result, or its error (replayed as [`ToolError::Reported`], its message). Two
-//! failures release the key instead, so the next call runs: a limit below that
-//! refused the call ([`ToolError::Overloaded`]: nothing below it ran) and a
-//! body's own error marked [transient](crate::error::Transient) (the body says
-//! it did nothing). A call with the key still running makes a second one wait
+//! result, or its error (replayed as [`ToolError::Reported`], its message).
+//! Failures that say nothing below ran release the key instead, so the next
+//! call runs: invalid arguments, a refusal before the layer below ran
+//! ([`ToolError::Refused`], [`ToolError::Overloaded`] from a limit, an unknown
+//! name, an unauthorized caller), and a body's own error marked
+//! [transient](crate::error::Transient) (the body says it did nothing). A call with the key still running makes a second one wait
 //! its turn (`Overloaded`, transient, with a `retry_after`). A call whose
 //! outcome is not known (it timed out, its answer was lost on the way back, its
 //! process died between its claim and its record, or it was cancelled) leaves
@@ -520,7 +521,7 @@ where
         let recorded = match &outcome {
             Err(error) if nothing_done(error) => {
                 if let Err(error) = self.store.release(&key).await {
-                    tracing::warn!(tool = %next.branch(), %error, "once: a transient failure's key could not be released; the next call with it waits for its lease");
+                    tracing::warn!(tool = %next.branch(), %error, "once: the key of a call that did nothing could not be released; the next call with it waits for its lease");
                 }
                 return outcome;
             }
@@ -557,13 +558,18 @@ where
 }
 
 /// Whether a failure says the work below was not done, so that trying again is
-/// safe: a limit that refused the call before the layers under it ran, or a
-/// body's own error it marked transient (the body's word: it did nothing). A
-/// timeout, a relocation's failure or an extension's transient error may come
-/// after the work was done.
+/// safe: arguments refused, a caller or a call refused before the layers under
+/// it ran (a limit, an extension's refusal, an unknown name), or a body's own
+/// error it marked transient (the body's word: it did nothing). A timeout, a
+/// relocation's failure, a panic or an extension's own error may come after the
+/// work was done.
 fn nothing_done(error: &ToolError) -> bool {
     match error {
-        ToolError::Overloaded { .. } => true,
+        ToolError::InvalidArguments { .. }
+        | ToolError::UnknownTool { .. }
+        | ToolError::Unauthorized { .. }
+        | ToolError::Refused { .. }
+        | ToolError::Overloaded { .. } => true,
         ToolError::Body { .. } => error.is_transient(),
         _ => false,
     }
