@@ -20,6 +20,7 @@
 
 // The modules, bottom to top: a module imports only from the ones above it in
 // this list (`scripts/module-graph` checks it). See docs/guide/layout.md.
+mod hex;
 mod quote;
 pub mod rulebook;
 mod name;

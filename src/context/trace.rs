@@ -8,12 +8,13 @@
 //! lowercase, neither id all zeros; a `tracestate` is at most 32 `key=value`
 //! members, at most 512 characters in all.
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::{Entry, Serialized, Unkeyed};
+use crate::hex::{hex, push_hex};
 
 /// At most this many `tracestate` list members are kept (W3C).
 pub const MAX_TRACESTATE_MEMBERS: usize = 32;
@@ -563,17 +564,4 @@ fn hex_byte(high: u8, low: u8) -> Option<u8> {
         _ => None,
     };
     Some(digit(high)? << 4 | digit(low)?)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 2);
-    push_hex(&mut out, bytes);
-    out
-}
-
-fn push_hex(out: &mut String, bytes: &[u8]) {
-    for byte in bytes {
-        // Writing to a `String` cannot fail.
-        let _ = write!(out, "{byte:02x}");
-    }
 }

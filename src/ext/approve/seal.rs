@@ -158,11 +158,7 @@ impl Subject {
     pub(crate) fn new(tool: &str, arguments: &Value, principal: Option<&str>) -> Self {
         let mut hasher = Sha256::new();
         hasher.update(serde_json::to_vec(&canonical(arguments)).unwrap_or_default());
-        let digest = hasher
-            .finalize()
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect();
+        let digest = crate::hex::hex(&hasher.finalize());
         Self {
             tool: tool.to_owned(),
             digest,
@@ -216,7 +212,7 @@ pub(crate) fn new_id() -> Result<String, ApprovalError> {
             "no randomness for an approval id: {error}"
         )))
     })?;
-    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+    Ok(crate::hex::hex(&bytes))
 }
 
 #[cfg(test)]

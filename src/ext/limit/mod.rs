@@ -157,13 +157,7 @@ impl LimitKey {
 
     /// The digest in lowercase hex (64 characters): a store key's suffix.
     pub fn hex(&self) -> String {
-        use fmt::Write;
-        self.digest()
-            .iter()
-            .fold(String::with_capacity(64), |mut text, byte| {
-                let _ = write!(text, "{byte:02x}");
-                text
-            })
+        crate::hex::hex(&self.digest())
     }
 
     /// The principal as logs and errors show it.

@@ -364,11 +364,7 @@ fn arguments_digest(input: &impl Serialize) -> Result<String, serde_json::Error>
     use sha2::{Digest, Sha256};
     let mut hash = Sha256::new();
     serde_json::to_writer(HashWriter(&mut hash), input)?;
-    Ok(hash
-        .finalize()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect())
+    Ok(crate::hex::hex(&hash.finalize()))
 }
 
 /// Feeds what JSON writes straight into the hash.

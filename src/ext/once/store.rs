@@ -86,7 +86,6 @@ impl OutcomeKey {
 }
 
 fn digest_of(principal: Option<&Principal>, tool: &Name, key: &str) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut hash = Sha256::new();
     // A caller nothing named is not the caller named "".
     hash.update([u8::from(principal.is_some())]);
@@ -94,12 +93,7 @@ fn digest_of(principal: Option<&Principal>, tool: &Name, key: &str) -> String {
         hash.update((part.len() as u64).to_be_bytes());
         hash.update(part.as_bytes());
     }
-    let mut hex = String::with_capacity(64);
-    for byte in hash.finalize() {
-        hex.push(char::from(HEX[usize::from(byte >> 4)]));
-        hex.push(char::from(HEX[usize::from(byte & 0xf)]));
-    }
-    hex
+    crate::hex::hex(&hash.finalize())
 }
 
 /// What a store answers when `once` claims a key.
