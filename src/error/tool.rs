@@ -172,6 +172,29 @@ pub enum ToolError {
 }
 
 impl ToolError {
+    /// A call refused because the `store` its extension keeps its state in could
+    /// not answer: the one way every store's failure is handled (fail closed,
+    /// transient, with the store's time to retry when it knows one), rather than
+    /// run `unchecked` (what the call would be without the store).
+    pub(crate) fn store_failed(
+        tool: &Name,
+        extension: &str,
+        store: &str,
+        unchecked: &str,
+        error: &crate::store::StoreError,
+    ) -> Self {
+        tracing::warn!(%tool, %error, "the {store} could not answer; the call is refused");
+        Self::Overloaded {
+            tool: tool.clone(),
+            extension: Name::lossy(extension),
+            reason: format!(
+                "the {store} could not answer ({}); refused rather than run {unchecked}",
+                super::shorten(&error.to_string())
+            ),
+            retry_after: error.retry_after(),
+        }
+    }
+
     /// The refusal of a caller of `name` whom a policy denied: the error of a
     /// name that does not exist, or, with a step-up, what the caller lacks. The
     /// one mapping of the toolset's check and the `authorize` layer's.

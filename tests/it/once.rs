@@ -572,3 +572,58 @@ async fn a_refusal_below_once_releases_the_key_for_the_next_call() {
     assert_eq!(answered, json!("charge 1: 5 cents"));
     assert_eq!(charged.load(Ordering::SeqCst), 1);
 }
+
+/// A store that never answers.
+#[derive(Debug)]
+struct Away;
+
+impl toolgraft::ext::once::OutcomeStore for Away {
+    fn claim<'a>(
+        &'a self,
+        _: &'a toolgraft::ext::once::OutcomeKey,
+        _: Duration,
+        _: Duration,
+    ) -> toolgraft::store::StoreFuture<'a, toolgraft::ext::once::Claim> {
+        Box::pin(async {
+            Err(toolgraft::store::StoreError::new("the store is away")
+                .with_retry_after(Duration::from_secs(3)))
+        })
+    }
+
+    fn record<'a>(
+        &'a self,
+        _: &'a toolgraft::ext::once::OutcomeKey,
+        _: &'a str,
+        _: Duration,
+    ) -> toolgraft::store::StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn release<'a>(
+        &'a self,
+        _: &'a toolgraft::ext::once::OutcomeKey,
+    ) -> toolgraft::store::StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[tokio::test]
+async fn a_store_that_cannot_answer_refuses_the_call_and_runs_nothing() {
+    let (pay, charged) = pay(never);
+    let toolset = Toolset::new();
+    toolset
+        .bind((pay.combo().with(OncePerKey::default().with_store(Away)),))
+        .unwrap();
+    let refused = toolset
+        .call("pay_once", json!({"cents": 5, "idempotency_key": "k"}))
+        .await
+        .unwrap_err();
+    assert!(refused.is_transient(), "{refused:?}");
+    assert_eq!(refused.retry_after(), Some(Duration::from_secs(3)));
+    assert_eq!(
+        refused.to_string(),
+        "`once` refused the call to `pay_once`: the outcome store could not answer (the store is away); \
+         refused rather than run unclaimed; retry after 3000 ms"
+    );
+    assert_eq!(charged.load(Ordering::SeqCst), 0);
+}

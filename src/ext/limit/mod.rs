@@ -316,19 +316,9 @@ fn key_of(branch: &Name, per_principal: bool) -> LimitKey {
     LimitKey::new(branch.clone(), principal)
 }
 
-/// A store that failed: the call is refused, fail closed, with the store's
-/// time to retry when it knows one.
+/// A store that failed: the call is refused, fail closed.
 fn store_failed(tool: &Name, extension: &str, error: &StoreError) -> ToolError {
-    tracing::warn!(%tool, %error, "the limit store could not answer; the call is refused");
-    ToolError::Overloaded {
-        tool: tool.clone(),
-        extension: Name::lossy(extension),
-        reason: format!(
-            "the limit store could not answer ({}); refused rather than run unlimited",
-            crate::error::shorten(&error.to_string())
-        ),
-        retry_after: error.retry_after(),
-    }
+    ToolError::store_failed(tool, extension, "limit store", "unlimited", error)
 }
 
 /// A wait in milliseconds, as configs write it.

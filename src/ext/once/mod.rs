@@ -279,22 +279,6 @@ impl OncePerKey {
             key,
         )))
     }
-
-    fn store_refused(
-        &self,
-        next: &Next<'_, impl Stack, Self>,
-        error: &crate::store::StoreError,
-    ) -> ToolError {
-        ToolError::Overloaded {
-            tool: next.branch().clone(),
-            extension: Name::lossy(next.extension()),
-            reason: format!(
-                "the outcome store cannot answer: {}",
-                shorten(error.message())
-            ),
-            retry_after: error.retry_after(),
-        }
-    }
 }
 
 /// The input of a stack [`OncePerKey`] sits on: a retry's or a job's key covers
@@ -493,7 +477,15 @@ where
             .store
             .claim(&key, self.lease(), self.keep())
             .await
-            .map_err(|error| self.store_refused(&next, &error))?;
+            .map_err(|error| {
+                ToolError::store_failed(
+                    next.branch(),
+                    next.extension(),
+                    "outcome store",
+                    "unclaimed",
+                    &error,
+                )
+            })?;
         match claim {
             Claim::Granted => {}
             Claim::Answered(recorded) => return replay(&next, &recorded),
