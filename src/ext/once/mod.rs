@@ -252,16 +252,7 @@ impl OncePerKey {
             }
             format!("key:{key}")
         } else {
-            let implicit = retried().or_else(|| {
-                context::get::<JobRun>().map(|run| {
-                    let id = format!("job:{}", run.id());
-                    (
-                        id,
-                        Box::new(move |what: &str| run.occurrence(what)) as Counter,
-                    )
-                })
-            });
-            let Some((id, count)) = implicit else {
+            let Some(scope) = Scope::current() else {
                 return Ok(None);
             };
             let arguments = arguments_digest(input).map_err(|error| {
@@ -270,8 +261,8 @@ impl OncePerKey {
                     shorten(&error.to_string())
                 ))
             })?;
-            let occurrence = count(&format!("{}\n{arguments}", next.branch()));
-            format!("{id}:{arguments}:{occurrence}")
+            let occurrence = scope.occurrence(&format!("{}\n{arguments}", next.branch()));
+            format!("{}:{arguments}:{occurrence}", scope.id())
         };
         Ok(Some(OutcomeKey::new(
             context::get::<Principal>(),
@@ -323,24 +314,40 @@ pub trait OnceOutput: Serialize + DeserializeOwned {}
 #[diagnostic::do_not_recommend]
 impl<T: Serialize + DeserializeOwned> OnceOutput for T {}
 
-/// Counts a call in the attempt or run that gives it its key.
-type Counter = Box<dyn Fn(&str) -> u64 + Send>;
-
-/// The call a `retry` outside makes again, when there is one, and its counter.
-#[cfg(feature = "retry")]
-fn retried() -> Option<(String, Counter)> {
-    context::get::<crate::ext::retry::Attempt>().map(|attempt| {
-        let id = format!("retry:{}", attempt.call);
-        (
-            id,
-            Box::new(move |what: &str| attempt.occurrence(what)) as Counter,
-        )
-    })
+/// What gives a call with no key of its own one: the attempt of a `retry`
+/// outside, or else the run of the job a backend runs it as.
+enum Scope {
+    #[cfg(feature = "retry")]
+    Attempt(crate::ext::retry::Attempt),
+    Job(JobRun),
 }
 
-#[cfg(not(feature = "retry"))]
-fn retried() -> Option<(String, Counter)> {
-    None
+impl Scope {
+    fn current() -> Option<Self> {
+        #[cfg(feature = "retry")]
+        if let Some(attempt) = context::get::<crate::ext::retry::Attempt>() {
+            return Some(Self::Attempt(attempt));
+        }
+        context::get::<JobRun>().map(Self::Job)
+    }
+
+    /// The key's first part: where it came from, and which attempt's call or job.
+    fn id(&self) -> String {
+        match self {
+            #[cfg(feature = "retry")]
+            Self::Attempt(attempt) => format!("retry:{}", attempt.call),
+            Self::Job(run) => format!("job:{}", run.id()),
+        }
+    }
+
+    /// Counts `what` once more in the attempt or run: the count before.
+    fn occurrence(&self, what: &str) -> u64 {
+        match self {
+            #[cfg(feature = "retry")]
+            Self::Attempt(attempt) => attempt.occurrence(what),
+            Self::Job(run) => run.occurrence(what),
+        }
+    }
 }
 
 /// SHA-256 of the arguments' JSON, as 64 hex digits.
