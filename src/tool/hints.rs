@@ -190,3 +190,32 @@ pub struct Repeated<B>(std::marker::PhantomData<fn() -> B>);
 /// [rulebook](crate::rulebook)). Never held.
 #[derive(Clone, Copy, Debug)]
 pub struct NewTool;
+
+#[cfg(test)]
+mod tests {
+    use std::any::TypeId;
+
+    use super::*;
+
+    /// Whether a wrapper of locality `L` gives its branch over a stack of hints
+    /// known only when bound (`DynStack`) idempotent hints of its own.
+    fn grants_idempotence<L: Grants<DynStack>>() -> bool {
+        TypeId::of::<<L as Grants<DynStack>>::Hints>() == TypeId::of::<Idempotent>()
+    }
+
+    // The typed rule (`Grants`) and the one the binding engine reads
+    // (`Locality::ANSWERS_REPEATS`) say the same of every locality.
+    #[test]
+    fn the_typed_and_the_run_time_rule_agree_on_every_locality() {
+        fn agrees<L: Grants<DynStack>>() -> bool {
+            grants_idempotence::<L>() == L::ANSWERS_REPEATS
+        }
+        assert!(agrees::<Anywhere>());
+        assert!(agrees::<BodyLocal>());
+        assert!(agrees::<CallerLocal>());
+        assert!(agrees::<Authorizing>());
+        assert!(agrees::<SharedAnswers>());
+        assert!(agrees::<AnswersRepeats>());
+        assert!(grants_idempotence::<AnswersRepeats>());
+    }
+}
