@@ -376,6 +376,17 @@ pub enum BindError {
         attached: String,
     },
 
+    /// A step of an edit on a tool an earlier step of the same edit unbinds
+    /// ([`Edit::unbind`](crate::toolset::Edit::unbind)): steps apply in order,
+    /// and after the unbind there is no tool to change.
+    #[error(
+        "`{tool}` is unbound by an earlier step of this edit; put this step before the unbind, or leave it out"
+    )]
+    UnboundInEdit {
+        /// The tool.
+        tool: Name,
+    },
+
     /// Rule `unknown-extension`: extensions that the registry does not know.
     #[error("unknown extension{} {} in a combo of `{tool}`; check the spelling, or register {}; registered: {}", if .names.len() == 1 { "" } else { "s" }, crate::error::ticked(.names), if .names.len() == 1 { "it" } else { "them" }, crate::error::ticked(.registered))]
     UnknownExtensions {
@@ -636,7 +647,8 @@ impl BindError {
             | Self::AccessOfAnother { .. }
             | Self::GuardedNameMoved { .. }
             | Self::AlreadyAttached { .. }
-            | Self::NotAttached { .. } => return None,
+            | Self::NotAttached { .. }
+            | Self::UnboundInEdit { .. } => return None,
         })
     }
 }

@@ -38,6 +38,10 @@ pub(super) struct Catalog {
     /// Counts changes to the bound names, for whoever serves the list.
     pub(super) changes: tokio::sync::watch::Sender<u64>,
     pub(super) limits: Limits,
+    /// The last generation given to a group ([`ToolGroup::generation`]):
+    /// one counter for every tool, so a tool unbound and bound again never
+    /// has a generation an edit prepared before saw.
+    pub(super) generations: u64,
 }
 
 impl Default for Catalog {
@@ -52,6 +56,7 @@ impl Default for Catalog {
             audiences: Vec::new(),
             changes: tokio::sync::watch::Sender::new(0),
             limits: Limits::default(),
+            generations: 0,
         }
     }
 }
@@ -59,7 +64,10 @@ impl Default for Catalog {
 /// A policy on a name, with the base tool the name was of when it was set: it
 /// decides the name only while the name is that tool's, so a policy left
 /// behind by a detached branch never lands on another tool bound later under
-/// its name, and comes back with the branch when the tool binds it again.
+/// its name, and comes back with the branch when the tool binds it again. An
+/// unbound tool's policies stay the same way ([`Edit::unbind`](super::Edit::unbind)):
+/// a tool that goes and comes back (an upstream server's, restarting) comes
+/// back guarded, never open without a word.
 #[derive(Clone)]
 pub(super) struct Ruled {
     pub(super) owner: Name,
@@ -83,13 +91,17 @@ pub(crate) struct ToolGroup {
     pub base: Minted,
     /// The base tool's own presentation, before an operator's hints.
     pub own: Arc<Presentation>,
+    /// The hints an operator set for it ([`annotate`](Self::annotate)), kept
+    /// apart from `own` so that a new base ([`Edit::rebase`](super::Edit::rebase))
+    /// gets them too.
+    pub said: Annotations,
     pub combos: Vec<Attached>,
     pub publish: Publish,
     /// What it publishes to an audience in place of `publish`, by audience.
     pub publish_to: BTreeMap<Name, Publish>,
     pub(super) names: Vec<Name>,
-    /// Bumped on every change, so a change prepared outside the lock can tell
-    /// whether the tool moved on meanwhile.
+    /// New on every change (from [`Catalog::generations`]), so a change
+    /// prepared outside the lock can tell whether the tool moved on meanwhile.
     pub(super) generation: u64,
 }
 
@@ -98,6 +110,16 @@ impl ToolGroup {
     /// (a manifest's `"annotations"`; none said is the tool's own again).
     pub(crate) fn annotate(&mut self, said: &Annotations) {
         self.base.running.presentation = annotated(&self.own, said);
+        self.said = said.clone();
+    }
+
+    /// Puts `base` in place of the tool's base (same name), with the hints
+    /// said for the tool over its own.
+    pub(crate) fn rebase(&mut self, base: Minted) {
+        self.own = base.running.presentation.clone();
+        self.base = base;
+        let said = std::mem::take(&mut self.said);
+        self.annotate(&said);
     }
 
     /// A tool not bound yet, with its combos.
@@ -106,6 +128,7 @@ impl ToolGroup {
             own: base.running.presentation.clone(),
             base,
             combos,
+            said: Annotations::default(),
             publish: Publish::default(),
             publish_to: BTreeMap::new(),
             names: Vec::new(),
@@ -126,6 +149,12 @@ pub(super) fn annotated(own: &Arc<Presentation>, said: &Annotations) -> Arc<Pres
 }
 
 impl Catalog {
+    /// A generation no group had before.
+    pub(super) fn next_generation(&mut self) -> u64 {
+        self.generations += 1;
+        self.generations
+    }
+
     /// `guards_bound` and `guards_published` from `rules` and the layers'
     /// checks, for the names as they are: a bound name is decided by its base
     /// tool's policy, its own, then its `authorize` layers'; a published name by

@@ -6,12 +6,12 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::access::Policy;
-use crate::bind;
+use crate::bind::{self, Minted};
 use crate::error::{BindError, listed};
 use crate::name::Name;
 use crate::runtime::Registry;
 use crate::runtime::manifest::{ComboSpec, ElementSpec};
-use crate::tool::Annotations;
+use crate::tool::{Annotations, BaseTool};
 
 use super::catalog::ToolGroup;
 use super::install::Retry;
@@ -213,6 +213,14 @@ enum Step<'a> {
         tool: String,
         publish: Publish,
     },
+    /// A new base for the bound tool of its name, every combo rebuilt on it.
+    Rebase {
+        registry: &'a Registry,
+        base: Minted,
+    },
+    Unbind {
+        tool: String,
+    },
     /// What the tool publishes to an audience; `None`: what it publishes to
     /// everyone.
     PublishTo {
@@ -229,7 +237,9 @@ impl Step<'_> {
             | Step::Detach { tool, .. }
             | Step::Replace { tool, .. }
             | Step::Publish { tool, .. }
-            | Step::PublishTo { tool, .. } => tool,
+            | Step::PublishTo { tool, .. }
+            | Step::Unbind { tool } => tool,
+            Step::Rebase { base, .. } => &base.running.base,
         }
     }
 }
@@ -246,6 +256,8 @@ impl fmt::Debug for Step<'_> {
                     .finish()
             }
             Step::Publish { tool, publish } => write!(f, "publish {tool} {publish:?}"),
+            Step::Rebase { base, .. } => write!(f, "rebase {}", base.running.base),
+            Step::Unbind { tool } => write!(f, "unbind {tool}"),
             Step::PublishTo {
                 audience,
                 tool,
@@ -413,6 +425,97 @@ impl<'a> Edit<'a> {
         self.steps.push(Step::Publish {
             tool: tool.to_owned(),
             publish,
+        });
+        self
+    }
+
+    /// Puts `base` in place of the base of the bound tool of its name: its body,
+    /// schemas, description and presentation (hints included) are the new
+    /// base's, and every combo of the tool is rebuilt on it from its spec
+    /// ([`Toolset::combos`]) with `registry`, so every rule is checked again
+    /// against the new base. A typed combo is rebuilt by its extensions'
+    /// names too, from what `registry` registers under them. The hints an
+    /// operator set for the tool (a manifest's `"annotations"`) stay set over
+    /// the new base's own; what it publishes, to everyone and to each audience,
+    /// and the policies on its names stay too. Refused at commit as any step,
+    /// the tool keeping its old base: a combo the new base breaks a rule of,
+    /// an unknown tool or a branch. For an MCP server's tool whose schema or
+    /// hints change upstream.
+    ///
+    /// ```
+    /// use toolgraft::runtime::manifest::ElementSpec;
+    /// use toolgraft::runtime::Configured;
+    /// use toolgraft::rulebook::Rule;
+    /// use toolgraft::{Registry, Tool, Toolset};
+    /// use toolgraft::ext::Cache;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// let reads = Tool::builder().name("shout").description("Return the text.").read_only()
+    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let toolset = Toolset::new();
+    /// toolset.bind((reads.combo(),))?;
+    /// let mut registry = Registry::new();
+    /// registry.register(Configured::new(Cache::default()))?;
+    /// toolset.edit().attach(&registry, "shout", &[ElementSpec::named("cache")]).commit()?;
+    ///
+    /// // The tool no longer says it is read-only: `cache` may not skip its calls.
+    /// let writes = Tool::builder().name("shout").description("Return and log the text.")
+    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// let err = toolset.edit().rebase(&registry, &writes).commit().unwrap_err();
+    /// assert_eq!(err.rule(), Some(Rule::SideEffects));
+    /// assert_eq!(toolset.info("shout").unwrap().description, "Return the text.");
+    ///
+    /// let says_more = Tool::builder().name("shout").description("Return the text as is.").read_only()
+    ///     .body(|i: Shout| async move { Ok(i.text) }).build()?;
+    /// toolset.edit().rebase(&registry, &says_more).commit()?;
+    /// assert_eq!(toolset.info("shout").unwrap().description, "Return the text as is.");
+    /// assert_eq!(toolset.names(), ["shout", "shout_cache"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn rebase(mut self, registry: &'a Registry, base: &impl BaseTool) -> Self {
+        self.steps.push(Step::Rebase {
+            registry,
+            base: Minted::base(base),
+        });
+        self
+    }
+
+    /// Unbinds the bound base tool `tool`: every name it binds (base and
+    /// branches) goes, with what it publishes, to everyone and to each
+    /// audience, and the hints set for it; a later bind of a tool of that
+    /// name starts with none of them. The policies on its names stay, each
+    /// deciding its name again if a tool of that name binds it again (a tool
+    /// that goes and comes back, as an upstream server's does when the server
+    /// restarts, comes back guarded, not open); [`open`](Self::open) takes one
+    /// off. Steps apply in order: a step on the tool before the unbind is
+    /// checked and then has no effect, and one after it is refused
+    /// ([`BindError::UnboundInEdit`]). An unknown tool or a branch is
+    /// refused, as for any step. For an MCP server's tool that is gone upstream.
+    ///
+    /// ```
+    /// use toolgraft::{BindError, Tool, Toolset};
+    /// use toolgraft::ext::Trace;
+    /// use toolgraft::toolset::Publish;
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Shout { text: String }
+    /// # let tool = |name: &str| Tool::builder().name(name).description("Return the text.").read_only()
+    /// #     .body(|i: Shout| async move { Ok(i.text) }).build();
+    /// let toolset = Toolset::new();
+    /// toolset.bind((tool("shout")?.combo().with(Trace), tool("whisper")?.combo()))?;
+    /// toolset.edit().unbind("shout").commit()?;
+    /// assert_eq!(toolset.names(), ["whisper"]);
+    ///
+    /// let after = toolset.edit().unbind("whisper").publish("whisper", Publish::All).commit();
+    /// assert!(matches!(after, Err(BindError::UnboundInEdit { .. })));
+    /// let again = toolset.edit().unbind("shout").commit();
+    /// assert!(matches!(again, Err(BindError::UnknownTool { .. })));
+    ///
+    /// // Bound again, it starts fresh.
+    /// toolset.bind((tool("shout")?.combo(),))?;
+    /// assert_eq!(toolset.names(), ["shout", "whisper"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn unbind(mut self, tool: &str) -> Self {
+        self.steps.push(Step::Unbind {
+            tool: tool.to_owned(),
         });
         self
     }
@@ -647,10 +750,10 @@ impl<'a> Edit<'a> {
             return Ok(());
         }
         loop {
-            let changes = self.prepare()?;
+            let (changes, unbound) = self.prepare()?;
             if self
                 .toolset
-                .install(changes, &self.rules, &self.audiences)?
+                .install(changes, &unbound, &self.rules, &self.audiences)?
                 == Retry::No
             {
                 return Ok(());
@@ -659,11 +762,16 @@ impl<'a> Edit<'a> {
     }
 
     /// Each touched tool's group after the steps, with the generation it started
-    /// from.
-    fn prepare(&self) -> Result<Vec<(ToolGroup, Option<u64>)>, BindError> {
+    /// from; and each tool unbound, with its generation.
+    #[allow(clippy::type_complexity)]
+    fn prepare(&self) -> Result<(Vec<(ToolGroup, Option<u64>)>, Vec<(Name, u64)>), BindError> {
         let mut tools: Vec<(ToolGroup, Vec<Slot<'a>>)> = Vec::new();
+        let mut unbound: Vec<Name> = Vec::new();
         for step in &self.steps {
             let tool = step.tool();
+            if let Some(tool) = unbound.iter().find(|unbound| *unbound == tool) {
+                return Err(BindError::UnboundInEdit { tool: tool.clone() });
+            }
             let at = match tools
                 .iter()
                 .position(|(group, _)| group.base.running.base == tool)
@@ -682,6 +790,22 @@ impl<'a> Edit<'a> {
             let attached =
                 |slots: &[Slot], key: &[ElementSpec]| slots.iter().any(|slot| slot.key() == key);
             match step {
+                Step::Unbind { .. } => {
+                    slots.clear();
+                    unbound.push(base.clone());
+                }
+                Step::Rebase {
+                    registry,
+                    base: new,
+                } => {
+                    group.rebase(new.clone());
+                    // Every combo built on the old base is built again on the new.
+                    for slot in slots.iter_mut() {
+                        if let Slot::Kept(attached) = slot {
+                            *slot = Slot::New(std::mem::take(&mut attached.elements), registry);
+                        }
+                    }
+                }
                 Step::Attach {
                     registry, combo, ..
                 } => {
@@ -748,8 +872,13 @@ impl<'a> Edit<'a> {
         }
         let limits = self.toolset.limits();
         let mut changes = Vec::with_capacity(tools.len());
+        let mut gone = Vec::with_capacity(unbound.len());
         for (mut group, slots) in tools {
             let generation = group.generation;
+            if unbound.contains(&group.base.running.base) {
+                gone.push((group.base.running.base.clone(), generation));
+                continue;
+            }
             let mut combos = Vec::with_capacity(slots.len());
             for slot in slots {
                 combos.push(match slot {
@@ -760,6 +889,6 @@ impl<'a> Edit<'a> {
             group.combos = combos;
             changes.push((group, Some(generation)));
         }
-        Ok(changes)
+        Ok((changes, gone))
     }
 }

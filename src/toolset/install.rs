@@ -39,13 +39,16 @@ impl Toolset {
         }
     }
 
-    /// Plans each group and swaps them all in for their tools' names, in one
-    /// step: all of them or none. A group with an expected generation replaces
-    /// its tool only if the tool is still at that generation (else the change is
-    /// retried by the caller); one without one binds a tool that is not bound yet.
+    /// Plans each group and swaps them all in for their tools' names, and takes
+    /// each tool of `unbound` out with all its names, in one step: all of it or
+    /// none. A group with an expected generation replaces its tool only if the
+    /// tool is still at that generation, and an unbound tool goes only if it is
+    /// still at its own (else the change is retried by the caller); a group
+    /// without one binds a tool that is not bound yet.
     pub(crate) fn install(
         &self,
         changes: Vec<(ToolGroup, Option<u64>)>,
+        unbound: &[(Name, u64)],
         rules: &[RuleChange],
         audiences: &[AudienceChange],
     ) -> Result<Retry, BindError> {
@@ -60,9 +63,17 @@ impl Toolset {
             planned.push((group, expected, entries));
         }
         let mut catalog = self.catalog.write().unwrap_or_else(PoisonError::into_inner);
+        for (tool, expected) in unbound {
+            if catalog.tools.get(tool).map(|group| group.generation) != Some(*expected) {
+                return Ok(Retry::Yes);
+            }
+        }
+        // The tools the change touches: an unbound one's names are free, and
+        // bind nothing after it.
         let changed: Vec<&Name> = planned
             .iter()
             .map(|(group, ..)| &group.base.running.base)
+            .chain(unbound.iter().map(|(tool, _)| tool))
             .collect();
         let mut minted: HashMap<&Name, &Name> = HashMap::new();
         for (group, expected, entries) in &planned {
@@ -112,6 +123,7 @@ impl Toolset {
         let changed: Vec<&Name> = planned
             .iter()
             .map(|(group, ..)| &group.base.running.base)
+            .chain(unbound.iter().map(|(tool, _)| tool))
             .collect();
         // Each published name's tool, across every publication: an alias one
         // audience is published is the tool's it is everyone's (or another
@@ -159,6 +171,13 @@ impl Toolset {
         // What is replaced is dropped after the lock is released: dropping it runs
         // extensions' and bodies' `Drop`, which may call back into the toolset.
         let (mut replaced, mut old_groups) = (Vec::new(), Vec::new());
+        for (tool, _) in unbound {
+            let old = catalog.tools.remove(tool);
+            for name in old.iter().flat_map(|old| &old.names) {
+                replaced.extend(catalog.entries.remove(name));
+            }
+            old_groups.push(old);
+        }
         for (mut group, _, entries) in planned {
             let tool = group.base.running.base.clone();
             let old = catalog.tools.remove(&tool);
@@ -169,7 +188,7 @@ impl Toolset {
                 .iter()
                 .map(|entry| entry.info.name.clone())
                 .collect();
-            group.generation = old.as_ref().map_or(0, |old| old.generation + 1);
+            group.generation = catalog.next_generation();
             for entry in entries {
                 catalog
                     .entries
@@ -201,13 +220,17 @@ impl Toolset {
         if !removed.is_empty() {
             // What the tools the change left published to a removed audience
             // goes with it; an edit prepared before sees the tool moved on.
-            for group in catalog.tools.values_mut() {
+            let Catalog {
+                tools, generations, ..
+            } = &mut *catalog;
+            for group in tools.values_mut() {
                 let before = group.publish_to.len();
                 group
                     .publish_to
                     .retain(|audience, _| !removed.contains(audience));
                 if group.publish_to.len() != before {
-                    group.generation += 1;
+                    *generations += 1;
+                    group.generation = *generations;
                 }
             }
         }

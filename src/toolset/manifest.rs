@@ -83,8 +83,13 @@ impl Toolset {
                             .publish_to
                             .insert(Name::new(audience)?, publish.clone());
                     }
-                    self.install(vec![(group, None)], &manifest_rules(manifest, tool), &[])
-                        .map(drop)
+                    self.install(
+                        vec![(group, None)],
+                        &[],
+                        &manifest_rules(manifest, tool),
+                        &[],
+                    )
+                    .map(drop)
                 });
             (tool.as_str().to_owned(), bound)
         }));

@@ -198,7 +198,7 @@ impl Toolset {
             });
         }
         if !changes.is_empty() {
-            self.install(changes, &[], &[])?;
+            self.install(changes, &[], &[], &[])?;
         }
         Ok(branches)
     }

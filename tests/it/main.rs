@@ -104,6 +104,8 @@ mod pins;
 mod publish;
 #[cfg(all(feature = "cache", feature = "trace"))]
 mod publish_clients;
+#[cfg(all(feature = "cache", feature = "trace"))]
+mod rebase_unbind;
 #[cfg(all(
     feature = "batch",
     feature = "cache",
