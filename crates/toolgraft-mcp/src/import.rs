@@ -367,7 +367,7 @@ fn import<S: Send + Sync + 'static>(
 /// are bad arguments, which the server answers in the mapping it is set to; any
 /// other protocol error is the body failing with it, which the server answers
 /// as that error.
-fn outcome(
+pub(crate) fn outcome(
     response: Result<CallToolResponse, ErrorData>,
     structured: bool,
 ) -> Result<Value, BoxError> {

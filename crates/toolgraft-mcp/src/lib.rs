@@ -148,7 +148,8 @@
 // sees of a tool and of an outcome; the trace context a request brings; the
 // call's context; the server handler;
 // what an rmcp tool gets of its request, and gives back (a relay where the call
-// has no MCP request: on a worker process); rmcp tools brought in;
+// has no MCP request: on a worker process); rmcp tools brought in; tools of
+// other MCP servers brought in;
 // `http` serves it over Streamable HTTP.
 mod content;
 mod tool;
@@ -161,6 +162,9 @@ pub mod task;
 mod server;
 mod relay;
 pub mod import;
+#[cfg(feature = "upstream")]
+#[cfg_attr(docsrs, doc(cfg(feature = "upstream")))]
+pub mod upstream;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;

@@ -2,7 +2,9 @@
 //! (`support`), then serving a toolset (`serve`), toolgraft inside a server of
 //! one's own (`embed`, `merge`), MCP tasks (`tasks`), Streamable HTTP
 //! (`http`, feature `http`), access policies (`access`), the W3C trace
-//! context a client sends (`trace`), and OpenTelemetry (`otel`, feature `otel`).
+//! context a client sends (`trace`), OpenTelemetry (`otel`, feature `otel`), and
+//! tools of other MCP servers as bases (`upstream`, features `upstream-http`
+//! and `http`).
 
 mod support;
 
@@ -16,3 +18,5 @@ mod otel;
 mod serve;
 mod tasks;
 mod trace;
+#[cfg(all(feature = "upstream-http", feature = "http"))]
+mod upstream;

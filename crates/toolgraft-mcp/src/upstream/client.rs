@@ -1,0 +1,204 @@
+//! This process as the upstream server's client: what the upstream sends on
+//! its own (progress, a changed tool list, requests to the client) routed to
+//! the calls it belongs to.
+
+// Sampling and roots are deprecated by SEP-2577, and upstreams written
+// before it still ask for them: relaying them is what keeps those working.
+#![expect(deprecated)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ErrorData, ListRootsResult, ProgressNotificationParam,
+    ProgressToken,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ClientHandler, Peer, RoleClient, RoleServer};
+use tokio::sync::{mpsc, watch};
+use toolgraft::context::Progress;
+
+/// The calls in flight upstream, by what the upstream's messages name them
+/// with, and the signal that its tool list changed.
+#[derive(Clone, Default)]
+pub(super) struct Listener {
+    inner: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    /// Each call's progress token with where its reports go.
+    progress: Mutex<HashMap<ProgressToken, mpsc::Sender<Progress>>>,
+    /// The downstream client of each call in flight that has one, by call.
+    askers: Mutex<HashMap<u64, Peer<RoleServer>>>,
+    /// Bumped on each `notifications/tools/list_changed`.
+    changed: ChangedSignal,
+}
+
+struct ChangedSignal(watch::Sender<u64>);
+
+impl Default for ChangedSignal {
+    fn default() -> Self {
+        Self(watch::Sender::new(0))
+    }
+}
+
+/// How many progress reports of one call may wait for the call to pass them
+/// on; beyond it the newest are dropped (a later one says more anyway).
+const PROGRESS_BACKLOG: usize = 64;
+
+impl Listener {
+    /// Routes the progress the upstream reports under `token` to the returned
+    /// receiver, until the guard is dropped.
+    pub(super) fn follow(&self, token: ProgressToken) -> (mpsc::Receiver<Progress>, Following) {
+        let (send, receive) = mpsc::channel(PROGRESS_BACKLOG);
+        lock(&self.inner.progress).insert(token.clone(), send);
+        let following = Following {
+            listener: self.clone(),
+            token,
+        };
+        (receive, following)
+    }
+
+    /// Makes `asker` the client the upstream's requests go to while the guard
+    /// lives (see [`Listener::asker`]).
+    pub(super) fn asking(&self, call: u64, asker: Peer<RoleServer>) -> Asking {
+        lock(&self.inner.askers).insert(call, asker);
+        Asking {
+            listener: self.clone(),
+            call,
+        }
+    }
+
+    /// Changes of the upstream's tool list, counted.
+    pub(super) fn changes(&self) -> watch::Receiver<u64> {
+        self.inner.changed.0.subscribe()
+    }
+
+    /// Says the tool list changed (a notification, or a reconnect).
+    pub(super) fn tools_changed(&self) {
+        self.inner.changed.0.send_modify(|count| *count += 1);
+    }
+
+    /// The downstream client an upstream request goes to: the one client of
+    /// the calls in flight. MCP's requests to a client over stdio name no
+    /// call, so with several calls of several clients in flight there is no
+    /// telling whose it is, and the request is refused rather than asked of a
+    /// client it may not be about.
+    fn asker(&self) -> Result<Peer<RoleServer>, ErrorData> {
+        let askers = lock(&self.inner.askers);
+        let mut peers = askers.values();
+        match (peers.next(), peers.next()) {
+            (Some(peer), None) => Ok(peer.clone()),
+            (None, _) => Err(ErrorData::invalid_request(
+                "no call of this client is in flight upstream: nobody to ask",
+                None,
+            )),
+            (Some(_), Some(_)) => Err(ErrorData::invalid_request(
+                "several calls are in flight upstream: which caller to ask is not known",
+                None,
+            )),
+        }
+    }
+}
+
+/// A call's progress routed while it lives.
+pub(super) struct Following {
+    listener: Listener,
+    token: ProgressToken,
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        lock(&self.listener.inner.progress).remove(&self.token);
+    }
+}
+
+/// A call's client asked the upstream's requests while it lives.
+pub(super) struct Asking {
+    listener: Listener,
+    call: u64,
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        lock(&self.listener.inner.askers).remove(&self.call);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl ClientHandler for Listener {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        // Progress for a token no call follows (one that ended, or one never
+        // sent) is dropped: an upstream cannot reach a call it was not given.
+        let Some(send) = lock(&self.inner.progress)
+            .get(&params.progress_token)
+            .cloned()
+        else {
+            return;
+        };
+        let mut progress = Progress::new(params.progress);
+        progress.total = params.total;
+        progress.message = params.message;
+        let _ = send.try_send(progress);
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed();
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let asker = self.asker()?;
+        asker
+            .create_elicitation(request)
+            .await
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let asker = self.asker()?;
+        asker
+            .create_message(params)
+            .await
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let asker = self.asker()?;
+        asker
+            .list_roots()
+            .await
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        info.capabilities = ClientCapabilities::builder()
+            .enable_elicitation()
+            .enable_sampling()
+            .enable_roots()
+            .build();
+        info.client_info.name = "toolgraft-mcp".into();
+        info.client_info.version = env!("CARGO_PKG_VERSION").into();
+        info
+    }
+}

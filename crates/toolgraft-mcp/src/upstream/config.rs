@@ -1,0 +1,302 @@
+//! What an operator writes of an upstream server: where it is, the namespace
+//! its tools take here, and the limits that contain it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::error::UpstreamError;
+
+/// An upstream MCP server, as an operator configures it (JSON or TOML, or built
+/// in code).
+///
+/// ```
+/// use toolgraft_mcp::upstream::{Endpoint, UpstreamConfig};
+/// let config: UpstreamConfig = serde_json::from_value(serde_json::json!({
+///     "namespace": "fs",
+///     "endpoint": {"stdio": {"command": "node", "args": ["dist/index.js", "/srv/files"]}},
+///     "call_timeout_ms": 10000
+/// }))?;
+/// assert_eq!(config.namespace, "fs");
+/// assert!(matches!(config.endpoint, Endpoint::Stdio { .. }));
+/// assert_eq!(config.max_tools, 1000);
+/// config.check()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct UpstreamConfig {
+    /// The prefix of each of its tools' names here: `fs` binds the upstream's
+    /// `write_file` as `fs_write_file`. Two upstreams, or an upstream and the
+    /// server's own tools, meet only through names: a collision is refused
+    /// when the tool binds, as any two tools of one name are.
+    pub namespace: String,
+    /// Where the server is.
+    pub endpoint: Endpoint,
+    /// How long connecting (start, `initialize`, the first `tools/list`) may
+    /// take. Default 10 s.
+    #[serde(default = "defaults::connect_timeout_ms")]
+    pub connect_timeout_ms: u64,
+    /// How long one forwarded call may take before it is cancelled upstream
+    /// and fails (transient). Default 60 s.
+    #[serde(default = "defaults::call_timeout_ms")]
+    pub call_timeout_ms: u64,
+    /// At most this many tools are taken from it (in the order it lists
+    /// them); the rest are refused, each reported. Default 1,000.
+    #[serde(default = "defaults::max_tools")]
+    pub max_tools: usize,
+    /// A tool whose input and output schemas together are larger than this
+    /// (as JSON) is refused. Default 256 KiB.
+    #[serde(default = "defaults::max_schema_bytes")]
+    pub max_schema_bytes: usize,
+    /// A call's result larger than this (as JSON) fails the call. Default 4 MiB.
+    #[serde(default = "defaults::max_result_bytes")]
+    pub max_result_bytes: usize,
+}
+
+/// Where an upstream server is.
+#[derive(Clone, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
+pub enum Endpoint {
+    /// A child process this library starts (and stops, when the upstream is
+    /// dropped), speaking MCP on its stdin and stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        #[serde(default)]
+        args: Vec<String>,
+        /// Variables set for it, beside this process's.
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+        /// Its working directory (this process's when not said).
+        #[serde(default)]
+        cwd: Option<String>,
+    },
+    /// A Streamable HTTP endpoint (feature `upstream-http`).
+    Http {
+        /// The endpoint's URL (`http://127.0.0.1:8000/mcp`).
+        url: String,
+        /// The environment variable whose value is the bearer token sent
+        /// with every request; none sends none. Read when connecting, so a
+        /// rotated token takes effect at the next reconnect.
+        #[serde(default)]
+        bearer_token_env: Option<String>,
+        /// A bearer token given in code ([`Endpoint::with_bearer`]); never
+        /// read from or written to a file.
+        #[serde(skip)]
+        bearer_token: Option<Secret>,
+    },
+}
+
+impl Endpoint {
+    /// A child process running `command` with `args`.
+    ///
+    /// ```
+    /// let endpoint = toolgraft_mcp::upstream::Endpoint::stdio("node", ["server.js"]);
+    /// assert_eq!(format!("{endpoint:?}"), r#"stdio `node` ["server.js"]"#);
+    /// ```
+    pub fn stdio(
+        command: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self::Stdio {
+            command: command.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            env: BTreeMap::new(),
+            cwd: None,
+        }
+    }
+
+    /// A Streamable HTTP endpoint at `url`.
+    ///
+    /// ```
+    /// let endpoint = toolgraft_mcp::upstream::Endpoint::http("http://127.0.0.1:8000/mcp").with_bearer("s3cret");
+    /// assert_eq!(format!("{endpoint:?}"), "http http://127.0.0.1:8000/mcp (bearer token)");
+    /// ```
+    pub fn http(url: impl Into<String>) -> Self {
+        Self::Http {
+            url: url.into(),
+            bearer_token_env: None,
+            bearer_token: None,
+        }
+    }
+
+    /// This HTTP endpoint with a bearer token sent on every request (a stdio
+    /// endpoint is returned as it is).
+    pub fn with_bearer(mut self, token: impl Into<String>) -> Self {
+        if let Self::Http { bearer_token, .. } = &mut self {
+            *bearer_token = Some(Secret(token.into()));
+        }
+        self
+    }
+}
+
+impl fmt::Debug for Endpoint {
+    /// The program or URL, never a token.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stdio { command, args, .. } => write!(f, "stdio `{command}` {args:?}"),
+            Self::Http {
+                url,
+                bearer_token_env,
+                bearer_token,
+            } => {
+                write!(f, "http {url}")?;
+                match (bearer_token, bearer_token_env) {
+                    (Some(_), _) => write!(f, " (bearer token)"),
+                    (None, Some(var)) => write!(f, " (bearer token from ${var})"),
+                    (None, None) => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// A credential: kept, sent, never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub(super) String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+impl UpstreamConfig {
+    /// An upstream at `endpoint` whose tools take the prefix `namespace`,
+    /// with the default limits.
+    ///
+    /// ```
+    /// use toolgraft_mcp::upstream::{Endpoint, UpstreamConfig};
+    /// let config = UpstreamConfig::new("fs", Endpoint::stdio("node", ["server.js"]));
+    /// assert_eq!(config.call_timeout_ms, 60_000);
+    /// ```
+    pub fn new(namespace: impl Into<String>, endpoint: Endpoint) -> Self {
+        Self {
+            namespace: namespace.into(),
+            endpoint,
+            connect_timeout_ms: defaults::connect_timeout_ms(),
+            call_timeout_ms: defaults::call_timeout_ms(),
+            max_tools: defaults::max_tools(),
+            max_schema_bytes: defaults::max_schema_bytes(),
+            max_result_bytes: defaults::max_result_bytes(),
+        }
+    }
+
+    /// This config with calls bounded by `timeout`.
+    ///
+    /// ```
+    /// # use toolgraft_mcp::upstream::{Endpoint, UpstreamConfig};
+    /// # use std::time::Duration;
+    /// let config = UpstreamConfig::new("fs", Endpoint::stdio("node", ["s.js"])).with_call_timeout(Duration::from_secs(5));
+    /// assert_eq!(config.call_timeout_ms, 5000);
+    /// ```
+    pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        self
+    }
+
+    /// Checks every field: the namespace is a name toolgraft takes (and
+    /// leaves room for the tools' own), each duration and limit within its
+    /// bounds.
+    ///
+    /// ```
+    /// # use toolgraft_mcp::upstream::{Endpoint, UpstreamConfig};
+    /// let mut config = UpstreamConfig::new("my fs", Endpoint::stdio("node", ["s.js"]));
+    /// assert!(config.check().unwrap_err().to_string().contains("`namespace`"));
+    /// config.namespace = "fs".into();
+    /// config.call_timeout_ms = 0;
+    /// assert!(config.check().unwrap_err().to_string().contains("`call_timeout_ms`"));
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`UpstreamError::Config`] naming the field.
+    pub fn check(&self) -> Result<(), UpstreamError> {
+        let wrong = |field: &'static str, problem: String| UpstreamError::Config { field, problem };
+        if let Err(invalid) = toolgraft::Name::new(&self.namespace) {
+            return Err(wrong("namespace", invalid.to_string()));
+        }
+        if self.namespace.len() > MAX_NAMESPACE_LEN {
+            return Err(wrong(
+                "namespace",
+                format!(
+                    "{} bytes; at most {MAX_NAMESPACE_LEN}, to leave the tools' own names room",
+                    self.namespace.len()
+                ),
+            ));
+        }
+        let within = |field: &'static str, value: u64, low: u64, high: u64| {
+            if (low..=high).contains(&value) {
+                Ok(())
+            } else {
+                Err(wrong(field, format!("{value}; between {low} and {high}")))
+            }
+        };
+        within("connect_timeout_ms", self.connect_timeout_ms, 100, 600_000)?;
+        within("call_timeout_ms", self.call_timeout_ms, 1, 86_400_000)?;
+        within("max_tools", self.max_tools as u64, 1, 100_000)?;
+        within(
+            "max_schema_bytes",
+            self.max_schema_bytes as u64,
+            64,
+            64 << 20,
+        )?;
+        within(
+            "max_result_bytes",
+            self.max_result_bytes as u64,
+            1024,
+            1 << 30,
+        )?;
+        match &self.endpoint {
+            Endpoint::Stdio { command, .. } if command.is_empty() => Err(wrong(
+                "endpoint",
+                "a stdio endpoint needs a `command`".into(),
+            )),
+            Endpoint::Http { url, .. }
+                if !(url.starts_with("http://") || url.starts_with("https://")) =>
+            {
+                Err(wrong(
+                    "endpoint",
+                    format!("`{url}` is not an http:// or https:// URL"),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+
+    pub(super) fn call_timeout(&self) -> Duration {
+        Duration::from_millis(self.call_timeout_ms)
+    }
+}
+
+/// A namespace's longest: the tools' own names need the rest of
+/// [`MAX_NAME_LEN`](toolgraft::name::MAX_NAME_LEN).
+pub const MAX_NAMESPACE_LEN: usize = 32;
+
+mod defaults {
+    pub(super) fn connect_timeout_ms() -> u64 {
+        10_000
+    }
+    pub(super) fn call_timeout_ms() -> u64 {
+        60_000
+    }
+    pub(super) fn max_tools() -> usize {
+        1000
+    }
+    pub(super) fn max_schema_bytes() -> usize {
+        256 << 10
+    }
+    pub(super) fn max_result_bytes() -> usize {
+        4 << 20
+    }
+}

@@ -1,0 +1,230 @@
+//! The connection to an upstream: made, watched, and made again with backoff
+//! when it is lost, for as long as the upstream is kept.
+
+use std::time::Duration;
+
+use rmcp::model::{PaginatedRequestParams, Tool};
+use rmcp::service::RunningService;
+use rmcp::{Peer, RoleClient, ServiceExt};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::client::Listener;
+use super::config::{Endpoint, UpstreamConfig};
+use super::error::UpstreamError;
+
+/// The peer of the live connection, `None` while it is down.
+pub(super) type Current = watch::Receiver<Option<Peer<RoleClient>>>;
+
+/// The first wait before connecting again, doubled after each failure up to
+/// [`RECONNECT_LAST`].
+const RECONNECT_FIRST: Duration = Duration::from_millis(100);
+const RECONNECT_LAST: Duration = Duration::from_secs(5);
+
+/// Connects, then keeps connecting again in the background whenever the
+/// connection ends, until `stop`. Each new connection is announced as a
+/// change of the tool list (what the upstream serves may have changed while
+/// it was away).
+pub(super) async fn open(
+    config: &UpstreamConfig,
+    listener: &Listener,
+    stop: CancellationToken,
+) -> Result<Current, UpstreamError> {
+    let service = connect(config, listener).await?;
+    let (current, receiver) = watch::channel(Some(service.peer().clone()));
+    tokio::spawn(supervise(
+        config.clone(),
+        listener.clone(),
+        service,
+        current,
+        stop,
+    ));
+    Ok(receiver)
+}
+
+async fn supervise(
+    config: UpstreamConfig,
+    listener: Listener,
+    mut service: RunningService<RoleClient, Listener>,
+    current: watch::Sender<Option<Peer<RoleClient>>>,
+    stop: CancellationToken,
+) {
+    loop {
+        let token = service.cancellation_token();
+        let ended = service.waiting();
+        tokio::pin!(ended);
+        tokio::select! {
+            _ = &mut ended => {}
+            () = stop.cancelled() => {
+                // Ends the session; a child process goes with its transport.
+                token.cancel();
+                let _ = ended.await;
+                return;
+            }
+        }
+        current.send_replace(None);
+        tracing::warn!(upstream = ?config.endpoint, "the upstream connection ended; connecting again");
+        let mut wait = RECONNECT_FIRST;
+        service = loop {
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = stop.cancelled() => return,
+            }
+            match connect(&config, &listener).await {
+                Ok(service) => break service,
+                Err(error) => {
+                    tracing::warn!(%error, retry_in_ms = wait.as_millis() as u64, "the upstream is still away");
+                    wait = (wait * 2).min(RECONNECT_LAST);
+                }
+            }
+        };
+        current.send_replace(Some(service.peer().clone()));
+        tracing::info!(upstream = ?config.endpoint, "the upstream is connected again");
+        listener.tools_changed();
+    }
+}
+
+/// One connection, handshake done, within the connect timeout.
+async fn connect(
+    config: &UpstreamConfig,
+    listener: &Listener,
+) -> Result<RunningService<RoleClient, Listener>, UpstreamError> {
+    let endpoint = format!("{:?}", config.endpoint);
+    let failed = |problem: String| UpstreamError::Connect {
+        endpoint: endpoint.clone(),
+        problem,
+    };
+    let connecting = async {
+        match &config.endpoint {
+            Endpoint::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut child = tokio::process::Command::new(command);
+                child.args(args).envs(env).kill_on_drop(true);
+                if let Some(cwd) = cwd {
+                    child.current_dir(cwd);
+                }
+                let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(child)
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|error| failed(format!("cannot start `{command}`: {error}")))?;
+                if let Some(stderr) = stderr {
+                    tokio::spawn(log_stderr(stderr, command.clone()));
+                }
+                listener
+                    .clone()
+                    .serve(transport)
+                    .await
+                    .map_err(|error| failed(error.to_string()))
+            }
+            Endpoint::Http { .. } => http(config, listener).await.map_err(failed),
+        }
+    };
+    tokio::time::timeout(config.connect_timeout(), connecting)
+        .await
+        .map_err(|_| {
+            failed(format!(
+                "no handshake within {} ms (`connect_timeout_ms`)",
+                config.connect_timeout_ms
+            ))
+        })?
+}
+
+#[cfg(feature = "upstream-http")]
+async fn http(
+    config: &UpstreamConfig,
+    listener: &Listener,
+) -> Result<RunningService<RoleClient, Listener>, String> {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let Endpoint::Http {
+        url,
+        bearer_token_env,
+        bearer_token,
+    } = &config.endpoint
+    else {
+        unreachable!("called for HTTP endpoints")
+    };
+    let mut transport = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+        // A bound on what is read at all, past which a reply is cut off as
+        // the transport's error; below it, `max_result_bytes` fails a call
+        // with its own error (the JSON-RPC frame and escaping add to a
+        // result's size, hence the room).
+        .max_json_response_size(transport_bound(config.max_result_bytes))
+        .max_sse_event_size(transport_bound(config.max_result_bytes));
+    let token = match (bearer_token, bearer_token_env) {
+        (Some(token), _) => Some(token.0.clone()),
+        (None, Some(var)) => Some(std::env::var(var).map_err(|_| {
+            format!("the bearer token's variable `{var}` is not set (`bearer_token_env`)")
+        })?),
+        (None, None) => None,
+    };
+    if let Some(token) = token {
+        transport = transport.auth_header(token);
+    }
+    let transport = StreamableHttpClientTransport::from_config(transport);
+    listener
+        .clone()
+        .serve(transport)
+        .await
+        .map_err(|error| error.to_string())
+}
+
+/// What a transport reads of one message at most, for results of at most
+/// `max_result_bytes`.
+#[cfg(feature = "upstream-http")]
+fn transport_bound(max_result_bytes: usize) -> usize {
+    max_result_bytes.saturating_mul(2).saturating_add(1 << 20)
+}
+
+#[cfg(not(feature = "upstream-http"))]
+async fn http(
+    config: &UpstreamConfig,
+    _listener: &Listener,
+) -> Result<RunningService<RoleClient, Listener>, String> {
+    Err(UpstreamError::Unsupported {
+        endpoint: format!("{:?}", config.endpoint),
+        feature: "upstream-http",
+    }
+    .to_string())
+}
+
+/// The child's stderr, line by line, as this process's log (debug): an
+/// upstream's diagnostics stay readable without mixing into MCP's stdout.
+async fn log_stderr(stderr: tokio::process::ChildStderr, command: String) {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        // A line is bounded by what tracing prints; a runaway one is cut.
+        let line: String = line.chars().take(2048).collect();
+        tracing::debug!(upstream = %command, "{line}");
+    }
+}
+
+/// Every tool the upstream lists, page by page, stopping after `max_tools + 1`
+/// (the one more says there are more) or as many pages: a server that pages
+/// forever is cut off, not followed.
+pub(super) async fn list(
+    peer: &Peer<RoleClient>,
+    max_tools: usize,
+) -> Result<Vec<Tool>, rmcp::service::ServiceError> {
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    for _ in 0..=max_tools {
+        let page = peer
+            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+            .await?;
+        tools.extend(page.tools);
+        if tools.len() > max_tools {
+            break;
+        }
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    Ok(tools)
+}

@@ -1,0 +1,511 @@
+//! Tools of another MCP server as base tools (features `upstream-http` and
+//! `http`): a toolgraft server on a loopback port is the upstream, reached
+//! over Streamable HTTP as any other server would be, and a second toolset
+//! (the gateway) binds its tools.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, ProgressToken};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use toolgraft::Registry;
+use toolgraft::context::{self, Progress};
+use toolgraft::ext::{Cache, Retry};
+use toolgraft::prelude::*;
+use toolgraft::runtime::Configured;
+use toolgraft::runtime::manifest::Manifest;
+use toolgraft::tool::BaseTool;
+use toolgraft_mcp::ToolsetServer;
+use toolgraft_mcp::http::{Guard, McpHttp, Serving};
+use toolgraft_mcp::upstream::{Endpoint, Upstream, UpstreamConfig, UpstreamError};
+
+use crate::support::{args, connect, within};
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Key {
+    key: String,
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Found {
+    value: String,
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Count {
+    n: u32,
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Millis {
+    ms: u64,
+}
+
+/// What the upstream's bodies did, counted.
+#[derive(Clone, Default)]
+struct Counters {
+    lookups: Arc<AtomicUsize>,
+    /// Calls of `sleep` that were dropped before they ended.
+    dropped: Arc<AtomicUsize>,
+}
+
+struct DropCounter(Option<Arc<AtomicUsize>>);
+
+impl DropCounter {
+    /// The body ended: nothing to count.
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for DropCounter {
+    fn drop(&mut self) {
+        if let Some(dropped) = self.0.take() {
+            dropped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// The upstream's toolset: `lookup` (read-only, idempotent, structured),
+/// `erase` (says nothing: may be destructive), `count_to` (progress), `sleep`
+/// (counts drops), `big` (an answer of `n` bytes).
+fn upstream_toolset(counters: &Counters) -> Toolset {
+    let lookups = counters.lookups.clone();
+    let lookup = Tool::builder()
+        .name("lookup")
+        .title("Look up")
+        .description("Look a key up.")
+        .read_only()
+        .body(move |key: Key| {
+            let lookups = lookups.clone();
+            async move {
+                lookups.fetch_add(1, Ordering::SeqCst);
+                Ok(Found {
+                    value: format!("value of {}", key.key),
+                })
+            }
+        })
+        .build()
+        .unwrap();
+    let erase = Tool::builder()
+        .name("erase")
+        .description("Erase a key.")
+        .body(|key: Key| async move { Ok(format!("erased {}", key.key)) })
+        .build()
+        .unwrap();
+    let count_to = Tool::builder()
+        .name("count_to")
+        .description("Count, reporting progress.")
+        .read_only()
+        .body(|count: Count| async move {
+            for step in 1..=count.n {
+                context::report_progress(Progress::new(step.into()).with_total(count.n.into()));
+                tokio::time::sleep(Duration::from_millis(60)).await;
+            }
+            Ok(count.n)
+        })
+        .build()
+        .unwrap();
+    let dropped = counters.dropped.clone();
+    let sleep = Tool::builder()
+        .name("sleep")
+        .description("Sleep.")
+        .read_only()
+        .body(move |millis: Millis| {
+            let guard = DropCounter(Some(dropped.clone()));
+            async move {
+                tokio::time::sleep(Duration::from_millis(millis.ms)).await;
+                guard.disarm();
+                Ok(millis.ms)
+            }
+        })
+        .build()
+        .unwrap();
+    let big = Tool::builder()
+        .name("big")
+        .description("Answer n bytes.")
+        .read_only()
+        .body(|count: Count| async move { Ok("x".repeat(count.n as usize)) })
+        .build()
+        .unwrap();
+    let toolset = Toolset::new();
+    toolset
+        .bind((
+            lookup.combo(),
+            erase.combo(),
+            count_to.combo(),
+            sleep.combo(),
+            big.combo(),
+        ))
+        .unwrap();
+    toolset
+}
+
+async fn serve_on(toolset: &Toolset, port: u16, guard: Guard) -> Serving {
+    let mcp = McpHttp::new(ToolsetServer::new(toolset.clone()), guard);
+    within("serve", mcp.serve(([127, 0, 0, 1], port)))
+        .await
+        .expect("serves on a loopback port")
+}
+
+fn config(server: &Serving) -> UpstreamConfig {
+    UpstreamConfig::new("up", Endpoint::http(server.url()))
+}
+
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: not within 10 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_tools_are_bases_that_keep_what_they_say_of_themselves() {
+    let counters = Counters::default();
+    let served = upstream_toolset(&counters);
+    let server = serve_on(&served, 0, Guard::off()).await;
+    let upstream = within("connect", Upstream::connect(config(&server)))
+        .await
+        .unwrap();
+    let tools = upstream.tools();
+    let names: Vec<_> = tools
+        .iter()
+        .map(|tool| tool.spec().name.to_string())
+        .collect();
+    assert_eq!(
+        names,
+        ["up_big", "up_count_to", "up_erase", "up_lookup", "up_sleep"]
+    );
+    assert!(upstream.refused().is_empty(), "{:?}", upstream.refused());
+
+    let lookup = &tools[3];
+    let own = served.info("lookup").unwrap();
+    assert_eq!(lookup.spec().description, "Look a key up.");
+    assert_eq!(lookup.spec().presentation.title.as_deref(), Some("Look up"));
+    let hints = &lookup.spec().presentation.annotations;
+    assert_eq!((hints.read_only, hints.destructive), (Some(true), None));
+    assert_eq!(*lookup.spec().input_schema, *own.input_schema);
+    assert_eq!(
+        lookup.spec().output_schema.as_deref(),
+        own.output_schema.as_deref()
+    );
+    // `erase` says nothing of itself upstream, and nothing here.
+    assert_eq!(tools[2].spec().presentation.annotations, Default::default());
+
+    // The rules decide from what the upstream said: a cache on the read-only
+    // tool binds and answers a repeat without the upstream; on `erase`, no.
+    let gateway = Toolset::new();
+    gateway
+        .bind((tools[3].combo().with(Cache::default()),))
+        .unwrap();
+    let refused = gateway.bind((tools[2].combo().with(Cache::default()),));
+    let refused = refused.unwrap_err().to_string();
+    assert!(
+        refused.contains("`up_erase` is not annotated read-only"),
+        "{refused}"
+    );
+    for _ in 0..3 {
+        let found = gateway
+            .call("up_lookup_cache", json!({"key": "k"}))
+            .await
+            .unwrap();
+        assert_eq!(found, json!({"value": "value of k"}));
+    }
+    assert_eq!(
+        counters.lookups.load(Ordering::SeqCst),
+        1,
+        "answered from the cache"
+    );
+
+    // Bad arguments are the upstream's to refuse, and read as bad arguments.
+    let error = gateway
+        .call("up_lookup", json!({"key": 5}))
+        .await
+        .unwrap_err();
+    assert!(!error.is_transient(), "{error}");
+    drop(upstream);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_reaches_the_client_and_a_dropped_call_is_cancelled_upstream() {
+    let counters = Counters::default();
+    let server = serve_on(&upstream_toolset(&counters), 0, Guard::off()).await;
+    let upstream = Upstream::connect(config(&server)).await.unwrap();
+    let gateway = Toolset::new();
+    let combos: Vec<_> = upstream.tools().iter().map(|tool| tool.combo()).collect();
+    gateway.bind(combos).unwrap();
+
+    // A client of the gateway asks for progress, and gets the upstream's.
+    let client = connect(ToolsetServer::new(gateway.clone())).await;
+    let request = CallToolRequestParams::new("up_count_to").with_arguments(args(json!({"n": 4})));
+    let result = within("count_to", client.call_tool(request)).await.unwrap();
+    assert_eq!(result.structured_content, None);
+    let progress = client.service().progress.lock().unwrap().clone();
+    assert!(
+        !progress.is_empty(),
+        "the upstream's progress reached the client"
+    );
+    let last = progress.last().unwrap();
+    assert_eq!((last.progress, last.total), (4.0, Some(4.0)));
+    // The client's own token (rmcp's client sets one on every request).
+    let token: &ProgressToken = &progress[0].progress_token;
+    assert!(
+        progress
+            .iter()
+            .all(|report| report.progress_token == *token)
+    );
+
+    // A call dropped here is cancelled upstream: its body stops.
+    let call = gateway.call("up_sleep", json!({"ms": 30_000}));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), call)
+            .await
+            .is_err()
+    );
+    until("the upstream body dropped", || {
+        counters.dropped.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    client.cancel().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_upstream_call_is_bounded_and_a_huge_answer_refused() {
+    let counters = Counters::default();
+    let server = serve_on(&upstream_toolset(&counters), 0, Guard::off()).await;
+    let mut config = config(&server).with_call_timeout(Duration::from_millis(300));
+    config.max_result_bytes = 64 << 10;
+    let upstream = Upstream::connect(config).await.unwrap();
+    let gateway = Toolset::new();
+    let combos: Vec<_> = upstream.tools().iter().map(|tool| tool.combo()).collect();
+    gateway.bind(combos).unwrap();
+
+    let started = Instant::now();
+    let error = gateway
+        .call("up_sleep", json!({"ms": 30_000}))
+        .await
+        .unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(error.is_transient(), "{error}");
+    assert!(error.to_string().contains("call_timeout_ms"), "{error}");
+    until("the upstream body dropped", || {
+        counters.dropped.load(Ordering::SeqCst) == 1
+    })
+    .await;
+
+    let small = gateway.call("up_big", json!({"n": 1000})).await.unwrap();
+    assert_eq!(small["content"][0]["text"].as_str().unwrap().len(), 1000);
+    let error = gateway
+        .call("up_big", json!({"n": 200_000}))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("max_result_bytes"), "{error}");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_upstream_fails_calls_transiently_and_is_reconnected() {
+    let counters = Counters::default();
+    let served = upstream_toolset(&counters);
+    let server = serve_on(&served, 0, Guard::off()).await;
+    let port = server.local_addr().port();
+    let upstream = Upstream::connect(config(&server)).await.unwrap();
+    let gateway = Toolset::new();
+    let tools = upstream.tools();
+    gateway
+        .bind((tools[3].combo(), tools[3].combo().with(Retry::attempts(20))))
+        .unwrap();
+    assert_eq!(
+        gateway
+            .call("up_lookup", json!({"key": "a"}))
+            .await
+            .unwrap(),
+        json!({"value": "value of a"})
+    );
+
+    server.shutdown().await.unwrap();
+    let error = gateway
+        .call("up_lookup", json!({"key": "a"}))
+        .await
+        .unwrap_err();
+    assert!(error.is_transient(), "{error}");
+
+    // The retried call waits out the restart: it fails transiently until the
+    // upstream is back, and is answered then.
+    let retried = tokio::spawn({
+        let gateway = gateway.clone();
+        async move { gateway.call("up_lookup_retry", json!({"key": "b"})).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let again = serve_on(&served, port, Guard::off()).await;
+    until("reconnected", || upstream.is_connected()).await;
+    assert_eq!(
+        within("the retried call", retried).await.unwrap().unwrap(),
+        json!({"value": "value of b"})
+    );
+    again.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bearer_token_is_sent_and_a_wrong_one_fails_connecting() {
+    let counters = Counters::default();
+    let server = serve_on(
+        &upstream_toolset(&counters),
+        0,
+        Guard::bearer("an-upstream-token-of-32-characters").unwrap(),
+    )
+    .await;
+    let without = Upstream::connect(config(&server)).await.unwrap_err();
+    assert!(
+        matches!(without, UpstreamError::Connect { .. }),
+        "{without}"
+    );
+    let wrong = UpstreamConfig::new("up", Endpoint::http(server.url()).with_bearer("nope"));
+    assert!(Upstream::connect(wrong).await.is_err());
+    let right = UpstreamConfig::new(
+        "up",
+        Endpoint::http(server.url()).with_bearer("an-upstream-token-of-32-characters"),
+    );
+    assert!(
+        !format!("{right:?}").contains("an-upstream-token"),
+        "a token is never printed"
+    );
+    let upstream = Upstream::connect(right).await.unwrap();
+    assert_eq!(upstream.tools().len(), 5);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_upstream_that_cannot_be_started_or_reached_is_a_typed_error() {
+    let missing = UpstreamConfig::new(
+        "up",
+        Endpoint::stdio("/nonexistent/toolgraft-upstream", Vec::<String>::new()),
+    );
+    let error = Upstream::connect(missing).await.unwrap_err();
+    assert!(error.to_string().contains("cannot start"), "{error}");
+    let mut nobody = UpstreamConfig::new("up", Endpoint::http("http://127.0.0.1:9/mcp"));
+    nobody.connect_timeout_ms = 2000;
+    let error = Upstream::connect(nobody).await.unwrap_err();
+    assert!(matches!(error, UpstreamError::Connect { .. }), "{error}");
+    let bad: Result<UpstreamConfig, _> = serde_json::from_value(json!({
+        "namespace": "up", "endpoint": {"http": {"url": "x", "token": "t"}}
+    }));
+    assert!(bad.is_err(), "unknown fields are refused");
+    let value: Value = json!({"namespace": "up", "endpoint": {"http": {"url": "ftp://x"}}});
+    let config: UpstreamConfig = serde_json::from_value(value).unwrap();
+    assert!(
+        config
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("`endpoint`")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_follows_the_upstreams_list_tool_by_tool() {
+    let counters = Counters::default();
+    let served = upstream_toolset(&counters);
+    let server = serve_on(&served, 0, Guard::off()).await;
+    let upstream = Upstream::connect(config(&server)).await.unwrap();
+    let mut registry = Registry::new();
+    registry
+        .register(Configured::new(Cache::default()))
+        .unwrap();
+    let manifest = Manifest::from_json(
+        r#"{"tools": {"up_lookup": ["cache"], "up_grown": ["cache"], "up_missing": ["cache"]}}"#,
+    )
+    .unwrap();
+    let gateway = Toolset::new();
+    let mut mirror = upstream.mirror(&gateway, registry, manifest);
+    let first = mirror.latest();
+    assert_eq!(first.listing, 0);
+    let unknown: Vec<_> = first
+        .outcomes
+        .iter()
+        .filter(|(_, outcome)| outcome.is_err())
+        .map(|(tool, _)| tool.as_str())
+        .collect();
+    assert_eq!(
+        unknown,
+        ["up_grown", "up_missing"],
+        "keys of the namespace that name no tool"
+    );
+    assert!(gateway.contains("up_lookup_cache"));
+
+    // A new tool upstream: bound here with the manifest's combos.
+    let grown = Tool::builder()
+        .name("grown")
+        .description("Grown at run time.")
+        .read_only()
+        .body(|key: Key| async move { Ok(key.key) })
+        .build()
+        .unwrap();
+    served.bind((grown.combo(),)).unwrap();
+    let report = within("the next listing", mirror.next()).await.unwrap();
+    assert_eq!(report.listing, 1);
+    assert!(
+        report
+            .outcomes
+            .iter()
+            .any(|(tool, outcome)| tool == "up_grown" && outcome.is_ok())
+    );
+    assert!(gateway.contains("up_grown_cache"));
+    assert_eq!(
+        gateway
+            .call("up_grown_cache", json!({"key": "g"}))
+            .await
+            .unwrap()["content"][0]["text"],
+        "g"
+    );
+
+    // `lookup` upstream is no longer read-only: the cache here no longer fits,
+    // so it keeps its binding, and the refusal is reported.
+    let unsure = Tool::builder()
+        .name("lookup")
+        .description("Look a key up, maybe writing.")
+        .body(|key: Key| async move { Ok(key.key) })
+        .build()
+        .unwrap();
+    served
+        .edit()
+        .rebase(&Registry::new(), &unsure)
+        .commit()
+        .unwrap();
+    let report = within("the next listing", mirror.next()).await.unwrap();
+    let (_, outcome) = report
+        .outcomes
+        .iter()
+        .find(|(tool, _)| tool == "up_lookup")
+        .expect("up_lookup's change reported");
+    let refusal = outcome.as_ref().unwrap_err().to_string();
+    assert!(refusal.contains("not annotated read-only"), "{refusal}");
+    assert!(gateway.contains("up_lookup_cache"), "kept as it was bound");
+    assert_eq!(
+        gateway
+            .info("up_lookup")
+            .unwrap()
+            .presentation
+            .annotations
+            .read_only,
+        Some(true)
+    );
+
+    // A tool gone upstream goes here, its branches with it.
+    served.edit().unbind("grown").commit().unwrap();
+    let report = within("the next listing", mirror.next()).await.unwrap();
+    assert!(
+        report
+            .outcomes
+            .iter()
+            .any(|(tool, outcome)| tool == "up_grown" && outcome.is_ok())
+    );
+    assert!(!gateway.contains("up_grown") && !gateway.contains("up_grown_cache"));
+    server.shutdown().await.unwrap();
+}
