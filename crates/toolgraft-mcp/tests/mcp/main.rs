@@ -3,8 +3,8 @@
 //! one's own (`embed`, `merge`), MCP tasks (`tasks`), Streamable HTTP
 //! (`http`, feature `http`), access policies (`access`), the W3C trace
 //! context a client sends (`trace`), OpenTelemetry (`otel`, feature `otel`), and
-//! tools of other MCP servers as bases (`upstream`, features `upstream-http`
-//! and `http`).
+//! tools of other MCP servers as bases (`upstream`, and `reference` against
+//! servers no one here wrote; features `upstream-http` and `http`).
 
 mod support;
 
@@ -18,5 +18,7 @@ mod otel;
 mod serve;
 mod tasks;
 mod trace;
+#[cfg(all(feature = "upstream-http", feature = "http"))]
+mod reference;
 #[cfg(all(feature = "upstream-http", feature = "http"))]
 mod upstream;
