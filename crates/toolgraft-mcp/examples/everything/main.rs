@@ -13,6 +13,10 @@
 //! (port 0, the default, takes a free port). It prints the endpoint's URL on
 //! stderr, e.g. `everything: MCP over HTTP at http://127.0.0.1:8931/mcp`; no
 //! token, loopback only.
+//!
+//! With `--upstream URL` (feature `upstream-http`), the tools are another such
+//! server's, at `URL`, served through an upstream connection (see
+//! [`upstream`]): the conformance suite runs against both.
 
 // Logging is deprecated by the newest protocol, and still what clients show.
 #![allow(deprecated)]
@@ -25,6 +29,8 @@ mod fixtures;
 mod mrtr;
 mod tasks;
 mod tools;
+#[cfg(feature = "upstream-http")]
+mod upstream;
 
 use std::process::ExitCode;
 
@@ -33,18 +39,28 @@ use rmcp::model::Implementation;
 use toolgraft_mcp::ToolsetServer;
 use toolgraft_mcp::http::{Guard, McpHttp};
 
-const USAGE: &str = "usage: everything [--port PORT]";
+const USAGE: &str = "usage: everything [--port PORT] [--upstream URL]";
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let port = match port(std::env::args().skip(1)) {
-        Ok(port) => port,
+    let (port, upstream) = match arguments(std::env::args().skip(1)) {
+        Ok(arguments) => arguments,
         Err(message) => {
             eprintln!("everything: {message}\n{USAGE}");
             return ExitCode::from(2);
         }
     };
-    let toolset = match tools::toolset() {
+    let toolset = match upstream {
+        None => tools::toolset().map(|toolset| (toolset, None)),
+        #[cfg(feature = "upstream-http")]
+        Some(url) => upstream::toolset(&url)
+            .await
+            .map(|(toolset, upstream)| (toolset, Some(upstream))),
+        #[cfg(not(feature = "upstream-http"))]
+        Some(_) => Err("--upstream needs the feature `upstream-http`".into()),
+    };
+    // The upstream lives as long as the server.
+    let (toolset, _upstream) = match toolset {
         Ok(toolset) => toolset,
         Err(error) => {
             eprintln!("everything: {error}");
@@ -88,18 +104,31 @@ async fn main() -> ExitCode {
     }
 }
 
-/// The port of `--port PORT` (or `--port=PORT`); 0 without one.
-fn port(mut args: impl Iterator<Item = String>) -> Result<u16, String> {
-    let mut port = 0;
+/// The port of `--port PORT` (or `--port=PORT`), 0 without one; the URL of
+/// `--upstream URL`, if given.
+fn arguments(mut args: impl Iterator<Item = String>) -> Result<(u16, Option<String>), String> {
+    let (mut port, mut upstream) = (0, None);
     while let Some(arg) = args.next() {
-        let value = match arg.strip_prefix("--port") {
-            Some("") => args.next().ok_or("--port needs a value")?,
-            Some(rest) if rest.starts_with('=') => rest[1..].to_owned(),
-            _ => return Err(format!("unknown argument `{arg}`")),
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) => (flag.to_owned(), Some(value.to_owned())),
+            None => (arg.clone(), None),
         };
-        port = value
-            .parse()
-            .map_err(|_| format!("`{value}` is not a port number"))?;
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or(format!("{flag} needs a value"))
+        };
+        match flag.as_str() {
+            "--port" => {
+                let value = value()?;
+                port = value
+                    .parse()
+                    .map_err(|_| format!("`{value}` is not a port number"))?;
+            }
+            "--upstream" => upstream = Some(value()?),
+            _ => return Err(format!("unknown argument `{arg}`")),
+        }
     }
-    Ok(port)
+    Ok((port, upstream))
 }

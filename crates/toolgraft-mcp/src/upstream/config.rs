@@ -30,9 +30,10 @@ use super::error::UpstreamError;
 #[non_exhaustive]
 pub struct UpstreamConfig {
     /// The prefix of each of its tools' names here: `fs` binds the upstream's
-    /// `write_file` as `fs_write_file`. Two upstreams, or an upstream and the
-    /// server's own tools, meet only through names: a collision is refused
-    /// when the tool binds, as any two tools of one name are.
+    /// `write_file` as `fs_write_file`; empty binds each under its own name
+    /// (a gateway in front of one server). Two upstreams, or an upstream and
+    /// the server's own tools, meet only through names: a collision is
+    /// refused when the tool binds, as any two tools of one name are.
     pub namespace: String,
     /// Where the server is.
     pub endpoint: Endpoint,
@@ -219,7 +220,9 @@ impl UpstreamConfig {
     /// [`UpstreamError::Config`] naming the field.
     pub fn check(&self) -> Result<(), UpstreamError> {
         let wrong = |field: &'static str, problem: String| UpstreamError::Config { field, problem };
-        if let Err(invalid) = toolgraft::Name::new(&self.namespace) {
+        if let Some(Err(invalid)) =
+            (!self.namespace.is_empty()).then(|| toolgraft::Name::new(&self.namespace))
+        {
             return Err(wrong("namespace", invalid.to_string()));
         }
         if self.namespace.len() > MAX_NAMESPACE_LEN {
@@ -267,6 +270,14 @@ impl UpstreamConfig {
                 ))
             }
             _ => Ok(()),
+        }
+    }
+
+    /// The name here of the upstream's tool `name`.
+    pub(super) fn name_here(&self, name: &str) -> String {
+        match self.namespace.as_str() {
+            "" => name.to_owned(),
+            namespace => format!("{namespace}_{name}"),
         }
     }
 

@@ -139,12 +139,13 @@ impl Upstream {
             outcomes.push((name, outcome));
         }
         let prefix = format!("{}_", self.namespace());
+        let namespaced = !self.namespace().is_empty();
         for (name, outcome) in toolset.bind_manifest(registry, &fresh, manifest) {
             // The manifest's keys of other tools (the server's own, another
             // upstream's) are theirs to report; its keys in this namespace
             // that name no tool of it are this upstream's.
             let ours = now.contains_key(&name)
-                || (name.starts_with(&prefix) && !bound.contains_key(&name));
+                || (namespaced && name.starts_with(&prefix) && !bound.contains_key(&name));
             if !ours {
                 continue;
             }

@@ -146,7 +146,8 @@ impl Upstream {
         Ok(upstream)
     }
 
-    /// The namespace its tools' names start with (and `_`).
+    /// The namespace its tools' names start with (and `_`); empty when they
+    /// keep their own names.
     pub fn namespace(&self) -> &str {
         &self.inner.config.namespace
     }

@@ -55,7 +55,7 @@ pub(super) fn bases(
     (taken, refused)
 }
 
-/// One upstream tool as a base tool named `<namespace>_<name>`.
+/// One upstream tool as a base tool named into the namespace.
 fn base(
     tool: &Tool,
     config: &UpstreamConfig,
@@ -92,7 +92,7 @@ fn base(
         unreachable!("made from an object")
     };
     DynTool::builder()
-        .name(format!("{}_{}", config.namespace, tool.name))
+        .name(config.name_here(&tool.name))
         .description(tool.description.as_deref().unwrap_or_default())
         .input_schema(Schema::from(input))
         .output_schema(output_schema)
