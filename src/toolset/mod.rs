@@ -42,8 +42,8 @@ use catalog::Catalog;
 ///   base tool;
 /// - [`bind_manifest`](Toolset::bind_manifest): base tools with the run-time
 ///   combos a manifest gives them, each tool on its own;
-/// - [`edit`](Toolset::edit): a change of bound tools (attach, detach, replace),
-///   whole or not at all;
+/// - [`edit`](Toolset::edit): a change of bound tools (attach, detach, replace,
+///   rebase, unbind), whole or not at all;
 /// - [`apply_manifest`](Toolset::apply_manifest): a manifest's combos for bound
 ///   tools, each tool's edit on its own.
 ///
