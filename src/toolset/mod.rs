@@ -153,8 +153,9 @@ impl Toolset {
     }
 
     /// Watches the bound names: the value counts changes, and a receiver wakes on
-    /// each (a tool bound, a combo attached, detached or replaced). What an MCP
-    /// server turns into `notifications/tools/list_changed`.
+    /// each (a tool bound, rebased or unbound, a combo attached, detached or
+    /// replaced). What an MCP server turns into
+    /// `notifications/tools/list_changed`.
     ///
     /// ```
     /// use toolgraft::{Tool, Toolset};
