@@ -114,6 +114,28 @@ impl Annotations {
         }
     }
 
+    /// These hints with each one not said as MCP reads it: `readOnlyHint`
+    /// false, `destructiveHint` true, `idempotentHint` false, `openWorldHint`
+    /// true (the defaults of MCP's specification). What a manifest's `"match"`
+    /// compares its conditions with.
+    ///
+    /// ```
+    /// use toolgraft::tool::Annotations;
+    /// let said = Annotations { read_only: Some(true), ..Annotations::default() };
+    /// let read = said.with_mcp_defaults();
+    /// assert_eq!(read.read_only, Some(true));
+    /// assert_eq!((read.destructive, read.idempotent, read.open_world), (Some(true), Some(false), Some(true)));
+    /// ```
+    pub fn with_mcp_defaults(&self) -> Self {
+        Self {
+            title: self.title.clone(),
+            read_only: Some(self.read_only.unwrap_or(false)),
+            destructive: Some(self.destructive.unwrap_or(true)),
+            idempotent: Some(self.idempotent.unwrap_or(false)),
+            open_world: Some(self.open_world.unwrap_or(true)),
+        }
+    }
+
     /// The hints of a transformer's branch: a new tool, of which the base's hints
     /// about side effects say nothing (a `chain` also calls another tool, a
     /// `batch` calls many times). What is not about side effects is kept.

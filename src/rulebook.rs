@@ -242,6 +242,22 @@
 //! `"outermost"`, `"in_place"`, or `{"published": "bound", ...}`); an object with
 //! other keys is refused.
 //!
+//! Beside `"tools"`, `"match"` puts combos on tools by what they are, for tools
+//! whose names the operator cannot know in advance (an upstream MCP server's):
+//! a list of entries `{"prefix": "fs_", "annotations": {"readOnlyHint": false},
+//! "combos": [...]}`, `prefix` and `annotations` optional. A tool named under
+//! `"tools"` takes exactly its entry there; any other takes the combos of every
+//! entry it meets, in order: its name starts with `prefix`, and each hint the
+//! entry says equals the tool's, read as MCP does where the tool says nothing
+//! (`readOnlyHint` false, `destructiveHint` true, `idempotentHint` false,
+//! `openWorldHint` true). A combo two entries give the same tool is refused
+//! when it binds, as one written twice in a tool's entry. `"tools"` may be left
+//! out when `"match"` is given. Refused, naming the entry by its place from 0
+//! (`match[1]: ...`): an entry that is not an object, has other keys, has no
+//! combos, a `prefix` that is not a non-empty string of at most
+//! [`MAX_NAME_LEN`](crate::limits::MAX_NAME_LEN) bytes, `annotations` that are
+//! not MCP's hints as booleans, or a `title` among them (not a condition).
+//!
 //! # published-names
 //! Clients (an MCP server's `tools/list` and `tools/call`) see the names each tool
 //! publishes ([`Publish`](crate::toolset::Publish)): all its bound names (the

@@ -65,6 +65,24 @@
 //!                "publish_to": {"pro": {"search": "search_cache"}}}
 //! } }
 //! ```
+//!
+//! An operator who does not know the tools' names in advance (an upstream MCP
+//! server's) puts combos on them by what they are: `"match"` is a list of
+//! entries, each with combos and optional conditions, a name `prefix` and
+//! `annotations` (MCP's four hints, compared with what the tool says, MCP's
+//! defaults where it says nothing: not read-only, destructive, not idempotent,
+//! open-world). A tool named under `"tools"` takes exactly its entry there;
+//! any other takes the combos of every entry it meets, in order
+//! ([`Manifest::combos_for`]; a combo given twice is refused when it binds, as
+//! in one entry). `"tools"` may be left out when `"match"` is given:
+//!
+//! ```json
+//! { "tools": {"fs_read_file": ["cache"]},
+//!   "match": [
+//!     {"prefix": "fs_", "annotations": {"readOnlyHint": false}, "combos": [["approve"]]},
+//!     {"annotations": {"readOnlyHint": true}, "combos": [["cache"]]}
+//! ] }
+//! ```
 
 use std::fmt;
 use std::path::Path;
@@ -78,7 +96,7 @@ use crate::bind::Publish;
 pub use crate::bind::element::{ComboSpec, ElementSpec};
 use crate::error::{shorten, shorten_json};
 use crate::limits::deeper_than;
-use crate::name::Name;
+use crate::name::{MAX_NAME_LEN, Name};
 use crate::tool::Annotations;
 
 /// The combos of every base tool, in file order.
@@ -117,6 +135,57 @@ pub struct Manifest {
     /// list here keeps its own.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub publish_to: Vec<(String, Vec<(String, Publish)>)>,
+    /// The combos for tools by what they are (`"match"`), in order: a tool the
+    /// manifest does not name under `"tools"` takes those of every entry it
+    /// meets ([`combos_for`](Self::combos_for)).
+    #[serde(rename = "match", skip_serializing_if = "Vec::is_empty")]
+    pub matches: Vec<MatchEntry>,
+}
+
+/// An entry of a manifest's `"match"`: combos for every tool the manifest does
+/// not name that meets its conditions, a name `prefix` and hints, each
+/// optional (none: every such tool).
+///
+/// ```
+/// use toolgraft::runtime::manifest::Manifest;
+/// use toolgraft::tool::Annotations;
+/// let manifest = Manifest::from_json(r#"{"match": [{"prefix": "fs_", "annotations": {"readOnlyHint": false}, "combos": [["approve"]]}]}"#)?;
+/// let writes = &manifest.matches[0];
+/// assert!(writes.matches("fs_write", &Annotations::default()));
+/// let read_only = Annotations { read_only: Some(true), ..Annotations::default() };
+/// assert!(!writes.matches("fs_read", &read_only));
+/// assert!(!writes.matches("web_post", &Annotations::default()));
+/// # Ok::<(), toolgraft::runtime::manifest::ManifestError>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MatchEntry {
+    /// What a tool's name must start with, if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// The hints a tool must have, each said one equal to the tool's (MCP's
+    /// default where the tool says nothing); `title` is never a condition.
+    #[serde(skip_serializing_if = "Annotations::is_empty")]
+    pub annotations: Annotations,
+    /// The combos a tool that meets the conditions takes.
+    pub combos: Vec<ComboSpec>,
+}
+
+impl MatchEntry {
+    /// Whether a tool named `tool` with the hints `hints` (as it says them:
+    /// MCP's defaults stand in for those it does not) meets this entry's
+    /// conditions. See the type's example.
+    pub fn matches(&self, tool: &str, hints: &Annotations) -> bool {
+        let hints = hints.with_mcp_defaults();
+        let wanted = &self.annotations;
+        let meets = |want: Option<bool>, has: Option<bool>| want.is_none() || want == has;
+        self.prefix
+            .as_deref()
+            .is_none_or(|prefix| tool.starts_with(prefix))
+            && meets(wanted.read_only, hints.read_only)
+            && meets(wanted.destructive, hints.destructive)
+            && meets(wanted.idempotent, hints.idempotent)
+            && meets(wanted.open_world, hints.open_world)
+    }
 }
 
 /// A manifest that cannot be used. Shape errors name the tool key and say what to
@@ -140,12 +209,27 @@ pub enum ManifestError {
         problem: String,
     },
     /// The top level is not `{"tools": {...}}` (with `"audiences": [...]`
-    /// beside it, optionally).
+    /// and `"match": [...]` beside it, optionally; `"tools"` may be left out
+    /// when `"match"` is given).
     #[error(
-        "the manifest must be an object with the key `tools`, mapping tool names to combos, and optionally `audiences`: {problem}"
+        "the manifest must be an object with the key `tools`, mapping tool names to combos, and optionally `audiences` and `match`: {problem}"
     )]
     TopLevel {
         /// What was found instead.
+        problem: String,
+    },
+    /// An entry of `"match"` breaks the manifest shape.
+    ///
+    /// ```
+    /// use toolgraft::runtime::manifest::Manifest;
+    /// let err = Manifest::from_json(r#"{"match": [{"combos": ["trace"]}, {"prefix": 3, "combos": ["trace"]}]}"#).unwrap_err();
+    /// assert!(err.to_string().starts_with("match[1]: has a `prefix` of 3, not a string;"), "{err}");
+    /// ```
+    #[error("match[{entry}]: {problem}")]
+    Match {
+        /// The entry's place in `"match"`, from 0.
+        entry: usize,
+        /// What is wrong, and what to write instead.
         problem: String,
     },
     /// A tool's value breaks the manifest shape.
@@ -187,7 +271,7 @@ impl ManifestError {
     /// ```
     pub fn rule(&self) -> Option<crate::rulebook::Rule> {
         match self {
-            Self::TopLevel { .. } | Self::Shape { .. } => {
+            Self::TopLevel { .. } | Self::Shape { .. } | Self::Match { .. } => {
                 Some(crate::rulebook::Rule::ManifestShape)
             }
             Self::Syntax { .. } | Self::TooDeep { .. } | Self::File { .. } => None,
@@ -287,6 +371,49 @@ impl Manifest {
             .map(|(_, publish)| publish)
     }
 
+    /// The combos the manifest gives the base tool `tool`, whose own hints are
+    /// `hints` (as its presentation says them): its entry under `"tools"` if
+    /// it has one, exactly; otherwise those of every `"match"` entry it meets
+    /// ([`MatchEntry::matches`], on its hints after the manifest's
+    /// `"annotations"` for it), in order. A combo two entries give is listed
+    /// twice, which binding refuses ([`BindError::AlreadyAttached`](crate::BindError::AlreadyAttached)).
+    /// For a tool that appears after the manifest was applied.
+    ///
+    /// ```
+    /// use toolgraft::runtime::manifest::{ElementSpec, Manifest};
+    /// use toolgraft::tool::Annotations;
+    /// let manifest = Manifest::from_json(r#"{
+    ///     "tools": {"fs_read_file": ["trace"]},
+    ///     "match": [{"prefix": "fs_", "annotations": {"readOnlyHint": false}, "combos": [["approve"]]},
+    ///               {"annotations": {"readOnlyHint": true}, "combos": [["cache"]]}]}"#)?;
+    /// let read_only = Annotations { read_only: Some(true), ..Annotations::default() };
+    /// let one = |name: &str| vec![vec![ElementSpec::named(name)]];
+    /// assert_eq!(manifest.combos_for("fs_read_file", &read_only), one("trace"));
+    /// assert_eq!(manifest.combos_for("fs_list", &read_only), one("cache"));
+    /// assert_eq!(manifest.combos_for("fs_delete", &Annotations::default()), one("approve"));
+    /// assert!(manifest.combos_for("web_post", &Annotations::default()).is_empty());
+    /// # Ok::<(), toolgraft::runtime::manifest::ManifestError>(())
+    /// ```
+    pub fn combos_for(&self, tool: &str, hints: &Annotations) -> Vec<ComboSpec> {
+        if let Some((_, combos)) = self.tools.iter().find(|(name, _)| name == tool) {
+            return combos.clone();
+        }
+        let hints = match self.annotations_of(tool) {
+            Some(said) => hints.overridden_by(said),
+            None => hints.clone(),
+        };
+        self.matches
+            .iter()
+            .filter(|entry| entry.matches(tool, &hints))
+            .flat_map(|entry| entry.combos.iter().cloned())
+            .collect()
+    }
+
+    /// Whether the manifest names `tool` under `"tools"`.
+    pub(crate) fn names(&self, tool: &str) -> bool {
+        self.tools.iter().any(|(name, _)| name == tool)
+    }
+
     /// Reads a manifest from a JSON value of the [manifest shape](crate::rulebook#manifest-shape), normalizing flat
     /// lists to one combo.
     pub fn from_value(value: &Value) -> Result<Self, ManifestError> {
@@ -299,23 +426,32 @@ impl Manifest {
         })?;
         if let Some(extra) = top
             .keys()
-            .find(|key| !["tools", "audiences"].contains(&key.as_str()))
+            .find(|key| !["tools", "audiences", "match"].contains(&key.as_str()))
         {
             return Err(ManifestError::TopLevel {
                 problem: format!("unexpected key `{}`", shorten(extra)),
             });
         }
-        let tools = top
-            .get("tools")
-            .ok_or_else(|| ManifestError::TopLevel {
-                problem: "`tools` is missing".to_owned(),
-            })?
-            .as_object()
-            .ok_or_else(|| ManifestError::TopLevel {
+        let no_tools = Map::new();
+        let tools = match (top.get("tools"), top.contains_key("match")) {
+            (Some(tools), _) => tools.as_object().ok_or_else(|| ManifestError::TopLevel {
                 problem: "`tools` is not an object".to_owned(),
-            })?;
+            })?,
+            // Tools by what they are only: no name is known in advance.
+            (None, true) => &no_tools,
+            (None, false) => {
+                return Err(ManifestError::TopLevel {
+                    problem: "`tools` is missing".to_owned(),
+                });
+            }
+        };
         let mut manifest = Self {
             audiences: top.get("audiences").map(audiences_of).transpose()?,
+            matches: top
+                .get("match")
+                .map(matches_of)
+                .transpose()?
+                .unwrap_or_default(),
             ..Self::default()
         };
         for (tool, value) in tools {
@@ -464,6 +600,84 @@ fn audiences_of(value: &Value) -> Result<Vec<(String, PolicySpec)>, ManifestErro
                 ))
             })?;
             Ok((name, policy))
+        })
+        .collect()
+}
+
+/// The top level's `"match"`: each entry's conditions and combos, in order.
+fn matches_of(value: &Value) -> Result<Vec<MatchEntry>, ManifestError> {
+    const FORM: &str = r#"write "match": [{"prefix": "fs_", "annotations": {"readOnlyHint": false}, "combos": [["approve"]]}], `prefix` and `annotations` optional"#;
+    let Value::Array(entries) = value else {
+        return Err(ManifestError::TopLevel {
+            problem: format!("`match` is {}; {FORM}", shown(value)),
+        });
+    };
+    entries
+        .iter()
+        .enumerate()
+        .map(|(entry, value)| {
+            let problem = |problem: String| ManifestError::Match { entry, problem };
+            // The tool entries' readers name a tool: here, the entry.
+            let in_entry = |error: ManifestError| match error {
+                ManifestError::Shape { problem: said, .. } => problem(said),
+                other => other,
+            };
+            let label = format!("match[{entry}]");
+            let Value::Object(fields) = value else {
+                return Err(problem(format!("is {}; {FORM}", shown(value))));
+            };
+            if let Some(extra) = fields
+                .keys()
+                .find(|key| !["prefix", "annotations", "combos"].contains(&key.as_str()))
+            {
+                return Err(problem(format!(
+                    "has an unexpected key `{}`; {FORM}",
+                    shorten(extra)
+                )));
+            }
+            let prefix = match fields.get("prefix") {
+                None => None,
+                Some(Value::String(prefix)) if prefix.is_empty() => {
+                    return Err(problem(
+                        "has an empty `prefix`, which every name starts with; leave `prefix` out to match every tool".to_owned(),
+                    ));
+                }
+                Some(Value::String(prefix)) if prefix.len() > MAX_NAME_LEN => {
+                    return Err(problem(format!(
+                        "has a `prefix` longer than {MAX_NAME_LEN} bytes, which no tool name is; shorten it"
+                    )));
+                }
+                Some(Value::String(prefix)) => Some(prefix.clone()),
+                Some(other) => {
+                    return Err(problem(format!(
+                        "has a `prefix` of {}, not a string; {FORM}",
+                        shown(other)
+                    )));
+                }
+            };
+            let annotations = match fields.get("annotations") {
+                None => Annotations::default(),
+                Some(hints) => annotations_of(&label, hints).map_err(in_entry)?,
+            };
+            if annotations.title.is_some() {
+                return Err(problem(
+                    "has a `title` among its `annotations`, which is not a condition; match on readOnlyHint, destructiveHint, idempotentHint or openWorldHint".to_owned(),
+                ));
+            }
+            let combos = match fields.get("combos") {
+                None => return Err(problem(format!("has no `combos`; {FORM}"))),
+                Some(Value::Array(combos)) if combos.is_empty() => {
+                    return Err(problem(
+                        "has no combos; write at least one, like [\"trace\"], or remove the entry".to_owned(),
+                    ));
+                }
+                Some(combos) => combos_of(&label, combos).map_err(in_entry)?,
+            };
+            Ok(MatchEntry {
+                prefix,
+                annotations,
+                combos,
+            })
         })
         .collect()
 }

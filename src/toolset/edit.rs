@@ -20,8 +20,9 @@ use super::{Publish, Toolset};
 impl Toolset {
     /// Starts a change of bound tools: add [`attach`](Edit::attach),
     /// [`detach`](Edit::detach) and [`replace`](Edit::replace) steps (run-time
-    /// combos, built from a [`Registry`]), then [`commit`](Edit::commit) them as
-    /// one change. The one way a bound tool changes ([`apply_manifest`] is edits
+    /// combos, built from a [`Registry`]), [`rebase`](Edit::rebase) and
+    /// [`unbind`](Edit::unbind) steps (a tool's base changed or gone), then
+    /// [`commit`](Edit::commit) them as one change. The one way a bound tool changes ([`apply_manifest`] is edits
     /// too, one per tool).
     ///
     /// [`apply_manifest`]: Toolset::apply_manifest
@@ -109,9 +110,10 @@ impl Toolset {
 /// previous bindings stay, callable). Nothing changes before `commit`.
 ///
 /// Steps apply in order, and may touch several base tools. `commit` checks, in
-/// this order: each tool named (unknown, or a branch); membership, step by step
-/// (a detached combo must be attached at that point, an attached one must not be,
-/// a replacement must not list a combo twice); then each new combo through the
+/// this order: each tool named (unknown, a branch, or unbound by an earlier
+/// step); membership, step by step (a detached combo must be attached at that
+/// point, an attached one must not be, a replacement must not list a combo
+/// twice); then each new combo through the
 /// binding engine, and each tool's names as a whole. Combos a step does not touch
 /// stay as they are, typed ones included; detaching a combo and attaching it again
 /// rebuilds it.

@@ -1,7 +1,6 @@
 //! Binding from an operator's manifest: [`Toolset::bind_manifest`] binds base
 //! tools, [`Toolset::apply_manifest`] changes bound ones; each tool on its own.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::bind::{self, Attached, Minted};
@@ -10,14 +9,16 @@ use crate::limits::Limits;
 use crate::name::Name;
 use crate::runtime::Registry;
 use crate::runtime::manifest::{ComboSpec, Manifest};
+use crate::tool::Annotations;
 
 use super::Toolset;
 use super::base_tools::BaseTools;
 use super::catalog::{ToolGroup, annotated};
 
 impl Toolset {
-    /// Binds every tool of `bases`, each with the combos `manifest` gives it (none
-    /// if it names it not). Tools are independent; a tool that breaks a rule has
+    /// Binds every tool of `bases`, each with the combos `manifest` gives it
+    /// ([`Manifest::combos_for`]: its entry under `"tools"`, else those of the
+    /// `"match"` entries it meets, else none). Tools are independent; a tool that breaks a rule has
     /// none of its names bound (base included), and its key reports why; so does a
     /// manifest key that names no tool of `bases`. Returns each tool with its
     /// outcome: `bases` in order, then unknown manifest keys. A manifest with
@@ -56,15 +57,10 @@ impl Toolset {
         manifest: &Manifest,
     ) -> Vec<(String, Result<(), BindError>)> {
         let mut outcome = self.set_audiences(manifest);
-        let no_combos = Vec::new();
-        let by_tool: HashMap<&str, &Vec<ComboSpec>> = manifest
-            .tools
-            .iter()
-            .map(|(tool, combos)| (tool.as_str(), combos))
-            .collect();
         outcome.extend(bases.tools.iter().map(|base| {
             let tool = &base.running.base;
-            let combos = by_tool.get(tool.as_str()).copied().unwrap_or(&no_combos);
+            let combos = manifest.combos_for(tool, &base.running.presentation.annotations);
+            let combos = &combos;
             let limits = self.limits();
             let said = manifest.annotations_of(tool).cloned().unwrap_or_default();
             let mut annotated_base = base.clone();
@@ -114,6 +110,15 @@ impl Toolset {
     /// Gives each tool of `manifest` exactly the manifest's combos. Tools are
     /// independent: one that breaks a rule keeps its previous binding, the others
     /// change. Returns each tool key with its outcome, in manifest order.
+    ///
+    /// A manifest with `"match"` speaks for every bound base tool: each one it
+    /// does not name under `"tools"` gets exactly the combos of the entries it
+    /// meets ([`Manifest::combos_for`], on its own hints; none detaches every
+    /// combo) and its own hints back, as a named tool without `"annotations"`
+    /// does; what it publishes and the policies on its names stay, since a
+    /// `"match"` entry says neither. Their outcomes follow the named tools',
+    /// by name. Without `"match"`, the tools it does not name are left as they
+    /// are.
     ///
     /// Each tool's change is an [`edit`](Toolset::edit) that
     /// [`replace`](super::Edit::replace)s its combos; what sets this apart, and why it is
@@ -174,7 +179,44 @@ impl Toolset {
             }
             (tool.clone(), edit.commit())
         }));
+        if !manifest.matches.is_empty() {
+            outcome.extend(self.apply_matches(registry, manifest));
+        }
         outcome
+    }
+
+    /// The `"match"` part of [`apply_manifest`](Self::apply_manifest): each bound
+    /// base tool the manifest does not name, with the combos of the entries it
+    /// meets.
+    fn apply_matches(
+        &self,
+        registry: &Registry,
+        manifest: &Manifest,
+    ) -> Vec<(String, Result<(), BindError>)> {
+        let unnamed: Vec<(Name, Annotations)> = self
+            .read()
+            .tools
+            .values()
+            .filter(|group| !manifest.names(&group.base.running.base))
+            .map(|group| {
+                (
+                    group.base.running.base.clone(),
+                    group.own.annotations.clone(),
+                )
+            })
+            .collect();
+        // Decided on the hints read here: a tool rebased meanwhile gets the
+        // combos its old hints met, and the edit checks them on the new base.
+        unnamed
+            .into_iter()
+            .map(|(tool, own)| {
+                let combos = manifest.combos_for(&tool, &own);
+                let edit =
+                    self.edit()
+                        .replace_annotated(registry, &tool, &combos, Annotations::default());
+                (tool.as_str().to_owned(), edit.commit())
+            })
+            .collect()
     }
 
     /// Makes the manifest's `"audiences"` the toolset's, in its order (those

@@ -42,8 +42,8 @@ use catalog::Catalog;
 ///   base tool;
 /// - [`bind_manifest`](Toolset::bind_manifest): base tools with the run-time
 ///   combos a manifest gives them, each tool on its own;
-/// - [`edit`](Toolset::edit): a change of bound tools (attach, detach, replace),
-///   whole or not at all;
+/// - [`edit`](Toolset::edit): a change of bound tools (attach, detach, replace,
+///   rebase, unbind), whole or not at all;
 /// - [`apply_manifest`](Toolset::apply_manifest): a manifest's combos for bound
 ///   tools, each tool's edit on its own.
 ///
@@ -153,8 +153,9 @@ impl Toolset {
     }
 
     /// Watches the bound names: the value counts changes, and a receiver wakes on
-    /// each (a tool bound, a combo attached, detached or replaced). What an MCP
-    /// server turns into `notifications/tools/list_changed`.
+    /// each (a tool bound, rebased or unbound, a combo attached, detached or
+    /// replaced). What an MCP server turns into
+    /// `notifications/tools/list_changed`.
     ///
     /// ```
     /// use toolgraft::{Tool, Toolset};

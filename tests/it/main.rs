@@ -81,6 +81,8 @@ mod jq_chain;
 mod kinds;
 #[cfg(feature = "limit")]
 mod limits;
+#[cfg(all(feature = "cache", feature = "trace"))]
+mod manifest_match;
 mod manifest_shape;
 #[cfg(all(feature = "metrics", feature = "timeout"))]
 mod metrics;

@@ -197,3 +197,150 @@ fn an_access_when_needs_the_cel_feature() {
         assert!(!words.contains("unknown field"), "{words}");
     }
 }
+
+#[test]
+fn match_entries_read_the_same_from_json_and_toml() {
+    let json = Manifest::from_json(
+        r#"{"tools": {"fs_read_file": ["cache"]},
+            "match": [{"prefix": "fs_", "annotations": {"readOnlyHint": false}, "combos": [["approve"]]},
+                      {"annotations": {"readOnlyHint": true, "openWorldHint": false}, "combos": ["cache"]}]}"#,
+    )
+    .unwrap();
+    let toml = Manifest::from_toml(
+        r#"
+        [tools]
+        fs_read_file = ["cache"]
+
+        [[match]]
+        prefix = "fs_"
+        annotations = { readOnlyHint = false }
+        combos = [["approve"]]
+
+        [[match]]
+        annotations = { readOnlyHint = true, openWorldHint = false }
+        combos = ["cache"]
+        "#,
+    )
+    .unwrap();
+    assert_eq!(json, toml);
+    assert_eq!(json.matches.len(), 2);
+    assert_eq!(json.matches[0].prefix.as_deref(), Some("fs_"));
+    assert_eq!(json.matches[0].annotations.read_only, Some(false));
+    assert_eq!(json.matches[1].prefix, None);
+    assert_eq!(json.matches[1].annotations.open_world, Some(false));
+    assert_eq!(json.matches[1].combos, [vec![ElementSpec::named("cache")]]);
+}
+
+#[test]
+fn tools_may_be_left_out_when_match_is_given() {
+    let manifest = Manifest::from_value(&json!({"match": [{"combos": ["trace"]}]})).unwrap();
+    assert!(manifest.tools.is_empty());
+    assert_eq!(manifest.matches.len(), 1);
+    for bad in [json!({"match": {}}), json!({"match": "trace"})] {
+        let err = Manifest::from_value(&bad).unwrap_err();
+        assert!(
+            matches!(err, ManifestError::TopLevel { .. }),
+            "{bad}: {err}"
+        );
+        assert!(err.to_string().contains(r#"write "match": ["#), "{err}");
+    }
+}
+
+#[test]
+fn every_match_shape_error_names_the_entry_and_the_fix() {
+    let cases = [
+        (json!("trace"), "is \"trace\"", r#"write "match": ["#),
+        (
+            json!({"combos": ["trace"], "name": "x"}),
+            "unexpected key `name`",
+            r#"write "match": ["#,
+        ),
+        (
+            json!({"prefix": "fs_"}),
+            "has no `combos`",
+            r#"write "match": ["#,
+        ),
+        (
+            json!({"combos": []}),
+            "has no combos",
+            "or remove the entry",
+        ),
+        (
+            json!({"combos": "trace"}),
+            "expected a list of combos",
+            r#"write ["trace"]"#,
+        ),
+        (
+            json!({"combos": [[]]}),
+            "combo 1 is empty",
+            "list at least one extension",
+        ),
+        (
+            json!({"combos": [[{"name": "x"}]]}),
+            "element 1 of combo 1",
+            "has no `config`",
+        ),
+        (
+            json!({"prefix": 3, "combos": ["t"]}),
+            "`prefix` of 3, not a string",
+            r#"write "match": ["#,
+        ),
+        (
+            json!({"prefix": "", "combos": ["t"]}),
+            "empty `prefix`",
+            "leave `prefix` out",
+        ),
+        (
+            json!({"prefix": "x".repeat(129), "combos": ["t"]}),
+            "longer than 128 bytes",
+            "shorten it",
+        ),
+        (
+            json!({"annotations": [], "combos": ["t"]}),
+            "has `annotations` of []",
+            r#"write "annotations""#,
+        ),
+        (
+            json!({"annotations": {"readOnly": true}, "combos": ["t"]}),
+            "unknown annotation `readOnly`",
+            "readOnlyHint",
+        ),
+        (
+            json!({"annotations": {"readOnlyHint": "yes"}, "combos": ["t"]}),
+            "not a boolean",
+            "readOnlyHint",
+        ),
+        (
+            json!({"annotations": {"title": "T"}, "combos": ["t"]}),
+            "not a condition",
+            "match on readOnlyHint",
+        ),
+    ];
+    for (entry, problem, fix) in cases {
+        // The bad entry second, so its place is 1.
+        let manifest = json!({"match": [{"combos": ["trace"]}, entry]});
+        let err = Manifest::from_value(&manifest).unwrap_err();
+        assert!(
+            matches!(err, ManifestError::Match { entry: 1, .. }),
+            "{manifest}: {err:?}"
+        );
+        let words = err.to_string();
+        assert!(words.starts_with("match[1]: "), "{words}");
+        assert!(words.contains(problem), "{problem} in {words}");
+        assert!(words.contains(fix), "{fix} in {words}");
+        assert_eq!(err.rule(), Some(toolgraft::rulebook::Rule::ManifestShape));
+    }
+}
+
+#[test]
+fn a_match_within_the_depth_limit_is_read_and_one_beyond_is_refused() {
+    let mut deep = serde_json::Value::Null;
+    for _ in 0..toolgraft::runtime::manifest::MAX_DEPTH {
+        deep = json!([deep]);
+    }
+    let manifest = json!({"match": [{"combos": [[{"name": "a", "config": {"c": deep}}]]}]});
+    assert!(matches!(
+        Manifest::from_value(&manifest),
+        Err(ManifestError::TooDeep { .. })
+    ));
+}
