@@ -8,9 +8,9 @@
 use std::error::Error;
 
 use serde_json::{Map, json};
+use toolgraft::Registry;
 use toolgraft::ext::Trace;
 use toolgraft::prelude::*;
-use toolgraft::Registry;
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::tool::BaseTool;
 use toolgraft_mcp::upstream::{Endpoint, Upstream, UpstreamConfig};

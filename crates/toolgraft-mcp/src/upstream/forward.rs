@@ -93,6 +93,16 @@ impl Forwarder {
             }
         };
         unanswered.id = None;
+        // Reports the upstream sent before its answer, not yet passed on. rmcp
+        // hands each notification to a task of its own, so the last one may
+        // still be on its way: its task is given the chance to run first. One
+        // that comes later still is dropped, as a report after the answer.
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+        while let Ok(report) = progress.try_recv() {
+            context::report_progress(report);
+        }
         let response = match answer {
             Ok(ServerResult::CallToolResult(result)) => Ok(CallToolResponse::Complete(result)),
             Ok(ServerResult::InputRequiredResult(result)) => {

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use rmcp::model::{PaginatedRequestParams, Tool};
-use rmcp::service::RunningService;
-use rmcp::{Peer, RoleClient, ServiceExt};
+use rmcp::model::{PaginatedRequestParams, ProtocolVersion, SubscriptionFilter, Tool};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::{Peer, RoleClient};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -116,21 +116,60 @@ async fn connect(
                 }
                 listener
                     .clone()
-                    .serve(transport)
+                    .serve_with_lifecycle(transport, lifecycle())
                     .await
                     .map_err(|error| failed(error.to_string()))
             }
             Endpoint::Http { .. } => http(config, listener).await.map_err(failed),
         }
     };
-    tokio::time::timeout(config.connect_timeout(), connecting)
+    let service = tokio::time::timeout(config.connect_timeout(), connecting)
         .await
         .map_err(|_| {
             failed(format!(
                 "no handshake within {} ms (`connect_timeout_ms`)",
                 config.connect_timeout_ms
             ))
-        })?
+        })??;
+    follow_list_changes(service.peer(), listener).await;
+    Ok(service)
+}
+
+/// The newest protocol the upstream speaks: `server/discover` first (where an
+/// upstream asks its caller with input-required results, which pass through
+/// to whichever protocol the caller speaks), `initialize` for a server that
+/// does not know it.
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::LATEST],
+        legacy_version: None,
+    }
+}
+
+/// On a `2026-07-28` connection, an upstream announces a changed tool list
+/// only on a subscription that asked for it (`subscriptions/listen`); on an
+/// older one, `notifications/tools/list_changed` comes to the listener by
+/// itself.
+async fn follow_list_changes(peer: &Peer<RoleClient>, listener: &Listener) {
+    let version = peer.peer_info().map(|info| info.protocol_version.clone());
+    if version != Some(ProtocolVersion::V_2026_07_28) {
+        return;
+    }
+    let filter = SubscriptionFilter::builder().tools_list_changed().build();
+    let mut subscription = match peer.listen(filter).await {
+        Ok(subscription) => subscription,
+        Err(error) => {
+            tracing::warn!(%error, "the upstream takes no subscription to its tool list: its changes are seen at reconnects only");
+            return;
+        }
+    };
+    let listener = listener.clone();
+    tokio::spawn(async move {
+        // Ends with the connection (the subscription ends with it).
+        while let Ok(Some(_)) = subscription.next().await {
+            listener.tools_changed();
+        }
+    });
 }
 
 #[cfg(feature = "upstream-http")]
@@ -168,7 +207,7 @@ async fn http(
     let transport = StreamableHttpClientTransport::from_config(transport);
     listener
         .clone()
-        .serve(transport)
+        .serve_with_lifecycle(transport, lifecycle())
         .await
         .map_err(|error| error.to_string())
 }

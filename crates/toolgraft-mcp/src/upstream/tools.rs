@@ -76,10 +76,9 @@ fn base(
             config.max_schema_bytes
         ));
     }
-    object_schema("input", &input)?;
-    if let Some(output) = &output {
-        object_schema("output", output)?;
-    }
+    // An output schema may describe any JSON (protocol `2026-07-28`);
+    // arguments are always an object.
+    object_schema(&input)?;
     let structured = output.is_some();
     let output_schema = match &output {
         Some(Value::Object(schema)) => Schema::from(schema.clone()),
@@ -102,25 +101,23 @@ fn base(
         .map_err(|invalid| invalid.to_string())
 }
 
-/// MCP's tool schemas are JSON objects describing objects: a `type` other
-/// than `object`, or `properties` that are not an object, is a schema no
-/// call could meet.
-fn object_schema(which: &str, schema: &Value) -> Result<(), String> {
+/// MCP's input schemas describe objects (a call's arguments are one): a
+/// `type` other than `object`, or `properties` that are not an object, is a
+/// schema no call could meet.
+fn object_schema(schema: &Value) -> Result<(), String> {
     match schema.get("type") {
         None => {}
         Some(Value::String(kind)) if kind == "object" => {}
         Some(other) => {
             return Err(format!(
-                "its {which} schema's `type` is {other}, where MCP requires \"object\""
+                "its input schema's `type` is {other}, where MCP requires \"object\""
             ));
         }
     }
     if let Some(properties) = schema.get("properties")
         && !properties.is_object()
     {
-        return Err(format!(
-            "its {which} schema's `properties` is not an object"
-        ));
+        return Err("its input schema's `properties` is not an object".to_owned());
     }
     Ok(())
 }

@@ -244,14 +244,20 @@ async fn two_upstreams_and_the_servers_own_tools_listed_with_layers_by_annotatio
     .await
     .unwrap();
     assert_ne!(result.is_error, Some(true), "{result:?}");
-    let progress = client.service().progress.lock().unwrap().clone();
-    assert_eq!(
-        progress
-            .iter()
-            .map(|report| report.progress)
-            .collect::<Vec<_>>(),
-        [1.0, 2.0, 3.0, 4.0],
-        "each of the upstream's reports, in order"
+    let progress: Vec<f64> = client
+        .service()
+        .progress
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|report| report.progress)
+        .collect();
+    eprintln!("progress the gateway's client got: {progress:?}");
+    // In order; the last may race the answer (rmcp runs each notification's
+    // handler as a task of its own) and is then dropped.
+    assert!(
+        progress == [1.0, 2.0, 3.0, 4.0] || progress == [1.0, 2.0, 3.0],
+        "{progress:?}"
     );
     client.cancel().await.unwrap();
 }

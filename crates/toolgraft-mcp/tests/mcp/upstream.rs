@@ -300,7 +300,9 @@ async fn a_hung_upstream_call_is_bounded_and_a_huge_answer_refused() {
     .await;
 
     let small = gateway.call("up_big", json!({"n": 1000})).await.unwrap();
-    assert_eq!(small["content"][0]["text"].as_str().unwrap().len(), 1000);
+    // A string answer is structured (its output schema, `{"type": "string"}`,
+    // is declared on protocol 2026-07-28, which the link speaks).
+    assert_eq!(small.as_str().unwrap().len(), 1000);
     let error = gateway
         .call("up_big", json!({"n": 200_000}))
         .await
@@ -461,7 +463,7 @@ async fn a_mirror_follows_the_upstreams_list_tool_by_tool() {
         gateway
             .call("up_grown_cache", json!({"key": "g"}))
             .await
-            .unwrap()["content"][0]["text"],
+            .unwrap(),
         "g"
     );
 

@@ -144,9 +144,14 @@ async def grow(ctx: Context) -> str:
     """Adds the tool `grown` (once) and sends notifications/tools/list_changed."""
     if "grown" not in {tool.name for tool in await server.list_tools()}:
         server.add_tool(grown, annotations=ToolAnnotations(readOnlyHint=True), structured_output=False)
-    # Not ctx.notify_tools_changed(): that publishes to `subscriptions/listen`
-    # streams (protocol 2026-07-28) only.
-    await ctx.session.send_tool_list_changed()
+    # Both: ctx.notify_tools_changed() publishes to `subscriptions/listen`
+    # streams (protocol 2026-07-28) only; the session's notification reaches
+    # a client of an older protocol.
+    await ctx.notify_tools_changed()
+    try:
+        await ctx.session.send_tool_list_changed()
+    except Exception:  # a 2026-07-28 request has no session to send on
+        pass
     return "grew grown"
 
 
