@@ -67,7 +67,14 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let policy = match tasks::policy() {
+    #[cfg(feature = "upstream-http")]
+    let policy = match _upstream {
+        Some(_) => upstream::policy(),
+        None => tasks::policy(),
+    };
+    #[cfg(not(feature = "upstream-http"))]
+    let policy = tasks::policy();
+    let policy = match policy {
         Ok(policy) => policy,
         Err(error) => {
             eprintln!("everything: {error}");

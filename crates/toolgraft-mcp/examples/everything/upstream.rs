@@ -13,6 +13,7 @@ use toolgraft::ext::Trace;
 use toolgraft::prelude::*;
 use toolgraft::runtime::manifest::Manifest;
 use toolgraft::tool::BaseTool;
+use toolgraft_mcp::task::{TaskSettingError, Tasks};
 use toolgraft_mcp::upstream::{Endpoint, Upstream, UpstreamConfig};
 
 /// The upstream's tools, bound and followed; the upstream is kept as long as
@@ -42,4 +43,16 @@ pub async fn toolset(url: &str) -> Result<(Toolset, Upstream), Box<dyn Error>> {
         eprintln!("everything: {refused}");
     }
     Ok((toolset, upstream))
+}
+
+/// The direct server's tasks policy, and its relocated names (which take a
+/// task there by default) allowed one here: behind the upstream connection
+/// none of them is relocated in this process.
+pub fn policy() -> Result<Tasks, TaskSettingError> {
+    Ok(crate::tasks::policy()?
+        .allow("slow_compute")
+        .allow("confirm_delete")
+        .allow("multi_input")
+        .allow("test_tool_with_progress")
+        .allow("wipe"))
 }

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ErrorData, ListRootsResult, ProgressNotificationParam,
-    ProgressToken,
+    ElicitRequestParams, ElicitResult, ErrorData, ListRootsResult, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, Peer, RoleClient, RoleServer};
@@ -24,12 +24,15 @@ use toolgraft::context::Progress;
 #[derive(Clone, Default)]
 pub(super) struct Listener {
     inner: Arc<Shared>,
+    /// Which of the upstream's links this listens on: each link's client
+    /// numbers its progress tokens from the same start.
+    link: u8,
 }
 
 #[derive(Default)]
 struct Shared {
-    /// Each call's progress token with where its reports go.
-    progress: Mutex<HashMap<ProgressToken, mpsc::Sender<Progress>>>,
+    /// Each call's progress token (with its link) with where its reports go.
+    progress: Mutex<HashMap<(u8, ProgressToken), mpsc::Sender<Progress>>>,
     /// The downstream client of each call in flight that has one, by call.
     askers: Mutex<HashMap<u64, Peer<RoleServer>>>,
     /// Bumped on each `notifications/tools/list_changed`.
@@ -49,11 +52,20 @@ impl Default for ChangedSignal {
 const PROGRESS_BACKLOG: usize = 64;
 
 impl Listener {
+    /// The listener of another link of the same upstream: the same calls,
+    /// told apart from this link's.
+    pub(super) fn for_link(&self, link: u8) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            link,
+        }
+    }
+
     /// Routes the progress the upstream reports under `token` to the returned
     /// receiver, until the guard is dropped.
     pub(super) fn follow(&self, token: ProgressToken) -> (mpsc::Receiver<Progress>, Following) {
         let (send, receive) = mpsc::channel(PROGRESS_BACKLOG);
-        lock(&self.inner.progress).insert(token.clone(), send);
+        lock(&self.inner.progress).insert((self.link, token.clone()), send);
         let following = Following {
             listener: self.clone(),
             token,
@@ -111,7 +123,7 @@ pub(super) struct Following {
 
 impl Drop for Following {
     fn drop(&mut self) {
-        lock(&self.listener.inner.progress).remove(&self.token);
+        lock(&self.listener.inner.progress).remove(&(self.listener.link, self.token.clone()));
     }
 }
 
@@ -139,16 +151,34 @@ impl ClientHandler for Listener {
     ) {
         // Progress for a token no call follows (one that ended, or one never
         // sent) is dropped: an upstream cannot reach a call it was not given.
-        let Some(send) = lock(&self.inner.progress)
-            .get(&params.progress_token)
-            .cloned()
-        else {
+        let route = (self.link, params.progress_token.clone());
+        let Some(send) = lock(&self.inner.progress).get(&route).cloned() else {
             return;
         };
         let mut progress = Progress::new(params.progress);
         progress.total = params.total;
         progress.message = params.message;
         let _ = send.try_send(progress);
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        // To the caller of the call in flight (see `asker`); else to this
+        // process's log, where an operator can still read it.
+        match self.asker() {
+            Ok(caller) => {
+                let _ = caller.notify_logging_message(params).await;
+            }
+            Err(_) => tracing::info!(
+                level = ?params.level,
+                logger = params.logger.as_deref().unwrap_or("upstream"),
+                data = %params.data,
+                "an upstream's log message"
+            ),
+        }
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -21,6 +21,20 @@ pub(super) type Current = watch::Receiver<Option<Peer<RoleClient>>>;
 const RECONNECT_FIRST: Duration = Duration::from_millis(100);
 const RECONNECT_LAST: Duration = Duration::from_secs(5);
 
+/// Which protocols a link offers the upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Protocol {
+    /// The newest the upstream speaks: `server/discover` first (where an
+    /// upstream asks its caller with input-required results, which pass
+    /// through to whichever protocol the caller speaks), `initialize` for a
+    /// server that does not know it.
+    Newest,
+    /// `initialize` only: for callers of an older protocol, whose upstream
+    /// tools may ask them by requests within the call (MCP elicitation,
+    /// sampling, roots), which protocol 2026-07-28 forbids.
+    Initialize,
+}
+
 /// Connects, then keeps connecting again in the background whenever the
 /// connection ends, until `stop`. Each new connection is announced as a
 /// change of the tool list (what the upstream serves may have changed while
@@ -28,59 +42,80 @@ const RECONNECT_LAST: Duration = Duration::from_secs(5);
 pub(super) async fn open(
     config: &UpstreamConfig,
     listener: &Listener,
+    protocol: Protocol,
     stop: CancellationToken,
 ) -> Result<Current, UpstreamError> {
-    let service = connect(config, listener).await?;
+    let service = connect(config, listener, protocol).await?;
     let (current, receiver) = watch::channel(Some(service.peer().clone()));
-    tokio::spawn(supervise(
-        config.clone(),
-        listener.clone(),
-        service,
+    let link = Link {
+        config: config.clone(),
+        listener: listener.clone(),
+        protocol,
         current,
         stop,
-    ));
+    };
+    tokio::spawn(link.supervise(service));
     Ok(receiver)
 }
 
-async fn supervise(
+/// Whether `peer` speaks protocol 2026-07-28 (or later), where a server may
+/// not send requests within a call.
+pub(super) fn is_newest(peer: &Peer<RoleClient>) -> bool {
+    peer.peer_info()
+        .is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28)
+}
+
+/// A link's supervisor.
+struct Link {
     config: UpstreamConfig,
     listener: Listener,
-    mut service: RunningService<RoleClient, Listener>,
+    protocol: Protocol,
     current: watch::Sender<Option<Peer<RoleClient>>>,
     stop: CancellationToken,
-) {
-    loop {
-        let token = service.cancellation_token();
-        let ended = service.waiting();
-        tokio::pin!(ended);
-        tokio::select! {
-            _ = &mut ended => {}
-            () = stop.cancelled() => {
-                // Ends the session; a child process goes with its transport.
-                token.cancel();
-                let _ = ended.await;
-                return;
-            }
-        }
-        current.send_replace(None);
-        tracing::warn!(upstream = ?config.endpoint, "the upstream connection ended; connecting again");
-        let mut wait = RECONNECT_FIRST;
-        service = loop {
+}
+
+impl Link {
+    async fn supervise(self, mut service: RunningService<RoleClient, Listener>) {
+        let Self {
+            config,
+            listener,
+            protocol,
+            current,
+            stop,
+        } = self;
+        loop {
+            let token = service.cancellation_token();
+            let ended = service.waiting();
+            tokio::pin!(ended);
             tokio::select! {
-                () = tokio::time::sleep(wait) => {}
-                () = stop.cancelled() => return,
-            }
-            match connect(&config, &listener).await {
-                Ok(service) => break service,
-                Err(error) => {
-                    tracing::warn!(%error, retry_in_ms = wait.as_millis() as u64, "the upstream is still away");
-                    wait = (wait * 2).min(RECONNECT_LAST);
+                _ = &mut ended => {}
+                () = stop.cancelled() => {
+                    // Ends the session; a child process goes with its transport.
+                    token.cancel();
+                    let _ = ended.await;
+                    return;
                 }
             }
-        };
-        current.send_replace(Some(service.peer().clone()));
-        tracing::info!(upstream = ?config.endpoint, "the upstream is connected again");
-        listener.tools_changed();
+            current.send_replace(None);
+            tracing::warn!(upstream = ?config.endpoint, "the upstream connection ended; connecting again");
+            let mut wait = RECONNECT_FIRST;
+            service = loop {
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = stop.cancelled() => return,
+                }
+                match connect(&config, &listener, protocol).await {
+                    Ok(service) => break service,
+                    Err(error) => {
+                        tracing::warn!(%error, retry_in_ms = wait.as_millis() as u64, "the upstream is still away");
+                        wait = (wait * 2).min(RECONNECT_LAST);
+                    }
+                }
+            };
+            current.send_replace(Some(service.peer().clone()));
+            tracing::info!(upstream = ?config.endpoint, "the upstream is connected again");
+            listener.tools_changed();
+        }
     }
 }
 
@@ -88,6 +123,7 @@ async fn supervise(
 async fn connect(
     config: &UpstreamConfig,
     listener: &Listener,
+    protocol: Protocol,
 ) -> Result<RunningService<RoleClient, Listener>, UpstreamError> {
     let endpoint = format!("{:?}", config.endpoint);
     let failed = |problem: String| UpstreamError::Connect {
@@ -116,11 +152,11 @@ async fn connect(
                 }
                 listener
                     .clone()
-                    .serve_with_lifecycle(transport, lifecycle())
+                    .serve_with_lifecycle(transport, lifecycle(protocol))
                     .await
                     .map_err(|error| failed(error.to_string()))
             }
-            Endpoint::Http { .. } => http(config, listener).await.map_err(failed),
+            Endpoint::Http { .. } => http(config, listener, protocol).await.map_err(failed),
         }
     };
     let service = tokio::time::timeout(config.connect_timeout(), connecting)
@@ -135,14 +171,13 @@ async fn connect(
     Ok(service)
 }
 
-/// The newest protocol the upstream speaks: `server/discover` first (where an
-/// upstream asks its caller with input-required results, which pass through
-/// to whichever protocol the caller speaks), `initialize` for a server that
-/// does not know it.
-fn lifecycle() -> ClientLifecycleMode {
-    ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::LATEST],
-        legacy_version: None,
+fn lifecycle(protocol: Protocol) -> ClientLifecycleMode {
+    match protocol {
+        Protocol::Newest => ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::LATEST],
+            legacy_version: None,
+        },
+        Protocol::Initialize => ClientLifecycleMode::Initialize,
     }
 }
 
@@ -151,8 +186,7 @@ fn lifecycle() -> ClientLifecycleMode {
 /// older one, `notifications/tools/list_changed` comes to the listener by
 /// itself.
 async fn follow_list_changes(peer: &Peer<RoleClient>, listener: &Listener) {
-    let version = peer.peer_info().map(|info| info.protocol_version.clone());
-    if version != Some(ProtocolVersion::V_2026_07_28) {
+    if !is_newest(peer) {
         return;
     }
     let filter = SubscriptionFilter::builder().tools_list_changed().build();
@@ -176,6 +210,7 @@ async fn follow_list_changes(peer: &Peer<RoleClient>, listener: &Listener) {
 async fn http(
     config: &UpstreamConfig,
     listener: &Listener,
+    protocol: Protocol,
 ) -> Result<RunningService<RoleClient, Listener>, String> {
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -207,7 +242,7 @@ async fn http(
     let transport = StreamableHttpClientTransport::from_config(transport);
     listener
         .clone()
-        .serve_with_lifecycle(transport, lifecycle())
+        .serve_with_lifecycle(transport, lifecycle(protocol))
         .await
         .map_err(|error| error.to_string())
 }
@@ -223,6 +258,7 @@ fn transport_bound(max_result_bytes: usize) -> usize {
 async fn http(
     config: &UpstreamConfig,
     _listener: &Listener,
+    _protocol: Protocol,
 ) -> Result<RunningService<RoleClient, Listener>, String> {
     Err(UpstreamError::Unsupported {
         endpoint: format!("{:?}", config.endpoint),

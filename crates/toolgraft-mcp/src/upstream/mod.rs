@@ -118,9 +118,12 @@ impl Upstream {
         config.check()?;
         let stop = CancellationToken::new();
         let listener = Listener::default();
-        let current = link::open(&config, &listener, stop.clone()).await?;
+        let current = link::open(&config, &listener, link::Protocol::Newest, stop.clone()).await?;
         let forwarder = Arc::new(Forwarder {
             current: current.clone(),
+            older: tokio::sync::OnceCell::new(),
+            config: config.clone(),
+            stop: stop.clone(),
             listener: listener.clone(),
             endpoint: format!("{:?}", config.endpoint),
             call_timeout: config.call_timeout(),
