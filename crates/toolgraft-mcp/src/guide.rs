@@ -8,6 +8,7 @@
 #![doc = "[embedding]: crate::guide::embedding"]
 #![cfg_attr(feature = "http", doc = "[http]: crate::guide::http")]
 #![doc = "[tasks]: crate::guide::tasks"]
+#![cfg_attr(feature = "upstream", doc = "[upstream]: crate::guide::upstream")]
 #![doc = include_str!("../docs/guide/README.md")]
 
 /// The rustdoc targets of the links between pages (see the module's comment).
@@ -42,4 +43,11 @@ pub mod tasks {
     #![doc = pages!()]
     #![cfg_attr(feature = "http", doc = "[http]: crate::guide::http")]
     #![doc = include_str!("../docs/guide/tasks.md")]
+}
+
+#[cfg(feature = "upstream")]
+#[cfg_attr(docsrs, doc(cfg(feature = "upstream")))]
+pub mod upstream {
+    #![doc = pages!()]
+    #![doc = include_str!("../docs/guide/upstream.md")]
 }

@@ -44,6 +44,9 @@
 //!   request goes to your handler as it came.
 //! * [`import::tools`] brings an rmcp `#[tool_router]` in as base tools (names,
 //!   schemas, title, annotations, icons and `_meta` kept), for combos to apply to.
+//! * `upstream` (feature `upstream`; over HTTP `upstream-http`) brings another
+//!   MCP server's tools in as base tools, in a namespace, with what each says of
+//!   itself kept, forwarded call by call, and kept in step with its list.
 //! * [`call::McpCall`] is the MCP request of the current call, in the
 //!   [call context](toolgraft::context) a body and every extension read: its id and
 //!   `_meta`, the peer (elicitation, sampling, logging), cancellation and the HTTP
