@@ -33,8 +33,10 @@ pub(super) struct Listener {
 struct Shared {
     /// Each call's progress token (with its link) with where its reports go.
     progress: Mutex<HashMap<(u8, ProgressToken), mpsc::Sender<Progress>>>,
-    /// The downstream client of each call in flight that has one, by call.
-    askers: Mutex<HashMap<u64, Peer<RoleServer>>>,
+    /// Every call in flight upstream, by call, with its downstream client
+    /// if it has one (a call from code has none, and still counts: what the
+    /// upstream sends within it is not another caller's to see).
+    askers: Mutex<HashMap<u64, Option<Peer<RoleServer>>>>,
     /// Bumped on each `notifications/tools/list_changed`.
     changed: ChangedSignal,
 }
@@ -75,7 +77,7 @@ impl Listener {
 
     /// Makes `asker` the client the upstream's requests go to while the guard
     /// lives (see [`Listener::asker`]).
-    pub(super) fn asking(&self, call: u64, asker: Peer<RoleServer>) -> Asking {
+    pub(super) fn asking(&self, call: u64, asker: Option<Peer<RoleServer>>) -> Asking {
         lock(&self.inner.askers).insert(call, asker);
         Asking {
             listener: self.clone(),
@@ -102,7 +104,11 @@ impl Listener {
         let askers = lock(&self.inner.askers);
         let mut peers = askers.values();
         match (peers.next(), peers.next()) {
-            (Some(peer), None) => Ok(peer.clone()),
+            (Some(Some(peer)), None) => Ok(peer.clone()),
+            (Some(None), None) => Err(ErrorData::invalid_request(
+                "the call in flight upstream has no client: nobody to ask",
+                None,
+            )),
             (None, _) => Err(ErrorData::invalid_request(
                 "no call of this client is in flight upstream: nobody to ask",
                 None,

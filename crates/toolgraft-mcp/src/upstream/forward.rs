@@ -105,10 +105,10 @@ impl Forwarder {
             .await
             .map_err(|error| self.lost(&error))?;
         let (mut progress, _following) = listener.follow(handle.progress_token.clone());
-        let _asking = call_in.map(|call| {
-            let number = self.calls.fetch_add(1, Ordering::Relaxed);
-            self.listener.asking(number, call.peer().clone())
-        });
+        let _asking = self.listener.asking(
+            self.calls.fetch_add(1, Ordering::Relaxed),
+            call_in.map(|call| call.peer().clone()),
+        );
         let mut unanswered = CancelOnDrop {
             peer: peer.clone(),
             id: Some(handle.id.clone()),

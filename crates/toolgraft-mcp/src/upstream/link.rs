@@ -119,8 +119,27 @@ impl Link {
     }
 }
 
-/// One connection, handshake done, within the connect timeout.
+/// One connection, handshake done, within the connect timeout. A server that
+/// refuses protocol 2026-07-28 naming only older ones it speaks (an SDK's
+/// server of the newest era configured for an older protocol) is met again
+/// with `initialize`: rmcp's discovery does not fall back on that refusal.
 async fn connect(
+    config: &UpstreamConfig,
+    listener: &Listener,
+    protocol: Protocol,
+) -> Result<RunningService<RoleClient, Listener>, UpstreamError> {
+    match attempt(config, listener, protocol).await {
+        Err(UpstreamError::Connect { problem, .. })
+            if protocol == Protocol::Newest
+                && problem.starts_with("no compatible protocol version") =>
+        {
+            attempt(config, listener, Protocol::Initialize).await
+        }
+        connected => connected,
+    }
+}
+
+async fn attempt(
     config: &UpstreamConfig,
     listener: &Listener,
     protocol: Protocol,
@@ -269,15 +288,35 @@ async fn http(
 
 /// The child's stderr, line by line, as this process's log (debug): an
 /// upstream's diagnostics stay readable without mixing into MCP's stdout.
-async fn log_stderr(stderr: tokio::process::ChildStderr, command: String) {
-    use tokio::io::AsyncBufReadExt;
-    let mut lines = tokio::io::BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        // A line is bounded by what tracing prints; a runaway one is cut.
-        let line: String = line.chars().take(2048).collect();
-        tracing::debug!(upstream = %command, "{line}");
+/// Read as bytes until the pipe closes: a line that is not UTF-8 is logged
+/// lossily (ending the read there would close the pipe, and the child's next
+/// write would fail or kill it), and a runaway line is cut at
+/// [`MAX_STDERR_LINE`] bytes without being held whole.
+async fn log_stderr(mut stderr: tokio::process::ChildStderr, command: String) {
+    use tokio::io::AsyncReadExt;
+    let emit = |line: &[u8]| {
+        let line = String::from_utf8_lossy(line);
+        tracing::debug!(upstream = %command, "{}", line.trim_end_matches('\r'));
+    };
+    let mut chunk = vec![0_u8; 8192];
+    let mut line = Vec::with_capacity(MAX_STDERR_LINE);
+    while let Ok(read @ 1..) = stderr.read(&mut chunk).await {
+        for &byte in &chunk[..read] {
+            if byte == b'\n' {
+                emit(&line);
+                line.clear();
+            } else if line.len() < MAX_STDERR_LINE {
+                line.push(byte);
+            }
+        }
+    }
+    if !line.is_empty() {
+        emit(&line);
     }
 }
+
+/// The most of one stderr line that is logged.
+const MAX_STDERR_LINE: usize = 2048;
 
 /// Every tool the upstream lists, page by page, stopping after `max_tools + 1`
 /// (the one more says there are more) or as many pages: a server that pages

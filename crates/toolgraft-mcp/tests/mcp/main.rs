@@ -19,6 +19,8 @@ mod serve;
 mod tasks;
 mod trace;
 #[cfg(all(feature = "upstream-http", feature = "http"))]
+mod hostile;
+#[cfg(all(feature = "upstream-http", feature = "http"))]
 mod reference;
 #[cfg(all(feature = "upstream-http", feature = "http"))]
 mod upstream;
