@@ -8,13 +8,15 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
+use rmcp::model::RequestId;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, ErrorData, ListRootsResult, LoggingMessageNotificationParam,
     ProgressNotificationParam, ProgressToken,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext};
 use rmcp::{ClientHandler, Peer, RoleClient, RoleServer};
 use tokio::sync::{mpsc, watch};
 use toolgraft::context::Progress;
@@ -33,10 +35,15 @@ pub(super) struct Listener {
 struct Shared {
     /// Each call's progress token (with its link) with where its reports go.
     progress: Mutex<HashMap<(u8, ProgressToken), mpsc::Sender<Progress>>>,
-    /// Every call in flight upstream, by call, with its downstream client
-    /// if it has one (a call from code has none, and still counts: what the
-    /// upstream sends within it is not another caller's to see).
-    askers: Mutex<HashMap<u64, Option<Peer<RoleServer>>>>,
+    /// Every call in flight upstream (and each that ended within
+    /// [`ENDED_GRACE`]), by call, with its downstream client if it has one (a
+    /// call from code has none, and still counts: what the upstream sends
+    /// within it is not another caller's to see).
+    askers: Mutex<HashMap<u64, InFlight>>,
+    /// The call each request this process sent upstream is, by link and the
+    /// request's id there: over Streamable HTTP a request of the upstream's
+    /// names the request whose stream it came on.
+    by_request: Mutex<HashMap<(u8, RequestId), u64>>,
     /// Bumped on each `notifications/tools/list_changed`.
     changed: ChangedSignal,
 }
@@ -48,6 +55,19 @@ impl Default for ChangedSignal {
         Self(watch::Sender::new(0))
     }
 }
+
+/// A call upstream, and its caller.
+struct InFlight {
+    caller: Option<Peer<RoleServer>>,
+    /// When it ended; `None` while in flight.
+    ended: Option<Instant>,
+}
+
+/// How long a call that ended still counts as in flight for what the
+/// upstream sends without naming a call (a log message): rmcp hands each
+/// notification to a task of its own, so one sent within a call may be handled
+/// after the call's answer, and must not then be taken for another call's.
+const ENDED_GRACE: Duration = Duration::from_millis(500);
 
 /// How many progress reports of one call may wait for the call to pass them
 /// on; beyond it the newest are dropped (a later one says more anyway).
@@ -75,13 +95,36 @@ impl Listener {
         (receive, following)
     }
 
-    /// Makes `asker` the client the upstream's requests go to while the guard
-    /// lives (see [`Listener::asker`]).
-    pub(super) fn asking(&self, call: u64, asker: Option<Peer<RoleServer>>) -> Asking {
-        lock(&self.inner.askers).insert(call, asker);
+    /// Counts `call` in flight (sent upstream as `request` on this link) while
+    /// the guard lives, with its caller, the client the upstream's requests
+    /// within it go to (see [`Listener::asker`]).
+    pub(super) fn asking(
+        &self,
+        call: u64,
+        request: RequestId,
+        caller: Option<Peer<RoleServer>>,
+    ) -> Asking {
+        let mut askers = lock(&self.inner.askers);
+        // Calls ended longer ago than the grace go now.
+        askers.retain(|_, in_flight| {
+            in_flight
+                .ended
+                .is_none_or(|ended| ended.elapsed() < ENDED_GRACE)
+        });
+        askers.insert(
+            call,
+            InFlight {
+                caller,
+                ended: None,
+            },
+        );
+        drop(askers);
+        let request = (self.link, request);
+        lock(&self.inner.by_request).insert(request.clone(), call);
         Asking {
             listener: self.clone(),
             call,
+            request,
         }
     }
 
@@ -95,17 +138,48 @@ impl Listener {
         self.inner.changed.0.send_modify(|count| *count += 1);
     }
 
-    /// The downstream client an upstream request goes to: the one client of
-    /// the calls in flight. MCP's requests to a client over stdio name no
-    /// call, so with several calls of several clients in flight there is no
-    /// telling whose it is, and the request is refused rather than asked of a
-    /// client it may not be about.
-    fn asker(&self) -> Result<Peer<RoleServer>, ErrorData> {
+    /// The downstream client an upstream request or log message goes to:
+    /// the caller of the call it names (`origin`: over Streamable HTTP, the
+    /// request whose stream it came on), else the one caller of the calls in
+    /// flight or ended within [`ENDED_GRACE`]. MCP's messages to a client over
+    /// stdio name no call, so with several calls in flight there is no telling
+    /// whose it is, and it is refused rather than sent to a client it may not
+    /// be about.
+    fn asker(&self, origin: Option<&InboundStreamOrigin>) -> Result<Peer<RoleServer>, ErrorData> {
         let askers = lock(&self.inner.askers);
-        let mut peers = askers.values();
+        if let Some(InboundStreamOrigin::OutboundRequest(request)) = origin {
+            let call = lock(&self.inner.by_request)
+                .get(&(self.link, request.clone()))
+                .copied();
+            return match call.and_then(|call| askers.get(&call)) {
+                Some(InFlight {
+                    caller: Some(peer),
+                    ended: None,
+                }) => Ok(peer.clone()),
+                Some(_) => Err(ErrorData::invalid_request(
+                    "the call this asks within has no client, or has ended: nobody to ask",
+                    None,
+                )),
+                None => Err(ErrorData::invalid_request(
+                    "no call of this client is in flight upstream: nobody to ask",
+                    None,
+                )),
+            };
+        }
+        let mut peers = askers.values().filter(|in_flight| {
+            in_flight
+                .ended
+                .is_none_or(|ended| ended.elapsed() < ENDED_GRACE)
+        });
         match (peers.next(), peers.next()) {
-            (Some(Some(peer)), None) => Ok(peer.clone()),
-            (Some(None), None) => Err(ErrorData::invalid_request(
+            (
+                Some(InFlight {
+                    caller: Some(peer),
+                    ended: None,
+                }),
+                None,
+            ) => Ok(peer.clone()),
+            (Some(_), None) => Err(ErrorData::invalid_request(
                 "the call in flight upstream has no client: nobody to ask",
                 None,
             )),
@@ -133,15 +207,19 @@ impl Drop for Following {
     }
 }
 
-/// A call's client asked the upstream's requests while it lives.
+/// A call counted in flight while it lives (and for [`ENDED_GRACE`] after).
 pub(super) struct Asking {
     listener: Listener,
     call: u64,
+    request: (u8, RequestId),
 }
 
 impl Drop for Asking {
     fn drop(&mut self) {
-        lock(&self.listener.inner.askers).remove(&self.call);
+        if let Some(in_flight) = lock(&self.listener.inner.askers).get_mut(&self.call) {
+            in_flight.ended = Some(Instant::now());
+        }
+        lock(&self.listener.inner.by_request).remove(&self.request);
     }
 }
 
@@ -174,7 +252,7 @@ impl ClientHandler for Listener {
     ) {
         // To the caller of the call in flight (see `asker`); else to this
         // process's log, where an operator can still read it.
-        match self.asker() {
+        match self.asker(None) {
             Ok(caller) => {
                 let _ = caller.notify_logging_message(params).await;
             }
@@ -194,9 +272,9 @@ impl ClientHandler for Listener {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let asker = self.asker()?;
+        let asker = self.asker(context.extensions.get())?;
         asker
             .create_elicitation(request)
             .await
@@ -206,9 +284,9 @@ impl ClientHandler for Listener {
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let asker = self.asker()?;
+        let asker = self.asker(context.extensions.get())?;
         asker
             .create_message(params)
             .await
@@ -217,9 +295,9 @@ impl ClientHandler for Listener {
 
     async fn list_roots(
         &self,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        let asker = self.asker()?;
+        let asker = self.asker(context.extensions.get())?;
         asker
             .list_roots()
             .await

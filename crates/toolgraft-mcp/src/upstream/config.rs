@@ -138,7 +138,8 @@ impl Endpoint {
 }
 
 impl fmt::Debug for Endpoint {
-    /// The program or URL, never a token.
+    /// The program or URL, never a token (nor a URL's user, password, query or
+    /// fragment, where a credential may hide).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Stdio { command, args, .. } => write!(f, "stdio `{command}` {args:?}"),
@@ -147,7 +148,7 @@ impl fmt::Debug for Endpoint {
                 bearer_token_env,
                 bearer_token,
             } => {
-                write!(f, "http {url}")?;
+                write!(f, "http {}", redacted(url))?;
                 match (bearer_token, bearer_token_env) {
                     (Some(_), _) => write!(f, " (bearer token)"),
                     (None, Some(var)) => write!(f, " (bearer token from ${var})"),
@@ -156,6 +157,19 @@ impl fmt::Debug for Endpoint {
             }
         }
     }
+}
+
+/// `url` without its user and password, query and fragment.
+fn redacted(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or_default();
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    format!("{scheme}://{host}{path}")
 }
 
 /// A credential: kept, sent, never printed.
@@ -261,6 +275,15 @@ impl UpstreamConfig {
                 "endpoint",
                 "a stdio endpoint needs a `command`".into(),
             )),
+            // rmcp's stdio transport drops a message over 16 MiB unseen: the
+            // call would wait out its timeout rather than fail as too large.
+            Endpoint::Stdio { .. } if self.max_result_bytes > MAX_STDIO_RESULT_BYTES => Err(wrong(
+                "max_result_bytes",
+                format!(
+                    "{}; at most {MAX_STDIO_RESULT_BYTES} over stdio, whose transport drops larger messages",
+                    self.max_result_bytes
+                ),
+            )),
             Endpoint::Http { url, .. }
                 if !(url.starts_with("http://") || url.starts_with("https://")) =>
             {
@@ -289,6 +312,11 @@ impl UpstreamConfig {
         Duration::from_millis(self.call_timeout_ms)
     }
 }
+
+/// The largest `max_result_bytes` over stdio: half of what rmcp's stdio
+/// transport reads of one message (16 MiB), for the JSON-RPC frame and
+/// escaping around a result.
+pub const MAX_STDIO_RESULT_BYTES: usize = 8 << 20;
 
 /// A namespace's longest: the tools' own names need the rest of
 /// [`MAX_NAME_LEN`](toolgraft::name::MAX_NAME_LEN).

@@ -58,28 +58,40 @@ impl Forwarder {
     ) -> Result<Value, BoxError> {
         let call_in = McpCall::current();
         let mut params = CallToolRequestParams::new(name.to_string()).with_arguments(args);
-        if let Some(call) = &call_in {
+        // The answers a caller brings back are this tool's only when the
+        // state it echoes says so: in a combo of several upstream tools, one
+        // tool's answers never reach another's upstream.
+        if let Some(call) = &call_in
+            && let Some(state) = call.request_state().and_then(|state| opened(state, &name))
+        {
             params.input_responses = call.input_responses().cloned();
-            params.request_state = call.request_state().map(str::to_owned);
+            params.request_state = state;
         }
         let asks_now = context::get::<Asker>().is_some_and(|asker| asker.reach() == Reach::Now);
         let deadline = tokio::time::Instant::now() + self.call_timeout;
         for _ in 0..MAX_ROUNDS {
-            let response = self
+            let mut response = self
                 .round(params.clone(), call_in.as_ref(), deadline)
                 .await?;
             let (Some(call), Ok(CallToolResponse::InputRequired(needed)), true) =
                 (&call_in, &response, asks_now)
             else {
+                if let Ok(CallToolResponse::InputRequired(needed)) = &mut response {
+                    needed.request_state = Some(sealed(&name, needed.request_state.take()));
+                }
                 return self.settle(response, structured);
             };
-            params.input_responses = Some(
-                answer_now(
-                    call.peer(),
-                    needed.input_requests.clone().unwrap_or_default(),
-                )
-                .await?,
-            );
+            let requests = needed.input_requests.clone().unwrap_or_default();
+            let answers = tokio::time::timeout_at(deadline, answer_now(call.peer(), requests))
+                .await
+                .map_err(|_| {
+                    format!(
+                        "the caller did not answer the upstream {}'s question within {} ms (`call_timeout_ms`)",
+                        self.endpoint,
+                        self.call_timeout.as_millis()
+                    )
+                })??;
+            params.input_responses = Some(answers);
             params.request_state = needed.request_state.clone();
         }
         Err(format!(
@@ -105,8 +117,9 @@ impl Forwarder {
             .await
             .map_err(|error| self.lost(&error))?;
         let (mut progress, _following) = listener.follow(handle.progress_token.clone());
-        let _asking = self.listener.asking(
+        let _asking = listener.asking(
             self.calls.fetch_add(1, Ordering::Relaxed),
+            handle.id.clone(),
             call_in.map(|call| call.peer().clone()),
         );
         let mut unanswered = CancelOnDrop {
@@ -234,6 +247,31 @@ impl Forwarder {
     }
 }
 
+/// The key of the state this crate hands a caller for an upstream's
+/// input-required answer: the upstream's own state, and the tool it is of.
+const STATE_KEY: &str = "toolgraft/upstream";
+
+/// The state a caller echoes for the upstream tool `tool`'s input-required
+/// answer whose own state is `state`.
+fn sealed(tool: &str, state: Option<String>) -> String {
+    serde_json::json!({STATE_KEY: {"tool": tool, "state": state}}).to_string()
+}
+
+/// The upstream's own state in `echoed`, when it is the state of `tool`'s
+/// answer (`Some(None)`: it had none); `None` for any other.
+fn opened(echoed: &str, tool: &str) -> Option<Option<String>> {
+    let echoed: Value = serde_json::from_str(echoed).ok()?;
+    let of = echoed.get(STATE_KEY)?;
+    if of.get("tool")?.as_str()? != tool {
+        return None;
+    }
+    match of.get("state")? {
+        Value::Null => Some(None),
+        Value::String(state) => Some(Some(state.clone())),
+        _ => None,
+    }
+}
+
 /// The older link's listener tag (the newest's is 0).
 const OLDER_LINK: u8 = 1;
 
@@ -356,4 +394,28 @@ fn json_size(value: &impl serde::Serialize) -> usize {
     let mut count = Count(0);
     let _ = serde_json::to_writer(&mut count, value);
     count.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{opened, sealed};
+
+    #[test]
+    fn a_state_opens_for_its_own_tool_only() {
+        let state = sealed("up_ask", Some("upstream's own".into()));
+        assert_eq!(
+            opened(&state, "up_ask"),
+            Some(Some("upstream's own".into()))
+        );
+        assert_eq!(opened(&state, "up_other"), None, "another tool's answers");
+        assert_eq!(opened(&sealed("up_ask", None), "up_ask"), Some(None));
+        for forged in [
+            "",
+            "not json",
+            "{}",
+            r#"{"toolgraft/upstream": {"tool": "up_ask", "state": 5}}"#,
+        ] {
+            assert_eq!(opened(forged, "up_ask"), None, "{forged}");
+        }
+    }
 }

@@ -178,16 +178,22 @@ async fn attempt(
             Endpoint::Http { .. } => http(config, listener, protocol).await.map_err(failed),
         }
     };
-    let service = tokio::time::timeout(config.connect_timeout(), connecting)
+    // The handshake and the subscription to the tool list, within the one
+    // bound: an upstream that never acknowledges the subscription is one that
+    // cannot be reached.
+    let connected = async {
+        let service = connecting.await?;
+        follow_list_changes(service.peer(), listener).await;
+        Ok(service)
+    };
+    tokio::time::timeout(config.connect_timeout(), connected)
         .await
         .map_err(|_| {
             failed(format!(
                 "no handshake within {} ms (`connect_timeout_ms`)",
                 config.connect_timeout_ms
             ))
-        })??;
-    follow_list_changes(service.peer(), listener).await;
-    Ok(service)
+        })?
 }
 
 fn lifecycle(protocol: Protocol) -> ClientLifecycleMode {

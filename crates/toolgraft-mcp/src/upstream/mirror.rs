@@ -66,10 +66,10 @@ impl Upstream {
     ///
     /// * a new tool is bound as the manifest says,
     /// * a tool whose schemas, annotations or description changed is rebased
-    ///   ([`Edit::rebase`](toolgraft::toolset::Edit::rebase)): its combos are
-    ///   built again on the new tool, and if a rule refuses them now (a cache
-    ///   on a tool no longer read-only) it keeps its old binding and the
-    ///   refusal is reported,
+    ///   ([`Edit::rebase`](toolgraft::toolset::Edit::rebase)) with the combos
+    ///   the manifest gives it now (its `"match"` entries read its new hints),
+    ///   and if a rule refuses them (a cache on a tool no longer read-only)
+    ///   it keeps its old binding and the refusal is reported,
     /// * a tool no longer listed is unbound, its branches with it.
     ///
     /// The manifest's `"audiences"` are not applied here (they are the
@@ -119,7 +119,15 @@ impl Upstream {
                     fresh.add(*base);
                 }
                 Some(before) if before != said => {
-                    let outcome = toolset.edit().rebase(registry, *base).commit();
+                    // What the manifest gives the tool now: a `match` entry
+                    // may take it in or leave it by its new hints.
+                    let hints = &base.spec().presentation.annotations;
+                    let combos = manifest.combos_for(name, hints);
+                    let outcome = toolset
+                        .edit()
+                        .rebase(registry, *base)
+                        .replace(registry, name, &combos)
+                        .commit();
                     if outcome.is_ok() {
                         bound.insert(name.clone(), said.clone());
                     }
@@ -184,14 +192,41 @@ impl Follow {
     async fn run(mut self, mut changes: watch::Receiver<u64>) {
         let mut listing = 0;
         while changes.changed().await.is_ok() {
+            // The listing holds neither the upstream nor the toolset: dropped
+            // meanwhile, they go (and the upstream's connection with it, which
+            // ends the listing); one never answered gives up at the connect
+            // timeout.
+            let Some(inner) = self.upstream.upgrade() else {
+                return;
+            };
+            let (fetch, stop, bound) = {
+                let upstream = Upstream { inner };
+                let inner = &upstream.inner;
+                (
+                    upstream.fetch(),
+                    inner.forwarder.stop.clone(),
+                    inner.config.connect_timeout(),
+                )
+            };
+            let listed = tokio::select! {
+                () = stop.cancelled() => return,
+                listed = tokio::time::timeout(bound, fetch) => listed,
+            };
             let (Some(inner), Some(toolset)) = (self.upstream.upgrade(), self.toolset.upgrade())
             else {
                 return;
             };
             let upstream = Upstream { inner };
-            if let Err(problem) = upstream.list().await {
-                tracing::warn!(namespace = %upstream.namespace(), %problem, "the upstream could not be listed again");
-                continue;
+            match listed {
+                Ok(Ok(listed)) => upstream.keep(&listed),
+                Ok(Err(problem)) => {
+                    tracing::warn!(namespace = %upstream.namespace(), %problem, "the upstream could not be listed again");
+                    continue;
+                }
+                Err(_) => {
+                    tracing::warn!(namespace = %upstream.namespace(), "the upstream did not answer `tools/list` within `connect_timeout_ms`");
+                    continue;
+                }
             }
             listing += 1;
             let report = upstream.apply(
@@ -202,6 +237,13 @@ impl Follow {
                 listing,
             );
             self.reports.send_replace(Arc::new(report));
+            drop((upstream, toolset));
+            // An upstream announcing changes in a loop is listed at most this
+            // often; the changes meanwhile are one.
+            tokio::time::sleep(RELIST_EVERY).await;
         }
     }
 }
+
+/// The shortest time between two listings of one upstream.
+const RELIST_EVERY: std::time::Duration = std::time::Duration::from_millis(100);

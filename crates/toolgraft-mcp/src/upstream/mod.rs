@@ -63,7 +63,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use toolgraft::runtime::DynTool;
 use toolgraft::toolset::BaseTools;
 
-pub use config::{Endpoint, MAX_NAMESPACE_LEN, Secret, UpstreamConfig};
+pub use config::{Endpoint, MAX_NAMESPACE_LEN, MAX_STDIO_RESULT_BYTES, Secret, UpstreamConfig};
 pub use error::{Refused, UpstreamError};
 pub use mirror::{Mirror, Resync};
 
@@ -183,18 +183,35 @@ impl Upstream {
 
     /// Lists the upstream's tools again, now, and keeps what it lists.
     async fn list(&self) -> Result<(), String> {
-        let Some(peer) = self.inner.current.borrow().clone() else {
-            return Err("not connected".into());
-        };
-        let listed = link::list(&peer, self.inner.config.max_tools)
-            .await
-            .map_err(|error| format!("`tools/list` failed: {error}"))?;
-        let (bases, refused) = tools::bases(&listed, &self.inner.config, &self.inner.forwarder);
+        let listed = self.fetch().await?;
+        self.keep(&listed);
+        Ok(())
+    }
+
+    /// A `tools/list` of the upstream, made on its own: the future holds
+    /// neither the upstream nor its toolset, only the connection (see
+    /// [`Mirror`]).
+    fn fetch(
+        &self,
+    ) -> impl std::future::Future<Output = Result<Vec<rmcp::model::Tool>, String>> + Send + 'static
+    {
+        let peer = self.inner.current.borrow().clone();
+        let max_tools = self.inner.config.max_tools;
+        async move {
+            let peer = peer.ok_or("not connected")?;
+            link::list(&peer, max_tools)
+                .await
+                .map_err(|error| format!("`tools/list` failed: {error}"))
+        }
+    }
+
+    /// Keeps what a listing listed as the upstream's tools.
+    fn keep(&self, listed: &[rmcp::model::Tool]) {
+        let (bases, refused) = tools::bases(listed, &self.inner.config, &self.inner.forwarder);
         for refusal in &refused {
             tracing::warn!(namespace = %self.inner.config.namespace, "{refusal}");
         }
         *self.lock() = Listed { bases, refused };
-        Ok(())
     }
 
     fn unreachable(&self, problem: String) -> UpstreamError {

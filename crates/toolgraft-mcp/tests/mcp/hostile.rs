@@ -150,7 +150,6 @@ async fn connect_to(server: &Serving) -> Upstream {
 /// upstream, so dropping the last `Upstream` neither ends the following
 /// nor closes the connection (a stdio child would live on).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "review finding: Follow holds the Upstream across an unbounded tools/list"]
 async fn a_listing_never_answered_does_not_keep_a_dropped_upstream_alive() {
     let hostile = Hostile::default();
     let server = serve_hostile(&hostile).await;
@@ -234,7 +233,6 @@ async fn a_log_message_of_one_call_does_not_reach_the_client_of_another() {
 /// now fits it is not applied (with `approve` in place of `trace`, a tool
 /// that turned destructive upstream is called without approval).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "review finding: a rebase keeps the old combos; manifest match entries are not applied again"]
 async fn a_tool_whose_hints_change_upstream_takes_the_combos_its_new_hints_match() {
     let hostile = Hostile::default();
     let server = serve_hostile(&hostile).await;
@@ -343,7 +341,7 @@ async fn a_stderr_line_that_is_not_utf8_does_not_stop_the_drain() {
 /// unread: the call hangs until `call_timeout_ms` and fails as transient
 /// (so `retry` makes it again), where `max_result_bytes` says it fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "review finding: rmcp's stdio transport drops lines over 16 MiB unread"]
+#[ignore = "not fixed: rmcp's stdio transport drops a message over 16 MiB unseen, so the call waits out call_timeout_ms (transient); max_result_bytes is at most 8 MiB over stdio, so answers up to there fail typed"]
 async fn a_result_over_the_stdio_line_bound_fails_as_too_large() {
     let config = stdio_upstream("huge").with_call_timeout(Duration::from_secs(5));
     let upstream = within("connect", Upstream::connect(config)).await.unwrap();

@@ -399,6 +399,17 @@ async fn an_upstream_that_cannot_be_started_or_reached_is_a_typed_error() {
         "namespace": "up", "endpoint": {"http": {"url": "x", "token": "t"}}
     }));
     assert!(bad.is_err(), "unknown fields are refused");
+    // A credential in a URL is never printed.
+    let secret = Endpoint::http("https://user:pass@example.com:8443/mcp?key=s3cret#frag");
+    assert_eq!(format!("{secret:?}"), "http https://example.com:8443/mcp");
+    // Over stdio, a larger bound than the transport reads is refused.
+    let mut large = UpstreamConfig::new("up", Endpoint::stdio("node", ["s.js"]));
+    large.max_result_bytes = 16 << 20;
+    let refused = large.check().unwrap_err().to_string();
+    assert!(
+        refused.contains("`max_result_bytes`") && refused.contains("stdio"),
+        "{refused}"
+    );
     let value: Value = json!({"namespace": "up", "endpoint": {"http": {"url": "ftp://x"}}});
     let config: UpstreamConfig = serde_json::from_value(value).unwrap();
     assert!(
