@@ -27,14 +27,17 @@ use toolgraft::context::Progress;
 pub(super) struct Listener {
     inner: Arc<Shared>,
     /// Which of the upstream's links this listens on: each link's client
-    /// numbers its progress tokens from the same start.
-    link: u8,
+    /// numbers its progress tokens and requests from the same start.
+    link: u64,
+    /// Whether every call on the link is one downstream session's: then what
+    /// the upstream sends on it without naming a call is that session's.
+    one_session: bool,
 }
 
 #[derive(Default)]
 struct Shared {
     /// Each call's progress token (with its link) with where its reports go.
-    progress: Mutex<HashMap<(u8, ProgressToken), mpsc::Sender<Progress>>>,
+    progress: Mutex<HashMap<(u64, ProgressToken), mpsc::Sender<Progress>>>,
     /// Every call in flight upstream (and each that ended within
     /// [`ENDED_GRACE`]), by call, with its downstream client if it has one (a
     /// call from code has none, and still counts: what the upstream sends
@@ -43,7 +46,7 @@ struct Shared {
     /// The call each request this process sent upstream is, by link and the
     /// request's id there: over Streamable HTTP a request of the upstream's
     /// names the request whose stream it came on.
-    by_request: Mutex<HashMap<(u8, RequestId), u64>>,
+    by_request: Mutex<HashMap<(u64, RequestId), u64>>,
     /// Bumped on each `notifications/tools/list_changed`.
     changed: ChangedSignal,
 }
@@ -58,6 +61,8 @@ impl Default for ChangedSignal {
 
 /// A call upstream, and its caller.
 struct InFlight {
+    /// The link it went by.
+    link: u64,
     caller: Option<Peer<RoleServer>>,
     /// When it ended; `None` while in flight.
     ended: Option<Instant>,
@@ -67,19 +72,20 @@ struct InFlight {
 /// upstream sends without naming a call (a log message): rmcp hands each
 /// notification to a task of its own, so one sent within a call may be handled
 /// after the call's answer, and must not then be taken for another call's.
-const ENDED_GRACE: Duration = Duration::from_millis(500);
+const ENDED_GRACE: Duration = Duration::from_millis(50);
 
 /// How many progress reports of one call may wait for the call to pass them
 /// on; beyond it the newest are dropped (a later one says more anyway).
 const PROGRESS_BACKLOG: usize = 64;
 
 impl Listener {
-    /// The listener of another link of the same upstream: the same calls,
-    /// told apart from this link's.
-    pub(super) fn for_link(&self, link: u8) -> Self {
+    /// The listener of a link of one downstream session's (tag `link`): the
+    /// same calls, told apart from the other links'.
+    pub(super) fn for_session(&self, link: u64) -> Self {
         Self {
             inner: self.inner.clone(),
             link,
+            one_session: true,
         }
     }
 
@@ -114,6 +120,7 @@ impl Listener {
         askers.insert(
             call,
             InFlight {
+                link: self.link,
                 caller,
                 ended: None,
             },
@@ -155,6 +162,7 @@ impl Listener {
                 Some(InFlight {
                     caller: Some(peer),
                     ended: None,
+                    ..
                 }) => Ok(peer.clone()),
                 Some(_) => Err(ErrorData::invalid_request(
                     "the call this asks within has no client, or has ended: nobody to ask",
@@ -166,7 +174,25 @@ impl Listener {
                 )),
             };
         }
-        let mut peers = askers.values().filter(|in_flight| {
+        let on_this_link = askers
+            .values()
+            .filter(|in_flight| in_flight.link == self.link);
+        if self.one_session {
+            // Every call on the link is the session's: any of them names its
+            // client, the one in flight first.
+            let mut calls: Vec<&InFlight> = on_this_link.collect();
+            calls.sort_by_key(|in_flight| in_flight.ended.is_some());
+            return calls
+                .first()
+                .and_then(|in_flight| in_flight.caller.clone())
+                .ok_or_else(|| {
+                    ErrorData::invalid_request(
+                        "no call of this session is upstream: nobody to ask",
+                        None,
+                    )
+                });
+        }
+        let mut peers = on_this_link.filter(|in_flight| {
             in_flight
                 .ended
                 .is_none_or(|ended| ended.elapsed() < ENDED_GRACE)
@@ -176,6 +202,7 @@ impl Listener {
                 Some(InFlight {
                     caller: Some(peer),
                     ended: None,
+                    ..
                 }),
                 None,
             ) => Ok(peer.clone()),
@@ -211,7 +238,7 @@ impl Drop for Following {
 pub(super) struct Asking {
     listener: Listener,
     call: u64,
-    request: (u8, RequestId),
+    request: (u64, RequestId),
 }
 
 impl Drop for Asking {

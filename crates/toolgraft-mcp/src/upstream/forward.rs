@@ -19,7 +19,7 @@ use rmcp::{Peer, RoleClient};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolgraft::context::{self, Asker, Reach, TraceContext};
-use toolgraft::error::{BoxError, Transient};
+use toolgraft::error::{ArgsError, ArgsErrorKind, BoxError, Transient};
 use toolgraft::schema::Args;
 
 use super::client::Listener;
@@ -30,9 +30,9 @@ use crate::call::McpCall;
 /// What every forwarded call of one upstream shares.
 pub(super) struct Forwarder {
     pub(super) current: Current,
-    /// A link of protocol 2025-11-25 for callers of it, when `current` speaks
-    /// 2026-07-28: opened at the first such call (see [`Protocol::Initialize`]).
-    pub(super) older: tokio::sync::OnceCell<Current>,
+    /// The links of protocol 2025-11-25, one per session of a caller of it,
+    /// when `current` speaks 2026-07-28 (see [`Protocol::Initialize`]).
+    pub(super) sessions: Sessions,
     pub(super) config: UpstreamConfig,
     pub(super) stop: CancellationToken,
     pub(super) listener: Listener,
@@ -62,10 +62,25 @@ impl Forwarder {
         // state it echoes says so: in a combo of several upstream tools, one
         // tool's answers never reach another's upstream.
         if let Some(call) = &call_in
-            && let Some(state) = call.request_state().and_then(|state| opened(state, &name))
+            && let Some(echoed) = call.request_state()
         {
-            params.input_responses = call.input_responses().cloned();
-            params.request_state = state;
+            match opened(echoed, &name) {
+                Some(state) => {
+                    params.input_responses = call.input_responses().cloned();
+                    params.request_state = state;
+                }
+                // Another upstream tool's state: its answers are not this one's.
+                None if is_sealed(echoed) => {}
+                None => {
+                    return Err(ArgsError {
+                        field: None,
+                        kind: ArgsErrorKind::InvalidValue,
+                        problem: "the request state is not one this server gave, or was changed"
+                            .to_owned(),
+                    }
+                    .into());
+                }
+            }
         }
         let asks_now = context::get::<Asker>().is_some_and(|asker| asker.reach() == Reach::Now);
         let deadline = tokio::time::Instant::now() + self.call_timeout;
@@ -175,7 +190,10 @@ impl Forwarder {
 
     /// The link a call of `call_in`'s caller goes by, with its listener: the
     /// upstream's newest, unless that speaks 2026-07-28 and the caller an
-    /// older protocol, whose upstream tools may ask it within the call.
+    /// older protocol, whose upstream tools may ask it within the call: then
+    /// a link of protocol 2025-11-25 of the caller's session's own, so that
+    /// what the upstream sends on it (requests, log messages) is that
+    /// session's, and never another caller's.
     async fn link_for(
         &self,
         call_in: Option<&McpCall>,
@@ -183,25 +201,21 @@ impl Forwarder {
         let Some(newest) = self.current.borrow().clone() else {
             return Err(self.away("is not connected (connecting again)"));
         };
-        let older_caller = call_in.is_some_and(|call| {
+        let Some(call) = call_in.filter(|call| {
             call.request_context()
                 .protocol_version()
                 .is_none_or(|version| version < ProtocolVersion::V_2026_07_28)
-        });
-        if !(older_caller && link::is_newest(&newest)) {
+        }) else {
+            return Ok((newest, self.listener.clone()));
+        };
+        if !link::is_newest(&newest) {
             return Ok((newest, self.listener.clone()));
         }
-        let listener = self.listener.for_link(OLDER_LINK);
-        let older = self
-            .older
-            .get_or_try_init(|| {
-                link::open(
-                    &self.config,
-                    &listener,
-                    Protocol::Initialize,
-                    self.stop.clone(),
-                )
-            })
+        let (cell, listener, stop) =
+            self.sessions
+                .link_of(session_of(call), &self.listener, &self.stop)?;
+        let older = cell
+            .get_or_try_init(|| link::open(&self.config, &listener, Protocol::Initialize, stop))
             .await
             .map_err(|error| {
                 self.away(&format!(
@@ -272,8 +286,117 @@ fn opened(echoed: &str, tool: &str) -> Option<Option<String>> {
     }
 }
 
-/// The older link's listener tag (the newest's is 0).
-const OLDER_LINK: u8 = 1;
+/// Whether `echoed` is a state this crate sealed (for whichever tool).
+fn is_sealed(echoed: &str) -> bool {
+    serde_json::from_str::<Value>(echoed).is_ok_and(|echoed| {
+        echoed
+            .get(STATE_KEY)
+            .and_then(|of| of.get("tool"))
+            .is_some_and(Value::is_string)
+    })
+}
+
+/// The downstream session a call came in by: over Streamable HTTP its
+/// `Mcp-Session-Id`; otherwise the process's one client (stdio).
+fn session_of(call: &McpCall) -> Option<String> {
+    #[cfg(feature = "http")]
+    {
+        call.http_parts()?
+            .headers
+            .get("mcp-session-id")?
+            .to_str()
+            .ok()
+            .map(str::to_owned)
+    }
+    #[cfg(not(feature = "http"))]
+    {
+        let _ = call;
+        None
+    }
+}
+
+/// The links of protocol 2025-11-25, by downstream session.
+#[derive(Default)]
+pub(super) struct Sessions {
+    links: std::sync::Mutex<SessionLinks>,
+}
+
+#[derive(Default)]
+struct SessionLinks {
+    by_session: std::collections::HashMap<Option<String>, SessionLink>,
+    /// The tag of the next link's listener (the newest link's is 0).
+    next: u64,
+}
+
+struct SessionLink {
+    current: Arc<tokio::sync::OnceCell<Current>>,
+    tag: u64,
+    /// Stops this link (its session idle), or with the upstream.
+    stop: CancellationToken,
+    used: std::time::Instant,
+}
+
+/// A session's link unused this long is closed: MCP tells no server when a
+/// client's session ends.
+const SESSION_IDLE: Duration = Duration::from_secs(300);
+
+/// At most this many sessions' links at once; a call of one more session,
+/// while none is idle, fails (transient).
+const MAX_SESSION_LINKS: usize = 64;
+
+impl Sessions {
+    /// The link of `session` (made, not yet opened, when it has none), its
+    /// listener, and what stops it.
+    #[allow(clippy::type_complexity)]
+    fn link_of(
+        &self,
+        session: Option<String>,
+        listener: &Listener,
+        stop: &CancellationToken,
+    ) -> Result<
+        (
+            Arc<tokio::sync::OnceCell<Current>>,
+            Listener,
+            CancellationToken,
+        ),
+        BoxError,
+    > {
+        let mut links = self
+            .links
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        links.by_session.retain(|_, link| {
+            let idle = link.used.elapsed() >= SESSION_IDLE;
+            if idle {
+                link.stop.cancel();
+            }
+            !idle
+        });
+        if !links.by_session.contains_key(&session) && links.by_session.len() >= MAX_SESSION_LINKS {
+            return Err(Transient::new(format!(
+                "{MAX_SESSION_LINKS} sessions of protocol 2025-11-25 reach the upstream already; try again later"
+            ))
+            .into());
+        }
+        links.next += 1;
+        let tag = links.next;
+        let link = links
+            .by_session
+            .entry(session)
+            .or_insert_with(|| SessionLink {
+                current: Arc::default(),
+                tag,
+                stop: stop.child_token(),
+                used: std::time::Instant::now(),
+            });
+        link.used = std::time::Instant::now();
+        Ok((
+            link.current.clone(),
+            listener.for_session(link.tag),
+            link.stop.clone(),
+        ))
+    }
+}
 
 /// How many times one call asks its caller for the upstream at most (rmcp's
 /// own bound on input-required rounds).

@@ -121,7 +121,7 @@ impl Upstream {
         let current = link::open(&config, &listener, link::Protocol::Newest, stop.clone()).await?;
         let forwarder = Arc::new(Forwarder {
             current: current.clone(),
-            older: tokio::sync::OnceCell::new(),
+            sessions: Default::default(),
             config: config.clone(),
             stop: stop.clone(),
             listener: listener.clone(),

@@ -522,3 +522,71 @@ async fn a_mirror_follows_the_upstreams_list_tool_by_tool() {
     assert!(!gateway.contains("up_grown") && !gateway.contains("up_grown_cache"));
     server.shutdown().await.unwrap();
 }
+
+/// Two sessions of a client of the older protocol over HTTP, each with a call
+/// in flight to an upstream of 2026-07-28 whose tool logs what it was given:
+/// each session gets its own log messages and never the other's (each goes by
+/// a link of its own, so what the upstream sends on it is that session's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)]
+async fn log_messages_reach_their_own_session_only() {
+    use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::StreamableHttpClientTransport;
+    let whisper = Tool::builder()
+        .name("whisper")
+        .description("Log the key to the client, twice, then answer.")
+        .body(|key: Key| async move {
+            let call = toolgraft_mcp::call::McpCall::current().ok_or("no client")?;
+            for _ in 0..2 {
+                let message =
+                    LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(key.key));
+                call.peer().notify_logging_message(message).await?;
+                tokio::time::sleep(Duration::from_millis(150)).await;
+            }
+            Ok(key.key)
+        })
+        .build()
+        .unwrap();
+    let served = Toolset::new();
+    served.bind((whisper.combo(),)).unwrap();
+    let upstream_server = serve_on(&served, 0, Guard::off()).await;
+    let upstream = Upstream::connect(config(&upstream_server)).await.unwrap();
+    let gateway = Toolset::new();
+    let combos: Vec<_> = upstream.tools().iter().map(|tool| tool.combo()).collect();
+    gateway.bind(combos).unwrap();
+    let gateway_server = serve_on(&gateway, 0, Guard::off()).await;
+
+    let session = || async {
+        let transport = StreamableHttpClientTransport::from_uri(gateway_server.url());
+        crate::support::Client::default()
+            .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+            .await
+            .unwrap()
+    };
+    let (alice, bob) = (session().await, session().await);
+    let call = |client: &crate::support::Connection, key: &str| {
+        let peer = client.peer().clone();
+        let request =
+            CallToolRequestParams::new("up_whisper").with_arguments(args(json!({"key": key})));
+        async move { peer.call_tool(request).await }
+    };
+    let (a, b) = tokio::join!(call(&alice, "alice's"), call(&bob, "bob's"));
+    a.unwrap();
+    b.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for (client, own) in [(&alice, "alice's"), (&bob, "bob's")] {
+        let logs: Vec<_> = client
+            .service()
+            .logs
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|log| log.data.clone())
+            .collect();
+        assert!(!logs.is_empty(), "{own}: no log reached its session");
+        assert!(logs.iter().all(|log| log == own), "{own} got {logs:?}");
+    }
+    alice.cancel().await.unwrap();
+    bob.cancel().await.unwrap();
+}
