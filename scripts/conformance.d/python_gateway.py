@@ -11,8 +11,11 @@ not annotated read-only and `cache` on every read-only one, by the manifest's
   `approve`: the user accepts (the file is written), then declines (it is not).
 - A read-only upstream tool answered from the cache (the Python server counts
   one lookup for three calls).
+- With --oauth: an upstream the gateway reaches with a token it got by OAuth
+  2.1's client credentials grant (the `authorized` example, as oidc.mjs's
+  client `alice`): its `whoami` names alice.
 
-Usage: python_gateway.py <url> <directory the filesystem server serves>.
+Usage: python_gateway.py <url> <directory the filesystem server serves> [--oauth].
 Prints the transcript; exits non-zero, saying what differed.
 """
 
@@ -109,11 +112,22 @@ async def cached(url: str) -> None:
             check(text(calls) == "1", f"the cache did not answer: {calls}")
 
 
-async def main(url: str, directory: str) -> None:
+async def oauth(url: str) -> None:
+    async with streamable_http_client(url) as (read, write_stream):
+        async with ClientSession(read, write_stream) as session:
+            await session.initialize()
+            result = await session.call_tool("notes_whoami", {})
+            say(f"[notes_whoami, an upstream reached with OAuth client credentials] -> {text(result)!r}")
+            check(not result.is_error and "alice" in text(result), f"whoami: {result}")
+
+
+async def main(url: str, directory: str, with_oauth: bool) -> None:
     await write(url, directory, "accept")
     await write(url, directory, "decline")
     await cached(url)
+    if with_oauth:
+        await oauth(url)
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    asyncio.run(main(sys.argv[1], sys.argv[2], "--oauth" in sys.argv[3:]))

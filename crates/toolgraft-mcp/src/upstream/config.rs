@@ -91,7 +91,95 @@ pub enum Endpoint {
         /// read from or written to a file.
         #[serde(skip)]
         bearer_token: Option<Secret>,
+        /// OAuth 2.1 client credentials (feature `upstream-oauth`), in place
+        /// of a bearer token: a token is got for this endpoint at each
+        /// connection, and the connection made again when the upstream
+        /// refuses it (expired).
+        #[serde(default)]
+        oauth: Option<ClientCredentials>,
     },
+}
+
+/// A client of an authorization server, for OAuth 2.1's client credentials
+/// grant: the token it gets is for the upstream's endpoint (the `resource`),
+/// from the authorization server the endpoint's protected resource metadata
+/// names.
+///
+/// ```
+/// let credentials: toolgraft_mcp::upstream::ClientCredentials = serde_json::from_value(serde_json::json!({
+///     "client_id": "gateway", "client_secret_env": "GATEWAY_SECRET", "scopes": ["tools:read"]
+/// }))?;
+/// assert_eq!(format!("{credentials:?}"), r#"ClientCredentials { client_id: "gateway", secret: "$GATEWAY_SECRET", scopes: ["tools:read"] }"#);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ClientCredentials {
+    /// The client's id at the authorization server.
+    pub client_id: String,
+    /// The environment variable whose value is the client's secret, read at
+    /// each connection.
+    #[serde(default)]
+    pub client_secret_env: Option<String>,
+    /// The secret given in code ([`ClientCredentials::new`]); never read from
+    /// or written to a file.
+    #[serde(skip)]
+    pub client_secret: Option<Secret>,
+    /// The scopes asked for.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+impl ClientCredentials {
+    /// A client `client_id` with `secret`, asking for `scopes`.
+    ///
+    /// ```
+    /// let credentials = toolgraft_mcp::upstream::ClientCredentials::new("gateway", "s3cret", ["tools:read"]);
+    /// assert!(!format!("{credentials:?}").contains("s3cret"));
+    /// ```
+    pub fn new(
+        client_id: impl Into<String>,
+        secret: impl Into<String>,
+        scopes: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self {
+            client_id: client_id.into(),
+            client_secret_env: None,
+            client_secret: Some(Secret(secret.into())),
+            scopes: scopes.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// The secret, given in code or read from its variable now.
+    #[cfg_attr(not(feature = "upstream-oauth"), allow(dead_code))]
+    pub(super) fn secret(&self) -> Result<String, String> {
+        match (&self.client_secret, &self.client_secret_env) {
+            (Some(secret), _) => Ok(secret.0.clone()),
+            (None, Some(var)) => std::env::var(var).map_err(|_| {
+                format!("the client secret's variable `{var}` is not set (`client_secret_env`)")
+            }),
+            (None, None) => {
+                Err("the client credentials name no secret (`client_secret_env`)".into())
+            }
+        }
+    }
+}
+
+impl fmt::Debug for ClientCredentials {
+    /// The client and where its secret is, never the secret.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let secret = match (&self.client_secret, &self.client_secret_env) {
+            (Some(_), _) => "(given)".to_owned(),
+            (None, Some(var)) => format!("${var}"),
+            (None, None) => "(none)".to_owned(),
+        };
+        f.debug_struct("ClientCredentials")
+            .field("client_id", &self.client_id)
+            .field("secret", &secret)
+            .field("scopes", &self.scopes)
+            .finish()
+    }
 }
 
 impl Endpoint {
@@ -124,7 +212,25 @@ impl Endpoint {
             url: url.into(),
             bearer_token_env: None,
             bearer_token: None,
+            oauth: None,
         }
+    }
+
+    /// This HTTP endpoint reached with a token got by OAuth 2.1's client
+    /// credentials grant (feature `upstream-oauth`), in place of a bearer
+    /// token (a stdio endpoint is returned as it is).
+    ///
+    /// ```
+    /// use toolgraft_mcp::upstream::{ClientCredentials, Endpoint};
+    /// let endpoint = Endpoint::http("https://notes.example.com/mcp")
+    ///     .with_client_credentials(ClientCredentials::new("gateway", "s3cret", ["tools:read"]));
+    /// assert_eq!(format!("{endpoint:?}"), "http https://notes.example.com/mcp (OAuth client gateway)");
+    /// ```
+    pub fn with_client_credentials(mut self, credentials: ClientCredentials) -> Self {
+        if let Self::Http { oauth, .. } = &mut self {
+            *oauth = Some(credentials);
+        }
+        self
     }
 
     /// This HTTP endpoint with a bearer token sent on every request (a stdio
@@ -147,12 +253,14 @@ impl fmt::Debug for Endpoint {
                 url,
                 bearer_token_env,
                 bearer_token,
+                oauth,
             } => {
                 write!(f, "http {}", redacted(url))?;
-                match (bearer_token, bearer_token_env) {
-                    (Some(_), _) => write!(f, " (bearer token)"),
-                    (None, Some(var)) => write!(f, " (bearer token from ${var})"),
-                    (None, None) => Ok(()),
+                match (oauth, bearer_token, bearer_token_env) {
+                    (Some(oauth), ..) => write!(f, " (OAuth client {})", oauth.client_id),
+                    (None, Some(_), _) => write!(f, " (bearer token)"),
+                    (None, None, Some(var)) => write!(f, " (bearer token from ${var})"),
+                    (None, None, None) => Ok(()),
                 }
             }
         }

@@ -123,14 +123,14 @@ impl Forwarder {
         call_in: Option<&McpCall>,
         deadline: tokio::time::Instant,
     ) -> Result<Result<CallToolResponse, rmcp::ErrorData>, BoxError> {
-        let (peer, listener) = self.link_for(call_in).await?;
+        let (peer, listener, link) = self.link_for(call_in).await?;
         let mut options = PeerRequestOptions::no_options();
         options.meta = Some(meta_for_upstream(call_in));
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer
             .send_request_with_option(request, options)
             .await
-            .map_err(|error| self.lost(&error))?;
+            .map_err(|error| self.lost(&error, &link))?;
         let (mut progress, _following) = listener.follow(handle.progress_token.clone());
         let _asking = listener.asking(
             self.calls.fetch_add(1, Ordering::Relaxed),
@@ -184,7 +184,7 @@ impl Forwarder {
             Ok(ServerResult::CreateTaskResult(task)) => Ok(Ok(CallToolResponse::Task(task))),
             Ok(_) => Err("the upstream answered `tools/call` with another kind of result".into()),
             Err(ServiceError::McpError(error)) => Ok(Err(error)),
-            Err(error) => Err(self.lost(&error)),
+            Err(error) => Err(self.lost(&error, &link)),
         }
     }
 
@@ -197,8 +197,8 @@ impl Forwarder {
     async fn link_for(
         &self,
         call_in: Option<&McpCall>,
-    ) -> Result<(Peer<RoleClient>, Listener), BoxError> {
-        let Some(newest) = self.current.borrow().clone() else {
+    ) -> Result<(Peer<RoleClient>, Listener, Current), BoxError> {
+        let Some(newest) = self.current.peer() else {
             return Err(self.away("is not connected (connecting again)"));
         };
         let Some(call) = call_in.filter(|call| {
@@ -206,10 +206,10 @@ impl Forwarder {
                 .protocol_version()
                 .is_none_or(|version| version < ProtocolVersion::V_2026_07_28)
         }) else {
-            return Ok((newest, self.listener.clone()));
+            return Ok((newest, self.listener.clone(), self.current.clone()));
         };
         if !link::is_newest(&newest) {
-            return Ok((newest, self.listener.clone()));
+            return Ok((newest, self.listener.clone(), self.current.clone()));
         }
         let (cell, listener, stop) =
             self.sessions
@@ -222,9 +222,10 @@ impl Forwarder {
                     "cannot be reached on protocol 2025-11-25: {error}"
                 ))
             })?;
-        let peer = older.borrow().clone();
-        let peer = peer.ok_or_else(|| self.away("is not connected (connecting again)"))?;
-        Ok((peer, listener))
+        let peer = older
+            .peer()
+            .ok_or_else(|| self.away("is not connected (connecting again)"))?;
+        Ok((peer, listener, older.clone()))
     }
 
     /// The upstream's answer as the body's outcome, within `max_result_bytes`.
@@ -255,8 +256,13 @@ impl Forwarder {
     }
 
     /// A request that did not come back because the connection failed:
-    /// transient, the same call may be answered on the next connection.
-    fn lost(&self, error: &ServiceError) -> BoxError {
+    /// transient, the same call may be answered on the next connection. One
+    /// the upstream refused for its credentials (a token rotated or expired)
+    /// has the link made again with them read or got again.
+    fn lost(&self, error: &ServiceError, link: &Current) -> BoxError {
+        if refused_credentials(error) {
+            link.renew();
+        }
         self.away(&format!("did not answer: {error}"))
     }
 }
@@ -396,6 +402,21 @@ impl Sessions {
             link.stop.clone(),
         ))
     }
+}
+
+/// Whether the upstream refused `error`'s request for its credentials (not
+/// for a scope they lack: getting them again would not grant it).
+#[cfg(feature = "upstream-http")]
+fn refused_credentials(error: &ServiceError) -> bool {
+    error
+        .auth_challenge()
+        .is_some_and(|challenge| !challenge.contains("insufficient_scope"))
+}
+
+/// Over stdio there are no credentials to refuse.
+#[cfg(not(feature = "upstream-http"))]
+fn refused_credentials(_error: &ServiceError) -> bool {
+    false
 }
 
 /// How many times one call asks its caller for the upstream at most (rmcp's

@@ -6,15 +6,35 @@ use std::time::Duration;
 use rmcp::model::{PaginatedRequestParams, ProtocolVersion, SubscriptionFilter, Tool};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::{Peer, RoleClient};
-use tokio::sync::watch;
+use std::sync::Arc;
+
+use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::client::Listener;
 use super::config::{Endpoint, UpstreamConfig};
 use super::error::UpstreamError;
 
-/// The peer of the live connection, `None` while it is down.
-pub(super) type Current = watch::Receiver<Option<Peer<RoleClient>>>;
+/// A link as its calls see it: the peer of the live connection, and a way to
+/// have it made again.
+#[derive(Clone)]
+pub(super) struct Current {
+    peer: watch::Receiver<Option<Peer<RoleClient>>>,
+    renew: Arc<Notify>,
+}
+
+impl Current {
+    /// The live connection's peer; `None` while it is down.
+    pub(super) fn peer(&self) -> Option<Peer<RoleClient>> {
+        self.peer.borrow().clone()
+    }
+
+    /// Has the connection made again, its credentials read or got again:
+    /// the upstream refused them (a token rotated, or expired).
+    pub(super) fn renew(&self) {
+        self.renew.notify_one();
+    }
+}
 
 /// The first wait before connecting again, doubled after each failure up to
 /// [`RECONNECT_LAST`].
@@ -47,15 +67,20 @@ pub(super) async fn open(
 ) -> Result<Current, UpstreamError> {
     let service = connect(config, listener, protocol).await?;
     let (current, receiver) = watch::channel(Some(service.peer().clone()));
+    let renew = Arc::new(Notify::new());
     let link = Link {
         config: config.clone(),
         listener: listener.clone(),
         protocol,
         current,
+        renew: renew.clone(),
         stop,
     };
     tokio::spawn(link.supervise(service));
-    Ok(receiver)
+    Ok(Current {
+        peer: receiver,
+        renew,
+    })
 }
 
 /// Whether `peer` speaks protocol 2026-07-28 (or later), where a server may
@@ -71,6 +96,7 @@ struct Link {
     listener: Listener,
     protocol: Protocol,
     current: watch::Sender<Option<Peer<RoleClient>>>,
+    renew: Arc<Notify>,
     stop: CancellationToken,
 }
 
@@ -81,6 +107,7 @@ impl Link {
             listener,
             protocol,
             current,
+            renew,
             stop,
         } = self;
         loop {
@@ -89,6 +116,11 @@ impl Link {
             tokio::pin!(ended);
             tokio::select! {
                 _ = &mut ended => {}
+                () = renew.notified() => {
+                    tracing::warn!(upstream = ?config.endpoint, "the upstream refused the credentials: connecting again with them read again");
+                    token.cancel();
+                    let _ = ended.await;
+                }
                 () = stop.cancelled() => {
                     // Ends the session; a child process goes with its transport.
                     token.cancel();
@@ -243,6 +275,7 @@ async fn http(
         url,
         bearer_token_env,
         bearer_token,
+        oauth,
     } = &config.endpoint
     else {
         unreachable!("called for HTTP endpoints")
@@ -254,6 +287,9 @@ async fn http(
         // result's size, hence the room).
         .max_json_response_size(transport_bound(config.max_result_bytes))
         .max_sse_event_size(transport_bound(config.max_result_bytes));
+    if let Some(credentials) = oauth {
+        return oauth::serve(url, credentials, transport, listener, lifecycle(protocol)).await;
+    }
     let token = match (bearer_token, bearer_token_env) {
         (Some(token), _) => Some(token.0.clone()),
         (None, Some(var)) => Some(std::env::var(var).map_err(|_| {
@@ -347,4 +383,66 @@ pub(super) async fn list(
         }
     }
     Ok(tools)
+}
+
+/// OAuth 2.1's client credentials grant (feature `upstream-oauth`): a token
+/// for the endpoint as the resource, from the authorization server its
+/// protected resource metadata names, got at each connection.
+#[cfg(feature = "upstream-http")]
+mod oauth {
+    use rmcp::RoleClient;
+    #[cfg(feature = "upstream-oauth")]
+    use rmcp::service::ClientServiceExt;
+    use rmcp::service::{ClientLifecycleMode, RunningService};
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    use super::super::client::Listener;
+    use super::super::config::ClientCredentials;
+
+    #[cfg(feature = "upstream-oauth")]
+    pub(super) async fn serve(
+        url: &str,
+        credentials: &ClientCredentials,
+        transport: StreamableHttpClientTransportConfig,
+        listener: &Listener,
+        lifecycle: ClientLifecycleMode,
+    ) -> Result<RunningService<RoleClient, Listener>, String> {
+        use rmcp::transport::StreamableHttpClientTransport;
+        use rmcp::transport::auth::{AuthClient, ClientCredentialsConfig, OAuthState};
+        let oauth =
+            |error: rmcp::transport::AuthError| format!("OAuth client credentials: {error}");
+        let secret = credentials.secret()?;
+        let mut state = OAuthState::new(url, None).await.map_err(oauth)?;
+        let grant = ClientCredentialsConfig::ClientSecret {
+            client_id: credentials.client_id.clone(),
+            client_secret: secret,
+            scopes: credentials.scopes.clone(),
+            resource: Some(url.to_owned()),
+        };
+        state
+            .authenticate_client_credentials(grant)
+            .await
+            .map_err(oauth)?;
+        let manager = state
+            .into_authorization_manager()
+            .ok_or("OAuth client credentials: no token was granted")?;
+        let client = AuthClient::new(reqwest::Client::default(), manager);
+        let transport = StreamableHttpClientTransport::with_client(client, transport);
+        listener
+            .clone()
+            .serve_with_lifecycle(transport, lifecycle)
+            .await
+            .map_err(|error| error.to_string())
+    }
+
+    #[cfg(not(feature = "upstream-oauth"))]
+    pub(super) async fn serve(
+        _url: &str,
+        _credentials: &ClientCredentials,
+        _transport: StreamableHttpClientTransportConfig,
+        _listener: &Listener,
+        _lifecycle: ClientLifecycleMode,
+    ) -> Result<RunningService<RoleClient, Listener>, String> {
+        Err("OAuth client credentials need toolgraft-mcp's feature `upstream-oauth`".to_owned())
+    }
 }

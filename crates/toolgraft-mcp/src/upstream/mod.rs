@@ -63,7 +63,9 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use toolgraft::runtime::DynTool;
 use toolgraft::toolset::BaseTools;
 
-pub use config::{Endpoint, MAX_NAMESPACE_LEN, MAX_STDIO_RESULT_BYTES, Secret, UpstreamConfig};
+pub use config::{
+    ClientCredentials, Endpoint, MAX_NAMESPACE_LEN, MAX_STDIO_RESULT_BYTES, Secret, UpstreamConfig,
+};
 pub use error::{Refused, UpstreamError};
 pub use mirror::{Mirror, Resync};
 
@@ -157,7 +159,7 @@ impl Upstream {
 
     /// Whether the connection is up now (it is made again when lost).
     pub fn is_connected(&self) -> bool {
-        self.inner.current.borrow().is_some()
+        self.inner.current.peer().is_some()
     }
 
     /// Its tools as last listed, as base tools sorted by name.
@@ -195,7 +197,7 @@ impl Upstream {
         &self,
     ) -> impl std::future::Future<Output = Result<Vec<rmcp::model::Tool>, String>> + Send + 'static
     {
-        let peer = self.inner.current.borrow().clone();
+        let peer = self.inner.current.peer();
         let max_tools = self.inner.config.max_tools;
         async move {
             let peer = peer.ok_or("not connected")?;

@@ -178,12 +178,13 @@ async fn two_upstreams_and_the_servers_own_tools_listed_with_layers_by_annotatio
     eprintln!("tools/list ({} tools):", listed.len());
     for tool in &listed {
         let hints = tool.annotations.clone().unwrap_or_default();
+        let hint = |hint: Option<bool>| hint.map_or("-".to_owned(), |hint| hint.to_string());
         eprintln!(
             "  {:<44} readOnly={:<5} destructive={:<5} idempotent={}",
             tool.name,
-            format!("{:?}", hints.read_only_hint),
-            format!("{:?}", hints.destructive_hint),
-            format!("{:?}", hints.idempotent_hint),
+            hint(hints.read_only_hint),
+            hint(hints.destructive_hint),
+            hint(hints.idempotent_hint),
         );
     }
     let names: Vec<&str> = listed.iter().map(|tool| tool.name.as_ref()).collect();

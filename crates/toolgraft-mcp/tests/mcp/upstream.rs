@@ -590,3 +590,87 @@ async fn log_messages_reach_their_own_session_only() {
     alice.cancel().await.unwrap();
     bob.cancel().await.unwrap();
 }
+
+/// An upstream that stops taking the credentials a connection was made with
+/// (a token expired, or rotated): its `401` has the link made again, and a
+/// `retry` around the tool gets its answer on the new connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_refused_upstream_have_the_connection_made_again() {
+    use std::sync::atomic::AtomicBool;
+
+    // Once set, every request is refused until a connection is made again
+    // (its first request: `server/discover`, or `initialize`).
+    let expired = Arc::new(AtomicBool::new(false));
+    let handshakes = Arc::new(AtomicUsize::new(0));
+    let counters = Counters::default();
+    let served = upstream_toolset(&counters);
+    let router = McpHttp::new(ToolsetServer::new(served), Guard::off())
+        .router()
+        .layer(axum::middleware::from_fn({
+            let (expired, handshakes) = (expired.clone(), handshakes.clone());
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let (expired, handshakes) = (expired.clone(), handshakes.clone());
+                async move {
+                    let (parts, body) = request.into_parts();
+                    let body = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+                    let method = serde_json::from_slice::<Value>(&body)
+                        .ok()
+                        .and_then(|message| message["method"].as_str().map(str::to_owned));
+                    let handshake =
+                        matches!(method.as_deref(), Some("server/discover" | "initialize"));
+                    if handshake {
+                        handshakes.fetch_add(1, Ordering::SeqCst);
+                        expired.store(false, Ordering::SeqCst);
+                    } else if expired.load(Ordering::SeqCst) {
+                        return axum::response::Response::builder()
+                            .status(401)
+                            .header("www-authenticate", r#"Bearer error="invalid_token""#)
+                            .body(axum::body::Body::empty())
+                            .unwrap();
+                    }
+                    let request =
+                        axum::extract::Request::from_parts(parts, axum::body::Body::from(body));
+                    next.run(request).await
+                }
+            }
+        }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let serving = tokio::spawn(async move { axum::serve(listener, router).await });
+
+    let upstream = Upstream::connect(UpstreamConfig::new("up", Endpoint::http(&url)))
+        .await
+        .unwrap();
+    let before = handshakes.load(Ordering::SeqCst);
+    let gateway = Toolset::new();
+    let tools = upstream.tools();
+    gateway
+        .bind((tools[3].combo().with(Retry::attempts(20)),))
+        .unwrap();
+    assert_eq!(
+        gateway
+            .call("up_lookup", json!({"key": "a"}))
+            .await
+            .unwrap(),
+        json!({"value": "value of a"})
+    );
+
+    expired.store(true, Ordering::SeqCst);
+    let refused = gateway
+        .call("up_lookup", json!({"key": "b"}))
+        .await
+        .unwrap_err();
+    assert!(refused.is_transient(), "{refused}");
+    let answer = within(
+        "the retried call",
+        gateway.call("up_lookup_retry", json!({"key": "c"})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer, json!({"value": "value of c"}));
+    assert!(
+        handshakes.load(Ordering::SeqCst) > before,
+        "the connection was made again"
+    );
+    serving.abort();
+}
