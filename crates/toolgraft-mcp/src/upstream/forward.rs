@@ -27,6 +27,17 @@ use super::config::UpstreamConfig;
 use super::link::{self, Current, Protocol};
 use crate::call::McpCall;
 
+/// What an upstream tool answers, by its output schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Shape {
+    /// No output schema: content blocks.
+    Content,
+    /// An output schema of a string: the text, or structured content.
+    Text,
+    /// Any other output schema: structured content.
+    Json,
+}
+
 /// What every forwarded call of one upstream shares.
 pub(super) struct Forwarder {
     pub(super) current: Current,
@@ -53,7 +64,7 @@ impl Forwarder {
     pub(super) async fn call(
         self: Arc<Self>,
         name: Arc<str>,
-        structured: bool,
+        shape: Shape,
         args: Args,
     ) -> Result<Value, BoxError> {
         let call_in = McpCall::current();
@@ -94,7 +105,7 @@ impl Forwarder {
                 if let Ok(CallToolResponse::InputRequired(needed)) = &mut response {
                     needed.request_state = Some(sealed(&name, needed.request_state.take()));
                 }
-                return self.settle(response, structured);
+                return self.settle(response, shape);
             };
             let requests = needed.input_requests.clone().unwrap_or_default();
             let answers = tokio::time::timeout_at(deadline, answer_now(call.peer(), requests))
@@ -232,7 +243,7 @@ impl Forwarder {
     fn settle(
         &self,
         response: Result<CallToolResponse, rmcp::ErrorData>,
-        structured: bool,
+        shape: Shape,
     ) -> Result<Value, BoxError> {
         if let Ok(CallToolResponse::Complete(result)) = &response {
             let size = json_size(result);
@@ -244,7 +255,22 @@ impl Forwarder {
                 .into());
             }
         }
-        crate::import::outcome(response, structured)
+        let mut response = response;
+        // A string answer is structured content on protocol 2026-07-28 and
+        // text alone on older ones (structured content is an object there):
+        // a link of the older protocol answers the text.
+        if let (Ok(CallToolResponse::Complete(result)), Shape::Text) = (&mut response, shape)
+            && result.structured_content.is_none()
+            && result.is_error != Some(true)
+        {
+            let text: Vec<&str> = result
+                .content
+                .iter()
+                .filter_map(|block| block.as_text().map(|text| text.text.as_str()))
+                .collect();
+            result.structured_content = Some(Value::String(text.join("\n")));
+        }
+        crate::import::outcome(response, shape != Shape::Content)
     }
 
     fn away(&self, what: &str) -> BoxError {

@@ -14,7 +14,7 @@ use toolgraft::tool::BaseTool;
 
 use super::config::UpstreamConfig;
 use super::error::Refused;
-use super::forward::Forwarder;
+use super::forward::{Forwarder, Shape};
 use crate::content::McpContent;
 use crate::tool::presentation_of;
 
@@ -79,14 +79,18 @@ fn base(
     // An output schema may describe any JSON (protocol `2026-07-28`);
     // arguments are always an object.
     object_schema(&input)?;
-    let structured = output.is_some();
+    let shape = match &output {
+        None => Shape::Content,
+        Some(schema) if schema.get("type") == Some(&Value::from("string")) => Shape::Text,
+        Some(_) => Shape::Json,
+    };
     let output_schema = match &output {
         Some(Value::Object(schema)) => Schema::from(schema.clone()),
         _ => McpContent::json_schema(&mut SchemaGenerator::default()),
     };
     let name: Arc<str> = Arc::from(tool.name.as_ref());
     let forwarder = forwarder.clone();
-    let body = move |args: Args| forwarder.clone().call(name.clone(), structured, args);
+    let body = move |args: Args| forwarder.clone().call(name.clone(), shape, args);
     let Value::Object(input) = input else {
         unreachable!("made from an object")
     };
