@@ -178,12 +178,11 @@ async fn two_upstreams_and_the_servers_own_tools_listed_with_layers_by_annotatio
     eprintln!("tools/list ({} tools):", listed.len());
     for tool in &listed {
         let hints = tool.annotations.clone().unwrap_or_default();
+        let read_only = format!("{:?}", hints.read_only_hint);
+        let destructive = format!("{:?}", hints.destructive_hint);
         eprintln!(
-            "  {:<44} readOnly={:<5} destructive={:<5} idempotent={}",
-            tool.name,
-            format!("{:?}", hints.read_only_hint),
-            format!("{:?}", hints.destructive_hint),
-            format!("{:?}", hints.idempotent_hint),
+            "  {:<44} readOnly={read_only:<5} destructive={destructive:<5} idempotent={:?}",
+            tool.name, hints.idempotent_hint,
         );
     }
     let names: Vec<&str> = listed.iter().map(|tool| tool.name.as_ref()).collect();
