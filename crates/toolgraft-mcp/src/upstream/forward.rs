@@ -17,8 +17,9 @@ use rmcp::model::{InputRequest, InputRequests, InputResponses, ProtocolVersion};
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use toolgraft::context::{self, Asker, Reach, TraceContext};
+use toolgraft::context::{self, Asker, Progress, ProgressSink, Reach, TraceContext};
 use toolgraft::error::{ArgsError, ArgsErrorKind, BoxError, Transient};
 use toolgraft::schema::Args;
 
@@ -94,10 +95,20 @@ impl Forwarder {
             }
         }
         let asks_now = context::get::<Asker>().is_some_and(|asker| asker.reach() == Reach::Now);
+        // The upstream's reports go where the call's progress goes; with no
+        // one to take them, they are not followed at all.
+        let followed = context::get::<ProgressSink>().is_some();
         let deadline = tokio::time::Instant::now() + self.call_timeout;
         for _ in 0..MAX_ROUNDS {
+            // Only a call that asks its caller now is sent again: the others
+            // give their request away.
+            let sent = if call_in.is_some() && asks_now {
+                params.clone()
+            } else {
+                std::mem::replace(&mut params, CallToolRequestParams::new(""))
+            };
             let mut response = self
-                .round(params.clone(), call_in.as_ref(), deadline)
+                .round(sent, call_in.as_ref(), followed, deadline)
                 .await?;
             let (Some(call), Ok(CallToolResponse::InputRequired(needed)), true) =
                 (&call_in, &response, asks_now)
@@ -127,11 +138,13 @@ impl Forwarder {
         .into())
     }
 
-    /// One `tools/call` of the upstream, by `deadline`.
+    /// One `tools/call` of the upstream, by `deadline`, its progress passed
+    /// on when `followed` (the call has a progress sink).
     async fn round(
         &self,
         params: CallToolRequestParams,
         call_in: Option<&McpCall>,
+        followed: bool,
         deadline: tokio::time::Instant,
     ) -> Result<Result<CallToolResponse, rmcp::ErrorData>, BoxError> {
         let (peer, listener, link) = self.link_for(call_in).await?;
@@ -142,7 +155,12 @@ impl Forwarder {
             .send_request_with_option(request, options)
             .await
             .map_err(|error| self.lost(&error, &link))?;
-        let (mut progress, _following) = listener.follow(handle.progress_token.clone());
+        let (mut reports, _following) = if followed {
+            let (reports, following) = listener.follow(handle.progress_token.clone());
+            (Some(reports), Some(following))
+        } else {
+            (None, None)
+        };
         let _asking = listener.asking(
             self.calls.fetch_add(1, Ordering::Relaxed),
             handle.id.clone(),
@@ -159,7 +177,7 @@ impl Forwarder {
         let answer = loop {
             tokio::select! {
                 answer = &mut answer => break answer,
-                Some(report) = progress.recv() => {
+                Some(report) = next_report(&mut reports) => {
                     context::report_progress(report);
                 }
                 () = &mut out_of_time => {
@@ -181,11 +199,13 @@ impl Forwarder {
         // hands each notification to a task of its own, so the last one may
         // still be on its way: its task is given the chance to run first. One
         // that comes later still is dropped, as a report after the answer.
-        for _ in 0..4 {
-            tokio::task::yield_now().await;
-        }
-        while let Ok(report) = progress.try_recv() {
-            context::report_progress(report);
+        if let Some(reports) = &mut reports {
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
+            while let Ok(report) = reports.try_recv() {
+                context::report_progress(report);
+            }
         }
         match answer {
             Ok(ServerResult::CallToolResult(result)) => Ok(Ok(CallToolResponse::Complete(result))),
@@ -315,6 +335,15 @@ fn opened(echoed: &str, tool: &str) -> Option<Option<String>> {
         Value::Null => Some(None),
         Value::String(state) => Some(Some(state.clone())),
         _ => None,
+    }
+}
+
+/// The next report on `reports`; never, when the call's progress is not
+/// followed.
+async fn next_report(reports: &mut Option<mpsc::Receiver<Progress>>) -> Option<Progress> {
+    match reports {
+        Some(reports) => reports.recv().await,
+        None => std::future::pending().await,
     }
 }
 
