@@ -427,7 +427,7 @@ impl UpstreamConfig {
 pub const MAX_STDIO_RESULT_BYTES: usize = 8 << 20;
 
 /// A namespace's longest: the tools' own names need the rest of
-/// [`MAX_NAME_LEN`](toolgraft::name::MAX_NAME_LEN).
+/// [`MAX_NAME_LEN`](toolgraft::limits::MAX_NAME_LEN).
 pub const MAX_NAMESPACE_LEN: usize = 32;
 
 mod defaults {
