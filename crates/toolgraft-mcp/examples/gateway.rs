@@ -137,7 +137,14 @@ async fn main() -> Result<(), Box<dyn Error>> {
         .serve(([127, 0, 0, 1], port))
         .await?;
     eprintln!("gateway: MCP over HTTP at {}", serving.url());
-    serving.wait().await?;
+    // Stopped (SIGTERM, or Ctrl-C), it stops serving and drops its upstreams,
+    // whose child processes go with them.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        served = serving.wait() => served?,
+        _ = terminate.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
     drop(upstreams);
     Ok(())
 }

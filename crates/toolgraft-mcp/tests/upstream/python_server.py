@@ -177,7 +177,10 @@ async def main(port: int) -> None:
     token = os.environ.get("UPSTREAM_TOKEN")
     if token:
         app = BearerToken(app, token)
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    # Stopped (SIGTERM), it waits at most a second for its clients to go.
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=1
+    )
     http = uvicorn.Server(config)
     serving = asyncio.create_task(http.serve())
     while not http.started:
