@@ -346,10 +346,16 @@ async fn a_running_job_is_cancelled_and_its_body_stopped(env: Env) {
         .unwrap();
     let id = ticket["job_id"].as_str().unwrap().to_owned();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while remote.jobs().status(&id).await.unwrap().state != JobState::Running {
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    // Running by the worker's word, not the engine's: a job leased reads
+    // running before the worker has looked at it, and one withdrawn then is
+    // skipped, its body never started (CI saw that race).
+    worker
+        .wait_for_line(&["job started", &format!("job={id}")])
+        .await;
+    assert_eq!(
+        remote.jobs().status(&id).await.unwrap().state,
+        JobState::Running
+    );
     let asked = Instant::now();
     let cancelled = transcript(&toolset, "job_cancel", json!({"job_id": id}))
         .await
