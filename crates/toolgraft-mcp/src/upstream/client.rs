@@ -338,6 +338,12 @@ impl ClientHandler for Listener {
             .enable_sampling()
             .enable_roots()
             .build();
+        // The tasks extension (SEP-2663): an upstream tool that takes a task
+        // is followed to its end (`tasks/get`, which needs it declared).
+        info.capabilities.extensions = Some(std::collections::BTreeMap::from([(
+            rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+            Default::default(),
+        )]));
         info.client_info.name = "toolgraft-mcp".into();
         info.client_info.version = env!("CARGO_PKG_VERSION").into();
         info

@@ -212,10 +212,68 @@ impl Forwarder {
             Ok(ServerResult::InputRequiredResult(result)) => {
                 Ok(Ok(CallToolResponse::InputRequired(result)))
             }
-            Ok(ServerResult::CreateTaskResult(task)) => Ok(Ok(CallToolResponse::Task(task))),
+            // The upstream made the call a task of its own (its tool takes one,
+            // and the caller's capabilities say tasks): followed here to its
+            // end, within the call's time; this process answers the caller,
+            // with a task of its own where it makes one.
+            Ok(ServerResult::CreateTaskResult(created)) => {
+                self.follow_task(&peer, &link, &created.task, deadline)
+                    .await
+            }
             Ok(_) => Err("the upstream answered `tools/call` with another kind of result".into()),
             Err(ServiceError::McpError(error)) => Ok(Err(error)),
             Err(error) => Err(self.lost(&error, &link)),
+        }
+    }
+
+    /// The upstream's task `task`, polled (at its interval, between 50 ms and
+    /// 2 s) until it ends or `deadline`; cancelled upstream if the call stops
+    /// waiting first.
+    async fn follow_task(
+        &self,
+        peer: &Peer<RoleClient>,
+        link: &Current,
+        task: &rmcp::model::Task,
+        deadline: tokio::time::Instant,
+    ) -> Result<Result<CallToolResponse, rmcp::ErrorData>, BoxError> {
+        use rmcp::model::{GetTaskParams, TaskPayload};
+        let every = Duration::from_millis(task.poll_interval_ms.unwrap_or(200).clamp(50, 2000));
+        let mut unfinished = CancelTaskOnDrop {
+            peer: peer.clone(),
+            task: Some(task.task_id.clone()),
+        };
+        loop {
+            if tokio::time::Instant::now() + every > deadline {
+                return Err(Transient::new(format!(
+                    "the upstream {}'s task did not end within {} ms (`call_timeout_ms`); it is cancelled there",
+                    self.endpoint,
+                    self.call_timeout.as_millis()
+                ))
+                .into());
+            }
+            tokio::time::sleep(every).await;
+            let got = peer
+                .get_task(GetTaskParams::new(task.task_id.clone()))
+                .await
+                .map_err(|error| self.lost(&error, link))?;
+            let ended = match got.task.payload {
+                TaskPayload::Working => continue,
+                TaskPayload::Completed { result } => {
+                    Ok(Ok(CallToolResponse::Complete(serde_json::from_value(
+                        Value::Object(result),
+                    )?)))
+                }
+                TaskPayload::Failed { error } => {
+                    Ok(Err(serde_json::from_value(Value::Object(error))?))
+                }
+                TaskPayload::InputRequired { .. } => Err(
+                    "the upstream's task asks its caller for input, which this version does not relay into a task"
+                        .into(),
+                ),
+                _ => Err("the upstream's task was cancelled there".into()),
+            };
+            unfinished.task = None;
+            return ended;
         }
     }
 
@@ -572,6 +630,28 @@ impl Drop for CancelOnDrop {
                         Some(id),
                         Some("the caller stopped waiting".to_owned()),
                     ))
+                    .await;
+            });
+        }
+    }
+}
+
+/// An upstream task whose call stopped waiting for it: cancelled there.
+struct CancelTaskOnDrop {
+    peer: Peer<RoleClient>,
+    task: Option<String>,
+}
+
+impl Drop for CancelTaskOnDrop {
+    fn drop(&mut self) {
+        let Some(task) = self.task.take() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = peer
+                    .cancel_task(rmcp::model::CancelTaskParams::new(task))
                     .await;
             });
         }

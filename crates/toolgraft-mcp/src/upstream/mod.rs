@@ -17,8 +17,11 @@
 //! upstream's progress reaches the caller; a call dropped (the client
 //! cancelled, a `timeout` layer gave up) or past `call_timeout_ms` is cancelled
 //! upstream; an input-required result passes through to the client, and its
-//! answers back. The upstream's requests to the client (elicitation, sampling,
-//! roots) go to the client of the call in flight, when there is exactly one.
+//! answers back; an upstream's task is followed to its end. The upstream's
+//! requests to the client (elicitation, sampling, roots) and its log messages
+//! go to the client of the call they name (over HTTP, the request whose stream
+//! they come on), else of the one call in flight; a caller of protocol
+//! 2025-11-25 reaches an upstream of 2026-07-28 by a link of its session's own.
 //!
 //! The connection is watched: lost, it is made again with backoff (100 ms,
 //! doubling, up to 5 s), and its calls meanwhile fail with a transient error

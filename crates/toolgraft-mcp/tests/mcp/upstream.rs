@@ -678,3 +678,40 @@ async fn credentials_refused_upstream_have_the_connection_made_again() {
     );
     serving.abort();
 }
+
+/// An upstream tool that takes a task (the upstream makes one, its client
+/// here saying it takes tasks): followed to its end, its answer the call's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_task_is_followed_to_its_answer() {
+    let counters = Counters::default();
+    let served = upstream_toolset(&counters);
+    let tasks = toolgraft_mcp::task::Tasks::new()
+        .with_poll_interval(Duration::from_millis(50))
+        .unwrap()
+        .require("sleep");
+    let mcp = McpHttp::new(ToolsetServer::new(served).with_tasks(tasks), Guard::off());
+    let server = within("serve", mcp.serve(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let upstream = Upstream::connect(config(&server)).await.unwrap();
+    let gateway = Toolset::new();
+    let combos: Vec<_> = upstream.tools().iter().map(|tool| tool.combo()).collect();
+    gateway.bind(combos).unwrap();
+    let answer = within("the task", gateway.call("up_sleep", json!({"ms": 300})))
+        .await
+        .unwrap();
+    assert_eq!(answer, json!(300));
+
+    // A call that stops waiting cancels the upstream's task: its body stops.
+    let call = gateway.call("up_sleep", json!({"ms": 30_000}));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), call)
+            .await
+            .is_err()
+    );
+    until("the upstream task's body dropped", || {
+        counters.dropped.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    server.shutdown().await.unwrap();
+}
