@@ -77,6 +77,15 @@ impl Forwarder {
             && let Some(echoed) = call.request_state()
         {
             match opened(echoed, &name) {
+                // The answers to an upstream task's requests: given to it,
+                // and the task followed on.
+                Some(Some(state)) if state.starts_with(TASK_STATE) => {
+                    let task = state[TASK_STATE.len()..].to_owned();
+                    let answers = call.input_responses().cloned().unwrap_or_default();
+                    return self
+                        .resume_task(&name, task, answers, call_in.as_ref(), shape)
+                        .await;
+                }
                 Some(state) => {
                     params.input_responses = call.input_responses().cloned();
                     params.request_state = state;
@@ -99,17 +108,23 @@ impl Forwarder {
         // one to take them, they are not followed at all.
         let followed = context::get::<ProgressSink>().is_some();
         let deadline = tokio::time::Instant::now() + self.call_timeout;
+        // An upstream task waiting on answers asked now: they go to it.
+        let mut waiting: Option<(String, InputResponses)> = None;
         for _ in 0..MAX_ROUNDS {
-            // Only a call that asks its caller now is sent again: the others
-            // give their request away.
-            let sent = if call_in.is_some() && asks_now {
-                params.clone()
+            let mut response = if let Some((task, answers)) = waiting.take() {
+                self.task_round(task, answers, call_in.as_ref(), deadline)
+                    .await?
             } else {
-                std::mem::replace(&mut params, CallToolRequestParams::new(""))
+                // Only a call that asks its caller now is sent again: the
+                // others give their request away.
+                let sent = if call_in.is_some() && asks_now {
+                    params.clone()
+                } else {
+                    std::mem::replace(&mut params, CallToolRequestParams::new(""))
+                };
+                self.round(sent, call_in.as_ref(), followed, deadline)
+                    .await?
             };
-            let mut response = self
-                .round(sent, call_in.as_ref(), followed, deadline)
-                .await?;
             let (Some(call), Ok(CallToolResponse::InputRequired(needed)), true) =
                 (&call_in, &response, asks_now)
             else {
@@ -128,8 +143,17 @@ impl Forwarder {
                         self.call_timeout.as_millis()
                     )
                 })??;
-            params.input_responses = Some(answers);
-            params.request_state = needed.request_state.clone();
+            match needed
+                .request_state
+                .as_deref()
+                .and_then(|state| state.strip_prefix(TASK_STATE))
+            {
+                Some(task) => waiting = Some((task.to_owned(), answers)),
+                None => {
+                    params.input_responses = Some(answers);
+                    params.request_state = needed.request_state.clone();
+                }
+            }
         }
         Err(format!(
             "the upstream {} asked for input more than {MAX_ROUNDS} times in one call",
@@ -258,23 +282,66 @@ impl Forwarder {
                 .map_err(|error| self.lost(&error, link))?;
             let ended = match got.task.payload {
                 TaskPayload::Working => continue,
-                TaskPayload::Completed { result } => {
-                    Ok(Ok(CallToolResponse::Complete(serde_json::from_value(
-                        Value::Object(result),
-                    )?)))
-                }
+                TaskPayload::Completed { result } => Ok(Ok(CallToolResponse::Complete(
+                    serde_json::from_value(Value::Object(result))?,
+                ))),
                 TaskPayload::Failed { error } => {
                     Ok(Err(serde_json::from_value(Value::Object(error))?))
                 }
-                TaskPayload::InputRequired { .. } => Err(
-                    "the upstream's task asks its caller for input, which this version does not relay into a task"
-                        .into(),
-                ),
+                // Asked of the caller as an input-required answer whose state
+                // names the task; the answers come back to `resume_task`.
+                TaskPayload::InputRequired { input_requests } => Ok(Ok(
+                    CallToolResponse::InputRequired(rmcp::model::InputRequiredResult::new(
+                        Some(input_requests),
+                        Some(format!("{TASK_STATE}{}", task.task_id)),
+                    )),
+                )),
                 _ => Err("the upstream's task was cancelled there".into()),
             };
             unfinished.task = None;
             return ended;
         }
+    }
+
+    /// The upstream task `task` given the caller's `answers` to its requests
+    /// (`tasks/update`), then followed to its end, or its next question.
+    async fn resume_task(
+        &self,
+        name: &str,
+        task: String,
+        answers: InputResponses,
+        call_in: Option<&McpCall>,
+        shape: Shape,
+    ) -> Result<Value, BoxError> {
+        let deadline = tokio::time::Instant::now() + self.call_timeout;
+        let mut response = self.task_round(task, answers, call_in, deadline).await?;
+        if let Ok(CallToolResponse::InputRequired(needed)) = &mut response {
+            needed.request_state = Some(sealed(name, needed.request_state.take()));
+        }
+        self.settle(response, shape)
+    }
+
+    /// One round of an upstream task: the answers given to it
+    /// (`tasks/update`), then the task followed to its end or next question.
+    async fn task_round(
+        &self,
+        task: String,
+        answers: InputResponses,
+        call_in: Option<&McpCall>,
+        deadline: tokio::time::Instant,
+    ) -> Result<Result<CallToolResponse, rmcp::ErrorData>, BoxError> {
+        let (peer, _, link) = self.link_for(call_in).await?;
+        peer.update_task(rmcp::model::UpdateTaskParams::new(task.clone(), answers))
+            .await
+            .map_err(|error| match error {
+                ServiceError::McpError(error) => crate::relay::protocol_failure(error),
+                error => self.lost(&error, &link),
+            })?;
+        let mut followed: rmcp::model::Task = serde_json::from_value(serde_json::json!({
+            "taskId": task, "status": "working", "createdAt": "", "lastUpdatedAt": ""
+        }))?;
+        followed.poll_interval_ms = None;
+        self.follow_task(&peer, &link, &followed, deadline).await
     }
 
     /// The link a call of `call_in`'s caller goes by, with its listener: the
@@ -370,6 +437,10 @@ impl Forwarder {
         self.away(&format!("did not answer: {error}"))
     }
 }
+
+/// How the state of an upstream task's input-required answer starts (the
+/// task's id follows): its answers go to the task, not to a new call.
+const TASK_STATE: &str = "toolgraft-upstream-task:";
 
 /// The key of the state this crate hands a caller for an upstream's
 /// input-required answer: the upstream's own state, and the tool it is of.
