@@ -86,11 +86,13 @@ impl Annotations {
     /// defaults for a tool that says nothing are "may change things, may destroy,
     /// not idempotent".
     pub fn allow(&self, demand: Demand) -> bool {
-        let read_only = self.read_only == Some(true);
-        let idempotent = self.idempotent == Some(true);
+        // The hints as MCP reads them: the defaults are written once, there.
+        let read = self.with_mcp_defaults();
+        let [read_only, destructive, idempotent] =
+            [read.read_only, read.destructive, read.idempotent].map(|hint| hint == Some(true));
         match demand {
             Demand::Repeatable => read_only || idempotent,
-            Demand::Skippable => read_only || (idempotent && self.destructive == Some(false)),
+            Demand::Skippable => read_only || (idempotent && !destructive),
         }
     }
 
