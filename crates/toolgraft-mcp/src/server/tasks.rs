@@ -3,7 +3,6 @@
 //! its job (read and cancelled through the backend's store).
 
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -14,7 +13,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 
-use toolgraft::context::{Identity, Principal};
+use toolgraft::context::{self, Identity, Principal};
 use toolgraft::relocation::{Deferral, Deferred, Phase};
 
 use super::ToolsetServer;
@@ -22,7 +21,7 @@ use super::answer::settled;
 use super::rendering::deferring_backend;
 use crate::call;
 use crate::outcome::to_mcp;
-use crate::task::{self, FollowedTask, Resume, Running, Table};
+use crate::task::{self, FollowedTask, Resume, Running, Table, TaskMoment};
 use crate::tool::{OutputShape, Rendering};
 
 impl<H: Send + Sync + 'static> ToolsetServer<H> {
@@ -30,7 +29,8 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
     /// (its body leaves the caller's process, or thread, and whether it is done
     /// by the time it is first asked is a race); any other is answered at once
     /// when it has its answer (or a request for input) without waiting, and is a
-    /// task the moment it must wait.
+    /// task the moment it must wait, or, where it is forwarded to a server that
+    /// makes tasks, the moment that server makes one ([`TaskMoment`]).
     pub(super) async fn call_as_task(
         &self,
         tasks: Arc<Table>,
@@ -78,14 +78,16 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
                 session_level: None,
             }
         };
-        let mut running = run(
-            context.clone(),
-            brought(request.input_responses, request.request_state),
-        );
-        if !relocated
-            && let Poll::Ready(settled) =
-                std::future::poll_fn(|cx| Poll::Ready(running.as_mut().poll(cx))).await
-        {
+        // The first run only: a run again with answers is a task's already.
+        let moment = TaskMoment::new();
+        let mut running: Running = Box::pin(context::with(
+            moment.clone(),
+            run(
+                context.clone(),
+                brought(request.input_responses, request.request_state),
+            ),
+        ));
+        if !relocated && let Some(settled) = moment.settled(&mut running).await {
             tasks.release(&reserved.id);
             return settled.into();
         }

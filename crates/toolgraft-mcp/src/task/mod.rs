@@ -13,7 +13,9 @@
 //!   looks is a race, and a client should not see which way it went);
 //! - otherwise answers at once what it has without waiting (a result, or a
 //!   request for input: an input-required result, the multi-round-trip flow)
-//!   and becomes a task the moment it must wait;
+//!   and becomes a task the moment it must wait, or, forwarded to an
+//!   [upstream](crate::upstream) server that makes tasks of its own, the moment
+//!   that server makes it one (its synchronous answers are this call's too);
 //! - as a task, it is in the table before the client reads its id, and the call
 //!   runs on, every layer of the combo included, beside the table;
 //! - a layer or body that asks the caller for input later (an
@@ -70,15 +72,17 @@
 
 // The files, bottom to top: the settings a server is given; when and how long
 // (RFC 3339 times, milliseconds); a call's end as MCP answers it; a task's
-// record; the table.
+// record; the table; when a call becomes a task.
 mod settings;
 mod clock;
 mod settled;
 mod record;
 mod table;
+mod moment;
 
 pub use settings::{MAX_TASKS, MAX_TTL, TaskSettingError, TaskSupport, Tasks};
 
 pub(crate) use clock::{millis, now_iso};
+pub(crate) use moment::{Hold, TaskMoment};
 pub(crate) use settled::{Resume, Running, Settled, error_object, object_of, unknown};
 pub(crate) use table::{FollowedTask, Table};

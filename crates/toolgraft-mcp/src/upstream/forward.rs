@@ -27,6 +27,7 @@ use super::client::Listener;
 use super::config::UpstreamConfig;
 use super::link::{self, Current, Protocol};
 use crate::call::McpCall;
+use crate::task::{Hold, TaskMoment};
 
 /// What an upstream tool answers, by its output schema.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +104,9 @@ impl Forwarder {
                 }
             }
         }
+        // A call that may become a task here is one when the upstream makes
+        // it one: held from now until the upstream answers (see `TaskMoment`).
+        let mut held = context::get::<TaskMoment>().map(|moment| moment.hold());
         let asks_now = context::get::<Asker>().is_some_and(|asker| asker.reach() == Reach::Now);
         // The upstream's reports go where the call's progress goes; with no
         // one to take them, they are not followed at all.
@@ -122,7 +126,7 @@ impl Forwarder {
                 } else {
                     std::mem::replace(&mut params, CallToolRequestParams::new(""))
                 };
-                self.round(sent, call_in.as_ref(), followed, deadline)
+                self.round(sent, call_in.as_ref(), followed, deadline, &mut held)
                     .await?
             };
             let (Some(call), Ok(CallToolResponse::InputRequired(needed)), true) =
@@ -163,15 +167,25 @@ impl Forwarder {
     }
 
     /// One `tools/call` of the upstream, by `deadline`, its progress passed
-    /// on when `followed` (the call has a progress sink).
+    /// on when `followed` (the call has a progress sink). The call's task
+    /// moment is `held` until the upstream makes the call a task, or for as
+    /// long as it answers, if it makes tasks at all.
     async fn round(
         &self,
         params: CallToolRequestParams,
         call_in: Option<&McpCall>,
         followed: bool,
         deadline: tokio::time::Instant,
+        held: &mut Option<Hold>,
     ) -> Result<Result<CallToolResponse, rmcp::ErrorData>, BoxError> {
         let (peer, listener, link) = self.link_for(call_in).await?;
+        if !peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.supports_tasks())
+        {
+            // It answers whenever it answers: this server decides.
+            held.take();
+        }
         let mut options = PeerRequestOptions::no_options();
         options.meta = Some(meta_for_upstream(call_in));
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
@@ -241,6 +255,7 @@ impl Forwarder {
             // end, within the call's time; this process answers the caller,
             // with a task of its own where it makes one.
             Ok(ServerResult::CreateTaskResult(created)) => {
+                held.take();
                 self.follow_task(&peer, &link, &created.task, deadline)
                     .await
             }

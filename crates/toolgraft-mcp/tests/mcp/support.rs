@@ -1,6 +1,7 @@
 //! What every module's tests share: a deadline on whatever they await, the
-//! arguments of a call, and an rmcp client connected in process that records
-//! what the server sends it.
+//! arguments of a call, an rmcp client connected in process that records
+//! what the server sends it, and one of protocol `2026-07-28` that follows
+//! tasks.
 
 // Logging is deprecated in the newest protocol, and still what clients show.
 #![allow(deprecated)]
@@ -10,13 +11,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, JsonObject, LoggingMessageNotificationParam, ProgressNotificationParam,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, GetTaskParams,
+    Implementation, JsonObject, LoggingMessageNotificationParam, ProgressNotificationParam,
+    ProtocolVersion, TaskPayload, TaskStatus,
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{
     ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient, ServerHandler, ServiceExt,
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 /// `future`, or a panic naming `what` after 30 s.
@@ -100,4 +103,78 @@ pub fn subscribe(
     static ALWAYS_ALIVE: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
     ALWAYS_ALIVE.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::new()));
     tracing::subscriber::set_default(subscriber)
+}
+
+/// A client of protocol `2026-07-28` that records nothing.
+pub type NewestConnection = RunningService<RoleClient, ClientConfig>;
+
+fn capabilities(tasks: bool) -> ClientCapabilities {
+    let mut declared = json!({"elicitation": {}, "roots": {}});
+    if tasks {
+        declared["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+    }
+    serde_json::from_value(declared).unwrap()
+}
+
+/// A `2026-07-28` session with `server`, declaring the tasks extension or not.
+pub async fn connect_newest<S: ServerHandler>(server: S, tasks: bool) -> NewestConnection {
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = rmcp::ServiceExt::serve(server, server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = ClientConfig::new(capabilities(tasks), Implementation::new("tasks-test", "0"));
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    within(
+        "connecting",
+        client.serve_with_lifecycle(client_io, lifecycle),
+    )
+    .await
+    .expect("the client connects")
+}
+
+pub async fn task_of(client: &NewestConnection, params: CallToolRequestParams) -> String {
+    match within("calling", client.call_tool_once(params))
+        .await
+        .unwrap()
+    {
+        CallToolResponse::Task(created) => {
+            assert_eq!(created.task.status, TaskStatus::Working);
+            created.task.task_id
+        }
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+pub async fn get(client: &NewestConnection, id: &str) -> rmcp::model::DetailedTask {
+    within("tasks/get", client.get_task(GetTaskParams::new(id)))
+        .await
+        .unwrap()
+        .task
+}
+
+/// Polls `tasks/get` until the task leaves `working`.
+pub async fn settled(client: &NewestConnection, id: &str) -> rmcp::model::DetailedTask {
+    within("the task to settle", async {
+        loop {
+            let task = get(client, id).await;
+            if task.status() != TaskStatus::Working {
+                return task;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+}
+
+/// The result the task settles with; it must complete.
+pub async fn completed(client: &NewestConnection, id: &str) -> rmcp::model::JsonObject {
+    let done = settled(client, id).await;
+    let TaskPayload::Completed { result } = done.payload else {
+        panic!("completed, not {:?}", done.task.status);
+    };
+    result
 }

@@ -9,12 +9,10 @@ use std::time::{Duration, Instant};
 
 use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
-    ErrorCode, GetTaskParams, Implementation, InputRequiredResult, InputResponses, ProtocolVersion,
-    TaskPayload, TaskStatus, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ErrorCode, GetTaskParams,
+    InputRequiredResult, InputResponses, TaskPayload, TaskStatus, UpdateTaskParams,
 };
-use rmcp::service::RunningService;
-use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient, ServerHandler, tool, tool_router};
+use rmcp::{ServerHandler, tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -25,9 +23,7 @@ use toolgraft::prelude::*;
 use toolgraft_mcp::ToolsetServer;
 use toolgraft_mcp::task::Tasks;
 
-use crate::support::within;
-
-type Connection = RunningService<RoleClient, ClientConfig>;
+use crate::support::{completed, connect_newest, get, settled, task_of, within};
 
 #[derive(Clone, Deserialize, Serialize, JsonSchema)]
 struct Work {
@@ -156,80 +152,9 @@ fn toolset(stopped: Arc<AtomicBool>) -> Toolset {
     toolset
 }
 
-fn capabilities(tasks: bool) -> ClientCapabilities {
-    let mut declared = json!({"elicitation": {}, "roots": {}});
-    if tasks {
-        declared["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
-    }
-    serde_json::from_value(declared).unwrap()
-}
-
-/// A `2026-07-28` session with `server`, declaring the tasks extension or not.
-async fn connect(server: ToolsetServer, tasks: bool) -> Connection {
-    let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    tokio::spawn(async move {
-        if let Ok(running) = rmcp::ServiceExt::serve(server, server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
-    let client = ClientConfig::new(capabilities(tasks), Implementation::new("tasks-test", "0"));
-    let lifecycle = ClientLifecycleMode::Discover {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-    };
-    within(
-        "connecting",
-        client.serve_with_lifecycle(client_io, lifecycle),
-    )
-    .await
-    .expect("the client connects")
-}
-
 fn call(name: &str, arguments: Value) -> CallToolRequestParams {
     CallToolRequestParams::new(name.to_owned())
         .with_arguments(arguments.as_object().cloned().unwrap_or_default())
-}
-
-async fn task_of(client: &Connection, params: CallToolRequestParams) -> String {
-    match within("calling", client.call_tool_once(params))
-        .await
-        .unwrap()
-    {
-        CallToolResponse::Task(created) => {
-            assert_eq!(created.task.status, TaskStatus::Working);
-            created.task.task_id
-        }
-        other => panic!("expected a task, got {other:?}"),
-    }
-}
-
-async fn get(client: &Connection, id: &str) -> rmcp::model::DetailedTask {
-    within("tasks/get", client.get_task(GetTaskParams::new(id)))
-        .await
-        .unwrap()
-        .task
-}
-
-/// Polls `tasks/get` until the task leaves `working`.
-async fn settled(client: &Connection, id: &str) -> rmcp::model::DetailedTask {
-    within("the task to settle", async {
-        loop {
-            let task = get(client, id).await;
-            if task.status() != TaskStatus::Working {
-                return task;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-}
-
-/// The result the task settles with; it must complete.
-async fn completed(client: &Connection, id: &str) -> rmcp::model::JsonObject {
-    let done = settled(client, id).await;
-    let TaskPayload::Completed { result } = done.payload else {
-        panic!("completed, not {:?}", done.task.status);
-    };
-    result
 }
 
 fn server(stopped: Arc<AtomicBool>) -> ToolsetServer {
@@ -247,7 +172,7 @@ fn server(stopped: Arc<AtomicBool>) -> ToolsetServer {
 async fn a_relocated_call_is_a_task_the_client_follows_to_its_result() {
     let server = server(Arc::default());
     assert!(server.get_info().capabilities.supports_tasks());
-    let client = connect(server, true).await;
+    let client = connect_newest(server, true).await;
     let id = task_of(&client, call("work_pool", json!({"ms": 100}))).await;
     // In the table before the client read its id.
     let working = get(&client, &id).await;
@@ -279,7 +204,7 @@ async fn a_relocated_call_is_a_task_the_client_follows_to_its_result() {
 
 #[tokio::test]
 async fn an_allowed_name_not_relocated_is_a_task_once_it_waits_and_its_request_is_not_cancelled() {
-    let client = connect(server(Arc::default()), true).await;
+    let client = connect_newest(server(Arc::default()), true).await;
     let id = task_of(&client, call("waits", json!({}))).await;
     let result = completed(&client, &id).await;
     // The tools/call was answered with the task; the call's request is the
@@ -289,7 +214,7 @@ async fn an_allowed_name_not_relocated_is_a_task_once_it_waits_and_its_request_i
 
 #[tokio::test]
 async fn a_client_without_the_extension_has_its_call_answered_and_a_required_name_refused() {
-    let client = connect(server(Arc::default()), false).await;
+    let client = connect_newest(server(Arc::default()), false).await;
     let answered = within(
         "calling",
         client.call_tool_once(call("work_pool", json!({"ms": 1}))),
@@ -320,7 +245,7 @@ async fn a_client_without_the_extension_has_its_call_answered_and_a_required_nam
 #[tokio::test]
 async fn tasks_cancel_stops_the_relocated_body_and_the_task_reads_cancelled() {
     let stopped = Arc::new(AtomicBool::new(false));
-    let client = connect(server(stopped.clone()), true).await;
+    let client = connect_newest(server(stopped.clone()), true).await;
     let id = task_of(&client, call("work_pool", json!({"ms": 30_000}))).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!stopped.load(Ordering::SeqCst), "running");
@@ -358,7 +283,7 @@ fn responses(value: Value) -> InputResponses {
 
 #[tokio::test]
 async fn a_task_parks_for_input_and_runs_again_once_every_request_is_answered() {
-    let client = connect(server(Arc::default()), true).await;
+    let client = connect_newest(server(Arc::default()), true).await;
     let id = task_of(&client, call("ask_pool", json!({}))).await;
     let parked = settled(&client, &id).await;
     let TaskPayload::InputRequired { input_requests } = parked.payload else {
@@ -392,7 +317,7 @@ async fn a_task_parks_for_input_and_runs_again_once_every_request_is_answered() 
 
 #[tokio::test]
 async fn a_call_that_asks_at_once_is_answered_with_an_input_required_result_then_completes() {
-    let client = connect(server(Arc::default()), true).await;
+    let client = connect_newest(server(Arc::default()), true).await;
     // `ask` is required to be a task, and is not relocated: it asks before it
     // waits, so the question is the call's answer, not a task's.
     let first = within("calling", client.call_tool_once(call("ask", json!({}))))
@@ -434,7 +359,7 @@ async fn a_call_that_asks_at_once_is_answered_with_an_input_required_result_then
 
 #[tokio::test]
 async fn an_approval_inside_a_task_parks_the_task_until_the_user_says_yes() {
-    let client = connect(server(Arc::default()), true).await;
+    let client = connect_newest(server(Arc::default()), true).await;
     let id = task_of(&client, call("wipe_pool_approve", json!({}))).await;
     let parked = settled(&client, &id).await;
     let TaskPayload::InputRequired { input_requests } = parked.payload else {
@@ -489,7 +414,7 @@ async fn an_approval_inside_a_task_parks_the_task_until_the_user_says_yes() {
 
 #[tokio::test]
 async fn a_body_that_asks_after_an_approval_is_asked_without_the_user_approving_again_and_once() {
-    let client = connect(server(Arc::default()), false).await;
+    let client = connect_newest(server(Arc::default()), false).await;
     let round = |responses_: Option<Value>, state: Option<String>| {
         let mut params = call("rename_approve", json!({}));
         params.input_responses = responses_.map(responses);
@@ -563,7 +488,7 @@ async fn a_body_that_asks_after_an_approval_is_asked_without_the_user_approving_
 
 #[tokio::test]
 async fn in_a_task_an_approval_then_the_body_s_own_question_then_the_result() {
-    let client = connect(server(Arc::default()), true).await;
+    let client = connect_newest(server(Arc::default()), true).await;
     let id = task_of(&client, call("rename_pool_approve", json!({}))).await;
     settled(&client, &id).await;
     let yes = json!({"approve": {"action": "accept", "content": {"approve": true}}});
@@ -652,7 +577,7 @@ async fn an_imported_rmcp_tool_asks_through_the_layers_outside_it_and_gets_its_a
                 .collect::<Vec<_>>(),
         )
         .unwrap();
-    let client = connect(ToolsetServer::new(toolset), false).await;
+    let client = connect_newest(ToolsetServer::new(toolset), false).await;
     let first = within(
         "calling",
         client.call_tool_once(call("color_timeout", json!({}))),

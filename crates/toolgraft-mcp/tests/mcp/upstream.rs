@@ -22,7 +22,7 @@ use toolgraft_mcp::ToolsetServer;
 use toolgraft_mcp::http::{Guard, McpHttp, Serving};
 use toolgraft_mcp::upstream::{Endpoint, Upstream, UpstreamConfig, UpstreamError};
 
-use crate::support::{args, connect, within};
+use crate::support::{args, completed, connect, connect_newest, task_of, within};
 
 #[derive(Deserialize, Serialize, JsonSchema)]
 struct Key {
@@ -714,4 +714,78 @@ async fn an_upstream_task_is_followed_to_its_answer() {
     })
     .await;
     server.shutdown().await.unwrap();
+}
+
+/// A call that may be a task at the gateway is one when its upstream makes it
+/// one: what the upstream answers synchronously the gateway does too. An
+/// upstream that makes no tasks leaves it to the gateway: a task once it waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_call_is_a_task_when_its_upstream_makes_it_one() {
+    use rmcp::model::CallToolResponse;
+    use toolgraft_mcp::task::Tasks;
+
+    let counters = Counters::default();
+    let upstream_tasks = Tasks::new()
+        .with_poll_interval(Duration::from_millis(50))
+        .unwrap()
+        .allow("lookup")
+        .allow("sleep");
+    let makes_tasks = McpHttp::new(
+        ToolsetServer::new(upstream_toolset(&counters)).with_tasks(upstream_tasks),
+        Guard::off(),
+    );
+    let makes_tasks = within("serve", makes_tasks.serve(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let makes_none = serve_on(&upstream_toolset(&counters), 0, Guard::off()).await;
+    let gateway = Toolset::new();
+    let mut upstreams = Vec::new();
+    for (namespace, server) in [("tasks", &makes_tasks), ("plain", &makes_none)] {
+        let upstream =
+            Upstream::connect(UpstreamConfig::new(namespace, Endpoint::http(server.url())))
+                .await
+                .unwrap();
+        let combos: Vec<_> = upstream.tools().iter().map(|tool| tool.combo()).collect();
+        gateway.bind(combos).unwrap();
+        upstreams.push(upstream);
+    }
+    let tasks = Tasks::new()
+        .with_poll_interval(Duration::from_millis(50))
+        .unwrap()
+        .allow("tasks_lookup")
+        .allow("tasks_sleep")
+        .allow("plain_sleep");
+    let client = connect_newest(ToolsetServer::new(gateway).with_tasks(tasks), true).await;
+    let call = |name: &str, arguments: Value| {
+        CallToolRequestParams::new(name.to_owned()).with_arguments(args(arguments))
+    };
+
+    // Answered upstream without a task: answered here without one.
+    let answer = within(
+        "tasks_lookup",
+        client.call_tool_once(call("tasks_lookup", json!({"key": "k"}))),
+    )
+    .await
+    .unwrap();
+    let CallToolResponse::Complete(result) = answer else {
+        panic!("answered as the upstream answered, not {answer:?}");
+    };
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"value": "value of k"}))
+    );
+
+    // A task upstream: a task here, followed to the upstream's answer.
+    let task = task_of(&client, call("tasks_sleep", json!({"ms": 300}))).await;
+    let result = completed(&client, &task).await;
+    assert_eq!(result["structuredContent"], json!(300), "{result:?}");
+
+    // An upstream that makes no tasks: this server's call is one once it waits.
+    let task = task_of(&client, call("plain_sleep", json!({"ms": 300}))).await;
+    let result = completed(&client, &task).await;
+    assert_eq!(result["structuredContent"], json!(300), "{result:?}");
+    drop(client);
+    drop(upstreams);
+    makes_tasks.shutdown().await.unwrap();
+    makes_none.shutdown().await.unwrap();
 }
