@@ -587,8 +587,31 @@ pub(crate) fn level_of(level: rmcp::model::LoggingLevel) -> LogLevel {
 /// A log message as MCP's `notifications/message`.
 #[allow(deprecated)] // Logging, deprecated by SEP-2577, which clients still receive.
 fn notification_of(message: LogMessage) -> rmcp::model::LoggingMessageNotificationParam {
+    let notification =
+        rmcp::model::LoggingMessageNotificationParam::new(mcp_level(message.level), message.data);
+    match message.logger {
+        Some(logger) => notification.with_logger(logger),
+        None => notification,
+    }
+}
+
+/// MCP's `notifications/message` as a log message (another server's, passed on).
+#[allow(deprecated)] // Logging, deprecated by SEP-2577, which clients still receive.
+pub(crate) fn log_message_of(
+    notification: rmcp::model::LoggingMessageNotificationParam,
+) -> LogMessage {
+    let message = LogMessage::new(level_of(notification.level), notification.data);
+    match notification.logger {
+        Some(logger) => message.with_logger(logger),
+        None => message,
+    }
+}
+
+/// toolgraft's logging level as rmcp's.
+#[allow(deprecated)] // `LoggingLevel`: logging, deprecated by SEP-2577.
+pub(crate) fn mcp_level(level: LogLevel) -> rmcp::model::LoggingLevel {
     use rmcp::model::LoggingLevel as Level;
-    let level = match message.level {
+    match level {
         LogLevel::Debug => Level::Debug,
         LogLevel::Info => Level::Info,
         LogLevel::Notice => Level::Notice,
@@ -597,11 +620,6 @@ fn notification_of(message: LogMessage) -> rmcp::model::LoggingMessageNotificati
         LogLevel::Critical => Level::Critical,
         LogLevel::Alert => Level::Alert,
         LogLevel::Emergency => Level::Emergency,
-    };
-    let notification = rmcp::model::LoggingMessageNotificationParam::new(level, message.data);
-    match message.logger {
-        Some(logger) => notification.with_logger(logger),
-        None => notification,
     }
 }
 

@@ -19,7 +19,7 @@ use rmcp::model::{
 use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext};
 use rmcp::{ClientHandler, Peer, RoleClient, RoleServer};
 use tokio::sync::{mpsc, watch};
-use toolgraft::context::Progress;
+use toolgraft::context::{LogSink, Progress};
 
 /// The calls in flight upstream, by what the upstream's messages name them
 /// with, and the signal that its tool list changed.
@@ -64,6 +64,9 @@ struct InFlight {
     /// The link it went by.
     link: u64,
     caller: Option<Peer<RoleServer>>,
+    /// Where the call's log messages go, at the level its caller chose; `None`
+    /// when the caller takes none.
+    log: Option<LogSink>,
     /// When it ended; `None` while in flight.
     ended: Option<Instant>,
 }
@@ -103,12 +106,13 @@ impl Listener {
 
     /// Counts `call` in flight (sent upstream as `request` on this link) while
     /// the guard lives, with its caller, the client the upstream's requests
-    /// within it go to (see [`Listener::asker`]).
+    /// within it go to (see [`Listener::asker`]), and where its log messages go.
     pub(super) fn asking(
         &self,
         call: u64,
         request: RequestId,
         caller: Option<Peer<RoleServer>>,
+        log: Option<LogSink>,
     ) -> Asking {
         let mut askers = lock(&self.inner.askers);
         // Calls ended longer ago than the grace go now.
@@ -122,6 +126,7 @@ impl Listener {
             InFlight {
                 link: self.link,
                 caller,
+                log,
                 ended: None,
             },
         );
@@ -152,7 +157,10 @@ impl Listener {
     /// stdio name no call, so with several calls in flight there is no telling
     /// whose it is, and it is refused rather than sent to a client it may not
     /// be about.
-    fn asker(&self, origin: Option<&InboundStreamOrigin>) -> Result<Peer<RoleServer>, ErrorData> {
+    fn asker(
+        &self,
+        origin: Option<&InboundStreamOrigin>,
+    ) -> Result<(Peer<RoleServer>, Option<LogSink>), ErrorData> {
         let askers = lock(&self.inner.askers);
         if let Some(InboundStreamOrigin::OutboundRequest(request)) = origin {
             let call = lock(&self.inner.by_request)
@@ -161,9 +169,10 @@ impl Listener {
             return match call.and_then(|call| askers.get(&call)) {
                 Some(InFlight {
                     caller: Some(peer),
+                    log,
                     ended: None,
                     ..
-                }) => Ok(peer.clone()),
+                }) => Ok((peer.clone(), log.clone())),
                 Some(_) => Err(ErrorData::invalid_request(
                     "the call this asks within has no client, or has ended: nobody to ask",
                     None,
@@ -184,7 +193,7 @@ impl Listener {
             calls.sort_by_key(|in_flight| in_flight.ended.is_some());
             return calls
                 .first()
-                .and_then(|in_flight| in_flight.caller.clone())
+                .and_then(|in_flight| Some((in_flight.caller.clone()?, in_flight.log.clone())))
                 .ok_or_else(|| {
                     ErrorData::invalid_request(
                         "no call of this session is upstream: nobody to ask",
@@ -201,11 +210,12 @@ impl Listener {
             (
                 Some(InFlight {
                     caller: Some(peer),
+                    log,
                     ended: None,
                     ..
                 }),
                 None,
-            ) => Ok(peer.clone()),
+            ) => Ok((peer.clone(), log.clone())),
             (Some(_), None) => Err(ErrorData::invalid_request(
                 "the call in flight upstream has no client: nobody to ask",
                 None,
@@ -277,13 +287,14 @@ impl ClientHandler for Listener {
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        // To the caller of the call in flight (see `asker`); else to this
-        // process's log, where an operator can still read it.
+        // To the caller of the call in flight (see `asker`), at the level it
+        // chose; else to this process's log, where an operator can still read
+        // it.
         match self.asker(None) {
-            Ok(caller) => {
-                let _ = caller.notify_logging_message(params).await;
+            Ok((_, Some(log))) => {
+                log.send(crate::call::log_message_of(params));
             }
-            Err(_) => tracing::info!(
+            Ok((_, None)) | Err(_) => tracing::info!(
                 level = ?params.level,
                 logger = params.logger.as_deref().unwrap_or("upstream"),
                 data = %params.data,
@@ -301,7 +312,7 @@ impl ClientHandler for Listener {
         request: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let asker = self.asker(context.extensions.get())?;
+        let (asker, _) = self.asker(context.extensions.get())?;
         asker
             .create_elicitation(request)
             .await
@@ -313,7 +324,7 @@ impl ClientHandler for Listener {
         params: CreateMessageRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let asker = self.asker(context.extensions.get())?;
+        let (asker, _) = self.asker(context.extensions.get())?;
         asker
             .create_message(params)
             .await
@@ -324,7 +335,7 @@ impl ClientHandler for Listener {
         &self,
         context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        let asker = self.asker(context.extensions.get())?;
+        let (asker, _) = self.asker(context.extensions.get())?;
         asker
             .list_roots()
             .await

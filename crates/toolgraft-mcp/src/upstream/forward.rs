@@ -19,7 +19,7 @@ use rmcp::{Peer, RoleClient};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use toolgraft::context::{self, Asker, Progress, ProgressSink, Reach, TraceContext};
+use toolgraft::context::{self, Asker, LogSink, Progress, ProgressSink, Reach, TraceContext};
 use toolgraft::error::{ArgsError, ArgsErrorKind, BoxError, Transient};
 use toolgraft::schema::Args;
 
@@ -203,6 +203,7 @@ impl Forwarder {
             self.calls.fetch_add(1, Ordering::Relaxed),
             handle.id.clone(),
             call_in.map(|call| call.peer().clone()),
+            context::get::<LogSink>(),
         );
         let mut unanswered = CancelOnDrop {
             peer: peer.clone(),
@@ -680,6 +681,11 @@ fn meta_for_upstream(call: Option<&McpCall>) -> RequestMetaObject {
         if let Some(capabilities) = capabilities {
             meta.set_client_capabilities(capabilities);
         }
+    }
+    // The level the caller takes log messages at: an upstream of 2026-07-28
+    // sends none without it.
+    if let Some(log) = context::get::<LogSink>() {
+        meta.set_log_level(crate::call::mcp_level(log.level()));
     }
     if let Some(trace) = context::get::<TraceContext>() {
         meta.0

@@ -526,7 +526,8 @@ async fn a_mirror_follows_the_upstreams_list_tool_by_tool() {
 /// Two sessions of a client of the older protocol over HTTP, each with a call
 /// in flight to an upstream of 2026-07-28 whose tool logs what it was given:
 /// each session gets its own log messages and never the other's (each goes by
-/// a link of its own, so what the upstream sends on it is that session's).
+/// a link of its own, so what the upstream sends on it is that session's), at
+/// the level it set (`logging/setLevel`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[allow(deprecated)]
 async fn log_messages_reach_their_own_session_only() {
@@ -564,35 +565,54 @@ async fn log_messages_reach_their_own_session_only() {
             .await
             .unwrap()
     };
-    let (alice, bob) = (session().await, session().await);
+    let (alice, bob, carol) = (session().await, session().await, session().await);
+    // Each at the level it chose: carol takes errors only.
+    for (client, level) in [
+        (&alice, LoggingLevel::Info),
+        (&bob, LoggingLevel::Info),
+        (&carol, LoggingLevel::Error),
+    ] {
+        client
+            .peer()
+            .set_level(rmcp::model::SetLevelRequestParams::new(level))
+            .await
+            .unwrap();
+    }
     let call = |client: &crate::support::Connection, key: &str| {
         let peer = client.peer().clone();
         let request =
             CallToolRequestParams::new("up_whisper").with_arguments(args(json!({"key": key})));
         async move { peer.call_tool(request).await }
     };
-    let (a, b) = tokio::join!(call(&alice, "alice's"), call(&bob, "bob's"));
+    let (a, b, c) = tokio::join!(
+        call(&alice, "alice's"),
+        call(&bob, "bob's"),
+        call(&carol, "carol's")
+    );
     // A string answer, which the older protocol's link answers as text, reads
     // the same as on the newest.
-    for (answer, own) in [(a.unwrap(), "alice's"), (b.unwrap(), "bob's")] {
+    for (answer, own) in [
+        (a.unwrap(), "alice's"),
+        (b.unwrap(), "bob's"),
+        (c.unwrap(), "carol's"),
+    ] {
         assert_ne!(answer.is_error, Some(true), "{answer:?}");
         assert_eq!(answer.content[0].as_text().unwrap().text, own, "{answer:?}");
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
+    let logs_of = |client: &crate::support::Connection| -> Vec<Value> {
+        let logs = client.service().logs.lock().unwrap();
+        logs.iter().map(|log| log.data.clone()).collect()
+    };
     for (client, own) in [(&alice, "alice's"), (&bob, "bob's")] {
-        let logs: Vec<_> = client
-            .service()
-            .logs
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|log| log.data.clone())
-            .collect();
+        let logs = logs_of(client);
         assert!(!logs.is_empty(), "{own}: no log reached its session");
         assert!(logs.iter().all(|log| log == own), "{own} got {logs:?}");
     }
+    assert_eq!(logs_of(&carol), Vec::<Value>::new(), "below carol's level");
     alice.cancel().await.unwrap();
     bob.cancel().await.unwrap();
+    carol.cancel().await.unwrap();
 }
 
 /// An upstream that stops taking the credentials a connection was made with
@@ -788,4 +808,68 @@ async fn a_gateway_call_is_a_task_when_its_upstream_makes_it_one() {
     drop(upstreams);
     makes_tasks.shutdown().await.unwrap();
     makes_none.shutdown().await.unwrap();
+}
+
+/// A caller of 2026-07-28 names the level it takes log messages at in each
+/// request; the forwarded call names it to the upstream, which sends only
+/// those, and they reach the caller.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)]
+async fn a_callers_log_level_reaches_the_upstream_and_its_messages_the_caller() {
+    use rmcp::model::{ClientRequest, LoggingLevel, ProtocolVersion, RequestMetaObject};
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt, PeerRequestOptions};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use toolgraft::context::{LogLevel, LogMessage};
+    let chatty = Tool::builder()
+        .name("chatty")
+        .description("Log a detail and a warning, then answer.")
+        .read_only()
+        .body(|key: Key| async move {
+            context::log(LogMessage::new(LogLevel::Debug, "a detail"));
+            context::log(LogMessage::new(LogLevel::Warning, "careful"));
+            Ok(key.key)
+        })
+        .build()
+        .unwrap();
+    let served = Toolset::new();
+    served.bind((chatty.combo(),)).unwrap();
+    let upstream_server = serve_on(&served, 0, Guard::off()).await;
+    let upstream = Upstream::connect(config(&upstream_server)).await.unwrap();
+    let gateway = Toolset::new();
+    let combos: Vec<_> = upstream.tools().iter().map(|tool| tool.combo()).collect();
+    gateway.bind(combos).unwrap();
+    let gateway_server = serve_on(&gateway, 0, Guard::off()).await;
+    let transport = StreamableHttpClientTransport::from_uri(gateway_server.url());
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    let client = within(
+        "connect",
+        crate::support::Client::default().serve_with_lifecycle(transport, lifecycle),
+    )
+    .await
+    .unwrap();
+    let mut options = PeerRequestOptions::no_options();
+    let mut meta = RequestMetaObject::default();
+    meta.set_log_level(LoggingLevel::Warning);
+    options.meta = Some(meta);
+    let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+        CallToolRequestParams::new("up_chatty").with_arguments(args(json!({"key": "k"}))),
+    ));
+    let handle = client
+        .peer()
+        .send_request_with_option(request, options)
+        .await
+        .unwrap();
+    within("the call", handle.await_response()).await.unwrap();
+    let logs: Vec<Value> = client
+        .service()
+        .logs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|log| log.data.clone())
+        .collect();
+    assert_eq!(logs, [json!("careful")]);
+    client.cancel().await.unwrap();
 }
