@@ -97,6 +97,11 @@ pub enum Endpoint {
         /// refuses it (expired).
         #[serde(default)]
         oauth: Option<ClientCredentials>,
+        /// A PEM file of certificates trusted beside the system's roots, for
+        /// an `https://` endpoint whose certificate a private CA signed
+        /// ([`Endpoint::with_ca_file`]; feature `upstream-tls`).
+        #[serde(default)]
+        ca_file: Option<String>,
     },
 }
 
@@ -213,7 +218,24 @@ impl Endpoint {
             bearer_token_env: None,
             bearer_token: None,
             oauth: None,
+            ca_file: None,
         }
+    }
+
+    /// This HTTP endpoint's certificate checked against the certificates of
+    /// the PEM file `path` too, beside the system's roots (a stdio endpoint
+    /// is returned as it is).
+    ///
+    /// ```
+    /// use toolgraft_mcp::upstream::Endpoint;
+    /// let endpoint = Endpoint::http("https://tools.internal/mcp").with_ca_file("/etc/internal-ca.pem");
+    /// assert_eq!(format!("{endpoint:?}"), "http https://tools.internal/mcp (trusting /etc/internal-ca.pem)");
+    /// ```
+    pub fn with_ca_file(mut self, path: impl Into<String>) -> Self {
+        if let Self::Http { ca_file, .. } = &mut self {
+            *ca_file = Some(path.into());
+        }
+        self
     }
 
     /// This HTTP endpoint reached with a token got by OAuth 2.1's client
@@ -254,13 +276,18 @@ impl fmt::Debug for Endpoint {
                 bearer_token_env,
                 bearer_token,
                 oauth,
+                ca_file,
             } => {
                 write!(f, "http {}", redacted(url))?;
                 match (oauth, bearer_token, bearer_token_env) {
-                    (Some(oauth), ..) => write!(f, " (OAuth client {})", oauth.client_id),
-                    (None, Some(_), _) => write!(f, " (bearer token)"),
-                    (None, None, Some(var)) => write!(f, " (bearer token from ${var})"),
-                    (None, None, None) => Ok(()),
+                    (Some(oauth), ..) => write!(f, " (OAuth client {})", oauth.client_id)?,
+                    (None, Some(_), _) => write!(f, " (bearer token)")?,
+                    (None, None, Some(var)) => write!(f, " (bearer token from ${var})")?,
+                    (None, None, None) => {}
+                }
+                match ca_file {
+                    Some(ca_file) => write!(f, " (trusting {ca_file})"),
+                    None => Ok(()),
                 }
             }
         }

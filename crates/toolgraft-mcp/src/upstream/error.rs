@@ -78,3 +78,39 @@ impl fmt::Display for Refused {
 }
 
 impl std::error::Error for Refused {}
+
+/// `error` with each of its causes, each once: rmcp's errors say what failed
+/// (a request) and keep why (a certificate refused, a connection reset)
+/// further down.
+pub(super) fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut said = error.to_string();
+    let mut cause = cause_of(error);
+    while let Some(source) = cause {
+        let because = source.to_string();
+        if !said.contains(&because) {
+            said = format!("{said}: {because}");
+        }
+        cause = cause_of(source);
+    }
+    said
+}
+
+/// What caused `error`: its source, or the error rmcp keeps in a field it does
+/// not name as one.
+fn cause_of<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a (dyn std::error::Error + 'static)> {
+    use rmcp::service::ClientInitializeError;
+    if let Some(ClientInitializeError::TransportError { error, .. }) = error.downcast_ref() {
+        return Some(error);
+    }
+    #[cfg(feature = "upstream-http")]
+    if let Some(rmcp::transport::streamable_http_client::StreamableHttpError::Client(error)) =
+        error.downcast_ref::<rmcp::transport::streamable_http_client::StreamableHttpError<
+            reqwest::Error,
+        >>()
+    {
+        return Some(error);
+    }
+    error.source()
+}

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::client::Listener;
 use super::config::{Endpoint, UpstreamConfig};
-use super::error::UpstreamError;
+use super::error::{UpstreamError, with_causes};
 
 /// A link as its calls see it: the peer of the live connection, and a way to
 /// have it made again.
@@ -205,7 +205,7 @@ async fn attempt(
                     .clone()
                     .serve_with_lifecycle(transport, lifecycle(protocol))
                     .await
-                    .map_err(|error| failed(error.to_string()))
+                    .map_err(|error| failed(with_causes(&error)))
             }
             Endpoint::Http { .. } => http(config, listener, protocol).await.map_err(failed),
         }
@@ -276,6 +276,7 @@ async fn http(
         bearer_token_env,
         bearer_token,
         oauth,
+        ca_file,
     } = &config.endpoint
     else {
         unreachable!("called for HTTP endpoints")
@@ -288,7 +289,16 @@ async fn http(
         .max_json_response_size(transport_bound(config.max_result_bytes))
         .max_sse_event_size(transport_bound(config.max_result_bytes));
     if let Some(credentials) = oauth {
-        return oauth::serve(url, credentials, transport, listener, lifecycle(protocol)).await;
+        let client = super::http_client::http_client(config.connect_timeout(), ca_file.as_deref())?;
+        return oauth::serve(
+            url,
+            credentials,
+            client,
+            transport,
+            listener,
+            lifecycle(protocol),
+        )
+        .await;
     }
     let token = match (bearer_token, bearer_token_env) {
         (Some(token), _) => Some(token.0.clone()),
@@ -300,12 +310,13 @@ async fn http(
     if let Some(token) = token {
         transport = transport.auth_header(token);
     }
-    let transport = StreamableHttpClientTransport::from_config(transport);
+    let client = super::http_client::http_client(config.connect_timeout(), ca_file.as_deref())?;
+    let transport = StreamableHttpClientTransport::with_client(client, transport);
     listener
         .clone()
         .serve_with_lifecycle(transport, lifecycle(protocol))
         .await
-        .map_err(|error| error.to_string())
+        .map_err(|error| with_causes(&error))
 }
 
 /// What a transport reads of one message at most, for results of at most
@@ -403,6 +414,7 @@ mod oauth {
     pub(super) async fn serve(
         url: &str,
         credentials: &ClientCredentials,
+        client: reqwest::Client,
         transport: StreamableHttpClientTransportConfig,
         listener: &Listener,
         lifecycle: ClientLifecycleMode,
@@ -426,19 +438,20 @@ mod oauth {
         let manager = state
             .into_authorization_manager()
             .ok_or("OAuth client credentials: no token was granted")?;
-        let client = AuthClient::new(reqwest::Client::default(), manager);
+        let client = AuthClient::new(client, manager);
         let transport = StreamableHttpClientTransport::with_client(client, transport);
         listener
             .clone()
             .serve_with_lifecycle(transport, lifecycle)
             .await
-            .map_err(|error| error.to_string())
+            .map_err(|error| super::super::error::with_causes(&error))
     }
 
     #[cfg(not(feature = "upstream-oauth"))]
     pub(super) async fn serve(
         _url: &str,
         _credentials: &ClientCredentials,
+        _client: reqwest::Client,
         _transport: StreamableHttpClientTransportConfig,
         _listener: &Listener,
         _lifecycle: ClientLifecycleMode,

@@ -56,6 +56,8 @@ mod client;
 mod config;
 mod error;
 mod forward;
+#[cfg(feature = "upstream-http")]
+mod http_client;
 mod link;
 mod mirror;
 mod tools;

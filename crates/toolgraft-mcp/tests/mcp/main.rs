@@ -24,3 +24,5 @@ mod hostile;
 mod reference;
 #[cfg(all(feature = "upstream-http", feature = "http"))]
 mod upstream;
+#[cfg(all(feature = "upstream-tls", feature = "http"))]
+mod upstream_tls;
