@@ -6,15 +6,22 @@
 //! a task (a result, or a first round's request for input, which a tool that
 //! requires a task still answers synchronously) is this call's answer too, and
 //! the upstream's task is what makes this call one. The forwarder holds the
-//! moment from its first poll until the upstream has answered either way.
+//! moment from its first poll until the upstream has answered either way, for
+//! at most [`HOLD_AT_MOST`]: an upstream that neither answers nor makes a task
+//! by then leaves the choice to this server, whose caller asked for a task.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
+use std::time::Duration;
+
 use tokio::sync::watch;
 use toolgraft::context::{Entry, Stays, Unkeyed};
+
+/// The longest a call is held from becoming a task (see the module docs).
+pub(crate) const HOLD_AT_MOST: Duration = Duration::from_secs(5);
 
 /// The moment a call becomes a task, in the call's context (see the module
 /// docs): at its first wait, or later while a [`Hold`] on it lives.
@@ -60,10 +67,12 @@ impl TaskMoment {
     }
 
     /// `call`'s output, if it has it without waiting, or before the last hold
-    /// taken on this moment is let go; `None` when it must wait unheld (the
-    /// call is then a task).
+    /// taken on this moment is let go (within [`HOLD_AT_MOST`]); `None` when
+    /// it must wait unheld (the call is then a task).
     pub(crate) async fn settled<F: Future + Unpin>(&self, call: &mut F) -> Option<F::Output> {
         let mut holds = self.holds.subscribe();
+        let held_too_long = tokio::time::sleep(HOLD_AT_MOST);
+        tokio::pin!(held_too_long);
         loop {
             if let Poll::Ready(output) =
                 std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *call).poll(cx))).await
@@ -80,6 +89,7 @@ impl TaskMoment {
                 output = &mut *call => return Some(output),
                 // The sender is this moment's own: it outlives the wait.
                 _ = holds.changed() => {}
+                () = &mut held_too_long => return None,
             }
         }
     }
@@ -129,6 +139,19 @@ mod tests {
             let_go.send(()).ok();
         });
         assert!(moment.settled(&mut becomes_a_task).await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hold_is_not_kept_longer_than_hold_at_most() {
+        let moment = TaskMoment::new();
+        let held = moment.clone();
+        let started = tokio::time::Instant::now();
+        let mut never_answers = Box::pin(async move {
+            let _hold = held.hold();
+            std::future::pending::<()>().await;
+        });
+        assert!(moment.settled(&mut never_answers).await.is_none());
+        assert_eq!(started.elapsed(), HOLD_AT_MOST);
     }
 
     #[tokio::test]
