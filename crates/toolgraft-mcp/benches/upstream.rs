@@ -18,6 +18,14 @@
 //!   client opening its session by `server/discover` at protocol 2026-07-28,
 //!   the one the gateway's own link to the upstream speaks (a caller of
 //!   2025-11-25 goes by a second link of that protocol).
+//! * `direct, kept connection` and `gateway, kept connection`: the client's
+//!   reqwest keeping its connection between calls, as the gateway's links
+//!   do (rmcp's `from_uri` client makes a TCP connection per request).
+//! * `gateway in process, kept connection`: the client joined to the
+//!   gateway's server by `tokio::io::duplex`, the gateway's link to the
+//!   upstream over HTTP: the requirement's own terms, the upstream call (as
+//!   `direct, kept connection` makes it) plus what one in-process MCP call
+//!   to the gateway adds.
 //! * `in-process`: the client and the upstream's server joined by
 //!   `tokio::io::duplex`, as `benches/call.rs`'s base case: one MCP call with
 //!   no network.
@@ -110,6 +118,20 @@ async fn connect_http(url: String, newest: bool) -> RunningService<RoleClient, (
         ().serve(transport).await
     };
     client.unwrap()
+}
+
+/// rmcp's client over Streamable HTTP with a reqwest client that keeps its
+/// connection between calls (`TCP_NODELAY`), as the gateway's links do, and as
+/// a long-lived client would: no TCP connection made per call.
+async fn connect_kept(url: String) -> RunningService<RoleClient, ()> {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let client = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .build()
+        .unwrap();
+    let config = StreamableHttpClientTransportConfig::with_uri(url);
+    let transport = StreamableHttpClientTransport::with_client(client, config);
+    ().serve(transport).await.unwrap()
 }
 
 /// `server` on one end of a pipe, rmcp's client on the other.
@@ -214,6 +236,21 @@ fn through_gateway(c: &mut Criterion) {
                 "gateway, 2026-07-28",
                 "up_repeat",
                 rt.block_on(connect_http(gateway_server.url(), true)),
+            ),
+            (
+                "direct, kept connection",
+                "repeat",
+                rt.block_on(connect_kept(upstream_server.url())),
+            ),
+            (
+                "gateway, kept connection",
+                "up_repeat",
+                rt.block_on(connect_kept(gateway_server.url())),
+            ),
+            (
+                "gateway in process, kept connection",
+                "up_repeat",
+                rt.block_on(connect_duplex(ToolsetServer::new(gateway.clone()))),
             ),
             (
                 "in-process",
