@@ -53,7 +53,11 @@ pub struct UpstreamConfig {
     /// (as JSON) is refused. Default 256 KiB.
     #[serde(default = "defaults::max_schema_bytes")]
     pub max_schema_bytes: usize,
-    /// A call's result larger than this (as JSON) fails the call. Default 4 MiB.
+    /// A call's result larger than this (as JSON) fails the call. Default 4
+    /// MiB, at most 1 GiB. A message is read only up to three times this and
+    /// 1 MiB (room for escaping and the JSON-RPC frame); over stdio, a larger
+    /// answer is read through without being held, and fails its request at
+    /// once.
     #[serde(default = "defaults::max_result_bytes")]
     pub max_result_bytes: usize,
 }
@@ -410,15 +414,6 @@ impl UpstreamConfig {
                 "endpoint",
                 "a stdio endpoint needs a `command`".into(),
             )),
-            // rmcp's stdio transport drops a message over 16 MiB unseen: the
-            // call would wait out its timeout rather than fail as too large.
-            Endpoint::Stdio { .. } if self.max_result_bytes > MAX_STDIO_RESULT_BYTES => Err(wrong(
-                "max_result_bytes",
-                format!(
-                    "{}; at most {MAX_STDIO_RESULT_BYTES} over stdio, whose transport drops larger messages",
-                    self.max_result_bytes
-                ),
-            )),
             Endpoint::Http { url, .. }
                 if !(url.starts_with("http://") || url.starts_with("https://")) =>
             {
@@ -448,10 +443,20 @@ impl UpstreamConfig {
     }
 }
 
-/// The largest `max_result_bytes` over stdio: half of what rmcp's stdio
-/// transport reads of one message (16 MiB), for the JSON-RPC frame and
-/// escaping around a result.
-pub const MAX_STDIO_RESULT_BYTES: usize = 8 << 20;
+/// The largest `max_result_bytes` over stdio: 1 GiB, as over HTTP. (It was
+/// lower while the stdio transport was rmcp's, which drops a longer message
+/// unseen; this crate's reads an answer over its bound through without
+/// holding it, and fails the request at once.)
+///
+/// ```
+/// use toolgraft_mcp::upstream::{Endpoint, MAX_STDIO_RESULT_BYTES, UpstreamConfig};
+/// let mut config = UpstreamConfig::new("fs", Endpoint::stdio("node", ["s.js"]));
+/// config.max_result_bytes = MAX_STDIO_RESULT_BYTES;
+/// assert!(config.check().is_ok());
+/// config.max_result_bytes += 1;
+/// assert!(config.check().unwrap_err().to_string().contains("`max_result_bytes`"));
+/// ```
+pub const MAX_STDIO_RESULT_BYTES: usize = 1 << 30;
 
 /// A namespace's longest: the tools' own names need the rest of
 /// [`MAX_NAME_LEN`](toolgraft::limits::MAX_NAME_LEN).

@@ -26,6 +26,7 @@ use toolgraft::schema::Args;
 use super::client::Listener;
 use super::config::UpstreamConfig;
 use super::link::{self, Current, Protocol};
+use super::stdio;
 use crate::call::McpCall;
 use crate::task::{Hold, TaskMoment};
 
@@ -234,14 +235,17 @@ impl Forwarder {
             }
         };
         unanswered.id = None;
-        // Reports the upstream sent before its answer, not yet passed on. rmcp
-        // hands each notification to a task of its own, so the last one may
-        // still be on its way: its task is given the chance to run first. One
-        // that comes later still is dropped, as a report after the answer.
-        if let Some(reports) = &mut reports {
+        // Reports and log messages the upstream sent before its answer, not
+        // yet passed on. rmcp hands each notification to a task of its own, so
+        // the last one may still be on its way: its task is given the chance to
+        // run first. One that comes later still is dropped, as a report after
+        // the answer.
+        if reports.is_some() || context::get::<LogSink>().is_some() {
             for _ in 0..4 {
                 tokio::task::yield_now().await;
             }
+        }
+        if let Some(reports) = &mut reports {
             while let Ok(report) = reports.try_recv() {
                 context::report_progress(report);
             }
@@ -400,21 +404,27 @@ impl Forwarder {
         Ok((peer, listener, older.clone()))
     }
 
-    /// The upstream's answer as the body's outcome, within `max_result_bytes`.
+    /// The upstream's answer as the body's outcome, within `max_result_bytes`:
+    /// an answer read and found larger fails the call as one too large for the
+    /// stdio transport to read does.
     fn settle(
         &self,
         response: Result<CallToolResponse, rmcp::ErrorData>,
         shape: Shape,
     ) -> Result<Value, BoxError> {
-        if let Ok(CallToolResponse::Complete(result)) = &response {
-            let size = json_size(result);
-            if size > self.max_result_bytes {
-                return Err(format!(
-                    "the upstream {} answered {size} bytes, more than `max_result_bytes` ({})",
-                    self.endpoint, self.max_result_bytes
-                )
-                .into());
-            }
+        let size = match &response {
+            Ok(CallToolResponse::Complete(result)) => Some(json_size(result)),
+            Err(error) => stdio::answer_size(error),
+            Ok(_) => None,
+        };
+        if let Some(size) = size
+            && size > self.max_result_bytes
+        {
+            return Err(format!(
+                "the upstream {} answered {size} bytes, more than `max_result_bytes` ({})",
+                self.endpoint, self.max_result_bytes
+            )
+            .into());
         }
         let mut response = response;
         // A string answer is structured content on protocol 2026-07-28 and

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::client::Listener;
 use super::config::{Endpoint, UpstreamConfig};
 use super::error::{UpstreamError, with_causes};
+use super::stdio::ChildTransport;
 
 /// A link as its calls see it: the peer of the live connection, and a way to
 /// have it made again.
@@ -190,17 +191,15 @@ async fn attempt(
                 cwd,
             } => {
                 let mut child = tokio::process::Command::new(command);
-                child.args(args).envs(env).kill_on_drop(true);
+                child.args(args).envs(env);
                 if let Some(cwd) = cwd {
                     child.current_dir(cwd);
                 }
-                let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(child)
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .map_err(|error| failed(format!("cannot start `{command}`: {error}")))?;
-                if let Some(stderr) = stderr {
-                    tokio::spawn(log_stderr(stderr, command.clone()));
-                }
+                let bound = transport_bound(config.max_result_bytes);
+                let (transport, stderr) =
+                    ChildTransport::spawn(child, bound, config.max_result_bytes)
+                        .map_err(|error| failed(format!("cannot start `{command}`: {error}")))?;
+                tokio::spawn(log_stderr(stderr, command.clone()));
                 listener
                     .clone()
                     .serve_with_lifecycle(transport, lifecycle(protocol))
@@ -320,10 +319,12 @@ async fn http(
 }
 
 /// What a transport reads of one message at most, for results of at most
-/// `max_result_bytes`.
-#[cfg(feature = "upstream-http")]
+/// `max_result_bytes` (as serde_json writes them, which `forward` measures):
+/// a result within it is read however the upstream escapes it (escaping at
+/// most triples one: a two-byte character written `\u00e9`), with 1 MiB for
+/// the JSON-RPC frame around it.
 fn transport_bound(max_result_bytes: usize) -> usize {
-    max_result_bytes.saturating_mul(2).saturating_add(1 << 20)
+    max_result_bytes.saturating_mul(3).saturating_add(1 << 20)
 }
 
 #[cfg(not(feature = "upstream-http"))]

@@ -60,6 +60,7 @@ mod forward;
 mod http_client;
 mod link;
 mod mirror;
+mod stdio;
 mod tools;
 
 use std::sync::{Arc, Mutex, PoisonError};

@@ -337,22 +337,34 @@ async fn a_stderr_line_that_is_not_utf8_does_not_stop_the_drain() {
     assert!(answer.contains("\"ok\""), "{answer}");
 }
 
-/// A result over rmcp's stdio line bound (16 MiB) is dropped by the transport
-/// unread: the call hangs until `call_timeout_ms` and fails as transient
-/// (so `retry` makes it again), where `max_result_bytes` says it fails.
+/// A result over the stdio transport's line bound (for the default 4 MiB
+/// `max_result_bytes`, 13 MiB) is read through, not held, and fails its call at
+/// once as too large: not after `call_timeout_ms` as transient (so that
+/// `retry` would make it again), as when rmcp's transport dropped it unseen.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "not fixed: rmcp's stdio transport drops a message over 16 MiB unseen, so the call waits out call_timeout_ms (transient); max_result_bytes is at most 8 MiB over stdio, so answers up to there fail typed"]
 async fn a_result_over_the_stdio_line_bound_fails_as_too_large() {
-    let config = stdio_upstream("huge").with_call_timeout(Duration::from_secs(5));
+    let config = stdio_upstream("huge").with_call_timeout(Duration::from_secs(20));
     let upstream = within("connect", Upstream::connect(config)).await.unwrap();
     let gateway = Toolset::new();
     let combos: Vec<_> = upstream.tools().iter().map(|tool| tool.combo()).collect();
     gateway.bind(combos).unwrap();
+    let started = std::time::Instant::now();
     let error = within("huge", gateway.call("up_huge", json!({})))
         .await
         .unwrap_err();
     assert!(
-        error.to_string().contains("max_result_bytes") && !error.is_transient(),
+        error
+            .to_string()
+            .contains("more than `max_result_bytes` (4194304)")
+            && !error.is_transient(),
         "{error}"
     );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    // The connection reads on: the next call is answered.
+    let answer = within("chatty", gateway.call("up_chatty", json!({}))).await;
+    assert!(answer.unwrap().to_string().contains("\"ok\""));
 }

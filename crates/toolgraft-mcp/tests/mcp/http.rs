@@ -137,7 +137,18 @@ fn initialize_body() -> Value {
 
 /// A raw `initialize` POST with `headers`, as a client that is not rmcp's sends it.
 async fn raw_initialize(url: &str, headers: &[(&str, &str)]) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
+    // One client for every call: a client is built with its TLS roots (when a
+    // feature of the workspace gives reqwest TLS), which the session-cap test's
+    // 2,000 opens would otherwise read 2,000 times. It keeps no connection: a
+    // kept one would belong to the runtime of the test that made it.
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    let client = CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()
+            .expect("a client")
+    });
+    let mut request = client
         .post(url)
         .header("content-type", "application/json")
         .header("accept", ACCEPT)
