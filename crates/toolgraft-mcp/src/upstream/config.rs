@@ -311,6 +311,51 @@ fn redacted(url: &str) -> String {
     format!("{scheme}://{host}{path}")
 }
 
+#[cfg(test)]
+mod tests {
+    use super::urls_redacted;
+
+    #[test]
+    fn every_url_in_a_message_loses_its_credentials() {
+        let said = urls_redacted(
+            "error sending request for url (https://user:pass@example.com:8443/mcp?key=s3cret#f): \
+             redirected to `http://a:b@other/x?t=1`, see http://plain/y",
+        );
+        assert_eq!(
+            said,
+            "error sending request for url (https://example.com:8443/mcp): \
+             redirected to `http://other/x`, see http://plain/y"
+        );
+        assert_eq!(urls_redacted("no url: a://"), "no url: a://");
+        assert_eq!(urls_redacted("://x?y"), "://x");
+    }
+}
+
+/// `text` with every URL in it [`redacted`]: an error of the HTTP client names
+/// the URL it failed on, whole, and the error reaches logs and callers.
+pub(super) fn urls_redacted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let is_scheme = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.');
+        let start = rest[..at]
+            .char_indices()
+            .rev()
+            .take_while(|(_, c)| is_scheme(*c))
+            .last()
+            .map_or(at, |(index, _)| index);
+        let ends = |c: char| {
+            c.is_whitespace() || matches!(c, ')' | '(' | '"' | '\'' | '<' | '>' | '`' | ',')
+        };
+        let end = rest[at..].find(ends).map_or(rest.len(), |end| at + end);
+        out.push_str(&rest[..start]);
+        out.push_str(&redacted(&rest[start..end]));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// A credential: kept, sent, never printed.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(pub(super) String);

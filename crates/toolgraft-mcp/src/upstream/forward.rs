@@ -24,7 +24,7 @@ use toolgraft::error::{ArgsError, ArgsErrorKind, BoxError, Transient};
 use toolgraft::schema::Args;
 
 use super::client::Listener;
-use super::config::UpstreamConfig;
+use super::config::{UpstreamConfig, urls_redacted};
 use super::link::{self, Current, Protocol};
 use super::stdio;
 use crate::call::McpCall;
@@ -447,7 +447,7 @@ impl Forwarder {
     fn away(&self, what: &str) -> BoxError {
         Transient::new(io::Error::new(
             io::ErrorKind::NotConnected,
-            format!("the upstream {} {what}", self.endpoint),
+            urls_redacted(&format!("the upstream {} {what}", self.endpoint)),
         ))
         .into()
     }

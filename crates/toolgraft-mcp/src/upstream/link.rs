@@ -12,7 +12,7 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::client::Listener;
-use super::config::{Endpoint, UpstreamConfig};
+use super::config::{Endpoint, UpstreamConfig, urls_redacted};
 use super::error::{UpstreamError, with_causes};
 use super::stdio::ChildTransport;
 
@@ -180,7 +180,7 @@ async fn attempt(
     let endpoint = format!("{:?}", config.endpoint);
     let failed = |problem: String| UpstreamError::Connect {
         endpoint: endpoint.clone(),
-        problem,
+        problem: urls_redacted(&problem),
     };
     let connecting = async {
         match &config.endpoint {

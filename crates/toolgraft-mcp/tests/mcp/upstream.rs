@@ -402,6 +402,18 @@ async fn an_upstream_that_cannot_be_started_or_reached_is_a_typed_error() {
     // A credential in a URL is never printed.
     let secret = Endpoint::http("https://user:pass@example.com:8443/mcp?key=s3cret#frag");
     assert_eq!(format!("{secret:?}"), "http https://example.com:8443/mcp");
+    // Nor in an error, whose cause names the URL it failed on.
+    let mut refused = UpstreamConfig::new(
+        "up",
+        Endpoint::http("http://user:pass@127.0.0.1:1/mcp?key=s3cret"),
+    );
+    refused.connect_timeout_ms = 2000;
+    let error = Upstream::connect(refused).await.unwrap_err().to_string();
+    assert!(error.contains("127.0.0.1:1/mcp"), "{error}");
+    assert!(
+        !error.contains("pass") && !error.contains("s3cret"),
+        "{error}"
+    );
     // Over stdio, as over HTTP, up to 1 GiB: the transport reads a larger
     // answer through without holding it.
     let mut large = UpstreamConfig::new("up", Endpoint::stdio("node", ["s.js"]));
