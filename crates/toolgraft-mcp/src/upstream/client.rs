@@ -6,7 +6,7 @@
 // before it still ask for them: relaying them is what keeps those working.
 #![expect(deprecated)]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -42,7 +42,7 @@ struct Shared {
     /// [`ENDED_GRACE`]), by call, with its downstream client if it has one (a
     /// call from code has none, and still counts: what the upstream sends
     /// within it is not another caller's to see).
-    askers: Mutex<HashMap<u64, InFlight>>,
+    askers: Mutex<Askers>,
     /// The call each request this process sent upstream is, by link and the
     /// request's id there: over Streamable HTTP a request of the upstream's
     /// names the request whose stream it came on.
@@ -56,6 +56,28 @@ struct ChangedSignal(watch::Sender<u64>);
 impl Default for ChangedSignal {
     fn default() -> Self {
         Self(watch::Sender::new(0))
+    }
+}
+
+/// The calls in flight, and those that ended within [`ENDED_GRACE`].
+#[derive(Default)]
+struct Askers {
+    calls: HashMap<u64, InFlight>,
+    /// The calls that ended, oldest first: each is forgotten once past the
+    /// grace, so that a call costs the same however many came before it
+    /// within the grace (thousands a second through a busy link).
+    ended: VecDeque<(Instant, u64)>,
+}
+
+impl Askers {
+    fn forget_ended(&mut self, now: Instant) {
+        while let Some(&(at, call)) = self.ended.front() {
+            if now.duration_since(at) < ENDED_GRACE {
+                break;
+            }
+            self.ended.pop_front();
+            self.calls.remove(&call);
+        }
     }
 }
 
@@ -115,13 +137,8 @@ impl Listener {
         log: Option<LogSink>,
     ) -> Asking {
         let mut askers = lock(&self.inner.askers);
-        // Calls ended longer ago than the grace go now.
-        askers.retain(|_, in_flight| {
-            in_flight
-                .ended
-                .is_none_or(|ended| ended.elapsed() < ENDED_GRACE)
-        });
-        askers.insert(
+        askers.forget_ended(Instant::now());
+        askers.calls.insert(
             call,
             InFlight {
                 link: self.link,
@@ -161,7 +178,9 @@ impl Listener {
         &self,
         origin: Option<&InboundStreamOrigin>,
     ) -> Result<(Peer<RoleServer>, Option<LogSink>), ErrorData> {
-        let askers = lock(&self.inner.askers);
+        let mut askers = lock(&self.inner.askers);
+        askers.forget_ended(Instant::now());
+        let askers = &askers.calls;
         if let Some(InboundStreamOrigin::OutboundRequest(request)) = origin {
             let call = lock(&self.inner.by_request)
                 .get(&(self.link, request.clone()))
@@ -253,9 +272,13 @@ pub(super) struct Asking {
 
 impl Drop for Asking {
     fn drop(&mut self) {
-        if let Some(in_flight) = lock(&self.listener.inner.askers).get_mut(&self.call) {
-            in_flight.ended = Some(Instant::now());
+        let mut askers = lock(&self.listener.inner.askers);
+        if let Some(in_flight) = askers.calls.get_mut(&self.call) {
+            let now = Instant::now();
+            in_flight.ended = Some(now);
+            askers.ended.push_back((now, self.call));
         }
+        drop(askers);
         lock(&self.listener.inner.by_request).remove(&self.request);
     }
 }
