@@ -962,3 +962,69 @@ async fn redirects_go_to_the_same_origin_only() {
     assert!(looped.load(Ordering::SeqCst) <= 12, "{error}");
     assert!(error.contains("redirects"), "{error}");
 }
+
+/// A TCP front to `backend` that closes a connection as it carries a request
+/// naming `method`: that request fails in the HTTP client, whose error names
+/// the URL it was sent to.
+async fn cutting(backend: std::net::SocketAddr, method: &'static str) -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let Ok(server) = tokio::net::TcpStream::connect(backend).await else {
+                    return;
+                };
+                let (mut from_client, mut to_client) = client.into_split();
+                let (mut from_server, mut to_server) = server.into_split();
+                let back = tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
+                });
+                let mut buffer = vec![0; 64 << 10];
+                while let Ok(len @ 1..) = from_client.read(&mut buffer).await {
+                    let chunk = &buffer[..len];
+                    if chunk.windows(method.len()).any(|w| w == method.as_bytes()) {
+                        break;
+                    }
+                    if to_server.write_all(chunk).await.is_err() {
+                        break;
+                    }
+                }
+                back.abort();
+            });
+        }
+    });
+    address
+}
+
+/// A listing that fails in the HTTP client (its connection cut) fails
+/// connecting with an error that names the URL without its query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_cut_off_names_the_url_without_its_query() {
+    let counters = Counters::default();
+    let server = serve_on(&upstream_toolset(&counters), 0, Guard::off()).await;
+    let backend: std::net::SocketAddr = server
+        .url()
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let front = cutting(backend, "tools/list").await;
+    let mut config = UpstreamConfig::new(
+        "up",
+        Endpoint::http(format!("http://{front}/mcp?key=s3cret")),
+    );
+    config.connect_timeout_ms = 5000;
+    let Err(error) = within("connect", Upstream::connect(config)).await else {
+        panic!("a listing cut off fails connecting");
+    };
+    let error = error.to_string();
+    assert!(
+        error.contains("tools/list") && !error.contains("s3cret"),
+        "{error}"
+    );
+    server.shutdown().await.unwrap();
+}
