@@ -46,6 +46,9 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
         // task, never a call begun and then refused for want of room.
         let reserved = tasks.reserve(call::principal_of(&context))?;
         let mut context = context;
+        // The request's own, heeded while the call is held from becoming a
+        // task (see below).
+        let request_cancelled = context.ct.clone();
         // The task's own: the request is answered when the call becomes a task.
         context.ct = reserved.cancel.clone();
         let (toolset, bad_arguments) = (self.toolset.clone(), self.bad_arguments);
@@ -87,9 +90,29 @@ impl<H: Send + Sync + 'static> ToolsetServer<H> {
                 brought(request.input_responses, request.request_state),
             ),
         ));
-        if !relocated && let Some(settled) = moment.settled(&mut running).await {
-            tasks.release(&reserved.id);
-            return settled.into();
+        if !relocated {
+            // Held, the request waits (up to `HOLD_AT_MOST`) before it is
+            // answered: a cancelled one ends the call there, or it would go on
+            // as a task whose id nobody was given.
+            let settled = tokio::select! {
+                biased;
+                settled = moment.settled(&mut running) => Some(settled),
+                () = request_cancelled.cancelled() => None,
+            };
+            match settled {
+                Some(None) => {}
+                Some(Some(settled)) => {
+                    tasks.release(&reserved.id);
+                    return settled.into();
+                }
+                None => {
+                    tasks.release(&reserved.id);
+                    return Err(ErrorData::internal_error(
+                        format!("the call to `{}` was cancelled", request.name),
+                        None,
+                    ));
+                }
+            }
         }
         // Again with what a request for input brought, as the client's next call
         // would bring it.

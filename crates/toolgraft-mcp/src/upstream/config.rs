@@ -329,6 +329,26 @@ mod tests {
         assert_eq!(urls_redacted("no url: a://"), "no url: a://");
         assert_eq!(urls_redacted("://x?y"), "://x");
     }
+
+    /// A URL keeps `,`, `(`, `)` and `'` unescaped in its query and its
+    /// password: none of them ends what is cut.
+    #[test]
+    fn a_url_loses_its_whole_query_and_password_whatever_they_hold() {
+        for (text, said) in [
+            (
+                "error sending request for url (https://h/mcp?key=ab,secret1&x=(secret2)'secret3): cause",
+                "error sending request for url (https://h/mcp): cause",
+            ),
+            (
+                "see https://u:p,ss(word)@h/x, then",
+                "see https://h/x, then",
+            ),
+            ("`http://h/x?k=v`", "`http://h/x`"),
+            ("url (https://h/mcp)", "url (https://h/mcp)"),
+        ] {
+            assert_eq!(urls_redacted(text), said, "{text}");
+        }
+    }
 }
 
 /// `text` with every URL in it [`redacted`]: an error of the HTTP client names
@@ -344,10 +364,18 @@ pub(super) fn urls_redacted(text: &str) -> String {
             .take_while(|(_, c)| is_scheme(*c))
             .last()
             .map_or(at, |(index, _)| index);
-        let ends = |c: char| {
-            c.is_whitespace() || matches!(c, ')' | '(' | '"' | '\'' | '<' | '>' | '`' | ',')
+        // To the next space: a query or a password keeps `,`, `(`, `)` and
+        // `'` unescaped, so no mark ends it but what closes it at the end.
+        let spaced = rest[at..]
+            .find(char::is_whitespace)
+            .map_or(rest.len(), |end| at + end);
+        let closing = |c: char| {
+            matches!(
+                c,
+                ')' | '(' | '"' | '\'' | '<' | '>' | '`' | ',' | '.' | ':' | ';' | ']'
+            )
         };
-        let end = rest[at..].find(ends).map_or(rest.len(), |end| at + end);
+        let end = start + rest[start..spaced].trim_end_matches(closing).len();
         out.push_str(&rest[..start]);
         out.push_str(&redacted(&rest[start..end]));
         rest = &rest[end..];

@@ -67,11 +67,27 @@ fn same_origin_redirects() -> reqwest::redirect::Policy {
     })
 }
 
+/// The longest `ca_file` read: a system's whole bundle of roots is about
+/// 200 KiB.
+#[cfg(feature = "upstream-tls")]
+const MAX_CA_FILE_BYTES: u64 = 16 << 20;
+
 /// The certificates of the PEM file `path`, trusted beside the system's roots.
 #[cfg(feature = "upstream-tls")]
 fn trusting(builder: reqwest::ClientBuilder, path: &str) -> Result<reqwest::ClientBuilder, String> {
+    use std::io::Read as _;
     let unreadable = |problem: String| format!("`ca_file` {path}: {problem}");
-    let pem = std::fs::read(path).map_err(|error| unreadable(error.to_string()))?;
+    // Read up to the bound only: a device (`/dev/zero`) or a wrong file would
+    // otherwise be held whole.
+    let mut pem = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_CA_FILE_BYTES + 1).read_to_end(&mut pem))
+        .map_err(|error| unreadable(error.to_string()))?;
+    if pem.len() as u64 > MAX_CA_FILE_BYTES {
+        return Err(unreadable(format!(
+            "larger than {MAX_CA_FILE_BYTES} bytes: not a file of certificates"
+        )));
+    }
     let certificates = reqwest::Certificate::from_pem_bundle(&pem)
         .map_err(|error| unreadable(format!("not PEM certificates: {error}")))?;
     if certificates.is_empty() {

@@ -249,6 +249,7 @@ async fn follow_list_changes(peer: &Peer<RoleClient>, listener: &Listener) {
     let mut subscription = match peer.listen(filter).await {
         Ok(subscription) => subscription,
         Err(error) => {
+            let error = urls_redacted(&error.to_string());
             tracing::warn!(%error, "the upstream takes no subscription to its tool list: its changes are seen at reconnects only");
             return;
         }

@@ -207,9 +207,10 @@ impl Upstream {
         let max_tools = self.inner.config.max_tools;
         async move {
             let peer = peer.ok_or("not connected")?;
+            // The HTTP client's error names the URL whole.
             link::list(&peer, max_tools)
                 .await
-                .map_err(|error| format!("`tools/list` failed: {error}"))
+                .map_err(|error| config::urls_redacted(&format!("`tools/list` failed: {error}")))
         }
     }
 

@@ -27,7 +27,7 @@ use toolgraft_mcp::ToolsetServer;
 use toolgraft_mcp::http::{Guard, McpHttp, Serving};
 use toolgraft_mcp::upstream::{Endpoint, Upstream, UpstreamConfig};
 
-use crate::support::{connect, request, within};
+use crate::support::{connect, connect_newest, request, within};
 
 /// What the hostile handler does, shared by its sessions.
 #[derive(Clone, Default)]
@@ -41,6 +41,10 @@ struct Hostile {
     /// Answers `server/discover` (with its one protocol, 2025-11-25) rather
     /// than refusing it as a server written before it does.
     discovers: bool,
+    /// Declares the tasks extension (and never makes a task).
+    declares_tasks: bool,
+    /// Set once a call of `hang` (which never answers) is cancelled.
+    hang_cancelled: Arc<AtomicBool>,
 }
 
 fn tool(name: &'static str) -> McpTool {
@@ -51,11 +55,17 @@ fn tool(name: &'static str) -> McpTool {
 
 impl ServerHandler for Hostile {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .enable_logging()
             .build();
+        if self.declares_tasks {
+            capabilities.extensions = Some(std::collections::BTreeMap::from([(
+                rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                Default::default(),
+            )]));
+        }
         ServerConfig::new(capabilities)
     }
 
@@ -95,6 +105,7 @@ impl ServerHandler for Hostile {
             tool("poke"),
             tool("slow"),
             tool("secret"),
+            tool("hang"),
             lookup,
         ]))
     }
@@ -110,6 +121,10 @@ impl ServerHandler for Hostile {
                 let _ = context.peer.notify_tool_list_changed().await;
             }
             "slow" => tokio::time::sleep(Duration::from_millis(1500)).await,
+            "hang" => {
+                context.ct.cancelled().await;
+                self.hang_cancelled.store(true, Ordering::SeqCst);
+            }
             // Logs what only its own caller may read.
             "secret" => {
                 let _ = context
@@ -367,4 +382,48 @@ async fn a_result_over_the_stdio_line_bound_fails_as_too_large() {
     // The connection reads on: the next call is answered.
     let answer = within("chatty", gateway.call("up_chatty", json!({}))).await;
     assert!(answer.unwrap().to_string().contains("\"ok\""));
+}
+
+/// A call that may become a task, forwarded to an upstream that declares
+/// tasks and neither answers nor makes one: held from becoming a task (up to
+/// 5 s). Its caller cancels it meanwhile: the upstream is told at once, and
+/// no task is begun that nobody can see (it would go on, upstream too, until
+/// `call_timeout_ms`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cancelled_while_held_from_becoming_a_task_is_cancelled_upstream() {
+    use rmcp::model::{CallToolRequest, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    use toolgraft_mcp::task::Tasks;
+
+    let hostile = Hostile {
+        declares_tasks: true,
+        ..Hostile::default()
+    };
+    let server = serve_hostile(&hostile).await;
+    let upstream = connect_to(&server).await;
+    let gateway = Toolset::new();
+    let combos: Vec<_> = upstream.tools().iter().map(|tool| tool.combo()).collect();
+    gateway.bind(combos).unwrap();
+    let tasks = Tasks::new().allow("up_hang");
+    let client = connect_newest(ToolsetServer::new(gateway).with_tasks(tasks), true).await;
+    let call = ClientRequest::CallToolRequest(CallToolRequest::new(request("up_hang", json!({}))));
+    let handle = client
+        .peer()
+        .send_request_with_option(call, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    handle.cancel(None).await.unwrap();
+    let cancelled = hostile.hang_cancelled.clone();
+    let told = tokio::time::timeout(Duration::from_secs(3), async {
+        while !cancelled.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(
+        told.is_ok(),
+        "the upstream is not told the call is cancelled"
+    );
+    server.shutdown().await.unwrap();
 }

@@ -885,3 +885,146 @@ async fn a_callers_log_level_reaches_the_upstream_and_its_messages_the_caller() 
     assert_eq!(logs, [json!("careful")]);
     client.cancel().await.unwrap();
 }
+
+/// An HTTP server on a loopback port that answers every request with
+/// `status` to `location`, and counts the requests it was sent.
+async fn redirecting(status: &'static str, location: String) -> (String, Arc<AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counted = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let (seen, location) = (counted.clone(), location.clone());
+            tokio::spawn(async move {
+                let mut read = Vec::new();
+                let mut buffer = [0; 4096];
+                while let Ok(len @ 1..) = stream.read(&mut buffer).await {
+                    read.extend_from_slice(&buffer[..len]);
+                    while let Some(end) = read.windows(4).position(|w| w == b"\r\n\r\n") {
+                        // The requests carry small bodies, read with them.
+                        let head = String::from_utf8_lossy(&read[..end]).to_lowercase();
+                        let body = head
+                            .lines()
+                            .find_map(|line| line.strip_prefix("content-length:"))
+                            .and_then(|len| len.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        if read.len() < end + 4 + body {
+                            break;
+                        }
+                        read.drain(..end + 4 + body);
+                        seen.fetch_add(1, Ordering::SeqCst);
+                        let answer = format!(
+                            "HTTP/1.1 {status}\r\nlocation: {location}\r\ncontent-length: 0\r\n\r\n"
+                        );
+                        if stream.write_all(answer.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// Redirects are followed only to the same origin, with the request kept
+/// (307, 308): a redirect to another origin, or one that would turn the POST
+/// into a GET (302), fails connecting, and the other origin is never sent
+/// the bearer token (nor anything). A loop on one origin ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirects_go_to_the_same_origin_only() {
+    let (elsewhere, reached) = redirecting("404 Not Found", "/".into()).await;
+    for status in [
+        "307 Temporary Redirect",
+        "308 Permanent Redirect",
+        "302 Found",
+    ] {
+        let (url, _) = redirecting(status, elsewhere.clone()).await;
+        let mut config = UpstreamConfig::new(
+            "up",
+            Endpoint::http(&url).with_bearer("a-token-for-one-origin"),
+        );
+        config.connect_timeout_ms = 3000;
+        let connected = within("connect", Upstream::connect(config)).await;
+        assert!(connected.is_err(), "{status}: connected");
+        assert_eq!(reached.load(Ordering::SeqCst), 0, "{status}: followed");
+    }
+    // To itself, without end: given up.
+    let (url, looped) = redirecting("307 Temporary Redirect", "/mcp".into()).await;
+    let mut config = UpstreamConfig::new("up", Endpoint::http(&url));
+    config.connect_timeout_ms = 3000;
+    let Err(error) = within("connect", Upstream::connect(config)).await else {
+        panic!("a redirect loop fails connecting");
+    };
+    let error = error.to_string();
+    assert!(looped.load(Ordering::SeqCst) <= 12, "{error}");
+    assert!(error.contains("redirects"), "{error}");
+}
+
+/// A TCP front to `backend` that closes a connection as it carries a request
+/// naming `method`: that request fails in the HTTP client, whose error names
+/// the URL it was sent to.
+async fn cutting(backend: std::net::SocketAddr, method: &'static str) -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let Ok(server) = tokio::net::TcpStream::connect(backend).await else {
+                    return;
+                };
+                let (mut from_client, mut to_client) = client.into_split();
+                let (mut from_server, mut to_server) = server.into_split();
+                let back = tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
+                });
+                let mut buffer = vec![0; 64 << 10];
+                while let Ok(len @ 1..) = from_client.read(&mut buffer).await {
+                    let chunk = &buffer[..len];
+                    if chunk.windows(method.len()).any(|w| w == method.as_bytes()) {
+                        break;
+                    }
+                    if to_server.write_all(chunk).await.is_err() {
+                        break;
+                    }
+                }
+                back.abort();
+            });
+        }
+    });
+    address
+}
+
+/// A listing that fails in the HTTP client (its connection cut) fails
+/// connecting with an error that names the URL without its query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_cut_off_names_the_url_without_its_query() {
+    let counters = Counters::default();
+    let server = serve_on(&upstream_toolset(&counters), 0, Guard::off()).await;
+    let backend: std::net::SocketAddr = server
+        .url()
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let front = cutting(backend, "tools/list").await;
+    let mut config = UpstreamConfig::new(
+        "up",
+        Endpoint::http(format!("http://{front}/mcp?key=s3cret")),
+    );
+    config.connect_timeout_ms = 5000;
+    let Err(error) = within("connect", Upstream::connect(config)).await else {
+        panic!("a listing cut off fails connecting");
+    };
+    let error = error.to_string();
+    assert!(
+        error.contains("tools/list") && !error.contains("s3cret"),
+        "{error}"
+    );
+    server.shutdown().await.unwrap();
+}

@@ -131,3 +131,38 @@ async fn an_https_upstream_is_reached_trusting_its_ca_file_and_refused_without()
     drop(upstream);
     server.shutdown().await.unwrap();
 }
+
+/// A `ca_file` that is no certificate file fails connecting with an error
+/// naming it, whatever it is: missing, a directory, a private key, or a file
+/// far larger than any bundle of certificates (read whole, a device such as
+/// `/dev/zero` would be read until memory runs out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ca_file_that_is_no_certificate_file_is_a_typed_error() {
+    let huge = std::env::temp_dir().join(format!("toolgraft-huge-ca-{}.pem", std::process::id()));
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(100 << 20)
+        .unwrap();
+    let huge = huge.display().to_string();
+    for (ca_file, says) in [
+        ("/nonexistent/ca.pem".to_owned(), "No such file"),
+        (tls_file(""), "directory"),
+        (tls_file("server.key"), "no certificate"),
+        (huge.clone(), "larger than"),
+    ] {
+        let mut config = UpstreamConfig::new(
+            "secure",
+            Endpoint::http("https://127.0.0.1:1/mcp").with_ca_file(&ca_file),
+        );
+        config.connect_timeout_ms = 2000;
+        let refused = within("connect", Upstream::connect(config)).await;
+        let Err(UpstreamError::Connect { problem, .. }) = refused else {
+            panic!("{ca_file}: must fail connecting");
+        };
+        assert!(
+            problem.contains("`ca_file`") && problem.contains(says),
+            "{ca_file}: {problem}"
+        );
+    }
+    std::fs::remove_file(huge).unwrap();
+}

@@ -21,7 +21,7 @@ use rmcp::transport::Transport;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::runtime::Handle;
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::{Mutex, Semaphore, mpsc};
 
 pub(super) use lines::answer_size;
 use lines::{Incoming, Lines};
@@ -29,6 +29,12 @@ use lines::{Incoming, Lines};
 /// How long closing waits for the child to exit, after closing its stdin and
 /// again after `SIGTERM` (rmcp's wait).
 const GRACE: Duration = Duration::from_secs(3);
+
+/// The most answers to the child's own lines (errors for messages it should
+/// not have sent) waiting to be written at once; past them one is dropped. A
+/// child that writes such lines without end and reads nothing would otherwise
+/// have a task and a line's bytes held for each.
+const MAX_REPLIES_WAITING: usize = 16;
 
 /// A child process as an MCP server: started by [`ChildTransport::spawn`],
 /// killed when the transport is dropped.
@@ -38,6 +44,9 @@ pub(super) struct ChildTransport {
     stdin: Arc<Mutex<Option<ChildStdin>>>,
     /// The reading thread's messages; closed when the child's stdout ends.
     incoming: mpsc::Receiver<Incoming>,
+    /// A permit for each answer to the child waiting to be written (see
+    /// [`MAX_REPLIES_WAITING`]).
+    replies: Arc<Semaphore>,
 }
 
 impl ChildTransport {
@@ -82,6 +91,7 @@ impl ChildTransport {
             child,
             stdin: Arc::new(Mutex::new(Some(stdin))),
             incoming,
+            replies: Arc::new(Semaphore::new(MAX_REPLIES_WAITING)),
         };
         Ok((transport, stderr))
     }
@@ -132,11 +142,16 @@ impl Transport<RoleClient> for ChildTransport {
                 // Written by a task of its own: `receive` is polled in a
                 // `select!`, and one dropped mid-write would cut the line.
                 Incoming::Reply(reply) => {
+                    let Ok(permit) = self.replies.clone().try_acquire_owned() else {
+                        tracing::debug!("too many answers to the upstream wait: one is dropped");
+                        continue;
+                    };
                     let stdin = self.stdin.clone();
                     tokio::spawn(async move {
                         if let Err(error) = write(stdin, reply).await {
                             tracing::debug!(%error, "cannot answer the upstream");
                         }
+                        drop(permit);
                     });
                 }
             }

@@ -2,6 +2,7 @@
 //! nothing, without being held; the lines after them are read as before.
 
 use std::io::{self, BufRead, BufReader, Cursor, Read};
+use std::time::Duration;
 
 use rmcp::model::{JsonRpcError, JsonRpcMessage, NumberOrString};
 
@@ -216,4 +217,24 @@ fn a_line_of_64_mib_is_read_through_without_being_held() {
         tail: b"\n",
     };
     assert!(reader(deep).next().is_none(), "nested too deep to read");
+}
+
+/// A child that writes valid JSON of no JSON-RPC shape without end, and never
+/// reads its stdin: each line is answered as an invalid request, and the
+/// answers wait on a stdin nobody reads. They are not let pile up without
+/// bound (a task each, a line's bytes each).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_to_a_child_that_reads_nothing_do_not_pile_up() {
+    use rmcp::transport::Transport as _;
+
+    let mut command = tokio::process::Command::new("sh");
+    command.args(["-c", "yes '{}'"]);
+    let (mut transport, _stderr) = super::ChildTransport::spawn(command, BOUND, 512).unwrap();
+    let received = tokio::time::timeout(Duration::from_secs(2), transport.receive()).await;
+    assert!(received.is_err(), "no message comes: {received:?}");
+    let alive = tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks();
+    assert!(alive <= 64, "{alive} tasks wait to answer the child");
+    transport.close().await.unwrap();
 }
