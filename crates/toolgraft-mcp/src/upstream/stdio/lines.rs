@@ -83,8 +83,11 @@ enum Fill {
     /// The line is longer than the bound: `line` holds its start, the reader
     /// the rest.
     Over,
-    /// The stream ended (a last line without its newline is dropped, as rmcp's
-    /// transport drops it), or cannot be read.
+    /// The stream ended after a last line without its newline, which is in
+    /// `line` (rmcp's transport reads it too: a child may write its answer
+    /// and exit).
+    Last,
+    /// The stream ended, or cannot be read.
     End,
 }
 
@@ -103,7 +106,8 @@ impl<R: BufRead> Lines<R> {
         self.line.clear();
         loop {
             let available = match self.read.fill_buf() {
-                Ok([]) => return Fill::End,
+                Ok([]) if self.line.is_empty() => return Fill::End,
+                Ok([]) => return Fill::Last,
                 Ok(available) => available,
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
                 Err(error) => {
@@ -125,9 +129,15 @@ impl<R: BufRead> Lines<R> {
         }
     }
 
-    /// A line within the bound, read as rmcp's stdio transport reads it.
-    fn parse(&mut self) -> Option<Incoming> {
-        match self.codec.decode(&mut self.line) {
+    /// A line within the bound, read as rmcp's stdio transport reads it (the
+    /// stream's last without its newline when `last`).
+    fn parse(&mut self, last: bool) -> Option<Incoming> {
+        let decoded = if last {
+            self.codec.decode_eof(&mut self.line)
+        } else {
+            self.codec.decode(&mut self.line)
+        };
+        match decoded {
             // `None`: a notification rmcp skips for compatibility.
             Ok(message) => message.map(Incoming::Message),
             // Not JSON: there is no id to answer, and answering could start
@@ -148,14 +158,14 @@ impl<R: BufRead> Lines<R> {
         }
     }
 
-    /// A line over the bound, read to its end without being held. `None`: the
-    /// stream ended within it.
+    /// A line over the bound, read to its end (its newline, or the stream's)
+    /// without being held. `None`: its rest could not be read.
     fn read_through(&mut self) -> Option<Option<Incoming>> {
         let budget = Cell::new(None);
         let mut rest = RestOfLine {
             read: &mut self.read,
             read_bytes: 0,
-            ended: None,
+            ended: false,
         };
         let start = self.line.strip_prefix(BOM).unwrap_or(&self.line);
         let envelope = {
@@ -171,9 +181,6 @@ impl<R: BufRead> Lines<R> {
         // What the parse left of the line: all of it, when it failed early.
         if let Err(error) = io::copy(&mut rest, &mut io::sink()) {
             tracing::warn!(%error, "cannot read the upstream's stdout");
-            return None;
-        }
-        if rest.ended != Some(Ended::Newline) {
             return None;
         }
         let size = self.line.len().saturating_add(rest.read_bytes);
@@ -236,7 +243,8 @@ impl<R: BufRead> Iterator for Lines<R> {
     fn next(&mut self) -> Option<Incoming> {
         loop {
             let incoming = match self.fill() {
-                Fill::Line => self.parse(),
+                Fill::Line => self.parse(false),
+                Fill::Last => return self.parse(true),
                 Fill::Over => self.read_through()?,
                 Fill::End => return None,
             };
@@ -247,28 +255,22 @@ impl<R: BufRead> Iterator for Lines<R> {
     }
 }
 
-/// How the rest of a line ended.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Ended {
-    Newline,
-    Stream,
-}
-
 /// The rest of the current line: read up to its newline (taken, not given).
 struct RestOfLine<'a, R> {
     read: &'a mut R,
     read_bytes: usize,
-    ended: Option<Ended>,
+    /// At its newline, or the stream's end.
+    ended: bool,
 }
 
 impl<R: BufRead> Read for RestOfLine<'_, R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        if self.ended.is_some() || out.is_empty() {
+        if self.ended || out.is_empty() {
             return Ok(0);
         }
         let available = self.read.fill_buf()?;
         if available.is_empty() {
-            self.ended = Some(Ended::Stream);
+            self.ended = true;
             return Ok(0);
         }
         // Only as far as `out` takes: serde_json reads a byte at a time.
@@ -279,7 +281,7 @@ impl<R: BufRead> Read for RestOfLine<'_, R> {
         let at_newline = newline == Some(len);
         self.read.consume(len + usize::from(at_newline));
         if at_newline {
-            self.ended = Some(Ended::Newline);
+            self.ended = true;
         }
         self.read_bytes += len;
         Ok(len)

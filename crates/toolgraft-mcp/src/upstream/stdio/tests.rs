@@ -159,14 +159,18 @@ fn lines_over_the_bound_that_say_no_usable_id_are_skipped() {
 }
 
 #[test]
-fn a_last_line_without_its_newline_is_dropped() {
+fn a_last_line_without_its_newline_is_read_as_rmcp_reads_it() {
     let large = format!(
         r#"{{"jsonrpc":"2.0","id":5,"result":"{}"}}"#,
         "v".repeat(BOUND)
     );
-    assert!(reader(large.as_bytes()).next().is_none());
+    let mut lines = reader(large.as_bytes());
+    assert_too_large(lines.next(), &NumberOrString::Number(5), large.len());
+    assert!(lines.next().is_none());
     let small = answer(6);
-    assert!(reader(small.trim_end().as_bytes()).next().is_none());
+    let mut lines = reader(small.trim_end().as_bytes());
+    assert_answers(lines.next(), 6, "a last line without its newline");
+    assert!(lines.next().is_none());
 }
 
 #[test]
