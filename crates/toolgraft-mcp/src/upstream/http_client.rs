@@ -26,7 +26,7 @@ const MAX_REDIRECTS: usize = 10;
 
 /// The client for one link: connecting within `connect_timeout`, trusting
 /// the system's roots and `ca_file`'s certificates over TLS.
-pub(super) fn http_client(
+pub(super) async fn http_client(
     connect_timeout: Duration,
     ca_file: Option<&str>,
 ) -> Result<reqwest::Client, String> {
@@ -36,7 +36,7 @@ pub(super) fn http_client(
         .connect_timeout(connect_timeout)
         .redirect(same_origin_redirects());
     if let Some(path) = ca_file {
-        builder = trusting(builder, path)?;
+        builder = trusting(builder, path).await?;
     }
     builder
         .build()
@@ -74,15 +74,25 @@ const MAX_CA_FILE_BYTES: u64 = 16 << 20;
 
 /// The certificates of the PEM file `path`, trusted beside the system's roots.
 #[cfg(feature = "upstream-tls")]
-fn trusting(builder: reqwest::ClientBuilder, path: &str) -> Result<reqwest::ClientBuilder, String> {
+async fn trusting(
+    builder: reqwest::ClientBuilder,
+    path: &str,
+) -> Result<reqwest::ClientBuilder, String> {
     use std::io::Read as _;
     let unreadable = |problem: String| format!("`ca_file` {path}: {problem}");
     // Read up to the bound only: a device (`/dev/zero`) or a wrong file would
-    // otherwise be held whole.
-    let mut pem = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|file| file.take(MAX_CA_FILE_BYTES + 1).read_to_end(&mut pem))
-        .map_err(|error| unreadable(error.to_string()))?;
+    // otherwise be held whole. On a thread of its own: a FIFO would block the
+    // runtime's, where `connect_timeout_ms` could not end the wait.
+    let file = path.to_owned();
+    let pem = tokio::task::spawn_blocking(move || {
+        let mut pem = Vec::new();
+        std::fs::File::open(file)
+            .and_then(|file| file.take(MAX_CA_FILE_BYTES + 1).read_to_end(&mut pem))
+            .map(|_| pem)
+    })
+    .await
+    .map_err(|error| unreadable(error.to_string()))?
+    .map_err(|error| unreadable(error.to_string()))?;
     if pem.len() as u64 > MAX_CA_FILE_BYTES {
         return Err(unreadable(format!(
             "larger than {MAX_CA_FILE_BYTES} bytes: not a file of certificates"
@@ -97,7 +107,7 @@ fn trusting(builder: reqwest::ClientBuilder, path: &str) -> Result<reqwest::Clie
 }
 
 #[cfg(not(feature = "upstream-tls"))]
-fn trusting(_: reqwest::ClientBuilder, path: &str) -> Result<reqwest::ClientBuilder, String> {
+async fn trusting(_: reqwest::ClientBuilder, path: &str) -> Result<reqwest::ClientBuilder, String> {
     Err(format!(
         "`ca_file` {path}: trusting a CA of one's own needs toolgraft-mcp's feature `upstream-tls`"
     ))

@@ -289,7 +289,8 @@ async fn http(
         .max_json_response_size(transport_bound(config.max_result_bytes))
         .max_sse_event_size(transport_bound(config.max_result_bytes));
     if let Some(credentials) = oauth {
-        let client = super::http_client::http_client(config.connect_timeout(), ca_file.as_deref())?;
+        let client =
+            super::http_client::http_client(config.connect_timeout(), ca_file.as_deref()).await?;
         return oauth::serve(
             url,
             credentials,
@@ -310,7 +311,8 @@ async fn http(
     if let Some(token) = token {
         transport = transport.auth_header(token);
     }
-    let client = super::http_client::http_client(config.connect_timeout(), ca_file.as_deref())?;
+    let client =
+        super::http_client::http_client(config.connect_timeout(), ca_file.as_deref()).await?;
     let transport = StreamableHttpClientTransport::with_client(client, transport);
     listener
         .clone()

@@ -166,3 +166,30 @@ async fn a_ca_file_that_is_no_certificate_file_is_a_typed_error() {
     }
     std::fs::remove_file(huge).unwrap();
 }
+
+/// A `ca_file` that is a FIFO no one writes to blocks its reader: it is read
+/// on a thread of its own, so `connect_timeout_ms` still ends the wait.
+#[tokio::test(flavor = "current_thread")]
+async fn a_ca_file_that_never_answers_is_bounded_by_the_connect_timeout() {
+    let fifo = std::env::temp_dir().join(format!("toolgraft-fifo-ca-{}", std::process::id()));
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let mut config = UpstreamConfig::new(
+        "secure",
+        Endpoint::http("https://127.0.0.1:1/mcp").with_ca_file(fifo.display().to_string()),
+    );
+    config.connect_timeout_ms = 500;
+    let started = std::time::Instant::now();
+    let refused = within("connect", Upstream::connect(config)).await;
+    let Err(UpstreamError::Connect { problem, .. }) = refused else {
+        panic!("a FIFO for a ca_file must fail connecting");
+    };
+    assert!(problem.contains("connect_timeout_ms"), "{problem}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // The reader's thread is let go (the runtime waits for it as it ends).
+    drop(std::fs::OpenOptions::new().write(true).open(&fifo).unwrap());
+    std::fs::remove_file(fifo).unwrap();
+}
