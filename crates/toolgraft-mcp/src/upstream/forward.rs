@@ -25,7 +25,7 @@ use toolgraft::schema::Args;
 
 use super::client::Listener;
 use super::config::{UpstreamConfig, urls_redacted};
-use super::link::{self, Current, Protocol};
+use super::link::{self, Current, Live, Protocol};
 use super::stdio;
 use crate::call::McpCall;
 use crate::task::{Hold, TaskMoment};
@@ -179,7 +179,17 @@ impl Forwarder {
         deadline: tokio::time::Instant,
         held: &mut Option<Hold>,
     ) -> Result<Result<CallToolResponse, rmcp::ErrorData>, BoxError> {
-        let (peer, listener, link) = self.link_for(call_in).await?;
+        let (live, listener, link) = self.link_for(call_in).await?;
+        // On 2025-11-25 the call cannot name its caller's log level: the
+        // connection is asked for it first.
+        if let Some(log) = context::get::<LogSink>()
+            && !link::is_newest(&live.peer)
+        {
+            live.log_level
+                .include(&live.peer, log.level(), deadline)
+                .await;
+        }
+        let peer = live.peer;
         if !peer
             .peer_info()
             .is_some_and(|info| info.capabilities.supports_tasks())
@@ -350,7 +360,7 @@ impl Forwarder {
         call_in: Option<&McpCall>,
         deadline: tokio::time::Instant,
     ) -> Result<Result<CallToolResponse, rmcp::ErrorData>, BoxError> {
-        let (peer, _, link) = self.link_for(call_in).await?;
+        let (Live { peer, .. }, _, link) = self.link_for(call_in).await?;
         peer.update_task(rmcp::model::UpdateTaskParams::new(task.clone(), answers))
             .await
             .map_err(|error| match error {
@@ -373,8 +383,8 @@ impl Forwarder {
     async fn link_for(
         &self,
         call_in: Option<&McpCall>,
-    ) -> Result<(Peer<RoleClient>, Listener, Current), BoxError> {
-        let Some(newest) = self.current.peer() else {
+    ) -> Result<(Live, Listener, Current), BoxError> {
+        let Some(newest) = self.current.live() else {
             return Err(self.away("is not connected (connecting again)"));
         };
         let Some(call) = call_in.filter(|call| {
@@ -384,7 +394,7 @@ impl Forwarder {
         }) else {
             return Ok((newest, self.listener.clone(), self.current.clone()));
         };
-        if !link::is_newest(&newest) {
+        if !link::is_newest(&newest.peer) {
             return Ok((newest, self.listener.clone(), self.current.clone()));
         }
         let (cell, listener, stop) =
@@ -398,10 +408,10 @@ impl Forwarder {
                     "cannot be reached on protocol 2025-11-25: {error}"
                 ))
             })?;
-        let peer = older
-            .peer()
+        let live = older
+            .live()
             .ok_or_else(|| self.away("is not connected (connecting again)"))?;
-        Ok((peer, listener, older.clone()))
+        Ok((live, listener, older.clone()))
     }
 
     /// The upstream's answer as the body's outcome, within `max_result_bytes`:

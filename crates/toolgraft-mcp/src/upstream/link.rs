@@ -14,20 +14,43 @@ use tokio_util::sync::CancellationToken;
 use super::client::Listener;
 use super::config::{Endpoint, UpstreamConfig, urls_redacted};
 use super::error::{UpstreamError, with_causes};
+use super::log_level::AskedLevel;
 use super::stdio::ChildTransport;
 
-/// A link as its calls see it: the peer of the live connection, and a way to
-/// have it made again.
+/// A link as its calls see it: the live connection, and a way to have it
+/// made again.
 #[derive(Clone)]
 pub(super) struct Current {
-    peer: watch::Receiver<Option<Peer<RoleClient>>>,
+    live: watch::Receiver<Option<Live>>,
     renew: Arc<Notify>,
+}
+
+/// One connection of a link, while it lasts.
+#[derive(Clone)]
+pub(super) struct Live {
+    pub(super) peer: Peer<RoleClient>,
+    /// The log level its session was asked for.
+    pub(super) log_level: Arc<AskedLevel>,
+}
+
+impl Live {
+    fn new(peer: &Peer<RoleClient>) -> Self {
+        Self {
+            peer: peer.clone(),
+            log_level: Arc::default(),
+        }
+    }
 }
 
 impl Current {
     /// The live connection's peer; `None` while it is down.
     pub(super) fn peer(&self) -> Option<Peer<RoleClient>> {
-        self.peer.borrow().clone()
+        self.live.borrow().as_ref().map(|live| live.peer.clone())
+    }
+
+    /// The live connection; `None` while it is down.
+    pub(super) fn live(&self) -> Option<Live> {
+        self.live.borrow().clone()
     }
 
     /// Has the connection made again, its credentials read or got again:
@@ -67,7 +90,7 @@ pub(super) async fn open(
     stop: CancellationToken,
 ) -> Result<Current, UpstreamError> {
     let service = connect(config, listener, protocol).await?;
-    let (current, receiver) = watch::channel(Some(service.peer().clone()));
+    let (current, receiver) = watch::channel(Some(Live::new(service.peer())));
     let renew = Arc::new(Notify::new());
     let link = Link {
         config: config.clone(),
@@ -79,7 +102,7 @@ pub(super) async fn open(
     };
     tokio::spawn(link.supervise(service));
     Ok(Current {
-        peer: receiver,
+        live: receiver,
         renew,
     })
 }
@@ -96,7 +119,7 @@ struct Link {
     config: UpstreamConfig,
     listener: Listener,
     protocol: Protocol,
-    current: watch::Sender<Option<Peer<RoleClient>>>,
+    current: watch::Sender<Option<Live>>,
     renew: Arc<Notify>,
     stop: CancellationToken,
 }
@@ -145,7 +168,7 @@ impl Link {
                     }
                 }
             };
-            current.send_replace(Some(service.peer().clone()));
+            current.send_replace(Some(Live::new(service.peer())));
             tracing::info!(upstream = ?config.endpoint, "the upstream is connected again");
             listener.tools_changed();
         }

@@ -59,6 +59,7 @@ mod forward;
 #[cfg(feature = "upstream-http")]
 mod http_client;
 mod link;
+mod log_level;
 mod mirror;
 mod stdio;
 mod tools;

@@ -6,15 +6,15 @@
 #![allow(deprecated)]
 
 use std::borrow::Cow;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverRequestMethod,
     DiscoverResult, ErrorData, JsonObject, ListToolsResult, LoggingLevel,
     LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerConfig, Tool as McpTool, ToolAnnotations,
+    ServerConfig, SetLevelRequestParams, Tool as McpTool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler};
@@ -45,6 +45,10 @@ struct Hostile {
     declares_tasks: bool,
     /// Set once a call of `hang` (which never answers) is cancelled.
     hang_cancelled: Arc<AtomicBool>,
+    /// The levels sessions asked for with `logging/setLevel`, in order.
+    levels_asked: Arc<Mutex<Vec<LoggingLevel>>>,
+    /// This session's level: `chatty` logs nothing before one is set.
+    level: Arc<Mutex<Option<LoggingLevel>>>,
 }
 
 fn tool(name: &'static str) -> McpTool {
@@ -106,6 +110,7 @@ impl ServerHandler for Hostile {
             tool("slow"),
             tool("secret"),
             tool("hang"),
+            tool("chatty"),
             lookup,
         ]))
     }
@@ -125,6 +130,20 @@ impl ServerHandler for Hostile {
                 context.ct.cancelled().await;
                 self.hang_cancelled.store(true, Ordering::SeqCst);
             }
+            // Logs a detail and a warning, as far as its session's level lets
+            // them through.
+            "chatty" => {
+                let level = *self.level.lock().unwrap();
+                for (at, said) in [
+                    (LoggingLevel::Debug, "a detail"),
+                    (LoggingLevel::Warning, "careful"),
+                ] {
+                    if level.is_some_and(|level| level as u8 <= at as u8) {
+                        let message = LoggingMessageNotificationParam::new(at, json!(said));
+                        let _ = context.peer.notify_logging_message(message).await;
+                    }
+                }
+            }
             // Logs what only its own caller may read.
             "secret" => {
                 let _ = context
@@ -141,11 +160,28 @@ impl ServerHandler for Hostile {
             ContentBlock::text("ok"),
         ])))
     }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.levels_asked.lock().unwrap().push(request.level);
+        *self.level.lock().unwrap() = Some(request.level);
+        Ok(())
+    }
 }
 
 async fn serve_hostile(hostile: &Hostile) -> Serving {
     let hostile = hostile.clone();
-    let mcp = McpHttp::for_handler(move || hostile.clone(), Guard::off());
+    // Each session has a level of its own.
+    let mcp = McpHttp::for_handler(
+        move || Hostile {
+            level: Arc::default(),
+            ..hostile.clone()
+        },
+        Guard::off(),
+    );
     within("serve", mcp.serve(([127, 0, 0, 1], 0)))
         .await
         .expect("serves on a loopback port")
@@ -239,6 +275,70 @@ async fn a_log_message_of_one_call_does_not_reach_the_client_of_another() {
         "another call's log message reached this client: {logs:?}"
     );
     client.cancel().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+/// An upstream of 2025-11-25 sends the log messages its session's level lets
+/// through, and none before one is set (as a toolgraft server does): its
+/// connection is asked for the least severe level a caller takes, once per
+/// level, and each caller receives its own level's messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_upstream_is_asked_for_the_log_level_its_callers_take() {
+    let hostile = Hostile::default();
+    let server = serve_hostile(&hostile).await;
+    let upstream = connect_to(&server).await;
+    let gateway = Toolset::new();
+    let combos: Vec<_> = upstream.tools().iter().map(|tool| tool.combo()).collect();
+    gateway.bind(combos).unwrap();
+    let careful = connect(ToolsetServer::new(gateway.clone())).await;
+    let curious = connect(ToolsetServer::new(gateway.clone())).await;
+    for (client, level) in [
+        (&careful, LoggingLevel::Warning),
+        (&curious, LoggingLevel::Debug),
+    ] {
+        client
+            .peer()
+            .set_level(SetLevelRequestParams::new(level))
+            .await
+            .unwrap();
+    }
+
+    for client in [&careful, &curious, &careful] {
+        within(
+            "a call",
+            client.peer().call_tool(request("up_chatty", json!({}))),
+        )
+        .await
+        .unwrap();
+        // A log message names no call: it is a call's while that call is the
+        // only one in flight on the link, counting those that ended within
+        // 50 ms.
+        tokio::time::sleep(Duration::from_millis(60)).await;
+    }
+
+    let said = |client: &crate::support::Connection| -> Vec<serde_json::Value> {
+        let logs = client.service().logs.lock().unwrap();
+        logs.iter().map(|log| log.data.clone()).collect()
+    };
+    // A client hands each notification to a task of its own: the last may
+    // be recorded after the answer.
+    within("the last log message", async {
+        while said(&careful).len() < 2 || said(&curious).len() < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(said(&careful), [json!("careful"), json!("careful")]);
+    assert_eq!(said(&curious), [json!("a detail"), json!("careful")]);
+    let asked = hostile.levels_asked.lock().unwrap().clone();
+    assert_eq!(
+        asked.iter().map(|level| *level as u8).collect::<Vec<_>>(),
+        [LoggingLevel::Warning as u8, LoggingLevel::Debug as u8],
+        "asked once per lower level: {asked:?}"
+    );
+    careful.cancel().await.unwrap();
+    curious.cancel().await.unwrap();
     server.shutdown().await.unwrap();
 }
 
