@@ -14,7 +14,7 @@ use rmcp::model::RequestId;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, ErrorData, ListRootsResult, LoggingMessageNotificationParam,
-    ProgressNotificationParam, ProgressToken,
+    NotificationMetaObject, ProgressNotificationParam, ProgressToken,
 };
 use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext};
 use rmcp::{ClientHandler, Peer, RoleClient, RoleServer};
@@ -32,6 +32,24 @@ pub(super) struct Listener {
     /// Whether every call on the link is one downstream session's: then what
     /// the upstream sends on it without naming a call is that session's.
     one_session: bool,
+    /// Whether its links' log messages are marked with the request on whose
+    /// stream they came (over HTTP, by `stream_origin`): a message marked with
+    /// a request is that request's call's, and no other's.
+    marked: bool,
+}
+
+/// The `_meta` key of an upstream's log message that names the request on
+/// whose stream it came (see `stream_origin`).
+pub(super) const ORIGIN: &str = "io.toolgraft/stream";
+
+/// The request a log message's mark names: `None` when unmarked or when it
+/// came on no request's stream.
+pub(super) fn origin_of(meta: &NotificationMetaObject) -> Option<RequestId> {
+    match meta.0.0.get(ORIGIN)? {
+        serde_json::Value::Number(number) => number.as_i64().map(RequestId::Number),
+        serde_json::Value::String(text) => Some(RequestId::String(text.as_str().into())),
+        _ => None,
+    }
 }
 
 #[derive(Default)]
@@ -104,6 +122,15 @@ const ENDED_GRACE: Duration = Duration::from_millis(50);
 const PROGRESS_BACKLOG: usize = 64;
 
 impl Listener {
+    /// The listener of an upstream's links, whose log messages are `marked`
+    /// with the request they came within.
+    pub(super) fn new(marked: bool) -> Self {
+        Self {
+            marked,
+            ..Self::default()
+        }
+    }
+
     /// The listener of a link of one downstream session's (tag `link`): the
     /// same calls, told apart from the other links'.
     pub(super) fn for_session(&self, link: u64) -> Self {
@@ -111,6 +138,7 @@ impl Listener {
             inner: self.inner.clone(),
             link,
             one_session: true,
+            marked: self.marked,
         }
     }
 
@@ -251,6 +279,18 @@ impl Listener {
     }
 }
 
+impl Listener {
+    /// Where the log messages of the call sent as `request` on this link go,
+    /// if it takes them: also just after its answer, when rmcp may hand on a
+    /// message sent before it.
+    fn log_of(&self, request: &RequestId) -> Option<LogSink> {
+        let call = lock(&self.inner.by_request)
+            .get(&(self.link, request.clone()))
+            .copied()?;
+        lock(&self.inner.askers).calls.get(&call)?.log.clone()
+    }
+}
+
 /// A call's progress routed while it lives.
 pub(super) struct Following {
     listener: Listener,
@@ -308,16 +348,28 @@ impl ClientHandler for Listener {
     async fn on_logging_message(
         &self,
         params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
-        // To the caller of the call in flight (see `asker`), at the level it
-        // chose; else to this process's log, where an operator can still read
-        // it.
-        match self.asker(None) {
-            Ok((_, Some(log))) => {
+        // To the caller of the call on whose stream it came, or, sent on the
+        // session's own stream (as rmcp's servers send theirs), of the call in
+        // flight (see `asker`); at the level that caller chose. Else to this
+        // process's log, where an operator can still read it.
+        // rmcp 3.11 takes a notification's extensions before its `_meta`,
+        // which they hold: `context.meta` is empty, and the `_meta` is among
+        // `context.extensions`.
+        let meta = context
+            .extensions
+            .get::<NotificationMetaObject>()
+            .unwrap_or(&context.meta);
+        let sink = match self.marked.then(|| origin_of(meta)).flatten() {
+            Some(request) => self.log_of(&request),
+            None => self.asker(None).ok().and_then(|(_, log)| log),
+        };
+        match sink {
+            Some(log) => {
                 log.send(crate::call::log_message_of(params));
             }
-            Ok((_, None)) | Err(_) => tracing::info!(
+            None => tracing::info!(
                 level = ?params.level,
                 logger = params.logger.as_deref().unwrap_or("upstream"),
                 data = %params.data,

@@ -336,7 +336,10 @@ async fn http(
     }
     let client =
         super::http_client::http_client(config.connect_timeout(), ca_file.as_deref()).await?;
-    let transport = StreamableHttpClientTransport::with_client(client, transport);
+    let transport = StreamableHttpClientTransport::with_client(
+        super::stream_origin::Marking(client),
+        transport,
+    );
     listener
         .clone()
         .serve_with_lifecycle(transport, lifecycle(protocol))
@@ -448,6 +451,8 @@ mod oauth {
     ) -> Result<RunningService<RoleClient, Listener>, String> {
         use rmcp::transport::StreamableHttpClientTransport;
         use rmcp::transport::auth::{AuthClient, ClientCredentialsConfig, OAuthState};
+
+        use super::super::stream_origin::Marking;
         let oauth =
             |error: rmcp::transport::AuthError| format!("OAuth client credentials: {error}");
         let secret = credentials.secret()?;
@@ -465,7 +470,7 @@ mod oauth {
         let manager = state
             .into_authorization_manager()
             .ok_or("OAuth client credentials: no token was granted")?;
-        let client = AuthClient::new(client, manager);
+        let client = Marking(AuthClient::new(client, manager));
         let transport = StreamableHttpClientTransport::with_client(client, transport);
         listener
             .clone()

@@ -62,6 +62,8 @@ mod link;
 mod log_level;
 mod mirror;
 mod stdio;
+#[cfg(feature = "upstream-http")]
+mod stream_origin;
 mod tools;
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -126,7 +128,11 @@ impl Upstream {
     pub async fn connect(config: UpstreamConfig) -> Result<Self, UpstreamError> {
         config.check()?;
         let stop = CancellationToken::new();
-        let listener = Listener::default();
+        // Over HTTP, each log message is marked with the request it came
+        // within (`stream_origin`).
+        let listener = Listener::new(
+            cfg!(feature = "upstream-http") && matches!(config.endpoint, Endpoint::Http { .. }),
+        );
         let current = link::open(&config, &listener, link::Protocol::Newest, stop.clone()).await?;
         let forwarder = Arc::new(Forwarder {
             current: current.clone(),

@@ -310,9 +310,9 @@ async fn an_older_upstream_is_asked_for_the_log_level_its_callers_take() {
         )
         .await
         .unwrap();
-        // A log message names no call: it is a call's while that call is the
-        // only one in flight on the link, counting those that ended within
-        // 50 ms.
+        // rmcp's server sends log messages on the session's own stream, naming
+        // no call: one is a call's while that call is the only one in flight
+        // on the link, counting those that ended within 50 ms.
         tokio::time::sleep(Duration::from_millis(60)).await;
     }
 

@@ -376,3 +376,63 @@ async fn the_filesystem_servers_writes_are_destructive_and_land() {
     assert!(outside.to_string().contains("Access denied"), "{outside}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The Python SDK sends a call's log messages on that call's own response
+/// stream. Two callers' calls in flight at once each reach their own caller
+/// with their messages, and none of the other's: a message that names no
+/// call could be given to neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(
+    deprecated,
+    reason = "logging: deprecated by SEP-2577, still what upstreams send"
+)]
+async fn log_messages_of_calls_in_flight_at_once_reach_their_own_callers() {
+    use rmcp::model::{LoggingLevel, SetLevelRequestParams};
+    let python = PythonServer::start(0);
+    let py = within("python", Upstream::connect(python.config()))
+        .await
+        .unwrap();
+    let toolset = Toolset::new();
+    let combos: Vec<_> = py.tools().iter().map(|tool| tool.combo()).collect();
+    toolset.bind(combos).unwrap();
+    let alice = connect(ToolsetServer::new(toolset.clone())).await;
+    let bob = connect(ToolsetServer::new(toolset.clone())).await;
+    for client in [&alice, &bob] {
+        client
+            .peer()
+            .set_level(SetLevelRequestParams::new(LoggingLevel::Info))
+            .await
+            .unwrap();
+    }
+
+    let say = |client: &crate::support::Connection, text: &str| {
+        let peer = client.peer().clone();
+        let params = CallToolRequestParams::new("py_say")
+            .with_arguments(args(json!({"text": text, "ms": 300})));
+        async move { peer.call_tool(params).await }
+    };
+    let (by_alice, by_bob) = within("both calls", async {
+        tokio::join!(say(&alice, "alice"), say(&bob, "bob"))
+    })
+    .await;
+    by_alice.unwrap();
+    by_bob.unwrap();
+
+    let said = |client: &crate::support::Connection| -> Vec<Value> {
+        let logs = client.service().logs.lock().unwrap();
+        logs.iter().map(|log| log.data.clone()).collect()
+    };
+    // A client hands each notification to a task of its own: the last may be
+    // recorded after the answer.
+    within("the last log messages", async {
+        while said(&alice).len() < 2 || said(&bob).len() < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(said(&alice), [json!("alice: begun"), json!("alice: done")]);
+    assert_eq!(said(&bob), [json!("bob: begun"), json!("bob: done")]);
+    alice.cancel().await.unwrap();
+    bob.cancel().await.unwrap();
+}

@@ -29,6 +29,10 @@ others answer text alone, structured_output=False):
                               structured content (a pydantic model)
     grow() -> str             adds the tool `grown` (once) and sends
                               notifications/tools/list_changed
+    say(text, ms) -> str      read-only: logs "<text>: begun" (info), sleeps
+                              ms milliseconds, logs "<text>: done", returns
+                              text; the SDK sends the log messages on the
+                              call's own response stream
 """
 
 import asyncio
@@ -99,6 +103,15 @@ async def count_to(n: int, ctx: Context) -> int:
         await ctx.report_progress(i, n, f"step {i} of {n}")
         await asyncio.sleep(0.01)
     return n
+
+
+@server.tool(annotations=READ, structured_output=False)
+async def say(text: str, ms: int, ctx: Context) -> str:
+    """Logs text (info) as it begins and after ms milliseconds, then returns it."""
+    await ctx.info(f"{text}: begun")
+    await asyncio.sleep(ms / 1000)
+    await ctx.info(f"{text}: done")
+    return text
 
 
 @server.tool(annotations=READ, structured_output=False)

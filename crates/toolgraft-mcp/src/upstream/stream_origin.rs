@@ -1,0 +1,304 @@
+//! The request an HTTP upstream's log message came within.
+//!
+//! Over Streamable HTTP a server sends what belongs to a request on that
+//! request's response stream. rmcp marks the upstream's *requests* with the
+//! stream they came on (`InboundStreamOrigin`), not its notifications, so a
+//! log message could only be given to the one call in flight, and was given to
+//! none while another call was in flight or had just ended. This client marks
+//! them: each `notifications/message` gets the `_meta` key [`ORIGIN`] naming the
+//! request whose stream it came on (`null` on the session's own stream),
+//! written over whatever the upstream put there, so an upstream cannot name a
+//! call of its choosing. [`Listener`](super::client::Listener) reads it on the links this client
+//! serves only (a stdio upstream's mark would be its own).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures_util::StreamExt as _;
+use futures_util::stream::BoxStream;
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::{ClientJsonRpcMessage, RequestId};
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+use serde_json::Value;
+use sse_stream::Sse;
+
+use super::client::ORIGIN;
+
+/// The method marked: the only notification that names no call of its own
+/// (progress names its token).
+const LOG_MESSAGE: &str = "notifications/message";
+
+/// An HTTP client whose event streams mark their log messages.
+#[derive(Clone)]
+pub(super) struct Marking<C>(pub(super) C);
+
+type Events = BoxStream<'static, Result<Sse, SseError>>;
+
+impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Marking<C> {
+    type Error = C::Error;
+
+    fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>>>
+    + Send
+    + '_ {
+        let request = request_of(&message);
+        async move {
+            let response = self
+                .0
+                .post_message(uri, message, session_id, auth_header, custom_headers)
+                .await;
+            response.map(|response| marked_response(response, request))
+        }
+    }
+
+    fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> impl Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>>>
+    + Send
+    + '_ {
+        let request = request_of(&message);
+        async move {
+            let response = self
+                .0
+                .post_message_with_max_sse_event_size(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                    max_sse_event_size,
+                )
+                .await;
+            response.map(|response| marked_response(response, request))
+        }
+    }
+
+    fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> impl Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>>>
+    + Send
+    + '_ {
+        let request = request_of(&message);
+        async move {
+            let response = self
+                .0
+                .post_message_with_response_limits(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                    limits,
+                )
+                .await;
+            response.map(|response| marked_response(response, request))
+        }
+    }
+
+    fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = Result<(), StreamableHttpError<Self::Error>>> + Send + '_ {
+        self.0
+            .delete_session(uri, session_id, auth_header, custom_headers)
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<Events, StreamableHttpError<Self::Error>> {
+        let events = self
+            .0
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await?;
+        Ok(marked(events, None))
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<Events, StreamableHttpError<Self::Error>> {
+        let events = self
+            .0
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await?;
+        Ok(marked(events, None))
+    }
+}
+
+/// The id of `message` if it is a request: what its response stream carries
+/// is that request's.
+fn request_of(message: &ClientJsonRpcMessage) -> Option<RequestId> {
+    match message {
+        ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
+        _ => None,
+    }
+}
+
+fn marked_response(
+    response: StreamableHttpPostResponse,
+    request: Option<RequestId>,
+) -> StreamableHttpPostResponse {
+    match response {
+        StreamableHttpPostResponse::Sse(events, session) => {
+            StreamableHttpPostResponse::Sse(marked(events, request), session)
+        }
+        other => other,
+    }
+}
+
+/// `events` with each log message marked as `request`'s (`None`: the
+/// session's own stream, or a response stream of no request).
+fn marked(events: Events, request: Option<RequestId>) -> Events {
+    let origin = request.map_or(Value::Null, |id| match id {
+        RequestId::Number(number) => Value::from(number),
+        RequestId::String(text) => Value::from(text.to_string()),
+    });
+    events
+        .map(move |event| {
+            event.map(|mut event| {
+                if let Some(data) = &mut event.data {
+                    mark(data, &origin);
+                }
+                event
+            })
+        })
+        .boxed()
+}
+
+/// Marks `data` as `origin`'s if it is a log message. Other events (answers,
+/// whatever their size) are searched for the method's name and left as they
+/// are.
+fn mark(data: &mut String, origin: &Value) {
+    if memchr::memmem::find(data.as_bytes(), LOG_MESSAGE.as_bytes()).is_none() {
+        return;
+    }
+    let Ok(Value::Object(mut message)) = serde_json::from_str::<Value>(data) else {
+        return;
+    };
+    if message.contains_key("id") || message.get("method") != Some(&Value::from(LOG_MESSAGE)) {
+        return;
+    }
+    let Some(Value::Object(params)) = message.get_mut("params") else {
+        return;
+    };
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    // A `_meta` that is not an object fails rmcp's reading of the message,
+    // as it would unmarked.
+    let Value::Object(meta) = meta else {
+        return;
+    };
+    meta.insert(ORIGIN.to_owned(), origin.clone());
+    if let Ok(text) = serde_json::to_string(&message) {
+        *data = text;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn marking(message: Value, origin: Value) -> Value {
+        let mut data = message.to_string();
+        mark(&mut data, &origin);
+        serde_json::from_str(&data).unwrap()
+    }
+
+    #[test]
+    fn a_log_message_is_marked_over_what_the_upstream_wrote() {
+        let message = json!({"jsonrpc": "2.0", "method": "notifications/message",
+            "params": {"level": "info", "data": "x", "_meta": {"io.toolgraft/stream": 99, "kept": 1}}});
+        let marked = marking(message, json!(7));
+        assert_eq!(
+            marked["params"]["_meta"],
+            json!({"io.toolgraft/stream": 7, "kept": 1})
+        );
+        let unassociated = json!({"jsonrpc": "2.0", "method": "notifications/message",
+            "params": {"level": "info", "data": "x"}});
+        assert_eq!(
+            marking(unassociated, Value::Null)["params"]["_meta"],
+            json!({"io.toolgraft/stream": null})
+        );
+    }
+
+    #[test]
+    fn answers_and_other_notifications_are_left_as_they_are() {
+        let answer = json!({"jsonrpc": "2.0", "id": 3,
+            "result": {"content": [{"type": "text", "text": "notifications/message"}]}});
+        let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": 1, "progress": 1, "message": "notifications/message"}});
+        for message in [answer, progress] {
+            let text = message.to_string();
+            let mut data = text.clone();
+            mark(&mut data, &json!(1));
+            assert_eq!(data, text);
+        }
+        let mut junk = "notifications/message {".to_owned();
+        mark(&mut junk, &json!(1));
+        assert_eq!(junk, "notifications/message {");
+    }
+
+    #[test]
+    fn a_mark_is_read_as_the_request_it_names() {
+        use super::super::client::origin_of;
+        use rmcp::model::{GetMeta, ServerJsonRpcMessage};
+        // As rmcp reads it: the notification's `_meta` is its context's.
+        let read = |origin: Value| {
+            let message = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "data": "x"}});
+            let marked = marking(message, origin);
+            let ServerJsonRpcMessage::Notification(notification) =
+                serde_json::from_value(marked).unwrap()
+            else {
+                panic!("a notification")
+            };
+            origin_of(notification.notification.get_meta())
+        };
+        assert_eq!(read(json!(4)), Some(RequestId::Number(4)));
+        assert_eq!(read(json!("a")), Some(RequestId::String("a".into())));
+        assert_eq!(read(Value::Null), None);
+    }
+}
