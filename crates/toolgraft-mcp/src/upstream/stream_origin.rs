@@ -17,7 +17,9 @@ use std::sync::Arc;
 use futures_util::StreamExt as _;
 use futures_util::stream::BoxStream;
 use reqwest::header::{HeaderName, HeaderValue};
-use rmcp::model::{ClientJsonRpcMessage, RequestId};
+use rmcp::model::{
+    ClientJsonRpcMessage, GetMeta as _, RequestId, ServerJsonRpcMessage, ServerNotification,
+};
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
@@ -183,17 +185,46 @@ fn marked_response(
         StreamableHttpPostResponse::Sse(events, session) => {
             StreamableHttpPostResponse::Sse(marked(events, request), session)
         }
+        // rmcp hands a JSON body to the handler whatever it is, so a log
+        // message there would keep the mark the upstream wrote.
+        StreamableHttpPostResponse::Json(mut message, session) => {
+            mark_message(&mut message, &mark_of(request));
+            StreamableHttpPostResponse::Json(message, session)
+        }
         other => other,
+    }
+}
+
+/// The mark naming `request` (`None`: the session's own stream, or a
+/// response stream of no request).
+fn mark_of(request: Option<RequestId>) -> Value {
+    request.map_or(Value::Null, |id| match id {
+        RequestId::Number(number) => Value::from(number),
+        RequestId::String(text) => Value::from(text.to_string()),
+    })
+}
+
+/// Marks `message` as `origin`'s if it is a log message.
+fn mark_message(message: &mut ServerJsonRpcMessage, origin: &Value) {
+    if let ServerJsonRpcMessage::Notification(notification) = message
+        && matches!(
+            notification.notification,
+            ServerNotification::LoggingMessageNotification(_)
+        )
+    {
+        notification
+            .notification
+            .get_meta_mut()
+            .0
+            .0
+            .insert(ORIGIN.to_owned(), origin.clone());
     }
 }
 
 /// `events` with each log message marked as `request`'s (`None`: the
 /// session's own stream, or a response stream of no request).
 fn marked(events: Events, request: Option<RequestId>) -> Events {
-    let origin = request.map_or(Value::Null, |id| match id {
-        RequestId::Number(number) => Value::from(number),
-        RequestId::String(text) => Value::from(text.to_string()),
-    });
+    let origin = mark_of(request);
     events
         .map(move |event| {
             event.map(|mut event| {
@@ -207,10 +238,10 @@ fn marked(events: Events, request: Option<RequestId>) -> Events {
 }
 
 /// Marks `data` as `origin`'s if it is a log message. Other events (answers,
-/// whatever their size) are searched for the method's name and left as they
-/// are.
+/// whatever their size) are searched for the method's name (or an escape) and
+/// left as they are.
 fn mark(data: &mut String, origin: &Value) {
-    if memchr::memmem::find(data.as_bytes(), LOG_MESSAGE.as_bytes()).is_none() {
+    if !may_name_log_message(data.as_bytes()) {
         return;
     }
     let Ok(Value::Object(mut message)) = serde_json::from_str::<Value>(data) else {
@@ -234,6 +265,16 @@ fn mark(data: &mut String, origin: &Value) {
     if let Ok(text) = serde_json::to_string(&message) {
         *data = text;
     }
+}
+
+/// Whether `data` may be a log message: it has the method's name as
+/// written, or an escape (`\/`, `\u006e`) that a JSON reader turns into
+/// that name; one missed would keep the mark the upstream wrote.
+fn may_name_log_message(data: &[u8]) -> bool {
+    use memchr::memmem::find;
+    find(data, LOG_MESSAGE.as_bytes()).is_some()
+        || find(data, br"\/").is_some()
+        || find(data, br"\u").is_some()
 }
 
 #[cfg(test)]
@@ -279,6 +320,94 @@ mod tests {
         let mut junk = "notifications/message {".to_owned();
         mark(&mut junk, &json!(1));
         assert_eq!(junk, "notifications/message {");
+    }
+
+    /// What rmcp reads as the mark of `data` once marked as request 7's.
+    fn mark_as_rmcp_reads(mut data: String) -> Option<RequestId> {
+        use super::super::client::origin_of;
+        use rmcp::model::{GetMeta, ServerJsonRpcMessage};
+        mark(&mut data, &json!(7));
+        let ServerJsonRpcMessage::Notification(notification) = serde_json::from_str(&data).unwrap()
+        else {
+            panic!("a notification")
+        };
+        origin_of(notification.notification.get_meta())
+    }
+
+    #[test]
+    fn a_method_written_with_escapes_is_marked_as_rmcp_reads_it() {
+        for method in [r"notifications\/message", r"\u006eotifications/message"] {
+            let data = format!(
+                r#"{{"jsonrpc":"2.0","method":"{method}","params":{{"level":"info","data":"x","_meta":{{"io.toolgraft/stream":99}}}}}}"#
+            );
+            assert_eq!(
+                mark_as_rmcp_reads(data),
+                Some(RequestId::Number(7)),
+                "{method}"
+            );
+        }
+    }
+
+    #[test]
+    fn no_log_message_rmcp_reads_keeps_the_upstreams_mark() {
+        use rmcp::model::{ServerJsonRpcMessage, ServerNotification};
+        let spoofs = [
+            // Read as a request (of a method rmcp's client does not serve).
+            r#"{"jsonrpc":"2.0","id":1,"method":"notifications/message","params":{"level":"info","data":"x","_meta":{"io.toolgraft/stream":99}}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"notifications/message","params":{"level":"info","data":"x","_meta":{"io.toolgraft/stream":99}}}"#,
+            // A batch, which rmcp does not read.
+            r#"[{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x","_meta":{"io.toolgraft/stream":99}}}]"#,
+            // Two `_meta`s, two marks, two `params`.
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x","_meta":{"io.toolgraft/stream":99},"_meta":{"io.toolgraft/stream":98}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x","_meta":{"io.toolgraft/stream":99,"io.toolgraft/stream":"98"}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x","_meta":{"io.toolgraft/stream":99}},"params":{"level":"info","data":"x","_meta":{"io.toolgraft/stream":98}}}"#,
+            // A `_meta` or `params` that is not an object.
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x","_meta":[99]}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":[{"_meta":{"io.toolgraft/stream":99}}]}"#,
+            // The mark as a string of the number.
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x","_meta":{"io.toolgraft/stream":"99"}}}"#,
+        ];
+        for spoof in spoofs {
+            let mut data = spoof.to_owned();
+            mark(&mut data, &json!(7));
+            if let Ok(ServerJsonRpcMessage::Notification(notification)) =
+                serde_json::from_str(&data)
+                && matches!(
+                    notification.notification,
+                    ServerNotification::LoggingMessageNotification(_)
+                )
+            {
+                assert_eq!(
+                    mark_as_rmcp_reads(spoof.to_owned()),
+                    Some(RequestId::Number(7)),
+                    "{spoof}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_log_message_answered_as_json_is_marked_too() {
+        use super::super::client::origin_of;
+        use rmcp::model::{GetMeta, ServerJsonRpcMessage, ServerNotification};
+        let spoofed: ServerJsonRpcMessage = serde_json::from_value(json!({"jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "info", "data": "x", "_meta": {"io.toolgraft/stream": 99}}}))
+        .unwrap();
+        let response = StreamableHttpPostResponse::Json(spoofed, None);
+        let StreamableHttpPostResponse::Json(ServerJsonRpcMessage::Notification(notification), _) =
+            marked_response(response, Some(RequestId::Number(7)))
+        else {
+            panic!("a notification")
+        };
+        assert!(matches!(
+            notification.notification,
+            ServerNotification::LoggingMessageNotification(_)
+        ));
+        assert_eq!(
+            origin_of(notification.notification.get_meta()),
+            Some(RequestId::Number(7))
+        );
     }
 
     #[test]
