@@ -49,7 +49,11 @@ impl AskedLevel {
         {
             return;
         }
-        let _asking = self.asking.lock().await;
+        // Another call's ask is bounded by its own deadline, which may be
+        // later than this one's.
+        let Ok(_asking) = tokio::time::timeout_at(deadline, self.asking.lock()).await else {
+            return;
+        };
         if self.covers(wanted) {
             return;
         }
@@ -71,5 +75,60 @@ impl AskedLevel {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .is_some_and(|asked| asked <= wanted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use rmcp::model::{ErrorData, ServerCapabilities, ServerConfig};
+    use rmcp::service::RequestContext;
+    use rmcp::{RoleServer, ServerHandler, ServiceExt as _};
+
+    use super::*;
+
+    /// Logs, and never answers `logging/setLevel`.
+    struct Unanswering;
+
+    impl ServerHandler for Unanswering {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().enable_logging().build())
+        }
+
+        async fn set_level(
+            &self,
+            _: SetLevelRequestParams,
+            _: RequestContext<RoleServer>,
+        ) -> Result<(), ErrorData> {
+            std::future::pending().await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_behind_anothers_ask_waits_no_longer_than_its_own_deadline() {
+        let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+        let server = tokio::spawn(Unanswering.serve(server_io));
+        let client = ().serve(client_io).await.unwrap();
+        let asked = Arc::new(AskedLevel::default());
+        let long = tokio::spawn({
+            let asked = asked.clone();
+            let peer = client.peer().clone();
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+            async move { asked.include(&peer, LogLevel::Info, deadline).await }
+        });
+        // The first call is asking by now.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(200);
+        let behind = asked.include(client.peer(), LogLevel::Debug, deadline);
+        tokio::time::timeout(Duration::from_secs(5), behind)
+            .await
+            .expect("waits until its own deadline, not the first call's");
+
+        long.abort();
+        let _ = client.cancel().await;
+        server.abort();
     }
 }
