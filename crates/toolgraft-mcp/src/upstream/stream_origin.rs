@@ -244,6 +244,12 @@ fn mark(data: &mut String, origin: &Value) {
     if !may_name_log_message(data.as_bytes()) {
         return;
     }
+    // An answer that holds an escape (any non-ASCII text a Python server
+    // writes) is only scanned, not built, to learn it is none.
+    match serde_json::from_str::<Head<'_>>(data) {
+        Ok(head) if head.method.as_deref() == Some(LOG_MESSAGE) => {}
+        _ => return,
+    }
     let Ok(Value::Object(mut message)) = serde_json::from_str::<Value>(data) else {
         return;
     };
@@ -265,6 +271,13 @@ fn mark(data: &mut String, origin: &Value) {
     if let Ok(text) = serde_json::to_string(&message) {
         *data = text;
     }
+}
+
+/// A JSON-RPC message's method, the rest read past.
+#[derive(serde::Deserialize)]
+struct Head<'a> {
+    #[serde(borrow)]
+    method: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// Whether `data` may be a log message: it has the method's name as
@@ -317,6 +330,11 @@ mod tests {
             mark(&mut data, &json!(1));
             assert_eq!(data, text);
         }
+        // Escapes in an answer: read past, and left as written.
+        let escaped = r#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"caf\u00e9 \/"}]}}"#;
+        let mut data = escaped.to_owned();
+        mark(&mut data, &json!(1));
+        assert_eq!(data, escaped);
         let mut junk = "notifications/message {".to_owned();
         mark(&mut junk, &json!(1));
         assert_eq!(junk, "notifications/message {");
