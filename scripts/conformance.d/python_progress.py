@@ -1,6 +1,8 @@
 """The official MCP Python SDK's client against the `everything` example over
 Streamable HTTP: a tool whose body runs on a pool thread sends progress, and the
-Python client's progress callback sees each report, in order, before the reply.
+Python client's progress callback sees the reports in order, the last one
+before the reply (a report made while the previous is still being sent may be
+folded into the next, as the server's progress fold does under load).
 
 Usage: python_progress.py <url>. Exits non-zero, saying what differed; prints
 each report with the time it arrived.
@@ -35,7 +37,12 @@ async def main(url: str) -> None:
             for at, progress, total, message in seen:
                 print(f"python progress: +{at * 1000:6.1f} ms  {progress:g}/{total:g}  {message}")
             print(f"python progress: +{answered * 1000:6.1f} ms  reply: {result.content[0].text}")
-            check([p for _, p, _, _ in seen] == [0, 50, 100], f"progress {seen}")
+            # Reports are folded: one made while the last is still on its way
+            # is replaced by a newer one (on a loaded machine, 0 by 50). So
+            # each arrives in order, none is made up, and the last arrives.
+            values = [p for _, p, _, _ in seen]
+            check(values == sorted(set(values)) and set(values) <= {0, 50, 100}
+                  and values[-1:] == [100], f"progress {seen}")
             # The pool names its worker threads so.
             check("toolgraft-pool" in result.content[0].text,
                   f"the body did not run on a pool thread: {result.content[0].text}")
