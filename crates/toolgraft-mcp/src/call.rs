@@ -597,6 +597,7 @@ fn notification_of(message: LogMessage) -> rmcp::model::LoggingMessageNotificati
 
 /// MCP's `notifications/message` as a log message (another server's, passed on).
 #[allow(deprecated)] // Logging, deprecated by SEP-2577, which clients still receive.
+#[cfg(feature = "upstream")]
 pub(crate) fn log_message_of(
     notification: rmcp::model::LoggingMessageNotificationParam,
 ) -> LogMessage {

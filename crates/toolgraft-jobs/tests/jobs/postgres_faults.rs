@@ -223,21 +223,39 @@ async fn a_forged_withdrawal_announcement_stops_nothing() {
             (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
         });
     let pool = sqlx::PgPool::connect(&env.url).await.unwrap();
-    sqlx::query("SELECT pg_notify($1, $2)")
-        .bind(format!("toolgraft_withdrawn_{hash:016x}"))
-        .bind(&job)
-        .execute(&pool)
-        .await
-        .unwrap();
-    let answer = call.await.unwrap();
-    assert_eq!(
-        answer.unwrap_or_else(|error| panic!("{error}\n{}", worker.log_text())),
-        json!(worker.pid())
-    );
+    // Announced until the worker says it ignored one: its listener may still
+    // be connecting when the job starts (seen on a loaded machine), and a
+    // notification sent before it listens reaches nobody.
+    let forging = tokio::spawn({
+        let channel = format!("toolgraft_withdrawn_{hash:016x}");
+        let job = job.clone();
+        async move {
+            loop {
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(&channel)
+                    .bind(&job)
+                    .execute(&pool)
+                    .await
+                    .unwrap();
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    });
     let ignored = worker
         .wait_for_line(&["an announced withdrawal has no row"])
         .await;
     eprintln!("{ignored}");
+    let answer = call.await.unwrap();
+    forging.abort();
+    assert_eq!(
+        answer.unwrap_or_else(|error| panic!("{error}\n{}", worker.log_text())),
+        json!(worker.pid())
+    );
+    // Ignored while the job ran, not only after it.
+    let log = worker.log_text();
+    let ignored_at = log.find("an announced withdrawal has no row").unwrap();
+    let finished_at = log.find("job finished").unwrap();
+    assert!(ignored_at < finished_at, "{log}");
 }
 
 /// A database whose encoding is not UTF8 (notifications and replies are text)

@@ -83,6 +83,8 @@ mod moment;
 pub use settings::{MAX_TASKS, MAX_TTL, TaskSettingError, TaskSupport, Tasks};
 
 pub(crate) use clock::{millis, now_iso};
-pub(crate) use moment::{Hold, TaskMoment};
+#[cfg(feature = "upstream")]
+pub(crate) use moment::Hold;
+pub(crate) use moment::TaskMoment;
 pub(crate) use settled::{Resume, Running, Settled, error_object, object_of, unknown};
 pub(crate) use table::{FollowedTask, Table};

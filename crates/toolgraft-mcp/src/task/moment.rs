@@ -41,6 +41,8 @@ impl Entry for TaskMoment {
 /// A hold on a [`TaskMoment`]: the call does not become a task for waiting
 /// while it lives.
 #[derive(Debug)]
+// Taken by a forwarded call only (`upstream`).
+#[cfg_attr(not(feature = "upstream"), allow(dead_code))]
 pub(crate) struct Hold {
     holds: Arc<watch::Sender<usize>>,
 }
@@ -59,6 +61,7 @@ impl TaskMoment {
     }
 
     /// Holds the moment until the [`Hold`] is dropped.
+    #[cfg_attr(not(feature = "upstream"), allow(dead_code))]
     pub(crate) fn hold(&self) -> Hold {
         self.holds.send_modify(|holds| *holds += 1);
         Hold {

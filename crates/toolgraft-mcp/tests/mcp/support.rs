@@ -97,6 +97,7 @@ pub async fn connect<S: ServerHandler>(server: S) -> Connection {
 /// no subscriber that reaches the server's span first would disable it for the
 /// test that has one. A second dispatcher kept alive for the whole process makes
 /// the cache ask every live dispatcher instead.
+#[cfg(feature = "otel")]
 pub fn subscribe(
     subscriber: impl tracing::Subscriber + Send + Sync + 'static,
 ) -> tracing::subscriber::DefaultGuard {
