@@ -18,19 +18,37 @@ use tokio::sync::futures::OwnedNotified;
 /// leaves the next tick registered.
 ///
 /// A wake-up that arrives while a fetch is in flight can be spent on that fetch,
-/// which may have run before the job was enqueued; so each wake-up also arms a
-/// follow-up poll [`FOLLOW_UP`] later, and a missed job waits that long, not a
-/// whole tick.
+/// which may have run before the job was enqueued; so each wake-up also arms
+/// follow-up polls, [`FOLLOW_UPS`] apart, and a missed job waits at most their
+/// sum, not a whole tick. There are several because a follow-up that fires
+/// while a fetch is still in flight is spent the same way: on a loaded machine
+/// a fetch takes longer than the first.
 pub(crate) struct Ticks {
     period: Duration,
     interval: tokio::time::Interval,
     wake: Arc<Notify>,
     woken: Pin<Box<OwnedNotified>>,
-    follow_up: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The next follow-up, and how many came before it since the last wake-up.
+    follow_up: Option<(Pin<Box<tokio::time::Sleep>>, usize)>,
 }
 
-/// How long after a wake-up a worker fetches once more (see [`Ticks`]).
-pub(crate) const FOLLOW_UP: Duration = Duration::from_millis(3);
+/// The waits between a wake-up and each follow-up fetch (see [`Ticks`]).
+pub(crate) const FOLLOW_UPS: [Duration; 3] = [
+    Duration::from_millis(3),
+    Duration::from_millis(30),
+    Duration::from_millis(300),
+];
+
+/// The follow-up `after` waits from now, registered with the polling task.
+fn follow_up(
+    cx: &mut std::task::Context<'_>,
+    after: usize,
+) -> Option<(Pin<Box<tokio::time::Sleep>>, usize)> {
+    let wait = FOLLOW_UPS.get(after)?;
+    let mut sleep = Box::pin(tokio::time::sleep(*wait));
+    let _ = sleep.as_mut().poll(cx);
+    Some((sleep, after))
+}
 
 impl Ticks {
     pub(crate) fn every(period: Duration, wake: Arc<Notify>) -> Self {
@@ -62,26 +80,61 @@ impl apalis::prelude::PollStrategy for Ticks {
         while self.interval.poll_tick(cx).is_ready() {
             fired = true;
         }
-        if let Some(follow_up) = &mut self.follow_up
-            && follow_up.as_mut().poll(cx).is_ready()
+        if let Some((sleep, after)) = &mut self.follow_up
+            && sleep.as_mut().poll(cx).is_ready()
         {
-            self.follow_up = None;
+            let next = *after + 1;
+            self.follow_up = follow_up(cx, next);
             fired = true;
         }
         while self.woken.as_mut().poll(cx).is_ready() {
             self.woken = Box::pin(self.wake.clone().notified_owned());
             fired = true;
-            if self.follow_up.is_none() {
-                let mut follow_up = Box::pin(tokio::time::sleep(FOLLOW_UP));
-                // Registers the timer with this task.
-                let _ = follow_up.as_mut().poll(cx);
-                self.follow_up = Some(follow_up);
-            }
+            // Each wake-up's job gets every follow-up.
+            self.follow_up = follow_up(cx, 0);
         }
         if fired {
             std::task::Poll::Ready(Some(()))
         } else {
             std::task::Poll::Pending
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use apalis::prelude::{PollSnapshot, PollStrategy};
+
+    async fn fires(ticks: &mut Ticks) -> bool {
+        std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(ticks.poll_drive(cx, &PollSnapshot::default()).is_ready())
+        })
+        .await
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wake_up_polls_at_once_and_after_each_follow_up() {
+        let wake = Arc::new(Notify::new());
+        let mut ticks = Ticks::every(Duration::from_secs(60), wake.clone());
+        assert!(fires(&mut ticks).await, "the interval's first tick");
+        assert!(!fires(&mut ticks).await);
+        wake.notify_one();
+        assert!(fires(&mut ticks).await, "the wake-up");
+        let mut at = Duration::ZERO;
+        for wait in FOLLOW_UPS {
+            tokio::time::advance(wait - Duration::from_millis(1)).await;
+            assert!(
+                !fires(&mut ticks).await,
+                "before the follow-up after {wait:?}"
+            );
+            tokio::time::advance(Duration::from_millis(1)).await;
+            assert!(fires(&mut ticks).await, "the follow-up after {wait:?}");
+            at += wait;
+        }
+        tokio::time::advance(Duration::from_secs(59) - at).await;
+        assert!(!fires(&mut ticks).await, "nothing more until the next tick");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(fires(&mut ticks).await, "the next tick");
     }
 }
