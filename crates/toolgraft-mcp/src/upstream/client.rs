@@ -154,13 +154,14 @@ impl Listener {
         (receive, following)
     }
 
-    /// Counts `call` in flight (sent upstream as `request` on this link) while
-    /// the guard lives, with its caller, the client the upstream's requests
-    /// within it go to (see [`Listener::asker`]), and where its log messages go.
+    /// Counts `call` in flight on this link while the guard lives, with its
+    /// caller, the client the upstream's requests within it go to (see
+    /// [`Listener::asker`]), and where its log messages go. Counted before it
+    /// is sent: what the upstream sends within it may be handled before the
+    /// send returns (see [`Asking::sent_as`]).
     pub(super) fn asking(
         &self,
         call: u64,
-        request: RequestId,
         caller: Option<Peer<RoleServer>>,
         log: Option<LogSink>,
     ) -> Asking {
@@ -176,12 +177,10 @@ impl Listener {
             },
         );
         drop(askers);
-        let request = (self.link, request);
-        lock(&self.inner.by_request).insert(request.clone(), call);
         Asking {
             listener: self.clone(),
             call,
-            request,
+            request: None,
         }
     }
 
@@ -210,10 +209,7 @@ impl Listener {
         askers.forget_ended(Instant::now());
         let askers = &askers.calls;
         if let Some(InboundStreamOrigin::OutboundRequest(request)) = origin {
-            let call = lock(&self.inner.by_request)
-                .get(&(self.link, request.clone()))
-                .copied();
-            return match call.and_then(|call| askers.get(&call)) {
+            return match self.call_of(request).and_then(|call| askers.get(&call)) {
                 Some(InFlight {
                     caller: Some(peer),
                     log,
@@ -277,16 +273,19 @@ impl Listener {
             )),
         }
     }
-}
 
-impl Listener {
+    /// The call sent as `request` on this link, while it is counted.
+    fn call_of(&self, request: &RequestId) -> Option<u64> {
+        lock(&self.inner.by_request)
+            .get(&(self.link, request.clone()))
+            .copied()
+    }
+
     /// Where the log messages of the call sent as `request` on this link go,
     /// if it takes them: also just after its answer, when rmcp may hand on a
     /// message sent before it.
     fn log_of(&self, request: &RequestId) -> Option<LogSink> {
-        let call = lock(&self.inner.by_request)
-            .get(&(self.link, request.clone()))
-            .copied()?;
+        let call = self.call_of(request)?;
         lock(&self.inner.askers).calls.get(&call)?.log.clone()
     }
 }
@@ -307,7 +306,17 @@ impl Drop for Following {
 pub(super) struct Asking {
     listener: Listener,
     call: u64,
-    request: (u64, RequestId),
+    request: Option<(u64, RequestId)>,
+}
+
+impl Asking {
+    /// The call was sent upstream as `request`: what names it (over HTTP, the
+    /// stream it came on) is the call's.
+    pub(super) fn sent_as(&mut self, request: RequestId) {
+        let request = (self.listener.link, request);
+        lock(&self.listener.inner.by_request).insert(request.clone(), self.call);
+        self.request = Some(request);
+    }
 }
 
 impl Drop for Asking {
@@ -319,7 +328,9 @@ impl Drop for Asking {
             askers.ended.push_back((now, self.call));
         }
         drop(askers);
-        lock(&self.listener.inner.by_request).remove(&self.request);
+        if let Some(request) = &self.request {
+            lock(&self.listener.inner.by_request).remove(request);
+        }
     }
 }
 

@@ -180,9 +180,10 @@ impl Forwarder {
         held: &mut Option<Hold>,
     ) -> Result<Result<CallToolResponse, rmcp::ErrorData>, BoxError> {
         let (live, listener, link) = self.link_for(call_in).await?;
+        let log = context::get::<LogSink>();
         // On 2025-11-25 the call cannot name its caller's log level: the
         // connection is asked for it first.
-        if let Some(log) = context::get::<LogSink>()
+        if let Some(log) = &log
             && !link::is_newest(&live.peer)
         {
             live.log_level
@@ -198,24 +199,24 @@ impl Forwarder {
             held.take();
         }
         let mut options = PeerRequestOptions::no_options();
-        options.meta = Some(meta_for_upstream(call_in));
+        options.meta = Some(meta_for_upstream(call_in, log.as_ref()));
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let mut asking = listener.asking(
+            self.calls.fetch_add(1, Ordering::Relaxed),
+            call_in.map(|call| call.peer().clone()),
+            log.clone(),
+        );
         let handle = peer
             .send_request_with_option(request, options)
             .await
             .map_err(|error| self.lost(&error, &link))?;
+        asking.sent_as(handle.id.clone());
         let (mut reports, _following) = if followed {
             let (reports, following) = listener.follow(handle.progress_token.clone());
             (Some(reports), Some(following))
         } else {
             (None, None)
         };
-        let _asking = listener.asking(
-            self.calls.fetch_add(1, Ordering::Relaxed),
-            handle.id.clone(),
-            call_in.map(|call| call.peer().clone()),
-            context::get::<LogSink>(),
-        );
         let mut unanswered = CancelOnDrop {
             peer: peer.clone(),
             id: Some(handle.id.clone()),
@@ -250,7 +251,7 @@ impl Forwarder {
         // the last one may still be on its way: its task is given the chance to
         // run first. One that comes later still is dropped, as a report after
         // the answer.
-        if reports.is_some() || context::get::<LogSink>().is_some() {
+        if reports.is_some() || log.is_some() {
             for _ in 0..4 {
                 tokio::task::yield_now().await;
             }
@@ -683,9 +684,9 @@ async fn answer_now(
 /// caller's own request or client (its progress token, MCP's reserved
 /// `io.modelcontextprotocol/` keys: this process is the upstream's client);
 /// the caller's capabilities, so that the upstream asks only what the caller
-/// can answer; and the call's trace context, which a layer may have
-/// continued.
-fn meta_for_upstream(call: Option<&McpCall>) -> RequestMetaObject {
+/// can answer; the level its caller takes `log` at; and the call's trace
+/// context, which a layer may have continued.
+fn meta_for_upstream(call: Option<&McpCall>, log: Option<&LogSink>) -> RequestMetaObject {
     let mut meta = RequestMetaObject::default();
     if let Some(call) = call {
         for (key, value) in call.meta().0.iter() {
@@ -704,7 +705,7 @@ fn meta_for_upstream(call: Option<&McpCall>) -> RequestMetaObject {
     }
     // The level the caller takes log messages at: an upstream of 2026-07-28
     // sends none without it.
-    if let Some(log) = context::get::<LogSink>() {
+    if let Some(log) = log {
         meta.set_log_level(crate::call::mcp_level(log.level()));
     }
     if let Some(trace) = context::get::<TraceContext>() {

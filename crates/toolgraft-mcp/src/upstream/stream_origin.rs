@@ -53,13 +53,11 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Marking<C> {
     + Send
     + '_ {
         let request = request_of(&message);
-        async move {
-            let response = self
-                .0
-                .post_message(uri, message, session_id, auth_header, custom_headers)
-                .await;
-            response.map(|response| marked_response(response, request))
-        }
+        marked_post(
+            request,
+            self.0
+                .post_message(uri, message, session_id, auth_header, custom_headers),
+        )
     }
 
     fn post_message_with_max_sse_event_size(
@@ -74,20 +72,17 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Marking<C> {
     + Send
     + '_ {
         let request = request_of(&message);
-        async move {
-            let response = self
-                .0
-                .post_message_with_max_sse_event_size(
-                    uri,
-                    message,
-                    session_id,
-                    auth_header,
-                    custom_headers,
-                    max_sse_event_size,
-                )
-                .await;
-            response.map(|response| marked_response(response, request))
-        }
+        marked_post(
+            request,
+            self.0.post_message_with_max_sse_event_size(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            ),
+        )
     }
 
     fn post_message_with_response_limits(
@@ -102,20 +97,17 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Marking<C> {
     + Send
     + '_ {
         let request = request_of(&message);
-        async move {
-            let response = self
-                .0
-                .post_message_with_response_limits(
-                    uri,
-                    message,
-                    session_id,
-                    auth_header,
-                    custom_headers,
-                    limits,
-                )
-                .await;
-            response.map(|response| marked_response(response, request))
-        }
+        marked_post(
+            request,
+            self.0.post_message_with_response_limits(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                limits,
+            ),
+        )
     }
 
     fn delete_session(
@@ -175,6 +167,17 @@ fn request_of(message: &ClientJsonRpcMessage) -> Option<RequestId> {
         ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
         _ => None,
     }
+}
+
+/// The response of `post`, sent as `request`, with its log messages marked:
+/// each way of posting (the inner client's own, with its limits) is wrapped
+/// the same.
+async fn marked_post<E>(
+    request: Option<RequestId>,
+    post: impl Future<Output = Result<StreamableHttpPostResponse, E>>,
+) -> Result<StreamableHttpPostResponse, E> {
+    post.await
+        .map(|response| marked_response(response, request))
 }
 
 fn marked_response(

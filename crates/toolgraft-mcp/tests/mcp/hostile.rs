@@ -27,7 +27,7 @@ use toolgraft_mcp::ToolsetServer;
 use toolgraft_mcp::http::{Guard, McpHttp, Serving};
 use toolgraft_mcp::upstream::{Endpoint, Upstream, UpstreamConfig};
 
-use crate::support::{connect, connect_newest, request, within};
+use crate::support::{connect, connect_newest, logged, request, within};
 
 /// What the hostile handler does, shared by its sessions.
 #[derive(Clone, Default)]
@@ -131,7 +131,7 @@ impl ServerHandler for Hostile {
                 self.hang_cancelled.store(true, Ordering::SeqCst);
             }
             // Logs a detail and a warning, as far as its session's level lets
-            // them through.
+            // them through, while it works.
             "chatty" => {
                 let level = *self.level.lock().unwrap();
                 for (at, said) in [
@@ -141,6 +141,11 @@ impl ServerHandler for Hostile {
                     if level.is_some_and(|level| level as u8 <= at as u8) {
                         let message = LoggingMessageNotificationParam::new(at, json!(said));
                         let _ = context.peer.notify_logging_message(message).await;
+                        // They go on the session's own stream, apart from the
+                        // answer, and each is handled by a task of its own
+                        // there: they are let arrive, in order, while the call
+                        // is in flight, as a tool's log does while it works.
+                        tokio::time::sleep(Duration::from_millis(100)).await;
                     }
                 }
             }
@@ -303,34 +308,26 @@ async fn an_older_upstream_is_asked_for_the_log_level_its_callers_take() {
             .unwrap();
     }
 
-    for client in [&careful, &curious, &careful] {
+    // rmcp's server sends log messages on the session's own stream, naming
+    // no call: one is a call's while that call is the only one in flight on
+    // the link, counting those that ended within 50 ms. So each call's
+    // messages are in, and its grace over, before the next call goes.
+    for (client, received) in [(&careful, 1), (&curious, 2), (&careful, 2)] {
         within(
             "a call",
             client.peer().call_tool(request("up_chatty", json!({}))),
         )
         .await
         .unwrap();
-        // rmcp's server sends log messages on the session's own stream, naming
-        // no call: one is a call's while that call is the only one in flight
-        // on the link, counting those that ended within 50 ms.
+        logged(&[client], received).await;
         tokio::time::sleep(Duration::from_millis(60)).await;
     }
 
-    let said = |client: &crate::support::Connection| -> Vec<serde_json::Value> {
-        let logs = client.service().logs.lock().unwrap();
-        logs.iter().map(|log| log.data.clone()).collect()
+    let [careful_got, curious_got] = &logged(&[&careful, &curious], 2).await[..] else {
+        unreachable!("one list per client")
     };
-    // A client hands each notification to a task of its own: the last may
-    // be recorded after the answer.
-    within("the last log message", async {
-        while said(&careful).len() < 2 || said(&curious).len() < 2 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(said(&careful), [json!("careful"), json!("careful")]);
-    assert_eq!(said(&curious), [json!("a detail"), json!("careful")]);
+    assert_eq!(careful_got, &[json!("careful"), json!("careful")]);
+    assert_eq!(curious_got, &[json!("a detail"), json!("careful")]);
     let asked = hostile.levels_asked.lock().unwrap().clone();
     assert_eq!(
         asked.iter().map(|level| *level as u8).collect::<Vec<_>>(),

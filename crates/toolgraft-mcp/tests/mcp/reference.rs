@@ -418,21 +418,11 @@ async fn log_messages_of_calls_in_flight_at_once_reach_their_own_callers() {
     by_alice.unwrap();
     by_bob.unwrap();
 
-    let said = |client: &crate::support::Connection| -> Vec<Value> {
-        let logs = client.service().logs.lock().unwrap();
-        logs.iter().map(|log| log.data.clone()).collect()
+    let [alice_got, bob_got] = &crate::support::logged(&[&alice, &bob], 2).await[..] else {
+        unreachable!("one list per client")
     };
-    // A client hands each notification to a task of its own: the last may be
-    // recorded after the answer.
-    within("the last log messages", async {
-        while said(&alice).len() < 2 || said(&bob).len() < 2 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(said(&alice), [json!("alice: begun"), json!("alice: done")]);
-    assert_eq!(said(&bob), [json!("bob: begun"), json!("bob: done")]);
+    assert_eq!(alice_got, &[json!("alice: begun"), json!("alice: done")]);
+    assert_eq!(bob_got, &[json!("bob: begun"), json!("bob: done")]);
     alice.cancel().await.unwrap();
     bob.cancel().await.unwrap();
 }

@@ -72,6 +72,34 @@ impl ClientHandler for Client {
 
 pub type Connection = RunningService<RoleClient, Client>;
 
+/// The data of the log messages each of `clients` received, once each has at
+/// least `count`, and 50 ms later (any more would be there by then): a client
+/// hands each notification to a task of its own, so the last may be recorded
+/// after the answer.
+#[cfg(all(feature = "upstream-http", feature = "http"))]
+pub async fn logged(clients: &[&Connection], count: usize) -> Vec<Vec<Value>> {
+    let said = || -> Vec<Vec<Value>> {
+        clients
+            .iter()
+            .map(|client| {
+                let logs = client.service().logs.lock().unwrap();
+                logs.iter().map(|log| log.data.clone()).collect()
+            })
+            .collect()
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while said().iter().any(|logs| logs.len() < count) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "fewer than {count} log messages each: {:?}",
+            said()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    said()
+}
+
 /// `server` served in process over a duplex pipe, and a [`Client`] connected to
 /// it with `initialize`.
 pub async fn connect<S: ServerHandler>(server: S) -> Connection {
